@@ -85,6 +85,19 @@ def check_directory_name(value: object, what: str) -> str:
     return value
 
 
+# OWNER/NAME of a repository on the forge, as the API's paths take it (`/repos/OWNER/NAME/...`).
+_FORGE_REPO = on_first_use(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def is_forge_repo(value: object) -> bool:
+    """Whether `value` is OWNER/NAME of a forge repository: one `/`, letters, digits, `_`, `.`
+    and `-` (the owner starting with a letter or digit), and neither side `.` or `..`, which
+    no forge allows and a URL's path reads as a step: `/repos/o/../pulls/1` is sent as
+    `/repos/pulls/1`, another endpoint, with the token."""
+    return isinstance(value, str) and _FORGE_REPO.fullmatch(value) is not None \
+        and value.split("/")[1] not in (".", "..")
+
+
 def check_patch_name(value: object) -> str:
     """A patch name a series file and a directory can hold: no whitespace, `#`, `/`, quotes or
     control characters; not starting with `.` or `-`."""

@@ -253,6 +253,11 @@ _PATTERN_BASE = ('compose-service = "inference"\nartifacts = ["entry.sh"]\nimage
      "with no ':' (compose would read what follows as the mount's options)"),
     ('forge-repo = "acme/up"', 'forge-repo = "acme"', "upstreams.up.forge-repo",
      "'acme' is not a valid forge-repo: it must be OWNER/NAME, the upstream's repository"),
+    # `..` is a step in the API's path: /repos/o/../pulls/1 was sent as /repos/pulls/1.
+    ('forge-repo = "acme/up"', 'forge-repo = "acme/.."', "upstreams.up.forge-repo",
+     "neither side '.' or '..'"),
+    ('forge-repo = "acme/up"', 'forge-repo = "../up"', "upstreams.up.forge-repo",
+     "neither side '.' or '..'"),
     ('package = "vllm"', 'package = "-vllm"', "upstreams.wh.package",
      "it must be a distribution name (PEP 508)"),
     ('url = "https://example.com/up.git"\nfollow', 'url = ""\nfollow', "upstreams.up.url",
@@ -270,6 +275,7 @@ _PATTERN_BASE = ('compose-service = "inference"\nartifacts = ["entry.sh"]\nimage
     ('web-host = "github.com"', 'web-host = "https://github.com"', "forge.web-host",
      "it must be a host name, with its port if need be"),
     ('repo = "acme/stack"', 'repo = "acme"', "forge.repo", "it must be OWNER/NAME ("),
+    ('repo = "acme/stack"', 'repo = "acme/.."', "forge.repo", "NAME neither '.' nor '..'"),
     ('compose-service = "inference"', 'compose-service = "in..ference"', "compose-service",
      "it must be letters, digits, '.', '_' and '-', beginning with a letter or digit, at most "
      "100 characters, with no '..'"),

@@ -176,3 +176,23 @@ def test_a_slow_forge_holds_back_no_write_out(tmp_path, reader):
     else:  # findings of the hand-written patch's header; none of the forge's answers
         assert proc.returncode == 1, err.decode()
         assert [f for f in document["findings"] if f["check"] == "forwarded"] == []
+
+
+@pytest.mark.parametrize("forwarded", ["acme/..#1", "https://github.com/acme/../pull/1",
+                                       "https://github.com/../up/pull/1"])
+def test_a_repository_named_dot_dot_is_never_asked_for(tmp_path, forge_server, forwarded):
+    """`Forwarded: acme/..#1` passed as OWNER/NAME: the request for /repos/acme/../pulls/1
+    went out, its dot-segments resolved, as `GET /repos/pulls/1` with the token, and the row
+    said the forge answered 404 about it. Now no request is sent, and the row says the
+    Forwarded value is no pull request."""
+    forge_server.add_pull("acme/up", 1, state="open")
+    root = stack_with_forwarded(tmp_path, forge_server.url, count=1)
+    patch = root / "series/up/fix-1.patch"
+    text = patch.read_text()
+    assert "Forwarded: https://github.com/acme/up/pull/1\n" in text
+    patch.write_text(text.replace("https://github.com/acme/up/pull/1", forwarded))
+    run = run_cli(root, "status")
+    assert run.rc == 0, run.err
+    assert forge_server.requests == []
+    row = next(line for line in run.out.splitlines() if line.startswith("up/fix-1.patch"))
+    assert "PR: not a pull request URL" in row, row

@@ -404,10 +404,11 @@ def load_config(path: Path) -> Config:
     forge = expect(table.get("forge", {}), dict, "forge")
     checks = expect(table.get("checks", {}), dict, "checks")
     forge_repo = forge.get("repo")
-    if forge_repo is not None and not (isinstance(forge_repo, str) and
-                                       re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", forge_repo)):
-        fail("forge.repo", "must be OWNER/NAME, the stack repository on the forge",
-             needle="repo")
+    from patchforge.names import is_forge_repo
+
+    if forge_repo is not None and not is_forge_repo(forge_repo):
+        fail("forge.repo", "must be OWNER/NAME, the stack repository on the forge (NAME "
+             "neither '.' nor '..')", needle="repo")
     image = table.get("image")
     if image is not None and not isinstance(image, str):
         fail("image", "must be an image reference string")

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.model.record import field, record
+from patchforge.names import is_forge_repo
 from patchforge.net.http import HttpClient, Response, host_of
 
 GITHUB_ACCEPT = "application/vnd.github+json"
@@ -27,7 +28,6 @@ _PR_URL_RE = re.compile(r"^https?://(?P<host>[^/\s]+)/(?P<owner>[^/\s]+)/(?P<nam
                         r"/pull/(?P<number>[0-9]+)(?:[/?#]\S*)?$")
 # vllm-project/vllm#56503, as people write it in commit messages and PR bodies.
 _PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P<number>[0-9]+)$")
-_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # A full commit id: SHA-1 (40 hex) or SHA-256 (64 hex).
 _COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -96,11 +96,12 @@ def parse_pr_url(text: str) -> PullRef:
     """`https://github.com/o/r/pull/N` (any host) or `o/r#N` (github.com) -> PullRef."""
     text = text.strip()
     match = _PR_URL_RE.match(text)
-    if match:
+    # `.` or `..` for OWNER or NAME is no repository: a step in the API's path.
+    if match and not {match["owner"], match["name"]} & {".", ".."}:
         return PullRef(match["host"].lower(), f"{match['owner']}/{match['name']}",
                        int(match["number"]))
     match = _PR_SHORT_RE.match(text)
-    if match:
+    if match and is_forge_repo(f"{match['owner']}/{match['name']}"):
         return PullRef("github.com", f"{match['owner']}/{match['name']}", int(match["number"]))
     raise UsageError(f"not a pull request URL: {text!r}",
                      hint="expected https://github.com/OWNER/REPO/pull/NUMBER or OWNER/REPO#NUMBER")
@@ -135,7 +136,7 @@ def answers_for(forge: Any, ref: PullRef) -> bool:
 
 
 def _check_repo(repo: str) -> str:
-    if not _REPO_RE.match(repo):
+    if not is_forge_repo(repo):
         raise UsageError(f"not a forge repository name: {repo!r}", hint="expected OWNER/NAME")
     return repo
 
