@@ -732,7 +732,8 @@ def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, dam
     assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
 
 
-@pytest.mark.parametrize("damage", ["pinned-commit-ref", "branch-ref", "config"])
+@pytest.mark.parametrize("damage", ["pinned-commit-ref", "branch-ref", "config", "packed-refs",
+                                    "head", "objects-a-file"])
 def test_a_damaged_ref_or_config_of_the_store_is_its_damage_never_a_pin_to_change(tmp_path,
                                                                                    damage):
     """The store's record of the pinned commit (or of the branch it was pinned from) holding
@@ -746,6 +747,18 @@ def test_a_damaged_ref_or_config_of_the_store_is_its_damage_never_a_pin_to_chang
     if damage == "config":
         with open(store / "config", "a") as config:
             config.write("[bad\n")
+    elif damage == "packed-refs":
+        # A line git never writes there (a killed `git gc`, a disk error): was "could not be
+        # checked against <url>", with the hint to check the network.
+        with open(store / "packed-refs", "a") as packed:
+            packed.write("zzz\n")
+    elif damage == "head":
+        # Garbage in HEAD, or objects/ a file: git takes it for no repository, and every
+        # command said only "git cat-file stopped: fatal: not a git repository".
+        (store / "HEAD").write_text("xx\n")
+    elif damage == "objects-a-file":
+        shutil.rmtree(store / "objects")
+        (store / "objects").write_text("")
     else:
         kind = "commits" if damage == "pinned-commit-ref" else "heads"
         refs = [ref for ref in (store / "refs/patchforge/remotes").glob(f"*/{kind}/*")

@@ -166,7 +166,9 @@ _DAMAGE = (
     r"|ignoring broken ref (?P<ref>\S+)"
     r"|unable to resolve reference '(?P<broken>[^']+)': reference broken"
     # The store's own config unreadable (the user's own is said by git as it is).
-    r"|bad config line \d+ in file (?P<config>\S+/store\.git/config)\b")
+    r"|bad config line \d+ in file (?P<config>\S+/store\.git/config)\b"
+    # Its packed refs holding a line git does not write (a `git gc` killed half-way).
+    r"|unexpected line in (?P<packed>\S+/store\.git/packed-refs)\b")
 
 
 def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None:
@@ -182,8 +184,8 @@ def damage_error(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None
     named = next((v for v in match.groupdict().values() if v), None)
     if named and "/objects/" in named:
         store = named.split("/objects/")[0]
-    elif match.group("config"):
-        store = os.path.dirname(match.group("config"))
+    elif match.group("config") or match.group("packed"):
+        store = os.path.dirname(match.group("config") or match.group("packed"))
     else:
         # A ref is named relative to its repository.
         store = str(git_dir) if git_dir is not None else "the store"
@@ -206,9 +208,18 @@ def _store_gone(stderr: str, git_dir: Path | str | None) -> StoreDamaged | None:
     match = re.search(_GONE, stderr)
     where = (match.group("dir") or (str(git_dir) if git_dir is not None else None)) \
         if match else None
-    if where is None or "store.git" not in os.path.basename(where.rstrip("/")) \
-            or os.path.isdir(os.path.join(where, "objects")):
+    if where is None or "store.git" not in os.path.basename(where.rstrip("/")):
         return None
+    if os.path.lexists(os.path.join(where, "objects")):
+        # There, but git does not take it for a repository: its HEAD holds garbage, its refs/
+        # is gone, its objects/ is a file. Every later command would fail the same way.
+        if "not a git repository" not in stderr:
+            return None
+        return StoreDamaged(f"the cache's git store {where} is damaged: git does not read it as "
+                            "a repository (its HEAD, objects/ or refs/ is not what git writes)",
+                            hint=f"nothing in the project is wrong and no pin needs to change: "
+                                 f"move {where} aside (or remove it), and the next command "
+                                 f"fetches and imports the pinned revisions again")
     return StoreDamaged(f"the cache's git store {where} was removed while the command ran",
                         hint="nothing in the project is wrong and no pin needs to change: run "
                              "the command again (the store is made again and the pinned "

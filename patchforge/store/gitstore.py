@@ -457,7 +457,7 @@ class UpstreamStore:
         try:
             packs = sum(1 for name in os.listdir(self.git_dir / "objects" / "pack")
                         if name.endswith(".pack"))
-        except FileNotFoundError:
+        except OSError:  # none yet; or objects/ a file (damage git names at its first read)
             return False
         if packs <= self.MAX_PACKS:
             return False
