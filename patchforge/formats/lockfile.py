@@ -197,11 +197,15 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
             _check_wheel_source(r, f"{where}.source", source_obj)
         version_str = r.get(entry, "version", str, where, required=False)
         # Printed as they are by status and the reports: a newline or an escape sequence in a
-        # lock (a pull request) would forge an output line or drive the terminal.
+        # lock (a pull request) would forge an output line or drive the terminal; a
+        # bidirectional override (`v1 \u202e0.2v` shows as "v1 v2.0") or a zero-width
+        # character would show another version than the one pinned.
         for key, value in (("label", label), ("version", version_str)):
             if value is not None and (not value or _CONTROL.search(value)
-                                      or not _LINE_SEPARATORS.isdisjoint(value)):
-                r.fail(f"{where}.{key}", f"{value!r} is empty or holds a control character")
+                                      or not _LINE_SEPARATORS.isdisjoint(value)
+                                      or not names.INVISIBLE.isdisjoint(value)):
+                r.fail(f"{where}.{key}", f"{value!r} is empty or holds a control character "
+                       "or an invisible one (zero-width, bidirectional)")
         pins[name] = UpstreamPin(kind=kind, commit=commit, tree=tree, label=label,
                                  source=dict(source_obj), version=version_str)
     image = None
