@@ -103,12 +103,22 @@ def check_patch_name(value: object) -> str:
     control characters; not starting with `.` or `-`."""
     if not isinstance(value, str) or not value or _PATCH_NAME_BAD.search(value) \
             or not _PATCH_NAME_BAD_WIDE.isdisjoint(value) or value.startswith((".", "-")) \
-            or len(value.encode("utf-8", "surrogateescape")) > 200:
-        raise ValueError(f"patch name {value!r} cannot be written to a series file (no "
+            or len(value.encode("utf-8", "surrogateescape")) > 200 or not _is_utf8(value):
+        raise ValueError(f"patch name {value!r} cannot be written to a series file (UTF-8, no "
                          "whitespace, '#', '/', '\\', quotes, '$', control characters or "
                          "invisible ones (zero-width, bidirectional); not starting with '.' or "
                          "'-'; at most 200 bytes)")
     return value
+
+
+def _is_utf8(value: str) -> bool:
+    """Whether `value` is text, not bytes read with surrogateescape that are not UTF-8 (a
+    Latin-1 file name): manifest.json and PATCHES.md hold patch names as UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # What a Windows checkout cannot write as a file name (git for Windows stops the clone of the

@@ -43,6 +43,7 @@ def test_a_patch_name_is_refused_for_the_characters_the_class_refused():
         if not value or _PATCH_NAME_CLASS.search(value) or value.startswith((".", "-")) \
                 or len(value.encode("utf-8", "surrogateescape")) > 200:
             raise ValueError(value)
+        value.encode("utf-8")  # and a name that is not UTF-8 (a byte read with surrogateescape)
 
     differ = [c for c in _EVERY if refused(check_patch_name, f"fix{c}x.patch")
               != refused(check_with_the_class, f"fix{c}x.patch")]

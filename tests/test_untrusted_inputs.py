@@ -998,7 +998,8 @@ def test_a_bad_list_entry_is_named_by_its_list_and_says_why(tmp_path, entry, why
 
 @pytest.mark.parametrize("name", ["a#b", "a b", "a\nb", "tab\there", "-rf", ".hidden",
                                   "dir/x", "quote'd", "nul\x00x", "esc\x1b]0;t\x07",
-                                  "fix\u202etxt.patch", "zero\u200bwidth", "iso\u2066late"])
+                                  "fix\u202etxt.patch", "zero\u200bwidth", "iso\u2066late",
+                                  "caf\udce9"])
 def test_a_patch_name_the_series_file_cannot_hold_is_refused(tmp_path, name):
 
     root, _ = git_project(tmp_path)
@@ -1031,6 +1032,26 @@ def test_a_series_line_whose_name_reads_as_another_is_refused(tmp_path):
         assert "series/up/series:2: bad patch name 'evil\\u202etxt.patch'" in run.err, run.err
     run = run_cli(root, "lint", "--no-forge")  # a finding of its own
     assert run.rc == 1 and "series/up/series:2: bad patch name" in run.out, run.text
+    assert tree_bytes(root) == before
+
+
+def test_a_series_line_whose_name_is_not_utf8_is_refused(tmp_path):
+    """A series listing a patch whose file name is not UTF-8 (`caf\\xe9.patch`, a Latin-1
+    name from another tool): `overlays` wrote it into manifest.json as a lone surrogate
+    (`"caf\\udce9.patch"`), which strict JSON readers refuse, and the ledger wrote the raw byte
+    into PATCHES.md. Refused with the series file and line, exit 2, nothing written."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "good")
+    directory = root / "series" / "up"
+    latin = b"caf\xe9.patch"
+    (directory / os.fsdecode(latin)).write_bytes((directory / "good.patch").read_bytes())
+    (directory / "series").write_bytes(b"good.patch\n" + latin + b"\n")
+    before = tree_bytes(root)
+    for command in (["status"], ["overlays"], ["ledger"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert "series/up/series:2: bad patch name b'caf\\xe9.patch': it is not UTF-8" in run.err, \
+            run.err
     assert tree_bytes(root) == before
 
 

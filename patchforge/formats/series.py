@@ -62,7 +62,14 @@ class SeriesFile:
             if not text:
                 continue
             parts = text.split()
-            name = parts[0].decode("utf-8", "surrogateescape")
+            try:
+                name = parts[0].decode("utf-8")
+            except UnicodeDecodeError:
+                # (A Latin-1 name from another tool.) It would go into manifest.json as a lone
+                # surrogate, which strict JSON readers refuse, and raw into PATCHES.md.
+                raise InputError(f"bad patch name {parts[0]!r}: it is not UTF-8 (rename the "
+                                 "file, and its line, in UTF-8)",
+                                 path=self.source, line=index + 1) from None
             for opt in parts[1:]:
                 if self.quilt and opt[:2] == b"-p" and opt[2:].isdigit():
                     strip_levels[name] = int(opt[2:])  # the last one, as GNU patch reads it
