@@ -89,6 +89,9 @@ def read_history(project: Project) -> list[dict]:
             event = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"not a JSON line: {exc}", path=str(path), line=number) from None
+        except RecursionError:
+            raise InputError("not a JSON line: nested deeper than patchforge reads",
+                             path=str(path), line=number) from None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise InputError("a history line must be a JSON object with an \"event\" string",
                              path=str(path), line=number)

@@ -154,7 +154,7 @@ def _read_journal(project: Project) -> dict | None:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
         return {"unreadable": True}
     return data if isinstance(data, dict) else {"unreadable": True}
 
@@ -204,7 +204,7 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             edit = json.loads(path.read_text("utf-8"))
         except FileNotFoundError:
             edit = None
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             edit = {}
         if edit is not None and not readable_edit(edit):
             # An edit is open, but its state file cannot be read: never taken for idle (a

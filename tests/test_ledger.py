@@ -280,17 +280,20 @@ def test_a_re_pin_or_a_new_upstream_keeps_the_ledger_in_step(tmp_path):
 
 
 @pytest.mark.parametrize("command", [("delete", "b-sign"), ("rename", "b-sign", "b-sign2"),
-                                     ("move", "b-sign", "--first")])
-def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, command):
+                                     ("move", "b-sign", "--first"), ("ledger",)])
+@pytest.mark.parametrize("bad", [b'{"v": 1, broken\n', b"[" * 100000 + b"]" * 100000 + b"\n"],
+                         ids=["broken", "nested-too-deep"])
+def test_a_malformed_history_stops_a_series_command_before_it_writes(tmp_path, command, bad):
     """A series command in a stack that keeps a ledger regenerates it from the history: a
     malformed history line fails the command (exit 2, the file and line) before anything is
-    written. Before, `delete` took the fix out of the series, then failed."""
+    written. Before, `delete` took the fix out of the series, then failed; a line nested a
+    hundred thousand deep (the history arrives by pull request) was an internal error."""
     from helpers.snapshot import snapshot
 
     stack = make_stack(tmp_path)
     stack.cli("ledger")
     history = stack.root / "series/history.jsonl"
-    history.write_bytes(b'{"v": 1, "event": "added"}\n{"v": 1, broken\n')
+    history.write_bytes(b'{"v": 1, "event": "added"}\n' + bad)
     before = snapshot(stack.root, dirs=False)
     _, _, err = stack.cli(*command, expect=2)
     assert "series/history.jsonl:2:" in err, err
