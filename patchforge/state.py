@@ -282,7 +282,41 @@ def require(project: Project, command: str, upstreams, *,
                 command, "no rebase is in progress")
             raise InProgressError(f"`{command}` refused: {state.describe()}", hint=hint)
         raise InProgressError(f"`{command}` refused: {state.describe()}", hint=state.next_step())
+    if command not in ("rebase --continue", "rebase --abort"):
+        refuse_beside_cut_short_write_out(project, command)
     return states
+
+
+def cut_short_write_out(project: Project) -> tuple[Path, list[str]] | None:
+    """The journal of a rebase cut short while writing out its result (phase "committing")
+    and the upstreams it moves; None when there is none (no rebase, or one stopped or
+    interrupted before its write-out, which has touched no project file yet)."""
+    journal = _read_journal(project)
+    if journal is None or journal.get("unreadable") or journal.get("phase") != "committing":
+        return None
+    names = journal.get("order") or list(journal.get("upstreams") or {})
+    return journal_path(project), [str(name) for name in names]
+
+
+def refuse_beside_cut_short_write_out(project: Project, command: str) -> None:
+    """Refuse `command` (InProgressError, exit 2, before anything is written), whichever
+    upstream it works on, while a rebase's write-out is cut short: upstream.lock, the history
+    and the ledger are every upstream's, the write-out rewrites them whole, and `rebase
+    --abort` puts back the copies it kept of them before it began, which would take this
+    command's change (a pin, a rename's or a delete's event) away with the rebase's, and
+    `--continue` would rename its new upstream.lock over this command's."""
+    found = cut_short_write_out(project)
+    if found is None:
+        return
+    path, upstreams = found
+    raise InProgressError(
+        f"`{command}` refused: the rebase of {', '.join(upstreams)} was cut short while "
+        f"writing out its result ({path}), and finishing or undoing it rewrites "
+        "upstream.lock, series/history.jsonl and series/PATCHES.md whole, which would take "
+        "this command's change away; nothing was written",
+        hint="`patchforge rebase --continue` finishes the write-out, `patchforge rebase "
+             f"--abort` puts everything back as it was before the rebase; then run "
+             f"`patchforge {command}` again")
 
 
 def refuse_half_written(project: Project, command: str) -> None:

@@ -1407,11 +1407,11 @@ def require_state_still(project: Project, command: str, upstreams, allowed: dict
     still the states, or the command is asked again. Checked only before the lock, a rebase
     run meanwhile (stopped on a conflict) let a `delete` take a patch out of the series the
     stop's journal holds, and its `--continue` could not go on."""
-    from patchforge.state import IDLE, UpstreamState, read_states
+    from patchforge.state import IDLE, UpstreamState, cut_short_write_out, read_states
 
     now = read_states(project)
     if all(now.get(u, UpstreamState(u, IDLE)) == allowed.get(u, UpstreamState(u, IDLE))
-           for u in upstreams):
+           for u in upstreams) and cut_short_write_out(project) is None:
         return
     require_state(project, command, upstreams, store=store)
 

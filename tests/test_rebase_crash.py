@@ -517,3 +517,51 @@ def test_a_write_out_whose_new_file_is_gone_is_not_finished_without_it(tmp_path,
     assert gone.read_bytes() == before[step["path"]][1]
     assert run_cli(root, "rebase", "--abort").rc == 0
     assert snapshot(root, skip_state=True, dirs=False) == before
+
+
+def test_no_command_on_another_upstream_runs_beside_a_cut_short_write_out(tmp_path, monkeypatch):
+    """A rebase of up2 killed in its write-out leaves up idle; `upstream add`, `rename` and
+    `delete` of up's fixes ran (exit 0), then `rebase --abort` put back upstream.lock and
+    series/history.jsonl as the write-out had kept them: up3's pin was gone while the
+    configuration still named it, and the rename's and the delete's events were lost, without
+    a word. Each is refused (exit 2, naming the journal and both ways on, nothing written) until
+    the write-out is finished or undone; then each runs and keeps its change."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    up = Upstream(tmp_path / "up", {"pkg/b.py": BASE, "pkg/c.py": b"x = 1\n"})
+    up2 = Upstream(tmp_path / "up2", {"pkg/mod.py": BASE})
+    stack = Stack(tmp_path / "template")
+    stack.add_upstream("up", up)
+    stack.add_upstream("up2", up2)
+    stack.add_patch("up", "fb", {"pkg/b.py": with_lines({4: b"def f4():\n    return 44\n\n"})})
+    stack.add_patch("up", "fc", {"pkg/c.py": b"x = 1\ny = 2\n"})
+    stack.add_patch("up2", "gb", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    stack.cli("overlays")
+    stack.cli("ledger")  # a stack that keeps a history: rename and delete record events
+    moved = up2.commit({"pkg/mod.py": b"# header\n" + BASE})
+    before = stack.snapshot()
+    root = killed_once_committing(stack, ["rebase", "--to", f"up2={moved}"], tmp_path)
+    def files():  # the project and the journal (.patchforge/lock holds whoever ran last)
+        return (snapshot(root, skip_state=True, dirs=False),
+                snapshot(root / ".patchforge" / "rebase", dirs=False))
+
+    killed = files()
+    commands = [["upstream", "add", "up3", "--git", str(up.path), "--at", up.base,
+                 "--install-root", "/opt/three"],
+                ["rename", "fb", "fbren"], ["delete", "fc"]]
+    for args in commands:
+        refused = run_cli(root, *args)
+        assert refused.rc == 2, (args, refused.text)
+        assert "the rebase of up2 was cut short while writing out its result" in refused.err
+        assert ".patchforge/rebase/journal.json" in refused.err
+        assert "rebase --continue" in refused.err and "rebase --abort" in refused.err
+        assert files() == killed, args
+    status = run_cli(root, "status")
+    assert status.rc == 1 and "up2: a rebase is in progress (writing out its result)" in status.err
+    assert run_cli(root, "rebase", "--abort").rc == 0
+    assert snapshot(root, skip_state=True, dirs=False) == before
+    for args in commands:
+        assert run_cli(root, *args).rc == 0, args
+    assert "up3" in json.loads((root / "upstream.lock").read_bytes())["upstreams"]
+    events = [json.loads(line)["event"]
+              for line in (root / "series" / "history.jsonl").read_bytes().splitlines()]
+    assert "renamed" in events and "deleted" in events

@@ -253,7 +253,10 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
     _refuse_bad_values(upstream)
     with RepoLock(project.state_dir), open_store(project) as store:
         from patchforge.stack import require_readable_history, series_changed
+        from patchforge.state import refuse_beside_cut_short_write_out
 
+        # A rebase's write-out cut short rewrites the lock whole when it is finished or undone.
+        refuse_beside_cut_short_write_out(project, "upstream add")
         require_readable_history(project)  # before the lock and configuration are written
         pin = pin_for_spec(project, store, upstream, spec)
         found = find_config_table(project.config_path)
