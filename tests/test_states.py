@@ -593,6 +593,25 @@ def test_bring_back_abort_keeps_a_hand_resolution_and_says_where(project):
     assert (project.root / ".patchforge/left-behind/up-1/pkg/mod.py").read_bytes() == resolved
 
 
+def test_overlays_and_a_dry_run_beside_a_stopped_bring_back_name_its_way_on_not_refresh(project):
+    """`overlays` while a bring-back is stopped said its fix "is being edited and has changes
+    not refreshed ... until `patchforge refresh`", which that state refuses (the fix is in
+    skipped/, in no patch file the overlays read), and `rebase --to --dry-run` said the rebase
+    was refused until `refresh`. Only the bring-back's own way on is said."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    project.cli("bring-back", "fix-a", expect=3)
+    _, _, err = project.cli("overlays", expect=None)
+    assert "bring-back --continue" in err and "bring-back --abort" in err, err
+    assert "is being edited" not in err and "patchforge refresh" not in err, err
+    _, _, refused = project.cli("refresh", expect=2)
+    assert "bringing back fix-a.patch is stopped" in refused, refused
+    # So does a dry run of the rebase that stop refuses.
+    _, _, err = project.cli("rebase", "--to", f"up={project.up.base}", "--dry-run")
+    assert "is being edited" not in err and "patchforge refresh" not in err, err
+    assert "the rebase is refused until it is finished" in err and "bring-back --continue" in err
+
+
 def test_import_overlay_refuses_a_path_the_upstream_does_not_have(project, tmp_path):
     overlay = tmp_path / "mod.py"
     overlay.write_bytes(text({3: b"def f3():\n    return -3\n\n"}))

@@ -142,7 +142,10 @@ def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: 
 
     for upstream in upstreams:
         state = editing(project, upstream)
-        if state and unrefreshed(project, store, upstream, state):
+        # A stopped bring-back is no edit: its fix is in skipped/, in no patch file the
+        # command read, `refresh` refuses it, and its own note names `bring-back --continue`.
+        if state and not state.get("bring_back") \
+                and unrefreshed(project, store, upstream, state):
             # refresh refuses while a block `edit` marked is left: not the next step alone.
             marked = marked_left(project.work_dir(upstream), state)
             first = (f"the blocks `edit` marked in {', '.join(marked)} are resolved and "

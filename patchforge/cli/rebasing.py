@@ -58,6 +58,13 @@ def _note_unrefreshed_edits(project, store, summary) -> None:
     say_unrefreshed_edits(project, store, summary["upstreams"],
                           "this dry run used its patch file, and the rebase is refused until",
                           " (or `patchforge edit --close --discard`)")
+    from patchforge.state import BRINGING, read_states
+
+    # A stopped bring-back is no edit (its fix is in skipped/): its own way on.
+    for state in read_states(project).values():
+        if state.kind == BRINGING and state.upstream in summary["upstreams"]:
+            echo(f"note: {state.describe()}; the rebase is refused until it is finished: "
+                 f"{state.next_step()}", err=True)
 
 
 def _say_left_behind(project, engine) -> None:
