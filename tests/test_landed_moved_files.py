@@ -187,15 +187,18 @@ def module(line: bytes, only=range(20)) -> bytes:
                     b"def f%d(x):\n    y = x + %d\n    return y\n\n\n" % (i, i) for i in only)
 
 
-def test_a_landing_undone_by_a_stale_move_in_two_commits_is_no_landing(tmp_path):
+@pytest.mark.parametrize("moved_to", ["k2.py", "ké.py"])
+def test_a_landing_undone_by_a_stale_move_in_two_commits_is_no_landing(tmp_path, moved_to):
     """The fix lands; then f7.. leave k.py (fixed) in one commit and come into k2.py from a
     tree before the landing (the old line) in the next. Before: "upstreamed (high)" by the
-    history, dropped, and k2.py computes the old scale."""
+    history, dropped, and k2.py computes the old scale. Into a file whose name git writes
+    quoted (`"k\\303\\251.py"` in its lists and diffs), the file is found by its content and
+    its diff read under that name alike."""
     stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
     stack.add_fix("fix", "k.py", module(OLD), module(FIX))
     stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
-    out = stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go to k2.py")
-    stack.commit({"k2.py": module(OLD, range(7, 20))}, "k2.py: f7.. (from a stale branch)",
+    out = stack.commit({"k.py": module(FIX, range(7))}, f"k.py: f7.. go to {moved_to}")
+    stack.commit({moved_to: module(OLD, range(7, 20))}, f"{moved_to}: f7.. (from a stale branch)",
                  tag="v2")
     status = stack.json("status", "--against", "up=v2", expect=None)
     ((patch,),) = [status["patches"]]
@@ -351,23 +354,6 @@ def test_the_commits_of_a_stale_move_are_diffed_only_in_the_files_that_can_hold_
     diffs = diff_trees_run(trace)
     assert any(line.endswith(" -- k2.py") for line in diffs), diffs
     assert not [line for line in diffs if line.endswith(" --") or "tuned.csv" in line], diffs
-
-
-def test_a_stale_move_into_a_file_git_quotes_the_name_of_is_no_landing(tmp_path):
-    """The stale move in two commits, into a file whose name git writes quoted (`"k\\303\\251
-    .py"` in its lists and diffs): the file is found by its content and its diff read under
-    that name, and the fix is kept."""
-    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD)})
-    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
-    stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
-    out = stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go to ké.py")
-    stack.commit({"ké.py": module(OLD, range(7, 20))}, "ké.py: f7.. (from a stale branch)",
-                 tag="v2")
-    status = stack.json("status", "--against", "up=v2", expect=None)
-    ((patch,),) = [status["patches"]]
-    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
-    assert f"history: commit {out} undoes this change (reverses part of it in k.py)" in \
-        patch["evidence"], patch["evidence"]
 
 
 def test_an_old_twin_moved_beside_the_fixed_codes_move_undoes_no_landing(tmp_path):

@@ -443,18 +443,27 @@ def finish_and_undo(root: Path, before: dict, after: dict) -> None:
         assert not (copy / ".patchforge" / "rebase").exists()
 
 
-def test_a_write_out_a_journal_of_version_2_began_is_finished_or_undone(tmp_path, monkeypatch):
-    """A journal of version 2 (a write-out killed, then patchforge upgraded) keeps the
-    originals' links in orig-files/: --continue finishes it and --abort undoes it all the
-    same. (Version 3 keeps them in the journal's own directory, `orig.<path>`: a directory
-    fewer to make, sync and remove per write-out.)"""
+def version_3_write_out(tmp_path: Path, monkeypatch):
+    """The states an older journal's test starts from: the project before and after a whole
+    rebase, and a copy killed once committing, with its journal directory and journal (which
+    a version 3 patchforge wrote)."""
     stack, args = build(tmp_path, monkeypatch)
     before = stack.snapshot()
     after = reference(stack, args, tmp_path)
     root = killed_once_committing(stack, args, tmp_path)
     state = root / ".patchforge" / "rebase"
     doc = json.loads((state / "journal.json").read_bytes())
-    assert doc["version"] == 3 and not (state / "orig-files").exists()
+    assert doc["version"] == 3
+    return before, after, root, state, doc
+
+
+def test_a_write_out_a_journal_of_version_2_began_is_finished_or_undone(tmp_path, monkeypatch):
+    """A journal of version 2 (a write-out killed, then patchforge upgraded) keeps the
+    originals' links in orig-files/: --continue finishes it and --abort undoes it all the
+    same. (Version 3 keeps them in the journal's own directory, `orig.<path>`: a directory
+    fewer to make, sync and remove per write-out.)"""
+    before, after, root, state, doc = version_3_write_out(tmp_path, monkeypatch)
+    assert not (state / "orig-files").exists()
     links = sorted(state.glob("orig.*"))
     assert links
     (state / "orig-files").mkdir()
@@ -469,13 +478,7 @@ def test_a_write_out_a_journal_of_version_1_began_is_finished_or_undone(tmp_path
     """A journal of version 1 (a write-out killed, then patchforge upgraded) carries the new
     files in staged-<n>.json or inline and the originals' bytes in originals.json, with no
     temporary file and no link: --continue finishes it and --abort undoes it all the same."""
-    stack, args = build(tmp_path, monkeypatch)
-    before = stack.snapshot()
-    after = reference(stack, args, tmp_path)
-    root = killed_once_committing(stack, args, tmp_path)
-    state = root / ".patchforge" / "rebase"
-    doc = json.loads((state / "journal.json").read_bytes())
-    assert doc["version"] == 3
+    before, after, root, state, doc = version_3_write_out(tmp_path, monkeypatch)
     staged = {}
     for step in doc["plan"]:
         temp = step.pop("temp", None)
