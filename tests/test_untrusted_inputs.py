@@ -1287,6 +1287,48 @@ def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
     ok(root, "status")
 
 
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "not-an-object", "not-base64",
+                                    "not-a-string", "nested-too-deep"])
+def test_damaged_staged_files_beside_a_stopped_rebase_are_named_and_aborted(tmp_path, damage):
+    """A stop keeps the patches rebased so far in staged-<n>.json beside the journal; one
+    damaged (cut short, not JSON, not an object, nested too deep) ended `rebase --continue` in
+    an internal error. It is named as the damaged journal it is, and `--abort` still works."""
+    from helpers.project import Stack
+    from helpers.snapshot import snapshot
+    from helpers.upstream import BASE, Upstream, with_lines
+
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n"})
+    stack = Stack(tmp_path / "project")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "first", {"pkg/mod.py": with_lines({2: b"def f2():\n    return -2\n\n"})})
+    stack.add_patch("up", "middle", {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    stack.cli("overlays")
+    before = snapshot(stack.root, skip_state=True, dirs=False)
+    theirs = upstream.commit({"pkg/mod.py": with_lines({10: b"def f10():\n    return 100\n\n"})})
+    stack.cli("rebase", "--to", f"up={theirs}", expect=3)
+    state = stack.root / ".patchforge" / "rebase"
+    staged = sorted(state.glob("staged-*.json"))
+    assert staged, sorted(p.name for p in state.iterdir())
+    text = staged[0].read_text()
+    staged[0].write_text({"truncate": text[:20], "garbage": "\xff\xfe{", "not-an-object": "[1]",
+                          "not-base64": json.dumps({"staged/up/first.patch": "!!"}),
+                          "not-a-string": json.dumps({"staged/up/first.patch": 5}),
+                          "nested-too-deep": "[" * 100000 + "]" * 100000}[damage])
+    (stack.root / ".patchforge" / "work" / "up" / "pkg" / "mod.py").write_bytes(
+        with_lines({2: b"def f2():\n    return -2\n\n", 10: b"def f10():\n    return -100\n\n"}))
+    run = run_cli(stack.root, "rebase", "--continue")
+    assert run.rc == 2, run.err
+    assert f"{staged[0]}: the staged patch files of the rebase journal cannot be read" in run.err
+    assert "--abort" in run.err and "internal error" not in run.err
+    assert snapshot(stack.root, skip_state=True, dirs=False) == before
+    run = run_cli(stack.root, "status")
+    assert run.rc in (1, 2) and "internal error" not in run.err, run.err
+    ok(stack.root, "rebase", "--abort")
+    assert not state.exists() or not any(state.iterdir())
+    assert snapshot(stack.root, skip_state=True, dirs=False) == before
+    ok(stack.root, "status")
+
+
 def test_journal_paths_never_leave_the_project(tmp_path):
     """A journal is a file like any other: names and paths in it that lead outside the project
     are never written or removed, even by --abort."""

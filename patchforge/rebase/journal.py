@@ -35,7 +35,8 @@ from typing import Any
 
 from patchforge.errors import UsageError
 from patchforge.fsutil import (atomic_delete, atomic_write, atomic_write_many, fault_point,
-                               fsync_dir, fsync_dirs, sync_tree, write_temporaries)
+                               fsync_dir, fsync_dirs, parse_json, sync_tree,
+                               write_temporaries)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.tempfiles import remove_tree
@@ -340,10 +341,20 @@ class Journal:
         if self._saved is None:
             import base64  # here: staged files are a journal of version 1's or a stop's
 
-            self._saved = {}
+            saved: dict[str, bytes] = {}
             for path in self._staged_files():
-                self._saved.update({name: base64.b64decode(data) for name, data in
-                                    json.loads(path.read_bytes()).items()})
+                try:
+                    doc = parse_json(path.read_bytes())
+                    if not isinstance(doc, dict):
+                        raise ValueError(f"not a JSON object but {type(doc).__name__}")
+                    for name, data in doc.items():
+                        if not isinstance(data, str):
+                            raise ValueError(f"{name!r} is {type(data).__name__}")
+                        saved[name] = base64.b64decode(data, validate=True)
+                except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
+                    raise CorruptJournal(f"{path}: the staged patch files of the rebase journal "
+                                         f"cannot be read ({exc})") from None
+            self._saved = saved
         return self._saved
 
     def checkpoint(self) -> tuple[bytes, list[Path]]:
