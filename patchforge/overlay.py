@@ -1202,17 +1202,47 @@ def _fragment_rows(project: Project, manifest: dict,
         expected = render_compose(project.config.compose_service, profile, mounts,
                                   _overlays_rel(project), pinned, artifact_mounts(manifest))
         path = project.overlays_dir / rel_text
+        unmounted = _unmounted(project, manifest, profile)
         if not path.is_file():
             rows.append((rel_text, "missing", "file not found (it mounts the overlays)"))
         elif path.read_bytes() != expected:
             rows.append((rel_text, "mismatch", _fragment_difference(
                 path.read_bytes(), expected, project.config.compose_service)))
-        else:
+        elif not unmounted:
             rows.append((rel_text, "ok", ""))
+        rows += [(rel_text, "mismatch", said) for said in unmounted]
     stray = stack_compose_without_the_service(project) if pinned else None
     if stray is not None:
         rows.append((stray[0], "mismatch", stray[1]))
     return rows
+
+
+def _unmounted(project: Project, manifest: dict, profile: str | None) -> list[str]:
+    """What a profile's fragment (and Dockerfile) leaves out: each upstream whose overlay files
+    the manifest gives no target (made without an `install-root`), said with its count and the
+    setting. The fragment matched the manifest, mounting none of them, and `verify` passed
+    while a deployment through it ran without those fixes."""
+    from patchforge.formats.config import table_prefix, toml_key
+
+    counts: dict[str, int] = {}
+    for entry in manifest["overlays"]:
+        if entry["profile"] == profile and not entry.get("target"):
+            counts[entry["upstream"]] = counts.get(entry["upstream"], 0) + 1
+    out = []
+    for upstream, count in sorted(counts.items()):
+        files = "overlay file" if count == 1 else "overlay files"
+        configured = project.config.upstreams.get(upstream)
+        if configured is not None and configured.install_root:
+            why = ("the overlays were made without an install-root for it, which the "
+                   "configuration now gives: run `patchforge overlays`")
+        else:
+            why = (f"no install-root is configured for it: add `install-root = \"DIR\"` (where "
+                   f"the image installs it, e.g. its site-packages) to the "
+                   f"[{table_prefix(project.config_path)}upstreams.{toml_key(upstream)}] table "
+                   f"of {Path(project.config_path).name} and run `patchforge overlays`")
+        out.append(f"mounts none of {upstream}'s {count} {files}, and the Dockerfile copies "
+                   f"none, so no deployment through them has its fixes: {why}")
+    return out
 
 
 # The names compose looks for in the project directory, in its order.

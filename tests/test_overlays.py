@@ -867,6 +867,39 @@ def test_an_upstream_without_install_root_is_said_to_be_in_no_mount(tmp_path):
     assert [v["target"] for v in service["volumes"]] == [f"{INSTALL_ROOT}/pkg/b.py"]
 
 
+def test_verify_fails_the_compose_file_of_an_upstream_without_install_root(tmp_path):
+    """Without `install-root` the compose file mounts none of the upstream's overlay files and
+    the Dockerfile copies none; `overlays` warned, but `verify`, what a CI runs, passed (exit 0,
+    every row ok) while a deployment through them ran without the fixes. Now the compose
+    file's row fails, naming the upstream and the setting, until the overlays are made with
+    one."""
+    root, _ = git_project(tmp_path, install_root=None)
+    write_patch(root, "all-b", B_DIFF)
+    ok(root, "overlays")
+    run = run_cli(root, "verify")
+    assert run.rc == 1, run.text
+    assert "mismatch  compose.yaml  mounts none of up's 1 overlay file, and the Dockerfile " \
+           "copies none, so no deployment through them has its fixes: no install-root is " \
+           "configured for it: add `install-root = \"DIR\"` (where the image installs it, " \
+           "e.g. its site-packages) to the [tool.patchforge.upstreams.up] table of " \
+           "pyproject.toml and run `patchforge overlays`" in run.out, run.out
+    assert "1 failed" in run.out
+    doc = json.loads(run_cli(root, "verify", "--json").out)
+    assert doc["ok"] is False and schema_errors(doc, "verify") == []
+    assert [(r["path"], r["state"]) for r in doc["results"] if r["state"] != "ok"] == \
+        [("compose.yaml", "mismatch")]
+    # The setting given but the overlays not made again: still mounted nowhere.
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace(
+        "[tool.patchforge.upstreams.up]\n",
+        f'[tool.patchforge.upstreams.up]\ninstall-root = "{INSTALL_ROOT}"\n'))
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "made without an install-root for it, which the configuration " \
+        "now gives: run `patchforge overlays`" in run.out, run.out
+    ok(root, "overlays")
+    assert "0 failed" in ok(root, "verify").out
+
+
 @pytest.mark.parametrize("name", ["Dockerfile", "SHA256SUMS", "compose.yaml", "PATCHES.md"])
 def test_an_upstream_or_profile_named_like_a_file_patchforge_writes_is_refused(tmp_path, name):
     """overlays/<upstream>/ and series/<upstream>/ beside the files patchforge writes there:

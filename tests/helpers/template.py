@@ -62,3 +62,18 @@ def overlay_file(root: Path, path: str, upstream: str = "up") -> Path:
     found = sorted(root.glob(f"overlays/*/{upstream}/{path}"))
     assert len(found) == 1, (path, found)
     return found[0]
+
+
+def verify_but_for_the_install_root(root: Path) -> None:
+    """`verify` on the template project (which has no install-root): every row ok but the
+    compose file's, which mounts none of the overlay files (exit 1, said so); none of the
+    template's suites is about deployment, and the rest of verify must still pass."""
+    import json
+
+    from helpers.cli import run_cli
+
+    run = run_cli(root, "verify", "--json")
+    assert run.rc == 1, run.text
+    bad = [r for r in json.loads(run.out)["results"] if r["state"] != "ok"]
+    assert [(r["path"], r["state"]) for r in bad] == [("compose.yaml", "mismatch")], bad
+    assert "no install-root is configured" in bad[0]["detail"], bad
