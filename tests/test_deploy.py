@@ -654,7 +654,13 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
                  tag="v3")
     rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
     assert "reverted upstream" in out + err, (rc, out, err)
-    stack.cli("overlays", "--check")  # the rebase wrote what `overlays` makes
+    # The rebase wrote what `overlays` makes, and `--check`, what a CI runs, says it all the
+    # same: it exited 0 (`"ok": true`) on overlays in step that lack the fix.
+    _, out, err = stack.cli("overlays", "--check", expect=1)
+    assert "overlays are up to date" in out and "Dockerfile fails its build" in err and \
+        "bring-back up/fa.patch" in err, (out, err)
+    check = stack.json("overlays", "--check", expect=1)
+    assert check["ok"] is False and check["drift"] == [], check
     _, _, err = stack.cli("overlays", expect=1)  # needs attention, as `status` says
     assert "Dockerfile fails its build" in err and "bring-back up/fa.patch" in err, err
     assert stack.json("overlays", expect=1)["ok"] is False
@@ -766,7 +772,9 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
     exit 1 (`--json` too); with the pin not in the cache it says NOT CHECKED; once both are
     back in the series and the overlays regenerated, it passes."""
     stack = _two_landings_reverted_at_the_pin(tmp_path)
-    stack.cli("overlays", "--check")  # what is committed is what the series makes
+    # What is committed is what the series makes, and lacks both fixes: said, exit 1.
+    _, out, _ = stack.cli("overlays", "--check", expect=1)
+    assert "overlays are up to date" in out, out
 
     _, out, _ = stack.cli("verify", expect=1)
     rows = {line.split()[1]: line for line in out.splitlines()[1:] if line.startswith("mismatch")}

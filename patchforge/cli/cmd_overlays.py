@@ -76,9 +76,14 @@ def overlays(app, profiles, check, as_json, output_format):
                            err=True)
         drifts = check_overlays(project, result) if check else []
         by_hand = _changed_by_hand_hint(project, result) if drifts else None
+    # A fix kept as landed that upstream took out again at the pin is in no deployment of these
+    # overlays (the warnings above say so, "Dockerfile fails its build"): needs attention, as
+    # a skipped fix does, and as `status`, the rebase onto that pin and `verify` say; `--check`
+    # too, which a stack's CI runs: it exited 0 on overlays in step that lack the fix.
+    lacking = any(whys for _, _, whys in result.landed.values())
     if check:
         if as_json:
-            emit_json({"check": True, "ok": not drifts,
+            emit_json({"check": True, "ok": not drifts and not lacking,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
                                  for d in drifts],
                        "overlays": len(result.files)}, "overlays")
@@ -93,7 +98,7 @@ def overlays(app, profiles, check, as_json, output_format):
             click.echo(_up_to_date(project, result))
         if output_format == "github":
             _github_drift(project, drifts, _up_to_date(project, result))
-        if drifts or busy:
+        if drifts or busy or lacking:
             sys.exit(EXIT_ATTENTION)
         return
     from patchforge.state import skipped_fixes, skipped_notes
@@ -102,10 +107,6 @@ def overlays(app, profiles, check, as_json, output_format):
     for _, note in skipped_notes(project, skipped):
         # The overlays are right for the series, but the series lacks a fix a rebase set aside.
         click.echo(f"warning: the overlays lack a skipped fix: {note}", err=True)
-    # A fix kept as landed that upstream took out again at the pin is in no deployment of these
-    # overlays (the warnings above say so, "Dockerfile fails its build"): needs attention, as
-    # a skipped fix does, and as `status`, the rebase onto that pin and `verify` say.
-    lacking = any(whys for _, _, whys in result.landed.values())
     if as_json:
         _say_ignore_lines(ignored)
         emit_json({"check": False, "ok": not skipped and not lacking, "drift": [],
