@@ -661,6 +661,9 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
         "bring-back up/fa.patch" in err, (out, err)
     check = stack.json("overlays", "--check", expect=1)
     assert check["ok"] is False and check["drift"] == [], check
+    _, out, _ = stack.cli("overlays", "--check", "--format", "github", expect=1)
+    assert "::error title=patchforge overlays --check::overlays/Dockerfile fails its build: " \
+        "/opt/site/pkg/a.py is the upstream's file at the pin" in out, out
     _, _, err = stack.cli("overlays", expect=1)  # needs attention, as `status` says
     assert "Dockerfile fails its build" in err and "bring-back up/fa.patch" in err, err
     assert stack.json("overlays", expect=1)["ok"] is False

@@ -97,7 +97,7 @@ def overlays(app, profiles, check, as_json, output_format):
         else:
             click.echo(_up_to_date(project, result))
         if output_format == "github":
-            _github_drift(project, drifts, _up_to_date(project, result))
+            _github_drift(project, drifts, _up_to_date(project, result), _lacking_said(result))
         if drifts or busy or lacking:
             sys.exit(EXIT_ATTENTION)
         return
@@ -474,15 +474,26 @@ def _changed_by_hand_hint(project, result) -> str | None:
     return None
 
 
-def _github_drift(project, drifts, in_step: str) -> None:
+def _lacking_said(result) -> list[str]:
+    """The warnings of overlays that lack a fix kept as landed that upstream took out again at
+    the pin (overlay.build_overlays says them so): what `--check` exits 1 on without drift."""
+    return [f"overlays/{profile + '/' if profile else ''}Dockerfile fails its build: {why}"
+            for profile, (_, _, whys) in sorted(result.landed.items(), key=lambda i: i[0] or "")
+            for why in whys]
+
+
+def _github_drift(project, drifts, in_step: str, lacking: list[str]) -> None:
     github.emit_annotations(project, [
         ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
-         "patchforge overlays --check") for d in drifts])
+         "patchforge overlays --check") for d in drifts] +
+        [("error", said, None, "patchforge overlays --check") for said in lacking])
     section = (f"### patchforge overlays --check: {len(drifts)} file(s) differ from what the "
                f"series generates\n\n" + github.markdown_table(
                    ["drift", "path", "detail"], [[d.kind, d.path, d.detail or ""] for d in drifts])
                if drifts else f"### patchforge overlays --check: {in_step}\n")
+    if lacking:
+        section += "\n" + "".join(f"- {said}\n" for said in lacking)
     github.append_summary(project, section)
 
 
