@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from patchforge.errors import InputError, LockedError, PartlyWritten, UsageError
+from patchforge.errors import LockedError, PartlyWritten, UsageError
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename", "link", "dirsync": a directory's
@@ -155,21 +155,6 @@ def parse_json(data: bytes) -> Any:
         raise ValueError(f"not UTF-8: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
-
-
-def read_json_object(path: Path | str, what: str) -> dict:
-    """The JSON object in the file `path` (`what` it is, for the message); InputError naming
-    the file when it is damaged (see `parse_json`) or holds no object. OSError passes (a
-    caller decides what a missing file means)."""
-    data = Path(path).read_bytes()
-    try:
-        doc = parse_json(data)
-    except ValueError as exc:
-        raise InputError(f"{what} is damaged: {exc}", path=str(path)) from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{what} is damaged: not a JSON object but {type(doc).__name__}",
-                         path=str(path))
-    return doc
 
 
 def _written(path: Path, before: bytes | None) -> bool:

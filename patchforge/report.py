@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import __version__
-from patchforge.fsutil import atomic_write
+from patchforge.fsutil import atomic_write, parse_json
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -265,7 +265,7 @@ def load_history(project: Project, *, limit: int | None = HISTORY_ROWS) -> list[
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_bytes())
+        return parse_json(path.read_bytes())
     except (OSError, ValueError):
         return None
 

@@ -32,7 +32,7 @@ from patchforge.apply.chains import base_state
 from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
 from patchforge.errors import (ApplyError, InputError, PatchforgeError, UnsafePathError,
                                UsageError)
-from patchforge.fsutil import RepoLock, atomic_delete, atomic_write
+from patchforge.fsutil import RepoLock, atomic_delete, atomic_write, parse_json
 from patchforge.model.record import record
 from patchforge.stack import (LEDGER_WRITERS, refuse_creation_collisions,
                               refuse_outside_install_root, refuse_symlinked_paths,
@@ -336,7 +336,7 @@ class Worktree:
         the files)."""
         if written is None:
             try:
-                before = json.loads((self.path / ".git" / _RECORD).read_text("utf-8"))
+                before = parse_json((self.path / ".git" / _RECORD).read_bytes())
                 written, bases = before.get("written"), before.get("bases")
             except (OSError, ValueError, AttributeError):
                 written = None
@@ -371,7 +371,7 @@ class Worktree:
         """What patchforge recorded; for a worktree made before it recorded anything, HEAD and
         what HEAD and the index know."""
         try:
-            record = json.loads((self.path / ".git" / _RECORD).read_text("utf-8"))
+            record = parse_json((self.path / ".git" / _RECORD).read_bytes())
             if isinstance(record, dict) and isinstance(record.get("base"), str) and \
                     isinstance(record.get("files"), list):
                 return record
@@ -491,7 +491,7 @@ def editing(project: Project, upstream: str) -> dict | None:
 
     path = state_file(project, upstream)
     try:
-        state = json.loads(path.read_text("utf-8"))
+        state = parse_json(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, ValueError):

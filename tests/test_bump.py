@@ -1665,3 +1665,21 @@ def test_a_bump_where_git_ignores_patch_files_never_leaves_a_landed_fix_out(clea
     files = git(clean.remote, "ls-tree", "-r", "--name-only",
                 f"patchforge/bump-nightly-{clean.c3}").split()
     assert "series/vllm/upstreamed/compress.patch" in files, files
+
+
+def test_a_kept_bump_report_nested_too_deep_is_no_internal_error(
+        tmp_path, registry_server, forge_server):
+    """A stopped bump keeps its report in .patchforge/bump/report.json, which the next
+    `bump --open-pr` reads to propose the finished move; one nested a hundred thousand deep
+    ended that run in "internal error: RecursionError", exit 70. It is read as no report, as
+    one cut short is."""
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    tag = f"nightly-{scenario.c3}"
+    code, out, err = scenario.bump("--open-pr")
+    assert code == 1, err
+    (scenario.root / ".patchforge/bump/report.json").write_text("[" * 100000 + "]" * 100000)
+    code, _, err = cli_in_process(scenario.root, "rebase", "--skip")
+    assert code == 0, err
+    code, out, err = scenario.bump("vllm", "--to", tag, "--open-pr", "--json")
+    assert code in (0, 1), err
+    assert "internal error" not in err

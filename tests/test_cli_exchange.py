@@ -1676,3 +1676,22 @@ def test_export_quilt_after_a_fix_was_deleted_and_another_renamed_onto_its_name(
     (exported / first).write_bytes((exported / first).read_bytes() + b"\n")
     refused = run_cli(root, "export", "--quilt", str(exported))
     assert refused.rc == 2 and "changed since patchforge exported it" in refused.err
+
+
+def test_an_export_record_nested_too_deep_is_named_never_an_internal_error(project, tmp_path):
+    """The `.patchforge-export` record a quilt export leaves in DIR (which may come from
+    anywhere: a checkout, an archive) nested a hundred thousand deep ended the next
+    `export --quilt DIR` in "internal error: RecursionError", exit 70. It refuses the record,
+    exit 2, naming it, and writes nothing."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    record = exported / ".patchforge-export"
+    record.write_text("[" * 100000 + "]" * 100000)
+    before = snapshot(root)
+    run = run_cli(root, "export", "--quilt", str(exported))
+    assert run.rc == 2, run.text
+    assert f"{record}: not the record `patchforge export --quilt` writes" in run.err, run.err
+    assert snapshot(root) == before and record.read_bytes() == b"[" * 100000 + b"]" * 100000

@@ -1275,3 +1275,17 @@ def test_a_directory_upstreams_fix_that_does_not_go_onto_the_base_names_a_move_t
     result = run_cli(root, "pr", "fix", "--json")
     assert result.rc == 0, result.text
     assert json.loads(result.stdout)["how"] == "applies"
+
+
+def test_a_pr_json_nested_too_deep_never_ends_a_draft_in_an_internal_error(stack):
+    """pr.json is the draft directory's record of what was written and sent; one nested a
+    hundred thousand deep ended the next `pr` in "internal error: RecursionError", exit 70.
+    It is read as no record, as one cut short always was: the draft is made again."""
+    first = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert first.rc == 0, first.text
+    record = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950" / "pr.json"
+    record.write_text("[" * 100000 + "]" * 100000)
+    again = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert again.rc == 0, again.text
+    assert json.loads(again.stdout)["commit"] == json.loads(first.stdout)["commit"]
+    assert isinstance(json.loads(record.read_text()), dict)

@@ -1329,6 +1329,41 @@ def test_damaged_staged_files_beside_a_stopped_rebase_are_named_and_aborted(tmp_
     ok(stack.root, "status")
 
 
+@pytest.mark.parametrize("damaged", ["state", "record"])
+def test_an_edit_record_nested_too_deep_is_named_never_an_internal_error(tmp_path, damaged):
+    """An open edit keeps its state in .patchforge/work/<upstream>.json and its worktree's
+    record in .git/patchforge.json; either nested a hundred thousand deep ended `refresh` and
+    `edit --close` in "internal error: RecursionError", exit 70, as it did `edit --close
+    --discard` for the state, the way out. The state is named as one cut short is, and
+    --discard ends the edit; the record is read as none, as one cut short is."""
+    from helpers.project import Stack
+    from helpers.upstream import BASE, Upstream, with_lines
+
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE})
+    stack = Stack(tmp_path / "project")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "first", {"pkg/mod.py": with_lines({2: b"def f2():\n    return -2\n\n"})})
+    stack.cli("overlays")
+    patch = stack.root / "series" / "up" / "first.patch"
+    before = patch.read_bytes()
+    ok(stack.root, "edit", "first.patch")
+    state = stack.root / ".patchforge" / "work" / "up.json"
+    path = {"state": state,
+            "record": stack.root / ".patchforge" / "work" / "up" / ".git" / "patchforge.json"}[damaged]
+    assert path.is_file()
+    path.write_text("[" * 100000 + "]" * 100000)
+    if damaged == "state":
+        for args in (["refresh"], ["edit", "--close"]):
+            run = run_cli(stack.root, *args)
+            assert run.rc == 2, run.text
+            assert f"{state}: the open edit's state cannot be read" in run.err, run.err
+        ok(stack.root, "edit", "--close", "--discard")
+    else:
+        ok(stack.root, "refresh")
+    assert not state.exists() and patch.read_bytes() == before
+    ok(stack.root, "status")
+
+
 def test_journal_paths_never_leave_the_project(tmp_path):
     """A journal is a file like any other: names and paths in it that lead outside the project
     are never written or removed, even by --abort."""

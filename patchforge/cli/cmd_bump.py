@@ -186,14 +186,13 @@ def _unopened_bump(project: Project, document: dict, *, stopped: bool = False) -
     nothing newer; else None. With `stopped`, also a report whose rebase stopped and that a
     person finished since (the pin is its target now): not opened as it is (its report is of
     the stop), but named, as its stop did, by `bump --to TAG --open-pr`."""
-    import json
-
+    from patchforge.fsutil import parse_json
     from patchforge.ops.bump import target_pin_commit
 
     if document.get("target") is not None:
         return None
     try:
-        kept = json.loads((project.state_dir / "bump" / "report.json").read_bytes())
+        kept = parse_json((project.state_dir / "bump" / "report.json").read_bytes())
         target, upstream = kept["target"], kept["upstream"]
         pin = project.lock.pin(upstream)
     except (OSError, ValueError, KeyError, TypeError, PatchforgeError):

@@ -632,12 +632,12 @@ def _finished_target(project: Project, name: str, commit: str) -> Candidate | No
     """The candidate of the stopped move finished_move finds finished at `commit` (the pin),
     as the kept report names it; None when there is none. (The kept report of a move made
     whole whose pull request was never opened is the CLI's to propose, `_unopened_bump`.)"""
-    import json
+    from patchforge.fsutil import parse_json
 
     if finished_move(project, name, commit) is None:
         return None
     try:
-        target = json.loads((project.state_dir / "bump" / "report.json").read_bytes())["target"]
+        target = parse_json((project.state_dir / "bump" / "report.json").read_bytes())["target"]
         return Candidate(spec=str(target["spec"]), tag=target.get("tag"),
                          commit=target.get("commit") or commit,
                          reference=target.get("reference"), digest=target.get("digest"),
@@ -656,11 +656,11 @@ def finished_move(project: Project, name: str, commit: str,
     (.patchforge/last-rebase.json) moved `name` from that
     report's pin to `commit` and wrote the series. None otherwise (nothing kept, another
     move, a pull request already opened for it)."""
-    import json
+    from patchforge.fsutil import parse_json
 
     try:
-        kept = json.loads((project.state_dir / "bump" / "report.json").read_bytes())
-        last = json.loads((project.state_dir / "last-rebase.json").read_bytes())
+        kept = parse_json((project.state_dir / "bump" / "report.json").read_bytes())
+        last = parse_json((project.state_dir / "last-rebase.json").read_bytes())
         moved = last["upstreams"][name]
         left = kept["from"]
         # The stopped bump's report, or the report of the finished move itself that a run

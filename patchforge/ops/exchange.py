@@ -25,7 +25,8 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, parse_patch_file,
                                           quote_diff_like, render_patch_file)
 from patchforge.formats.series import parse_series
-from patchforge.fsutil import RepoLock, atomic_write, put_back_on_failure, writing_project
+from patchforge.fsutil import (RepoLock, atomic_write, parse_json, put_back_on_failure,
+                               writing_project)
 from patchforge.stack import (require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
@@ -2015,7 +2016,7 @@ def export_record_profile(target: Path) -> str | None:
     if _read_export_record(target) is None:
         return None
     try:
-        value = json.loads((target / EXPORT_RECORD).read_bytes()).get("profile")
+        value = parse_json((target / EXPORT_RECORD).read_bytes()).get("profile")
     except (OSError, ValueError):
         return None
     return value if isinstance(value, str) else None
@@ -2025,7 +2026,7 @@ def read_taken_record(target: Path) -> dict[str, dict[str, dict]]:
     """The "taken" part of `target`'s export record (see EXPORT_RECORD): {} when there is none
     or it is not as written (then no quilt file is vouched for: refused rather than lost)."""
     try:
-        taken = json.loads((target / EXPORT_RECORD).read_bytes()).get("taken", {})
+        taken = parse_json((target / EXPORT_RECORD).read_bytes()).get("taken", {})
         if isinstance(taken, dict) and all(
                 isinstance(files, dict) and all(
                     isinstance(t, dict) and isinstance(t.get("into"), str)
@@ -2161,7 +2162,7 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
     except ValueError:
         data = b""
     try:
-        record = json.loads(data)
+        record = parse_json(data)
         patches = record["patches"]
         if record.get("version") != 1 or not isinstance(patches, dict) or not all(
                 isinstance(h, list) and all(isinstance(x, str) for x in h)

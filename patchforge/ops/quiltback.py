@@ -18,7 +18,6 @@ DIR/series quilt left as it was (see _order_of_both).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,8 +31,8 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
-from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, put_back_on_failure,
-                               writing_project)
+from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, parse_json,
+                               put_back_on_failure, writing_project)
 from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_patch,
                                      _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
@@ -1068,7 +1067,7 @@ def _recorded_order(folder: Path) -> list[str] | None:
     record of `folder` (read and checked by _read_export_record first); None for a record an
     earlier version wrote, which has no order."""
     path = folder / EXPORT_RECORD
-    order = json.loads(path.read_bytes()).get("order")
+    order = parse_json(path.read_bytes()).get("order")
     if order is None:
         return None
     if not isinstance(order, list) or not all(isinstance(n, str) for n in order):

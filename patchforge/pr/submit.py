@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
-from patchforge.fsutil import RepoLock, atomic_write, fsync_dir, writing_project
+from patchforge.fsutil import RepoLock, atomic_write, fsync_dir, parse_json, writing_project
 from patchforge.model.record import record
 from patchforge.pr.draft import Draft, _redact
 from patchforge.store.git import run_git
@@ -94,7 +94,7 @@ def _move_dir(source: Path, destination: Path) -> None:
 def _drafted_for(out_dir: Path) -> tuple[str, str] | None:
     """(upstream, patch file name) of the fix whose draft `out_dir` holds (its pr.json)."""
     try:
-        document = json.loads((out_dir / "pr.json").read_bytes())
+        document = parse_json((out_dir / "pr.json").read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict):
@@ -178,7 +178,7 @@ def _recorded_bodies(record_path: str) -> tuple[str | None, str | None]:
     """The sha256 of the PR.md and of the PR.new.md patchforge last wrote, from pr.json;
     None for one it does not record."""
     try:
-        written = json.loads(Path(record_path).read_bytes())["written"]
+        written = parse_json(Path(record_path).read_bytes())["written"]
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
     if not isinstance(written, dict):
@@ -328,7 +328,7 @@ def recorded_sent(out_dir: Path, draft: Draft) -> dict | None:
     address, the branch pushed for it, the description sent), kept across runs that open
     nothing (a dry run, a push alone); None without one."""
     try:
-        document = json.loads(Path(out_paths(out_dir, draft)["json"]).read_bytes())
+        document = parse_json(Path(out_paths(out_dir, draft)["json"]).read_bytes())
     except (OSError, ValueError):
         return None
     return _sent_of(document)
@@ -352,7 +352,7 @@ def _recorded_pull(record_path: Path) -> tuple[tuple[str, int], str | None] | No
     from patchforge.net.forge import parse_pr_url
 
     try:
-        sent = _sent_of(json.loads(record_path.read_bytes()))
+        sent = _sent_of(parse_json(record_path.read_bytes()))
         ref = parse_pr_url(str((sent or {}).get("url") or ""))
     except (OSError, ValueError, UsageError):
         return None
