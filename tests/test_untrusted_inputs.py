@@ -1288,7 +1288,7 @@ def test_a_damaged_journal_can_always_be_aborted(tmp_path, damage):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "not-an-object", "not-base64",
-                                    "not-a-string", "nested-too-deep"])
+                                    "not-a-string", "nested-too-deep", "emptied"])
 def test_damaged_staged_files_beside_a_stopped_rebase_are_named_and_aborted(tmp_path, damage):
     """A stop keeps the patches rebased so far in staged-<n>.json beside the journal; one
     damaged (cut short, not JSON, not an object, nested too deep) ended `rebase --continue` in
@@ -1313,12 +1313,17 @@ def test_damaged_staged_files_beside_a_stopped_rebase_are_named_and_aborted(tmp_
     staged[0].write_text({"truncate": text[:20], "garbage": "\xff\xfe{", "not-an-object": "[1]",
                           "not-base64": json.dumps({"staged/up/first.patch": "!!"}),
                           "not-a-string": json.dumps({"staged/up/first.patch": 5}),
-                          "nested-too-deep": "[" * 100000 + "]" * 100000}[damage])
+                          "nested-too-deep": "[" * 100000 + "]" * 100000, "emptied": "{}"}[damage])
     (stack.root / ".patchforge" / "work" / "up" / "pkg" / "mod.py").write_bytes(
         with_lines({2: b"def f2():\n    return -2\n\n", 10: b"def f10():\n    return -100\n\n"}))
     run = run_cli(stack.root, "rebase", "--continue")
     assert run.rc == 2, run.err
-    assert f"{staged[0]}: the staged patch files of the rebase journal cannot be read" in run.err
+    if damage == "emptied":  # the file named was a staged.json that is not there
+        assert f"{state / 'journal.json'}: the journal names staged/up/first.patch, which no " \
+            "staged file beside it holds" in run.err, run.err
+    else:
+        assert f"{staged[0]}: the staged patch files of the rebase journal cannot be read" \
+            in run.err, run.err
     assert "--abort" in run.err and "internal error" not in run.err
     assert snapshot(stack.root, skip_state=True, dirs=False) == before
     run = run_cli(stack.root, "status")

@@ -298,8 +298,8 @@ class Journal:
             planned = self._planned_bytes(staged)
             if planned is not None:
                 return planned
-            raise UsageError(f"{self.dir / 'staged.json'}: the journal names {staged}, which is "
-                             "not there", hint="`patchforge rebase --abort`")
+            raise CorruptJournal(f"{self.path}: the journal names {staged}, which no staged "
+                                 "file beside it holds")
         return saved[staged]
 
     def _planned_bytes(self, staged: str) -> bytes | None:
