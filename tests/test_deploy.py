@@ -646,13 +646,7 @@ def test_the_dockerfile_fails_for_a_landed_fix_reverted_at_the_pin(tmp_path):
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a, "pkg/b.py": base_b})
     stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
     stack.add_fix("fb", "pkg/b.py", base_b, fixed_b)
-    stack.cli("overlays")
-    landed = stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    assert stack.series("up") == ["fb.patch"]
-    stack.commit({"pkg/a.py": base_a}, f'Revert "Fix a"\n\nThis reverts commit {landed}.',
-                 tag="v3")
-    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    rc, out, err = stack.landed_then_reverted("pkg/a.py", base_a, fixed_a, ["fb.patch"])
     assert "reverted upstream" in out + err, (rc, out, err)
     # The rebase wrote what `overlays` makes, and `--check`, what a CI runs, says it all the
     # same: it exited 0 (`"ok": true`) on overlays in step that lack the fix.
@@ -696,13 +690,7 @@ def test_a_landed_fix_reverted_at_the_pin_fails_where_its_overlay_lacks_it(tmp_p
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base_a})
     stack.add_fix("fa", "pkg/a.py", base_a, fixed_a)
     stack.add_fix("fc", "pkg/a.py", fixed_a, both)
-    stack.cli("overlays")
-    landed = stack.commit({"pkg/a.py": fixed_a}, "Fix a", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    assert stack.series("up") == ["fc.patch"]
-    stack.commit({"pkg/a.py": base_a}, f'Revert "Fix a"\n\nThis reverts commit {landed}.',
-                 tag="v3")
-    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    rc, out, err = stack.landed_then_reverted("pkg/a.py", base_a, fixed_a, ["fc.patch"])
     assert "reverted upstream" in out + err, (rc, out, err)
     overlay = stack.root / "overlays/up/pkg/a.py"
     assert overlay.read_bytes() == only_c  # the pin's file with fc, without fa

@@ -91,13 +91,7 @@ def test_a_function_the_fix_removes_that_upstream_moved_and_edited_is_no_landing
     """The fix removes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it) and
     rewords it there. Before: "upstreamed (high)" by reverse-apply, dropped, and k2.py has
     the code."""
-    v1 = functions(range(20))
-    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
-    without = functions([i for i in range(20) if i != 15])
-    stack.add_fix("fix", "k.py", v1, without)
-    moving = stack.commit({"k.py": without + b"from k2 import f15\n",
-                           "k2.py": b"import torch\n\n\n" + reworded([15])},
-                          "split k.py: f15 goes to k2.py, logged", tag="v2")
+    stack, moving = moved_f15(tmp_path, reworded_there=True)
     kept(stack, f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there")
 
 
@@ -234,14 +228,16 @@ def test_a_stale_move_in_two_commits_among_other_files_wrapped_otherwise_is_no_l
         patch["evidence"], patch["evidence"]
 
 
-def moved_f15(tmp_path) -> tuple[OneUpstreamStack, str]:
-    """The fix deletes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it)."""
+def moved_f15(tmp_path, *, reworded_there: bool = False) -> tuple[OneUpstreamStack, str]:
+    """The fix deletes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it), as it
+    is or reworded there."""
     v1 = functions(range(20))
     stack = OneUpstreamStack(tmp_path, {"k.py": v1})
     without = functions([i for i in range(20) if i != 15])
     stack.add_fix("fix", "k.py", v1, without)
+    moved = reworded([15]) if reworded_there else functions([15])
     moving = stack.commit({"k.py": without + b"from k2 import f15\n",
-                           "k2.py": b"import torch\n\n\n" + functions([15])},
+                           "k2.py": b"import torch\n\n\n" + moved},
                           "split k.py: f15 goes to k2.py", tag="v2")
     return stack, moving
 

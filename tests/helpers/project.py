@@ -186,6 +186,18 @@ class OneUpstreamStack(Stack):
         self.cli("overlays")
         return (self.root / "overlays" / "up" / path).read_bytes()
 
+    def landed_then_reverted(self, path: str, base: bytes, fixed: bytes,
+                             kept: list[str]) -> tuple[int, str, str]:
+        """After `overlays`, upstream lands fa's change of `path` (`base` to `fixed`) at v2 and
+        the rebase drops fa (`kept` is the series left); then upstream reverts it at v3. The
+        rebase onto v3, as it ran: (rc, out, err)."""
+        self.cli("overlays")
+        landed = self.commit({path: fixed}, "Fix a", tag="v2")
+        self.cli("rebase", "--to", "v2")
+        assert self.series("up") == kept
+        self.commit({path: base}, f'Revert "Fix a"\n\nThis reverts commit {landed}.', tag="v3")
+        return self.cli("rebase", "--to", "v3", expect=None)
+
     def add_fix(self, name: str, path: str, old: bytes | None, new: bytes, *, fields: str = "",
                 description: str | None = None) -> bytes:
         """`name`.patch changing `path` from `old` (None: created) to `new`, made with git diff."""
