@@ -31,7 +31,7 @@ from patchforge.model.record import field, record
 from patchforge.patterns import on_first_use
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
-from patchforge.fsutil import (atomic_write, fault_point, fsync_dir, fsync_dirs,
+from patchforge.fsutil import (atomic_write, fault_point, fsync_dir, fsync_dirs, parse_json,
                               interrupts_deferred)
 
 if TYPE_CHECKING:
@@ -1871,15 +1871,12 @@ def read_manifest(overlays_dir: Path) -> dict[str, Any]:
 
     path = overlays_dir / "manifest.json"
     try:
-        doc = json.loads(path.read_bytes())
+        doc = parse_json(path.read_bytes())
     except FileNotFoundError:
         raise ConfigError("no overlays/manifest.json; run `patchforge overlays` first",
                           path=str(path)) from None
     except ValueError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(path)) from None
-    except RecursionError:
-        raise InputError("not valid JSON (nested deeper than patchforge reads)",
-                         path=str(path)) from None
+        raise InputError(str(exc), path=str(path)) from None
     validate(doc, "manifest", source=str(path))
     # Each file is read where these name it (`verify`, `verify --image`): never outside
     # overlays/ (a copy's `file`) or the project (an artifact's `path`).

@@ -19,12 +19,12 @@ commands say about a stop or an open edit.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InProgressError, PatchforgeError
+from patchforge.fsutil import parse_json
 from patchforge.model.record import record
 
 if TYPE_CHECKING:
@@ -151,10 +151,10 @@ def editing_path(project: Project, upstream: str) -> Path:
 def _read_journal(project: Project) -> dict | None:
     path = journal_path(project)
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = parse_json(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
+    except (OSError, ValueError):
         return {"unreadable": True}
     return data if isinstance(data, dict) else {"unreadable": True}
 
@@ -201,10 +201,10 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             continue
         path = editing_path(project, upstream)
         try:
-            edit = json.loads(path.read_text("utf-8"))
+            edit = parse_json(path.read_bytes())
         except FileNotFoundError:
             edit = None
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError):
             edit = {}
         if edit is not None and not readable_edit(edit):
             # An edit is open, but its state file cannot be read: never taken for idle (a

@@ -647,7 +647,7 @@ def test_a_lock_or_manifest_nested_too_deep_is_refused_naming_it(tmp_path):
     manifest.write_bytes(deep)
     run = run_cli(root, "verify")
     assert run.rc == 2, run.err
-    assert f"{manifest}: not valid JSON (nested deeper than patchforge reads)" in run.err
+    assert f"{manifest}: not valid JSON: nested deeper than patchforge reads" in run.err
 
 
 def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):

@@ -143,13 +143,10 @@ class Journal:
 
     def load(self) -> RebaseRun:
         try:
-            data = json.loads(self.path.read_text("utf-8"))
-        except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+            data = parse_json(self.path.read_bytes())
+        except (OSError, ValueError) as exc:
             raise CorruptJournal(f"{self.path}: the rebase journal cannot be read "
-                                 f"({type(exc).__name__}: {exc})") from None
-        except RecursionError:
-            raise CorruptJournal(f"{self.path}: the rebase journal cannot be read (JSON "
-                                 "nested deeper than patchforge reads)") from None
+                                 f"({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("upstreams"), dict) \
                 or not isinstance(data.get("order"), list):
             raise CorruptJournal(f"{self.path}: the rebase journal is not a journal this "
@@ -401,7 +398,7 @@ class Journal:
         if not path.exists():
             return {}
         try:
-            doc = json.loads(path.read_bytes())
+            doc = parse_json(path.read_bytes())
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
             import base64  # here: a write-out's originals are links as a rule
@@ -418,9 +415,6 @@ class Journal:
         except (ValueError, TypeError) as exc:
             raise CorruptJournal(f"{path}: the saved project files cannot be read ({exc})") \
                 from None
-        except RecursionError:
-            raise CorruptJournal(f"{path}: the saved project files cannot be read (JSON nested "
-                                 "deeper than patchforge reads)") from None
 
     def _kept_original(self, rel: str) -> bytes:
         path = self.dir / (KEPT_PREFIX + _kept_name(rel))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from patchforge import tempfiles
 from patchforge.errors import RefNotFound, RemoteUnreachable, StoreError
+from patchforge.fsutil import parse_json
 from patchforge.model.record import record
 from patchforge.store.gitstore import TransferProgress, UpstreamStore, cache_dir, wheels_dir
 from patchforge.store.giturl import redact, store_namespace
@@ -59,8 +60,8 @@ def wheel_sha256(path: Path) -> str:
     key = str(path.resolve())
     memo_path = cache_dir() / "wheel-digests.json"
     try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
+        memo = parse_json(memo_path.read_bytes())
+    except (OSError, ValueError):
         memo = {}
     if not isinstance(memo, dict):  # damaged (a bad merge of a shared cache): written anew
         memo = {}
