@@ -321,7 +321,11 @@ def run_checks(project: Project, store: UpstreamStore, overlay_set=None,
         from patchforge.overlay import build_overlays
         overlay_set = build_overlays(project, store)
     results: list[CheckResult] = []
-    env = dict(os.environ)
+    # The commands run inside the tree of overlays, and `python3 -m py_compile` would import a
+    # `py_compile.py` a patch adds at the tree's root: the current directory is kept off
+    # Python's sys.path, so a check's own tools are never replaced by a patch's files. A check
+    # that means to import the tree says so in its arguments ({tree}).
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
     with tempfile.TemporaryDirectory(prefix="patchforge-check-") as tmp:
         workdir = Path(tmp)
         for spec in specs:

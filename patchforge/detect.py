@@ -45,7 +45,8 @@ from patchforge.apply.hunks import (CFile, HunkOutcome, ReversedHunk, _definitio
                                     _language, _line_places, _lines_at, _place_offsets,
                                     apply_file_patch, apply_hunks, body_end, lines_of,
                                     place_in_place)
-from patchforge.history import DOUBLE_QUOTE, SINGLE_QUOTE, string_parts
+from patchforge.history import (DOUBLE_QUOTE, SINGLE_QUOTE, opens_over_lines, over_lines,
+                                string_parts, strings_open_at)
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (NULL_OID, FileMerge, blob_oid, changed_blocks,
@@ -202,28 +203,31 @@ def _changed_side_lines(hunk, kind: bytes, kinds: list[bytes]) -> list[bytes]:
     return side[start:start + between.count(b" ") + between.count(kind)]
 
 
-def spaced_literals(lines: "Iterable[bytes]") -> tuple[bytes, ...]:
+def spaced_literals(lines: "Iterable[bytes]", waiting: bytes | None = None
+                    ) -> tuple[bytes, ...]:
     """The string literals of `lines` with whitespace in them, as they are, in order: what the
     whitespace-insensitive checks must not take for alike. `"scale:  %d"` and `"scale: %d"`
     are one text without whitespace, but other strings (a log format, a key, a command line):
-    a formatter rewraps and re-indents code, never a string's inside. A line with an odd
-    number of triple quotes opens (or closes) a string over lines: it and the lines between
-    are kept whole."""
+    a formatter rewraps and re-indents code, never a string's inside. A string over lines
+    (Python's triple quotes, C++'s raw `R"(...)"`: history.over_lines) keeps the lines it
+    opens, closes and spans whole, whitespace inside them kept; `waiting` is what closes the
+    one the first line is in already (opened above `lines`), None: outside any."""
     found: list[bytes] = []
-    inside = False  # in a string a line before opened with `'''` or `"""` (Python)
     for line in lines:
+        if waiting is None and opens_over_lines(line):
+            after, said = over_lines(line, None)
+            if after is not None and said is not None:  # the line opens a string over lines
+                waiting = after
+                found.append(said)
+                continue
+        elif waiting is not None:
+            waiting, said = over_lines(line, waiting)
+            if said is not None and said.strip(_WS_BYTES):
+                found.append(said)
+            continue
         if SINGLE_QUOTE not in line and DOUBLE_QUOTE not in line:
-            if inside and line.strip(_WS_BYTES):
-                found.append(line.rstrip(b"\r\n"))
             continue
-        if (line.count(b"'''") + line.count(b'"""')) % 2:
-            inside = not inside
-            parts = None
-        elif inside:
-            found.append(line.rstrip(b"\r\n"))
-            continue
-        else:
-            parts = string_parts(line)
+        parts = string_parts(line)
         if parts is None:
             # quotes not told apart (history.string_parts): the whole line is the string
             literals = [line.strip(_WS_BYTES)]
@@ -244,6 +248,7 @@ class NormalizedText:
         self.text = content.translate(None, _WS_BYTES)
         self._line_start: list[int] | None = None
         self._raw_lines: list[bytes] | None = None
+        self._strings: bool | None = None  # whether a string over lines can be in it
 
     @property
     def line_start(self) -> list[int]:
@@ -262,6 +267,14 @@ class NormalizedText:
         """Line `number` (0-based) without whitespace."""
         start = self.line_start
         return self.text[start[number]:start[number + 1]]
+
+    def string_open_at(self, number: int) -> bytes | None:
+        """What closes the string over lines (history.strings_open_at') that line `number`
+        (0-based) starts inside, None: outside any; a file with no triple quote or raw
+        string is not read by lines."""
+        if self._strings is None:
+            self._strings = opens_over_lines(self._content)
+        return strings_open_at(self.raw_lines, number) if self._strings else None
 
     @property
     def raw_lines(self) -> list[bytes]:
@@ -475,11 +488,21 @@ def _spaced_alike(hunk, kinds: list[bytes], target: "NormalizedText", hits: list
     the strings the added lines have, whitespace and all (`spaced_literals`), and, when none
     has, what differs: found only with a string spaced otherwise (`"a  b"` for the fix's
     `"a b"`, a format the fix mends), the change is not there."""
-    wanted = spaced_literals(_changed_side_lines(hunk, b"+", kinds))
+    changed = _changed_side_lines(hunk, b"+", kinds)
+    # Each side read from outside strings, or from inside the string over lines the copy's
+    # first line is in as the target's file read from its top says (a docstring opened in
+    # the hunk's context or above it: the lines the fix changes hold no quote).
+    wanted_in: dict[bytes | None, tuple[bytes, ...]] = {}
     alike, there = [], None
+    wanted: tuple[bytes, ...] = ()
     for hit in hits:
-        found = spaced_literals(target.raw_lines[target.line_of(hit):
-                                                 target.line_of(hit + size - 1) + 1])
+        first = target.line_of(hit)
+        waiting = target.string_open_at(first)
+        if waiting not in wanted_in:
+            wanted_in[waiting] = spaced_literals(changed, waiting)
+        wanted = wanted_in[waiting]
+        found = spaced_literals(target.raw_lines[first:target.line_of(hit + size - 1) + 1],
+                                waiting)
         if found == wanted:
             alike.append(hit)
         elif there is None:
@@ -780,23 +803,29 @@ def _contained_may_ask(hunk, current: bytes) -> bool:
 
 
 def _at_place(text: NormalizedText, copy: tuple[int, int], lo: int, hi: int,
-              before: list[bytes], after: list[bytes]) -> bool:
+              before: list[bytes], after: list[bytes], *, lead_kept: bool = False,
+              trail_kept: bool = False) -> bool:
     """Whether a copy of a hunk's added code (its lines `copy`: first, last) is at the hunk's
     own place, lines [lo, hi) of the target: it overlaps them, or its anchoring context is
     theirs (a context line of the hunk's, `before`/`after` as `_anchors` gives them, within
     ANCHOR_DISTANCE lines above/below the copy, as `contained` anchors it, and among those
     lines). Nearness alone is not enough: a twin function right below the own place has a
-    copy of the context of its own, and a copy of the fix there is the twin's."""
+    copy of the context of its own, and a copy of the fix there is the twin's.
+
+    A copy wholly below the own place whose last line, context of the hunk's, is kept there
+    (`trail_kept`) lies past the hunk's whole trailing context, not between its context lines
+    where the fix puts its code: the same line added in the `else` branch right below the
+    fix's `if` branch is another change; so, above, with the first line kept (`lead_kept`)."""
     first, last = copy
     if first < hi and last >= lo:
         return True
     start, end = max(lo, first - ANCHOR_DISTANCE), min(hi, first)
-    if before and start < end:
+    if before and start < end and not trail_kept:
         window = text.text[slice(*text.span(start, end))]
         if any(line in window for line in before):
             return True
     start, end = max(lo, last + 1), min(hi, last + 1 + ANCHOR_DISTANCE)
-    if after and start < end:
+    if after and start < end and not lead_kept:
         window = text.text[slice(*text.span(start, end))]
         if any(line in window for line in after):
             return True
@@ -849,14 +878,21 @@ def _twin_may_fool(hunk, current: bytes, copies: list[tuple[int, int]]) -> bool:
         raw = line[:-1]
         return _has_lines(current, line, sum(1 for at in near if lines[at] == raw) + 1)
 
+    # A copy's window above anchors it only where the own place's last line may be other than
+    # the hunk's (no trailing context), and its window below only where the first may be
+    # (`_at_place`'s lead_kept and trail_kept, which this cannot tell without the base file).
+    above_anchors = not hunk.trailing_context
+    below_anchors = not hunk.leading_context
+
     def out(line: bytes) -> bool:
         found = far.get(line)
         if not line:
             return True  # (never a line of a hunk; taken as there, never a skip)
         if found is None:
             norm = _strip_ws(line)
-            found = far[line] = outside(line, any(anchor in norm for anchor in before),
-                                        any(anchor in norm for anchor in after))
+            found = far[line] = outside(
+                line, above_anchors and any(anchor in norm for anchor in before),
+                below_anchors and any(anchor in norm for anchor in after))
         return found
 
     # Or the own place keeps every line the hunk removes (`_removed_kept`): each must then be
@@ -920,9 +956,15 @@ class PlaceDiffs:
     patch moved into the file) is made when asked, with the rest of the walk offered again."""
 
     def __init__(self, ahead: Callable[[], Iterable[tuple]] | None = None,
-                 apply=apply_file_patch, pairs_made: dict | None = None) -> None:
+                 apply=apply_file_patch, pairs_made: dict | None = None,
+                 known: Callable[[list[tuple[str, bytes, bytes]]], dict] | None = None) -> None:
         self._ahead = ahead
         self._apply = apply  # the walk's applications (may_diff's are the walk's own then)
+        # known([(path, base, file)]) -> {(base, file): blocks}: the pairs of a batch whose
+        # blocks a diff git made already gives (a commit of the history that changes the path
+        # from the one content to the other: judge.HistoryIndex.made_blocks); only the others
+        # are diffed.
+        self._known = known
         # (base, current) -> their blocks; a walk asks about a few dozen files at most. A
         # pair's blocks are a function of its two contents alone, so the dict may be another
         # PlaceDiffs' (a walk's, handed to landed_in's probes after it): shared, a pair is
@@ -948,10 +990,11 @@ class PlaceDiffs:
         places.pairs_made.update(zip(pairs, changed_blocks(pairs)))
         return places
 
-    def blocks(self, base: bytes, current: bytes) -> list[tuple[int, int, int, int]] | None:
+    def blocks(self, base: bytes, current: bytes,
+               path: str | None = None) -> list[tuple[int, int, int, int]] | None:
         key = (base, current)
         if key not in self.pairs_made:
-            batch = {key: None}
+            batch: dict[tuple[bytes, bytes], str | None] = {key: path}
             offered = self._offered
             for fp, other_base, other in self._ahead() if self._ahead is not None else ():
                 last = offered.get(id(fp))
@@ -962,9 +1005,13 @@ class PlaceDiffs:
                 pair = (other_base, other)
                 if pair not in self.pairs_made and pair not in batch and \
                         OwnPlaces.may_diff(fp, other_base, other, self._apply, landed):
-                    batch[pair] = None
-            pairs = list(batch)
-            self.pairs_made.update(zip(pairs, changed_blocks(pairs)))
+                    batch[pair] = fp.old_path
+            if self._known is not None:
+                self.pairs_made.update(self._known([(one, *pair) for pair, one in batch.items()
+                                                    if one is not None]))
+            pairs = [pair for pair in batch if pair not in self.pairs_made]
+            if pairs:
+                self.pairs_made.update(zip(pairs, changed_blocks(pairs)))
         return self.pairs_made[key]
 
     def lands_without_diff(self, fp, index: int, hunk, post: list[bytes], base: bytes,
@@ -1104,7 +1151,7 @@ class OwnPlaces:
         if start is None or self._base is None:
             return None
         if self._blocks is None:
-            self._blocks = self._places.blocks(self._base, self._current)
+            self._blocks = self._places.blocks(self._base, self._current, self._fp.old_path)
         if self._blocks is None:
             return None
         kinds = [kind for kind in _kinds(hunk) if kind in (b" ", b"-")]  # the pre-image
@@ -1167,7 +1214,10 @@ class OwnPlaces:
         hi = max(hi, lo + 1)
         before, after = _anchors(hunk, _kinds(hunk))
         text = normalized_text(self._current)
-        if any(_at_place(text, copy, lo, hi, before, after) for copy in copies):
+        lead_kept = hunk.leading_context > 0 and 0 in kept
+        trail_kept = hunk.trailing_context > 0 and len(kinds) - 1 in kept
+        if any(_at_place(text, copy, lo, hi, before, after, lead_kept=lead_kept,
+                         trail_kept=trail_kept) for copy in copies):
             return None
         if _removed_kept(hunk, kinds, kept):
             return "pre-image", f"lines {lo + 1}-{hi}"

@@ -29,6 +29,7 @@ judging a patch costs at most one git process for the files it is the first to a
 """
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -89,14 +90,17 @@ def blocks_of_lines(lines) -> Blocks:
     return tuple(blocks)
 
 
-def spaced_blocks_of_lines(lines) -> Blocks:
+def spaced_blocks_of_lines(lines, opened: Callable[[int], bytes | None] | None = None
+                           ) -> Blocks:
     """blocks_of_lines, but a line in a string over lines (opening, closing or inside one:
     Python's triple quotes, C++'s raw `R"(...)"`) keeps the whitespace that is the string's:
     re-wrapped, such a string is another text (`%s:  %d` then `tokens` on the next line, and
     `%s: %d tokens`, are other texts however a formatter wraps them). Where a string opens is
-    read from the hunk's own lines (context too), each side's apart, from outside a string at
-    each `@@`. A commit whose blocks are blocks_of_lines' of a change makes it only where
-    these agree too (judge_history's `spaced`)."""
+    read from the hunk's own lines (context too), each side's apart, from where the file
+    before the change is at each `@@ -N` line (`opened(N)`: what closes the string over lines
+    its line N, 1-based, starts inside, `strings_open_at`'s; without it, or at an `@@` with
+    no number, outside any string). A commit whose blocks are blocks_of_lines' of a change
+    makes it only where these agree too (judge_history's `spaced`)."""
     blocks: list[Block] = []
     removed: list[bytes] = []
     added: list[bytes] = []
@@ -133,12 +137,51 @@ def spaced_blocks_of_lines(lines) -> Blocks:
         else:
             close()
             if kind == b"@":
-                old_in = new_in = None
+                start = _HUNK_START.match(line)
+                old_in = new_in = opened(int(start[1])) \
+                    if opened is not None and start is not None else None
             else:
                 old_in = over_lines(line[1:], old_in)[0]
                 new_in = over_lines(line[1:], new_in)[0]
     close()
     return tuple(blocks)
+
+
+# The old side's first line of a hunk (`@@ -N,M +...`).
+_HUNK_START = on_first_use(rb"@@ -(\d+)")
+
+
+def strings_open_at(lines: list[bytes], stop: int) -> bytes | None:
+    """What closes the string over lines (over_lines') that line `stop` (0-based) of `lines`
+    (a whole file, read from its top) starts inside, None: outside any."""
+    waiting = None
+    for line in itertools.islice(lines, stop):
+        if waiting is None:
+            if opens_over_lines(line):
+                waiting = over_lines(line, None)[0]
+        elif waiting in line:
+            waiting = over_lines(line, waiting)[0]
+    return waiting
+
+
+def opens_over_lines(line: bytes) -> bool:
+    """Whether `line` can open a string over lines (over_lines'): a triple quote, or a C++
+    raw string's `R"`."""
+    return b"'''" in line or b'"""' in line or b'R"' in line
+
+
+def file_strings(read: Callable[[], bytes | None]) -> Callable[[int], bytes | None]:
+    """spaced_blocks_of_lines' `opened` of the file before a change, read by `read()` when
+    first asked (None: not known, each hunk read from outside strings)."""
+    held: list[list[bytes] | None] = []
+
+    def opened(start: int) -> bytes | None:
+        if not held:
+            content = read()
+            held.append(content.split(b"\n") if content is not None else None)
+        lines = held[0]
+        return strings_open_at(lines, max(start - 1, 0)) if lines is not None else None
+    return opened
 
 
 def _spaced(lines: tuple[bytes, ...], said: list[bytes | None]) -> tuple[bytes, ...]:
@@ -267,19 +310,28 @@ def _plain(code: bytes) -> bytes:
     return code.translate(None, WHITESPACE)
 
 
-def blocks_of_file_patch(fp, spaced: bool = False) -> Blocks:
-    """The file patch's change blocks (spaced_blocks_of_lines' with `spaced`)."""
+def blocks_of_file_patch(fp, spaced: bool = False,
+                         opened: Callable[[int], bytes | None] | None = None) -> Blocks:
+    """The file patch's change blocks (spaced_blocks_of_lines' with `spaced`, `opened` its)."""
     lines: list[bytes] = []
     for hunk in fp.hunks:
-        lines.append(b"@@")
+        lines.append(b"@@ -%d" % hunk.old_start)
         lines.extend(hunk.lines)
-    return spaced_blocks_of_lines(lines) if spaced else blocks_of_lines(lines)
+    return spaced_blocks_of_lines(lines, opened) if spaced else blocks_of_lines(lines)
 
 
-def blocks_of_git_diff(chunk: bytes, spaced: bool = False) -> Blocks:
+def old_blob(chunk: bytes) -> str | None:
+    """The blob one file's `git diff --full-index` (`chunk`) changes, None for a file it
+    creates (or a diff without an `index` line)."""
+    found = _BINARY_INDEX.search(chunk.split(b"\n@@", 1)[0])
+    return None if found is None or found[1] == b"0" * 40 else found[1].decode()
+
+
+def blocks_of_git_diff(chunk: bytes, spaced: bool = False,
+                       opened: Callable[[int], bytes | None] | None = None) -> Blocks:
     """Change blocks of one file's `git diff` (its `diff --git` header and all); a binary
     file's change is its one blob-id block (`binary_block`), read from the `index` line that
-    `--full-index` writes. With `spaced`, spaced_blocks_of_lines'."""
+    `--full-index` writes. With `spaced`, spaced_blocks_of_lines' (`opened` its)."""
     body = chunk.split(b"\n@@", 1)
     if len(body) < 2:
         binary = _BINARY_INDEX.search(chunk)
@@ -287,7 +339,7 @@ def blocks_of_git_diff(chunk: bytes, spaced: bool = False) -> Blocks:
             return binary_block(binary[1].decode(), binary[2].decode())
         return ()
     lines = (b"@@" + body[1]).split(b"\n")
-    return spaced_blocks_of_lines(lines) if spaced else blocks_of_lines(lines)
+    return spaced_blocks_of_lines(lines, opened) if spaced else blocks_of_lines(lines)
 
 
 _BINARY_INDEX = on_first_use(rb"\nindex ([0-9a-f]{40})\.\.([0-9a-f]{40})")
@@ -371,6 +423,16 @@ class _Stripped:
         if self._lines is None:
             self._lines = frozenset().union(*self.removed())
         return self._lines
+
+
+def _stripped(blocks: Blocks, kept: dict | None) -> _Stripped:
+    """_Stripped of `blocks`, the one in `kept` (by the blocks' identity) when it has one."""
+    if kept is None:
+        return _Stripped(blocks)
+    found = kept.get(id(blocks))
+    if found is None or found[0] is not blocks:
+        found = kept[id(blocks)] = (blocks, _Stripped(blocks))  # (blocks kept: its id stays)
+    return found[1]
 
 
 def code_of(lines) -> bytes:
@@ -579,10 +641,17 @@ def _bare(lines: tuple[bytes, ...]) -> tuple[bytes, ...]:
 _INSIDE_LINES = WHITESPACE.replace(b"\n", b"")
 
 
-def _size(blocks: Blocks) -> int:
-    """The blocks' changed code, whitespace removed."""
-    return sum(len(line.translate(None, WHITESPACE))
-               for removed, added in blocks for line in (*removed, *added))
+def _size_reaches(blocks: Blocks, least: int) -> bool:
+    """Whether the blocks' changed code, whitespace removed, is `least` bytes or more: counted
+    line by line up to there (the whole of a patch's blocks was stripped to be compared with
+    MIN_CHANGED_CHARS, each block of a fix for MIN_UNDO_CHARS at every history question)."""
+    total = 0
+    for removed, added in blocks:
+        for line in (*removed, *added):
+            total += len(line.translate(None, WHITESPACE))
+            if total >= least:
+                return True
+    return total >= least
 
 
 @record
@@ -646,7 +715,8 @@ def patch_blocks(patch: PatchFile,
     file, a copy, a binary rename, or too little changed code). A binary file's block is its
     blob ids. A rename is judged as git's history shows it without rename detection, the old
     file deleted and the new one created: that needs `read_old(path)`, the file before the
-    patch (without it, a rename is not judged). With `spaced`, spaced_blocks_of_lines'."""
+    patch (without it, a rename is not judged). With `spaced`, spaced_blocks_of_lines', each
+    hunk from where `read_old`'s file is at its start (inside a string over lines or not)."""
     from patchforge.apply.hunks import apply_file_patch
 
     found: dict[str, Blocks] = {}
@@ -662,14 +732,21 @@ def patch_blocks(patch: PatchFile,
             found[fp.old_path] = _whole_file(old, b"-", spaced)
             found[fp.new_path] = _whole_file(new.content, b"+", spaced)
             continue
+        opened = None
+        if spaced and read_old is not None and fp.binary is None and fp.old_path is not None \
+                and not fp.is_new:
+            # (read while this file's blocks are made: the file patch of this turn)
+            reader, old_path = read_old, fp.old_path
+            opened = file_strings(lambda: reader(old_path))
         blocks = binary_block(fp.binary.old_oid, fp.binary.new_oid) if fp.binary is not None \
-            else blocks_of_file_patch(fp, spaced)
+            else blocks_of_file_patch(fp, spaced, opened)
         if not blocks and not (fp.is_new or fp.is_delete):
             return None  # a mode change alone: nothing a commit's lines can show
         # (An empty file created or deleted has no blocks: a commit makes that part when it
         # creates or deletes the file, empty, too.)
         found[fp.path] = blocks
-    if not found or _size(tuple(b for bs in found.values() for b in bs)) < MIN_CHANGED_CHARS:
+    if not found or not _size_reaches(tuple(b for bs in found.values() for b in bs),
+                                       MIN_CHANGED_CHARS):
         return None
     return found
 
@@ -678,8 +755,9 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
                   reverts: dict[str, list[str]] | None = None,
                   elsewhere: Callable[[str, list[str], tuple[bytes, bytes]], Blocks]
                   | None = None,
-                  spaced: tuple[dict[str, Blocks], Callable[[str], dict[str, Blocks]]]
-                  | None = None) -> HistoryLanding:
+                  spaced: tuple[dict[str, Blocks] | Callable[[], dict[str, Blocks]],
+                                Callable[[str], dict[str, Blocks]]] | None = None,
+                  kept: dict | None = None) -> HistoryLanding:
     """`commits`: (commit, its blocks per path) of base..target touching the paths, oldest
     first; `reverts`: commit -> the commit ids (maybe abbreviated) its message says it reverts
     ("This reverts commit X", as `git revert` writes); `elsewhere(commit, paths, (old, fix))`:
@@ -687,10 +765,15 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     code out and puts no old code back in the path: did it move the function, old, away?),
     at least every one in which _code_run_in can find `old` or `fix` (code_of's texts of the
     old code and of the fix's) among its added or removed lines: put_in and _code_run_in
-    answer of those alone as of them all. `spaced`: the change's blocks as
-    spaced_blocks_of_lines makes them, and a commit's (per path) asked of it: a commit makes
+    answer of those alone as of them all; or none when no block of them can put `old` in
+    (put_in(old, ...) is False then, whatever the blocks). `spaced`: the change's blocks as
+    spaced_blocks_of_lines makes them (or what makes them, asked when first needed), and a
+    commit's (per path) asked of it: a commit makes
     the change only where those contain the change's too (the whitespace of a string over
-    lines is the string's).
+    lines is the string's). `kept`: where each commit's blocks' sides without whitespace
+    (_Stripped) are kept for the next question over the same history (a dict the caller
+    keeps: HistoryIndex asks it of each patch, and the patches on one file meet the same
+    commits' blocks).
 
     Undoing is judged generously and making strictly, so that a doubt costs a landing found,
     never a fix: a commit undoes the change when its message reverts a commit that made it, or
@@ -701,7 +784,7 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     # What undoing each file's change looks like, and the blocks of it large enough to count,
     # made once, not for each commit of the history.
     undo = {path: reverse(blocks) for path, blocks in wanted.items()}
-    large = {path: [b for b in blocks if _size((b,)) >= MIN_UNDO_CHARS]
+    large = {path: [b for b in blocks if _size_reaches((b,), MIN_UNDO_CHARS)]
              for path, blocks in undo.items()}
     # The whole change reversed within larger blocks (below) counts only when a block large
     # enough to count puts old lines back; the reversed blocks' lines without whitespace.
@@ -725,7 +808,8 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
                     for path in wanted)
         others = None if elsewhere is None else \
             (lambda codes, commit=commit: elsewhere(commit, list(wanted), codes))
-        stripped = {path: _Stripped(changed[path]) for path in wanted if changed.get(path)}
+        stripped = {path: _stripped(changed[path], kept)
+                    for path in wanted if changed.get(path)}
         for path in wanted:
             # A reversed block undoes the change when it puts old code back. One that only
             # takes out lines the patch added (its old side empty) is upstream moving or
@@ -767,6 +851,8 @@ def _spaced_alike(spaced, commit: str) -> bool:
     if spaced is None:
         return True
     mine, theirs_of = spaced
+    if callable(mine):
+        mine = mine()
     theirs = theirs_of(commit)
     return all(path in theirs and _contains(theirs[path], blocks)
                for path, blocks in mine.items())
@@ -828,7 +914,7 @@ def undo_probes(wanted: dict[str, Blocks]) -> dict[str, list[list[bytes]]] | Non
     for path, blocks in wanted.items():
         found = []
         for removed, added in reverse(blocks):
-            if _size(((removed, added),)) < MIN_UNDO_CHARS:
+            if not _size_reaches(((removed, added),), MIN_UNDO_CHARS):
                 continue
             if any(line.startswith(b"blob:") for line in (*removed, *added)):
                 return None

@@ -122,6 +122,14 @@ class InstalledTree:
         outer = _root_above(self.dir, root) if root else None
         if root and outer is not None:
             return _read(outer, posixpath.join(root, entry["path"]), confined=False)
+        if os.path.islink(self.dir) and not os.path.exists(self.dir):
+            # DIR itself a symlink this host cannot follow (an install root that is an
+            # absolute link inside an unpacked image), its tree's root not known: "missing"
+            # would say the files are not there.
+            return Found("other", detail=f"{self.dir} is a symlink to {os.readlink(self.dir)}, "
+                                         "which leads nowhere on this host: what it reads where "
+                                         "it is installed is not known here (give the root file "
+                                         "system, or the install root at its own path)")
         # (DIR `/`, inside the container: nothing leads out of it.)
         return _read(self.dir, entry["path"], confined=os.path.abspath(self.dir) != "/")
 

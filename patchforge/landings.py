@@ -131,27 +131,30 @@ class LandedFixes:
             self.judge_gone(project, store, project.lock, say_unread=True)
         return found
 
-    def judge_gone(self, project: Project, store, lock, *, say_unread: bool = False) -> None:
+    def judge_gone(self, project: Project, store, lock, *,
+                   say_unread: bool = False) -> list[str]:
         """Fill `gone`: of the fixes, those the revision `lock` pins lacks (reverts.gone_upstream,
-        judged at the pin as status judges them), read from `store`. With `say_unread`, a fix
-        whose files there could not be read (offline, a partial cache) goes into `unread`:
-        the check that asked says it did not check it (never in the Dockerfile, whose bytes
-        must not depend on the cache)."""
+        judged at the pin as status judges them), read from `store`. Returns what could not be
+        judged, one sentence per fix whose files there could not be read (offline, a partial
+        cache); with `say_unread`, those go into `unread` too: the check that asked says it did
+        not check it (never in the Dockerfile, whose bytes must not depend on the cache: its
+        writer refuses to write one without them)."""
         from patchforge.names import KEPT_LANDINGS
         from patchforge.reverts import gone_upstream
 
+        said: list[str] = []
         for upstream in dict.fromkeys(upstream for upstream, _, _ in self.fixes):
             pin = lock.pin(upstream)
             failed: list[tuple[str, str]] = []
             for gone in gone_upstream(project, store, upstream, pin.commit, unread=failed):
                 self.gone[f"{upstream}/{KEPT_LANDINGS}/{gone.name}"] = gone
-            if say_unread:
-                self.unread += [f"{upstream}/{KEPT_LANDINGS}/{name}: whether {upstream} "
-                                f"{pin.label} still holds it could not be read "
-                                f"({' '.join(why.split())})"
-                                + ("; without --offline the cache brings its files"
-                                   if project.offline else "")
-                                for name, why in failed]
+            said += [f"{upstream}/{KEPT_LANDINGS}/{name}: whether {upstream} {pin.label} still "
+                     f"holds it could not be read ({' '.join(why.split())})"
+                     for name, why in failed]
+        if say_unread:
+            self.unread += [why + ("; without --offline the cache brings its files"
+                                   if project.offline else "") for why in said]
+        return said
 
     def taken_out(self) -> list[tuple[str, Any]]:
         """(target, LandingGone) of each file no overlay covers whose fix the pin lacks (in

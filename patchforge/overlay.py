@@ -24,7 +24,7 @@ from typing import Any, TYPE_CHECKING
 
 from patchforge.apply.series import applies_to_profile, apply_series, refuse_unknown_profiles
 from patchforge.errors import (ApplyError, ConfigError, InputError, PatchforgeError,
-                               UsageError)
+                               StoreError, UsageError)
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
@@ -111,6 +111,9 @@ class OverlaySet:
     image: ImagePin | None = None  # the lock's image pin, if the stack pins one
     outputs: dict[str, bytes] = field(default_factory=dict)  # rel path under overlays/ -> bytes
     warnings: list[str] = field(default_factory=list)
+    # The upstreams with overlay files and no install-root: no compose fragment mounts them and
+    # no Dockerfile copies them (a warning says so; `--check` and `verify` fail on it).
+    unmounted: list[str] = field(default_factory=list)
     # profile -> (sha256 at the pin or None, target) of each file of the fixes dropped as
     # landed that no overlay of the profile covers, why a kept fix is not among them, and
     # what of them the pin lacks (a fix upstream reverted there): the Dockerfile checks the
@@ -333,10 +336,8 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             # The files are written and pinned, but nothing says where they go in the image:
             # without a word, a deployment through compose.yaml or the Dockerfile would run
             # without these fixes.
-            result.warnings.append(
-                f"{upstream}: no install-root is configured, so compose.yaml does not mount "
-                f"its overlay files and the Dockerfile does not copy them (set "
-                f"upstreams.{upstream}.install-root)")
+            result.unmounted.append(upstream)
+            result.warnings.append(unmounted_said(upstream))
     if len(series) > 1:
         _refuse_shared_targets(project, series)
     # (A profile or upstream named like a file written beside overlays/<name>/ is refused
@@ -391,6 +392,13 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     return result
 
 
+def unmounted_said(upstream: str) -> str:
+    """The warning of an upstream with overlay files and no install-root (OverlaySet.unmounted)."""
+    return (f"{upstream}: no install-root is configured, so compose.yaml does not mount its "
+            f"overlay files and the Dockerfile does not copy them (set "
+            f"upstreams.{upstream}.install-root)")
+
+
 def _landed_files(project: Project, store: UpstreamStore, lock, overlays: OverlaySet, kept
                   ) -> dict[str | None, tuple[list[tuple[str | None, str]], list[str], list[str]]]:
     """OverlaySet.landed: per profile, the files of the fixes dropped as landed that none of
@@ -405,7 +413,22 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
         landed = LandedFixes.of(project, profile, covered, kept)
         pinned = landed.pinned_sha256(store, lock) if landed.files else {}
         if landed.files or landed.covered_changes:
-            landed.judge_gone(project, store, lock)
+            # A fix that cannot be judged (offline, a cache without its files) leaves out the
+            # step that fails the build where the pin lacks it: the Dockerfile would claim a
+            # fix its image may not hold. Nothing is written then.
+            failed = landed.judge_gone(project, store, lock)
+            if failed:
+                rel_dir = f"{profile}/" if profile else ""
+                raise StoreError(
+                    f"overlays/{rel_dir}Dockerfile cannot be made: {failed[0]}"
+                    + (f" (and {len(failed) - 1} more fix(es) kept as landed)"
+                       if len(failed) > 1 else ""),
+                    hint=("run the `patchforge status --against` it names (it brings the "
+                          "version the fix landed in, which `fetch` does not)"
+                          if "` brings it" in failed[0] and "status --against" in failed[0]
+                          else "run `patchforge fetch` (it brings the files of the fixes kept "
+                          "as landed too)")
+                    + (", or the command once without --offline" if project.offline else ""))
         # (Said in the Dockerfile, which must read the same in every clone: no absolute path.)
         unread = [" ".join(why.replace(f"{project.root}/", "").split())
                   for why in landed.unread]
@@ -1040,8 +1063,12 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
                 "executable, as the artifact is" if rel in overlays.artifact_executables
                 else "not executable, as the artifact is not")))
     known = set(planned_tree(overlays))
+    foreign = set(not_patchforges(project, overlays))
     for generated in sorted(_generated_files(root)):
-        if generated not in known:
+        if generated in foreign:
+            drifts.append(Drift(generated, "extra", "not written by patchforge: `patchforge "
+                                                    "overlays` refuses to delete it"))
+        elif generated not in known:
             drifts.append(Drift(generated, "extra", "no longer generated"))
     return drifts
 
@@ -1054,10 +1081,10 @@ def fixes_gone_from_files(project: Project, overlays: OverlaySet) -> list[str]:
     every overlay with every check green. Said so that a person sees which fix it is. A
     deleted fix, or a manifest that cannot be read, says nothing here."""
     try:
-        committed = json.loads((project.overlays_dir / "manifest.json").read_bytes())
+        committed = parse_json((project.overlays_dir / "manifest.json").read_bytes())
         entries = [(e["upstream"], e["path"], e.get("profile"), [p["name"] for p in e["patches"]])
                    for e in committed["overlays"]]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except (OSError, ValueError, KeyError, TypeError):
         return []
     # By file, over every profile: a stack that gains (or loses) profiles has its overlays
     # under other profiles' names, and its fixes change the same files.
@@ -1093,8 +1120,9 @@ def _generated_files(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     out = []
-    for directory, _, names in os.walk(root):
-        for name in names:
+    for directory, dirs, names in os.walk(root):
+        # (A link to a directory is listed with the directories, and never walked into.)
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(directory, d))]:
             rel = Path(directory, name).relative_to(root).as_posix()
             if rel in KEEP_NAMES or name.startswith(".overlays"):
                 continue
@@ -1495,22 +1523,90 @@ def added_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
     # that file joined the series since) is a hand's unless it holds what they write.
     written = {*_read_sums(project.state_dir / WRITTEN_RECORD), *_read_sums(root / "SHA256SUMS")}
     new = _digests(overlays) if overlays is not None else {}
+    added = []
+    for rel, path, shaped in _overlays_contents(project)[0]:
+        if not shaped or rel in written:
+            continue
+        if rel not in new or sha256(Path(path).read_bytes()) != new[rel]:
+            added.append(rel)
+    return added
+
+
+def _overlays_contents(project: Project) -> tuple[list[tuple[str, str, bool]], list[str]]:
+    """What overlays/ holds, in a stable order, in one walk: its files but byte-code caches and
+    symbolic links, each (its path there, its path on disk, whether it is laid out as an
+    overlay: under an upstream's directory, or a profile's and then an upstream's); and its
+    symbolic links (to a file or a directory), by their paths there: patchforge writes none (a
+    series that makes one is refused), so each was put there by a hand."""
+    root = project.overlays_dir
     upstreams = set(project.upstream_names())
     profiles = set(project.config.profiles)
-    added = []
-    for directory, dirs, files in os.walk(root):
+    files, links = [], []
+    for directory, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            rel = Path(directory, name).relative_to(root).as_posix()
-            parts = rel.split("/")
-            shaped = (len(parts) > 1 and parts[0] in upstreams) or \
-                (len(parts) > 2 and parts[0] in profiles and parts[1] in upstreams)
+        for name in sorted(dirs + names):
             path = os.path.join(directory, name)
-            if not shaped or rel in written or name.endswith(".pyc") or os.path.islink(path):
-                continue
-            if rel not in new or sha256(Path(path).read_bytes()) != new[rel]:
-                added.append(rel)
-    return added
+            rel = Path(directory, name).relative_to(root).as_posix()
+            if os.path.islink(path):
+                links.append(rel)
+            elif name in names and not name.endswith(".pyc"):
+                parts = rel.split("/")
+                shaped = (len(parts) > 1 and parts[0] in upstreams) or \
+                    (len(parts) > 2 and parts[0] in profiles and parts[1] in upstreams)
+                files.append((rel, path, shaped))
+    return files, sorted(links)
+
+
+# Files patchforge writes under overlays/ by name, whatever the profiles (a fragment and a
+# Dockerfile of a profile since removed from the configuration, or of the layout without
+# profiles, are its own to remove).
+_METADATA_NAMES = {"compose.yaml", "Dockerfile"}
+
+
+def _ours_by_name(rel: str) -> bool:
+    parts = rel.split("/")
+    if len(parts) == 1:
+        return rel in GENERATED_NAMES or rel in _METADATA_NAMES or rel in KEEP_NAMES
+    return len(parts) == 2 and parts[0] != ARTIFACTS_DIR and parts[1] in _METADATA_NAMES
+
+
+def _manifest_files(root: Path) -> set[str]:
+    """The `file` of every overlay and artifact copy the manifest.json in overlays/ lists;
+    empty when it cannot be read."""
+    try:
+        manifest = parse_json((root / "manifest.json").read_bytes())
+        return {str(entry["file"]) for key in ("overlays", "artifacts")
+                for entry in manifest.get(key) or [] if isinstance(entry, dict)
+                and isinstance(entry.get("file"), str)}
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError, PatchforgeError):
+        return set()
+
+
+def not_patchforges(project: Project, overlays: OverlaySet | None) -> list[str]:
+    """The files in overlays/ that patchforge neither wrote (its record of its last write, the
+    SHA256SUMS and manifest.json there, its metadata names) nor is about to write as they are,
+    and that are not laid out as overlays (`added_by_hand` names those, with their import): a
+    tuning table or a .dockerignore put there by hand. The swap of a new tree removed them
+    without a word. What patchforge wrote in an earlier write (a profile or an artifact since
+    removed from the configuration) is its own to remove; so are byte-code caches."""
+    root = project.overlays_dir
+    if not root.is_dir() or root.is_symlink():
+        return []
+    ours = {*_read_sums(project.state_dir / WRITTEN_RECORD), *_read_sums(root / "SHA256SUMS"),
+            *_manifest_files(root)}
+    new = _digests(overlays) if overlays is not None else {}
+    tree = planned_tree(overlays) if overlays is not None else {}
+    files, found = _overlays_contents(project)
+    for rel, path, shaped in files:
+        if shaped or rel in ours or _ours_by_name(rel) or \
+                os.path.basename(path).startswith(".overlays"):
+            continue
+        if rel in new and sha256(Path(path).read_bytes()) == new[rel]:
+            continue  # what the new set writes there, byte for byte
+        if rel in tree and rel not in new:
+            continue  # metadata the new set writes (any name it gives)
+        found.append(rel)
+    return sorted(found)
 
 
 def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
@@ -1526,6 +1622,7 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
     changed = changed_by_hand(project, overlays)
     added = [] if changed else added_by_hand(project, overlays)
     if not changed and not added:
+        refuse_not_patchforges(project, overlays, rebasing=rebasing)
         return
     first = (changed or added)[0]
     changed = changed or added
@@ -1556,6 +1653,26 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
                          hint=hint)
     raise InputError(f"overlays/{first}{more} changed since patchforge wrote it: regenerating "
                      "overlays/ would throw that change away; nothing was written", hint=hint)
+
+
+def refuse_not_patchforges(project: Project, overlays: OverlaySet | None, *,
+                           rebasing: bool = False) -> None:
+    """InputError (nothing written) when a file patchforge did not write is in overlays/
+    (`not_patchforges`): regenerating the tree would delete it."""
+    found = not_patchforges(project, overlays)
+    if not found:
+        return
+    first = found[0]
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    later = (", then `patchforge rebase --continue`" if rebasing else "")
+    it, was = ("them", "were") if more else ("it", "was")
+    raise InputError(f"overlays/{first}{more} {was} not written by patchforge (no overlay "
+                     "file, artifact copy or metadata of this stack): regenerating overlays/ "
+                     f"would delete {it}; nothing was written",
+                     hint=f"keep it outside overlays/ (`mv overlays/{first} FILE`){later}; to "
+                          "ship a file of the project with the overlays, declare it under "
+                          "`artifacts` in the configuration (its copy is written to "
+                          "overlays/artifacts/<path>); or remove it if nothing needs it")
 
 
 def _fix_edit_way(overlays: OverlaySet | None, rel: str) -> str:
@@ -1775,7 +1892,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
             found = there.sha256()
             holds = overlaid.get((entry["upstream"], entry["path"]), {}).get(found or "")
             if found is not None and found == entry.get("sha256"):
-                rows.append((label, "ok", ALREADY_OVERLAID))
+                rows.append((label, "ok", ALREADY_OVERLAID + there.read_through()))
             elif holds is not None and holds != entry.get("profile"):
                 rows.append((label, "mismatch", other_profiles_overlay(holds, entry)))
                 held.setdefault(holds, None)
@@ -1786,7 +1903,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                     rows.append((label, "mismatch", "the overlay creates this file, but it exists"
                                  + there.read_through()))
                 else:
-                    rows.append((label, "ok", "created by the overlay"))
+                    rows.append((label, "ok", "created by the overlay" + there.read_through()))
             elif not there.exists():
                 looked = "" if in_root or not target else \
                     f" (nor at {os.path.join(str(installed), target.lstrip('/'))}, as in a root " \
@@ -1799,7 +1916,9 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              "installed file is not the pre-image this overlay was made for"
                              f" ({made_for(manifest, entry)})" + there.read_through()))
             else:
-                rows.append((label, "ok", "pre-image matches"))
+                # Which file was judged: the links that led there are named, as on the
+                # failing rows (and as `verify --image` names them).
+                rows.append((label, "ok", "pre-image matches" + there.read_through()))
         hint = _installed_hint(Path(installed), entries, rows)
         if hint and hints is not None:
             hints.append(hint)
@@ -1850,8 +1969,9 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     for `site-packages`: every row said "missing", and nothing said why); otherwise what
     DIR must be."""
     wanted = [e for e in entries if e["base_sha256"] is not None]
-    found = [r for r in rows if r[2] in ("pre-image matches", ALREADY_OVERLAID) or
-             r[2].startswith(("installed file is not the pre-image", OTHER_PROFILES_OVERLAY))]
+    found = [r for r in rows if r[2].startswith(("pre-image matches", ALREADY_OVERLAID,
+                                                 "installed file is not the pre-image",
+                                                 OTHER_PROFILES_OVERLAY))]
     if not wanted or found:
         return None
     for entry in wanted:

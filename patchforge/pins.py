@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import ConfigError, PatchforgeError, RefNotFound, StoreDamaged, StoreError
+from patchforge.errors import (CacheUnwritable, ConfigError, PatchforgeError, RefNotFound,
+                               StoreDamaged, StoreError, UsageError)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -167,31 +168,64 @@ def _wheel_version(spec: str) -> str:
 
 
 def _refuse_relabelled_pin(project: Project, store: UpstreamStore, upstream, label: str,
-                           commit: str) -> None:
-    """A directory imported under the label upstream.lock pins, now holding other files: the
-    label would name two versions (the pin's and the directory's now), and `status --against
-    up=LABEL` answered about the new files under the pinned name. Refused (StoreError), the
-    label put back on the pinned import."""
+                           commit: str, before: str | None) -> None:
+    """A directory imported under the label upstream.lock pins, or one this project imported
+    it under before (`before`, that import), now holding other files: the label would name two
+    versions (the earlier import's and the directory's now), `status --against up=LABEL`
+    answered about the new files under the earlier name, and `import overlay --made-on LABEL`
+    took them as the overlay's base. Refused (StoreError), the label put back on the earlier
+    import."""
     try:
         pin = project.lock.pin(upstream.name)
     except PatchforgeError:
+        pin = None
+    pinned = pin is not None and pin.kind == "dir" and pin.label == label
+    if pinned:
+        assert pin is not None
+        before = pin.commit
+    if before is None or before == commit:
         return
-    if pin.kind != "dir" or pin.label != label or pin.commit == commit:
-        return
-    store._run("update-ref", f"refs/patchforge/imports/{upstream.name}/{label}", pin.commit,
+    store.label_import(import_namespace(project, upstream), label, before)
+    store._run("update-ref", f"refs/patchforge/imports/{upstream.name}/{label}", before,
                what=f"putting back the import of {upstream.name} {label}")
+    which = "the label upstream.lock pins" if pinned else \
+        f"the label this project imported {upstream.path} under before"
     raise StoreError(
-        f"upstream {upstream.name}: {label} is the label upstream.lock pins ({pin.commit[:12]}),"
+        f"upstream {upstream.name}: {label} is {which} ({before[:12]}),"
         f" but {upstream.path} holds other files now ({commit[:12]}): a label names one "
         "version", hint=f"name the directory as it is now by a new label "
                         f"(`{upstream.name}=NEW-LABEL`)")
 
 
+def import_namespace(project: Project, upstream) -> str:
+    """The namespace of this project's imports of `upstream` (a wheel or directory
+    UpstreamConfig) in the shared store: `sources.import_namespace`."""
+    from patchforge.store import sources
+
+    if upstream.kind == "wheel":
+        return sources.wheel_namespace(project.root, upstream.name, upstream.package)
+    return sources.dir_namespace(project.root, upstream.name, Path(upstream.path))
+
+
+def refuse_unwritable_label(upstream: str, spec: str) -> None:
+    """A SPEC becomes the pin's label in upstream.lock: one the lock's reader refuses (a control
+    character, a bidirectional override, a zero-width space: all legal in a git tag) is refused
+    before anything is resolved or written, never a lock that no later command can read."""
+    from patchforge.formats.lockfile import label_problem
+
+    problem = label_problem(spec)
+    if problem:
+        raise UsageError(f"upstream {upstream}: {spec!r} cannot be a pin's label: it {problem}",
+                         hint="name that revision by its 40-hex commit id")
+
+
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
-    logs.info("patchforge.resolve", "%s: resolving %s", upstream.name, spec)
     from patchforge import targets
     from patchforge.store import sources
+
+    refuse_unwritable_label(upstream.name, spec)
+    logs.info("patchforge.resolve", "%s: resolving %s", upstream.name, spec)
 
     if upstream.kind == "wheel":
         kind = targets.classify_spec(spec)
@@ -200,7 +234,8 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
             version = _wheel_version(spec)
             try:
                 commit, tree, wheel = sources.import_wheel_upstream(
-                    store, upstream.name, upstream.package, version, offline=project.offline)
+                    store, upstream.name, upstream.package, version, offline=project.offline,
+                    namespace=import_namespace(project, upstream))
             except StoreError as exc:
                 full = targets.full_release_version(spec)
                 # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0: said when a
@@ -234,9 +269,12 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
                                    "filename": wheel.filename, "sha256": wheel.sha256},
                            version=version, image=image)
     if upstream.kind == "dir":
+        namespace = import_namespace(project, upstream)
+        before = store.import_ref(namespace, spec)
         commit, tree = sources.import_dir_upstream(store, upstream.name,
-                                                   project.root / upstream.path, spec)
-        _refuse_relabelled_pin(project, store, upstream, spec, commit)
+                                                   project.root / upstream.path, spec,
+                                                   namespace=namespace)
+        _refuse_relabelled_pin(project, store, upstream, spec, commit, before)
         return UpstreamPin(kind="dir", commit=commit, tree=tree, label=spec,
                            source={"path": upstream.path}, version=None)
     resolved = targets.resolve_git_target(
@@ -265,6 +303,9 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
         what = _bring_pinned(project, store, name, pin)
         check_locked_pin(project, name, pin, store.tree_id(pin.commit))
         refuse_archive_layout(store, name, pin)
+        if pin.kind != "git":
+            _label_pinned_import(store, import_namespace(project, project.config.upstream(name)),
+                                 pin)
         logs.info("patchforge.resolve", "%s: %s %s (%s)", name, pin.label, what, pin.commit[:12])
         return what
     except StoreError as exc:
@@ -277,11 +318,22 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
 def refuse_pin_of_another_kind(project: Project, name: str, pin: UpstreamPin) -> None:
     """A pin is checked as its kind's (a git pin's commit must be one of the configured URL's,
     a wheel pin's the import of its file): a lock that says `dir` for a git upstream would
-    have any commit of the store taken. Refused (exit 2) naming the lock's line."""
+    have any commit of the store taken. Refused (exit 2) naming the lock's line. So is a dir
+    pin whose `source.path` is not the configured `path`: the directory read is always the
+    configured one (as a git upstream's URL is the configuration's), and a lock naming another
+    (`/`, `../secrets`) is said, before anything is read."""
     upstream = project.config.upstream(name)
+    from patchforge.formats.lockfile import lock_line_of
+    if pin.kind == upstream.kind == "dir" and pin.source.get("path") != upstream.path:
+        raise ConfigError(f"upstreams.{name}.source.path: {name} is pinned from directory "
+                          f"{pin.source.get('path')!r}, but {Path(project.config_path).name} "
+                          f"configures it as {upstream.path!r}; nothing was read",
+                          path=str(project.lock_path),
+                          line=lock_line_of(project.lock_path, f"upstreams.{name}.source.path"),
+                          hint=f"re-pin it from the configured directory: `patchforge upstream "
+                               f"pin {name} --at {pin.label} --force`")
     if pin.kind == upstream.kind:
         return
-    from patchforge.formats.lockfile import lock_line_of
     raise ConfigError(f"upstreams.{name}.kind: {name} is pinned as a {pin.kind} upstream, but "
                       f"{Path(project.config_path).name} configures it as {upstream.kind}",
                       path=str(project.lock_path),
@@ -307,6 +359,7 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
             offline=project.offline)
         what = "imported"
     elif pin.kind == "dir":
+        # The configured directory: refuse_pin_of_another_kind refused a lock naming another.
         commit, _ = sources.import_dir_upstream(store, name, project.root / pin.source["path"],
                                                 pin.label)
         what = "imported"
@@ -328,6 +381,21 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
                          hint="the source changed under the pin (a modified directory, or a "
                               "different wheel); re-pin it with `patchforge rebase --to`")
     return what
+
+
+def _label_pinned_import(store: UpstreamStore, namespace: str, pin: UpstreamPin) -> None:
+    """The lock's import, labelled as this project's when the store does not say so yet (it
+    was imported by an earlier patchforge, whose labels any project of the cache could move):
+    the version an overlay may have been made on, after the pin moves on. A cache that cannot
+    be written only goes without."""
+    try:
+        if store.import_ref(namespace, pin.label) != pin.commit:
+            store.label_import(namespace, pin.label, pin.commit)
+    except StoreDamaged as exc:
+        if not isinstance(exc, CacheUnwritable):
+            raise
+    except StoreError:
+        pass  # a label no ref can hold: nothing to label
 
 
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,

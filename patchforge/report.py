@@ -255,8 +255,8 @@ def load_history(project: Project, *, limit: int | None = HISTORY_ROWS) -> list[
     records = []
     for line in lines:
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = parse_json(line)
+        except ValueError:  # (status says which line, and why)
             continue
         if isinstance(record, dict):
             records.append(record)

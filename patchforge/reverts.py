@@ -72,6 +72,8 @@ _REVERTS_COMMIT = on_first_use(rb"This reverts commit ([0-9a-fA-F]{7,64})")
 _PR_IN_SUBJECT = on_first_use(rb"\(#(\d+)\)\s*$")
 _MERGED_PR = on_first_use(rb"^Merge pull request #(\d+)")
 _PR_URL = on_first_use(r"/pull/(\d+)/?\s*$")
+_PLAIN_LABEL = on_first_use(r"[A-Za-z0-9][A-Za-z0-9._+:@/-]{0,127}")
+_OBJECT_ID = on_first_use(r"[0-9a-fA-F]{7,64}")
 
 
 @record
@@ -579,8 +581,34 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by, detail)
 
     if reference is None:
+        known = landed or dropped_at
+        if known:
+            # Known upstream, at a revision this store lacks (a new cache: a wheel upstream's
+            # import of the version it landed in is made only by a command that reads that
+            # version): whether upstream took it back cannot be told from here.
+            event = recorded.get(f"{fix.upstream}/{fix.name}") or {}
+            label = (event.get("to") or {}).get("label") if event.get("event") == "dropped" \
+                else None
+            # (Read from files a hand may have edited: only a plain label and an object id
+            # are repeated.)
+            label = label if isinstance(label, str) and _PLAIN_LABEL.fullmatch(label) else None
+            where = " ".join(part for part in (
+                label, f"({known[:12]})" if _OBJECT_ID.fullmatch(known) else None) if part)
+            raise PatchforgeError(
+                f"its change is not at {commit[:12]} and the revision it landed in"
+                + (f", {where}," if where else "") + " is not in the cache"
+                + (f": `patchforge status --against {label}` brings it" if label else ""))
         return None  # never known upstream in this form (moved aside by hand): nothing to say
     if not store.is_ancestor(reference, commit):
+        if reference != commit and not any(store.parents_of([reference, commit]).values()):
+            # Two roots: a wheel's or a directory's versions are separate imports, with no
+            # history between them, so nothing tells a later version that took the change
+            # out from a pin moved back to one before the landing.
+            return gone("unexplained", None, f"its change is not at the target, which shares "
+                        f"no history with {reference[:12]}, where it was upstream (separate "
+                        "imports of a wheel's or a directory's versions): whether a later "
+                        "version took it out or the pin went back before the landing cannot "
+                        "be told from here")
         return gone("before-landing", None, f"the target does not contain "
                     f"{'its landing commit' if landing else 'the revision it was dropped at'} "
                     f"{reference[:12]} (a revision before it)")

@@ -474,9 +474,12 @@ class _WheelResolver:
 
     def import_version(self, upstream: str, version: str) -> tuple[str, str]:
         from patchforge.store import sources
+        root = getattr(self.project, "root", None)
         commit, tree, self.wheel = sources.import_wheel_upstream(
             self.store, self.upstream.name, self.upstream.package, version,
-            offline=bool(getattr(self.project, "offline", False)))
+            offline=bool(getattr(self.project, "offline", False)),
+            namespace=None if root is None else
+            sources.wheel_namespace(root, self.upstream.name, self.upstream.package))
         self.version = version
         return commit, tree
 

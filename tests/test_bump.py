@@ -670,6 +670,60 @@ def test_bad_input_exits_2(clean):
 
 
 
+def test_a_repository_without_nightly_tags_is_refused_not_called_up_to_date(clean, tmp_path):
+    """`bump --image REPO` on a repository that lists no `nightly-<40 hex>` tag (a mistyped or
+    wrong repository, nightlies tagged otherwise) said "on the newest nightly already", exit 0:
+    the scheduled job stayed green every night while no fix was ever judged against a new
+    upstream. Refused, exit 2, naming the repository and the tag form, nothing written; the
+    action's summary says the bump failed."""
+    import shutil
+
+    import yaml
+
+    other = f"{clean.registry.host}/team/app"
+    for tag in ("latest", "v0.1.0", "nightly", "nightly-abc1234"):
+        clean.registry.push_image("team/app", tag, {})
+    before = snapshot(clean.root)
+    code, out, err = cli_in_process(clean.root, "bump", "vllm", "--image", other)
+    assert code == 2, (out, err)
+    assert "newest nightly already" not in out + err
+    assert f"no nightly in {other}: none of its 4 tags is of the form nightly-<40 hex>" in err, err
+    assert "check that --image REPO names the repository" in err and "--to SPEC" in err
+    code, out, err = cli_in_process(clean.root, "bump", "vllm", "--image", other, "--json")
+    assert code == 2 and json.loads(out)["error"]["exit_code"] == 2, (out, err)
+    # The configured `image` as the repository: the hint names it.
+    config = clean.root / "patchforge.toml"
+    config.write_text(f'image = "{other}:latest"\n' + config.read_text())
+    code, out, err = cli_in_process(clean.root, "bump", "vllm", "--dry-run")
+    assert code == 2 and "the repository of the configured `image`" in err, (out, err)
+    config.write_bytes(before["patchforge.toml"])
+    assert snapshot(clean.root) == before
+    # The nightly job: the action's step fails, its summary says why.
+    action = yaml.safe_load((REPO_ROOT / "actions" / "bump" / "action.yml").read_text())
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "bump")
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    output, summary = runner / "output", runner / "summary"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "patchforge").write_text(f"#!/bin/sh\nexec {shutil.which('python3')} -m "
+                                        "patchforge \"$@\"\n")
+    (bin_dir / "patchforge").chmod(0o755)
+    env = {**os.environ, "RUNNER_TEMP": str(runner), "GITHUB_OUTPUT": str(output),
+           "GITHUB_STEP_SUMMARY": str(summary), "INPUT_UPSTREAM": "vllm", "INPUT_TO": "",
+           "INPUT_IMAGE": other, "INPUT_OPEN_PR": "true", "INPUT_DRY_RUN": "false",
+           "INPUT_FAIL": "true", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=clean.root,
+                          env=env, capture_output=True)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert "exit-code=2" in output.read_text().splitlines()
+    assert summary.read_text().startswith("## Bump failed (exit 2)\n\nno nightly in "), \
+        summary.read_text()
+    assert snapshot(clean.root) == before
+
+
 def test_without_a_history_to_order_nightlies_it_says_so_before_asking_the_registry(
         tmp_path, registry_server):
     """A `dir` (or wheel) upstream with no `git-url`: bump found no nightly tag in the

@@ -320,3 +320,17 @@ upstream = "up"
         "other", base, "fix x", other.diff({"conf/x.cfg": b"a = 2\n"}, base)))
     _, out, _ = stack.cli("check", "--run", expect=1)
     assert "files = conf/*.cfg matches no file of up at the pinned revision" in out, out
+
+
+def test_a_module_a_patch_adds_never_replaces_the_checks_own_tool(tmp_path):
+    """`python3 -m py_compile {file}` runs inside the tree of overlays: a `py_compile.py` that a
+    patch adds at the tree's root is compiled like any file, never imported in place of the
+    standard library's module."""
+    marker = tmp_path / "patch-code-ran"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": GOOD}, config_extra=COMPILE)
+    stack.add_fix("adds-py-compile", "py_compile.py", None,
+                  f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n".encode())
+    document = stack.json("check", "--run")
+    assert [(c["files"], c["status"]) for c in document["checks"]] == \
+        [(["py_compile.py"], "passed")]
+    assert not marker.exists()

@@ -1326,6 +1326,123 @@ def test_import_overlay_made_on_an_earlier_import_of_a_directory_upstream(tmp_pa
     assert run.rc == 2 and "up has no import labelled v0 (imported: v1, v2)" in run.err, run.err
 
 
+def _two_projects_one_label(tmp_path: Path) -> tuple[Path, Path, bytes, Path, str]:
+    """Two projects on one cache, each with a directory upstream `up` imported as 0.9 with
+    other files: A's 0.9 file is UPSTREAM_FILES' a.py; A then pinned 1.0 (`moved`: line5
+    changed), and B's 0.9 already has that change. (A, B, moved, an overlay made on A's 0.9
+    file with one fix, the commit A's lock held for 0.9)."""
+    old = UPSTREAM_FILES["a.py"]
+    moved = old.replace(b"line5\n", b"line5 changed in 1.0\n")
+    site_a, site_b = tmp_path / "site-a", tmp_path / "site-b"
+    site_a.mkdir()
+    site_b.mkdir()
+    (site_a / "a.py").write_bytes(old)
+    a = make_project(tmp_path / "a", pyproject=True)
+    ok(a, "upstream", "add", "up", "--dir", str(site_a), "--at", "0.9", "--install-root", "/opt")
+    a_09 = json.loads((a / "upstream.lock").read_bytes())["upstreams"]["up"]["commit"]
+    (site_a / "a.py").write_bytes(moved)
+    ok(a, "upstream", "pin", "up", "--at", "1.0")
+    (site_b / "a.py").write_bytes(moved)
+    b = make_project(tmp_path / "b", pyproject=True)
+    ok(b, "upstream", "add", "up", "--dir", str(site_b), "--at", "0.9", "--install-root", "/opt")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    return a, b, moved, overlay, a_09
+
+
+def test_import_overlay_made_on_a_label_another_project_imported_takes_this_projects(tmp_path):
+    """Two projects sharing the cache, each with a directory upstream `up` imported as 0.9
+    with other files: `--made-on 0.9` in A took B's import (the last under that name and
+    label) as the overlay's base, and the patch took back A's 1.0 change (exit 0). Without
+    `--made-on`, A's 0.9 was not among the versions compared (B's was), and the overlay went
+    in against 1.0 the same way. Now A's own 0.9 answers both, and B is not told of A's."""
+    a, b, moved, overlay, _ = _two_projects_one_label(tmp_path)
+    run = run_cli(a, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
+    assert run.rc == 2 and "the file as 0.9 has it differs less from it" in run.err \
+        and "`--made-on 0.9`" in run.err, run.err
+    assert not (a / "series/up/fix.patch").exists()
+    ok(a, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+       "--made-on", "0.9")
+    assert overlay_tree(a) == {"a.py": moved.replace(b"line12\n", b"line12 our fix\n")}
+    assert b"-line5 changed in 1.0\n" not in (a / "series/up/fix.patch").read_bytes()
+    b_overlay = tmp_path / "b-a.py"
+    b_overlay.write_bytes(moved.replace(b"line3\n", b"line3 b's fix\n"))
+    run = run_cli(b, "import", "overlay", str(b_overlay), "--path", "a.py", "--name", "fix",
+                  "--made-on", "1.0")
+    assert run.rc == 2 and "this project has no import of up labelled 1.0 (imported: 0.9)" \
+        in run.err, run.err
+    ok(b, "import", "overlay", str(b_overlay), "--path", "a.py", "--name", "fix")
+    assert overlay_tree(b) == {"a.py": moved.replace(b"line3\n", b"line3 b's fix\n")}
+
+
+def test_import_overlay_made_on_a_label_only_an_earlier_patchforge_recorded(tmp_path):
+    """A cache written by an earlier patchforge labels imports by upstream name alone (the
+    last import under that name and label, here B's): such a label is never taken as this
+    project's version. `--made-on` it is refused naming the way on, nothing written, and the
+    commit upstream.lock held for that label works."""
+    a, b, moved, overlay, a_09 = _two_projects_one_label(tmp_path)
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    labels = git(store, "for-each-ref", "--format=%(refname)", "refs/patchforge/labels/")
+    for ref in labels.split():  # as an earlier patchforge left the cache
+        git(store, "update-ref", "-d", ref)
+    before = snapshot(a)
+    run = run_cli(a, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+                  "--made-on", "0.9")
+    assert run.rc == 2 and "this project has no import of up labelled 0.9" in run.err \
+        and "which project made it cannot be told" in run.err \
+        and "`--made-on COMMIT`" in run.err and "git log -p -- upstream.lock" in run.err, run.err
+    assert snapshot(a) == before
+    ok(a, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+       "--made-on", a_09)
+    assert overlay_tree(a) == {"a.py": moved.replace(b"line12\n", b"line12 our fix\n")}
+
+
+def test_an_earlier_label_of_a_directory_never_names_its_new_files(tmp_path):
+    """A directory upstream imported as 0.9, then pinned at 1.0 after it changed: `status
+    --against up=0.9` imported the directory as it is now under 0.9 and answered about 1.0's
+    files under that name, and `import overlay --made-on 0.9` then took them as the overlay's
+    base (its patch took back 1.0's change, exit 0). Refused, naming both commits and the way
+    on; 0.9 still names the first import."""
+    a, _, moved, overlay, a_09 = _two_projects_one_label(tmp_path)
+    run = run_cli(a, "status", "--against", "up=0.9")
+    assert run.rc == 2 and f"0.9 is the label this project imported {tmp_path / 'site-a'} " \
+        f"under before ({a_09[:12]})" in run.err and "`up=NEW-LABEL`" in run.err, run.err
+    ok(a, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+       "--made-on", "0.9")
+    assert overlay_tree(a) == {"a.py": moved.replace(b"line12\n", b"line12 our fix\n")}
+
+
+def test_import_overlay_made_on_a_wheel_version_another_project_imported_other_files(
+        tmp_path, monkeypatch):
+    """Two projects on one cache with a wheel upstream `w` of version 0.9, each from its own
+    wheel file (two builds of one release): `--made-on 0.9` in A took B's import, the last
+    under that name and version, and the patch took back A's 1.0 change. Now A's own."""
+    from helpers.upstream import build_wheel
+
+    old = UPSTREAM_FILES["a.py"]
+    moved = old.replace(b"line5\n", b"line5 changed in 1.0\n")
+    wheels_a, wheels_b = tmp_path / "wheels-a", tmp_path / "wheels-b"
+    build_wheel(wheels_a, "tinypkg", "0.9", {"tinypkg/a.py": old})
+    build_wheel(wheels_a, "tinypkg", "1.0", {"tinypkg/a.py": moved})
+    build_wheel(wheels_b, "tinypkg", "0.9", {"tinypkg/a.py": moved})
+    a, b = tmp_path / "a", tmp_path / "b"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels_a))
+    ok(None, "init", "--standalone", str(a))
+    ok(a, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "0.9", "--install-root", "/opt")
+    ok(a, "upstream", "pin", "w", "--at", "1.0")
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels_b))
+    ok(None, "init", "--standalone", str(b))
+    ok(b, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "0.9", "--install-root", "/opt")
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels_a))
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    ok(a, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "fix", "--made-on", "0.9")
+    assert overlay_tree(a, "w/")["tinypkg/a.py"] == \
+        moved.replace(b"line12\n", b"line12 our fix\n")
+    assert b"-line5 changed in 1.0\n" not in (a / "series/w/fix.patch").read_bytes()
+
+
 def _overlay_import(root: Path, overlay: Path, name: str, *more: str):
     return run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
                    "--name", name, *more)

@@ -796,6 +796,20 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
     assert "mismatch" not in out and "NOT CHECKED" not in err, out + err
 
 
+def _partial_cache(stack, tmp_path, monkeypatch) -> None:
+    """The store is a partial clone (its files come on first read): a fresh cache that has the
+    locked commit and the series' files but not those of the fixes kept as landed, as one
+    `fetch` made before they were kept (a CI cache restored from an earlier run) left it."""
+    git(stack.up, "config", "uploadpack.allowfilter", "true")
+    config = stack.root / "patchforge.toml"
+    config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    kept = stack.root / "series/up/upstreamed"
+    kept.rename(tmp_path / "kept-aside")
+    stack.cli("fetch")
+    (tmp_path / "kept-aside").rename(kept)
+
+
 def test_plain_verify_offline_says_which_landed_fixes_a_partial_cache_could_not_read(
         tmp_path, monkeypatch):
     """The store is a partial clone: its files come on first read. A fresh cache that has the
@@ -804,11 +818,7 @@ def test_plain_verify_offline_says_which_landed_fixes_a_partial_cache_could_not_
     now says NOT CHECKED for each, and that without --offline the cache brings them; without
     --offline it fails the reverted ones."""
     stack = _two_landings_reverted_at_the_pin(tmp_path)
-    git(stack.up, "config", "uploadpack.allowfilter", "true")
-    config = stack.root / "patchforge.toml"
-    config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
-    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
-    stack.cli("fetch")
+    _partial_cache(stack, tmp_path, monkeypatch)
     _, out, err = stack.cli("--offline", "verify")
     assert "mismatch" not in out, out
     for fix in ("up/upstreamed/fa.patch", "up/upstreamed/fx.patch"):
@@ -826,21 +836,45 @@ def test_verify_installed_offline_says_which_landed_fixes_a_partial_cache_could_
     holding the overlay, which lacks fx, could not judge fx and said nothing, exit 0. It now
     says NOT CHECKED for fx; without --offline it fails the overlay, naming `bring-back`."""
     stack = _two_landings_reverted_at_the_pin(tmp_path, with_a=False)
-    git(stack.up, "config", "uploadpack.allowfilter", "true")
-    config = stack.root / "patchforge.toml"
-    config.write_text(config.read_text().replace(f'url = "{stack.up}"', f'url = "file://{stack.up}"'))
     stack.cli("overlays", expect=1)  # (the overlay lacks fx: said)
     tree = tmp_path / "image"
     (tree / "opt/site/pkg").mkdir(parents=True)
     (tree / "opt/site/pkg/c.py").write_bytes((stack.root / "overlays/up/pkg/c.py").read_bytes())
-    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
-    stack.cli("fetch")
+    _partial_cache(stack, tmp_path, monkeypatch)
     _, out, err = stack.cli("--offline", "verify", "--installed", str(tree))
     assert "mismatch" not in out, out
     assert "NOT CHECKED: up/upstreamed/fx.patch: whether up v3 still holds it could not be " \
         "read" in err and "without --offline the cache brings its files" in err, err
     _, out, _ = stack.cli("verify", "--installed", str(tree), expect=1)
     assert "bring-back up/fx.patch" in out, out
+
+
+def test_offline_overlays_on_a_cache_without_a_landed_fixs_files_writes_nothing(
+        tmp_path, monkeypatch):
+    """A fix kept as landed (fx, in c.py, which fc overlays), reverted at the pin; a partial
+    cache without the files its judgement reads. `--offline overlays` could not judge it and
+    wrote a Dockerfile without the step that fails its build, exit 0 (`--check` agreed): the
+    image claimed a fix it does not hold. It now fails (exit 2) naming the fix and `patchforge
+    fetch`, writing nothing; `fetch` brings those files, and offline `overlays` then writes
+    what it writes online."""
+    from helpers.snapshot import snapshot
+
+    stack = _two_landings_reverted_at_the_pin(tmp_path, with_a=False)
+    stack.cli("overlays", expect=1)
+    online = (stack.root / "overlays/Dockerfile").read_bytes()
+    assert b"# FAILS: " in online and b"bring-back up/fx.patch" in online
+    _partial_cache(stack, tmp_path, monkeypatch)
+    (stack.root / "overlays/Dockerfile").unlink()  # (a fresh clone: a build output)
+    before = snapshot(stack.root)
+    for args in (["overlays"], ["overlays", "--check"], ["overlays", "--json"]):
+        rc, out, err = stack.cli("--offline", *args, expect=2)
+        assert "overlays/Dockerfile cannot be made: up/upstreamed/fx.patch" in err and \
+            "`patchforge fetch`" in err, (args, out, err)
+        assert snapshot(stack.root) == before, args
+    stack.cli("fetch")
+    _, _, err = stack.cli("--offline", "overlays", expect=1)
+    assert "bring-back up/fx.patch" in err, err
+    assert (stack.root / "overlays/Dockerfile").read_bytes() == online
 
 
 def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(stack):

@@ -599,7 +599,10 @@ def test_the_twin_pre_check_never_changes_what_contained_away_says(monkeypatch):
     containment landing stand: on random files of twin functions (the fix's change made in
     the twin, at the own place, in both, with the functions swapped, lines put in between),
     contained_away's answer is the one of its own rule asked of every hunk. A guard: it holds
-    on main too (where the pre-check listed every place of each line)."""
+    on main too (where the pre-check listed every place of each line). These hunks all have
+    context on both sides, where a copy's windows anchor it only as the base file tells
+    (`_at_place`'s lead_kept and trail_kept), so the pre-check asks of each; it can skip only
+    where a side of the hunk has no context."""
     import random
 
     from patchforge import detect
@@ -655,4 +658,4 @@ def test_the_twin_pre_check_never_changes_what_contained_away_says(monkeypatch):
             assert own.contained_away(index, hunk) == want, (base, patched, current)
             refused += want is not None
             skipped += not _twin_may_fool(hunk, current, _added_copies(hunk, current))
-    assert asked > 40 and refused > 5 and skipped > 5, (asked, refused, skipped)
+    assert asked > 40 and refused > 5, (asked, refused, skipped)

@@ -52,7 +52,7 @@ def test_every_configuration_key_is_in_the_reference():
 # README names as what patchforge needs. Any other program a page runs must be named on that
 # page with where it comes from.
 BASE_PROGRAMS = {"cat", "cd", "cmp", "cp", "echo", "grep", "head", "mkdir", "sed", "sha256sum",
-                 "tail", "git", "python3", "patchforge"}
+                 "tail", "git", "python3", "patchforge", "export"}
 _SHELL_SEPARATORS = {";", "|", "&&", "||", "(", ")", "{", "}", "do", "then", "else", "!", "&"}
 
 
@@ -265,3 +265,73 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
                             "what the page shows:\n" + "\n".join(missing)
                             + f"\n--- it printed:\n{output[-1500:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_quilt_round_trip_of_coming_from_runs_as_written(tmp_path):
+    """docs/coming-from.md's "Working in quilt and coming back", on a stack of two upstreams as
+    this repository's (vllm, aiter), with the real quilt: the page's commands, run as written
+    in one shell, with the edits its comments ask for made where they say. As written before,
+    the export wrote /tmp/q/vllm/ and /tmp/q/aiter/, and the way back exited 2 ("several
+    upstreams are configured"): the walkthrough failed on the page's own kind of stack."""
+    import subprocess
+    import sys
+
+    from helpers.cli import ok
+    from helpers.env import need_tool
+    from helpers.git import git
+    from helpers.project import add_git_upstream, make_project
+    from helpers.upstream import Upstream
+
+    need_tool("quilt")
+    text = (REPO_ROOT / "docs/coming-from.md").read_text()
+    section = text[text.index("### Working in quilt and coming back"):]
+    block = section[section.index("```sh\n") + 6:section.index("\n```", section.index("```sh"))]
+    files = {"a.py": b"".join(b"a%d = %d\n" % (i, i) for i in range(20)),
+             "b.py": b"".join(b"b%d = %d\n" % (i, i) for i in range(20))}
+    vllm = Upstream(tmp_path / "vllm-upstream", files, message="vllm")
+    aiter = Upstream(tmp_path / "aiter-upstream", {"c.py": b"c = 1\n"}, message="aiter")
+    root = make_project(tmp_path / "stack", pyproject=True)
+    add_git_upstream(root, "vllm", vllm.path, "main")
+    add_git_upstream(root, "aiter", aiter.path, "main")
+    for upstream, path, content, name in (
+            ("vllm", "a.py", files["a.py"].replace(b"a3 = 3\n", b"a3 = 33\n"), "fix-a"),
+            ("vllm", "b.py", files["b.py"].replace(b"b3 = 3\n", b"b3 = 33\n"), "fix-b"),
+            ("aiter", "c.py", b"c = 2\n", "fix-aiter")):
+        overlay = tmp_path / f"{name}.overlay"
+        overlay.write_bytes(content)
+        ok(root, "import", "overlay", str(overlay), "--upstream", upstream, "--path", path,
+           "--name", name, "-m", f"Fix {path}")
+    aiter_series = {p.name: p.read_bytes() for p in (root / "series/aiter").iterdir()
+                    if p.is_file()}
+    checkout = tmp_path / "vllm-at-the-pin"
+    git(tmp_path, "clone", "-q", str(vllm.path), str(checkout))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = ["set -e"]
+    for line in block.splitlines():
+        script.append(line.replace("/tmp/", f"{scratch}/")
+                      .replace("/path/to/vllm-at-the-pin", str(checkout)))
+        changed = re.search(r"# change (\S+), then:", line)
+        if changed:  # the change the comment asks for, made as an editor would
+            script.append(f"printf 'changed = 1\\n' >> {changed.group(1)}")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "patchforge").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    (bindir / "patchforge").chmod(0o755)
+    quiltrc = tmp_path / "quiltrc"
+    quiltrc.write_text("")
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", QUILTRC=str(quiltrc),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
+                                                        os.environ.get("PYTHONPATH")])))
+    env.pop("QUILT_PATCHES", None)
+    run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (run.stdout, run.stderr, script)
+    series = (root / "series/vllm/series").read_text().split()
+    assert series == ["fix-a.patch", "fix-b.patch", "fix-c.patch"], series
+    assert b"+changed = 1\n" in (root / "series/vllm/fix-a.patch").read_bytes()
+    assert b"+changed = 1\n" in (root / "series/vllm/fix-c.patch").read_bytes()
+    assert {p.name: p.read_bytes() for p in (root / "series/aiter").iterdir()
+            if p.is_file()} == aiter_series
+    status = ok(root, "status")
+    assert "all 4 patches apply" in status.out, status.out

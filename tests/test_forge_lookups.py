@@ -119,6 +119,38 @@ def test_a_forge_answer_about_another_pull_request_or_of_the_wrong_types_is_not_
         assert not any("merged" in e for e in patch["evidence"]), patch["evidence"]
 
 
+@pytest.mark.parametrize("kind", ["html", "latin-1", "utf-16", "nested", "array"])
+def test_a_forge_body_that_is_no_json_object_is_said_per_patch(tmp_path, forge_server, kind):
+    """What a proxy or a broken forge answers with a 200 for `pulls/N`: an HTML page, bytes
+    that are not UTF-8, the pull request's JSON re-encoded as UTF-16, JSON nested a hundred
+    thousand deep, an array. Each is said in the patch's row, naming the request and what is
+    wrong, and the series is judged anyway; the UTF-16 one was read as JSON and believed
+    (JSON between systems is UTF-8: the forge's own reader and every other JSON reader of
+    patchforge refuse it)."""
+    pull = forge_server.add_pull("acme/up", 1, state="closed", merged=True,
+                                 merge_commit_sha="c" * 40)
+    body, said = {
+        "html": (b"<!DOCTYPE html><html><body>502 Bad Gateway</body></html>",
+                 "the answer is not valid JSON: Expecting value"),
+        "latin-1": (json.dumps(pull).replace('"A fix"', '"caf\u00e9"').encode("latin-1"),
+                    "the answer is not UTF-8"),
+        "utf-16": (json.dumps(pull).encode("utf-16"), "the answer is not UTF-8"),
+        "nested": (b"[" * 100_000 + b"]" * 100_000,
+                   "the answer is not valid JSON: nested deeper than patchforge reads"),
+        "array": (json.dumps([pull]).encode(),
+                  "unexpected pull request answer (a JSON list, not an object)"),
+    }[kind]
+    forge_server.misbehave("status", path="/repos/acme/up/pulls/1", status=200, body=body,
+                           headers={"Content-Type": "application/json"}, times=9)
+    root = stack_with_forwarded(tmp_path, forge_server.url, count=1)
+    run = run_cli(root, "status", "--json")
+    assert run.rc == 0 and "internal error" not in run.err, run.text
+    (patch,) = json.loads(run.out)["patches"]
+    assert patch["state"] == "applies" and "merged" not in patch["forwarded"], patch
+    error = patch["forwarded"].get("error", "")
+    assert f"{forge_server.url}/repos/acme/up/pulls/1" in error and said in error, error
+
+
 @pytest.mark.parametrize("reader", ["status", "lint"])
 def test_a_slow_forge_holds_back_no_write_out(tmp_path, reader):
     """`status` and `lint` asked the forge about the submitted fixes (the pull requests, and

@@ -163,6 +163,38 @@ def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatc
     assert summary.read_text().count("### patchforge ") == 2
 
 
+def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
+    """The action's cache defaulted to `${{ github.workspace }}/.cache/patchforge`, inside the
+    checkout, whose files a pull request writes (a store.git/config of its choosing with
+    them). It is now the job's PATCHFORGE_CACHE, else ~/.cache/patchforge; the `cache` input
+    still chooses any other."""
+    import os
+    import subprocess
+
+    import yaml
+
+    from helpers.env import REPO_ROOT
+
+    action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    assert "workspace" not in action["inputs"]["cache"]["default"]
+    step = action["runs"]["steps"][-1]
+    assert step["env"]["CACHE_INPUT"] == "${{ inputs.cache }}"
+    stub = tmp_path / "action" / "ci" / "github-action.sh"
+    stub.parent.mkdir(parents=True)
+    stub.write_text('#!/bin/sh\necho "$PATCHFORGE_CACHE"\n')
+    stub.chmod(0o755)
+    home = tmp_path / "home"
+    base = {k: v for k, v in os.environ.items() if k != "PATCHFORGE_CACHE"}
+    base.update(HOME=str(home), GITHUB_ACTION_PATH=str(tmp_path / "action"), COMMANDS="lint")
+    for given, job, wanted in (("", None, f"{home}/.cache/patchforge"),
+                               ("", "/srv/job-cache", "/srv/job-cache"),
+                               ("/srv/chosen", "/srv/job-cache", "/srv/chosen")):
+        env = dict(base, CACHE_INPUT=given, **({"PATCHFORGE_CACHE": job} if job else {}))
+        proc = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and proc.stdout.strip() == wanted, proc.stdout + proc.stderr
+
+
 def test_a_summary_file_that_cannot_be_written_is_named_as_such(tmp_path, monkeypatch):
     """GITHUB_STEP_SUMMARY naming a directory (or a missing one) said only "Is a directory:
     PATH" and "run the command again"; it names the variable and what to do, exit 2."""

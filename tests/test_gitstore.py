@@ -14,6 +14,7 @@ import pytest
 from helpers.env import SHARED_WHEELS
 from helpers.git import git
 from patchforge.errors import StoreError
+from patchforge.store.catfile import CatFile
 from patchforge.store.git import git_env
 from patchforge.store.diff import (FileChange, blob_oid, make_diff, make_file_diff,
                                    split_at_file_headers,
@@ -224,7 +225,7 @@ def test_corrupt_wheel_member_leaves_nothing_in_the_store(store, tmp_path):
     with pytest.raises(StoreError, match="mix/a.py"):
         store.import_wheel(wheel, "mix", "1.0")
     assert sorted(os.listdir(Path(store.git_dir, "objects", "pack"))) == packs_before
-    assert store.import_ref("mix", "1.0") is None
+    assert store.shared_import_ref("mix", "1.0") is None
 
 
 def test_unknown_revision_is_a_store_error(store, wheel_commit):
@@ -310,6 +311,81 @@ def test_partial_fetch_brings_blobs_on_demand(store, upstream_repo):
                                                                 "README": b"readme\n"}
     assert _missing_objects(store, second) == set()
     assert store.read_blob(first, "src/a.py") == b"a = 1\n"
+
+
+def test_a_releases_files_are_read_each_delta_before_its_base(store, make_git_repo,
+                                                              monkeypatch):
+    """new_contents reads a commit's every new file (the moved-code check of a release): in
+    an order in which a blob the store keeps as a delta of another asked blob is asked before
+    that base (git keeps a base it inflated on the way to a delta, not the object asked for:
+    asked first, a base is inflated twice), and with the contents git gives."""
+    repo, first = make_git_repo({"README": b"readme\n"})
+    # Files alike but for a line (a release's many; fewer are read as asked): the store's
+    # pack keeps most of them as deltas of others.
+    body = b"".join(b"def step_%d(x):\n    return x * %d + 7\n\n" % (k, k) for k in range(60))
+    files = {f"pkg/mod_{k:03d}.py": body + b"NAME = 'mod_%03d'\n" % k for k in range(300)}
+    assert len(files) >= getattr(UpstreamStore, "DELTA_ORDER_AT_LEAST", 0)
+    for name, data in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a release")
+    release = git(repo, "rev-parse", "HEAD").strip()
+    store.fetch_git("up", str(repo), ["main"])
+    asked: list[list[str]] = []
+    real = CatFile.query
+
+    def query(self, names):
+        asked.append(list(names))
+        return real(self, names)
+    monkeypatch.setattr(CatFile, "query", query)
+    assert store.new_contents(release) == files
+    read = next(names for names in asked if len(names) == len(set(files.values())))
+    out = git(store.git_dir, "cat-file", "--batch-check=%(objectname) %(deltabase)",
+              input="".join(oid + "\n" for oid in read).encode())
+    base = dict(line.split() for line in out.splitlines())
+    at = {oid: k for k, oid in enumerate(read)}
+    pairs = [(oid, of) for oid, of in base.items() if of in at]
+    assert len(pairs) >= 10, "the store keeps too few of the files as deltas of each other"
+    assert all(at[oid] < at[of] for oid, of in pairs)
+
+
+def test_a_history_commits_diff_of_a_file_gives_the_blocks_its_two_contents_diff_gives(
+        store, make_git_repo):
+    """Landed detection takes a file's own-place blocks from the history's diff of a commit
+    that changes it from the base's content to the target's (judge.HistoryIndex.made_blocks)
+    instead of a `git diff --no-index` of its own: the store's history diffs are made with the
+    options of changed_blocks (myers, the indent heuristic, three lines of context), so each
+    file's blocks are the same from either. Edits where the indent heuristic and the context
+    matter: a function inserted between two, a line changed in a repeated block, lines taken
+    out, a file without a final line end."""
+    from patchforge.store.diff import blocks_of_file_diff, changed_blocks, split_at_file_headers
+
+    def funcs(names, body=b"    x = 1\n    return x\n"):
+        return b"".join(b"def %s():\n%s\n" % (n, body) for n in names)
+
+    old = {"a.py": funcs([b"f", b"g", b"h"]),
+           "b.py": b"".join(b"row %d\n" % (k % 7) for k in range(60)),
+           "c.py": b"".join(b"line %d\n" % k for k in range(40)),
+           "d.py": b"one\ntwo\nthree"}
+    new = {"a.py": funcs([b"f", b"g", b"inserted", b"h"]),
+           "b.py": b"".join(b"row %d\n" % (k % 7) if k != 31 else b"row x\n" for k in range(60)),
+           "c.py": b"".join(b"line %d\n" % k for k in range(40) if k not in (3, 4, 20)),
+           "d.py": b"one\n2\nthree"}
+    repo, first = make_git_repo(old)
+    for name, data in new.items():
+        (repo / name).write_bytes(data)
+    git(repo, "commit", "-qam", "edits")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    store.fetch_git("up", str(repo), ["main"])
+    names = sorted(old)
+    parts = {part.split(b"\n", 1)[0]: part
+             for part in split_at_file_headers(store.commit_patches([second], names))
+             if part.startswith(b"diff --git ")}
+    made = changed_blocks([(old[name], new[name]) for name in names])
+    assert [blocks_of_file_diff(parts[b"diff --git a/%s b/%s" % (n.encode(), n.encode())])
+            for n in names] == made
+    assert all(made)
 
 
 def test_presence_check_started_ahead_gives_the_prefetch_its_answer(store, upstream_repo,
@@ -1437,7 +1513,7 @@ def test_an_import_stays_readable_after_another_takes_its_label_and_the_store_re
     assert store.maintain() is True  # packed, as a wheel's import is
     second = store.import_directory(second_dir, "site", "v1")
     assert first.commit != second.commit
-    assert store.import_ref("site", "v1") == second.commit
+    assert store.shared_import_ref("site", "v1") == second.commit
     assert store.maintain() is True
     fresh = UpstreamStore(store.git_dir)
     try:

@@ -815,3 +815,115 @@ def test_a_bodys_blocks_are_what_a_call_per_line_makes():
         if not any(b"'''" in line or b'"""' in line for line in lines):
             # (no string over lines: the spaced blocks are the same blocks)
             assert spaced_blocks_of_lines(lines) == reference(lines), lines
+
+
+def test_a_files_share_of_moved_lines_is_the_sum_of_those_it_holds():
+    """The moved-code check asks each file of a commit (a release's 1,246 at 300 patches)
+    whether it holds lines of a moved block that make up MOVED_SHARE of it
+    (HistoryIndex._adding_most_of): the search stops once the answer is known, and the answer
+    is the sum's, on random lines and texts (lines that overlap, repeat, or are absent)."""
+    import random
+
+    from patchforge.judge import _holds_share
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        words = [bytes(rng.choice(b"abcd") for _ in range(rng.randint(1, 5)))
+                 for _ in range(rng.randint(1, 6))]
+        lines = sorted(((len(word) * rng.randint(1, 3), word) for word in words), reverse=True)
+        text = b"".join(rng.choice(words + [b"x", b"yz"]) for _ in range(rng.randint(0, 8)))
+        need = rng.choice([0.5, 1.0, 0.25, 0.75]) * sum(size for size, _ in lines)
+        assert _holds_share(lines, text, need) == \
+            (sum(size for size, line in lines if line in text) >= need)
+
+
+def test_a_history_asked_of_many_changes_answers_as_asked_of_each_alone():
+    """HistoryIndex asks judge_history of each patch over the same commits: the commits'
+    blocks without whitespace are kept between the questions (`kept`), and a change's spaced
+    blocks are made only when a commit makes the change (`spaced` a function). Random changes
+    over random commits (the change made, undone, re-indented, partly undone, something else
+    changed): the same landing as each question asked alone with the spaced blocks made first,
+    and the spaced blocks asked of no change that no commit makes."""
+    import random
+
+    from patchforge.history import _contains, spaced_blocks_of_lines
+    from patchforge.store.diff import FileChange, make_diffs
+
+    rng = random.Random(41)
+    made = undone = 0
+    words = [b"value = compute(x)", b"  return self.model", b"\tif ready:", b"items[0] += 1",
+             b'text = """a  b', b'c  d"""', b"call(a, b)", b"", b"pass"]
+
+    def lines(n):
+        return [rng.choice(words) + b" %d" % rng.randrange(4) for _ in range(n)]
+
+    def edit(content):
+        out = list(content)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(out) + 1)
+            if out and rng.random() < 0.5:
+                out[min(at, len(out) - 1)] = rng.choice(words) + b" changed"
+            else:
+                out[at:at] = lines(rng.randrange(1, 3))
+        return out
+
+    def text(content):
+        return b"\n".join(content) + b"\n" if content else b""
+
+    for _ in range(30):
+        base = lines(rng.randrange(8, 20))
+        versions = [base]
+        for _ in range(rng.randrange(2, 6)):
+            versions.append(edit(versions[-1]) if rng.random() < 0.6 else
+                            rng.choice(versions) if rng.random() < 0.5 else
+                            [line.replace(b" ", b"  ") for line in versions[-1]])
+        changes = [edit(base) for _ in range(4)] + [versions[1]]
+        diffs = make_diffs([[FileChange("m.py", "m.py", text(a), text(b))]
+                            for a, b in zip(versions, versions[1:])] +
+                           [[FileChange("m.py", "m.py", text(base), text(c))] for c in changes])
+        commits = [(f"c{k}", {"m.py": blocks_of_git_diff(diff)})
+                   for k, diff in enumerate(diffs[:len(versions) - 1]) if diff]
+        spaced = {f"c{k}": {"m.py": blocks_of_git_diff(diff, spaced=True)}
+                  for k, diff in enumerate(diffs[:len(versions) - 1]) if diff}
+        kept: dict = {}
+        for diff in diffs[len(versions) - 1:]:
+            if not diff:
+                continue
+            wanted = {"m.py": blocks_of_git_diff(diff)}
+            mine = {"m.py": spaced_blocks_of_lines(
+                (b"@@" + diff.split(b"\n@@", 1)[1]).split(b"\n"))}
+            alone = judge_history(wanted, commits, spaced=(mine, spaced.__getitem__))
+            asked = []
+            again = judge_history(wanted, commits,
+                                  spaced=(lambda: asked.append(1) or mine, spaced.__getitem__),
+                                  kept=kept)
+            assert again == alone, diff
+            made += any(what == "made" for _, what, _ in again.events)
+            undone += again.last_undo is not None
+            if not any(_contains(changed["m.py"], wanted["m.py"]) for _, changed in commits):
+                assert not asked, diff
+    assert made >= 20 and undone >= 5, (made, undone)
+
+
+def test_a_blocks_size_reached_is_told_as_the_whole_count_tells_it():
+    """history._size_reaches counts the blocks' code without whitespace only up to the bound
+    asked (patch_blocks' MIN_CHANGED_CHARS, each block's MIN_UNDO_CHARS): random blocks of
+    lines with every kind of whitespace, empty sides and bounds from 0 up, the answer of the
+    whole count compared with the bound."""
+    import random
+
+    from patchforge.history import WHITESPACE, _size_reaches
+
+    rng = random.Random(23)
+    parts = [b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"x", b"ab", b"(", b"'q'", b""]
+
+    def side():
+        return tuple(b"".join(rng.choice(parts) for _ in range(rng.randrange(0, 5)))
+                     for _ in range(rng.randrange(0, 4)))
+
+    for _ in range(5000):
+        blocks = tuple((side(), side()) for _ in range(rng.randrange(0, 4)))
+        size = sum(len(line.translate(None, WHITESPACE))
+                   for removed, added in blocks for line in (*removed, *added))
+        for least in (0, 1, rng.randrange(0, 12), 8, 24):
+            assert _size_reaches(blocks, least) == (size >= least), (blocks, least)

@@ -181,8 +181,9 @@ def git_diffs_run(trace) -> int:
 def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monkeypatch):
     """Four fixes, each adding a line to its own file, all landed upstream below 30 new lines:
     each landing's own place needs git's diff of its file (a context line of the hunk the file
-    has twice keeps the pre-check from answering), and status and rebase make those diffs in
-    one git process, not one per file. The fourth fix comes after a fix that moves and
+    has twice keeps the pre-check from answering), and status and rebase take those diffs from
+    the history's commit that changes the files (read for the landings anyway), or make them
+    in one git process, not one per file. The fourth fix comes after a fix that moves and
     changes its file: it meets the file as the walk changed it, whose diff is made when it is
     asked for. The landing lookup's judgements at the landing commit ask for no diff of their
     own. The verdicts are the same: landed, high, dropped."""
@@ -210,17 +211,18 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     said = {p["name"]: (p["state"], p["confidence"], p["rebase"]) for p in status["patches"]}
     assert said == {**{f"fix-{n}.patch": ("upstreamed", "high", "drop") for n in names},
                     "limit.patch": ("offset", None, "move")}, said
-    # The walk's one diff of the four files, one of d.py as limit left it; each landed patch
-    # judged again at the commit that landed it (landed_in) takes the walk's diff of its
-    # file as upstream has it (made in the first one, before limit changed d.py).
-    assert git_diffs_run(trace) == 2
+    # The four files as upstream has them are the diffs of the history's one commit (read
+    # for the landings): no diff of their own. One of d.py as limit left it; each landed
+    # patch judged again at the commit that landed it (landed_in) takes the walk's diff of
+    # its file as upstream has it.
+    assert git_diffs_run(trace) == 1
     trace.unlink()
     summary = stack.rebase_json("--to", "up=v2")
     assert [p["action"] for p in summary["patches"]] == \
         ["dropped"] * 3 + ["offset", "dropped"], summary["patches"]
-    # The same two and limit's new diff; landed_in's one judgement again (fix-d's: the
+    # The same one and limit's new diff; landed_in's one judgement again (fix-d's: the
     # others met their files as upstream has them) takes the walk's diff, as status's do.
-    assert git_diffs_run(trace) == 2 + 1
+    assert git_diffs_run(trace) == 1 + 1
     monkeypatch.delenv("GIT_TRACE")
     assert stack.series("up") == ["limit.patch"]
 

@@ -64,6 +64,24 @@ def reworded(only) -> bytes:
                     b"    log.debug('f%d done')\n    return y\n\n\n" % (i, i, i) for i in only)
 
 
+@pytest.mark.parametrize("into", ["k2.py", "ké.py"])
+def test_a_file_the_fix_deletes_folded_edited_into_a_file_git_quotes_is_no_landing(
+        tmp_path, into):
+    """As below, folded (each function reworded) into a file whose name git writes quoted
+    (`"b/k\\303\\251.py"` on its `diff --git` line): the file was named by that line cut at
+    " b/", which is no file. Before: "upstreamed (high)" ("file deleted upstream"), dropped,
+    and ké.py has the code."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    k2 = b"import os\nimport torch\n\n\n" + functions(range(30, 40))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15, into: k2})
+    deleting(stack, "f15.py")
+    moving = stack.commit({"f15.py": None, into: b"import logging\n" + k2 +
+                           b"log = logging.getLogger()\n\n\n" + reworded(range(15, 18))},
+                          f"fold f15.py into {into}", tag="v2")
+    kept(stack, f"f15.py: the code it deletes was moved to {into} by commit {moving}, and is "
+         "there")
+
+
 @pytest.mark.parametrize("in_two_commits", [False, True])
 def test_a_file_the_fix_deletes_that_upstream_folded_into_another_edited_is_no_landing(
         tmp_path, in_two_commits):
@@ -109,6 +127,103 @@ def test_a_function_removed_upstream_beside_new_code_of_its_own_is_still_a_landi
     stack.dropped_as_landed()
 
 
+def rewritten(only) -> bytes:
+    """functions(only) rewritten where upstream moved them: each one's name is all that is
+    left of its lines (its signature given types, each statement written anew)."""
+    return b"".join(b"def f%d(t: torch.Tensor) -> torch.Tensor:\n    out = t.add(%d)\n"
+                    b"    torch.cuda.current_stream(t.device).synchronize()\n"
+                    b"    return out\n\n\n" % (i, i) for i in only)
+
+
+@pytest.mark.parametrize("in_two_commits", [False, True])
+def test_a_function_the_fix_removes_that_upstream_moved_and_rewrote_is_no_landing(
+        tmp_path, in_two_commits):
+    """The fix removes f15 from k.py; upstream moves f15 to k2.py (k.py re-exports it) and
+    rewrites every line of it there (in one commit, or out in one and into k2.py in the
+    next): no line of it is in k2.py, f15 is. Before: "upstreamed (high)" by reverse-apply,
+    dropped, and the target still has f15 to call."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    moved = {"k2.py": b"import torch\n\n\n" + rewritten([15])}
+    if in_two_commits:
+        out = stack.commit({"k.py": without + b"from k2 import f15\n"},
+                           "k.py: f15 goes (to k2.py, next)")
+        into = stack.commit(moved, "k2.py: f15, typed", tag="v2")
+        by = f"commits {out} (out of k.py) and {into} (into k2.py)"
+    else:
+        by = "commit " + stack.commit({"k.py": without + b"from k2 import f15\n", **moved},
+                                      "split k.py: f15 goes to k2.py, typed", tag="v2")
+    kept(stack, f"k.py: the code it removes was moved to k2.py by {by}, and is there")
+
+
+def test_a_file_the_fix_deletes_that_upstream_folded_into_another_rewritten_is_no_landing(
+        tmp_path):
+    """The fix deletes f15.py; upstream folds f15..f17 into k2.py, every line of each
+    rewritten there. Before: "upstreamed (high)" ("file deleted upstream"), dropped."""
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    k2 = b"import os\nimport torch\n\n\n" + functions(range(30, 40))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15, "k2.py": k2})
+    deleting(stack, "f15.py")
+    moving = stack.commit({"f15.py": None, "k2.py": k2 + rewritten(range(15, 18))},
+                          "fold f15.py into k2.py, typed", tag="v2")
+    kept(stack, f"f15.py: the code it deletes was moved to k2.py by commit {moving}, and is "
+         "there")
+
+
+def test_a_function_removed_upstream_beside_a_rewritten_one_of_another_name_is_a_landing(
+        tmp_path):
+    """Upstream removes f15 from k.py as the fix does and, in the same commit, writes into
+    k2.py a function doing what f15 did under another name: nothing of f15 is there, a
+    landing, dropped. So is the fix's own move of f15 into k2.py, rewritten, landed as it
+    is."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1})
+    without = functions([i for i in range(20) if i != 15])
+    stack.add_fix("fix", "k.py", v1, without)
+    stack.commit({"k.py": without, "k2.py": b"import torch\n\n\n" +
+                  rewritten([15]).replace(b"def f15", b"def add_and_wait")},
+                 "f15 goes; k2.add_and_wait", tag="v2")
+    stack.dropped_as_landed()
+
+
+def test_a_method_removed_upstream_beside_a_class_with_a_method_of_its_name_is_a_landing(
+        tmp_path):
+    """The fix removes A.forward_fp8 from k.py; upstream removes it too and, in the same
+    commit, writes into k2.py a class B of its own with a method of that name: a method's name
+    is many classes', and nothing of A's method is there. A landing, dropped."""
+    def with_a(methods: bytes) -> bytes:
+        return b"import torch\n\n\nclass A:\n    def forward(self, x):\n        return x * 2\n\n" \
+            + methods + functions(range(10))
+
+    fp8 = (b"    def forward_fp8(self, x):\n        y = x.to(torch.float8_e4m3fnuz)\n"
+           b"        torch.cuda.synchronize(device=x.device)\n        return y.float()\n\n\n")
+    stack = OneUpstreamStack(tmp_path, {"k.py": with_a(fp8)})
+    stack.add_fix("fix", "k.py", with_a(fp8), with_a(b"\n"))
+    stack.commit({"k.py": with_a(b"\n"), "k2.py": b"import torch\n\n\nclass B:\n"
+                  b"    def forward_fp8(self, t: torch.Tensor) -> torch.Tensor:\n"
+                  b"        return t.to(torch.float8_e4m3fn).float()\n"},
+                 "A: no fp8 path; B", tag="v2")
+    stack.dropped_as_landed()
+
+
+def test_a_fix_that_moves_a_function_and_rewrites_it_is_still_a_landing(tmp_path):
+    """The fix moves f15 from k.py into k2.py and rewrites it there; upstream lands that
+    commit: f15 is in k2.py because the fix put it there, a landing, dropped."""
+    v1 = functions(range(20))
+    stack = OneUpstreamStack(tmp_path, {"k.py": v1, "k2.py": b"import torch\n"})
+    without = functions([i for i in range(20) if i != 15])
+    moved = b"import torch\n\n\n" + rewritten([15])
+    diff = stack.upstream.diff({"k.py": without, "k2.py": moved})
+    add_patch_file(stack.root, "up", "fix.patch", (
+        "Description: f15 into k2.py\nAuthor: Test Author <author@example.com>\n"
+        f"Upstream-Status: Pending\nUpstream: up\nBase: {stack.base}\n\nTyped.\n---\n"
+    ).encode() + diff)
+    stack.commit({"k.py": without, "k2.py": moved}, "f15 into k2.py, typed (#31)", tag="v2")
+    stack.dropped_as_landed()
+
+
 def kernels(names, line: bytes) -> bytes:
     """HIP kernels `names`, each with `line` among its own."""
     return b"".join(b"__global__ void %s(const float* __restrict__ in, float* out, int n) {\n"
@@ -130,6 +245,25 @@ def test_a_hip_file_the_fix_deletes_that_upstream_folded_into_another_edited_is_
         [b"softmax_a", b"softmax_b"], b"float acc = 0.0f;").replace(
         b"if (i >= n) return;", b"if (i >= n) { return; }")}, "softmax: one file", tag="v2")
     kept(stack, f"csrc/softmax_old.cu: the code it deletes was moved to csrc/softmax.cu by "
+         f"commit {moving}, and is there")
+
+
+def test_a_hip_kernel_the_fix_removes_that_upstream_moved_and_rewrote_is_no_landing(tmp_path):
+    """The fix removes softmax_b from csrc/softmax_a.cu; upstream moves it into
+    csrc/softmax.cu and rewrites its body there (a guarded block for the early return, other
+    names). Before: "upstreamed (high)" by reverse-apply, dropped."""
+    head = b"#include <hip/hip_runtime.h>\n\n"
+    old = head + kernels([b"softmax_a", b"softmax_b", b"softmax_d"], b"float acc = 0.0f;")
+    without = head + kernels([b"softmax_a", b"softmax_d"], b"float acc = 0.0f;")
+    other = head + kernels([b"softmax_c"], b"float acc = 1.0f;")
+    stack = OneUpstreamStack(tmp_path, {"csrc/softmax_a.cu": old, "csrc/softmax.cu": other})
+    stack.add_fix("fix", "csrc/softmax_a.cu", old, without)
+    moving = stack.commit({"csrc/softmax_a.cu": without, "csrc/softmax.cu": other + (
+        b"__global__ void softmax_b(const float* __restrict__ x, float* y, int count) {\n"
+        b"    int idx = threadIdx.x + blockIdx.x * blockDim.x;\n"
+        b"    if (idx < count) {\n        y[idx] = expf(x[idx] - row_max_softmax_b);\n"
+        b"    }\n}\n")}, "softmax: b with c", tag="v2")
+    kept(stack, f"csrc/softmax_a.cu: the code it removes was moved to csrc/softmax.cu by "
          f"commit {moving}, and is there")
 
 
@@ -369,3 +503,26 @@ def test_an_old_twin_moved_beside_the_fixed_codes_move_undoes_no_landing(tmp_pat
     assert not any("undoes this change" in line for line in patch["evidence"]), \
         patch["evidence"]
     assert any(landed in line for line in patch["evidence"]), patch["evidence"]
+
+
+def test_the_contents_before_the_commits_beside_are_read_only_when_one_after_holds_the_old_code(
+        tmp_path, monkeypatch):
+    """The fix lands; f7.. leave k.py (fixed) in one commit, and in the next a stale copy of
+    the old code is taken out of old.py: no file's content after either commit holds the old
+    code, so none of their blocks puts it back, and the files whose content before holds it
+    (old.py) are not diffed. The landing stands, as when their diffs were read."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": module(OLD), "old.py": module(OLD, range(7, 20))})
+    stack.add_fix("fix", "k.py", module(OLD), module(FIX))
+    landed = stack.commit({"k.py": module(FIX)}, "fp8: e4m3fnuz max on ROCm (#12)")
+    stack.commit({"k.py": module(FIX, range(7))}, "k.py: f7.. go")
+    stack.commit({"old.py": b"# f7.. are gone\n"}, "old.py: the stale copy goes too", tag="v2")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    monkeypatch.delenv("GIT_TRACE")
+    ((patch,),) = [status["patches"]]
+    assert not any("undoes this change" in line for line in patch["evidence"]), \
+        patch["evidence"]
+    assert any(landed in line for line in patch["evidence"]), patch["evidence"]
+    diffs = diff_trees_run(trace)
+    assert not [line for line in diffs if "old.py" in line], diffs

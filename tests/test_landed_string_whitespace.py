@@ -7,6 +7,8 @@ by the rebase, the target still printing the old string.
 Real git upstreams, real commands: `status --against`, `rebase --to`."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.project import OneUpstreamStack
 
 
@@ -191,14 +193,84 @@ def test_the_fix_rewrapping_a_string_over_lines_landed_is_still_a_landing(tmp_pa
     assert patch["landed_in"] == landed, patch
 
 
-def test_a_landing_rewrapped_with_its_old_spacing_by_a_stale_change_is_no_landing(tmp_path):
-    """The fix mends a double space inside a `\"\"\"` string and joins its next line onto it;
-    upstream lands that very change, then a change made on a stale tree (the lines joined,
-    the double space as it was) rewrites the fix's line. Without whitespace the fix's line
-    is still there and nothing took it out. Before: "upstreamed (high)" by the history,
-    dropped; the target keeps the old spacing. Now it is kept, saying so."""
-    old = b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
-    fix = b'    msg = """\n        scale for the requested layer %s: %d tokens\n    """\n'
+LONG = (b'    msg = """\n' + b"".join(b"        line %d of the message\n" % i for i in range(8))
+        + b"        scale for the requested layer %s:  %d\n        tokens\n    \"\"\"\n")
+LONG_FIX = LONG.replace(b"%s:  %d\n        tokens", b"%s: %d tokens")
+
+
+@pytest.mark.parametrize("opened_above", [False, True])
+def test_a_landing_whose_string_over_lines_a_stale_change_respaced_is_no_landing(
+        tmp_path, opened_above):
+    """The fix capitalizes a line inside a `\"\"\"` string and mends its double space; upstream
+    lands that, then a change made on a stale tree puts the double space back (the capital
+    kept). Without whitespace the target has the fix's line, and the change that re-spaced it
+    takes out nothing. Before: "upstreamed (medium)" by post-image containment, which read the
+    changed line, quoteless, as code (the string opened in the hunk's context, or above the
+    hunk); dropped, the target keeping the old spacing. Now kept: the history names the line
+    the target has only spaced otherwise."""
+    old = LONG.replace(b"%s:  %d\n        tokens", b"%s:  %d tokens") if opened_above else \
+        b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = old.replace(b"scale for the requested layer %s:  %d",
+                      b"Scale for the requested layer %s: %d")
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
+    stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
+    if opened_above:
+        assert b'msg = """' not in stack.patch("up", "fix").split(b"\n@@", 1)[1]
+    stack.commit({"k.py": f7_with(fix)}, "docs: capital, one space (#12)")
+    stack.commit({"k.py": f7_with(fix.replace(b"%s: %d", b"%s:  %d"))}, "docs: (stale tree)",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("spaced otherwise" in line for line in patch["evidence"]), patch["evidence"]
+    assert b"Scale for the requested layer %s: %d" in stack.kept_by_rebase("up=v2", "k.py")
+
+
+def test_a_landing_whose_raw_string_a_stale_change_respaced_is_no_landing(tmp_path):
+    """The same in a HIP file's raw string (`R\"(` ... `)\"`): the fix capitalizes the usage
+    line and mends `%d  --layers`; a stale change puts the double space back. Before:
+    "upstreamed (medium)" by post-image containment; dropped."""
+    old = b"usage: bench --tokens %d  --layers %d\n    [--warmup %d]\n"
+    fix = b"Usage: bench --tokens %d --layers %d\n    [--warmup %d]\n"
+    stack = OneUpstreamStack(tmp_path, {"csrc/bench.cu": usage_cu(old)})
+    stack.add_fix("fix", "csrc/bench.cu", usage_cu(old), usage_cu(fix))
+    stack.commit({"csrc/bench.cu": usage_cu(fix)}, "bench: usage (#12)")
+    stack.commit({"csrc/bench.cu": usage_cu(fix.replace(b"%d --layers", b"%d  --layers"))},
+                 "bench: usage (stale tree)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any("spaced otherwise" in line for line in patch["evidence"]), patch["evidence"]
+
+
+def test_upstream_rewrapping_an_unfixed_string_opened_above_the_hunk_is_no_landing(tmp_path):
+    """As test_upstream_rewrapping_an_unfixed_string_over_lines_is_no_landing, the string
+    opened above the hunk: its closing quote, in the hunk's context, was read as opening one,
+    the lines the fix changes as code. Before: "upstreamed (high)" by the history ("makes this
+    change (the same change)"); dropped, the target keeping the old text."""
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(LONG)})
+    stack.add_fix("fix", "k.py", f7_with(LONG), f7_with(LONG_FIX))
+    assert b'msg = """' not in stack.patch("up", "fix").split(b"\n@@", 1)[1]
+    stack.commit({"k.py": f7_with(LONG_FIX.replace(b"%s: %d", b"%s:  %d"))}, "docs: one line",
+                 tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert b"%s: %d tokens" in stack.kept_by_rebase("up=v2", "k.py")
+
+
+@pytest.mark.parametrize("opened_above", [False, True])
+def test_a_landing_rewrapped_with_its_old_spacing_by_a_stale_change_is_no_landing(
+        tmp_path, opened_above):
+    """The fix mends a double space inside a `\"\"\"` string and joins its next line onto it
+    (the string opened in the hunk's context, or above the hunk); upstream lands that very
+    change, then a change made on a stale tree (the lines joined, the double space as it was)
+    rewrites the fix's line. Without whitespace the fix's line is still there and nothing took
+    it out. Before: "upstreamed (high)" by the history, dropped; the target keeps the old
+    spacing. Now it is kept, saying so."""
+    old = LONG if opened_above else \
+        b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = old.replace(b"%s:  %d\n        tokens", b"%s: %d tokens")
     stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
     stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
     stack.commit({"k.py": f7_with(fix)}, "docs: one line, one space (#12)")
@@ -209,3 +281,22 @@ def test_a_landing_rewrapped_with_its_old_spacing_by_a_stale_change_is_no_landin
     assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
     assert any("spaced otherwise" in line for line in patch["evidence"]), patch["evidence"]
     assert b"%s: %d tokens" in stack.kept_by_rebase("up=v2", "k.py")
+
+
+@pytest.mark.parametrize("opened_above", [False, True])
+def test_a_fix_inside_a_string_over_lines_landed_as_it_is_is_still_a_landing(
+        tmp_path, opened_above):
+    """Upstream makes the fix's change to a line inside a `\"\"\"` string (opened in the
+    hunk's context, or above the hunk) and, in the same commit, rewrites f7's first line: a
+    landing, dropped, naming that commit."""
+    old = LONG if opened_above else \
+        b'    msg = """\n        scale for the requested layer %s:  %d\n        tokens\n    """\n'
+    fix = old.replace(b"%s:  %d\n        tokens", b"%s: %d tokens")
+    stack = OneUpstreamStack(tmp_path, {"k.py": f7_with(old)})
+    stack.add_fix("fix", "k.py", f7_with(old), f7_with(fix))
+    landed = stack.commit({"k.py": f7_with(fix).replace(b"y = x + 7\n", b"y = x + 7.0\n")},
+                          "f7: one-line message, a float (#12)", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
+    assert patch["landed_in"] == landed, patch

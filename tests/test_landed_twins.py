@@ -173,7 +173,7 @@ def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_p
     an earlier fix first asked for one, is that probe's too, not asked of git again (a
     pair's change blocks depend on its two contents alone). Both fixes are dropped, the one
     in k.py naming its landing commit; no pair is diffed twice."""
-    from patchforge import detect
+    from patchforge import detect, judge
 
     made: list[tuple[bytes, bytes]] = []
     real = detect.changed_blocks
@@ -182,7 +182,16 @@ def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_p
         made.extend(pairs)
         return real(pairs)
 
+    # A pair the history's commit diffs already (HistoryIndex.made_blocks) is made there.
+    real_history = judge.HistoryIndex.made_blocks
+
+    def made_blocks(self, asked):
+        found = real_history(self, asked)
+        made.extend(found)
+        return found
+
     monkeypatch.setattr(detect, "changed_blocks", changed_blocks)
+    monkeypatch.setattr(judge.HistoryIndex, "made_blocks", made_blocks)
     v1 = twins()
     tail = b"\n\ndef unrelated():\n    return None\n"
     stack = OneUpstreamStack(tmp_path, {"j.py": v1, "k.py": v1})
@@ -385,3 +394,38 @@ def test_a_fix_line_upstream_added_after_the_closing_brace_of_its_block_is_no_co
     ((hunk,),) = [patch["files"][0]["hunks"]]
     assert hunk["landed"] is None, patch
     assert not any("post-image containment" in line for line in patch["evidence"]), patch
+
+
+def kernel(fp8_extra: bytes = b"", other_extra: bytes = b"",
+           fp8_next: bytes = b"        float b = a * 2.0f;\n") -> bytes:
+    """A HIP kernel whose `if (fp8)` and `else` branches begin alike, between two rows of small
+    device functions."""
+    helpers = b"".join(b"__device__ int g%d(int x) {\n    return x + %d;\n}\n\n" % (i, i)
+                       for i in range(6))
+    return (helpers + b"__global__ void run(const float* in, float* out, bool fp8) {\n"
+            b"    int i = threadIdx.x;\n    if (fp8) {\n        float a = in[i];\n"
+            + fp8_extra + fp8_next + b"        out[i] = b;\n    } else {\n"
+            b"        float a = in[i];\n" + other_extra
+            + b"        float b = a * 2.0f;\n        out[i] = b;\n    }\n}\n\n"
+            + helpers.replace(b"g", b"h"))
+
+
+def test_a_line_the_fix_adds_in_its_if_branch_upstream_added_in_the_else_below_is_kept(tmp_path):
+    """The fix clamps `a` in the `if (fp8)` branch; upstream clamps it in the `else` branch
+    right below (the line after the branch's alike first line, within the distance a copy's
+    context anchors it) and edits the `if` branch's next line. The copy lies past the hunk's
+    whole trailing context (`} else {`, kept), so it is not at the fix's place: a stop, never
+    "upstreamed" and a drop."""
+    clamp = b"        a = fminf(fmaxf(a, -448.0f), 448.0f);\n"
+    stack = OneUpstreamStack(tmp_path, {"k.cu": kernel()})
+    stack.add_fix("fix", "k.cu", kernel(), kernel(fp8_extra=clamp))
+    stack.commit({"k.cu": kernel(other_extra=clamp,
+                                 fp8_next=b"        float b = a * 4.0f;\n")},
+                 "else: clamp; if: scale by 4", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] == "stop", patch
+    rc, out, err = stack.cli("rebase", "--to", "up=v2", expect=3)
+    assert "k.cu" in err and "dropped" not in out, out + err
+    assert stack.series("up") == ["fix.patch"]
+    assert not (stack.root / "series" / "up" / "upstreamed" / "fix.patch").exists()

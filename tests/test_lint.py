@@ -584,6 +584,10 @@ def _run_hook(hook: dict, root: Path) -> subprocess.CompletedProcess:
 
 def test_pre_commit_hooks_are_offline_and_catch_stale_overlays(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
+    # (Deployable: without an install-root `overlays --check` fails, as `verify` does.)
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text().replace(
+        "[upstreams.up]\n", '[upstreams.up]\ninstall-root = "/opt/site"\n'))
     add_patch_file(root, "up", "fix.patch", patch(FIELDS))
     assert run_cli(root, "overlays").rc == 0
     hooks = _hooks()

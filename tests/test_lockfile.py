@@ -148,3 +148,30 @@ def test_the_lock_schema_and_the_reader_refuse_the_same_locks(edit):
     except ConfigError:
         reader_refuses = True
     assert bool(validation_errors(doc, "lock")) == reader_refuses, validation_errors(doc, "lock")
+
+
+@pytest.mark.parametrize("tag", ["v2\u202egnp.exe", "v2\u200b"])
+def test_a_tag_the_lock_cannot_hold_is_refused_before_anything_is_written(tmp_path, tag):
+    """A git tag may hold a bidirectional override or a zero-width space; the lock's reader
+    refuses them as labels. `rebase --to`, `upstream pin --force` and `upstream add --at` refuse
+    the tag before anything is written, so the project stays readable and `upstream pin` can
+    still move the pin."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": b"def f():\n    return 1\n"})
+    stack.add_fix("fix1", "pkg/m.py", b"def f():\n    return 1\n", b"def f():\n    return 11\n")
+    stack.commit({"pkg/other.py": b"X = 1\n"}, "v2", tag=tag)
+    before = stack.snapshot()
+    for args in (["rebase", "--to", tag], ["upstream", "pin", "up", "--at", tag, "--force"]):
+        code, out, err = stack.cli(*args, expect=2)
+        assert "cannot be a pin's label" in err and "commit id" in err, (args, err)
+        assert stack.snapshot() == before, args
+    stack.cli("status")
+    stack.cli("upstream", "pin", "up", "--at", "v1", "--force")
+    fresh = tmp_path / "fresh"
+    stack.cli("init", "--standalone", str(fresh))
+    from helpers.cli import run_cli
+    run = run_cli(fresh, "upstream", "add", "up", "--git", str(stack.upstream.path), "--at", tag)
+    assert run.rc == 2 and "cannot be a pin's label" in run.err, run.text
+    assert b"\\u202e" not in (fresh / "upstream.lock").read_bytes()
+    assert run_cli(fresh, "status").rc == 0

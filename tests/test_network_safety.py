@@ -191,14 +191,9 @@ def test_offline_never_reaches_a_git_remote_and_names_what_the_cache_lacks(tmp_p
         server.close()
 
 
-def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_server):
-    """A wheel upstream whose wheel is in the cache, the store fresh (a new clone of the stack):
-    `--offline` overlays, status, lint, fetch and a rebase dry run import it from the cache and
-    ask the package index (a server on 127.0.0.1 recording requests) nothing. Without the wheel,
-    they fail naming it, still asking nothing."""
-    import os
-    import shutil
-
+def _tiny_wheel_project(tmp_path, monkeypatch, other_server):
+    """A project pinning tinypkg 1.2.0, a wheel upstream, from a wheel cache of its own; pip's
+    index is `other_server` (a server on 127.0.0.1 recording requests). (root, the wheel)."""
     from helpers.project import make_project
     from helpers.upstream import build_wheel
 
@@ -209,6 +204,18 @@ def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_
     root = make_project(tmp_path / "project")
     assert run_cli(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0",
                    "--install-root", "/opt/site").rc == 0
+    return root, wheel
+
+
+def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_server):
+    """A wheel upstream whose wheel is in the cache, the store fresh (a new clone of the stack):
+    `--offline` overlays, status, lint, fetch and a rebase dry run import it from the cache and
+    ask the package index (a server on 127.0.0.1 recording requests) nothing. Without the wheel,
+    they fail naming it, still asking nothing."""
+    import os
+    import shutil
+
+    root, wheel = _tiny_wheel_project(tmp_path, monkeypatch, other_server)
     add_patch_file(root, "tiny", "fix.patch", (
         b"Description: fix\nAuthor: A <a@example.com>\nUpstream-Status: Pending\n\n---\n"
         b"diff --git a/tinypkg/mod.py b/tinypkg/mod.py\n--- a/tinypkg/mod.py\n"
@@ -224,6 +231,28 @@ def test_offline_with_a_cached_wheel_asks_no_index(tmp_path, monkeypatch, other_
     run = run_cli(root, "--offline", "overlays")
     assert run.rc == 2 and wheel.name in run.err and "offline" in run.err, run.text
     assert other_server.paths() == []
+
+
+def test_pip_never_imports_a_pip_package_the_stack_repository_holds(tmp_path, monkeypatch,
+                                                                    other_server):
+    """`fetch` in a stack's repository that carries a `pip/` package (a colleague's stack, a pull
+    request checked out by CI), the pinned wheel not cached: the pip patchforge starts is the
+    environment's, never the repository's `pip/__main__.py`."""
+    import os
+    import shutil
+
+    root, wheel = _tiny_wheel_project(tmp_path, monkeypatch, other_server)
+    marker = tmp_path / "repository-code-ran"
+    (root / "pip").mkdir()
+    (root / "pip/__init__.py").write_bytes(b"")
+    (root / "pip/__main__.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    shutil.rmtree(os.environ["PATCHFORGE_CACHE"])
+    wheel.unlink()
+    run = run_cli(root, "fetch", cwd=root)
+    assert run.rc == 2 and "pip download tinypkg==1.2.0 failed" in run.err, run.text
+    assert not marker.exists()
+    assert other_server.paths(), "the environment's pip asked the index"
 
 
 def test_a_token_the_forge_echoes_in_an_answer_is_never_shown_or_cached(env, project, tmp_path,

@@ -564,7 +564,9 @@ def test_verify_installed_follows_a_symlink_of_the_tree_inside_the_tree(stack, t
             "installed file is not the pre-image this overlay was made for (up main); read "
             f"through /usr/local/lib -> /usr/lib, {INSTALL_ROOT.replace('/local/', '/')}"
             f"/pkg/b.py -> {host_b}"), b_row
-    assert rows[f"{image}{INSTALL_ROOT}/a.py [gfx942]"]["detail"] == "pre-image matches", rows
+    # An ok row read through links names them too: which file was judged.
+    assert rows[f"{image}{INSTALL_ROOT}/a.py [gfx942]"]["detail"] == \
+        "pre-image matches; read through /usr/local/lib -> /usr/lib", rows
     # The other way round: the image's file is the pre-image, the host's is not.
     (image / str(host_b).lstrip("/")).write_bytes(UPSTREAM_FILES["pkg/b.py"])
     host_b.write_bytes(b"x = 1\ny = 2\nz = 4\n")
@@ -576,7 +578,8 @@ def test_verify_installed_follows_a_symlink_of_the_tree_inside_the_tree(stack, t
     site_in_image = INSTALL_ROOT.lstrip("/")
     run = ok(root, "verify", "--installed", str(image / INSTALL_ROOT.lstrip("/")), "--json")
     assert {r["detail"] for r in json.loads(run.out)["results"]
-            if "/pkg/b.py [" in r["path"]} == {"pre-image matches"}, run.out
+            if "/pkg/b.py [" in r["path"]} == {
+                f"pre-image matches; read through {INSTALL_ROOT}/pkg/b.py -> {host_b}"}, run.out
     # A loop: the container's open() fails (ELOOP), as `verify --image` says of an image.
     (image / site_in_image / "pkg/b.py").unlink()
     (image / site_in_image / "pkg/b.py").symlink_to("c.py")
@@ -600,6 +603,59 @@ def test_verify_installed_follows_a_symlink_of_the_tree_inside_the_tree(stack, t
     assert f"{copy}/pkg/b.py is a symlink to {host_b}, outside {copy}: what it reads where " \
         f"{copy} is installed is not known here" in b_row["detail"], run.out
     assert rows[f"{copy}/a.py [gfx942]"]["state"] == "ok", run.out
+
+
+def test_verify_installed_takes_an_install_root_that_is_a_symlink_inside_the_image(stack,
+                                                                                  tmp_path):
+    """An unpacked image whose install root is an absolute symlink (dist-packages ->
+    /opt/venv/...), which this host does not have: `verify --installed ROOTFS/<install root>`
+    was refused "Directory ... does not exist" (click followed the link on the host), exit 2,
+    while the same DIR was read inside the tree on a host that had the link's target. It is
+    read inside the tree now, as the reference says, and every row, ok ones too, names the
+    link it was read through; a copy of such a link elsewhere, whose tree is not known, says
+    so rather than "missing"; a DIR that is not there is still refused."""
+    import uuid
+
+    root = stack
+    ok(root, "overlays")
+    image = tmp_path / "rootfs"
+    venv = f"/opt/venv-{uuid.uuid4().hex}/lib/python3.12/site-packages"  # not on this host
+    assert not Path(venv).exists()
+    site = image / venv.lstrip("/")
+    (site / "pkg").mkdir(parents=True)
+    (site / "a.py").write_bytes(UPSTREAM_FILES["a.py"])
+    (site / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    installed = image / INSTALL_ROOT.lstrip("/")
+    installed.parent.mkdir(parents=True)
+    installed.symlink_to(venv)
+    for given in (installed, image):
+        run = run_cli(root, "verify", "--installed", str(given), "--json")
+        assert run.rc == 0, run.text
+        rows = json.loads(run.out)["results"]
+        read = [r for r in rows if r["path"].startswith(str(given))]
+        assert len(read) == 5 and all(
+            r["state"] == "ok" and r["detail"] in (
+                f"pre-image matches; read through {INSTALL_ROOT} -> {venv}",
+                f"created by the overlay; read through {INSTALL_ROOT} -> {venv}")
+            for r in read), rows
+    shown = ok(root, "verify", "--installed", str(installed)).out
+    assert any(f"{installed}/a.py [gfx942] " in line and line.endswith(
+        f" pre-image matches; read through {INSTALL_ROOT} -> {venv}")
+        for line in shown.splitlines()), shown
+    # The link copied out of its tree: where it leads is not known here.
+    elsewhere = tmp_path / "site-link"
+    elsewhere.symlink_to(venv)
+    run = run_cli(root, "verify", "--installed", str(elsewhere), "--json")
+    assert run.rc == 1, run.text
+    a_row = {r["path"]: r for r in json.loads(run.out)["results"]}[f"{elsewhere}/a.py [gfx942]"]
+    assert a_row["state"] == "mismatch" and a_row["detail"].startswith(
+        f"{elsewhere} is a symlink to {venv}, which leads nowhere on this host"), a_row
+    for missing in (tmp_path / "nosuch", image / "usr/lib/nosuch"):
+        run = run_cli(root, "verify", "--installed", str(missing))
+        assert run.rc == 2 and f"--installed {missing} does not exist" in run.err, run.text
+    (tmp_path / "file").write_bytes(b"")
+    run = run_cli(root, "verify", "--installed", str(tmp_path / "file"))
+    assert run.rc == 2 and "is a file" in run.err, run.text
 
 
 def test_verify_installed_reads_a_landed_fixs_symlinked_file_inside_the_tree(tmp_path):
@@ -867,6 +923,37 @@ def test_an_upstream_without_install_root_is_said_to_be_in_no_mount(tmp_path):
     assert [v["target"] for v in service["volumes"]] == [f"{INSTALL_ROOT}/pkg/b.py"]
 
 
+def test_overlays_check_fails_overlays_in_step_that_no_deployment_mounts(tmp_path):
+    """Without `install-root` the compose file mounts none of the upstream's overlay files and
+    the Dockerfile copies none: `verify` failed that (exit 1) and `lint` flagged it, but
+    `overlays --check`, the gate a stack's CI runs, exited 0 (`"ok": true`) on overlays in step
+    that no deployment has. It now exits 1, as for a fix the pin lacks, saying why once (text,
+    `--json`, a GitHub error annotation); with the setting and the overlays made again, 0."""
+    root, _ = git_project(tmp_path, install_root=None)
+    write_patch(root, "all-b", B_DIFF)
+    said = "up: no install-root is configured, so compose.yaml does not mount its overlay " \
+        "files and the Dockerfile does not copy them (set upstreams.up.install-root)"
+    assert ok(root, "overlays").err.count(said) == 1
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "overlays are up to date" in run.out, run.text
+    assert run.err.count(said) == 1, run.err
+    run = run_cli(root, "overlays", "--check", "--json")
+    doc = json.loads(run.out)
+    assert run.rc == 1 and doc["ok"] is False and doc["drift"] == [], run.text
+    assert schema_errors(doc, "overlays") == []
+    run = run_cli(root, "overlays", "--check", "--format", "github")
+    assert run.rc == 1 and f"::error title=patchforge overlays --check::{said}" in run.out, \
+        run.text
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace(
+        "[tool.patchforge.upstreams.up]\n",
+        f'[tool.patchforge.upstreams.up]\ninstall-root = "{INSTALL_ROOT}"\n'))
+    assert run_cli(root, "overlays", "--check").rc == 1  # (the fragment mounts nothing yet)
+    ok(root, "overlays")
+    run = ok(root, "overlays", "--check")
+    assert "install-root" not in run.err, run.err
+
+
 def test_verify_fails_the_compose_file_of_an_upstream_without_install_root(tmp_path):
     """Without `install-root` the compose file mounts none of the upstream's overlay files and
     the Dockerfile copies none; `overlays` warned, but `verify`, what a CI runs, passed (exit 0,
@@ -981,6 +1068,60 @@ def test_an_overlay_file_added_by_hand_is_never_thrown_away(stack):
     assert refused.rc == 2 and "overlays/gfx950/up/pkg/crlf.txt was put there by hand" in \
         refused.err, refused.text
     assert other.read_bytes() == b"hand fix\r\n"
+
+
+def test_a_file_put_into_overlays_by_hand_is_never_deleted_but_patchforges_own_are(stack):
+    """A tuning table copied to overlays/artifacts/ (mounted by the stack's own compose file), an
+    overlays/.dockerignore, notes in a profile's directory: `overlays` swapped in a new tree
+    without them, exit 0, not a word, and `overlays --check` called them "no longer
+    generated". Now it refuses, naming the file and the ways on, nothing written (a rebase
+    too); what patchforge itself wrote earlier (the copy of an artifact no longer declared, a
+    profile removed from the configuration) still goes, also when its record of its last
+    write is gone (a fresh clone: the committed SHA256SUMS and manifest.json name them)."""
+    root = stack
+    ok(root, "overlays")
+    placed = {"overlays/.dockerignore": b"*.md\n",
+              "overlays/artifacts/extra.json": b'{"tuning": 1}\n',
+              "overlays/gfx942/notes.txt": b"why\n"}
+    for rel, data in placed.items():
+        (root / rel).write_bytes(data)
+    before = tree_bytes(root / "overlays")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2, run.text
+    assert "overlays/.dockerignore and 2 more were not written by patchforge" in run.err, run.err
+    assert "nothing was written" in run.err and "declare it under `artifacts`" in run.err
+    assert "keep it outside overlays/ (`mv overlays/.dockerignore FILE`)" in run.err
+    assert tree_bytes(root / "overlays") == before
+    check = run_cli(root, "overlays", "--check")
+    assert check.rc == 1 and "no longer generated" not in check.out, check.text
+    for rel in placed:
+        assert f"extra    {rel.removeprefix('overlays/')}: not written by patchforge" in \
+            check.out, check.out
+    lock = (root / "upstream.lock").read_bytes()
+    rebase = run_cli(root, "rebase", "--to", "up=main")
+    assert rebase.rc == 2 and "not written by patchforge" in rebase.err, rebase.text
+    assert tree_bytes(root / "overlays") == before and (root / "upstream.lock").read_bytes() == lock
+    # Declared as an artifact (its copy is what overlays/artifacts/ holds): written, and no
+    # longer refused; the other two kept outside overlays/.
+    (root / "extra.json").write_bytes(b'{"tuning": 1}\n')
+    for rel in ("overlays/.dockerignore", "overlays/gfx942/notes.txt"):
+        (root / rel).unlink()
+    config = root / "pyproject.toml"
+    declared = config.read_text()
+    config.write_text(declared.replace('artifacts = ["entrypoint.sh"]',
+                                       'artifacts = ["entrypoint.sh", "extra.json"]'))
+    ok(root, "overlays")
+    assert "artifacts/extra.json" in (root / "overlays/SHA256SUMS").read_text()
+    # patchforge's own, no longer generated: an artifact undeclared and a profile removed,
+    # with the record of the last write gone.
+    (root / ".patchforge/overlays-written.sha256").unlink()
+    config.write_text(declared.replace('gfx950 = "MI355X"\n', ""))
+    assert (root / "overlays/gfx950/compose.yaml").exists()
+    check = run_cli(root, "overlays", "--check")
+    assert "extra    artifacts/extra.json: no longer generated" in check.out, check.text
+    ok(root, "overlays")
+    assert not (root / "overlays/artifacts/extra.json").exists()
+    assert not (root / "overlays/gfx950").exists()
 
 
 def test_an_overlay_file_edited_by_hand_is_never_thrown_away(stack, tmp_path):
@@ -1705,3 +1846,27 @@ def test_a_hand_edit_of_a_fixs_own_line_while_a_rebase_is_stopped_is_hinted_to_e
     _run_hinted(root, "patchforge refresh")
     _run_hinted(root, "patchforge overlays")
     assert other.read_bytes() == edited
+
+
+def test_a_symlink_put_into_overlays_by_hand_is_never_deleted(stack):
+    """A link to a tuning table and a link to a directory of the project, put into overlays/
+    by hand (patchforge writes no link there: a series that makes one is refused): `overlays`
+    swapped in a new tree without them, exit 0, not a word. Now it refuses, as for a file put
+    there by hand, nothing written; `overlays --check` names them."""
+    root = stack
+    ok(root, "overlays")
+    (root / "tuning.json").write_bytes(b'{"tuning": 1}\n')
+    (root / "extra").mkdir()
+    (root / "overlays/tuning.json").symlink_to("../tuning.json")
+    (root / "overlays/extra").symlink_to("../extra")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "overlays/extra and 1 more were not written by patchforge" in \
+        run.err, run.text
+    assert (root / "overlays/tuning.json").is_symlink() and (root / "overlays/extra").is_symlink()
+    check = run_cli(root, "overlays", "--check")
+    assert check.rc == 1, check.text
+    for rel in ("extra", "tuning.json"):
+        assert f"extra    {rel}: not written by patchforge" in check.out, check.out
+    (root / "overlays/tuning.json").unlink()
+    (root / "overlays/extra").unlink()
+    ok(root, "overlays")

@@ -1021,6 +1021,34 @@ def test_open_never_records_an_address_that_is_not_the_pull_request(stack, monke
     assert stack["patch"].read_bytes() == PATCH
 
 
+@pytest.mark.parametrize("fragment", ["#\x1b]0;owned\x07\x1b[2J", "#\u202etop", "\n",
+                                      "?x=\x1b[2J#y"])
+def test_open_records_the_pull_requests_own_address_never_the_forges_text(
+        stack, monkeypatch, fragment):
+    """The forge's answer named the right pull request with a `#fragment` holding terminal
+    escapes (or a bidirectional override, or a trailing newline): it was written as it came
+    into Forwarded and Upstream-Status (and the history), exit 0, and the project's own lint
+    then failed on that patch. The address recorded is the pull request's, made of its
+    checked parts."""
+    from helpers.cli import run_cli
+
+    forge = stack["forge"]
+    forge.html_url_template = "https://github.com/{repo}/pull/{number}" + fragment
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-3f9a1c77e2")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 0, result.text
+    data = stack["patch"].read_bytes()
+    assert b"Forwarded: https://github.com/acme/up/pull/1\n" in data, data.decode()
+    assert b"Upstream-Status: Submitted [https://github.com/acme/up/pull/1]\n" in data
+    assert not any(ch in data.decode() for ch in "\x1b\x07\u202e"), data
+    history = (stack["root"] / "series" / "history.jsonl").read_text()
+    assert '"url":"https://github.com/acme/up/pull/1"' in history, history
+    lint = run_cli(stack["root"], "--offline", "lint", "--no-forge")
+    assert "control character" not in lint.text and "ck-a8w4-gfx950.patch:" not in lint.text, \
+        lint.text
+
+
 @pytest.mark.parametrize("url, api_url, fine", [
     ("https://github.com/acme/up/pull/7", "https://api.github.com", True),
     ("https://github.com/acme/up/pull/7#top", "https://api.github.com", True),
@@ -1037,7 +1065,8 @@ def test_the_recorded_address_is_the_pull_request_on_the_forges_own_host(url, ap
     from patchforge.pr.submit import check_pull_url
 
     if fine:
-        check_pull_url(url, "acme/up", 7, api_url, "up/fix")
+        recorded = check_pull_url(url, "acme/up", 7, api_url, "up/fix")
+        assert recorded == url.partition("#")[0]
     else:
         with pytest.raises(NetworkError):
             check_pull_url(url, "acme/up", 7, api_url, "up/fix")

@@ -288,7 +288,8 @@ def test_an_image_configuration_of_odd_labels_is_a_clear_refusal(tmp_path, regis
 @pytest.mark.parametrize("body,message", [
     (b'{"schemaVersion": 2, "config": {"digest": "CONFIG"}, "layers": 5}',
      "the manifest's layers are not a list (int)"),
-    (b"[" * 100_000 + b"]" * 100_000, "the answer is JSON nested deeper than patchforge reads"),
+    (b"[" * 100_000 + b"]" * 100_000,
+     "the answer is not valid JSON: nested deeper than patchforge reads"),
 ], ids=["layers-a-number", "json-nested-too-deep"])
 def test_a_manifest_of_the_wrong_shape_is_a_clear_refusal(tmp_path, registry_server, body,
                                                           message):

@@ -295,6 +295,26 @@ def test_report_tolerates_missing_and_broken_sources(project, tmp_path):
     assert "landed in 123456789012" in page
 
 
+def test_report_leaves_out_a_history_line_nested_too_deep(project, tmp_path):
+    """A history line of `[` a hundred thousand deep (200 KB, a damaged or hostile merge of
+    series/history.jsonl): `status` warned of the line, then `status --html` ended with an
+    internal error (exit 70, RecursionError) and no page. The page is written now, the line
+    left out as any other unreadable one, the rest of the history shown; a page already there
+    is replaced whole or not at all."""
+    history = project / "series" / "history.jsonl"
+    history.write_bytes(
+        b'{"event": "added", "patch": "div-by-zero.patch", "date": "2026-01-02"}\n'
+        + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+        + b'{"event": "added", "patch": "\xff-not-utf8.patch"}\n')
+    out = tmp_path / "r.html"
+    run = pf(project, "status", "--html", str(out))  # (exit 0, as without the line)
+    assert b"history.jsonl:2: not a JSON line: nested deeper than patchforge reads" \
+        in run.stderr, run.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "History" in page
+    assert "div-by-zero.patch" in page
+
+
 def test_report_overwrites_atomically_and_needs_no_network(project, tmp_path, monkeypatch):
     out = tmp_path / "r.html"
     out.write_text("old")

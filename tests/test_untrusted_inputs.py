@@ -402,6 +402,45 @@ def _dir_project(tmp_path: Path, git_url: str) -> Path:
     return root
 
 
+@pytest.mark.parametrize("where", ["absolute", "outside", "inside"])
+def test_a_dir_pin_is_read_from_the_configured_directory_only(tmp_path, monkeypatch, where):
+    """A dir upstream was imported from the lock's `source.path` (absolute, or `..` out of the
+    project), not the configured `path`: a lock from a pull request had `fetch` read any
+    directory into the cache, then said "the source changed under the pin". A lock naming
+    another directory than the configuration is refused with its line, before anything is
+    read; `upstream pin --force` re-pins from the configured one."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "a.py").write_bytes(b"TOP SECRET\n")
+    root = _dir_project(tmp_path, "https://example.org/x.git")
+    (root / "inner").mkdir()
+    (root / "inner" / "a.py").write_bytes(b"TOP SECRET\n")
+    path = {"absolute": str(secret), "outside": "../secret", "inside": "inner"}[where]
+    ok(root, "upstream", "pin", "site", "--at", "installed", "--force")
+    doc = lock_doc(root)
+    pin = json.loads(json.dumps(doc["upstreams"]["site"]))
+    doc["upstreams"]["site"]["source"]["path"] = path
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2) + "\n")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if json.dumps(path) in text)
+    before = tree_bytes(root)
+    for command in (["fetch"], ["status"], ["overlays"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.err)
+        assert f"upstream.lock:{line}: upstreams.site.source.path" in run.err, run.err
+        assert "nothing was read" in run.err and "source changed" not in run.err, run.err
+    assert tree_bytes(root) == before
+    store = tmp_path / "fresh-cache" / "store.git"
+    if store.is_dir():
+        assert b"TOP SECRET" not in subprocess.run(
+            ["git", "--git-dir", str(store), "cat-file", "--batch-all-objects", "--batch"],
+            capture_output=True).stdout
+    ok(root, "upstream", "pin", "site", "--at", "installed", "--force")
+    assert lock_doc(root)["upstreams"]["site"]["source"] == pin["source"]
+    ok(root, "fetch")
+    ok(root, "overlays")
+
 @pytest.mark.parametrize("url", [
     "--upload-pack=touch {marker};://x",
     "ext::sh -c touch% {marker}",
@@ -493,6 +532,76 @@ def _git_stack(root: Path, url: str, at: str = "v1") -> dict:
     ok(None, "init", "--standalone", cwd=root)
     ok(root, "upstream", "add", "vllm", "--git", url, "--at", at)
     return lock_doc(root)["upstreams"]["vllm"]
+
+
+@pytest.mark.parametrize("setting", [
+    # patchforge's own upload-pack with a command in front: run by every blob fetch.
+    ("remote.{ns}.uploadpack", "touch {marker}; git -c uploadpack.allowFilter=true "
+                               "-c uploadpack.allowAnySHA1InWant=true upload-pack"),
+    # Another promisor remote: git's own fetch of a missing blob asks every one of them.
+    ("remote.planted.uploadpack", "touch {marker}; git-upload-pack"),
+    ("core.sshCommand", "touch {marker}"),
+])
+def test_a_command_in_the_caches_store_config_is_never_run(tmp_path, monkeypatch, setting):
+    """A cache is not always the user's own: a shared one, a copied one, or one inside the
+    stack's checkout (a CI cache restored into the workspace). A command written into its
+    store.git/config (a remote's upload-pack, which a blob fetch runs) is refused, named with
+    the file, before git reads that file; a clean cache works as before."""
+    from helpers.git import git
+
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cache"))
+    root, _ = git_project(tmp_path)
+    store = tmp_path / "cache" / "store.git"
+    ns = git(store, "config", "--get-regexp", r"^remote\..*\.url$").split()[0].split(".")[1:-1]
+    key, value = setting
+    marker = tmp_path / "RAN"
+    if key.startswith("remote.planted."):
+        git(store, "config", "remote.planted.url", str(tmp_path / "up-upstream"))
+        git(store, "config", "remote.planted.promisor", "true")
+    git(store, "config", key.format(ns=".".join(ns)), value.format(marker=marker))
+    before = tree_bytes(root)
+    for command in (["new", "fix1", "-m", "x", "--file", "pkg/b.py"], ["status"], ["fetch"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.err)
+        assert not marker.exists(), command
+        assert f"{store / 'config'}" in run.err and "nothing was run" in run.err, run.err
+    assert tree_bytes(root) == before
+    # The setting taken out, the same cache serves again.
+    git(store, "config", "--unset", key.format(ns=".".join(ns)))
+    if key.startswith("remote.planted."):
+        git(store, "config", "--remove-section", "remote.planted")
+    # What an older git's filtered fetch records itself is the store's too.
+    git(store, "config", "extensions.partialClone", ".".join(ns))
+    ok(root, "new", "fix1", "-m", "x", "--file", "pkg/b.py")
+    assert not marker.exists()
+
+
+def test_a_cache_among_the_files_a_commit_brings_is_refused(tmp_path, monkeypatch):
+    """A CI job whose cache is under the workspace (`.cache/patchforge`, as the Action's
+    default was) checks out a pull request that committed files there: a store.git/config of
+    its choosing, a mark that its configuration was validated, wheels, forge answers. A cache
+    holding files the project's git tracks is refused before anything is read; one git
+    ignores, the CI cache's usual place, is used as before."""
+    from helpers.git import git
+
+    root, _ = git_project(tmp_path)
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(root / ".cache" / "patchforge"))
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text(".cache/\n")
+    ok(root, "new", "fix1", "-m", "x", "--file", "pkg/b.py")
+    ok(root, "status")
+    git(root, "add", "-f", ".cache/patchforge/store.git/config")
+    git(root, "commit", "-q", "-m", "a cache of the commit's own")
+    before = tree_bytes(root)
+    for command in (["status"], ["fetch"], ["lint"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert "PATCHFORGE_CACHE puts the cache" in run.err and \
+            "among files the project's git tracks (.cache/patchforge/store.git/config)" in run.err, \
+            run.err
+    assert tree_bytes(root) == before
+    git(root, "rm", "-q", "--cached", ".cache/patchforge/store.git/config")
+    ok(root, "status")
 
 
 def test_two_projects_sharing_a_cache_never_pin_each_others_tags(tmp_path):
@@ -821,6 +930,7 @@ def test_a_lock_whose_tree_is_not_its_commits_is_refused_naming_its_line(tmp_pat
     said nothing. Refused by every command that reads the pin, exit 2, naming upstream.lock
     and the tree's line, nothing written; `upstream pin --force` makes it whole."""
     from helpers.git import commit_files
+    from helpers.template import check_but_for_the_install_root
 
     upstream = tmp_path / "up"
     _tagged_repo(upstream, b"released\n")
@@ -849,7 +959,7 @@ def test_a_lock_whose_tree_is_not_its_commits_is_refused_naming_its_line(tmp_pat
     assert tree_bytes(root) == before
     ok(root, "upstream", "pin", "vllm", "--at", "v1", "--force")
     assert lock_doc(root)["upstreams"]["vllm"]["tree"] == pin["tree"]
-    ok(root, "overlays", "--check")
+    check_but_for_the_install_root(root, "vllm")
 
 
 def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
@@ -1459,6 +1569,31 @@ def test_terminal_escapes_in_a_patch_are_shown_not_obeyed(tmp_path):
     assert proc.returncode == 2 and b"\x1b" not in proc.stderr and b"\\x1b" in proc.stderr
 
 
+@pytest.mark.parametrize("hidden", ["\u202e", "\u2066", "\u200b", "\u2028", "\ufeff"])
+def test_invisible_characters_in_a_patch_are_shown_not_passed_to_the_terminal(tmp_path, hidden):
+    """A bidirectional override in a header (`fix \u202egnp.exe` shows as "fix exe.png"), a
+    zero-width space, a line separator: list, show, status and lint passed them to the
+    terminal as they were, where they reorder or hide what the reader sees. They are shown as
+    `\\u202e`, as control characters are shown as `\\x1b`; a JSON document keeps the value
+    (the escape is JSON's own)."""
+    from helpers.cli import run_subprocess
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX.replace(b"Description: fix", (
+        f"Description: fix {hidden}gnp.exe\nForwarded: https://github.com/a/b/pull/1{hidden}"
+    ).encode()))
+    shown = f"\\u{ord(hidden):04x}"
+    for args in (["list"], ["show", "fix"], ["status"], ["lint", "--no-forge"]):
+        proc = run_subprocess(root, *args)
+        out = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
+        assert hidden not in out, (args, out)
+        # (status and lint quote the header only in what they find about it.)
+        assert shown in out or args[0] in ("status", "lint"), (args, out)
+    listed = json.loads(run_subprocess(root, "list", "--json").stdout)
+    assert listed["patches"][0]["subject"] == f"fix {hidden}gnp.exe"
+
+
 # --------------------------------------------------------------------------------------------
 # Patches that create what the upstream already has
 
@@ -1694,6 +1829,144 @@ def test_a_terminal_escape_in_a_mails_subject_is_refused_and_never_written_raw_i
     assert run.rc == 1 and "Description holds a control character (\\x1b)" in run.out, run.text
 
 
+def _clone_with_line2_fixed(tmp_path, message: str):
+    """A clone of git_project's upstream with one commit, `message`, changing a.py's line2."""
+    from helpers.git import git
+
+    upstream = next(tmp_path.glob("*-upstream"))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    (clone / "a.py").write_bytes((clone / "a.py").read_bytes().replace(b"line2", b"LINE2"))
+    git(clone, "commit", "-qam", message)
+    return clone
+
+
+def test_a_terminal_escape_is_refused_by_every_command_that_writes_a_header_from_outside(
+        tmp_path):
+    """`import mbox` refused a Subject holding terminal escape sequences, but the other ways a
+    subject enters a fix's header took it raw into the patch file (which `cat`, `git diff`
+    and `git log -p` show in a reviewer's terminal) and `export --mbox` wrote it back into a
+    mail that `import mbox` then refused: `new -m` and `import overlay -m`, a quilt patch's
+    header (`import quilt`),
+    a commit's subject or author (`import git`). Each is refused now, exit 2, naming where it
+    came from (the quilt file's line, the commit), nothing written."""
+    from helpers.git import git
+
+    root, _ = git_project(tmp_path)
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    before = tree_bytes(root, skip=(".patchforge",))
+    run = run_cli(root, "new", "fix", "-m", "fix " + ESCAPES, "--no-edit")
+    assert run.rc == 2 and "-m holds a control character (\\x1b)" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(b"line1\nLINE2\n" + b"".join(b"line%d\n" % i for i in range(3, 21)))
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+                  "-m", "fix " + ESCAPES)
+    assert run.rc == 2 and "-m holds a control character (\\x1b)" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "series").write_text("first.patch\nsecond.patch\n")
+    (quilt / "first.patch").write_bytes(b"Description: first\n\n" + diff)
+    (quilt / "second.patch").write_bytes(
+        b"Author: A <a@x>\nDescription: second " + ESCAPES.encode() + b"\n\n"
+        + b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+        b" LINE2\n-line3\n+LINE3\n")
+    run = run_cli(root, "import", "quilt", str(quilt))
+    assert run.rc == 2 and f"{quilt / 'second.patch'}:2: its Description holds a control " \
+        "character (\\x1b): nothing was imported" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    clone = _clone_with_line2_fixed(tmp_path, "fix " + ESCAPES)
+    for what, author in (("subject", None), ("author", "A \x9b31m B <a@example.com>")):
+        if author:
+            git(clone, "commit", "-q", "--amend", "-m", "fix", f"--author={author}")
+        run = run_cli(root, "import", "git", "HEAD^!", "--repo", str(clone))
+        assert run.rc == 2 and f"'s {what} holds a control character" in run.err and \
+            "nothing was imported" in run.err, run.text
+        assert tree_bytes(root, skip=(".patchforge",)) == before
+    assert "\x1b" not in run.err and "\x9b" not in run.err
+
+
+def test_pr_refuses_a_header_holding_a_terminal_escape(tmp_path):
+    """A header written by hand with a terminal escape sequence (`lint` flags it): `pr` made
+    the upstream commit with it in its subject (format-patch's `Subject:` and the branch
+    `--push` sends, which `git log` shows raw in every upstream maintainer's terminal) and the
+    pull request's title. It is refused now, exit 2, naming the patch file and the line,
+    nothing written."""
+    from helpers.project import add_patch_file, patch_bytes
+
+    root, base = git_project(tmp_path)
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    data = patch_bytes("up", base, "fix", diff, "")
+    add_patch_file(root, "up", "fix.patch", data.replace(
+        b"Description: fix", b"Description: fix " + ESCAPES.encode(), 1))
+    before = tree_bytes(root)
+    run = run_cli(root, "pr", "fix", "--out", str(tmp_path / "pr"))
+    assert run.rc == 2 and "series/up/fix.patch:1: its Description holds a control character " \
+        "(\\x1b), which the commit and the pull request would carry upstream" in run.err, \
+        run.text
+    assert tree_bytes(root) == before and not (tmp_path / "pr").exists()
+
+
+def test_a_terminal_escape_in_a_description_is_named_by_lint_and_refused_by_pr_and_imports(
+        tmp_path):
+    """A header's terminal escape sequence was refused, but the free text between the header
+    and the diff was read by nothing: `lint` said nothing, `pr` made it the upstream commit's
+    body and the pull request's, `export --mbox` the mail's, and `import quilt`, `import git`
+    (a commit's body) and `import mbox` (a mail's body) took it in raw. Now `lint` names the
+    file and the line, `pr` refuses naming them, each import refuses as for a header, nothing
+    written. A tab and CRLF line ends stay text."""
+    from helpers.git import git
+    from helpers.project import add_patch_file, patch_bytes
+
+    root, base = git_project(tmp_path)
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    data = patch_bytes("up", base, "fix", diff, "")
+    add_patch_file(root, "up", "fix.patch", data.replace(
+        b"Why this fix exists, in a few words.\n",
+        b"Why this fix exists,\tin a few words.\r\nSee " + ESCAPES.encode() + b" here.\n", 1))
+    before = tree_bytes(root)
+    run = run_cli(root, "lint")
+    assert run.rc == 1 and "the description holds a control character (\\x1b) at line 9 of " \
+        "series/up/fix.patch" in run.text, run.text
+    run = run_cli(root, "pr", "fix", "--out", str(tmp_path / "pr"))
+    assert run.rc == 2 and "series/up/fix.patch:9: its description holds a control character " \
+        "(\\x1b), which the commit and the pull request would carry upstream" in run.err, \
+        run.text
+    assert tree_bytes(root) == before and not (tmp_path / "pr").exists()
+    # A tab and a CRLF line end are text: nothing said of them.
+    add_patch_file(root, "up", "fix.patch", data.replace(
+        b"Why this fix exists, in a few words.\n", b"Why this fix exists,\tin a few words.\r\n"))
+    assert "control character" not in run_cli(root, "lint").text
+    (root / "series" / "up" / "fix.patch").unlink()
+    (root / "series" / "up" / "series").write_text("")
+    before = tree_bytes(root, skip=(".patchforge",))
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "series").write_text("first.patch\n")
+    (quilt / "first.patch").write_bytes(b"Description: first\n\nTab\tis fine.\nNot "
+                                        + ESCAPES.encode() + b"\n" + diff)
+    run = run_cli(root, "import", "quilt", str(quilt))
+    assert run.rc == 2 and f"{quilt / 'first.patch'}:4: its description holds a control " \
+        "character (\\x1b): nothing was imported" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    clone = _clone_with_line2_fixed(tmp_path, "fix it\n\nBecause " + ESCAPES + " of it.")
+    run = run_cli(root, "import", "git", "HEAD^!", "--repo", str(clone))
+    assert run.rc == 2 and "'s message holds a control character (\\x1b) in its description: " \
+        "nothing was imported" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    mbox = tmp_path / "fix.mbox"
+    mbox.write_bytes(git(clone, "format-patch", "-1", "--stdout").encode())
+    run = run_cli(root, "import", "mbox", str(mbox))
+    assert run.rc == 2 and "holds a control character (\\x1b) in its description: nothing " \
+        "was imported" in run.err, run.text
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    assert "\x1b" not in run.err and "\x9b" not in run.err
+
+
 def _three_fixes(tmp_path: Path) -> Path:
     """A project whose upstream `up` carries three fixes to a.py, made with new + refresh, and
     its overlays written."""
@@ -1803,3 +2076,28 @@ def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     for args in (["bring-back", "leak"], ["delete", "leak"]):
         run = run_cli(root, *args)
         assert run.rc == 2 and "leak.patch is a symlink" in run.err, (args, run.text)
+
+
+@pytest.mark.parametrize("where", ["header", "description"])
+def test_export_mbox_refuses_a_patch_whose_mail_would_carry_a_terminal_escape(tmp_path, where):
+    """`export --mbox` wrote a hand-written header's or description's escape sequence into the
+    mail (which `import mbox` then refuses, and which every terminal showing the mail acts
+    on). Now it is refused naming the patch file and line, nothing written: neither the mbox
+    nor the quilt directory the same command was asked for."""
+    from helpers.project import add_patch_file, patch_bytes
+
+    root, base = git_project(tmp_path)
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    data = patch_bytes("up", base, "fix", diff, "")
+    if where == "header":
+        data = data.replace(b"Description: ", b"Description: " + ESCAPES.encode() + b" ", 1)
+    else:
+        data = data.replace(b"Why this fix exists, in a few words.\n",
+                            b"See " + ESCAPES.encode() + b" here.\n", 1)
+    add_patch_file(root, "up", "fix.patch", data)
+    mbox, quilt = tmp_path / "out.mbox", tmp_path / "quilt"
+    run = run_cli(root, "export", "--mbox", str(mbox), "--quilt", str(quilt))
+    assert run.rc == 2 and "series/up/fix.patch:" in run.err and \
+        "holds a control character (\\x1b), which the mail would carry" in run.err, run.text
+    assert not mbox.exists() and not quilt.exists()

@@ -255,6 +255,8 @@ def test_a_tag_that_moved_off_the_pin_is_read_as_it_names_now_and_fails(images, 
         assert any(f.state != "ok" for f in result.files)
         run = run_cli(root, "verify", "--image", ref, "--profile", "gfx942")
         assert run.rc == 1 and f"now names {moved}, not the {good}" in run.err, run.text
+        # The hint names the image to deploy by the pinned digest, never by the tag that moved.
+        assert f"the one upstream.lock pins, {images['host']}/{REPO}@{good})" in run.err, run.text
         as_json = run_cli(root, "verify", "--image", ref, "--profile", "gfx942", "--json")
         doc = json.loads(as_json.out)
         assert as_json.rc == 1 and not doc["ok"] and doc["digest"] == moved

@@ -1122,6 +1122,28 @@ def _c_definition(line: bytes) -> bytes | None:
     return b"".join(called.group(1).split()) if called else None
 
 
+def defined_names(path: str, lines) -> frozenset[bytes]:
+    """The names `lines` (whole lines of a file at `path`) define at its top level: a Python
+    `def` or `class` at column 0, a C-family definition at column 0 (`_c_definition`'s); none
+    in other languages. A method's name (`forward`, `run`) is many classes'; a dunder
+    (`__init__`) or a name in capitals (a macro's: `PYBIND11_MODULE(`, `TORCH_LIBRARY(`) is
+    every module's: none names anything of its own."""
+    language = _language(path)
+    if language is None:
+        return frozenset()
+    names = set()
+    for line in lines:
+        if language == "python":
+            found = _PYTHON_DEFINITION.match(line)
+            name = found.group(2) if found is not None and not found.group(1) else None
+        else:
+            name = _c_definition(line)
+        if name and not name.isupper() and not (name.startswith(b"__") and
+                                                 name.endswith(b"__")):
+            names.add(name)
+    return frozenset(names)
+
+
 # The named scopes of a C-family file (C++ `namespace`, `class`, `struct`, `union`), read by
 # brace depth, so that a function is named with them: `f` of `namespace a` and `f` of
 # `namespace b` (each at column 0, git's funcname rule naming both `f`), `run` defined inside
@@ -1288,10 +1310,13 @@ def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str,
     found: list[int] = []
     if language == "python":
         limit = len(changed) - len(changed.lstrip(b" \t"))
+        deeper = b" " * limit
         for k in range(min(at, len(lines)) - 1, -1, -1):
             if not limit:
                 break
             line = lines[k]
+            if line.startswith(deeper) or line.isspace():
+                continue  # as deep as the limit, or blank: C calls (most lines of a body)
             text = line.lstrip(b" \t")
             if not text.strip() or text[:1] in (b"#", b")", b"]", b"}"):
                 continue  # blank, a comment, the end of a bracketed continuation
@@ -1303,6 +1328,7 @@ def _definitions_of(lines: list[bytes], at: int, changed: bytes, language: str,
             elif not found and not indent:
                 break  # a module's statement: in no function
             limit = indent  # an `if`/`for`/`with` the change is under: its function is above
+            deeper = b" " * limit
         return found
     if changed[:1] == b"}" or (changed[:1] and changed[0] in _C_DEFINITION_START):
         return found  # a top-level line itself
@@ -1511,10 +1537,13 @@ def _python_branch(lines: list[bytes], k: int) -> list[bytes]:
     is in, up to the function or class it is nested in."""
     branch: list[bytes] = []
     limit = len(lines[k]) - len(lines[k].lstrip(b" \t"))
+    deeper = b" " * limit
     j = k
     while limit and j > 0:
         j -= 1
         line = lines[j]
+        if line.startswith(deeper) or line.isspace():
+            continue  # as deep as the limit, or blank: C calls (most lines of a class)
         text = line.lstrip(b" \t")
         if not text.strip() or text[:1] in (b"#", b")", b"]", b"}") or \
                 len(line) - len(text) >= limit:
@@ -1522,6 +1551,7 @@ def _python_branch(lines: list[bytes], k: int) -> list[bytes]:
         if _PYTHON_DEFINITION.match(line) is not None:
             break  # its own branch is in its name
         limit = len(line) - len(text)
+        deeper = b" " * limit
         branch += _python_clause(lines, j, limit)
     return branch
 
@@ -1760,6 +1790,8 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
 # an `elif`'s; an `#else` by the `#if` it ends): upstream inserting a branch before it keeps it.
 _PYTHON_BRANCH = re.compile(rb"[ \t]*(if|elif|else|try|except|finally|case)\b[ \t]*(.*?)[ \t]*:"
                             rb"\s*(?:#.*)?$")
+# What a line that _PYTHON_BRANCH matches begins with, its indentation taken off.
+_CLAUSE_WORDS = (b"if", b"elif", b"else", b"try", b"except", b"finally", b"case")
 
 
 def _inner_branches(lines: list[bytes], definition: int, stop: int,
@@ -1770,13 +1802,15 @@ def _inner_branches(lines: list[bytes], definition: int, stop: int,
     # Per open conditional: (its indentation (Python), the branch being read, its first one).
     open_: list[tuple[int, bytes, bytes]] = []
     found: list[tuple[bytes, ...]] = []
+    shown: tuple[int, tuple[int, bytes, bytes] | None] = (0, None)
+    branches: tuple[bytes, ...] = ()
     continued = False
     for line in itertools.islice(lines, definition + 1, stop):
         if language == "python":
             text = line.lstrip(b" \t")
             if text.strip() and text[:1] not in (b"#", b")", b"]", b"}"):
                 indent = len(line) - len(text)
-                clause = _PYTHON_BRANCH.match(line)
+                clause = _PYTHON_BRANCH.match(line) if text.startswith(_CLAUSE_WORDS) else None
                 word, rest = (clause.group(1), clause.group(2)) if clause is not None \
                     else (b"", b"")
                 while open_ and (open_[-1][0] > indent or open_[-1][0] == indent and word
@@ -1814,7 +1848,12 @@ def _inner_branches(lines: list[bytes], definition: int, stop: int,
                 open_.append((0, b"else of " + first, first))
             elif word == b"endif" and open_:
                 open_.pop()
-        found.append(tuple(said for _, said, _ in open_))
+        # At most one branch opened per line, after those it closed: the same depth and the
+        # same innermost branch are the same branches, made into a tuple once.
+        if (len(open_), open_[-1] if open_ else None) != shown:
+            shown = (len(open_), open_[-1] if open_ else None)
+            branches = tuple(said for _, said, _ in open_)
+        found.append(branches)
     return found
 
 

@@ -227,7 +227,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
     --quilt DIR writes one quilt series (DIR/<upstream>/ each when several upstreams have
     patches); --mbox FILE one upstream's patches as an mbox for `git am` in that upstream's
     tree."""
-    from patchforge.ops.exchange import export_mbox, export_quilt, mbox_entries
+    from patchforge.ops.exchange import (export_mbox, export_quilt, mbox_entries,
+                                         refuse_control_characters_in_mail)
 
     from patchforge.cli.output import announce_state
     from patchforge.fsutil import RepoLock
@@ -248,6 +249,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             # Both before the quilt directory is written.
             project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream, profile)
+            refuse_control_characters_in_mail(project, entries)
         if quilt_dir:
             left: list = []
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,

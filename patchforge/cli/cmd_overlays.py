@@ -82,6 +82,9 @@ def overlays(app, profiles, check, as_json, output_format):
     # too, which a stack's CI runs: it exited 0 on overlays in step that lack the fix.
     lacking = any(whys for _, _, whys in result.landed.values())
     if check:
+        # An upstream whose overlay files no fragment mounts and no Dockerfile copies (no
+        # install-root): in step, yet no deployment has its fixes, as `verify` fails it.
+        lacking = lacking or bool(result.unmounted)
         if as_json:
             emit_json({"check": True, "ok": not drifts and not lacking,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
@@ -97,7 +100,8 @@ def overlays(app, profiles, check, as_json, output_format):
         else:
             click.echo(_up_to_date(project, result))
         if output_format == "github":
-            _github_drift(project, drifts, _up_to_date(project, result), _lacking_said(result))
+            _github_drift(project, drifts, _up_to_date(project, result),
+                          _lacking_said(result) + _unmounted_said(result))
         if drifts or busy or lacking:
             sys.exit(EXIT_ATTENTION)
         return
@@ -189,7 +193,10 @@ def _bring_pins(project, store) -> None:
 
 
 @click.command()
-@click.option("--installed", type=click.Path(exists=True, file_okay=False, path_type=Path),
+# Not click's `exists`: it follows DIR on this host, and an install root that is an absolute
+# symlink inside an unpacked image (dist-packages -> /opt/venv/...) leads nowhere here while
+# the tree holds it (`_installed_dir`).
+@click.option("--installed", type=click.Path(file_okay=False, path_type=Path),
               help="Also check that DIR holds the recorded pre-images: an upstream's install "
                    "root (an image's site-packages) or an image's root file system.")
 @click.option("--image", "image", metavar="[REF]", default=None, is_flag=False,
@@ -210,6 +217,8 @@ def verify(app, installed, image, profile, as_json, output_format):
         return _verify_image(app, image, profile, as_json, output_format)
     from patchforge.overlay import verify_overlays
 
+    if installed is not None:
+        _installed_dir(installed)
     with app.reading():  # never a rebase's half-written overlays
         announce_state(app.project(), as_json=as_json)
         hints: list[str] = []
@@ -361,9 +370,14 @@ def _fixes_said(result) -> list[str]:
 def _made_for(project, result) -> str:
     """The image to deploy instead, as the hints name it: the one upstream.lock pins, or,
     where it pins none, an image of the revisions the overlays were made for."""
-    if project.lock.image is not None:
-        return f"the image the overlays were made for (the one upstream.lock pins, " \
-               f"{project.lock.image.reference})"
+    image = project.lock.image
+    if image is not None:
+        # By digest where the lock has one: the tag may have moved off it, and a deployment that
+        # pulls the tag again gets the image the overlays were not made for.
+        from patchforge.overlay import pinned_image_name
+        name = pinned_image_name(image.reference, image.digest) if image.digest \
+            else image.reference
+        return f"the image the overlays were made for (the one upstream.lock pins, {name})"
     labels = [f"{u} {project.lock.pin(u).label}" for u in sorted({f.upstream for f in result.files})
               if u in project.lock.upstreams]
     made = f"{', '.join(labels)}: " if labels else ""
@@ -461,6 +475,17 @@ def _up_to_date(project, result) -> str:
             "checked (`patchforge overlays` writes them, `patchforge verify` checks them)")
 
 
+def _installed_dir(installed: Path) -> None:
+    """UsageError unless DIR of `verify --installed` is there: a directory, or a symlink (one
+    inside an unpacked image is followed in that tree, `installed.InstalledTree`, wherever it
+    leads on this host)."""
+    if os.path.lexists(installed):  # (a file is refused by click's `file_okay`)
+        return
+    raise UsageError(f"--installed {installed} does not exist",
+                     hint="give an upstream's install root (an image's site-packages) or an "
+                          "image's root file system (`docker export` unpacked)")
+
+
 def _changed_by_hand_hint(project, result) -> str | None:
     """What `overlays` would refuse for an overlay file edited by hand, with its way on (the
     import that makes the change a patch), as one line; None when no file was."""
@@ -480,6 +505,14 @@ def _lacking_said(result) -> list[str]:
     return [f"overlays/{profile + '/' if profile else ''}Dockerfile fails its build: {why}"
             for profile, (_, _, whys) in sorted(result.landed.items(), key=lambda i: i[0] or "")
             for why in whys]
+
+
+def _unmounted_said(result) -> list[str]:
+    """The warnings of upstreams whose overlay files nothing deploys (no install-root): what
+    `--check` also exits 1 on without drift."""
+    from patchforge.overlay import unmounted_said
+
+    return [unmounted_said(upstream) for upstream in result.unmounted]
 
 
 def _github_drift(project, drifts, in_step: str, lacking: list[str]) -> None:

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 # one-character CSI on some terminals). A name or description from a patch, a config or the
 # network could otherwise set the window title, clear the screen or rewrite earlier lines.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters that change how a line reads without being seen: zero-width ones, bidirectional
+# overrides and isolates (`fix \u202egnp.exe` shows as "fix exe.png"), the line and paragraph
+# separators, the byte-order mark (names.INVISIBLE, and U+2028/U+2029). A patch's header, a tag
+# or a forge's answer is shown with them as `\u202e`. A translation table, not a character class
+# (which `re` compiles past U+00FF into a map of 65,536 characters, docs/performance.md), used
+# only on text that is not ASCII.
+_INVISIBLE_ESCAPES = {code: f"\\u{code:04x}" for code in (
+    *range(0x200B, 0x2010), *range(0x2028, 0x202F), *range(0x2060, 0x206A), 0xFEFF)}
 # What patchforge itself writes to a terminal: colours (SGR) and the progress line's reset.
 _OWN_ESCAPE = on_first_use(r"\x1b\[[0-9;]*m|\r\x1b\[K")
 
@@ -53,8 +61,10 @@ def write_line(stream, text: str) -> None:
 
 
 def neutralize(text: str) -> str:
-    """`text` with every terminal control character shown as a visible escape (`\x1b`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with every terminal control character shown as a visible escape (`\x1b`), and
+    every invisible one (zero-width, bidirectional) as `\\u202e`."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text if text.isascii() else text.translate(_INVISIBLE_ESCAPES)
 
 
 class SafeTerminalStream:

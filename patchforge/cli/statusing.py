@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchforge.cli import target_specs
 from patchforge.cli.output import (STATE_COLORS, announce_state_report, echo, emit_json,
-                                   gone_line, paint, table)
+                                   gone_line, paint, say_notes, table)
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
@@ -35,17 +35,26 @@ def departed_fixes(project: Project) -> list[dict]:
     return out
 
 
-def upstreamed_gone(project: Project, store, targets) -> list:
+def upstreamed_gone(project: Project, store, targets,
+                    unread: list[str] | None = None) -> list:
     """The fixes under upstreamed/ whose change each target's files no longer have, judged at
     the target itself (the pin, or --against's revision): never from what an earlier command
-    found at another revision."""
+    found at another revision. `unread` gets a `NOT CHECKED: ...` sentence for each fix that
+    could not be judged there (its files, or the revision it landed in, not in the cache)."""
     kept = [name for name in targets if (project.series_dir(name) / "upstreamed").is_dir()]
     if not kept:
         return []  # nothing kept: the check's module is not even loaded
     from patchforge.reverts import gone_upstream
 
-    return [gone for name in kept
-            for gone in gone_upstream(project, store, name, targets[name].commit)]
+    found = []
+    for name in kept:
+        failed: list[tuple[str, str]] = []
+        found += gone_upstream(project, store, name, targets[name].commit, unread=failed)
+        if unread is not None:
+            unread += [f"NOT CHECKED: whether {name} {targets[name].label} still holds "
+                       f"{name}/upstreamed/{fix}: {' '.join(why.split())}"
+                       for fix, why in failed]
+    return found
 
 
 def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,
@@ -97,7 +106,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         # target runs the code it was written against (reverts.LandingGone). Judged after the
         # read lock: a file of a kept fix the store lacks is fetched here, and no rebase's
         # write-out waits for that.
-        gone = upstreamed_gone(project, store, targets)
+        unread: list[str] = []
+        gone = upstreamed_gone(project, store, targets, unread)
+        document["notes"] += unread
+        say_notes(unread, as_json=as_json)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
         document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
     busy = busy or bool(document["unlisted"]) or bool(gone)

@@ -201,11 +201,8 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         # bidirectional override (`v1 \u202e0.2v` shows as "v1 v2.0") or a zero-width
         # character would show another version than the one pinned.
         for key, value in (("label", label), ("version", version_str)):
-            if value is not None and (not value or _CONTROL.search(value)
-                                      or not _LINE_SEPARATORS.isdisjoint(value)
-                                      or not names.INVISIBLE.isdisjoint(value)):
-                r.fail(f"{where}.{key}", f"{value!r} is empty or holds a control character "
-                       "or an invisible one (zero-width, bidirectional)")
+            if value is not None and label_problem(value):
+                r.fail(f"{where}.{key}", f"{value!r} {label_problem(value)}")
         pins[name] = UpstreamPin(kind=kind, commit=commit, tree=tree, label=label,
                                  source=dict(source_obj), version=version_str)
     image = None
@@ -223,6 +220,16 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
             if value is not None and not pattern.fullmatch(value):
                 r.fail(f"image.{key}", f"{value!r} is not {what}")
     return Lock(upstreams=pins, image=image, version=version)
+
+
+def label_problem(value: str) -> str | None:
+    """Why `value` cannot be a pin's label or version (None when it can): what the reader
+    refuses, so that a lock patchforge writes is always one it reads."""
+    if not value or _CONTROL.search(value) or not _LINE_SEPARATORS.isdisjoint(value) \
+            or not names.INVISIBLE.isdisjoint(value):
+        return "is empty or holds a control character or an invisible one (zero-width, " \
+               "bidirectional)"
+    return None
 
 
 def _check_wheel_source(r: _Reader, where: str, source: dict) -> None:
@@ -249,10 +256,9 @@ def lock_to_document(lock: Lock) -> dict:
         # The lock is written only as it can be read back: a label or version that the reader
         # refuses (from an image label, say) would leave a lock no command reads.
         for key, value in (("label", pin.label), ("version", pin.version)):
-            if value is not None and (not value or _CONTROL.search(value)
-                                      or not _LINE_SEPARATORS.isdisjoint(value)):
-                raise InputError(f"upstream.lock: upstreams.{name}.{key} {value!r} is empty or "
-                                 "holds a control character; nothing was written")
+            if value is not None and label_problem(value):
+                raise InputError(f"upstream.lock: upstreams.{name}.{key} {value!r} "
+                                 f"{label_problem(value)}; nothing was written")
         entry = {"kind": pin.kind, "commit": pin.commit, "tree": pin.tree, "label": pin.label,
                  "source": dict(pin.source)}
         if pin.version is not None:

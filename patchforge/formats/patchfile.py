@@ -96,6 +96,61 @@ class HeaderField:
     raw: bytes
 
 
+# What a terminal acts on (ESC starts a sequence that sets the window title, clears the screen,
+# hides lines), the C1 controls included; tab and newline are text.
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of `text`, written visible (`\\x1b`); None without one."""
+    found = _CONTROL_RE.search(text)
+    return None if found is None else f"\\x{ord(found.group()):02x}"
+
+
+def field_with_control_character(patch: "PatchFile") -> tuple[str, int, str] | None:
+    """(field name, its line, the character written visible) of the first header field whose
+    value holds a control character (a terminal showing the patch acts on it); None."""
+    line = 1 + patch.preamble.count(b"\n")
+    for f in patch.fields:
+        found = control_character(f.value)
+        if found is not None:
+            return f.name, line, found
+        line += f.raw.count(b"\n")
+    return None
+
+
+def description_with_control_character(patch: "PatchFile") -> tuple[int, str] | None:
+    """(its line in the file, the character written visible) of the first control character
+    in the free-text description between the header and the diff, which `pr` makes the commit
+    body and the pull request's and `export --mbox` the mail's (a terminal showing them acts on
+    it); None. A tab is text, and so is the CR of a line ending in CRLF."""
+    line = 1 + (patch.preamble + b"".join(f.raw for f in patch.fields) + patch.gap).count(b"\n")
+    for k, raw in enumerate(patch.description.split(b"\n")):
+        found = control_character((raw[:-1] if raw.endswith(b"\r") else raw).decode(
+            "utf-8", "replace"))
+        if found is not None:
+            return line + k, found
+    return None
+
+
+def refuse_control_characters(patch: "PatchFile", path: str, carried: str) -> None:
+    """InputError naming `path` and the line when a header field or the description of `patch`
+    holds a control character, which `carried` (", which the mail would carry") says where it
+    would go; the hint is `lint`, which names every one."""
+    held = field_with_control_character(patch)
+    if held is not None:
+        name, line, char = held
+        raise InputError(f"its {name} holds a control character ({char}){carried}", path=path,
+                         line=line, hint="remove it from the header (`patchforge lint` names "
+                                         "every one)")
+    held_text = description_with_control_character(patch)
+    if held_text is not None:
+        line, char = held_text
+        raise InputError(f"its description holds a control character ({char}){carried}",
+                         path=path, line=line, hint="remove it from the description "
+                                                    "(`patchforge lint` names every one)")
+
+
 def profile_names(value: str | None) -> tuple[str, ...]:
     """The profiles a `Profiles:` value lists (comma- or space-separated)."""
     return tuple(value.replace(",", " ").split()) if value else ()

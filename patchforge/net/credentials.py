@@ -12,7 +12,6 @@ said at debug level, since most images and pull requests are public.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import shutil
@@ -21,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from patchforge.fsutil import parse_json
 from patchforge.model.record import field, record
 
 log = logging.getLogger("patchforge.net")
@@ -127,11 +127,10 @@ class DockerCredentials:
     def _load(self) -> dict:
         if self._config is None:
             try:
-                doc = json.loads(self.path.read_bytes())
+                doc = parse_json(self.path.read_bytes())
             except FileNotFoundError:
                 doc = {}
-            except (OSError, ValueError, RecursionError) as exc:
-                # RecursionError: `[[[[...` nested deeper than the parser's recursion.
+            except (OSError, ValueError) as exc:
                 log.warning("%s: not readable as JSON (%s); registry logins in it are not used",
                             self.path, exc)
                 doc = {}
@@ -193,9 +192,9 @@ class DockerCredentials:
             log.debug("docker-credential-%s has nothing for %s", name, server)
             return None
         try:
-            doc = json.loads(proc.stdout)
+            doc = parse_json(proc.stdout)
             user, secret = str(doc["Username"]), str(doc["Secret"])
-        except (ValueError, KeyError, TypeError, RecursionError):
+        except (ValueError, KeyError, TypeError):
             log.warning("docker-credential-%s gave an answer that is not its JSON", name)
             return None
         return (user, secret) if secret else None

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from patchforge.errors import NetworkError
-from patchforge.fsutil import atomic_write
+from patchforge.fsutil import atomic_write, parse_json
 
 log = logging.getLogger("patchforge.net")
 
@@ -91,14 +91,13 @@ class Response:
         return self.headers.get(name.lower())
 
     def json(self) -> Any:
+        """The body as JSON (UTF-8, as forges and registries send it). Whatever is wrong with
+        it (an HTML error page, bytes that are not UTF-8, `[[[[...` nested deeper than the
+        parser's recursion) is a NetworkError naming the request."""
         try:
-            return json.loads(self.body)
+            return parse_json(self.body)
         except ValueError as exc:
-            raise NetworkError(f"{self.method} {self.url}: the answer is not valid JSON ({exc})") from None
-        except RecursionError:
-            # `[[[[...` a hundred thousand deep (200 KB) exhausts the parser's recursion.
-            raise NetworkError(f"{self.method} {self.url}: the answer is JSON nested deeper "
-                               "than patchforge reads") from None
+            raise NetworkError(f"{self.method} {self.url}: the answer is {exc}") from None
 
     def links(self) -> dict[str, str]:
         """The `Link` header as {rel: url}."""
@@ -108,8 +107,8 @@ class Response:
         """A short reason for a failed answer: the status and the server's own message if any."""
         parts: list[str] = []
         try:
-            doc = json.loads(self.body)
-        except (ValueError, RecursionError):
+            doc = parse_json(self.body)
+        except ValueError:
             doc = None
         if isinstance(doc, dict):
             # GitHub: {"message", "errors": [{"message"}]}; OCI: {"errors": [{"code", "message"}]}
@@ -645,7 +644,7 @@ class HttpClient:
             return None
         head, sep, body = raw.partition(b"\n")
         try:
-            meta = json.loads(head)
+            meta = parse_json(head)
             if not sep or not isinstance(meta, dict) or meta.get("format") != _CACHE_FORMAT:
                 return None
             headers = meta["headers"]
@@ -654,7 +653,7 @@ class HttpClient:
                 return None
             return Response(str(meta["method"]), str(meta["url"]), int(meta["status"]),
                             headers, body, from_cache=True)
-        except (ValueError, KeyError, TypeError, RecursionError):
+        except (ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss, not an error
 
     def _cache_write(self, path: Path, resp: Response, accept: str | None) -> None:

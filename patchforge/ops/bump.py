@@ -219,6 +219,20 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
     return None, search
 
 
+def no_nightly_tags(search: Search, *, given: bool) -> UsageError:
+    """The refusal of a repository that lists no `nightly-<40 hex>` tag: it names the
+    repository, what it lists and the tag form looked for."""
+    form = "nightly-<40 hex> (the upstream commit's full id), the form bump looks for"
+    what = (f"it lists no tags; nightlies are tags of the form {form}" if not search.listed else
+            f"none of its {search.listed} tags is of the form {form}" if search.listed > 1 else
+            f"its one tag is not of the form {form}")
+    source = "--image REPO" if given else "the repository of the configured `image`"
+    return UsageError(f"no nightly in {search.repository}: {what}; nothing was moved",
+                      hint=f"check that {source} names the repository the nightly images are "
+                           "pushed to; for nightlies tagged otherwise, name the target with "
+                           "--to SPEC (an image reference REPO:TAG, a commit or a version)")
+
+
 def _registry_advice(exc: PatchforgeError) -> str:
     """What to do about an image the registry did not resolve for its own reasons."""
     if getattr(exc, "gave_up", False):
@@ -310,11 +324,12 @@ def pin_for_candidate(project: Project, store: UpstreamStore, upstream, candidat
     """The lock pin of the candidate. A git upstream's nightly is its commit, fetched, with the
     image pinned by digest; anything else goes through the SPEC resolution `rebase` uses."""
     from patchforge.model.lock import ImagePin, UpstreamPin
-    from patchforge.pins import git_url_for, pin_for_spec
+    from patchforge.pins import git_url_for, pin_for_spec, refuse_unwritable_label
     from patchforge.store import sources
 
     if upstream.kind == "git" and candidate.tag and candidate.commit \
             and len(candidate.commit) == 40:
+        refuse_unwritable_label(upstream.name, candidate.tag)
         commit = sources.fetch_git_upstream(store, upstream.name,
                                             git_url_for(project, upstream.url),
                                             candidate.commit, offline=project.offline)
@@ -543,6 +558,11 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
             # person finished: the pin is its target now, so no nightly is newer; it is the
             # move, reported and proposed as such (finished_move below).
             candidate = _finished_target(project, name, old.commit)
+        if candidate is None and search.nightly == 0:
+            # Not "on the newest nightly already": no nightly was found at all (a mistyped
+            # repository, or nightlies tagged otherwise), and a scheduled bump would stay
+            # green every night while nothing is ever judged against a new upstream.
+            raise no_nightly_tags(search, given=image is not None)
         if candidate is None:
             return _document(project, name, old, None, search, dry_run=dry_run,
                              outcome="up-to-date", fixes=[], rebase=None, checks=_not_run(

@@ -22,8 +22,11 @@ from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_name
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series,
                                      profile_bases_differ, profile_set)
 from patchforge.errors import InputError, PatchforgeError, UsageError
-from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, parse_patch_file,
-                                          quote_diff_like, render_patch_file)
+from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, control_character,
+                                          description_with_control_character,
+                                          field_with_control_character, parse_patch_file,
+                                          quote_diff_like, refuse_control_characters,
+                                          render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import (RepoLock, atomic_write, parse_json, put_back_on_failure,
                                writing_project)
@@ -503,6 +506,11 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     (git's 3-way merge). Without it, an overlay nearer to an earlier version of the file in
     the upstream's history than to the pinned one, that holds upstream's later changes as
     they were before them, is refused naming those lines (`_refuse_made_on_earlier`)."""
+    char = control_character(description or "")
+    if char is not None:
+        # The fix's Description, as `new -m` refuses it: a terminal showing the patch acts on it.
+        raise UsageError(f"-m holds a control character ({char}), which a terminal showing "
+                         "the patch would act on", hint="give the description without it")
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     validate_path(path, source=str(overlay))
@@ -562,7 +570,8 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
     elif moved is None and base is not None and old is not None and new != old and \
             not in_place:
         # (An overlay file patchforge wrote, edited in place, was made on the pin.)
-        _refuse_made_on_earlier(store, pin, upstream, path, base, new, overlay, notes)
+        _refuse_made_on_earlier(store, pin, upstream, _imports_namespace(project, upstream),
+                                path, base, new, overlay, notes)
     others = _profile_files(project, store, upstream, path, old) if profiles is None else []
     new = _without_profile_fixes(others, path, old, new, overlay, notes)
     if base is not None and old is not None and old != base:
@@ -652,7 +661,7 @@ def _carried_from(project: Project, store: UpstreamStore, upstream: str, pin, pa
     """`new`, an overlay made on the file of SPEC `made_on`, with its change against that file
     carried onto `old` (the series' file at the pin): git's 3-way merge, that file as the base.
     A change that meets the upstream's between the two versions is refused (UsageError)."""
-    commit, label = _made_on_commit(project, store, upstream, made_on)
+    commit, label = _made_on_commit(project, store, upstream, made_on, pin)
     if commit == pin.commit:
         return new  # made on the pin: its difference from the file is its change
     start = store.read_blob(commit, path)
@@ -681,11 +690,22 @@ def _under(path: Path, directory: Path) -> bool:
         return False
 
 
+def _imports_namespace(project: Project, upstream: str) -> str | None:
+    """The namespace of this project's imports of a wheel or directory `upstream` in the shared
+    store (pins.import_namespace); None for a git upstream."""
+    from patchforge.pins import import_namespace
+
+    config = project.config.upstream(upstream)
+    return import_namespace(project, config) if config.kind in ("wheel", "dir") else None
+
+
 def _made_on_commit(project: Project, store: UpstreamStore, upstream: str,
-                    made_on: str) -> tuple[str, str]:
+                    made_on: str, pin) -> tuple[str, str]:
     """(commit, label) of the version `--made-on` names. A wheel or directory upstream's
-    version already imported is taken from the store as it was imported (a directory imported
-    again would be the directory as it is now, not the version the label named)."""
+    version is the lock's for the pinned label, else the one this project imported under that
+    label, taken from the store as it was imported (a directory imported again would be the
+    directory as it is now, not the version the label named). Another project sharing the
+    cache, with an upstream of the same name, never answers for this one."""
     from patchforge.pins import pin_for_spec
 
     config = project.config.upstream(upstream)
@@ -694,14 +714,28 @@ def _made_on_commit(project: Project, store: UpstreamStore, upstream: str,
     if config.kind in ("wheel", "dir"):
         from patchforge.errors import PatchforgeError
 
+        if made_on == pin.label:
+            return pin.commit, made_on  # upstream.lock says which import the label is
+        namespace = _imports_namespace(project, upstream)
+        assert namespace is not None  # a wheel or directory upstream
         try:
-            found = store.import_ref(upstream, made_on)
+            found = store.import_ref(namespace, made_on)
+            shared = store.shared_import_ref(upstream, made_on) if found is None else None
         except (ValueError, PatchforgeError):  # no label an import could have
-            found = None
+            found = shared = None
         if found is not None:
             return found, made_on
         if config.kind == "dir":
-            labels = ", ".join(label for label, _ in store.imports_of(upstream)) or "none"
+            labels = ", ".join(label for label, _ in store.imports_of(namespace)) or "none"
+            if shared is not None:
+                raise UsageError(
+                    f"--made-on {made_on}: this project has no import of {upstream} labelled "
+                    f"{made_on} (imported: {labels}); the shared cache has one under that "
+                    "name and label, but made by another project or by an earlier "
+                    "patchforge, and which project made it cannot be told",
+                    hint="name the commit of the version the overlay was made on: `--made-on "
+                         "COMMIT` (40 hex digits; if upstream.lock once pinned "
+                         f"{made_on}, its history names it: `git log -p -- upstream.lock`)")
             raise UsageError(f"--made-on {made_on}: {upstream} has no import labelled "
                              f"{made_on} (imported: {labels})",
                              hint="name the label the directory was imported under when the "
@@ -710,13 +744,14 @@ def _made_on_commit(project: Project, store: UpstreamStore, upstream: str,
     return made.commit, made.label
 
 
-def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str, base: bytes,
-                            new: bytes, overlay: Path, notes: list) -> None:
+def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace: str | None,
+                            path: str, base: bytes, new: bytes, overlay: Path,
+                            notes: list) -> None:
     """UsageError, nothing written, when the overlay `new` looks made on another version of
     `path` than the pin's `base`: of the file's other versions the store has (the last
     EARLIER_VERSIONS in a git upstream's first-parent history; for a wheel or directory
-    upstream, the versions imported into the store: pins, targets judged or rebased onto),
-    the one that differs least from it differs less than `base` does, and where `base`
+    upstream, the versions this project imported (`namespace`): pins, targets judged or rebased
+    onto), the one that differs least from it differs less than `base` does, and where `base`
     differs from that version the overlay holds some of that version's lines and none of
     `base`'s. Imported against `base`, its patch would carry those differences of the
     upstream's (for an earlier version: take the upstream's changes back).
@@ -737,10 +772,13 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, path: str,
             candidates = [(f"the file as it was before {upstream} commit {commit[:12]} "
                            f"({subject})", parent, parent, True)
                           for commit, parent, subject in versions]
-        else:  # no history: a wheel or a directory, whose versions are imports
+        elif namespace is not None:  # no history: a wheel or a directory, whose versions
+            # are this project's imports (another project's of the same name are not its)
             candidates = [(f"the file as {label} has it", label, commit, False)
-                          for label, commit in store.imports_of(upstream)
+                          for label, commit in store.imports_of(namespace)
                           if commit != pin.commit]
+        else:
+            candidates = []
         if not candidates:
             return
         store.prefetch([(rev, [path]) for _, _, rev, _ in candidates])
@@ -1206,6 +1244,15 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     for commit, diff, moved in zip(commits, diffs, elsewhere):
         sha, subject, body = commit.sha, commit.subject, commit.body
         name, mail, date = commit.author_name, commit.author_email, commit.date
+        for what, value in (("subject", subject), ("author", f"{name} <{mail}>")):
+            char = control_character(value)
+            if char is not None:
+                # As `import mbox` refuses it: the subject becomes the fix's Description,
+                # which every terminal showing the patch would act on.
+                raise InputError(f"{rev_range} in {repo}: commit {sha[:12]}'s {what} holds a "
+                                 f"control character ({char}): nothing was imported",
+                                 hint="reword the commit (`git rebase -i`, `reword`), or leave "
+                                      "it out of the range")
         made_on = range_base if moved and range_base is not None else pin.commit
         # A message that begins with a patch header (`git am` of `export --mbox`) gives its
         # fields back; the commit fills only what it lacks.
@@ -1224,6 +1271,10 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
                       ("Upstream", upstream), ("Base", made_on), ("Last-Update", date)]
             description = quote_diff_like(body.strip().encode("utf-8", "surrogateescape"))
             data = render_patch_file(fields, description + b"\n" if description else b"", diff)
+        _refuse_control_characters(data, f"{repo}: commit {sha}",
+                                   f"{rev_range} in {repo}: commit {sha[:12]}'s message",
+                                   "reword the commit (`git rebase -i`, `reword`), or leave it "
+                                   "out of the range")
         file_name = patch_file_name(slugify(subject))
         if any(file_name == p[0] for p in pending):
             file_name = _free_name(project, upstream, slugify(subject) + "-" + sha[:8],
@@ -1236,6 +1287,21 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
                     remake=_remake_on_pin(project, upstream, Path(repo), rev_range, commits,
                                           pin.commit))
     return [n for n, _ in pending]
+
+
+def _refuse_control_characters(data: bytes, name: str, what: str, hint: str) -> None:
+    """Parse the patch file an import made (`name` in errors) and refuse one whose header or
+    free-text description holds a control character, as `import quilt` refuses it: kept, every
+    terminal showing the patch, the commit `pr` makes, its pull request or the mail `export
+    --mbox` writes would act on it. `what` names what carried it."""
+    patch = parse_patch_file(data, name)
+    field = field_with_control_character(patch)
+    held = (field[0], field[2]) if field is not None else None
+    text = description_with_control_character(patch)
+    held = held or (("description", text[1]) if text is not None else None)
+    if held is not None:
+        raise InputError(f"{what} holds a control character ({held[1]}) in its {held[0]}: "
+                         "nothing was imported", hint=hint)
 
 
 def _remake_on_pin(project: Project, upstream: str, repo: Path, rev_range: str, commits,
@@ -1329,6 +1395,22 @@ def _quilt_patch(data: bytes, source: Path, strip: int = 1,
                             else fp.raw for fp in sections.files) + sections.trailing
     if diff != parsed.diff:
         parsed = parse_patch_file(head + diff, str(source))
+    held = field_with_control_character(parsed)
+    if held is not None:
+        # As `import mbox` refuses a Subject's terminal escape sequence: kept in the fix's
+        # header, every terminal showing the patch (`cat`, `git log -p`) would act on it.
+        name, line, char = held
+        raise InputError(f"its {name} holds a control character ({char}): nothing was "
+                         "imported", path=str(source), line=line,
+                         hint="remove it from the file and import it again")
+    held_text = description_with_control_character(parsed)
+    if held_text is not None:
+        # The free text is the commit body and the pull request's `pr` makes, the mail's
+        # `export --mbox` writes: refused as a header's is.
+        line, char = held_text
+        raise InputError(f"its description holds a control character ({char}): nothing was "
+                         "imported", path=str(source), line=line,
+                         hint="remove it from the file and import it again")
     return parsed
 
 
@@ -1468,12 +1550,12 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 when = parsed.date().isoformat() if parsed else when
             author = f"{headers.get('Author', 'Unknown')} <{headers.get('Email', '')}>"
             for name, value in (("Subject", subject), ("From", author)):
-                control = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", value)
+                control = control_character(value)
                 if control:
                     # (An RFC 2047 word decoding to a terminal escape sequence, say: kept in
                     # the fix's header, a terminal showing the patch would act on it.)
                     raise InputError(f"its {name} holds a control character "
-                                     f"(\\x{ord(control.group()):02x}): nothing was imported",
+                                     f"({control}): nothing was imported",
                                      path=source, hint="remove it from the mail and import it "
                                                        "again")
             fields = [("Description", subject), ("Author", author),
@@ -1520,7 +1602,9 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                                        {n for n, _ in pending}, data)
             else:
                 _check_new_name(project, upstream, file_name, data)
-            parse_patch_file(data, f"{mbox} message {message.name}")
+            _refuse_control_characters(data, f"{mbox} message {message.name}",
+                                       f"{source}: its message", "remove it from the mail and "
+                                       "import it again")
             pending.append((file_name, data))
             sources[file_name] = (source, None)
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit)
@@ -2410,6 +2494,17 @@ def mbox_entries(project: Project, upstream: str | None = None,
                                  for u in having))
     return [(u, n) for u, n in entries
             if profile is None or applies_to_profile(project.read_patch(u, n), profile)]
+
+
+def refuse_control_characters_in_mail(project: Project, entries: list[tuple[str, str]]) -> None:
+    """InputError naming the patch file and line when a header field or the description of
+    one of `entries` holds a control character: its mail would carry it to every terminal and
+    mail reader showing it (and `import mbox` refuses such a mail). Asked before anything of
+    the export is written."""
+    for upstream, name in entries:
+        refuse_control_characters(project.read_patch(upstream, name),
+                                  str(project.series_dir(upstream) / name),
+                                  ", which the mail would carry; nothing was written")
 
 
 def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],

@@ -527,6 +527,15 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
             out.append(Finding(label, "header", f"{header.name} holds a control character "
                                                 f"(\\x{ord(control.group()):02x}), which a "
                                                 "terminal showing the patch acts on: remove it"))
+    from patchforge.formats.patchfile import description_with_control_character
+
+    held = description_with_control_character(patch)
+    if held is not None:
+        line, char = held
+        out.append(Finding(label, "header", f"the description holds a control character "
+                                            f"({char}) at line {line} of series/{label}, which "
+                                            "a terminal showing the patch, the commit `pr` makes "
+                                            "or its pull request acts on: remove it"))
     for name in _SINGLE_FIELDS:
         values = patch.get_all(name)
         if len(values) > 1:

@@ -24,7 +24,8 @@ from patchforge.names import KEPT_LANDINGS, check_new_patch_name, check_patch_na
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
-from patchforge.formats.patchfile import parse_patch_file, profile_names, render_patch_file
+from patchforge.formats.patchfile import (control_character, parse_patch_file, profile_names,
+                                          render_patch_file)
 from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, fsync_dir,
                                put_back_on_failure, writing_project)
 from patchforge.project import patch_file_name, read_no_link
@@ -806,6 +807,11 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
               description: str | None = None, profiles: str | None = None,
               store: UpstreamStore | None = None) -> tuple[str, str]:
     upstream, name = in_series_of(project, name, upstream, "new")
+    char = control_character(description or "")
+    if char is not None:
+        # The fix's Description: every terminal showing the patch would act on it.
+        raise UsageError(f"-m holds a control character ({char}), which a terminal showing "
+                         "the patch would act on", hint="give the description without it")
     if upstream is None:
         upstream = only_upstream(project)
     project.config.upstream(upstream)

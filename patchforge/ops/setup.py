@@ -316,14 +316,28 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str, commi
     `lint`: it touches no file anyone can read yet."""
     from patchforge.errors import PatchforgeError
 
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.reverts import gone_upstream, kept_fixes
+
     paths: dict[str, None] = {}
     for patch_name in project.patch_names(name):
         try:
             paths.update(dict.fromkeys(project.read_patch(name, patch_name).paths))
         except (PatchforgeError, OSError):
             continue
+    kept = kept_fixes(project, name)
+    for kept_name, data in kept:
+        try:
+            paths.update(dict.fromkeys(parse_patch_file(data, kept_name).paths))
+        except PatchforgeError:
+            continue
     if paths:
         store.prefetch([(commit, list(paths))])
+    if kept and not project.offline:
+        # The fixes kept as landed are judged at the pin (reverted there?) by `overlays`, whose
+        # Dockerfile fails its build where the pin lacks one, and by `verify`: the files of
+        # the revisions that judgement reads come now, as it reads them.
+        gone_upstream(project, store, name, commit, unread=[])
 
 
 def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -> list[str]:

@@ -16,6 +16,7 @@ import re
 from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import StoreError, UsageError
+from patchforge.formats.patchfile import refuse_control_characters
 from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, check_mail_reading
@@ -352,6 +353,11 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
 
     upstream, file_name = project.find_patch(name)
     patch = project.read_patch(upstream, file_name)
+    # The commit made from the header (its subject, author, trailers) and the description
+    # (its body), and the pull request's title and body, would carry it to every terminal
+    # showing them upstream (`git log`).
+    refuse_control_characters(patch, str(project.series_dir(upstream) / file_name),
+                              ", which the commit and the pull request would carry upstream")
     pin = project.lock.pin(upstream)
     ensure_pinned(project, store, upstream, pin)
     target = resolve_pr_target(project, store, upstream, onto)

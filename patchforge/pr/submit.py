@@ -476,19 +476,23 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED, *,
     else:
         pull = forge.create_pull(repo, draft.title, body, head, draft.target.branch, draft=True)
         action = "opened"
-    url = pull.html_url or pull.url
-    check_pull_url(url, repo, pull.number, getattr(forge, "api_url", None),
-                   f"{draft.upstream}/{draft.name}", getattr(forge, "web_host", None))
+    url = check_pull_url(pull.html_url or pull.url, repo, pull.number,
+                         getattr(forge, "api_url", None), f"{draft.upstream}/{draft.name}",
+                         getattr(forge, "web_host", None))
     return Opened(action, pull.number, url, repo, head, draft.target.branch, kept)
 
 
 def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str,
-                   web_host: str | None = None) -> None:
-    """Refuse (NetworkError, exit 2, before the patch is written) a pull request URL from the
-    forge's answer that is not the pull request it answered about: another repository or number
-    (status would then follow that other pull request and say it merged), not https, or a host
-    other than the web host of the forge's API (net.forge.web_hosts: github.com for
-    api.github.com, H for GitHub Enterprise's https://H/api/v3, `web_host` when configured)."""
+                   web_host: str | None = None) -> str:
+    """The address to record for the pull request the forge answered about:
+    `https://HOST/OWNER/REPO/pull/N`, made of the parts checked here, never the forge's text
+    (whose `#fragment` or `?query` could hold control or invisible characters, which lint
+    then refused in the patch's headers: the stack's CI broken by an answer nobody saw).
+    Refused (NetworkError, exit 2, before the patch is written) when that URL is not the pull
+    request it answered about: another repository or number (status would then follow that
+    other pull request and say it merged), not https, or a host other than the web host of
+    the forge's API (net.forge.web_hosts: github.com for api.github.com, H for GitHub
+    Enterprise's https://H/api/v3, `web_host` when configured)."""
     from patchforge.errors import NetworkError
     from patchforge.net.forge import parse_pr_url, web_hosts
 
@@ -504,6 +508,9 @@ def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch:
             f"pull request {repo}#{number} is open, but the forge gave its address as {url!r}, "
             f"which is not that pull request: not recorded in {patch}",
             hint=f"record `Forwarded: {expected}` by hand once you have checked it")
+    # The owner and name as the forge spells them (compared without case above: each is one
+    # of the configured repository's), the host in lower case.
+    return ref.html_url
 
 
 def record_submission(project: Project, upstream: str, file_name: str, url: str) -> bool:

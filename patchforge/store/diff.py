@@ -483,6 +483,14 @@ def changed_blocks(pairs: list[tuple[bytes, bytes]]
             for (old, new), text in zip(pairs, texts)]
 
 
+def blocks_of_file_diff(diff: bytes) -> list[tuple[int, int, int, int]] | None:
+    """changed_blocks' answer for one pair from git's diff of that pair made with DIFF_OPTIONS'
+    options (the store's history diffs, `UpstreamStore.commit_patches` and `log_patches`),
+    header and hunks: None where it has no hunks (a binary pair)."""
+    at = diff.find(b"\n@@")
+    return _blocks_of_hunks(diff[at + 1:]) if at >= 0 else None
+
+
 def _blocks_of_hunks(hunks: bytes) -> list[tuple[int, int, int, int]] | None:
     """changed_blocks of one pair from its hunks as _GitHunks gives them."""
     if not hunks.startswith(b"@@"):

@@ -7,7 +7,13 @@ The rest of the git layer, by concern: store/git.py (the environment of every gi
 store/imports.py (wheel and directory imports), store/rangediff.py (range-diffs).
 
 Refs it writes, all under `refs/patchforge/`:
-  imports/<upstream>/<label>         a wheel or directory import (a root commit)
+  labels/<namespace>/<label>         a wheel or directory import (a root commit) as one project
+                                     labelled it; <namespace> is `sources.import_namespace`:
+                                     the upstream's name with a digest of the project and source
+  imports/<upstream>/<label>         the last import of that name and label by any project of
+                                     the cache (and the only one an earlier patchforge wrote):
+                                     never taken as a project's version, only reused as a wheel
+                                     whose recorded sha256 is checked
   remotes/<upstream>/heads|tags/<n>  remote-tracking refs of a git upstream
   remotes/<upstream>/commits/<sha>   a commit fetched by id, kept reachable
   remotes/<upstream>/HEAD            the upstream's HEAD (a SPEC of `HEAD`); other/<ref> a full ref name
@@ -31,13 +37,14 @@ from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
                                UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
-from patchforge.store.diff import check_path, decode_path
+from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   damage_error, is_offline, run_git)
 from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
                                      shallow_local_repository)
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
+from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config
 
 if TYPE_CHECKING:
     from patchforge.store.imports import ImportResult
@@ -134,6 +141,28 @@ def refuse_cache_in_project(root: Path) -> None:
                     "it drift, `git add -A` commits it with the series)",
                     hint=f"point {variable} at a directory outside the project's series/, "
                          "overlays/ and .patchforge/ (the default is ~/.cache/patchforge)")
+        if root in resolved.parents:
+            _refuse_tracked_cache(root, resolved, place, variable)
+
+
+def _refuse_tracked_cache(root: Path, resolved: Path, place: Path, variable: str) -> None:
+    """A cache inside the project whose files the project's git tracks is refused: those are
+    a commit's files (a pull request's, in a CI checkout), not the cache of this machine, and
+    the cache is trusted as the machine's (a configuration it marks as validated is not
+    validated again, its wheels and forge answers are used as fetched). Asked of git only for
+    a cache inside the project, the rare case (a CI cache under the workspace)."""
+    proc = run_git("--literal-pathspecs", "ls-files", "-z", "--", str(resolved.relative_to(root)),
+                   cwd=root, ok=None)
+    tracked = [name for name in proc.stdout.split(b"\0") if name] if proc.returncode == 0 else []
+    if tracked:
+        more = f" and {len(tracked) - 1} more" if len(tracked) > 1 else ""
+        raise UsageError(
+            f"{variable} puts the cache ({place}) among files the project's git tracks "
+            f"({decode_path(tracked[0])}{more}): "
+            "they are a commit's files (a pull request's, in a CI checkout), not this "
+            "machine's cache, and nothing of them is used",
+            hint=f"point {variable} outside the checkout (the default is "
+                 "~/.cache/patchforge), and remove those files from the repository")
 
 
 def _cache_variable() -> str:
@@ -396,6 +425,7 @@ class UpstreamStore:
                                  "and fetches again), or point PATCHFORGE_CACHE elsewhere"
                         ) from None
                     raise
+        check_store_config(git_dir)
         return cls(git_dir)
 
     def start_reading(self) -> None:
@@ -917,34 +947,55 @@ class UpstreamStore:
     # ---- imports
 
     def import_wheel(self, wheel: Path, upstream: str, label: str, *,
-                     sha256: str | None = None) -> ImportResult:
-        """Import every file of a wheel as a deterministic root commit (store/imports.py)."""
+                     sha256: str | None = None, namespace: str | None = None) -> ImportResult:
+        """Import every file of a wheel as a deterministic root commit (store/imports.py),
+        labelled `label` under `namespace` (a project's, `sources.import_namespace`) too."""
         from patchforge.store.imports import import_wheel  # zipfile, threads: imports only
 
         # Under the write lock from the blobs' pack to the kept ref: a repack by another
         # project meanwhile would drop the blobs and the commit no ref reaches yet.
         with self.writing():
-            return import_wheel(self, wheel, upstream, label, sha256=sha256)
+            return import_wheel(self, wheel, upstream, label, sha256=sha256,
+                                namespace=namespace)
 
-    def import_directory(self, path: Path, upstream: str, label: str) -> ImportResult:
+    def import_directory(self, path: Path, upstream: str, label: str, *,
+                         namespace: str | None = None) -> ImportResult:
         """Import a directory tree as a deterministic root commit (store/imports.py)."""
         from patchforge.store.imports import import_directory
 
         with self.writing():  # as import_wheel
-            return import_directory(self, path, upstream, label)
+            return import_directory(self, path, upstream, label, namespace=namespace)
 
-    def import_ref(self, upstream: str, label: str) -> str | None:
-        """The commit of an earlier import, None if there was none."""
+    def import_ref(self, namespace: str, label: str) -> str | None:
+        """The commit a project imported under `label` (`namespace`: the project's, from
+        `sources.import_namespace`), None if it imported none."""
+        check_upstream_name(namespace)
+        check_label(label)
+        got = self._cat.query([f"refs/patchforge/labels/{namespace}/{label}^{{commit}}"])[0]
+        return got[0] if got else None
+
+    def label_import(self, namespace: str, label: str, commit: str) -> None:
+        """Name `commit` (an import) `label` under a project's `namespace`."""
+        check_upstream_name(namespace)
+        check_label(label)
+        with self.writing():
+            self._run("update-ref", f"refs/patchforge/labels/{namespace}/{label}", commit,
+                      what=f"labelling the import of {namespace} {label}")
+
+    def shared_import_ref(self, upstream: str, label: str) -> str | None:
+        """The last import of upstream name `upstream` under `label` by any project of the cache
+        (or by an earlier patchforge): which project made it is not known. None if none."""
         check_upstream_name(upstream)
         check_label(label)
         got = self._cat.query([f"refs/patchforge/imports/{upstream}/{label}^{{commit}}"])[0]
         return got[0] if got else None
 
-    def imports_of(self, upstream: str) -> list[tuple[str, str]]:
-        """(label, commit) of every wheel or directory import of `upstream` in the store (the
-        versions pinned, judged or rebased onto here), by label."""
-        check_upstream_name(upstream)
-        prefix = f"refs/patchforge/imports/{upstream}/"
+    def imports_of(self, namespace: str) -> list[tuple[str, str]]:
+        """(label, commit) of every wheel or directory import a project made of an upstream
+        (`namespace`: `sources.import_namespace`; the versions pinned, judged or rebased onto
+        there), by label."""
+        check_upstream_name(namespace)
+        prefix = f"refs/patchforge/labels/{namespace}/"
         out = self._out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         found = []
         for line in out.splitlines():
@@ -1136,8 +1187,7 @@ class UpstreamStore:
         if local:
             # A local upstream's own config decides what its upload-pack allows; these make the
             # filtered fetch (and fetching blobs by id later) work without warnings.
-            settings.append(("uploadpack", "git -c uploadpack.allowFilter=true "
-                             "-c uploadpack.allowAnySHA1InWant=true upload-pack"))
+            settings.append(("uploadpack", LOCAL_UPLOAD_PACK))
         # The filter, then `promisor`, last: another process's lazy fetch (git's own, for any
         # object a reader finds missing: a pin check's cat-file) tries every promisor remote,
         # and git counts a remote with either setting as one. A promisor without its filter
@@ -1450,8 +1500,7 @@ class UpstreamStore:
         which commits touch which file) is read from where `range_changes` cannot stand in."""
         # The message, indented four spaces (no line of it can pass for a `commit` or
         # `diff --git` line), says which commits a revert reverts.
-        return self._run("log", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
-                         "--no-renames", "--full-index", "--format=commit %H%n%w(0,4,4)%B",
+        return self._run("log", "-p", *DIFF_OPTIONS, "--format=commit %H%n%w(0,4,4)%B",
                          "--ancestry-path", "--topo-order",
                          f"{old}..{new}", "--", *paths, what="reading upstream history",
                          spool=True).stdout
@@ -1484,8 +1533,10 @@ class UpstreamStore:
 
     def start_commit_patches(self, commits: list[str], paths: list[str]) -> StartedGit:
         """commit_patches() started: its result() is the same text, read when needed."""
-        return StartedGit("diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff",
-                          "--no-textconv", "--no-renames", "--full-index", "--", *paths,
+        # DIFF_OPTIONS (git's defaults, named): a commit's diff of a file is then the diff
+        # store.diff.changed_blocks makes of its two contents (landed detection takes one
+        # for the other).
+        return StartedGit("diff-tree", "--stdin", "-p", *DIFF_OPTIONS, "--", *paths,
                           git_dir=self.git_dir,
                           input="".join(f"{c}\n" for c in commits).encode(),
                           what="reading upstream history")
@@ -1513,7 +1564,46 @@ class UpstreamStore:
         with self._lock:
             if self._is_partial():
                 self._fetch_missing(set(where), where)
-        return self.blobs_by_id(list(where))
+        oids = list(where)
+        if len(oids) >= self.DELTA_ORDER_AT_LEAST:
+            oids = self._bases_last(oids)
+        return self.blobs_by_id(oids)
+
+    # The fewest blobs history_blobs reads in _bases_last's order (its `git cat-file
+    # --batch-check` costs more than it saves on a few).
+    DELTA_ORDER_AT_LEAST = 256
+
+    def _bases_last(self, oids: list[str]) -> list[str]:
+        """`oids` ordered so that a blob the store's packs keep as a delta of another of them
+        comes before that other (deepest first, as `git cat-file --batch-check`'s
+        `%(deltabase)` chains them). git keeps each base it inflates on the way to a delta in
+        its delta base cache, but not the object asked for: a base asked for before its delta
+        is inflated twice, and a release's blobs chain through each other (a 300-patch rebase
+        read 1,246 blobs of a release whose packs hold 987 of them as bases of others:
+        917 -> 586 million instructions of cat-file). Only the order changes: the same
+        contents are read. Every blob is in the store (a partial store fetched the missing
+        ones first), so the check fetches nothing."""
+        out = self._run("cat-file", "--batch-check=%(objectname) %(deltabase)",
+                        input="".join(o + "\n" for o in oids).encode(),
+                        what="git cat-file (how the store keeps the files)").stdout
+        base: dict[bytes, bytes] = {}
+        for line in out.split(b"\n"):
+            fields = line.split(b" ")
+            if len(fields) == 2:
+                base[fields[0]] = fields[1]
+        asked = {o.encode() for o in oids}
+        depth: dict[bytes, int] = {}
+        for start in asked:
+            chain: list[bytes] = []
+            oid: bytes | None = start
+            while oid in asked and oid not in depth and len(chain) <= len(asked):
+                chain.append(oid)
+                oid = base.get(oid)
+            below = depth.get(oid, -1) if oid is not None else -1
+            for one in reversed(chain):
+                below += 1
+                depth[one] = below
+        return sorted(oids, key=lambda o: -depth.get(o.encode(), 0))
 
     def commits_file_patches(self, commits: list[str], paths: list[str]) -> bytes:
         """commit_patches(commits, paths) with `paths` taken as they are (as

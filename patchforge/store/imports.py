@@ -99,12 +99,14 @@ def archive_layout_left(store: UpstreamStore, commit: str, tree: str | None = No
 
 
 def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *,
-                 sha256: str | None = None) -> ImportResult:
+                 sha256: str | None = None, namespace: str | None = None) -> ImportResult:
     """Import every file of a wheel, where pip installs it (NAME-VER.data/purelib and platlib
     spread onto the root; see the module docstring), as a deterministic root commit.
 
-    The commit is kept at refs/patchforge/imports/<upstream>/<label>. Same wheel, upstream,
-    label (and sha256 note) give the same commit id in any store.
+    The commit is kept at refs/patchforge/imports/<upstream>/<label> (the last import under
+    that name and label, by any project) and, with `namespace`, at
+    refs/patchforge/labels/<namespace>/<label> (the project's). Same wheel, upstream, label (and
+    sha256 note) give the same commit id in any store.
     """
     wheel = Path(wheel)
     try:
@@ -184,10 +186,11 @@ def import_wheel(store: UpstreamStore, wheel: Path, upstream: str, label: str, *
             info = members[raw]
             executable = info.create_system == 3 and (info.external_attr >> 16) & 0o111
             entries.append((installed[raw], "100755" if executable else "100644", member.oid))
-        return _import_entries(store, entries, upstream, label, message)
+        return _import_entries(store, entries, upstream, label, message, namespace)
 
 
-def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str) -> ImportResult:
+def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str, *,
+                     namespace: str | None = None) -> ImportResult:
     """Import a directory tree as a deterministic root commit (like import_wheel).
 
     Regular files keep their exec bit; symlinks are recorded as symlinks (mode 120000, the
@@ -228,10 +231,11 @@ def import_directory(store: UpstreamStore, path: Path, upstream: str, label: str
                 yield rel, mode, os.path.getsize(full), _file_chunks(full)
 
     message = f"patchforge import of {upstream} {label}\n\ndirectory: {root.name}\n"
-    return _import_files(store, files(), upstream, label, message)
+    return _import_files(store, files(), upstream, label, message, namespace)
 
 def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, Iterator[bytes]]],
-                  upstream: str, label: str, message: str) -> ImportResult:
+                  upstream: str, label: str, message: str,
+                  namespace: str | None) -> ImportResult:
     """A root commit of `files` (path, mode, size, content chunks), streamed to fast-import."""
     def write_files(w: IO[bytes]) -> None:
         for raw, mode, size, chunks in files:
@@ -247,25 +251,27 @@ def _import_files(store: UpstreamStore, files: Iterator[tuple[bytes, str, int, I
                                  f"({size} expected, {written} read)")
             w.write(b"\n")
 
-    return _fast_import(store, write_files, upstream, label, message)
+    return _fast_import(store, write_files, upstream, label, message, namespace)
 
 
 def _import_entries(store: UpstreamStore, entries: list[tuple[bytes, str, str]], upstream: str,
-                    label: str, message: str) -> ImportResult:
+                    label: str, message: str, namespace: str | None) -> ImportResult:
     """A root commit of `entries` (path, mode, blob id), the blobs already in the store."""
     def write_entries(w: IO[bytes]) -> None:
         w.write(b"".join(b"M %s %s %s\n" % (mode.encode(), oid.encode(), quote_fastimport(raw))
                          for raw, mode, oid in entries))
 
-    return _fast_import(store, write_entries, upstream, label, message)
+    return _fast_import(store, write_entries, upstream, label, message, namespace)
 
 
 def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None], upstream: str,
-                 label: str, message: str) -> ImportResult:
+                 label: str, message: str, namespace: str | None) -> ImportResult:
     """The deterministic root commit at refs/patchforge/imports/<upstream>/<label> whose files
-    `write_files` writes as fast-import `M` commands."""
+    `write_files` writes as fast-import `M` commands, labelled under `namespace` too."""
     check_upstream_name(upstream)
     check_label(label)
+    if namespace is not None:
+        check_upstream_name(namespace)
     ref = f"refs/patchforge/imports/{upstream}/{label}"
     name, email, date = IMPORT_IDENT
     msg = message.encode("utf-8")
@@ -312,7 +318,12 @@ def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None],
     # cache, with a directory upstream of the same name and other files); a lock may still
     # pin this commit, and a repack drops what no ref reaches. A directory cannot be fetched
     # again as it was, so every import's commit keeps a ref named by its own id.
-    store._run("update-ref", f"refs/patchforge/kept/{commit}", commit,
+    # The project's own label (refs/patchforge/labels/): the shared ref above answers for
+    # whichever project imported last, never for this one.
+    updates = f"update refs/patchforge/kept/{commit} {commit}\n"
+    if namespace is not None:
+        updates += f"update refs/patchforge/labels/{namespace}/{label} {commit}\n"
+    store._run("update-ref", "--stdin", input=updates.encode(),
                what=f"keeping the import of {upstream} {label}")
     return ImportResult(commit, tree)
 

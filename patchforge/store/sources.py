@@ -189,8 +189,10 @@ def pip_command() -> list[str]:
         if found:
             return [found]
     python3 = tempfiles.which("python3")
-    if python3 and subprocess.run([python3, "-m", "pip", "--version"],
-                                  capture_output=True).returncode == 0:
+    # From `/`, with the current directory kept off sys.path: `-m pip` started in a stack's
+    # repository would otherwise import a `pip/` committed there.
+    if python3 and subprocess.run([python3, "-m", "pip", "--version"], capture_output=True,
+                                  cwd="/", env=_pip_environment(os.environ)).returncode == 0:
         return [python3, "-m", "pip"]
     raise StoreError("cannot download wheels: no pip in this Python environment "
                      f"({sys.executable}), none on PATH, and no `python3 -m pip`",
@@ -233,6 +235,14 @@ def _python_version_for(implementation: str, digits: str, tags) -> str:
     return digits
 
 
+def _pip_environment(environment) -> dict[str, str]:
+    """pip's environment: the user's (index, proxy, certificates), with `-m pip` never importing
+    from the current directory (PYTHONSAFEPATH) and require-virtualenv off. That guard is for
+    installs; a download into our cache installs nothing, and with PIP_REQUIRE_VIRTUALENV set (a
+    common safeguard) every fetch outside a virtual environment failed."""
+    return {**environment, "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
+
+
 def _pip_download(package: str, version: str, directory: Path, *, filename: str | None = None,
                   sha256: str | None = None, progress: TransferProgress | None = None) -> Path:
     """Download one wheel with pip as configured on this machine, into a scratch directory
@@ -267,13 +277,10 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
             progress.step(f"downloading {package} {version} with pip")
         try:
             with _DownloadWatch(scratch / "tmp", progress) as watched:
-                # pip's configuration is the user's (index, proxy, certificates), but
-                # require-virtualenv guards installs: a download into our cache installs
-                # nothing, and with PIP_REQUIRE_VIRTUALENV set (a common safeguard) every fetch
-                # outside a virtual environment failed.
-                env = {**(watched or os.environ), "PIP_REQUIRE_VIRTUALENV": "0"}
+                # Run from our own scratch directory, never the project's: what a stack's
+                # repository holds is never imported by the pip we start.
                 proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
-                                      env=env)
+                                      cwd=scratch, env=_pip_environment(watched or os.environ))
         except OSError as exc:
             raise StoreError(f"cannot run pip: {exc}") from exc
         if proc.returncode != 0:
@@ -355,34 +362,69 @@ class _DownloadWatch:
             self.thread.join()
 
 
+def import_namespace(project_root: Path, upstream: str, kind: str, source: str) -> str:
+    """The namespace under which a project's imports of a wheel or directory upstream are
+    labelled in the shared store (refs/patchforge/labels/<namespace>/<label>): the upstream's
+    name (readable) with a digest of the project's directory, the kind and `source` (a
+    directory upstream's absolute path, a wheel's package). Two projects sharing the cache, each
+    with an upstream `up` imported under the same label with other files (two venvs'
+    site-packages, or two builds of one wheel version), never answer for each other, as
+    `giturl.store_namespace` keeps git sources apart."""
+    identity = "\0".join((str(Path(project_root).resolve()), kind, source))
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{upstream}.{digest[:12]}"
+
+
+def wheel_namespace(project_root: Path, upstream: str, package: str) -> str:
+    """import_namespace of a wheel upstream of `package`."""
+    return import_namespace(project_root, upstream, "wheel", normalize_dist_name(package))
+
+
+def dir_namespace(project_root: Path, upstream: str, path: Path) -> str:
+    """import_namespace of a directory upstream at `path` (relative to the project): the path
+    as configured, made absolute, a symlink in it not followed (re-pointed to the next venv,
+    it is still the upstream whose earlier versions the labels name)."""
+    return import_namespace(project_root, upstream, "dir",
+                            os.path.abspath(Path(project_root) / path))
+
+
 def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version: str,
                           pin_sha256: str | None = None, *, filename: str | None = None,
-                          offline: bool = False) -> tuple[str, str, WheelFile]:
-    """Fetch (or reuse) a wheel and import it as upstream `name` labelled `version`.
+                          offline: bool = False,
+                          namespace: str | None = None) -> tuple[str, str, WheelFile]:
+    """Fetch (or reuse) a wheel and import it as upstream `name` labelled `version` (under the
+    project's `namespace` too: `wheel_namespace`).
 
-    An earlier import of the same file (same sha256 in its commit message) is reused, so a
-    second run costs a hash of the wheel, not an import.
+    An earlier import of the same file (same sha256 in its commit message: the commit is made
+    from the wheel alone, so any project's is the same) is reused, so a second run costs a hash
+    of the wheel, not an import.
     """
     wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, filename=filename,
                         offline=offline, progress=store.progress)
-    previous = store.import_ref(name, version)
-    if previous is not None and \
-            f"\nsha256: {wheel.sha256}\n".encode() in store.commit_message(previous):
+    candidates = [store.import_ref(namespace, version)] if namespace is not None else []
+    for previous in candidates + [store.shared_import_ref(name, version)]:
+        if previous is None or \
+                f"\nsha256: {wheel.sha256}\n".encode() not in store.commit_message(previous):
+            continue
         from patchforge.store.imports import archive_layout_left
 
         # An import by an earlier patchforge that kept NAME-VER.data/purelib at its archive
         # path is made again (the label's ref moves; a lock pinning the old one is refused
         # with the way on, pins.refuse_archive_layout).
         if archive_layout_left(store, previous) is None:
+            if namespace is not None and candidates[0] != previous:
+                store.label_import(namespace, version, previous)
             return previous, store.tree_id(previous), wheel
-    result = store.import_wheel(wheel.path, name, version, sha256=wheel.sha256)
+    result = store.import_wheel(wheel.path, name, version, sha256=wheel.sha256,
+                                namespace=namespace)
     return result.commit, result.tree, wheel
 
 
 def import_dir_upstream(store: UpstreamStore, name: str, path: Path,
-                        label: str) -> tuple[str, str]:
-    """Import a local directory as upstream `name` labelled `label`: (commit, tree)."""
-    result = store.import_directory(Path(path), name, label)
+                        label: str, *, namespace: str | None = None) -> tuple[str, str]:
+    """Import a local directory as upstream `name` labelled `label` (under the project's
+    `namespace` too: `dir_namespace`): (commit, tree)."""
+    result = store.import_directory(Path(path), name, label, namespace=namespace)
     return result.commit, result.tree
 
 

@@ -77,3 +77,14 @@ def verify_but_for_the_install_root(root: Path) -> None:
     bad = [r for r in json.loads(run.out)["results"] if r["state"] != "ok"]
     assert [(r["path"], r["state"]) for r in bad] == [("compose.yaml", "mismatch")], bad
     assert "no install-root is configured" in bad[0]["detail"], bad
+
+
+def check_but_for_the_install_root(root: Path, upstream: str = "up") -> None:
+    """`overlays --check` on a project whose `upstream` has no install-root (the template
+    project's): what is committed is what the series generates, and it exits 1 only because
+    no deployment mounts the overlay files (said so)."""
+    from helpers.cli import run_cli
+
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1 and "up to date" in run.out, run.text
+    assert f"{upstream}: no install-root is configured" in run.err, run.text
