@@ -144,17 +144,20 @@ def pf(env, *args: str, check: bool = True) -> subprocess.CompletedProcess:
 # ----------------------------------------------------------------------------------------------
 # Building the work directories (cached per count and seed)
 
-def build_work(count: int, seed: int, reformatted: int = 0) -> Work:
+def build_work(count: int, seed: int, reformatted: int = 0, reformatted_code: int = 0) -> Work:
     history = scenario.ensure_history()
     head = git(history, "rev-parse", "main").decode().strip()
     root = scenario.bench_dir() / (f"work-{count}-s{seed}"
-                                   + (f"-r{reformatted}" if reformatted else ""))
+                                   + (f"-r{reformatted}" if reformatted else "")
+                                   + (f"-c{reformatted_code}" if reformatted_code else ""))
     pf_cache = scenario.bench_dir() / "pf-cache"
     stamp = root / "work.json"
     want = {"series-format": scenario.SERIES_FORMAT, "count": count, "seed": seed,
             "history": head}
     if reformatted:
         want["reformatted"] = reformatted
+    if reformatted_code:
+        want["reformatted-code"] = reformatted_code
     paths = dict(root=root, history=history, checkout=root / "checkout",
                  run_checkout=root / "run-checkout", pf_cache=pf_cache,
                  pf_clean=root / "pf-clean", pf_full=root / "pf-full",
@@ -169,7 +172,7 @@ def build_work(count: int, seed: int, reformatted: int = 0) -> Work:
     checkout = paths["checkout"]
     git(root, "clone", "-q", str(history), str(checkout))
     base_commit = git(checkout, "rev-parse", f"v{BASE}^{{commit}}").decode().strip()
-    patches = scenario.generate_series(checkout, count, seed, reformatted)
+    patches = scenario.generate_series(checkout, count, seed, reformatted, reformatted_code)
     kinds = {p.name: p.kind for p in patches}
     series = {"full": patches, "clean": [p for p in patches if p.kind != "conflict"]}
     for part, chosen in series.items():
@@ -748,6 +751,9 @@ def main(argv=None) -> int:
     parser.add_argument("--reformatted", type=int, default=0, metavar="K",
                         help="add K landed patches written unformatted (see scenario.py); they "
                              "stop git rebase and StGit, so use with --only detection")
+    parser.add_argument("--reformatted-code", type=int, default=0, metavar="K",
+                        help="add K landed patches whose code alone is written unformatted "
+                             "(never a string's inside: see scenario.py); --only detection too")
     parser.add_argument("--other", type=Path, action="append", default=[], metavar="DIR",
                         help="also time `patchforge rebase` from this source tree (repeatable)")
     parser.add_argument("--venv", action="store_true",
@@ -762,9 +768,10 @@ def main(argv=None) -> int:
     runs = args.runs or (3 if args.quick else 5)
     include = set(args.only.split(","))
     revision_at_start = _patchforge_revision()
-    work = build_work(args.patches, args.seed, args.reformatted)
+    work = build_work(args.patches, args.seed, args.reformatted, args.reformatted_code)
     counts = {k: sum(1 for v in work.kinds.values() if v == k)
-              for k in ("landed", "landed-reformatted", "clean", "conflict")}
+              for k in ("landed", "landed-reformatted", "landed-reformatted-code", "clean",
+                        "conflict")}
     log(f"series: {args.patches} patches ({counts}); work dir {work.root}")
     results = measure(work, runs, include, variants=not args.quick,
                       others=[p.resolve() for p in args.other], readme=args.venv)
@@ -778,6 +785,8 @@ def main(argv=None) -> int:
     print(f"\n## {args.patches}-patch series (seed {args.seed}): "
           f"{counts['landed']} landed, {counts['clean']} clean, {counts['conflict']} conflict"
           + (f", {counts['landed-reformatted']} landed reformatted" if args.reformatted else "")
+          + (f", {counts['landed-reformatted-code']} landed with their code reformatted"
+             if args.reformatted_code else "")
           + "\n")
     print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + "\n")
     print(table(results, args.patches))

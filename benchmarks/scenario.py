@@ -212,14 +212,53 @@ def _meaningful(line: bytes) -> bool:
         not text.endswith((b"\\",)) and b'"""' not in text and b"'''" not in text
 
 
-def generate_series(repo: Path, count: int, seed: int, reformatted: int = 0) -> list[GenPatch]:
+def _code_commas_tightened(lines: list[bytes], added: set[int]) -> list[bytes] | None:
+    """`lines` (a whole Python file) with ", " written "," after each comma of code (a comma
+    token: none inside a string or a comment) on the lines `added` (0-based), the way a local
+    fix is often written before a formatter ran; None when there is none, or the file is not
+    Python that `tokenize` reads."""
+    import io
+    import tokenize
+
+    try:
+        text = [line.decode("utf-8") for line in lines]
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(text)).readline))
+    except (UnicodeDecodeError, tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    cuts: dict[int, list[int]] = {}
+    for token in tokens:
+        row, col = token.end
+        if token.type == tokenize.OP and token.string == "," and row - 1 in added and \
+                text[row - 1][col:col + 1] == " " and text[row - 1][col + 1:col + 2] not in \
+                ("", " ", "#"):
+            cuts.setdefault(row - 1, []).append(col)
+    if not cuts:
+        return None
+    out = list(text)
+    for row, cols in cuts.items():
+        line = out[row]
+        for col in sorted(cols, reverse=True):
+            line = line[:col] + line[col + 1:]
+        out[row] = line
+    return [line.encode("utf-8") for line in out]
+
+
+def generate_series(repo: Path, count: int, seed: int, reformatted: int = 0,
+                    reformatted_code: int = 0) -> list[GenPatch]:
     """`count` patches on BASE: about 27% landed, 10% conflict, the rest clean (seeded).
 
     With `reformatted` > 0, that many more landed patches (kind `landed-reformatted`) carry a
     real 0.33.0 hunk written the way a local fix often is before upstream's formatter ran:
     ", " as "," in the added lines. Upstream has the change, but not these bytes: git's merge
     and StGit's reverse-apply cannot see it; a whitespace-insensitive check can. Off by default,
-    so the default series (and the published tables) do not change.
+    so the default series (and the published tables) do not change. That rule also takes the
+    space out of ", " inside strings (a docstring's `context, for`), which is the string's
+    text, not layout: such a patch is rightly no landing (kept as it was, so that its figures
+    stay comparable with the passes before).
+
+    With `reformatted_code` > 0, that many more landed patches (kind `landed-reformatted-code`)
+    have ", " written "," after the commas of code alone (`_code_commas_tightened`: never inside
+    a string or comment): what a formatter changes, and every one of them a landing.
     """
     rng = random.Random(f"patchforge-bench-{seed}-{count}")
     n_conflict = max(3, count // 10)
@@ -278,6 +317,29 @@ def generate_series(repo: Path, count: int, seed: int, reformatted: int = 0) -> 
         patches.append(GenPatch("", "landed-reformatted",
                                 f"backport 0.33.0 change to {path}:{old_start + 1}, unformatted",
                                 [Edit(path, old_start, old_count, new)]))
+    made_code = 0
+    for path, old_start, old_count, lines in candidates:
+        if made_code == reformatted_code:
+            break
+        if not free(path, old_start, old_start + old_count, MARGIN):
+            continue
+        if not any(l[:1] == b"+" and b", " in l for l in lines):
+            continue
+        new = [l[1:] for l in lines if l[:1] in (b" ", b"+")]
+        kinds = [l[:1] for l in lines if l[:1] in (b" ", b"+")]
+        base = base_lines(path)
+        whole = base[:old_start] + new + base[old_start + old_count:]
+        tightened = _code_commas_tightened(
+            whole, {old_start + k for k, kind in enumerate(kinds) if kind == b"+"})
+        if tightened is None:
+            continue
+        take(path, old_start, old_start + old_count)
+        made_code += 1
+        patches.append(GenPatch("", "landed-reformatted-code",
+                                f"backport 0.33.0 change to {path}:{old_start + 1}, code "
+                                "unformatted",
+                                [Edit(path, old_start, old_count,
+                                      tightened[old_start:old_start + len(new)])]))
     # Everything upstream changed (old-side ranges), so clean fixes can keep away from it.
     for path, hs in upstream.items():
         for old_start, old_count, _ in hs:
