@@ -678,3 +678,46 @@ def test_profiles_in_a_stack_that_declares_none_is_said_never_silently_ignored(t
     _, _, err = stack.cli("new", "more", "--profiles", "gfx942", expect=2)
     assert "declares no profiles" in err, err
     assert stack.snapshot() == before
+
+
+@pytest.mark.parametrize("fields,shown", [
+    # A right-to-left override in a header: the review reads "fix exe.png".
+    ("Description: fix \u202egnp.exe\n".encode() + AUTHOR + b"Upstream-Status: Pending\n",
+     "Description holds an invisible character (\\u202e)"),
+    (FIELDS.replace(b"a fix", "a\u200bfix".encode()), "Description holds an invisible character"
+                                                       " (\\u200b)"),
+    # In the free text below the header, with its line.
+    (FIELDS + "\nThe reason,\nkept \u2067here\u2069.\n".encode(),
+     "the description holds an invisible character (\\u2067) at line 6 of series/up/fix.patch"),
+])
+def test_an_invisible_character_in_the_header_or_description_is_an_error(
+        env, tmp_path, monkeypatch, fields, shown):
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch", patch(fields))
+    rc, doc = lint_json(root, "--no-forge")
+    found = [f for f in findings(doc, "header", "fix.patch") if shown in f["message"]]
+    assert found and found[0]["severity"] == "error", doc["findings"]
+    assert rc == 1
+    # What a terminal shows names the character, never holds it.
+    text = run_cli(root, "lint", "--no-forge").text
+    assert shown.split(" (")[0] in text and "\u202e" not in text and "\u2067" not in text
+
+
+def test_an_added_line_holding_a_bidirectional_override_is_warned(env, tmp_path, monkeypatch):
+    root = env.fresh(tmp_path, monkeypatch)
+    # "Trojan Source": the added line shows as a comment ending before `return`, and is read
+    # with the return inside the comment.
+    diff = ("diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+            "@@ -1,5 +1,5 @@\n line1\n-line2\n+/* \u202e } \u2066if (admin)\u2069 \u2066 */\n"
+            " line3\n line4\n line5\n").encode()
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS, diff))
+    rc, doc = lint_json(root, "--no-forge")
+    found = findings(doc, "bidirectional", "fix.patch")
+    assert len(found) == 1 and found[0]["severity"] == "warning", doc["findings"]
+    assert "a.txt: the line added at line 12 of the patch file" in found[0]["message"]
+    assert rc == 0
+    # The same line written with an escape is the code a reviewer sees: nothing to say.
+    add_patch_file(root, "up", "fix.patch", patch(FIELDS, MODIFY_A.replace(
+        b"+LINE2", b"+s = '\\u202e'")))
+    rc, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "bidirectional"), doc["findings"]

@@ -27,7 +27,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding, no_diff_said
-from patchforge.names import KEPT_LANDINGS, file_name_key, kept_landings_name_said
+from patchforge.names import INVISIBLE, KEPT_LANDINGS, file_name_key, kept_landings_name_said
 from patchforge.state import unlisted_patch_files
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             if patch.to_bytes() != raw:
                 findings.append(Finding(label, "byte-stable", "parse then write changes the file"))
             findings += _diff_shape(label, patch)
+            findings += _bidirectional_code(label, patch)
             findings += _converted_line_ends(label, patch)
             if not patch.file_patches:
                 # `new` made it and nothing was refreshed into it: it changes nothing, and an
@@ -527,8 +528,26 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
             out.append(Finding(label, "header", f"{header.name} holds a control character "
                                                 f"(\\x{ord(control.group()):02x}), which a "
                                                 "terminal showing the patch acts on: remove it"))
+        invisible = _invisible_character(header.value)
+        if invisible:
+            # (`Description: fix \u202egnp.exe`: the review, the pull request and the terminal
+            # show another text than the one patchforge and git carry.)
+            out.append(Finding(label, "header", f"{header.name} holds an invisible character "
+                                                f"({invisible}), which makes it read otherwise "
+                                                "than it shows: remove it"))
     from patchforge.formats.patchfile import description_with_control_character
 
+    for k, raw in enumerate(patch.description.split(b"\n")):
+        invisible = _invisible_character(raw.decode("utf-8", "replace"))
+        if invisible:
+            line = k + 1 + (patch.preamble + b"".join(f.raw for f in patch.fields)
+                            + patch.gap).count(b"\n")
+            out.append(Finding(label, "header", f"the description holds an invisible character "
+                                                f"({invisible}) at line {line} of "
+                                                f"series/{label}, which makes it read otherwise "
+                                                "than it shows (in the commit `pr` makes and its "
+                                                "pull request too): remove it"))
+            break
     held = description_with_control_character(patch)
     if held is not None:
         line, char = held
@@ -573,6 +592,45 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
     if pin is not None and not base:
         out.append(Finding(label, "header", "no Base (the upstream commit the diff is against)",
                            "warning"))
+    return out
+
+
+# Bidirectional overrides, embeddings and isolates: an added line holding one shows code in an
+# order other than the one the interpreter reads ("Trojan Source", CVE-2021-42574), so the
+# reviewer of the fix sees another program than the one deployed.
+_BIDI_CONTROLS = frozenset(map(chr, [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+
+
+def _invisible_character(text: str) -> str | None:
+    """The first character of `text` that changes how it reads without being seen (zero-width,
+    bidirectional, the line and paragraph separators: names.INVISIBLE), as `\\u202e`; None."""
+    if text.isascii():
+        return None
+    for char in text:
+        if char in INVISIBLE or char in "\u2028\u2029":
+            return f"\\u{ord(char):04x}"
+    return None
+
+
+def _bidirectional_code(label: str, patch: PatchFile) -> list[Finding]:
+    """Added lines that hold a bidirectional control character: a warning, since a string in
+    a right-to-left language may hold one on purpose; one finding per file patch."""
+    out = []
+    for fp in patch.file_patches:
+        for hunk in fp.hunks:
+            at = next((k for k, line in enumerate(hunk.lines) if line.startswith(b"+")
+                       and not line.isascii()
+                       and not _BIDI_CONTROLS.isdisjoint(line.decode("utf-8", "replace"))),
+                      None)
+            if at is not None:
+                out.append(Finding(label, "bidirectional",
+                                   f"{fp.path}: the line added at line {hunk.line_no + 1 + at} "
+                                   "of the patch file holds a bidirectional control character: "
+                                   "the code shows in another order than Python or a compiler "
+                                   "reads it (a review of the diff sees another program); "
+                                   "write it as an escape (`\\u202e`) if it is meant",
+                                   "warning"))
+                break
     return out
 
 
