@@ -596,6 +596,17 @@ _DOUBLE_QUOTES = bytes.maketrans(b"'", b'"')
 _LOOSE_OUT = WHITESPACE + b","
 
 
+def loose_code_key() -> str:
+    """loose_code as a short name: a digest of what it makes of each byte. A loose text made
+    once and kept (judge.HistoryIndex's of a release's files) is read back only under the key
+    it was made with, never as another loose_code's. loose_code being one translate, what it
+    makes of each byte is the whole of it; a loose_code that is not a map of single bytes must
+    change the version here."""
+    import hashlib  # here: only a release's kept texts are named by it
+
+    return "1" + hashlib.sha256(loose_code(bytes(range(256)))).hexdigest()[:15]
+
+
 # A line that says nothing of which code a file holds: an import, a comment, a preprocessor
 # line (every file has such), or too little code (`}`, `else:`).
 _SAYS_NOTHING = on_first_use(rb"\s*(?:import\s|from\s|#|//|/\*|\*)")

@@ -25,7 +25,8 @@ from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
 from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 blocks_of_file_patch, blocks_of_git_diff, code_lines, code_of,
-                                combine, combine_series, judge_history, loose_code, may_reverse,
+                                combine, combine_series, judge_history, loose_code, loose_code_key,
+                                may_reverse,
                                 file_strings, old_blob, over_lines, patch_blocks, put_in, share,
                                 strings_open_at, taken_out, undo_probes, without_whitespace)
 from patchforge.history_place import made_at
@@ -2355,6 +2356,48 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
         defined_names(path, _MINUS_LINE.findall(text))
 
 
+# What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
+_KEPT_LOOSE = b"patchforge loose code 1"
+_KEPT_ENTRY = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) ([0-9]+)\n")
+
+
+def _keep_loose(texts: dict[str, bytes]) -> bytes:
+    """Loose texts by blob id as one file: a line of `_KEPT_LOOSE`, the CRC-32 and the length
+    of the rest, then per text `<blob id> <length>` on a line and the text. Not compressed:
+    zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7."""
+    import zlib  # here: only a release's loose texts are kept
+
+    body = b"".join(b"%s %d\n%s" % (oid.encode(), len(text), text)
+                    for oid, text in texts.items())
+    return b"%s %08x %d\n%s" % (_KEPT_LOOSE, zlib.crc32(body), len(body), body)
+
+
+def _kept_loose(data: bytes | None) -> dict[str, bytes]:
+    """The texts of a file _keep_loose made, by blob id; none at all unless `data` is such a
+    file whole (the file is not synced: a crash can leave a short or empty one, or one of
+    another's bytes, which its length and CRC-32 tell)."""
+    import zlib  # here: only a release's loose texts are kept
+
+    if data is None or not data.startswith(_KEPT_LOOSE + b" "):
+        return {}
+    at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
+    fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
+    if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at) or \
+            fields[0] != b"%08x" % zlib.crc32(memoryview(data)[at:]):
+        return {}
+    texts: dict[str, bytes] = {}
+    while at < len(data):
+        entry = _KEPT_ENTRY.match(data, at)
+        if entry is None:
+            return {}
+        start = entry.end()
+        at = start + int(entry[2])
+        if at > len(data):
+            return {}
+        texts[entry[1].decode()] = data[start:at]
+    return texts
+
+
 def _holds_share(lines: list[tuple[int, bytes]], text: bytes, need: float) -> bool:
     """Whether the lines of `lines` ((size, line), largest first) that `text` holds are `need`
     in size or more: `sum(size for size, line in lines if line in text) >= need`, its
@@ -2956,13 +2999,35 @@ class HistoryIndex:
 
     def _loose_contents(self, commit: str) -> dict[str, bytes]:
         """Each file `commit` (not a merge) adds or changes -> its content after it as
-        loose_code has it, read once per commit (cat-file) for every question about it."""
+        loose_code has it, made once per commit for every question about it: from its blob
+        (cat-file), or, for a commit of KEEP_LOOSE_AT_LEAST files or more, from what an
+        earlier command made of that blob and kept in the cache (store.kept_text)."""
         texts = self._new_code.get(commit)
         if texts is None:
-            texts = self._new_code[commit] = {
-                path: loose_code(content)
-                for path, content in self.store.new_contents(commit).items()}
+            texts = self._new_code[commit] = self._made_loose(commit)
         return texts
+
+    # The fewest new files of a commit whose loose texts are kept in the cache once made: a
+    # release (a wheel upstream's commit, 1,247 files at 300 patches), whose every blob git
+    # inflated and loose_code translated again in each rebase or status that asked (about 180
+    # ms of CPU, most of it git's); a commit of a few files is read as it is.
+    KEEP_LOOSE_AT_LEAST = 256
+
+    def _made_loose(self, commit: str) -> dict[str, bytes]:
+        """_loose_contents' texts of `commit`: those kept (by blob id) taken as they are, the
+        others made from their blobs, and then all of them kept when there are enough."""
+        blob_of = self.store.new_blobs(commit)
+        name = f"loose-{loose_code_key()}-{commit}" \
+            if len(blob_of) >= self.KEEP_LOOSE_AT_LEAST else None
+        made = _kept_loose(self.store.kept_text(name)) if name is not None else {}
+        unread = {oid: (commit, path) for path, oid in blob_of.items() if oid not in made}
+        if unread:
+            for oid, content in self.store.history_blobs(unread).items():
+                made[oid] = loose_code(content)
+            if name is not None:
+                self.store.keep_text(name, _keep_loose(
+                    {oid: made[oid] for oid in blob_of.values() if oid in made}))
+        return {path: made[oid] for path, oid in blob_of.items() if oid in made}
 
     # The most files _files_with_code names on git's command line (far below its length's
     # limit); more, and the commit's whole diff is read.

@@ -526,3 +526,38 @@ def test_the_contents_before_the_commits_beside_are_read_only_when_one_after_hol
     assert any(landed in line for line in patch["evidence"]), patch["evidence"]
     diffs = diff_trees_run(trace)
     assert not [line for line in diffs if "old.py" in line], diffs
+
+
+def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
+    """A release (a commit of hundreds of files, as a wheel upstream's version is) that folds
+    the file the fix deletes into another: the moved-code check makes each new file's loose
+    code (whitespace and commas out) once and keeps it in the cache (`kept/`), and the next
+    command reads it back instead of every blob: the same stop each time, the same where the
+    kept file is cut short or its bytes are damaged (a crash: it is made again, whole), and
+    the same once it is gone."""
+    import os
+    from pathlib import Path
+
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    deleting(stack, "f15.py")
+    release = {f"pkg/m{k:03d}.py": b"def g%d(x):\n    return x + %d\n" % (k, k)
+               for k in range(300)}
+    moving = stack.commit({"f15.py": None, **release,
+                           "k2.py": b"import os\nimport torch\n\n\n" + functions(range(30, 40))
+                           + functions(range(15, 18))}, "release 2", tag="v2")
+    evidence = f"f15.py: the code it deletes was moved to k2.py by commit {moving}, and is there"
+    kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
+    kept(stack, evidence)
+    (made,) = kept_dir.iterdir()
+    whole = made.read_bytes()
+    assert b"deff15(x):y=x+15" in whole and b"defg299(x):returnx+299" in whole
+    kept(stack, evidence)
+    assert list(kept_dir.iterdir()) == [made] and made.read_bytes() == whole
+    for damaged in (whole[:len(whole) // 2], whole.replace(b"deff15(x)", b"deff16(x)"), b""):
+        made.write_bytes(damaged)
+        kept(stack, evidence)
+        assert made.read_bytes() == whole
+    made.unlink()
+    kept(stack, evidence)
+    assert made.read_bytes() == whole

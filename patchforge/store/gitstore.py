@@ -1543,8 +1543,16 @@ class UpstreamStore:
 
     def new_contents(self, commit: str) -> dict[str, bytes]:
         """Each file `commit` (not a merge) adds or changes, with its content after it (no
-        submodule), read without a diff: `git diff-tree --raw` names them and their blobs,
-        cat-file reads those (a partial store's missing ones fetched first, at once)."""
+        submodule), read without a diff: `git diff-tree --raw` names them and their blobs
+        (new_blobs), cat-file reads those (a partial store's missing ones fetched first, at
+        once)."""
+        blob_of = self.new_blobs(commit)
+        blobs = self.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
+        return {path: blobs[oid] for path, oid in blob_of.items() if oid in blobs}
+
+    def new_blobs(self, commit: str) -> dict[str, str]:
+        """Each file `commit` (not a merge) adds or changes -> its blob id after it (no
+        submodule), from `git diff-tree --raw`: no content is read."""
         out = self._run("diff-tree", "-r", "-z", "--no-commit-id", "--no-renames",
                         "--no-abbrev", "--diff-filter=d", commit,
                         what="reading upstream history").stdout
@@ -1554,8 +1562,43 @@ class UpstreamStore:
             _, new_mode, _, new_oid, _ = meta.split()  # `:100644 100644 <old> <new> M`
             if new_mode != b"160000":
                 blob_of[decode_path(name)] = new_oid.decode()
-        blobs = self.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
-        return {path: blobs[oid] for path, oid in blob_of.items() if oid in blobs}
+        return blob_of
+
+    # Texts a command made from the store's contents and kept for the next one (judge's
+    # loose code of a release's files), beside the store: `<cache>/kept/NAME`.
+    KEPT_DIR = "kept"
+    _KEPT_NAME = re.compile(r"[0-9a-z][0-9a-z.-]*")
+
+    def kept_text(self, name: str) -> bytes | None:
+        """The bytes keep_text(name) wrote last, None when there are none (or they cannot be
+        read). Whole, but not checked: a crash may leave an empty or short file (keep_text does
+        not wait for the disk), so the caller's format must tell a whole text from a part."""
+        assert self._KEPT_NAME.fullmatch(name), name
+        try:
+            with open(self.git_dir.parent / self.KEPT_DIR / name, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def keep_text(self, name: str, data: bytes) -> None:
+        """Keep `data` as `name` for kept_text: written to a temporary file renamed over the
+        old one, so a reader finds one text or the other; not synced (a text lost to a crash is
+        made again). A cache that cannot be written keeps nothing, and says nothing: what is
+        kept only spares the next command work."""
+        assert self._KEPT_NAME.fullmatch(name), name
+        directory = self.git_dir.parent / self.KEPT_DIR
+        try:
+            directory.mkdir(exist_ok=True)
+            fd, tmp = tempfiles.make_temp(directory, f".{name}.")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, directory / name)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     def history_blobs(self, where: dict[str, tuple[str, str]]) -> dict[str, bytes]:
         """The contents of blobs of the history by id (`where`: id -> (a commit, the path it
