@@ -2361,18 +2361,18 @@ _KEPT_LOOSE = b"patchforge loose code 1"
 _KEPT_ENTRY = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) ([0-9]+)\n")
 
 
-def _keep_loose(texts: dict[str, bytes]) -> bytes:
+def _keep_loose(texts: dict[str, bytes | _KeptText]) -> bytes:
     """Loose texts by blob id as one file: a line of `_KEPT_LOOSE`, the CRC-32 and the length
     of the rest, then per text `<blob id> <length>` on a line and the text. Not compressed:
     zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7."""
     import zlib  # here: only a release's loose texts are kept
 
     body = b"".join(b"%s %d\n%s" % (oid.encode(), len(text), text)
-                    for oid, text in texts.items())
+                    for oid, text in ((oid, bytes(text)) for oid, text in texts.items()))
     return b"%s %08x %d\n%s" % (_KEPT_LOOSE, zlib.crc32(body), len(body), body)
 
 
-def _kept_loose(data: bytes | None) -> dict[str, bytes]:
+def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
     """The texts of a file _keep_loose made, by blob id; none at all unless `data` is such a
     file whole (the file is not synced: a crash can leave a short or empty one, or one of
     another's bytes, which its length and CRC-32 tell)."""
@@ -2385,7 +2385,7 @@ def _kept_loose(data: bytes | None) -> dict[str, bytes]:
     if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at) or \
             fields[0] != b"%08x" % zlib.crc32(memoryview(data)[at:]):
         return {}
-    texts: dict[str, bytes] = {}
+    texts: dict[str, bytes | _KeptText] = {}
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)
         if entry is None:
@@ -2394,11 +2394,27 @@ def _kept_loose(data: bytes | None) -> dict[str, bytes]:
         at = start + int(entry[2])
         if at > len(data):
             return {}
-        texts[entry[1].decode()] = data[start:at]
+        texts[entry[1].decode()] = _KeptText(data, start, at)
     return texts
 
 
-def _holds_share(lines: list[tuple[int, bytes]], text: bytes, need: float) -> bool:
+class _KeptText:
+    """A loose text where a kept file (_kept_loose) holds it: searched in place (`part in
+    text`, what the moved-code checks ask of a text), not copied out of the file's bytes (a
+    release's 18.7 MB copied again cost 10 ms of CPU, most of it fresh pages)."""
+    __slots__ = ("data", "start", "end")
+
+    def __init__(self, data: bytes, start: int, end: int) -> None:
+        self.data, self.start, self.end = data, start, end
+
+    def __contains__(self, part: bytes) -> bool:
+        return self.data.find(part, self.start, self.end) >= 0
+
+    def __bytes__(self) -> bytes:
+        return self.data[self.start:self.end]
+
+
+def _holds_share(lines: list[tuple[int, bytes]], text: bytes | _KeptText, need: float) -> bool:
     """Whether the lines of `lines` ((size, line), largest first) that `text` holds are `need`
     in size or more: `sum(size for size, line in lines if line in text) >= need`, its
     searches stopped once the answer is known (the lines left cannot reach it, or it is
@@ -2461,7 +2477,7 @@ class HistoryIndex:
         # as loose_code has them, its blocks (each made when first asked)]} (_files_holding)
         self._parts: dict[str, dict[bytes, list]] = {}
         # commit -> {each file it adds or changes: its content after it, loose_code's}
-        self._new_code: dict[str, dict[str, bytes]] = {}
+        self._new_code: dict[str, dict[str, bytes | _KeptText]] = {}
         # commit -> its part of the range's walk and where its `:` lines start there (`git log
         # --raw`: each file it changes, with the blob ids before and after; -1: none), for
         # every commit of the range with one parent;
@@ -2997,7 +3013,7 @@ class HistoryIndex:
         return _blocks_per_file(self.store.commit_file_patches(commit, holding)) \
             if holding else {}
 
-    def _loose_contents(self, commit: str) -> dict[str, bytes]:
+    def _loose_contents(self, commit: str) -> dict[str, bytes | _KeptText]:
         """Each file `commit` (not a merge) adds or changes -> its content after it as
         loose_code has it, made once per commit for every question about it: from its blob
         (cat-file), or, for a commit of KEEP_LOOSE_AT_LEAST files or more, from what an
@@ -3013,7 +3029,7 @@ class HistoryIndex:
     # ms of CPU, most of it git's); a commit of a few files is read as it is.
     KEEP_LOOSE_AT_LEAST = 256
 
-    def _made_loose(self, commit: str) -> dict[str, bytes]:
+    def _made_loose(self, commit: str) -> dict[str, bytes | _KeptText]:
         """_loose_contents' texts of `commit`: those kept (by blob id) taken as they are, the
         others made from their blobs, and then all of them kept when there are enough."""
         blob_of = self.store.new_blobs(commit)
