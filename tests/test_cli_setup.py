@@ -848,6 +848,37 @@ def test_fetch_shows_download_then_import_progress_on_a_terminal_only(tmp_path, 
     assert all(line.startswith("patchforge: ") for line in lines), lines
 
 
+@pytest.mark.skipif(shutil.which("pip") is None and importlib.util.find_spec("pip") is None,
+                    reason="no pip")
+def test_a_pinned_universal_wheel_is_fetched_again_on_a_machine_without_it(tmp_path, monkeypatch):
+    """The usual name of a pure-Python wheel is `NAME-1.0-py2.py3-none-any.whl`. Pinned with
+    Requires-Python >=3.8, a fetch with a cold cache (CI, a colleague's machine) asked pip for
+    Python "2", the file's first interpreter tag, and pip refused every file: the lock worked
+    only where the wheel was already cached. pip is asked for this Python's version."""
+    import zipfile
+
+    index = tmp_path / "index"
+    index.mkdir()
+    name = "tinypkg-1.0-py2.py3-none-any.whl"
+    members = {"tinypkg/__init__.py": b"VALUE = 1\n",
+               "tinypkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg\n"
+                                                 b"Version: 1.0\nRequires-Python: >=3.8\n",
+               "tinypkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+                                             b"Root-Is-Purelib: true\nTag: py2-none-any\n"
+                                             b"Tag: py3-none-any\n",
+               "tinypkg-1.0.dist-info/RECORD": b""}
+    with zipfile.ZipFile(index / name, "w") as archive:
+        for rel, data in members.items():
+            archive.writestr(zipfile.ZipInfo(rel, date_time=(2024, 1, 1, 0, 0, 0)), data)
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(index))
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    assert lock_doc(tmp_path)["upstreams"]["tiny"]["source"]["filename"] == name
+    code, seen = _fetch_in_a_new_cache(tmp_path, index, terminal=False)
+    assert code == 0, seen
+    assert (tmp_path / "cold-cache" / "wheels" / name).is_file()
+
+
 def test_a_stack_repository_keeps_its_patch_bytes_through_git_autocrlf(tmp_path):
     """A stack committed on a machine with core.autocrlf=true (Git for Windows' default) and
     cloned on one: git converted the patch files' line ends both ways, so a fix of a CRLF file

@@ -1594,6 +1594,42 @@ def test_invisible_characters_in_a_patch_are_shown_not_passed_to_the_terminal(tm
     assert listed["patches"][0]["subject"] == f"fix {hidden}gnp.exe"
 
 
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_a_character_the_terminal_cannot_encode_is_shown_escaped_not_an_internal_error(
+        tmp_path, encoding):
+    """An ISO-8859-1 (or ASCII) terminal and a patch whose description holds an em dash, or
+    whose error names a file with one: every command that shows it ended "internal error:
+    UnicodeEncodeError", exit 70. The character is shown as `\\u2014`; what the encoding holds
+    is written as it is."""
+    from helpers.cli import run_subprocess
+    from helpers.project import add_patch_file
+
+    root, _ = git_project(tmp_path, {"a.py": b"one\ntwo\n"})
+    add_patch_file(root, "up", "fix.patch", FIX.replace(
+        b"Description: fix", "Description: fix \u2014 the fast path, caf\u00e9".encode()))
+    for args in (["list"], ["show", "fix"], ["status"], ["lint", "--no-forge"],
+                 ["list", "--json"]):
+        proc = run_subprocess(root, *args, env={"PYTHONIOENCODING": encoding})
+        assert proc.returncode in (0, 1), (args, proc.stderr)
+        assert b"internal error" not in proc.stderr, (args, proc.stderr)
+        if args == ["list"]:
+            # (`show` writes the patch's own bytes; on an ASCII stream click writes UTF-8,
+            # taking the locale for a misconfigured one.)
+            shown = b"fix \\u2014 the fast path, caf\xe9" if encoding == "latin-1" else \
+                "fix \u2014 the fast path, caf\u00e9".encode()
+            assert shown in proc.stdout, (args, proc.stdout)
+    listed = json.loads(run_subprocess(root, "list", "--json",
+                                       env={"PYTHONIOENCODING": encoding}).stdout)
+    assert listed["patches"][0]["subject"] == "fix \u2014 the fast path, caf\u00e9"
+    # An error message naming a patch the terminal cannot show: exit 2, the name escaped.
+    proc = run_subprocess(root, "show", "fix\u2014x", env={"PYTHONIOENCODING": encoding})
+    assert proc.returncode == 2 and (b"fix\\u2014x" if encoding == "latin-1" else
+                                     "fix\u2014x".encode()) in proc.stderr, proc.stderr
+    # A JSON document is UTF-8 (here ASCII, its escapes) whatever the terminal's encoding.
+    document = run_subprocess(root, "list", "--json", env={"PYTHONIOENCODING": encoding}).stdout
+    assert document.isascii() and b"fix \\u2014 the fast path, caf\\u00e9" in document
+
+
 # --------------------------------------------------------------------------------------------
 # Patches that create what the upstream already has
 

@@ -204,10 +204,12 @@ def main(argv: list[str] | None = None) -> None:
     global _PROJECT
     _PROJECT = None
     verbose = any(a in ("-v", "--verbose", "-vv") for a in (argv or sys.argv[1:]))
-    from patchforge.cli.output import SafeTerminalStream, forget_json, neutralize
+    from patchforge.cli.output import (SafeTerminalStream, escape_what_cannot_be_encoded,
+                                       forget_json, neutralize)
 
     forget_json()
     streams = sys.stdout, sys.stderr
+    put_back = [escape_what_cannot_be_encoded(stream) for stream in streams]
     sys.stdout, sys.stderr = SafeTerminalStream(sys.stdout), SafeTerminalStream(sys.stderr)
     try:
         args = sys.argv[1:] if argv is None else argv
@@ -220,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
                 _say_if_worktree_gone(cwd)
     finally:
         sys.stdout, sys.stderr = streams
+        for undo in put_back:
+            undo()
         if "patchforge.store.git" in sys.modules:  # `--offline` lasts one command
             from patchforge.store.git import set_offline
             set_offline(False)

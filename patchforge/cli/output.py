@@ -67,6 +67,17 @@ def neutralize(text: str) -> str:
     return text if text.isascii() else text.translate(_INVISIBLE_ESCAPES)
 
 
+def escape_what_cannot_be_encoded(stream):
+    """Make `stream` write a character its encoding cannot hold (an em dash of a patch's
+    description on an ISO-8859-1 terminal) as an escape (`\\u2014`) instead of ending the
+    command with UnicodeEncodeError; returns what puts the stream back as it was."""
+    errors = getattr(stream, "errors", None)
+    if errors != "strict" or not hasattr(stream, "reconfigure"):
+        return lambda: None
+    stream.reconfigure(errors="backslashreplace")
+    return lambda: stream.reconfigure(errors=errors)
+
+
 class SafeTerminalStream:
     """stdout/stderr as the commands see them: every control character in what is written is
     made visible, except the colours and progress resets patchforge itself writes when the
@@ -241,11 +252,35 @@ def emit_json(document: dict, schema: str) -> None:
 
     The document is UTF-8 whatever bytes a patch holds: a byte that is not UTF-8 (read with
     surrogateescape) is written as its `\\udcXX` escape, never raw, which no JSON reader
-    would take; surrogateescape encoding of the value gives the byte back."""
+    would take; surrogateescape encoding of the value gives the byte back. On a stream in
+    another encoding the document is ASCII (every other character escaped), which is UTF-8."""
     global _emitted_json
     text = json_text({"schema_version": JSON_SCHEMA_VERSION, **document})
     _emitted_json = True
-    echo(re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text))
+    text = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    if not text.isascii() and not _writes_utf8(sys.stdout):
+        # A stream in another encoding (an ISO-8859-1 locale) would write the document in it,
+        # which no JSON reader takes: every character past ASCII as JSON's own escape instead.
+        text = re.sub("[^\x00-\x7f]", _json_escape, text)
+    echo(text)
+
+
+def _writes_utf8(stream) -> bool:
+    import codecs
+
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _json_escape(match) -> str:
+    """JSON's `\\uXXXX` for one character, a surrogate pair past U+FFFF."""
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def forget_json() -> None:

@@ -206,7 +206,12 @@ def _tag_options(filename: str) -> list[str]:
     from patchforge import names
 
     tags = names.parse_wheel_name(filename).tags
-    interpreter = tags[0][0]
+    # The tag this Python's major version matches, where the file carries several: pip checks
+    # the release's Requires-Python against the version it is given, and a universal wheel's
+    # first tag (`py2` of `py2.py3`) fails a `>=3.8` one on every machine.
+    interpreter = next((interpreter for interpreter, _, _ in tags
+                        if re.fullmatch(rf"(py|cp){sys.version_info.major}\d*", interpreter)),
+                       tags[0][0])
     match = re.fullmatch(r"(py|cp|pp|ip|jy)(\d+)", interpreter)
     if match is None:
         raise StoreError(f"{filename}: interpreter tag {interpreter!r} is not one pip download "
