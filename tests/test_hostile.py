@@ -20,7 +20,8 @@ import pytest
 from helpers.cli import CliResult, run_cli
 from helpers.project import add_patch_file
 from helpers.snapshot import snapshot
-from helpers.template import HEADER, MODIFY_A, Template, build_template, overlay_file
+from helpers.template import (HEADER, MODIFY_A, TEMPLATE_FILES, Template, build_template,
+                              overlay_file)
 
 def mbox_of(diff: bytes, subject: str = "a fix") -> bytes:
     return (b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -164,6 +165,56 @@ GAPS: dict[str, str] = {}
                                   if c in GAPS else c for c in sorted(HOSTILE)])
 def test_hostile_patch_in_series_is_refused_by_every_command(env, tmp_path, monkeypatch, case):
     _refuse_everywhere(env, tmp_path, monkeypatch, HOSTILE[case], line=case not in BINARY)
+
+
+# Diffs that GNU patch, quilt, git apply and patchforge's own commands each read another way:
+# refused where they are read, so that no two commands disagree on what a fix deploys. A plain
+# `---`/`+++` pair of two names is one file changed in place for GNU patch and git apply; the
+# overlays shipped the fix under the `+++` name and the `---` file unfixed, while status said
+# "applies". Sections meeting an earlier section's file were applied in turn by the overlays
+# and judged each against the base by status and rebase ("conflict", "obsolete", "applies").
+_A_TWICE = (b"--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n line1\n-LINE2\n+LINE22\n line3\n")
+AMBIGUOUS: dict[str, bytes] = {
+    "plain-two-names": (b"--- a/a.txt\n+++ b/a.txt.new\n@@ -1,3 +1,3 @@\n line1\n-line2\n"
+                        b"+LINE2\n line3\n"),
+    "plain-two-upstream-files": (b"--- a/a.txt\n+++ b/pkg/mod.py\n@@ -1,3 +1,3 @@\n line1\n"
+                                 b"-line2\n+LINE2\n line3\n"),
+    "git-two-names-no-rename": (b"diff --git a/a.txt b/a.txt.new\n--- a/a.txt\n+++ b/a.txt.new\n"
+                                b"@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n"),
+    "one-file-two-sections": MODIFY_A + _A_TWICE,
+    "created-then-changed": (b"--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+                             b"--- a/new.txt\n+++ b/new.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"),
+    "changed-after-rename": (b"diff --git a/a.txt b/b.txt\nsimilarity index 100%\n"
+                             b"rename from a.txt\nrename to b.txt\n" + MODIFY_A),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AMBIGUOUS))
+def test_a_diff_tools_read_differently_is_refused_by_every_command(env, tmp_path, monkeypatch,
+                                                                    case):
+    _refuse_everywhere(env, tmp_path, monkeypatch, AMBIGUOUS[case])
+    quilt = tmp_path / "quilt"
+    quilt.mkdir()
+    (quilt / "hostile.patch").write_bytes(_patch(AMBIGUOUS[case]))
+    (quilt / "series").write_bytes(b"hostile.patch\n")
+    root = tmp_path / "project"
+    before = snapshot(tmp_path)
+    _assert_refused(run_cli(root, "import", "quilt", str(quilt), "--upstream", "up"),
+                    "hostile.patch")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_file_copied_and_changed_in_two_sections_is_one_change(env, tmp_path, monkeypatch):
+    """`git diff -C` writes a copy and a change of its source as two sections of one file:
+    both read the file before the patch, as git apply reads them, and the fix deploys."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "copy.patch", _patch(
+        b"diff --git a/a.txt b/c.txt\nsimilarity index 100%\ncopy from a.txt\ncopy to c.txt\n"
+        + MODIFY_A))
+    r = run_cli(root, "overlays")
+    assert r.rc == 0, r.text
+    assert overlay_file(root, "a.txt").read_bytes().startswith(b"line1\nLINE2\n")
+    assert overlay_file(root, "c.txt").read_bytes() == TEMPLATE_FILES["a.txt"]
 
 
 def test_binary_refusal_names_the_line(env, tmp_path, monkeypatch):

@@ -452,6 +452,7 @@ class _Parser:
                 after_hunk = False
                 i += 1
                 continue
+            self.check_after_earlier(fp, files, i)
             raw = self.data[self.offsets[sec_start]:self.offsets[j]]
             files.append(replace(fp, raw=raw))
             after_hunk = bool(fp.hunks)
@@ -461,6 +462,33 @@ class _Parser:
             raise self.err(0, "not a unified diff: no `diff --git` or `---`/`+++` file header",
                            hint="patches must be git-style unified diffs")
         return ParsedDiff(tuple(files), trailing)
+
+    def check_after_earlier(self, fp: FilePatch, earlier: list[FilePatch], i: int) -> None:
+        """Refuse a section that meets what an earlier section of the diff made: the same file
+        written twice (two patches concatenated, a fold), or a file changed after an earlier
+        section deleted or renamed it away. git apply and GNU patch apply such sections in
+        turn (or refuse them), while each section here is judged against the file before the
+        patch: `status` and `rebase` said "conflict" (or "obsolete", or "applies") where the
+        overlays had another answer. Sections that read one file each (a copy and a change of
+        its source, as `git diff -C` writes) are one change and stay."""
+        if not earlier:
+            return
+        written = {f.new_path: f for f in earlier if f.new_path is not None}
+        gone = {f.old_path: f for f in earlier
+                if f.old_path is not None and f.old_path != f.new_path and not f.is_copy}
+        hint = ("make the change one section per file: apply the patch with `git apply` in a "
+                "checkout of its base and write it again with `git diff` (or split it into "
+                "two patches)")
+        if fp.new_path is not None and fp.new_path in written:
+            first = written[fp.new_path]
+            raise self.err(i, f"{fp.new_path} is changed again: the section at line "
+                              f"{first.line_no} changes it already (one file is one section of "
+                              "a patch)", hint=hint)
+        if fp.old_path is not None and fp.old_path in gone:
+            first = gone[fp.old_path]
+            what = "deletes" if first.new_path is None else f"renames it to {first.new_path}"
+            raise self.err(i, f"{fp.old_path} is changed after the section at line "
+                              f"{first.line_no} {what}", hint=hint)
 
     def git_section(self, i: int) -> tuple[FilePatch, int]:
         lines = self.lines
@@ -543,6 +571,16 @@ class _Parser:
             if a_name is None:
                 raise self.err(start, "cannot tell the file names apart in this `diff --git` line")
             raise self.err(start, "a file section that neither creates, changes nor deletes a file")
+        if old_path is not None and new_path is not None and old_path != new_path and \
+                not (is_rename or is_copy):
+            # git apply takes such a section as a rename, GNU patch as a change of one file in
+            # place; the overlays read it as a copy: three answers, so none is taken.
+            raise self.err(start, f"this section names two files ({old_path} and {new_path}) "
+                                  "without `rename from`/`rename to` (or `copy from`/`copy "
+                                  "to`): tools differ on what it does",
+                           hint="write the same path on its `diff --git`, `---` and `+++` "
+                                "lines; a rename has its `rename from` and `rename to` lines "
+                                "(`git diff -M` writes them)")
         self.check_sides(hunks, is_new, is_delete, start)
         if index_value is not None and index_value.endswith(b" " + SYMLINK.encode()) and \
                 old_mode is None and new_mode is None:
@@ -583,6 +621,17 @@ class _Parser:
         new_path = self.path(self.header_name(self.lines[i + 1][4:], i + 1), i + 1, strip=True)
         if old_path is None and new_path is None:
             raise self.err(i, "both sides are /dev/null")
+        if old_path is not None and new_path is not None and old_path != new_path:
+            # `diff -u a/x.py b/x.py.new`: GNU patch, quilt and git apply change one file in
+            # place (each picks its own of the two names); only a `diff --git` section with
+            # `rename from`/`copy from` lines moves a file. Read as both, the overlays shipped
+            # the fix under the `+++` name and the file under the `---` name unfixed.
+            raise self.err(start, f"the `---` and `+++` lines name two files ({old_path} and "
+                                  f"{new_path}): a diff without `diff --git` changes one file "
+                                  "in place, and tools differ on which",
+                           hint="write the same path on both lines (a/PATH and b/PATH); a "
+                                "rename is a `diff --git` section with `rename from` and "
+                                "`rename to` (`git diff -M` writes one)")
         hunks, i = self.hunks(i + 2, new_path or old_path)
         if not hunks:
             raise self.err(i, "file header with no hunks after it")
