@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 # Build products made while testing a fix (python -m py_compile, pytest) are not part of it,
 # nor what an editor keeps beside a file it has open (vim's swap files, backups `x~`, Emacs's
 # lock and autosave files, macOS's .DS_Store): they were refused by name, so `refresh` failed
-# while the editor was open. (A user's own global ignore file is not read: git runs isolated.)
+# while the editor was open. (A user's own global ignore file is not read: see Worktree._git.)
 # A file named so is still taken when `patchforge add` names it.
 _EXCLUDE = (b"__pycache__/\n*.pyc\n.pytest_cache/\n"
             b"*.swp\n*.swo\n*~\n.#*\n\\#*#\n.DS_Store\n")
@@ -422,9 +422,14 @@ class Worktree:
     def _git(self, *args: str, input: bytes | None = None,
              env: dict[str, str] | None = None) -> bytes:
         # No reflogs: nobody goes back in a worktree's history, and each would be more files
-        # (and directories) to write and remove.
+        # (and directories) to write and remove. No ignore file but the worktree's own
+        # (info/exclude, _EXCLUDE): git reads ~/.config/git/ignore, its default
+        # core.excludesFile, even with no configuration file read, and a file made here that
+        # the user's ignore rules matched (`build/`, `*.local`) was invisible to `git status`:
+        # refresh closed the worktree over it and it was gone, never named.
         proc = run_git("-c", "core.autocrlf=false", "-c", "core.fileMode=true",
-                       "-c", "core.logAllRefUpdates=false", *args,
+                       "-c", "core.logAllRefUpdates=false", "-c", "core.excludesFile=/dev/null",
+                       *args,
                        cwd=self.path, input=input, env=env, ok=None)
         if proc.returncode != 0:
             raise UsageError(f"git {' '.join(args[:2])} failed in {self.path}: "

@@ -537,6 +537,29 @@ def test_edit_refuses_to_drop_unrefreshed_changes(project):
     assert b"not refreshed" in (work(root) / "a.py").read_bytes()
 
 
+def test_a_new_file_the_users_global_ignore_matches_is_named_not_dropped(project):
+    """git reads ~/.config/git/ignore (its default core.excludesFile) whatever configuration it
+    is given: a file made in the worktree under a `build/` the user ignores everywhere was
+    invisible, and refresh closed the worktree over it, the file gone without a word."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    ignore = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
+    ignore.parent.mkdir(parents=True, exist_ok=True)
+    ignore.write_bytes(b"build/\n*.local\n")
+    ok(root, "edit", "one")
+    (work(root) / "build").mkdir()
+    (work(root) / "build" / "kernel.py").write_bytes(b"def kernel(): pass\n")
+    run = run_cli(root, "refresh")
+    assert run.rc == 2 and "not part of the patch: build/kernel.py" in run.err, run.text
+    assert (work(root) / "build" / "kernel.py").read_bytes() == b"def kernel(): pass\n"
+    # Editors' and Python's own leftovers stay out of the fix, as before.
+    (work(root) / "build" / "kernel.py").unlink()
+    (work(root) / "__pycache__").mkdir()
+    (work(root) / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (work(root) / "a.py~").write_bytes(b"backup\n")
+    assert "unchanged" in ok(root, "refresh").text
+
+
 def test_delete_keeps_the_file_aside(project):
     root = project
     one = make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
