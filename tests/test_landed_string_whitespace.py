@@ -300,3 +300,38 @@ def test_a_fix_inside_a_string_over_lines_landed_as_it_is_is_still_a_landing(
     ((patch,),) = [status["patches"]]
     assert (patch["state"], patch["rebase"]) == ("upstreamed", "drop"), patch
     assert patch["landed_in"] == landed, patch
+
+
+def test_where_strings_over_lines_are_open_is_read_as_line_by_line():
+    """history.strings_open_at searches the file's text for the next line that can open or
+    close a string over lines instead of testing each line: on random files of docstrings,
+    raw strings (their delimiters too), quotes opened and closed on one line, quotes inside
+    strings and CRLF lines it says, at every line, what reading the lines one by one says."""
+    import random
+
+    from patchforge.history import opens_over_lines, over_lines, strings_open_at
+
+    def line_by_line(lines, stop):
+        waiting = None
+        for line in lines[:stop]:
+            if waiting is None:
+                if opens_over_lines(line):
+                    waiting = over_lines(line, None)[0]
+            elif waiting in line:
+                waiting = over_lines(line, waiting)[0]
+        return waiting
+
+    rng = random.Random(36)
+    pieces = [b"x = 1", b"    '''doc", b'"""', b"end'''", b'R"ab(', b')ab"', b')"', b'R"(',
+              b"s = '''one''' + \"\"\"two\"\"\"", b"# '''", b"", b"    return R\"x(y)x\";",
+              b"'", b'"', b"\"'''\"", b"text )ab\" more", b"R\"", b"\r"]
+    opened = 0
+    for _ in range(400):
+        lines = [b"".join(rng.choice(pieces) for _ in range(rng.randrange(3)))
+                 for _ in range(rng.randrange(40))]
+        lines = (b"\n".join(lines) + rng.choice([b"", b"\n"])).split(b"\n")
+        for stop in range(len(lines) + 2):
+            expected = line_by_line(lines, stop)
+            assert strings_open_at(lines, stop) == expected, (lines, stop)
+            opened += expected is not None
+    assert opened  # strings left open at some lines
