@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, TYPE_CHECKING
 
@@ -1041,17 +1042,22 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
     root = project.overlays_dir
     drifts: list[Drift] = []
     for rel, data in sorted(overlays.outputs.items()):
-        path = root / rel
-        if not path.exists():
+        on_disk, unfit = overlay_file_bytes(root, rel)
+        if unfit is not None:
+            drifts.append(Drift(rel, "changed", unfit))
+        elif on_disk is None:
             if PurePosixPath(rel).name not in BUILD_OUTPUT_NAMES:
                 drifts.append(Drift(rel, "missing", "not generated yet"))
-        elif path.read_bytes() != data:
-            drifts.append(Drift(rel, "changed", _first_difference(path.read_bytes(), data)))
+        elif on_disk != data:
+            drifts.append(Drift(rel, "changed", _first_difference(on_disk, data)))
     for f in overlays.files:
         path = root / f.rel
-        if path.exists() and sha256(path.read_bytes()) != f.sha256:
+        on_disk, unfit = overlay_file_bytes(root, f.rel)
+        if unfit is not None:
+            drifts.append(Drift(f.rel, "changed", unfit))
+        elif on_disk is not None and sha256(on_disk) != f.sha256:
             drifts.append(Drift(f.rel, "changed", "overlay file differs from the regenerated one"))
-        elif path.exists() and os.access(path, os.X_OK) != (f.mode == "100755"):
+        elif on_disk is not None and os.access(path, os.X_OK) != (f.mode == "100755"):
             drifts.append(Drift(f.rel, "changed", "overlay file should be "
                                 + ("executable" if f.mode == "100755" else "not executable")))
     for rel, data in sorted(overlays.artifact_files.items()):
@@ -1832,10 +1838,12 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
         listed[rel_text] = digest.decode().lower()
         if not shipped(rel_text):
             continue
-        path = root / rel_text
-        if not path.exists():
+        data, unfit = overlay_file_bytes(root, rel_text)
+        if unfit is not None:
+            rows.append((rel_text, "mismatch", unfit))
+        elif data is None:
             rows.append((rel_text, "missing", "file not found"))
-        elif sha256(path.read_bytes()) != digest.decode().lower():
+        elif sha256(data) != digest.decode().lower():
             rows.append((rel_text, "mismatch", "sha256 differs"))
         else:
             rows.append((rel_text, "ok", ""))
@@ -2039,6 +2047,42 @@ def _unprintable_string(value: Any, where: str) -> tuple[str, str] | None:
         if found is not None:
             return found
     return None
+
+
+def overlay_file_bytes(root: Path, rel: str) -> tuple[bytes | None, str | None]:
+    """The bytes of `rel` under `root` (overlays/) as the file itself: (bytes, None); (None,
+    None) where nothing is there; (None, why) for what a deployment cannot take as the overlay
+    file: a symlink, or a path through one (on the host that mounts it, it names whatever is
+    there), a directory, a FIFO or a device (read, it never ends). Opened without following a
+    link and without blocking, then looked at, so nothing swapped in between is read."""
+    path = root
+    for part in PurePosixPath(rel).parts:
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return None, None
+        except NotADirectoryError:
+            return None, f"{path.parent.relative_to(root)} is a file, not a directory"
+        if stat.S_ISLNK(mode):
+            at = "" if path == root / rel else f" ({path.relative_to(root)}/)"
+            return None, (f"a symlink{at} to {os.readlink(path)}: an overlay file is the file "
+                          "itself (mounted elsewhere, a link names whatever that host has "
+                          "there): remove it and run `patchforge overlays`")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        return None, f"{kind}, not the overlay file; run `patchforge overlays`"
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(), None
 
 
 def _inside(rel: str) -> bool:

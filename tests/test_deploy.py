@@ -989,3 +989,50 @@ def test_the_stack_compose_files_services_are_read_as_compose_reads_them(stack, 
             assert run.rc == 1 and rows[str(root / "compose.yaml")]["state"] == "mismatch"
         else:
             assert "defines no service" not in said and run.rc == 0, (said, run.text)
+
+
+@pytest.mark.parametrize("what", ["link", "linked-directory", "directory", "fifo"])
+def test_verify_and_check_name_an_overlay_path_that_is_not_the_file_itself(stack, tmp_path, what):
+    """What stands at an overlay's path is what the mount gives the container. A symlink out of
+    overlays/ (or a directory of it linked elsewhere) to a same-content file passed `verify` as
+    `ok`: on the host that mounts it, it names whatever is there. A directory stopped `verify`
+    with "Is a directory" and the crash hint; a FIFO hung `verify` and `overlays --check` for
+    ever. Each is a row of its own (`mismatch`, a `changed` drift), exit 1, the other files
+    still checked."""
+    from helpers.cli import run_subprocess
+
+    root = stack
+    ok(root, "overlays")
+    sums = (root / "overlays/SHA256SUMS").read_text().splitlines()
+    rel = next(rel for rel in (line.split("  ", 1)[1] for line in sums)
+               if not rel.endswith(".yaml") and not rel.startswith("artifacts/"))
+    path = root / "overlays" / rel
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if what == "link":
+        shutil.copy(path, elsewhere / path.name)
+        path.unlink()
+        path.symlink_to(elsewhere / path.name)
+        expected = f"a symlink to {elsewhere / path.name}"
+    elif what == "linked-directory":
+        shutil.copytree(path.parent, elsewhere / "dir")
+        shutil.rmtree(path.parent)
+        path.parent.symlink_to(elsewhere / "dir")
+        expected = "a symlink ("
+    elif what == "directory":
+        path.unlink()
+        path.mkdir()
+        expected = "a directory, not the overlay file"
+    else:
+        path.unlink()
+        os.mkfifo(path)
+        expected = "not a regular file, not the overlay file"
+    verified = run_subprocess(root, "verify", timeout=120)
+    out = verified.stdout.decode()
+    assert verified.returncode == 1, (verified.returncode, out, verified.stderr)
+    row = next(line for line in out.splitlines() if rel in line)
+    assert row.startswith("mismatch") and expected in row, out
+    assert re.search(r"\n[1-9][0-9]* ok, [1-9][0-9]* failed", out), "the other files are checked"
+    checked = run_subprocess(root, "overlays", "--check", timeout=120)
+    assert checked.returncode == 1 and expected in checked.stdout.decode() + \
+        checked.stderr.decode(), checked
