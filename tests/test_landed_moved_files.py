@@ -528,16 +528,9 @@ def test_the_contents_before_the_commits_beside_are_read_only_when_one_after_hol
     assert not [line for line in diffs if "old.py" in line], diffs
 
 
-def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
-    """A release (a commit of hundreds of files, as a wheel upstream's version is) that folds
-    the file the fix deletes into another: the moved-code check makes each new file's loose
-    code (whitespace and commas out) once and keeps it in the cache (`kept/`), and the next
-    command reads it back instead of every blob: the same stop each time, the same where the
-    kept file is cut short or its bytes are damaged (a crash: it is made again, whole), and
-    the same once it is gone."""
-    import os
-    from pathlib import Path
-
+def folded_in_a_release(tmp_path):
+    """fix.patch deleting f15.py, and v2 a release (a commit of hundreds of files, as a wheel
+    upstream's version is) that folds f15.py into k2.py: (the stack, the stop's evidence)."""
     f15 = b"import torch\n\n\n" + functions(range(15, 18))
     stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
     deleting(stack, "f15.py")
@@ -546,7 +539,19 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     moving = stack.commit({"f15.py": None, **release,
                            "k2.py": b"import os\nimport torch\n\n\n" + functions(range(30, 40))
                            + functions(range(15, 18))}, "release 2", tag="v2")
-    evidence = f"f15.py: the code it deletes was moved to k2.py by commit {moving}, and is there"
+    return stack, f"f15.py: the code it deletes was moved to k2.py by commit {moving}, and is there"
+
+
+def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
+    """A release that folds the file the fix deletes into another: the moved-code check makes
+    each new file's loose code (whitespace and commas out) once and keeps it in the cache
+    (`kept/`), and the next command reads it back instead of every blob: the same stop each
+    time, the same where the kept file is cut short or its bytes are damaged (a crash: it is
+    made again, whole), and the same once it is gone."""
+    import os
+    from pathlib import Path
+
+    stack, evidence = folded_in_a_release(tmp_path)
     kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
     kept(stack, evidence)
     (made,) = kept_dir.iterdir()
@@ -561,3 +566,35 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     made.unlink()
     kept(stack, evidence)
     assert made.read_bytes() == whole
+
+
+def test_a_releases_loose_code_interrupted_or_refused_on_its_way_to_the_cache_leaves_nothing(
+        tmp_path):
+    """Ctrl-C (a real SIGINT) while the release's loose code is written to the cache: the
+    command exits 130 and leaves no temporary file in `kept/`; a disk that refuses the write
+    (EIO) keeps nothing, and the command answers as it does with the file."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from helpers.env import REPO_ROOT
+
+    stack, evidence = folded_in_a_release(tmp_path)
+    kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
+    command = [sys.executable, "-m", "patchforge", "--root", str(stack.root), "status",
+               "--against", "up=v2", "--json"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PATCHFORGE_FAULT": "keep:1",
+           "PATCHFORGE_FAULT_MODE": "interrupt"}
+    interrupted = subprocess.run(command, env=env, capture_output=True)
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert not kept_dir.exists() or list(kept_dir.iterdir()) == []
+    refused = subprocess.run(command, env={**env, "PATCHFORGE_FAULT_MODE": "raise"},
+                             capture_output=True)
+    ((patch,),) = [json.loads(refused.stdout)["patches"]]
+    assert patch["state"] == "unsure", patch
+    assert any(evidence in line for line in patch["evidence"]), patch["evidence"]
+    assert list(kept_dir.iterdir()) == []
+    kept(stack, evidence)
+    assert len(list(kept_dir.iterdir())) == 1

@@ -1595,10 +1595,13 @@ class UpstreamStore:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+            fault_point("keep")
             os.replace(tmp, directory / name)
-        except OSError:
+        except BaseException as exc:  # (Ctrl-C too: no temporary file is left behind)
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            if not isinstance(exc, OSError):
+                raise
 
     def history_blobs(self, where: dict[str, tuple[str, str]]) -> dict[str, bytes]:
         """The contents of blobs of the history by id (`where`: id -> (a commit, the path it
