@@ -302,6 +302,44 @@ def test_a_rebase_stopped_by_a_keeps_line_goes_on_from_the_series_before_the_fix
         assert [f["check"] for f in doc["findings"]] == ["skipped"], doc
 
 
+@pytest.mark.parametrize("how", ["skipped", "landed then rebased back"])
+def test_check_is_not_green_while_a_guarded_fix_is_in_no_overlay(tmp_path, how):
+    """fix-b's Keeps: line guards its change. Set aside by `rebase --skip` (the upstream changed
+    its line), or kept as landed under upstreamed/ and then in no overlay once the rebase is
+    undone by `rebase --to` the old pin: `status`, `lint`, `overlays --check` and `verify` exit 1,
+    while `check` said "Keeps invariants: all hold", exit 0 (`--json`: `"ok": true`, no word of
+    the fix): a CI job running `check` went green on overlays without the fix it guards."""
+    b = b"x = 1\ny = 2\nz = 3\n"
+    fixed = b.replace(b"y = 2", b"y = 22")
+    stack = OneUpstreamStack(tmp_path, {"b.py": b, "a.py": b"a = 1\n"})
+    stack.add_fix("fix-b", "b.py", b, fixed, fields="Keeps: b.py: y = 22\n")
+    (stack.root / "series/up/series").write_text("fix-b.patch\n")
+    stack.cli("overlays")
+    stack.cli("check")
+    if how == "skipped":
+        stack.commit({"b.py": b.replace(b"y = 2", b"y = 3")}, "v2: y", tag="v2")
+        stack.cli("rebase", "--to", "v2", expect=3)
+        stack.cli("rebase", "--skip")
+        assert (stack.root / "series/up/skipped/fix-b.patch").exists()
+    else:
+        stack.commit({"b.py": fixed}, "v2: the fix lands", tag="v2")
+        stack.cli("rebase", "--to", "v2")
+        assert (stack.root / "series/up/upstreamed/fix-b.patch").exists()
+        stack.cli("rebase", "--to", "v1", expect=1)  # says the fix is in no overlay
+        stack.cli("overlays", expect=1)
+    assert b"y = 22" not in (stack.root / "overlays/up/b.py").read_bytes() \
+        if (stack.root / "overlays/up/b.py").exists() else True
+    stack.cli("status", expect=1)
+    stack.cli("overlays", "--check", expect=1)
+    _, out, err = stack.cli("check", expect=1)
+    assert "needs attention" in out, out + err
+    document = stack.json("check", expect=1)
+    from patchforge.formats.schemas import validation_errors
+    assert validation_errors(document, "check") == []
+    assert document["ok"] is False and any("fix-b" in note for note in document["notes"]), \
+        document
+
+
 def test_a_stop_on_a_keeps_line_takes_that_line_changed_for_an_upstream_rename(tmp_path):
     """Upstream rightly renames the function a fix's Keeps: line names; the fix merges
     cleanly and the rebase stops on the line. `--continue` was refused, and so was the one

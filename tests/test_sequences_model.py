@@ -55,7 +55,7 @@ SAYS_SO = ("status", "list", "show", "lint", "overlays --check", "verify", "chec
            "export")
 # Those that exit 1 while something needs attention (a stop, a rebase in progress, a skipped
 # fix), whatever their own check finds.
-ATTENTION = ("status", "lint", "overlays --check")
+ATTENTION = ("status", "lint", "overlays --check", "check")
 # What no command changes unless it writes: everything in the project but these.
 UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
 

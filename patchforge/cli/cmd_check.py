@@ -6,7 +6,7 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_profile
-from patchforge.cli.output import announce_state, emit_json, table
+from patchforge.cli.output import announce_state_report, emit_json, table
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout": "red",
@@ -40,7 +40,7 @@ def check(app, run, profile, as_json):
         # The project read whole (never a rebase's half-written result); the checks then run
         # on the overlays in memory, however long they take, without holding anyone back.
         with app.reading():
-            announce_state(project, as_json=as_json)
+            notes, attention, _ = announce_state_report(project, as_json=as_json)
             for name, pin in project.lock.upstreams.items():
                 ensure_pinned(project, store, name, pin)
             overlays = build_overlays(project, store)
@@ -48,11 +48,19 @@ def check(app, run, profile, as_json):
                           if profile is None or v.profile in (profile, None)]
         results = run_checks(project, store, overlays, profile=profile) if run else []
     failed = [r for r in results if not r.ok]
-    ok = not violations and not failed
+    # A fix in no overlay: set aside under skipped/ (or a rebase stopped or in progress, the
+    # series then not the one to deploy), or kept as landed while upstream took it out again at
+    # the pin. Its Keeps lines are checked nowhere, and the overlays checked lack it: a CI job
+    # that runs `check` went green on them, as `status`, `lint` and `overlays --check` do not.
+    lacking = [why for profile_, (_, _, whys) in sorted(overlays.landed.items(),
+                                                        key=lambda item: item[0] or "")
+               if profile is None or profile_ in (profile, None) for why in whys]
+    ok = not violations and not failed and not attention and not lacking
     if as_json:
         emit_json({"ok": ok, "ran": run,
                    "invariants": [v.to_json() for v in violations],
-                   "checks": [r.to_json() for r in results]}, "check")
+                   "checks": [r.to_json() for r in results],
+                   **({"notes": notes + lacking} if attention or lacking else {})}, "check")
     else:
         for warning in overlays.warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -62,6 +70,9 @@ def check(app, run, profile, as_json):
                 click.echo(f"  {v.message}")
         else:
             click.echo("Keeps invariants: all hold")
+        if attention or lacking:
+            click.echo("...on overlays that lack a fix or are not the series to deploy (see the "
+                       "notes and warnings above): needs attention")
         if run:
             _render_results(results, specs, profile, app)
     if not ok:
