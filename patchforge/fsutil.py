@@ -227,6 +227,26 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None,
         fsync_dir(path.parent)
 
 
+def write_destination(path: Path | str, data: bytes) -> None:
+    """Write `data` where the user said (`export --mbox FILE`, `status --html FILE`): a file
+    replaced atomically, as atomic_write; but a destination that is a stream (a named pipe
+    another program reads, `/dev/stdout`, a terminal: neither a regular file nor a directory,
+    after its symlinks) is written through, as a shell's `>` writes it. Renamed over, the pipe
+    was replaced by a regular file its reader never saw (and, as root where /dev is writable,
+    a device node by a file), while the command said it had written."""
+    import stat
+
+    try:
+        kind = os.stat(path).st_mode
+    except OSError:
+        kind = None
+    if kind is None or stat.S_ISREG(kind) or stat.S_ISDIR(kind):
+        atomic_write(path, data)
+        return
+    with open(path, "wb") as stream:
+        stream.write(data)
+
+
 # How many files atomic_write_many() has open at once (a batch): well under any limit on open
 # files, and enough that the file system commits most of a long series' data together.
 _WRITE_BATCH = 128

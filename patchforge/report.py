@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import __version__
-from patchforge.fsutil import atomic_write, parse_json
+from patchforge.fsutil import parse_json, write_destination
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -118,7 +118,7 @@ def _string_at(doc: dict, key: str) -> str:
 def write_html_report(project: Project, path, status_document: dict) -> None:
     """Write the report for `status_document` (the `status --json` document) to `path`."""
     project.refuse_own_destination(path, new_directory=True)  # a reports/ directory is made
-    atomic_write(Path(path), render_html_report(project, status_document).encode("utf-8"))
+    write_destination(Path(path), render_html_report(project, status_document).encode("utf-8"))
 
 
 def render_html_report(project: Project, status_document: dict) -> str:

@@ -626,6 +626,38 @@ def test_export_mbox_is_taken_by_git_am(project, tmp_path):
     assert run_cli(root, "export").rc == 2
 
 
+def test_export_mbox_into_a_named_pipe_reaches_git_am_reading_it(project, tmp_path):
+    """`export --mbox PIPE` with `git am` reading the pipe (or `--mbox /dev/stdout`): the
+    messages are written through it. Renamed over, the pipe became a regular file: git am got
+    nothing while the command said "wrote 2 messages"; `status --html` did the same."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    pipe = tmp_path / "mail.pipe"
+    os.mkfifo(pipe)
+    # As `export --mbox >(git am)` gives it: git am reads the pipe on its standard input.
+    reader = subprocess.Popen(["sh", "-c", 'exec git am -q --keep-cr < "$1"', "sh", str(pipe)],
+                              cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert "wrote 2 messages" in ok(root, "export", "--mbox", str(pipe)).text
+        _, err = reader.communicate(timeout=30)
+    finally:
+        reader.kill()
+    assert reader.returncode == 0, err
+    assert pipe.is_fifo()
+    assert (checkout / "pkg/added.py").read_bytes() == (fork / "pkg/added.py").read_bytes()
+    html = tmp_path / "report.pipe"
+    os.mkfifo(html)
+    cat = subprocess.Popen(["cat", str(html)], stdout=subprocess.PIPE)
+    try:
+        run_cli(root, "status", "--html", str(html))
+        report, _ = cat.communicate(timeout=30)
+    finally:
+        cat.kill()
+    assert html.is_fifo() and b"<html" in report.lower()
+
+
 def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
     """A fix that changes a file with CRLF lines, exported with `export --mbox`: the command
     said only "wrote 2 messages", and the `git am` the user typed next failed ("patch does not

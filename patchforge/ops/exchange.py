@@ -29,7 +29,7 @@ from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, control_ch
                                           render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import (RepoLock, atomic_write, parse_json, put_back_on_failure,
-                               writing_project)
+                               write_destination, writing_project)
 from patchforge.stack import (require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
@@ -2539,5 +2539,5 @@ def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
             crlf.append(name)
         if not patch.file_patches:
             empty.append(name)
-    atomic_write(Path(out), b"".join(chunks))
+    write_destination(Path(out), b"".join(chunks))
     return crlf, empty
