@@ -2491,6 +2491,7 @@ class HistoryIndex:
         self._loose_binary: dict[str, bytes] = {}
         self._held: dict[tuple[str, bytes], tuple] = {}
         self._at: dict[str, list[int]] | None = None  # path -> its places in `log`
+        self._touches: dict[str, list[str]] | None = None  # `log` as a dict (_fetch_versions)
         # The diffs start_landing asked for and no question has taken yet: (paths, the git
         # process reading them), and those paths.
         self._started: list[tuple[list[str], StartedGit]] = []
@@ -2633,6 +2634,7 @@ class HistoryIndex:
             return
         missing, commits = self.unread(list(wanted))
         if missing and commits:
+            self._fetch_versions(commits, missing)
             self._started.append((missing, self.store.start_commit_patches(commits, missing)))
             self._starting.update(missing)
 
@@ -3070,8 +3072,57 @@ class HistoryIndex:
         if self._started and not self._starting.isdisjoint(paths):
             self.take_started()
         missing, commits = self.unread(paths)
+        if commits:
+            self._fetch_versions(commits, missing)
         self.add_read(missing, self.store.commit_patches(commits, missing) if commits else b"")
         return self._chunks
+
+    def _fetch_versions(self, commits: list[str], paths: list[str]) -> None:
+        """The blobs the diffs of `paths` in `commits` read, fetched at once into a partial
+        store that lacks some (store.fetch_history_blobs). Asked first of one version of each
+        path (the one after its oldest commit here, a version between the pin's and the
+        target's, which the walk's own reads fetched): a store that has read this history
+        before holds them all, and the rest are not looked up."""
+        if self.store.holds_blobs(self._versions(commits, paths, first=True)):
+            return
+        self.store.fetch_history_blobs(self._versions(commits, paths))
+
+    def _versions(self, commits: list[str], paths: list[str],
+                  first: bool = False) -> dict[str, tuple[str, str]]:
+        """{blob id: (commit, path)} of the blobs before and after each of `commits`' changes
+        of `paths`, as the range's walk names them (`_raw`: a commit with one parent);
+        `first`: only the blob after the oldest of them that changes each path (before it,
+        when it deletes the path). Each path's line is found by its name (`:<modes> <old id>
+        <new id> <status>\t<path>` in `git log --raw`), not every line of a large commit
+        parsed; a submodule has no blob."""
+        where: dict[str, tuple[str, str]] = {}
+        if self._touches is None:
+            self._touches = dict(self.log)
+        left = set(paths)
+        for commit in commits:  # (`log`'s order: oldest first)
+            entry = self._raw.get(commit)
+            if entry is None or entry[1] < 0:
+                continue
+            part, raw = entry
+            for path in left.intersection(self._touches.get(commit, ())):
+                name = b"\t" + git_output_path(os.fsencode(path))
+                at = part.find(name + b"\n", raw)
+                if at < 0 and part.endswith(name):
+                    at = len(part) - len(name)
+                start = part.rfind(b"\n:", raw, at) if at >= 0 else -1
+                fields = part[start + 2:at].split(b" ") if start >= 0 else []
+                if len(fields) < 4 or b"160000" in fields[:2]:
+                    continue
+                sides = [oid.decode() for mode, oid in ((fields[0], fields[2]),
+                                                        (fields[1], fields[3]))
+                         if mode != b"000000"]
+                for oid in sides[-1:] if first else sides:
+                    where.setdefault(oid, (commit, path))
+                if first:
+                    left.discard(path)
+            if first and not left:
+                break
+        return where
 
     def take_started(self) -> None:
         """The reads start_landing started, taken into the index (each waited for)."""

@@ -377,6 +377,33 @@ def test_landed_verbatim_names_the_commit(stack, upstream):
     assert status.attention
 
 
+def test_the_history_a_first_status_reads_is_fetched_at_once(stack, upstream, tmp_path):
+    """The store is a partial clone: the history's versions of a file are not in it until a
+    question reads them. Left to `git diff-tree`, they were fetched one commit at a time (a
+    `git fetch` per commit of the history that changes the file, dozens against a real
+    upstream, each a pack of whole blobs); they are fetched in one go before the diff, and
+    the verdict is the same. Counted by git's own trace of its processes."""
+    text = upstream.read(MAIN)
+    for k in range(6):  # a history that changes the fixed file again and again
+        text = text.replace(b"    total = 0\n" if k == 0 else b"    total = %d\n" % (k - 1),
+                            b"    total = %d\n" % k)
+        upstream.commit({MAIN: text}, f"start the total at {k}")
+    landed, target = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    stack.add("fix.patch", the_fix())
+    trace = tmp_path / "trace.json"
+    proc = run_subprocess(stack.root, "status", "--against", f"up={target}", "--json",
+                          env={"GIT_TRACE2_EVENT": str(trace)})
+    assert proc.returncode == 1, proc.stderr
+    [found] = json.loads(proc.stdout)["patches"]
+    assert (found["state"], found["landed_in"]) == ("upstreamed", landed), found
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    names = {e["sid"]: e["name"] for e in events if e["event"] == "cmd_name"}
+    # A process started by another is named by the other's id, a slash, and its own.
+    fetched_by = [names.get(sid.rpartition("/")[0]) for sid, name in names.items()
+                  if name == "fetch"]
+    assert "diff-tree" not in fetched_by, fetched_by
+
+
 def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):
     def squash(text):
         text = fixed(text).replace(b'    if device.type != "cuda":\n',

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
 import re
+import struct
 import subprocess
 import threading
 import time
@@ -47,6 +49,8 @@ from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from patchforge.store.imports import ImportResult
 
 
@@ -285,6 +289,8 @@ class UpstreamStore:
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._renames: dict[tuple[str, str], dict[str, str]] = {}  # (old, new) -> src -> dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
+        # pack index file name -> (its fan-out table, its sorted object ids) (_held_by_packs)
+        self._pack_ids: dict[str, tuple[tuple[int, ...], mmap.mmap]] = {}
         # Presence checks started ahead (start_presence_check): (the blob ids asked, the
         # `git rev-list` answering), each taken by the first _missing() it covers.
         self._checks: list[tuple[frozenset[str], StartedGit]] = []
@@ -436,6 +442,9 @@ class UpstreamStore:
         checks, self._checks = self._checks, []
         for _, check in checks:
             check.close()
+        maps, self._pack_ids = self._pack_ids, {}
+        for _, mapped in maps.values():
+            mapped.close()  # (before a repack removes the indexes they map)
         # The upkeep (a listing of the temporary directory and of the packs) runs while
         # cat-file, its input closed, exits.
         self._cat.close(meanwhile=self.maintain)
@@ -1602,6 +1611,95 @@ class UpstreamStore:
                 os.unlink(tmp)
             if not isinstance(exc, OSError):
                 raise
+
+    def fetch_history_blobs(self, where: dict[str, tuple[str, str]]) -> None:
+        """Bring these blobs of the history (`where` as history_blobs') into a partial store
+        that lacks some, in one `git fetch`, before a `git diff-tree` of the history reads
+        them. Left to that diff, git fetches a diff's missing blobs itself one commit at a
+        time: 66 fetches (264 git processes, 9.4 s of wall) for the history's diffs in a first
+        `status --against` 382 commits ahead, against 1 s once fetched at once. And each of
+        those fetches is a pack of one commit's versions, every one whole, where versions
+        fetched together come as deltas of each other (136 of the 173 blobs of the largest
+        such diff; 2.3 -> 0.7 MB in the store), which every later diff of them inflates far
+        less of (777 -> 546 million instructions of that `git diff-tree`). Offline nothing
+        is done (git's own reads say what is missing)."""
+        with self._lock:
+            if is_offline() or not self._is_partial():
+                return
+            wanted = set(where).difference(self._present)
+            held = self._held_by_packs(wanted) if wanted else set()
+            if held is not None:
+                # Most often every one is there (a history read before): told by the pack
+                # indexes, without the `git rev-list` (_missing) whose read of each object's
+                # header in its pack costs 15-20 us an object here (13 ms for the 652
+                # versions of the series' files 382 commits ahead) on every run.
+                self._present.update(held)
+                wanted.difference_update(held)
+            if wanted:
+                self._fetch_missing(wanted, where)
+
+    def holds_blobs(self, oids: Iterable[str]) -> bool:
+        """Whether the store holds every one of these blobs: True for a store that is not
+        partial, or offline (nothing could be fetched); else told by its pack indexes
+        (_held_by_packs), without a git process, False where they cannot tell."""
+        with self._lock:
+            if is_offline() or not self._is_partial():
+                return True
+            wanted = set(oids).difference(self._present)
+            held = self._held_by_packs(wanted) if wanted else set()
+            if held is None:
+                return False
+            self._present.update(held)
+            return held == wanted
+
+    def _held_by_packs(self, oids: set[str]) -> set[str] | None:
+        """Those of `oids` (full ids) that the store's packs hold, read from their indexes
+        (version 2: a fan-out table of 256 counts, then the sorted ids) or else held as loose
+        objects, without a git process; None where that may not be the whole answer (a
+        multi-pack index, alternates, an index of another version or not readable). An id
+        named here is in the store; one not named may still be (a pack written meanwhile):
+        only whether a fetch is asked for depends on it, and that fetch asks git first."""
+        objects = self.git_dir / "objects"
+        pack_dir = objects / "pack"
+        try:
+            names = set(os.listdir(pack_dir))
+            if "multi-pack-index" in names or (objects / "info" / "alternates").exists():
+                return None
+            tables = []
+            for name in names:
+                if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
+                    continue
+                table = self._pack_ids.get(name)
+                if table is None:
+                    # Mapped, not read: only the pages of the ids looked for are touched.
+                    with open(pack_dir / name, "rb") as f:
+                        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    if data[:8] != b"\xfftOc\x00\x00\x00\x02" or len(data) < 1032:
+                        return None
+                    table = self._pack_ids[name] = (struct.unpack_from(">256I", data, 8), data)
+                tables.append(table)
+        except OSError:
+            return None
+        if any(len(oid) != 40 for oid in oids):
+            return None  # (SHA-1 ids only: the indexes read here hold 20-byte ids)
+        held = set()
+        left = {oid: bytes.fromhex(oid) for oid in oids}
+        # The largest pack first: after a repack it holds nearly everything, and each id
+        # found there is not looked for in the others.
+        for fanout, data in sorted(tables, key=lambda table: -table[0][255]):
+            for oid, key in list(left.items()):
+                first = key[0]
+                # The ids starting with that byte, 20 bytes each after the 1,032 of the header.
+                low = 1032 + 20 * (fanout[first - 1] if first else 0)
+                high = 1032 + 20 * fanout[first]
+                at = data.find(key, low, high)
+                while at >= 0 and (at - 1032) % 20:  # (a match across two ids)
+                    at = data.find(key, at + 1, high)
+                if at >= 0:
+                    held.add(oid)
+                    del left[oid]
+        held.update(oid for oid in left if os.path.exists(objects / oid[:2] / oid[2:]))
+        return held
 
     def history_blobs(self, where: dict[str, tuple[str, str]]) -> dict[str, bytes]:
         """The contents of blobs of the history by id (`where`: id -> (a commit, the path it
