@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -586,6 +587,21 @@ def test_import_mbox_refuses_a_file_that_is_not_an_mbox_by_its_name(project, tmp
     run = run_cli(project, "import", "mbox", str(mbox))
     assert run.rc == 2 and f"{mbox}: not an mbox git can split" in run.err, run.err
     assert "patchforge-mbox-" not in run.err  # no scratch directory in the message
+
+
+def test_import_mbox_reads_an_mbox_given_through_a_pipe(project, tmp_path):
+    """`import mbox <(git format-patch --stdout ...)`: the shell gives a /dev/fd/N path of a pipe,
+    which was read for its first line and then handed to `git mailsplit`, in whose process it
+    names nothing: "not an mbox git can split: cannot stat /dev/fd/63", exit 2."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    proc = subprocess.run(
+        ["bash", "-c", 'exec "$0" -m patchforge --root "$1" import mbox --upstream up '
+                       '<(git -C "$2" format-patch --stdout main..fixes)',
+         sys.executable, str(root), str(fork)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    listed = (root / "series" / "up" / "series").read_bytes().splitlines()
+    assert len(listed) == 2, listed
 
 
 def test_import_mbox_refuses_a_date_that_is_no_date_naming_the_message(project, tmp_path):

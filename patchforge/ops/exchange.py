@@ -1507,13 +1507,20 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
     full_index = _FullIndex(project, store, upstream, pin.commit)
     with tempfile.TemporaryDirectory(prefix="patchforge-mbox-") as tmp:
         tmp_path = Path(tmp)
+        # Read once, here, and given to mailsplit on its standard input: an mbox that is a
+        # pipe (`import mbox <(git format-patch --stdout ...)`) can be read only once, and its
+        # /dev/fd/N path names nothing in git's process ("cannot stat /dev/fd/63").
+        try:
+            data = Path(mbox).read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read the mbox: {exc.strerror or exc}",
+                             path=str(mbox)) from None
         # A CR of a file's own CRLF lines is kept (--keep-cr), unless the mbox's own first
         # line (`From <commit> <date>`) ends in CRLF: then a mail client or a Windows editor
         # converted every line, and the CRs are the transport's, dropped as `git am` drops them.
-        with open(mbox, "rb") as handle:
-            converted = handle.readline().endswith(b"\r\n")
+        converted = data.split(b"\n", 1)[0].endswith(b"\r") and b"\n" in data
         split = run_git("mailsplit", "-o" + str(tmp_path),
-                        *([] if converted else ["--keep-cr"]), str(mbox), ok=None)
+                        *([] if converted else ["--keep-cr"]), input=data, ok=None)
         if split.returncode != 0:
             reason = split.stderr.decode("utf-8", "replace").strip() or "unreadable"
             raise InputError(f"not an mbox git can split: {reason}", path=str(mbox),
