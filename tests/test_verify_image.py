@@ -649,3 +649,42 @@ def test_a_fix_upstream_reverted_at_the_pin_fails_where_its_overlay_lacks_it(
     assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == both
     _, out, _ = stack.cli("verify", "--image", ref, expect=0)
     assert "bring-back" not in out, out
+
+
+def test_the_pinned_image_whose_file_is_not_the_upstreams_is_not_sent_to_itself(
+        tmp_path, registry_server):
+    """An image whose label names the pinned revision but whose file is another (a re-spin, a
+    build carrying a change of its own), pinned by `rebase --to`: `verify --image` said its
+    file was one "the upstream moved under", and its hint said to deploy the image upstream.lock
+    pins, or to `rebase --to` this one: the very image and move just made. It now says the
+    pinned image changed the upstream's file, and names the ways out that are left."""
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, base.replace(b"a line 5\n", b"a line 5, fixed\n"))
+    files = {"opt/site/pkg/a.py": base + b"# the image's own change\n",
+             "opt/site/pkg/b.py": b"b = 1\n"}
+    registry_server.push_image("team/up", "respin", {"org.opencontainers.image.revision":
+                                                     stack.base}, layers=(
+        _layer(_tar(files, dirs=_parents(files)), "gzip"),))
+    ref = f"{registry_server.host}/team/up:respin"
+    stack.cli("rebase", "--to", f"up={ref}")
+    stack.cli("overlays")
+    digest = stack.lock()["image"]["digest"]
+    for args in ((), (ref,)):
+        _, out, err = stack.cli("verify", "--image", *args, expect=1)
+        assert "the pinned image is not the upstream's file at the pinned revision" in out and \
+            "the upstream moved under the overlay" not in out, out
+        assert "the image upstream.lock pins does not hold the upstream's files at the " \
+            "revision the overlays were made from" in err, err
+        assert "rebase --to" not in err and f"pins, {registry_server.host}/team/up@{digest})" \
+            not in err, err
+    # Another image, not the pin, is still sent to the pin or to a move onto it.
+    registry_server.push_image("team/up", "other", {}, layers=(
+        _layer(_tar(files, dirs=_parents(files)), "gzip"),
+        _layer(_tar({"opt/site/pkg/b.py": b"b = 2\n"}), "gzip")))
+    _, out, err = stack.cli("verify", "--image", f"{registry_server.host}/team/up:other",
+                            expect=1)
+    assert f"deploy the image the overlays were made for (the one upstream.lock pins, " \
+        f"{registry_server.host}/team/up@{digest})" in err and "rebase --to up=" in err, err

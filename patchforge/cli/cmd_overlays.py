@@ -279,7 +279,7 @@ def verify(app, installed, image, profile, as_json, output_format):
 def _verify_image(app, image, profile, as_json, output_format="text"):
     import contextlib
 
-    from patchforge.ops.deploy import verify_image
+    from patchforge.ops.deploy import is_the_pinned_image, verify_image
 
     @contextlib.contextmanager
     def reading():
@@ -312,7 +312,9 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
                    + f"{megabytes:.1f} MB)")
         for line in _fixes_said(result):
             click.echo(line)
-        for hint in _image_hints(result, _made_for(app.project(), result)):
+        for hint in _image_hints(result, _made_for(app.project(), result),
+                                 is_the_pinned_image(app.project(), result.digest,
+                                                     result.manifest_digest)):
             click.echo(f"hint: {hint}", err=True)
         if result.tag_moved and all(f.state == "ok" for f in result.files):
             # (A failed file's hint already says both ways.)
@@ -385,9 +387,10 @@ def _made_for(project, result) -> str:
             "`patchforge rebase --to NAME=REPO:TAG` pins one)")
 
 
-def _image_hints(result, made_for: str) -> list[str]:
+def _image_hints(result, made_for: str, the_pin: bool = False) -> list[str]:
     """What to do about `verify --image`'s failed rows, as `verify --installed` says it;
-    `made_for` names the image to deploy instead (_made_for)."""
+    `made_for` names the image to deploy instead (_made_for); `the_pin`: the image read is the
+    one upstream.lock pins, so neither deploying it nor a rebase onto it is a way out."""
     hints = []
     taken_out = sorted({fix for f in result.files if f.state != "ok" for fix in f.taken_out})
     if taken_out:
@@ -422,16 +425,26 @@ def _image_hints(result, made_for: str) -> list[str]:
     hints += [f"the image holds {holds}'s overlays: `patchforge verify --image {result.resolved} "
               f"--profile {holds}` checks that deployment"
               for holds in dict.fromkeys(f.overlay_of for f in result.files if f.overlay_of)]
-    if "mismatch" in states:
+    if "mismatch" in states and the_pin:
+        # The image the overlays were made for: its label names the pinned revision, and its
+        # file is not the upstream's there. Deploying it, or rebasing onto it, changes nothing.
+        hints.append("mounted on this image, an overlay would undo the image's changes to its "
+                     "file: the image upstream.lock pins does not hold the upstream's files at "
+                     "the revision the overlays were made from (a re-spin, or a build with "
+                     "changes of its own); pin an image built from that revision as it is, or "
+                     "make the image's change part of the series (`patchforge import overlay` "
+                     "of the image's file) and regenerate the overlays")
+    elif "mismatch" in states:
         # Mounted anyway, such an overlay silently reverts the image's own changes to the file.
         hints.append("mounted on this image, an overlay would undo the image's changes to its "
                      f"file: deploy {made_for}, or move the series to this one (`patchforge "
                      f"rebase {move}`, which regenerates them)")
     if "missing" in states:
         hints.append("the image has no file where an overlay is mounted: check each upstream's "
-                     "install-root against where the image installs it, or move the series to "
-                     f"this image (`patchforge rebase {move}`: a fix of a file gone upstream "
-                     "stops there)")
+                     "install-root against where the image installs it" + (
+                         "" if the_pin else
+                         ", or move the series to this image (`patchforge rebase "
+                         f"{move}`: a fix of a file gone upstream stops there)"))
     return hints
 
 

@@ -413,8 +413,9 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
     stats = ReadStats()
     found = find_in_layers(info.layers, open_layer, [*by_target, *expected], stats=stats)
+    made_on_pin = is_the_pinned_image(project, info.digest, info.manifest_digest)
     checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())),
-                     overlaid.get(key, {}))
+                     overlaid.get(key, {}), made_on_pin=made_on_pin)
               for key, entry in sorted(by_target.items())]
     layers = {layer.digest: layer for layer in info.layers}
     # Another version of a landed fix's file: whether the fix's change is in it is in its
@@ -557,10 +558,18 @@ def _fixes(kept: dict[tuple[str, str], list[str]], checks: list[ImageFileCheck],
     return fixes
 
 
+def is_the_pinned_image(project: Project, *digests: str | None) -> bool:
+    """Whether an image read by one of `digests` (its own, its manifest's) is the one
+    upstream.lock pins by digest: the image the overlays were made for, whatever REF named it."""
+    pin = project.lock.image
+    return pin is not None and bool(pin.digest) and pin.digest in digests
+
+
 def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
-           overlaid: dict[str, str]) -> ImageFileCheck:
+           overlaid: dict[str, str], *, made_on_pin: bool = False) -> ImageFileCheck:
     """`found` (what the image has at `key`) against `entry`; `overlaid`: every profile's
-    overlay of the file (sha256 -> profile)."""
+    overlay of the file (sha256 -> profile); `made_on_pin`: the image is the one upstream.lock
+    pins, so a file other than the pre-image is the image's own change, not a newer upstream."""
     expected = entry["base_sha256"]
 
     def check(state: str, detail: str, overlay_of: str | None = None) -> ImageFileCheck:
@@ -588,6 +597,12 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
                                                        else ""))
     if found.kind != "file":
         return check("mismatch", f"the image has {found.detail or found.kind} here, not a file")
+    if found.sha256 != expected and made_on_pin:
+        # (Its label names the pinned revision; its file is another: a re-spin, or a build
+        # carrying a change of its own.)
+        return check("mismatch", "the image's file is not the pre-image this overlay was made "
+                                 "for (the pinned image is not the upstream's file at the "
+                                 "pinned revision: the image changed it)")
     if found.sha256 != expected:
         return check("mismatch", "the image's file is not the pre-image this overlay was made "
                                  "for (the upstream moved under the overlay)")
