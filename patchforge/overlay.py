@@ -752,6 +752,12 @@ def render_metadata(project: Project, overlays: OverlaySet) -> dict[str, bytes]:
             "patches": [{"name": n, "sha256": d} for n, d in f.patches],
         })
     outputs["manifest.json"] = dump_json(manifest)
+    if not sums:
+        # Nothing to list (no fix yet, or every one landed, and no artifact): `sha256sum -c
+        # --strict`, the check a deployment runs, fails a list with no line ("no properly
+        # formatted checksum lines found"), so the manifest, always there, is the line.
+        outputs["SHA256SUMS"] = sums_line(sha256(outputs["manifest.json"]),
+                                          "manifest.json").encode("utf-8")
     pinned = fragment_image(project, overlays.image.reference if overlays.image else None,
                             overlays.image.digest if overlays.image else None)
     for profile in fragment_profiles(project, {f.profile for f in overlays.files}):
@@ -1062,9 +1068,14 @@ def check_overlays(project: Project, overlays: OverlaySet) -> list[Drift]:
                                 + ("executable" if f.mode == "100755" else "not executable")))
     for rel, data in sorted(overlays.artifact_files.items()):
         copy = root / rel
-        if copy.exists() and copy.read_bytes() != data:
+        on_disk, unfit = overlay_file_bytes(root, rel)
+        if unfit is not None:
+            drifts.append(Drift(rel, "changed", unfit))
+        elif on_disk is None:
+            continue
+        elif on_disk != data:
             drifts.append(Drift(rel, "changed", "the copy differs from the artifact"))
-        elif copy.exists() and os.access(copy, os.X_OK) != (rel in overlays.artifact_executables):
+        elif os.access(copy, os.X_OK) != (rel in overlays.artifact_executables):
             drifts.append(Drift(rel, "changed", "the copy should be " + (
                 "executable, as the artifact is" if rel in overlays.artifact_executables
                 else "not executable, as the artifact is not")))
@@ -1477,7 +1488,8 @@ def _read_sums(path: Path) -> dict[str, str]:
     """path -> sha256 of a SHA256SUMS-style file; {} when there is none. A line that is not
     `<64 hex>  <path>` is passed over here (`verify` names it)."""
     try:
-        data = path.read_bytes()
+        # (Never a FIFO or a device: read, it held the command for ever.)
+        data = path.read_bytes() if path.is_file() else b""
     except OSError:
         return {}
     sums = {}
@@ -1506,8 +1518,9 @@ def changed_by_hand(project: Project, overlays: OverlaySet | None) -> list[str]:
         # Only files of overlays/ itself: a SHA256SUMS from a pull request naming
         # `../pyproject.toml` must not make the project's own files look like overlays (and the
         # hint say to remove them).
+        # (The manifest, which SHA256SUMS lists where it lists no overlay, is no overlay.)
         if PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts or \
-                not path.is_file() or path.is_symlink() or \
+                rel in GENERATED_NAMES or not path.is_file() or path.is_symlink() or \
                 not path.resolve().is_relative_to(inside):
             continue
         digest = sha256(path.read_bytes())
@@ -1805,6 +1818,11 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     if not sums_path.exists():
         raise ConfigError("no overlays/SHA256SUMS; run `patchforge overlays` first",
                           path=str(sums_path))
+    for name in ("SHA256SUMS", "manifest.json"):
+        # (Read through a FIFO there, the check never ended.)
+        unfit = overlay_file_bytes(root, name)[1]
+        if unfit is not None:
+            raise InputError(unfit, path=str(root / name))
     profiles = {p for p in project.config.profiles}
     if profile is not None and profile not in profiles:
         raise UsageError(f"unknown profile {profile!r} (configured: "
@@ -1854,7 +1872,8 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
         pinned = {e["file"]: e["sha256"] for e in manifest["overlays"]}
         pinned.update({a["file"]: a["sha256"] for a in manifest["artifacts"] if a.get("file")})
         for rel_text in sorted({*listed, *pinned}):
-            if not shipped(rel_text) or listed.get(rel_text) == pinned.get(rel_text):
+            if not shipped(rel_text) or listed.get(rel_text) == pinned.get(rel_text) or \
+                    rel_text == "manifest.json":  # (listed where nothing else is: no overlay)
                 continue
             if rel_text not in pinned:
                 rows.append((rel_text, "mismatch", "SHA256SUMS lists it, manifest.json does not"))
@@ -2049,6 +2068,18 @@ def _unprintable_string(value: Any, where: str) -> tuple[str, str] | None:
     return None
 
 
+def _link_shown(path: Path) -> str:
+    """Where the symlink `path` leads, for a message: as git quotes a path where it holds a
+    control character or is not UTF-8 (a newline in it printed a line of its making, such as
+    a CI runner's workflow command)."""
+    link = os.readlink(path)
+    if _UNPRINTABLE.search(link) or shown_name(link) != link:
+        from patchforge.store.diff import quote_c_path
+
+        return quote_c_path(link.encode("utf-8", "surrogateescape")).decode("ascii")
+    return link
+
+
 def overlay_file_bytes(root: Path, rel: str) -> tuple[bytes | None, str | None]:
     """The bytes of `rel` under `root` (overlays/) as the file itself: (bytes, None); (None,
     None) where nothing is there; (None, why) for what a deployment cannot take as the overlay
@@ -2066,7 +2097,7 @@ def overlay_file_bytes(root: Path, rel: str) -> tuple[bytes | None, str | None]:
             return None, f"{path.parent.relative_to(root)} is a file, not a directory"
         if stat.S_ISLNK(mode):
             at = "" if path == root / rel else f" ({path.relative_to(root)}/)"
-            return None, (f"a symlink{at} to {os.readlink(path)}: an overlay file is the file "
+            return None, (f"a symlink{at} to {_link_shown(path)}: an overlay file is the file "
                           "itself (mounted elsewhere, a link names whatever that host has "
                           "there): remove it and run `patchforge overlays`")
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.cli import ok, run_cli
+from helpers.cli import ok, run_cli, run_subprocess
 from helpers.deploy import A_DIFF, B_DIFF, NEW_DIFF
 from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
                              make_project, patch_bytes)
@@ -764,6 +765,69 @@ def test_verify_without_overlays_and_with_a_malformed_sums_file(stack):
     run = run_cli(root, "verify")
     assert run.rc == 2
     assert f"SHA256SUMS:{len(sums.read_bytes().splitlines())}:" in run.err
+
+
+def test_verify_says_where_a_link_leads_in_no_line_of_its_making_and_reads_no_fifo(stack):
+    """A symlink at an overlay's path is a `mismatch` naming where it leads: a target holding a
+    newline printed a line of its own, `::error::...`, which a CI runner takes as a workflow
+    command. It is quoted as git quotes a path now. And a FIFO in place of SHA256SUMS held
+    `verify` and `overlays --check` for ever: `verify` refuses it (exit 2, naming it), the check
+    says it differs."""
+    root = stack
+    ok(root, "overlays")
+    overlay = root / "overlays/gfx942/up/a.py"
+    overlay.unlink()
+    overlay.symlink_to("/srv/x\n::error::forged")
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and 'to "/srv/x\\n::error::forged"' in run.out, run.text
+    assert "\n::error::forged" not in run.out, run.out
+    overlay.unlink()
+    ok(root, "overlays")
+    sums = root / "overlays/SHA256SUMS"
+    sums.unlink()
+    os.mkfifo(sums)
+    proc = run_subprocess(root, "verify", timeout=60)
+    assert proc.returncode == 2 and b"SHA256SUMS" in proc.stderr and \
+        b"not a regular file" in proc.stderr, proc
+    proc = run_subprocess(root, "overlays", "--check", timeout=60)
+    assert proc.returncode == 1 and b"SHA256SUMS: not a regular file" in proc.stdout, proc
+    sums.unlink()
+    ok(root, "overlays")
+    ok(root, "verify")
+
+
+def test_sha256sum_checks_the_overlays_of_a_stack_whose_every_fix_landed(tmp_path):
+    """`(cd overlays && sha256sum -c --strict SHA256SUMS)`, the check README, deployment.md and
+    ci.md give a deployment, failed (exit 1, "no properly formatted checksum lines found") on
+    the SHA256SUMS of a stack with no overlay file: here one whose only fix landed upstream and
+    was dropped by the rebase. SHA256SUMS then lists manifest.json, and the check passes, as
+    `verify` and `overlays --check` do; a changed manifest fails both checks alike."""
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    fixed = base.replace(b"a line 5\n", b"a line 5, fixed\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == [] and (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    overlays = stack.root / "overlays"
+    manifest = (overlays / "manifest.json").read_bytes()
+    assert (overlays / "SHA256SUMS").read_bytes() == f"{sha(manifest)}  manifest.json\n".encode()
+
+    def sha256sum() -> subprocess.CompletedProcess:
+        return subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=overlays,
+                              capture_output=True)
+    assert sha256sum().returncode == 0, sha256sum()
+    stack.cli("verify")
+    stack.cli("overlays", "--check")
+    (overlays / "manifest.json").write_bytes(manifest.replace(b'"generator"', b'"generator" '))
+    assert sha256sum().returncode == 1
+    _, out, _ = stack.cli("verify", expect=1)
+    assert "manifest.json  sha256 differs" in out, out
+    stack.cli("overlays")
+    assert sha256sum().returncode == 0, sha256sum()
 
 
 def test_verify_of_a_clone_without_the_overlay_files_names_the_command_that_writes_them(stack):
