@@ -73,6 +73,13 @@ class UpstreamState:
     # For an edit of a patch that did not apply: its files that still hold a block `edit`
     # marked (refresh refuses while one is left, so "refresh" is no next step then).
     marked: tuple[str, ...] = ()
+    # Another upstream has an edit (or a stopped bring-back) open too: `refresh` and `edit
+    # --close` without NAME cannot tell which is meant and refuse, so the next steps name it.
+    several: bool = False
+
+    def command(self, words: str) -> str:
+        """`patchforge WORDS` for this edit: with NAME when several edits are open."""
+        return edit_command(words, self.upstream, self.patch or "", self.several)
 
     def describe(self) -> str:
         where = f" (worktree {self.worktree})" if self.worktree is not None else ""
@@ -97,14 +104,15 @@ class UpstreamState:
             return UNREADABLE_EDIT_HINT
         if self.kind == EDITING and self.marked:
             return (f"resolve the blocks `edit` marked in {', '.join(self.marked)} (<<<<<<< ... "
-                    f">>>>>>>: {self.patch}'s hunks that did not apply), then `patchforge "
-                    f"refresh` writes the change into {self.patch} and ends the edit (it refuses "
-                    "while a marker is left); `patchforge edit --close --discard` ends it "
-                    "without the change")
+                    f">>>>>>>: {self.patch}'s hunks that did not apply), then "
+                    f"`{self.command('refresh')}` writes the change into {self.patch} and ends "
+                    "the edit (it refuses while a marker is left); "
+                    f"`{self.command('edit --close --discard')}` ends it without the change")
         if self.kind == EDITING:
             # refresh closes the edit itself: a `edit --close` after it was refused.
-            return (f"`patchforge refresh` writes the change into {self.patch} and ends the "
-                    "edit; `patchforge edit --close --discard` ends it without the change")
+            return (f"`{self.command('refresh')}` writes the change into {self.patch} and ends "
+                    f"the edit; `{self.command('edit --close --discard')}` ends it without the "
+                    "change")
         if self.kind == STOPPED:
             return ("fix the files in the worktree, then `patchforge rebase --continue`; or "
                     "`patchforge rebase --skip` (the patch is kept in skipped/) or "
@@ -115,6 +123,25 @@ class UpstreamState:
             return ("fix the files in the worktree, then `patchforge bring-back --continue`; "
                     "or `patchforge bring-back --abort` (the fix stays in skipped/)")
         return ""
+
+
+def edit_command(words: str, upstream: str, patch: str, several: bool) -> str:
+    """`patchforge refresh` (WORDS) for the edit of UPSTREAM's PATCH, or, when `several` edits
+    are open (in other upstreams), `patchforge refresh UPSTREAM/NAME`: without NAME the
+    command refuses them all as ambiguous."""
+    if not several:
+        return f"patchforge {words}"
+    stem = patch[:-len(".patch")] if patch.endswith(".patch") else patch
+    return f"patchforge {words} {upstream}/{stem}"
+
+
+def several_edits_open(project: Project) -> bool:
+    """Whether more than one upstream has an edit (or a stopped bring-back) open: its state
+    file is there. Cheap (a stat per upstream), for the messages that name a next step."""
+    work = project.state_dir / "work"
+    if not work.is_dir():
+        return False
+    return sum(1 for u in project.upstream_names() if editing_path(project, u).exists()) > 1
 
 
 # The way out of an edit whose state file cannot be read.
@@ -222,6 +249,12 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
                                                                  edit))
         else:
             states[upstream] = UpstreamState(upstream, IDLE)
+    open_ = [u for u, s in states.items() if s.kind in (EDITING, BRINGING) and s.patch]
+    if len(open_) > 1:
+        from patchforge.model.record import replace
+
+        for upstream in open_:
+            states[upstream] = replace(states[upstream], several=True)
     return states
 
 
@@ -264,15 +297,15 @@ def require(project: Project, command: str, upstreams, *,
         if verdict == "refreshed":
             if unrefreshed is None or not unrefreshed(upstream, state):
                 continue
+            ways = (f"`{state.command('refresh')}` first (or "
+                    f"`{state.command('edit --close --discard')}` to throw the changes away)")
             if state.marked:
                 # refresh refuses while a marker is left: saying "refresh first" sent the user
                 # to a second refusal.
                 hint = (f"resolve the blocks `edit` marked in {', '.join(state.marked)} "
-                        "(<<<<<<< ... >>>>>>>), then `patchforge refresh` first (or `patchforge "
-                        "edit --close --discard` to throw the changes away)")
+                        f"(<<<<<<< ... >>>>>>>), then {ways}")
             else:
-                hint = ("`patchforge refresh` first (or `patchforge edit --close --discard` to "
-                        "throw the changes away)")
+                hint = ways
             raise InProgressError(
                 f"`{command}` refused: {state.describe()} and has changes that are not refreshed",
                 hint=hint)

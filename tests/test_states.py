@@ -383,6 +383,48 @@ def test_each_way_out_of_an_edit_the_note_names_works_as_it_says(project):
     assert b"return -31" not in project.patch("fix-a")
 
 
+def test_with_edits_open_in_two_upstreams_each_notes_way_out_names_its_patch(project,
+                                                                               tmp_path):
+    """With an edit open in each of two upstreams, the notes said "`patchforge refresh`
+    writes the change...; `patchforge edit --close --discard` ends it", and both, run as
+    said, were refused: "several patches are being edited ...; name one", with no hint of
+    the form. Each note (and the refusal's hint) now names the patch, and what it names
+    works on that edit alone."""
+    import re
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    up2 = Upstream(tmp_path / "up2", {"pkg/mod.py": BASE})
+    project.cli("upstream", "add", "up2", "--git", str(up2.path), "--at", up2.base,
+                "--install-root", "/opt/up2")
+    work2 = project.root / ".patchforge" / "work" / "up2"
+    project.cli("new", "fix-g", "--upstream", "up2", "--file", "pkg/mod.py")
+    (work2 / "pkg/mod.py").write_bytes(text({5: b"def f5():\n    return -5\n\n"}))
+    project.cli("refresh")
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    project.cli("edit", "fix-g")
+    (work2 / "pkg/mod.py").write_bytes(text({5: b"def f5():\n    return -50\n\n"}))
+
+    notes = [line for line in project.cli("status")[2].splitlines() if "being edited" in line]
+    named = {line.split(":")[1].strip(): re.findall(r"`patchforge ([^`]*)`", line)
+             for line in notes}
+    assert named == {"up": ["refresh up/fix-a", "edit --close --discard up/fix-a"],
+                     "up2": ["refresh up2/fix-g", "edit --close --discard up2/fix-g"]}, notes
+    for bare in (["refresh"], ["edit", "--close", "--discard"]):
+        _, _, err = project.cli(*bare, expect=2)
+        assert "several patches are being edited" in err
+        hint = re.findall(r"`patchforge ([^`]*)`", err)
+        assert hint == [f"{' '.join(bare)} up/fix-a", f"{' '.join(bare)} up2/fix-g"], err
+
+    project.cli(*named["up"][0].split())  # refresh up/fix-a
+    assert b"+    return -30\n" in project.patch("fix-a")
+    assert (work2 / "pkg/mod.py").read_bytes() == text({5: b"def f5():\n    return -50\n\n"})
+    project.cli(*named["up2"][1].split())  # edit --close --discard up2/fix-g
+    fix_g = (project.root / "series" / "up2" / "fix-g.patch").read_bytes()
+    assert b"+    return -5\n" in fix_g and b"return -50" not in fix_g
+    assert "being edited" not in project.cli("status")[2]
+
+
 def test_an_open_edit_with_unrefreshed_changes_is_never_reset(project):
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})

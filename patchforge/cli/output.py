@@ -158,9 +158,10 @@ def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: 
     the patch file, up to the step that brings the changes in; `after` follows that step."""
     if not (project.state_dir / "work").is_dir():
         return  # nothing is being edited (and the worktree module need not be loaded)
-    from patchforge.state import marked_left
+    from patchforge.state import edit_command, marked_left, several_edits_open
     from patchforge.worktree import editing, unrefreshed
 
+    several = several_edits_open(project)
     for upstream in upstreams:
         state = editing(project, upstream)
         # A stopped bring-back is no edit: its fix is in skipped/, in no patch file the
@@ -172,7 +173,9 @@ def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: 
             first = (f"the blocks `edit` marked in {', '.join(marked)} are resolved and "
                      if marked else "")
             echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
-                 f"refreshed: {used} {first}`patchforge refresh`{after}", err=True)
+                 f"refreshed: {used} {first}"
+                 f"`{edit_command('refresh', upstream, state['patch'], several)}`{after}",
+                 err=True)
 
 
 def say_left_behind(project: Project, directory, files: list[str], *,

@@ -518,7 +518,8 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
     """`edit --close [--discard]`: end the open edit (of NAME's upstream, or the only one).
     Discarding also ends an edit whose state file cannot be read, without reading it."""
     try:
-        upstream, file_name, _ = _edited_patch(project, name)
+        upstream, file_name, _ = _edited_patch(
+            project, name, "edit --close --discard" if discard else "edit --close")
     except InputError:
         from patchforge.state import EDITING, read_states
 
@@ -535,9 +536,10 @@ def close_open_edit(project: Project, store: UpstreamStore, name: str | None = N
     return {"upstream": upstream, "name": file_name, "discarded": discard}
 
 
-def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
+def _edited_patch(project: Project, name: str | None,
+                  command: str = "refresh") -> tuple[str, str, dict]:
     """(upstream, patch file name, editing state) of the patch being edited (NAME, or the only
-    one)."""
+    one). `command` (its words, as the user runs it) is named in the refusal of several."""
     from patchforge.state import REBASING, STOPPED, read_states
 
     if name:
@@ -560,8 +562,13 @@ def _edited_patch(project: Project, name: str | None) -> tuple[str, str, dict]:
                              hint=busy[0].next_step())
         raise UsageError("no patch is being edited", hint="run `patchforge edit NAME` first")
     if len(active) > 1:
+        from patchforge.state import edit_command
+
+        # The hint names the form that works for each: the bare command is what was refused.
         raise UsageError("several patches are being edited: " +
-                         ", ".join(f"{u}/{s['patch']}" for u, s in active) + "; name one")
+                         ", ".join(f"{u}/{s['patch']}" for u, s in active) + "; name one",
+                         hint=" or ".join(f"`{edit_command(command, u, s['patch'], True)}`"
+                                          for u, s in active))
     return active[0][0], active[0][1]["patch"], active[0][1]
 
 

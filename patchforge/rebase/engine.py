@@ -174,17 +174,20 @@ class Rebase:
                 state = editing(self.project, upstream)
             if not dry_run and state:
                 if unrefreshed(self.project, self.store, upstream, state):
-                    from patchforge.state import marked_left
+                    from patchforge.state import edit_command, marked_left, several_edits_open
 
                     # refresh refuses while a block `edit` marked is left: resolved first.
                     marked = marked_left(self.project.work_dir(upstream), state)
+                    several = several_edits_open(self.project)
                     raise InProgressError(
                         f"{upstream}/{state['patch']} is being edited in "
                         f"{self.project.work_dir(upstream)} and has changes not refreshed",
                         hint=(f"resolve the blocks `edit` marked in {', '.join(marked)} "
                               "(<<<<<<< ... >>>>>>>), then " if marked else "")
-                        + "`patchforge refresh` before rebasing, or throw the change away with "
-                          "`patchforge edit --close --discard`")
+                        + f"`{edit_command('refresh', upstream, state['patch'], several)}` "
+                          "before rebasing, or throw the change away with `"
+                        + edit_command("edit --close --discard", upstream, state["patch"],
+                                       several) + "`")
                 # Everything in the worktree is in the patch already: it is derived state,
                 # and the rebase needs the place for its own stops.
                 close_worktree(self.project, upstream)
