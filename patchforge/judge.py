@@ -2357,25 +2357,29 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
 
 
 # What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
-_KEPT_LOOSE = b"patchforge loose code 1"
-_KEPT_ENTRY = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) ([0-9]+)\n")
+_KEPT_LOOSE = b"patchforge loose code 2"
+_KEPT_ENTRY = re.compile(rb"([0-9]+) ([^\n]+)\n")
 
 
-def _keep_loose(texts: dict[str, bytes | _KeptText]) -> bytes:
-    """Loose texts by blob id as one file: a line of `_KEPT_LOOSE`, the CRC-32 and the length
-    of the rest, then per text `<blob id> <length>` on a line and the text. Not compressed:
-    zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7."""
+def _keep_loose(texts: dict[str, bytes]) -> bytes | None:
+    """The loose texts of a commit's every new file (path -> text) as one file: a line of
+    `_KEPT_LOOSE`, the CRC-32 and the length of the rest, then per file `<length> <path>` on a
+    line and the text; None when a path holds a line end (no such file is kept). Not
+    compressed: zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7."""
     import zlib  # here: only a release's loose texts are kept
 
-    body = b"".join(b"%s %d\n%s" % (oid.encode(), len(text), text)
-                    for oid, text in ((oid, bytes(text)) for oid, text in texts.items()))
+    names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
+    if any(b"\n" in name for name in names.values()):
+        return None
+    body = b"".join(b"%d %s\n%s" % (len(text), names[path], text)
+                    for path, text in texts.items())
     return b"%s %08x %d\n%s" % (_KEPT_LOOSE, zlib.crc32(body), len(body), body)
 
 
 def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
-    """The texts of a file _keep_loose made, by blob id; none at all unless `data` is such a
-    file whole (the file is not synced: a crash can leave a short or empty one, or one of
-    another's bytes, which its length and CRC-32 tell)."""
+    """The texts of a file _keep_loose made, by path; none at all unless `data` is such a file
+    whole (the file is not synced: a crash can leave a short or empty one, or one of another's
+    bytes, which its length and CRC-32 tell)."""
     import zlib  # here: only a release's loose texts are kept
 
     if data is None or not data.startswith(_KEPT_LOOSE + b" "):
@@ -2391,10 +2395,10 @@ def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
         if entry is None:
             return {}
         start = entry.end()
-        at = start + int(entry[2])
+        at = start + int(entry[1])
         if at > len(data):
             return {}
-        texts[entry[1].decode()] = _KeptText(data, start, at)
+        texts[entry[2].decode("utf-8", "surrogateescape")] = _KeptText(data, start, at)
     return texts
 
 
@@ -3032,20 +3036,22 @@ class HistoryIndex:
     KEEP_LOOSE_AT_LEAST = 256
 
     def _made_loose(self, commit: str) -> dict[str, bytes | _KeptText]:
-        """_loose_contents' texts of `commit`: those kept (by blob id) taken as they are, the
-        others made from their blobs, and then all of them kept when there are enough."""
+        """_loose_contents' texts of `commit`: those an earlier command kept for it, as they
+        are (no git process at all: a commit's files are its id's), or else each made from its
+        blob, and then kept when there are enough and every one was read."""
+        name = f"loose-{loose_code_key()}-{commit}"
+        kept = _kept_loose(self.store.kept_text(name))
+        if kept:
+            return kept
         blob_of = self.store.new_blobs(commit)
-        name = f"loose-{loose_code_key()}-{commit}" \
-            if len(blob_of) >= self.KEEP_LOOSE_AT_LEAST else None
-        made = _kept_loose(self.store.kept_text(name)) if name is not None else {}
-        unread = {oid: (commit, path) for path, oid in blob_of.items() if oid not in made}
-        if unread:
-            for oid, content in self.store.history_blobs(unread).items():
-                made[oid] = loose_code(content)
-            if name is not None:
-                self.store.keep_text(name, _keep_loose(
-                    {oid: made[oid] for oid in blob_of.values() if oid in made}))
-        return {path: made[oid] for path, oid in blob_of.items() if oid in made}
+        blobs = self.store.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
+        texts: dict[str, bytes] = {path: loose_code(blobs[oid])
+                                   for path, oid in blob_of.items() if oid in blobs}
+        if len(texts) == len(blob_of) >= self.KEEP_LOOSE_AT_LEAST:
+            whole = _keep_loose(texts)
+            if whole is not None:
+                self.store.keep_text(name, whole)
+        return dict(texts)
 
     # The most files _files_with_code names on git's command line (far below its length's
     # limit); more, and the commit's whole diff is read.
