@@ -1946,6 +1946,32 @@ def test_pr_refuses_a_header_holding_a_terminal_escape(tmp_path):
     assert tree_bytes(root) == before and not (tmp_path / "pr").exists()
 
 
+@pytest.mark.parametrize("where, line", [("Author", 2), ("description", 8)])
+def test_pr_and_export_refuse_a_patch_whose_header_is_not_utf8_naming_the_line(tmp_path, where,
+                                                                             line):
+    """A patch saved in Latin-1 (`Author: Andr\\xe9`): `pr --out` wrote PR.md and the
+    format-patch file, then ended in an internal error (exit 70) writing its JSON record,
+    which cannot hold the byte; a description line was changed to U+FFFD in the pull request.
+    Refused now by `pr` and `export --mbox` before anything is written, naming the line."""
+    from helpers.project import add_patch_file, patch_bytes
+
+    root, base = git_project(tmp_path)
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    data = patch_bytes("up", base, "fix", diff, "")
+    data = data.replace(b"Author: Test Author", b"Author: Andr\xe9 Author", 1) \
+        if where == "Author" else data.replace(b"Why this fix", b"Caf\xe9: why this fix", 1)
+    add_patch_file(root, "up", "fix.patch", data)
+    before = tree_bytes(root)
+    run = run_cli(root, "pr", "fix", "--out", str(tmp_path / "pr"))
+    assert run.rc == 2 and f"series/up/fix.patch:{line}: its {where} holds bytes that are not " \
+        "UTF-8" in run.err, run.text
+    assert tree_bytes(root) == before and not (tmp_path / "pr").exists()
+    run = run_cli(root, "export", "--mbox", str(tmp_path / "out.mbox"))
+    assert run.rc == 2 and f"series/up/fix.patch:{line}: its {where} holds bytes" in run.err
+    assert not (tmp_path / "out.mbox").exists()
+
+
 def test_a_terminal_escape_in_a_description_is_named_by_lint_and_refused_by_pr_and_imports(
         tmp_path):
     """A header's terminal escape sequence was refused, but the free text between the header

@@ -133,10 +133,37 @@ def description_with_control_character(patch: "PatchFile") -> tuple[int, str] | 
     return None
 
 
+def _not_utf8(patch: "PatchFile") -> tuple[str, int] | None:
+    """(what, its line) of the first header field or description line of `patch` whose bytes
+    are not UTF-8 (a Latin-1 `Author: Andr\xe9`); None."""
+    line = 1 + patch.preamble.count(b"\n")
+    for f in patch.fields:
+        try:
+            f.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{f.name}", line
+        line += f.raw.count(b"\n")
+    line += patch.gap.count(b"\n")
+    for k, raw in enumerate(patch.description.split(b"\n")):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "description", line + k
+    return None
+
+
 def refuse_control_characters(patch: "PatchFile", path: str, carried: str) -> None:
     """InputError naming `path` and the line when a header field or the description of `patch`
     holds a control character, which `carried` (", which the mail would carry") says where it
-    would go; the hint is `lint`, which names every one."""
+    would go; the hint is `lint`, which names every one. Bytes that are not UTF-8 there are
+    refused alike: a pull request's JSON and a mail's header cannot carry them as they are
+    (`pr` ended in an internal error with PR.md written and its record not)."""
+    foreign = _not_utf8(patch)
+    if foreign is not None:
+        what, line = foreign
+        raise InputError(f"its {what} holds bytes that are not UTF-8{carried}", path=path,
+                         line=line, hint="save the patch file as UTF-8 (`iconv -f latin1 -t "
+                                         "utf-8`, or your editor's encoding setting)")
     held = field_with_control_character(patch)
     if held is not None:
         name, line, char = held
