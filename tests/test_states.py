@@ -1651,6 +1651,36 @@ def test_every_read_only_command_says_what_is_open(project, tmp_path):
         assert code in (0, 1) and "note: up: fix-c.patch is being edited" in err, (argv, code, err)
 
 
+def test_verify_fails_while_a_fix_is_set_aside(project, tmp_path):
+    """A rebase sets fix-a aside (`--skip`): the overlays it writes lack fix-a, and `status`,
+    `lint`, `overlays --check` and `check` exit 1. `verify` (also `--installed`) said "ok" for
+    every file, exit 0: a deployment checked by it went out without the fix. It names the
+    fix, exit 1, as it does a fix kept as landed that upstream took out again at the pin; a
+    verify of another profile than the fix's is not held back by it."""
+    project.cli("overlays")
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    assert (project.root / "series/up/skipped/fix-a.patch").exists()
+    _, out, err = project.cli("verify", expect=1)
+    assert "missing  ../series/up/skipped/fix-a.patch" in out and "bring-back fix-a" in out, \
+        out + err
+    installed = tmp_path / "installed"
+    (installed / "pkg").mkdir(parents=True)
+    pin = json.loads((project.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+    (installed / "pkg/mod.py").write_bytes(subprocess.run(
+        ["git", "show", f"{pin}:pkg/mod.py"], cwd=project.up.path, check=True,
+        capture_output=True).stdout)
+    document = json.loads(project.cli("verify", "--installed", str(installed), "--json",
+                                      expect=1)[1])
+    from patchforge.formats.schemas import validation_errors
+    assert validation_errors(document, "verify") == []
+    assert document["ok"] is False and \
+        ["../series/up/skipped/fix-a.patch", "missing"] in \
+        [[r["path"], r["state"]] for r in document["results"]], document
+    project.cli("delete", "fix-a")  # the user's decision: verify is green again
+    project.cli("verify")
+
+
 @pytest.mark.parametrize("open_", ["edit", "rebase stop", "bring-back stop"])
 def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch, open_):
     """The cache emptied (or another PATCHFORGE_CACHE: a new shell, a CI runner) while an edit

@@ -245,6 +245,7 @@ def verify(app, installed, image, profile, as_json, output_format):
 
         rows = verify_overlays(app.project(), installed=installed, profile=profile, hints=hints,
                                also=landed)
+        rows += _skipped_rows(app.project(), profile)
     bad = [r for r in rows if r[1] != "ok"]
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
@@ -274,6 +275,33 @@ def verify(app, installed, image, profile, as_json, output_format):
         _github_verify(app.project(), rows, bad)
     if bad:
         sys.exit(EXIT_ATTENTION)
+
+
+def _skipped_rows(project, profile: str | None) -> list[tuple[str, str, str]]:
+    """Plain `verify`'s rows for the fixes a rebase set aside (under skipped/) that are for
+    `profile` (every one without it): no deployment of these overlays holds such a fix, as
+    `overlays` and `overlays --check` say; verify exited 0 on them, every file as the manifest
+    names it, with the fix in none."""
+    from patchforge.apply.series import applies_to_profile
+    from patchforge.errors import PatchforgeError
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.state import skipped_fixes
+
+    rows = []
+    for fix in skipped_fixes(project):
+        rel = fix.path.relative_to(project.root).as_posix()
+        try:
+            patch = parse_patch_file(fix.path.read_bytes(), rel)
+        except (OSError, PatchforgeError):
+            patch = None  # unreadable: counted as for every profile
+        if profile is not None and patch is not None and not applies_to_profile(patch, profile):
+            continue
+        stem = fix.name.removesuffix(".patch")
+        # Relative to overlays/, as every row's path is (a GitHub annotation names the file).
+        rows.append((f"../{rel}", "missing", "a fix set aside by a rebase, in no overlay: `patchforge "
+                                     f"bring-back {stem}` puts it back, `patchforge delete "
+                                     f"{stem}` drops it"))
+    return rows
 
 
 def _verify_image(app, image, profile, as_json, output_format="text"):
