@@ -466,7 +466,7 @@ def removals_overlays_refuse(project: Project, store: UpstreamStore, upstream_co
     write-out) refuse such a series. Empty in a project that writes no overlays (no
     overlays/ yet), which can carry a deletion as git and quilt do (`removed_upstream_files`
     names them for a warning)."""
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return []
     return removed_upstream_files(store, upstream_commit, changes, later)
 
@@ -612,7 +612,7 @@ def new_series_removals(project: Project, store: UpstreamStore, upstream_commit:
                         before, after) -> list[tuple[str, str, str | None]]:
     """series_removals of `after` that `before` does not have ([(name, PatchFile)] each, in
     series order), where the project writes overlays (overlays/ exists); none elsewhere."""
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return []
     had = {(name, path) for name, path, _ in series_removals(project, store, upstream_commit,
                                                               before)}
@@ -651,7 +651,7 @@ def refuse_series_removals(project: Project, store: UpstreamStore, upstream: str
             path=where, line=section_line(original, where, old_path=path),
             hint=f"make the patch keep {path}, changed as the image needs (e.g. emptied), "
                  f"{way_out}")
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return
     # What else `overlays` cannot mount or copy: (the series' such files, what is said of
     # one, the way out).
@@ -1815,6 +1815,10 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     sums_path = root / "SHA256SUMS"
     manifest_path = root / "manifest.json"
     rows: list[tuple[str, str, str]] = []
+    if not sums_path.exists() and project.overlays_swap_cut_short:
+        from patchforge.state import OVERLAYS_SWAP_CUT_SHORT
+
+        raise ConfigError(OVERLAYS_SWAP_CUT_SHORT, path=str(sums_path))
     if not sums_path.exists():
         raise ConfigError("no overlays/SHA256SUMS; run `patchforge overlays` first",
                           path=str(sums_path))

@@ -190,6 +190,21 @@ class Project:
         return self.root / "overlays"
 
     @property
+    def overlays_swap_cut_short(self) -> bool:
+        """overlays/ is gone and the set before it is in .overlays.old: a command replacing it
+        (`overlays`, a rebase's write-out) was killed between its two renames. The next
+        `overlays` or `rebase` puts it back (overlay.recover_overlays)."""
+        return not self.overlays_dir.exists() and (self.root / ".overlays.old").is_dir()
+
+    @property
+    def makes_overlays(self) -> bool:
+        """Whether this project writes overlays (`overlays/` exists, made by the first
+        `patchforge overlays`), and so refuses what an overlay cannot carry (a deletion, a
+        symlink, a name that is not UTF-8). A swap cut short still does: the set before it is
+        beside it, and a rule that lapsed with it would let such a change in."""
+        return self.overlays_dir.exists() or self.overlays_swap_cut_short
+
+    @property
     def state_dir(self) -> Path:
         return self.root / ".patchforge"
 

@@ -572,7 +572,15 @@ def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
     lines += [fix.describe(project) for fix in skipped
               if (fix.upstream, fix.name) not in bringing]
     busy = any(s.kind in (STOPPED, REBASING, BRINGING) for s in states) or bool(skipped)
+    if project.overlays_swap_cut_short:
+        lines.append(OVERLAYS_SWAP_CUT_SHORT)
+        busy = True
     return lines, busy, skipped
+
+
+OVERLAYS_SWAP_CUT_SHORT = ("overlays/ is missing: a command replacing it (`overlays`, a rebase's "
+                           "write-out) was cut short, and the set before it is in .overlays.old; "
+                           "`patchforge overlays` puts it back and makes it again")
 
 
 def interrupted_report(project: Project, *, only_open: bool = False) -> list[str]:

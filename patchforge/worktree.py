@@ -821,7 +821,7 @@ def modify_delete_ways(project: Project, paths: list[str], go_on: str, skip: str
     keep = (f": `{go_on}` with {listed} as the worktree has it keeps the upstream's file and "
             f"drops the patch's deletion of it (change it first if the fix needs it otherwise; "
             f"{empty})")
-    if project.overlays_dir.exists():
+    if project.makes_overlays:
         return (keep + f"; the deletion cannot be kept, since this project's overlays cannot "
                 f"delete a file in the image; or {skip}")
     return (keep + f"; to keep the deletion, `patchforge rm {' '.join(paths)}` (or remove it "

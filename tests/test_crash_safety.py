@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli, run_faulted_copy, run_subprocess
+from helpers.cli import ok, run_cli, run_faulted_copy, run_subprocess
 from helpers.project import add_patch_file
 from helpers.snapshot import snapshot
 from helpers.template import (HEADER, MODIFY_A, build_template, check_but_for_the_install_root,
@@ -731,6 +731,40 @@ def test_overlays_swap_interrupted_is_recovered(env, tmp_path, monkeypatch, kill
     assert r.rc == 0, r.text
     assert snapshot(overlays) == new_overlays
     verify_but_for_the_install_root(root)
+
+
+def test_an_overlays_swap_cut_short_is_said_and_keeps_the_projects_rules(
+        env, tmp_path, monkeypatch):
+
+    """A kill (SIGKILL, a power cut) between the swap's two renames leaves overlays/ moved
+    aside to .overlays.old until the next `overlays` or `rebase` puts it back. Meanwhile
+    `status` exited 0 saying nothing, `verify` said to run `overlays` "first", and every rule
+    of a project that makes overlays lapsed with the directory: `refresh` of an edit that
+    deletes an upstream file wrote the deletion, which the next `overlays` refuses. Now status
+    says where the set is and exits 1, verify says the same, and the rules hold."""
+    prepared, old_overlays, _ = _overlay_states(env, tmp_path, monkeypatch)
+    root = tmp_path / "cut"
+    shutil.copytree(prepared, root, symlinks=True)
+    os.replace(root / "overlays", root / ".overlays.old")  # where the kill left it
+    status = run_cli(root, "status")
+    assert status.rc == 1 and "overlays/ is missing" in status.err and \
+        ".overlays.old" in status.err, status.text
+    verify = run_cli(root, "verify")
+    assert verify.rc == 2 and "a command replacing it" in verify.err, verify.text
+    assert run_cli(root, "overlays", "--check").rc == 1
+    ok(root, "edit", "fix")
+    work = root / ".patchforge" / "work" / "up"
+    ok(root, "add", "pkg/mod.py")
+    gone = work / "pkg" / "mod.py"
+    gone.unlink()
+    refresh = run_cli(root, "refresh")
+    assert refresh.rc == 2, refresh.text
+    assert b"deleted file" not in (root / "series/up/fix.patch").read_bytes()
+    ok(root, "edit", "--close", "--discard")
+    # The next `overlays` puts the set back, then makes it again.
+    ok(root, "overlays")
+    assert not (root / ".overlays.old").exists()
+    assert run_cli(root, "status").rc == 0
 
 
 def test_overlays_at_every_write_point(env, tmp_path, monkeypatch):

@@ -129,7 +129,7 @@ def upstream_pin(app, name, spec, force):
         from patchforge.cli.rebasing import image_unpinned_note
 
         click.echo(image_unpinned_note(unpinned.reference,
-                                       overlays_made=not app.project().overlays_dir.exists()))
+                                       overlays_made=not app.project().makes_overlays))
 
 
 @upstream.command("list")

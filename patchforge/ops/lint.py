@@ -125,7 +125,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             continue
         parsed_series[upstream] = [(name, patch) for name, patch, _ in parsed]
         if not project.config.upstreams[upstream].install_root and \
-                project.overlays_dir.exists():
+                project.makes_overlays:
             from patchforge.formats.config import table_prefix, toml_key
 
             # `overlays` says it when it writes, but the stack's CI runs `overlays --check`
@@ -165,7 +165,7 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
     while lint passed it (a patch copied into the series by
     hand, or listed before overlays/ was made). The commands that bring a patch in refuse
     one (overlay.refuse_series_removals)."""
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return []
     from patchforge.overlay import series_removals
 
@@ -275,7 +275,7 @@ def _ignore_lines(project: Project) -> list[Finding]:
     if amended is None:
         return []
     _, added, removed = amended
-    if not project.overlays_dir.is_dir():
+    if not project.makes_overlays:
         added = [line for line in added if not line.endswith("/compose.yaml")]
         removed = [line for line in removed if line in OLD_GITIGNORE_LINES]
     if not added and not removed:

@@ -248,7 +248,7 @@ def drop_gone_files(project: Project, store: UpstreamStore, paths, *,
                 hint="`patchforge rm` drops only those; a file of the patch that is there "
                      "stays part of it (put it back as at the base to drop its change)")
         deleting = [p for p in rels if p in now.deleted]
-        if deleting and project.overlays_dir.exists():
+        if deleting and project.makes_overlays:
             listed = ", ".join(deleting)
             raise UsageError(
                 f"{listed}: keeping {now.patch}'s deletion would make the series delete a file "
@@ -501,7 +501,7 @@ def _names_checked(project: Project, upstream: str, file_name: str, changes, wor
     and lint and status passed it until `overlays` refused the series."""
     from patchforge.overlay import NAME_REFUSED, shown_name
 
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return
     unnamed = [shown_name(path) for path, _, new, *_ in changes
                if new is not None and shown_name(path) != path]

@@ -87,7 +87,7 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
     deleted)."""
     from patchforge.overlay import series_removals
 
-    if not project.overlays_dir.exists():
+    if not project.makes_overlays:
         return
     for name, path, renamed in series_removals(project, store, commit, patches):
         what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
@@ -120,7 +120,7 @@ def _mark_move_to_unnamed(project: Project, fix: str, patch, judgement,
     (overlay.followed_to_unnamed): needing attention, said as the rebase says it."""
     written = [change.new_path for change in judgement.changes]
     if all(path is None or path.isascii() for path in written) or \
-            not project.overlays_dir.exists():
+            not project.makes_overlays:
         return
     from patchforge.overlay import (UNNAMED_MOVE_WAY_OUT, followed_to_unnamed,
                                     move_to_unnamed_said)

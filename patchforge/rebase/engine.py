@@ -152,7 +152,7 @@ class Rebase:
             # The write-out records the run in the ledger's history: a damaged line found
             # there would leave the series and lock rewritten and a rebase half-written.
             require_readable_history(self.project)
-            if self.project.overlays_dir.exists():
+            if self.project.makes_overlays:
                 from patchforge.overlay import refuse_changed_by_hand
 
                 # An overlay file edited by hand is refused now, while the `import overlay`
@@ -226,7 +226,7 @@ class Rebase:
                                                        for path in patch.paths])
             refuse_symlinked_paths(self.store, new.commit, series,
                                    target=new.label if new.commit != old.commit else None)
-            if not dry_run and self.project.overlays_dir.exists():
+            if not dry_run and self.project.makes_overlays:
                 self._refuse_deletions_kept(upstream, series, old, new)
             # Which of the series' files a partial store lacks is asked of git now, while the
             # journal is written; the walk's prefetch takes the answer (and fetches).
@@ -1397,7 +1397,7 @@ class Rebase:
         resumed = run.phase == "committing"
         if not resumed:
             writes, lock = self._plan()
-            if project.overlays_dir.exists():
+            if project.makes_overlays:
                 from patchforge.overlay import (build_overlays, keep_moved_aside,
                                                 refuse_changed_by_hand)
 
@@ -1563,7 +1563,7 @@ class Rebase:
         # (ASCII names, nearly all, need neither the overlay module, which loads shutil, nor
         # a look at the project.)
         if all(change.new_path is None or change.new_path.isascii() for change in changes) \
-                or not self.project.overlays_dir.exists():
+                or not self.project.makes_overlays:
             return None
         from patchforge.overlay import (UNNAMED_MOVE_WAY_OUT, followed_to_unnamed,
                                         move_to_unnamed_said)
