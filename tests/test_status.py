@@ -404,6 +404,25 @@ def test_the_history_a_first_status_reads_is_fetched_at_once(stack, upstream, tm
     assert "diff-tree" not in fetched_by, fetched_by
 
 
+def test_a_status_whose_files_the_store_holds_asks_git_no_presence_check(stack, upstream,
+                                                                         tmp_path):
+    """The store is a partial clone: before reading files it asks which of them it lacks.
+    Those its packs hold are told from the pack indexes, so a second `status --against` (every
+    file and version read by the first) starts no `git rev-list` to ask, and says the same."""
+    landed, target = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    stack.add("fix.patch", the_fix())
+    first = stack.cli("status", "--against", f"up={target}", "--json")
+    assert first.returncode == 1, first.stderr
+    trace = tmp_path / "trace.json"
+    again = run_subprocess(stack.root, "status", "--against", f"up={target}", "--json",
+                           env={"GIT_TRACE2_EVENT": str(trace)})
+    assert (again.returncode, again.stdout) == (1, first.stdout), again.stderr
+    assert json.loads(again.stdout)["patches"][0]["landed_in"] == landed
+    started = [json.loads(line) for line in trace.read_text().splitlines()]
+    names = [e["name"] for e in started if e["event"] == "cmd_name"]
+    assert "rev-list" not in names and "fetch" not in names, names
+
+
 def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):
     def squash(text):
         text = fixed(text).replace(b'    if device.type != "cuda":\n',
