@@ -204,14 +204,17 @@ def test_a_byte_order_mark_is_named(tmp_path):
     assert "without a byte-order mark" in err.value.hint
 
 
-@pytest.mark.parametrize("root", ["/opt/x/../up", "//opt/up", "/opt/./up", "/opt/up/.."])
+@pytest.mark.parametrize("root", ["/opt/x/../up", "//opt/up", "/opt/./up", "/opt/up/..",
+                                  "/opt/up ", "/opt/ up/x"])
 def test_an_install_root_that_is_no_plain_path_is_refused(tmp_path, root):
     """Two upstreams' overlay files that go to one path in the image are refused, but the
     paths were compared as written: a second upstream at `install-root = "/opt/x/../up"` or
     `"//opt/up"` beside one at `/opt/up` passed, and compose.yaml mounted two files at
     /opt/up/m1.py, one fix never deployed, `overlays` and `lint` at exit 0. Such a root is
     refused naming its own line (not the first upstream's), and `upstream add` refuses it
-    before anything is fetched or written."""
+    before anything is fetched or written. So is a part beginning or ending with a space
+    (`"/opt/up "`, pasted with the path): the mounts went to `/opt/up /m1.py`, a directory
+    compose makes in the container, the image's file unfixed and every command at exit 0."""
     path = tmp_path / "patchforge.toml"
     path.write_text('[upstreams.up]\nkind = "dir"\npath = "/a"\ninstall-root = "/opt/up"\n\n'
                     f'[upstreams.other]\nkind = "dir"\npath = "/b"\ninstall-root = "{root}"\n')

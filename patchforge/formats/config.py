@@ -272,6 +272,14 @@ def install_root_problem(value: str) -> str | None:
     if "." in parts or ".." in parts:
         return (f"{value!r} has a '.' or '..' part: write the directory it is in the image "
                 "as one plain path")
+    # `/opt/site ` (a space pasted with the path): the mounts went to `/opt/site /pkg/m.py`,
+    # a directory compose makes in the container, and the image's file stayed unfixed while
+    # `overlays` and `status` said all was well.
+    spaced = next((part for part in parts if part != part.strip()), None)
+    if spaced is not None:
+        return (f"{value!r} has a part beginning or ending with a space ({spaced!r}): the "
+                "mounts would go to another directory than the image's; write the path "
+                "without it")
     return None
 
 
