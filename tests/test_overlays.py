@@ -853,6 +853,23 @@ def test_no_profiles_means_no_profile_directories(tmp_path):
     assert unknown.rc == 2 and "unknown profile" in unknown.err
 
 
+def test_a_link_in_the_checked_tree_prints_no_line_of_its_making(stack, tmp_path):
+    """The tree `verify --installed` checks (an unpacked image: whoever built it chose its
+    links) held a symlink whose target has a newline: its row printed the target as it is, and
+    what follows the newline, `::error::forged`, stood on stdout as a line of its own, which a
+    CI runner obeys as a workflow command (`verify --image` printed such a link of a layer
+    alike). A cell of the table is one line: the newline is written `\\n`."""
+    root = stack
+    ok(root, "overlays")
+    site = tmp_path / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg/b.py").write_bytes(UPSTREAM_FILES["pkg/b.py"])
+    (site / "a.py").symlink_to("/etc/x\n::error::forged")
+    run = run_cli(root, "verify", "--installed", str(site))
+    assert run.rc == 1 and "/etc/x\\n::error::forged" in run.out, run.text
+    assert not [line for line in run.out.splitlines() if line.startswith("::")], run.out
+
+
 def test_verify_one_profile_checks_only_what_that_deployment_mounts(stack, tmp_path):
     root = stack
     ok(root, "overlays")

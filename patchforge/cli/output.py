@@ -399,7 +399,10 @@ def table(rows: list[list[str]], header: list[str] | None = None, *, colors=None
     all_rows = ([header] if header else []) + rows
     if not all_rows:
         return ""
-    all_rows = [[neutralize(cell) for cell in row] for row in all_rows]
+    # A cell is one line: a newline in it (a symlink's target in an image or tree being
+    # checked, whoever built it) put the rest on a line of its own, `::error::...`, which a CI
+    # runner reading stdout obeys as a workflow command.
+    all_rows = [[neutralize(cell).replace("\n", "\\n") for cell in row] for row in all_rows]
     widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
     out = []
     for index, row in enumerate(all_rows):
