@@ -539,7 +539,10 @@ def test_an_image_whose_files_are_not_the_new_base_needs_a_person(clean):
     assert verification["status"] == "failed"
     assert verification["files"][0] == {"path": f"/{INSTALL_ROOT}/{ATTN}", "status": "mismatch",
                                         "detail": verification["files"][0]["detail"]}
-    assert "upstream moved under the overlay" in verification["files"][0]["detail"]
+    # (The image moved to is now the pin: its file is not the upstream's at the revision its
+    # label names.)
+    assert "the pinned image is not the upstream's file at the pinned revision" in \
+        verification["files"][0]["detail"]
     # The image lacks other.py, where compress.patch landed: no overlay carries it either.
     assert verification["files"][1:] == [{
         "path": f"/{INSTALL_ROOT}/{OTHER}", "status": "missing",

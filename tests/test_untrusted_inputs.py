@@ -1968,6 +1968,11 @@ def test_pr_and_export_refuse_a_patch_whose_header_is_not_utf8_naming_the_line(t
         "UTF-8" in run.err, run.text
     assert tree_bytes(root) == before and not (tmp_path / "pr").exists()
     run = run_cli(root, "export", "--mbox", str(tmp_path / "out.mbox"))
+    if where == "description":
+        # A mail's body carries the free text byte for byte, and `import mbox` gives it back
+        # (test_cli_exchange.py::test_export_mbox_then_import_mbox_keeps_every_field_byte_for_byte).
+        assert run.rc == 0 and b"Caf\xe9: why this fix" in (tmp_path / "out.mbox").read_bytes()
+        return
     assert run.rc == 2 and f"series/up/fix.patch:{line}: its {where} holds bytes" in run.err
     assert not (tmp_path / "out.mbox").exists()
 

@@ -133,9 +133,9 @@ def description_with_control_character(patch: "PatchFile") -> tuple[int, str] | 
     return None
 
 
-def _not_utf8(patch: "PatchFile") -> tuple[str, int] | None:
-    """(what, its line) of the first header field or description line of `patch` whose bytes
-    are not UTF-8 (a Latin-1 `Author: Andr\xe9`); None."""
+def _not_utf8(patch: "PatchFile", *, description: bool = True) -> tuple[str, int] | None:
+    """(what, its line) of the first header field (or, with `description`, line of the free
+    text) of `patch` whose bytes are not UTF-8 (a Latin-1 `Author: Andr\xe9`); None."""
     line = 1 + patch.preamble.count(b"\n")
     for f in patch.fields:
         try:
@@ -143,6 +143,8 @@ def _not_utf8(patch: "PatchFile") -> tuple[str, int] | None:
         except UnicodeDecodeError:
             return f"{f.name}", line
         line += f.raw.count(b"\n")
+    if not description:
+        return None
     line += patch.gap.count(b"\n")
     for k, raw in enumerate(patch.description.split(b"\n")):
         try:
@@ -152,13 +154,16 @@ def _not_utf8(patch: "PatchFile") -> tuple[str, int] | None:
     return None
 
 
-def refuse_control_characters(patch: "PatchFile", path: str, carried: str) -> None:
+def refuse_control_characters(patch: "PatchFile", path: str, carried: str, *,
+                              text_as_bytes: bool = False) -> None:
     """InputError naming `path` and the line when a header field or the description of `patch`
     holds a control character, which `carried` (", which the mail would carry") says where it
-    would go; the hint is `lint`, which names every one. Bytes that are not UTF-8 there are
-    refused alike: a pull request's JSON and a mail's header cannot carry them as they are
-    (`pr` ended in an internal error with PR.md written and its record not)."""
-    foreign = _not_utf8(patch)
+    would go; the hint is `lint`, which names every one. Bytes that are not UTF-8 in a header
+    field are refused alike, and in the description unless `text_as_bytes`: a pull request's
+    JSON and a mail's header cannot carry them as they are (`pr` ended in an internal error
+    with PR.md written and its record not), where a mail's body carries the free text byte for
+    byte (`export --mbox`, then `import mbox`, gives the patch back as it was)."""
+    foreign = _not_utf8(patch, description=not text_as_bytes)
     if foreign is not None:
         what, line = foreign
         raise InputError(f"its {what} holds bytes that are not UTF-8{carried}", path=path,

@@ -2511,7 +2511,8 @@ def refuse_control_characters_in_mail(project: Project, entries: list[tuple[str,
     for upstream, name in entries:
         refuse_control_characters(project.read_patch(upstream, name),
                                   str(project.series_dir(upstream) / name),
-                                  ", which the mail would carry; nothing was written")
+                                  ", which the mail would carry; nothing was written",
+                                  text_as_bytes=True)
 
 
 def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
