@@ -233,18 +233,47 @@ def write_destination(path: Path | str, data: bytes) -> None:
     another program reads, `/dev/stdout`, a terminal: neither a regular file nor a directory,
     after its symlinks) is written through, as a shell's `>` writes it. Renamed over, the pipe
     was replaced by a regular file its reader never saw (and, as root where /dev is writable,
-    a device node by a file), while the command said it had written."""
+    a device node by a file), while the command said it had written. A symbolic link is
+    written through too, whatever it leads to: `/dev/stdout` is one (to /proc/self/fd/1), and
+    with standard output a file (`--mbox /dev/stdout > fixes.mbox`) the link itself was
+    renamed over, while the file the shell opened got nothing; a link the user made to a file
+    elsewhere stays a link, as `>` leaves it."""
     import stat
+    import sys
 
     try:
-        kind = os.stat(path).st_mode
+        kind = os.lstat(path).st_mode
     except OSError:
         kind = None
     if kind is None or stat.S_ISREG(kind) or stat.S_ISDIR(kind):
         atomic_write(path, data)
         return
+    if is_standard_output(path):
+        # Opened anew, a file the shell gave as standard output is written from its start
+        # (and cut there), over what the command printed before or prints after.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     with open(path, "wb") as stream:
         stream.write(data)
+
+
+def is_standard_output(path: Path | str) -> bool:
+    """Whether a destination the user named is this process's standard output: `-`, or a
+    link or stream leading to the file standard output is (`/dev/stdout`, `/dev/fd/1`, a
+    named pipe also given as `>`); a regular file named outright is a file to replace."""
+    import stat
+
+    if str(path) == "-":
+        return True
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        here, out = os.stat(path), os.fstat(1)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (out.st_dev, out.st_ino)
 
 
 # How many files atomic_write_many() has open at once (a batch): well under any limit on open

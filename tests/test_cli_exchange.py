@@ -674,6 +674,43 @@ def test_export_mbox_into_a_named_pipe_reaches_git_am_reading_it(project, tmp_pa
     assert html.is_fifo() and b"<html" in report.lower()
 
 
+def test_export_mbox_to_standard_output_as_a_shell_gives_it_is_the_whole_mbox(project,
+                                                                              tmp_path):
+    """`export --mbox /dev/stdout > fixes.mbox` (standard output a file): the file was opened
+    anew and written from its start, and the command's "wrote 2 messages" line, printed
+    after, overwrote the mbox's first line (as root where /dev is writable, the /dev/stdout
+    link itself was renamed over, and the file got that line alone); `--mbox -` wrote a file
+    named `-`; a link to a file elsewhere was replaced by a file. Each is now written through:
+    standard output gets the mbox alone, byte for byte the one `--mbox FILE` writes, and `git
+    am` of it makes the commits."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    ok(root, "export", "--mbox", str(tmp_path / "plain.mbox"))
+    plain = (tmp_path / "plain.mbox").read_bytes()
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")  # what /dev/stdout is in a container
+    for name, destination in (("dash", "-"), ("link", str(tmp_path / "stdout"))):
+        out = tmp_path / f"{name}.mbox"
+        with open(out, "wb") as stdout:
+            proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                                   "export", "--mbox", destination], cwd=root, stdout=stdout,
+                                  stderr=subprocess.PIPE)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert out.read_bytes() == plain, name
+        assert b"wrote 2 messages to standard output" in proc.stderr
+    assert (tmp_path / "stdout").is_symlink() and not (root / "-").exists()
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    git(checkout, "am", "-q", "--keep-cr", str(tmp_path / "link.mbox"))
+    assert (checkout / "pkg/added.py").read_bytes() == (fork / "pkg/added.py").read_bytes()
+    # A link the user made to a file elsewhere stays a link; the file it leads to is written.
+    (tmp_path / "mail").mkdir()
+    (tmp_path / "fixes.mbox").symlink_to(tmp_path / "mail" / "fixes.mbox")
+    (tmp_path / "mail" / "fixes.mbox").write_bytes(b"old\n")
+    ok(root, "export", "--mbox", str(tmp_path / "fixes.mbox"))
+    assert (tmp_path / "fixes.mbox").is_symlink()
+    assert (tmp_path / "mail" / "fixes.mbox").read_bytes() == plain
+
+
 def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
     """A fix that changes a file with CRLF lines, exported with `export --mbox`: the command
     said only "wrote 2 messages", and the `git am` the user typed next failed ("patch does not

@@ -214,7 +214,7 @@ def _only_upstream(project: Project) -> str:
               help="Write a quilt patches directory (series + patches).")
 @click.option("--mbox", "mbox_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write an mbox that `git am` takes (one upstream's patches: with several "
-                   "upstreams, say which with --upstream).")
+                   "upstreams, say which with --upstream); `-` writes it to standard output.")
 @click.option("--upstream", shell_complete=complete_upstream,
               help="Only this upstream's series (--quilt: as DIR/series).")
 @click.option("--profile", metavar="P", shell_complete=complete_profile,
@@ -226,18 +226,21 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
 
     --quilt DIR writes one quilt series (DIR/<upstream>/ each when several upstreams have
     patches); --mbox FILE one upstream's patches as an mbox for `git am` in that upstream's
-    tree."""
+    tree (`--mbox -`: to standard output)."""
     from patchforge.ops.exchange import (export_mbox, export_quilt, mbox_entries,
                                          refuse_control_characters_in_mail)
 
     from patchforge.cli.output import announce_state
-    from patchforge.fsutil import RepoLock
+    from patchforge.fsutil import RepoLock, is_standard_output
     from patchforge.pins import open_store
     from patchforge.state import refuse_half_written
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
     project = app.project()
+    # `--mbox -` (or /dev/stdout): the mbox is standard output, so what the command says
+    # goes to stderr.
+    to_stdout = mbox_file is not None and is_standard_output(mbox_file)
     # Under the project lock (waiting for a command that holds it, as overlays does): a
     # rebase's write-out beside the export would otherwise change the series while it is read.
     placed: dict[str, tuple[list[str], list[str]]] = {}
@@ -247,7 +250,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
         announce_state(project)  # a stop or an open edit: the series exported as it stands
         if mbox_file:
             # Both before the quilt directory is written.
-            project.refuse_own_destination(mbox_file)
+            if not to_stdout:
+                project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream, profile)
             refuse_control_characters_in_mail(project, entries)
         if quilt_dir:
@@ -255,7 +259,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
                                                                         upstream, profile,
                                                                         store, placed, left)
-            click.echo(f"wrote {len(written)} files to {quilt_dir}")
+            click.echo(f"wrote {len(written)} files to {quilt_dir}", err=to_stdout)
             for name, patch, series_file, why, before in left:
                 click.echo(f"note: {series_file} no longer lists {name}/{patch} ({why}); its "
                            "file is left there, unlisted" if before else
@@ -268,15 +272,16 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             if len(series_dirs) > 1:
                 click.echo("one quilt series per upstream: "
                            + ", ".join(f"QUILT_PATCHES={shlex.quote(str(d))}"
-                                       for d in series_dirs))
+                                       for d in series_dirs), err=to_stdout)
                 click.echo("next: after quilt refresh there, `patchforge import quilt "
-                           "DIR/UPSTREAM --update --upstream UPSTREAM` takes the changes back")
+                           "DIR/UPSTREAM --update --upstream UPSTREAM` takes the changes back",
+                           err=to_stdout)
             elif series_dirs:
                 # The way there and the way back, for one who came from quilt.
                 click.echo(f"next: `QUILT_PATCHES={shlex.quote(str(series_dirs[0]))} quilt "
                            "push -a` in the upstream's files at the pin; after quilt refresh, "
                            f"`patchforge import quilt {shlex.quote(str(quilt_dir))} --update` "
-                           "takes the changes back")
+                           "takes the changes back", err=to_stdout)
             for name in per_profile:
                 click.echo(f"warning: {name}'s series has patches for some profiles only, and "
                            "quilt applies every patch in one stack: where two profiles' fixes "
@@ -289,16 +294,19 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             _say_empty(empty, "`quilt push` stops on it (\"Only garbage was found in the patch "
                               "input\")")
         if mbox_file:
-            crlf, empty = export_mbox(project, mbox_file, entries, store, placed, profile)
-            click.echo(f"wrote {len(entries)} messages to {mbox_file}")
+            out = click.get_binary_stream("stdout") if to_stdout else mbox_file
+            crlf, empty = export_mbox(project, out, entries, store, placed, profile)
+            click.echo(f"wrote {len(entries)} messages to "
+                       + ("standard output" if to_stdout else str(mbox_file)), err=to_stdout)
             _say_empty(empty, "`git am` stops on its message (\"No valid patches in input\")")
             if crlf:
                 # Said where `git am` is typed: the reference's word on it was not enough.
                 shown = ", ".join(crlf[:5]) + (f" and {len(crlf) - 5} more" if len(crlf) > 5
                                                else "")
                 click.echo(f"note: {shown} change{'s' if len(crlf) == 1 else ''} lines ending "
-                           f"in CRLF: apply the mbox with `git am --keep-cr "
-                           f"{shlex.quote(str(mbox_file))}` (plain `git am` drops each line's "
+                           "in CRLF: apply the mbox with `git am --keep-cr"
+                           + ("" if to_stdout else f" {shlex.quote(str(mbox_file))}")
+                           + "` (plain `git am` drops each line's "
                            "CR, and the patch no longer applies)", err=True)
             from patchforge.apply.series import profile_bases_differ
             from patchforge.ops.exchange import stack_profile

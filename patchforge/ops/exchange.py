@@ -15,7 +15,7 @@ import shlex
 import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 
 from patchforge.apply.diffparse import parse_diff_full, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_names
@@ -2515,12 +2515,13 @@ def refuse_control_characters_in_mail(project: Project, entries: list[tuple[str,
                                   text_as_bytes=True)
 
 
-def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
+def export_mbox(project: Project, out: Path | BinaryIO, entries: list[tuple[str, str]],
                 store: UpstreamStore | None = None,
                 placed: dict[str, tuple[list[str], list[str]]] | None = None,
                 profile: str | None = None) -> tuple[list[str], list[str]]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
-    before anything of the export is written) to `out`. Returns the patches whose diff has
+    before anything of the export is written) to `out` (a path, or a stream: standard output
+    for `--mbox -`). Returns the patches whose diff has
     lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
     (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
     `git am --keep-cr` takes them, and the command says so; and the patches without a diff
@@ -2547,5 +2548,9 @@ def export_mbox(project: Project, out: Path, entries: list[tuple[str, str]],
             crlf.append(name)
         if not patch.file_patches:
             empty.append(name)
-    write_destination(Path(out), b"".join(chunks))
+    if isinstance(out, Path):
+        write_destination(out, b"".join(chunks))
+    else:
+        out.write(b"".join(chunks))
+        out.flush()
     return crlf, empty
