@@ -1026,6 +1026,25 @@ def test_file_deleted_upstream_stops_instead_of_dropping(stack, upstream):
     assert stack.patch("up", "other-fix", "skipped") == original
 
 
+def test_a_rebase_whose_files_the_store_holds_starts_no_presence_check(stack, upstream,
+                                                                      tmp_path, monkeypatch):
+    """A rebase starts the partial store's check of which series files it lacks before it
+    writes its journal. Files its pack indexes name are not asked of git: a rebase whose files
+    the store holds already (read by a first dry run) starts no `git rev-list`, and plans
+    the same."""
+    new_commit = conflict_stack(stack, upstream)
+    _, first, _ = stack.cli("rebase", "--to", f"up={new_commit}", "--dry-run", "--json",
+                            expect=1)
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    _, again, _ = stack.cli("rebase", "--to", f"up={new_commit}", "--dry-run", "--json",
+                            expect=1)
+    assert again == first
+    names = [e["name"] for e in map(json.loads, trace.read_text().splitlines())
+             if e["event"] == "cmd_name"]
+    assert "rev-list" not in names and "fetch" not in names, names
+
+
 def test_dry_run_writes_nothing(stack, upstream):
     new_commit = conflict_stack(stack, upstream)
     shutil.rmtree(stack.root / ".patchforge", ignore_errors=True)

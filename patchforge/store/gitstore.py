@@ -881,11 +881,18 @@ class UpstreamStore:
         with self._lock:
             if not self._is_partial():
                 return
-            oids = sorted({found[1] for rev, paths in wanted
-                           for found in self.entries(self._pin(rev), paths).values()
-                           if found is not None and found[1] not in self._present})
+            oids = {found[1] for rev, paths in wanted
+                    for found in self.entries(self._pin(rev), paths).values()
+                    if found is not None and found[1] not in self._present}
+            # Those the pack indexes name are there (_fetch_missing would not ask git of them):
+            # a store holding every file starts no process.
+            held = self._held_by_packs(oids) if oids else None
+            if held:
+                self._present.update(held)
+                oids.difference_update(held)
             if oids:
-                self._checks.append((frozenset(oids), self._start_missing(oids)))
+                asked = sorted(oids)
+                self._checks.append((frozenset(asked), self._start_missing(asked)))
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
         """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob.
