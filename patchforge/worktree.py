@@ -280,14 +280,26 @@ class Worktree:
         record = self._read_record()
         self._bytes_as_they_are()  # (a worktree an earlier patchforge made has no such file)
         out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                        "--no-renames", "--ignore-submodules")
+                        "--ignored=matching", "--no-renames", "--ignore-submodules")
         changed: set[str] = set()
         untracked: set[str] = set()
+        ignored = False
         for entry in out.split(b"\0"):
             if len(entry) < 4:
                 continue
             state, rel = entry[:2], _decode(entry[3:])
-            (untracked if state == b"??" else changed).add(rel)
+            if state == b"!!":
+                ignored = True
+            else:
+                (untracked if state == b"??" else changed).add(rel)
+        if ignored:
+            # git reads every `.gitignore` in the worktree, and there is no turning that off: one
+            # the patch brings (or an upstream one it changes, or one a user makes) hid a new
+            # file under its rules, and refresh closed the worktree over it, the file gone
+            # without a word. What is ignored is asked again against the worktree's own rules
+            # alone (_EXCLUDE: build products, editors' files): anything else is named.
+            out = self._git("ls-files", "-z", "--others", *self._own_excludes())
+            untracked.update(_decode(p) for p in out.split(b"\0") if p)
         if self._head() != record["base"]:
             # A `git commit` in here: what changed is what differs from patchforge's base.
             out = self._git("diff", "--name-only", "-z", "--no-renames", "--ignore-submodules",
@@ -296,6 +308,11 @@ class Worktree:
         mine = set(record["files"])
         untracked |= changed - mine
         return Changes(tuple(sorted(changed & mine)), tuple(sorted(untracked)))
+
+    def _own_excludes(self) -> tuple[str, ...]:
+        """`git ls-files` arguments for the worktree's own ignore rules, none of `.gitignore`'s."""
+        exclude = self.path / ".git" / "info" / "exclude"
+        return (f"--exclude-from={exclude}",) if exclude.is_file() else ()
 
     def read(self, rel: str) -> tuple[bytes | None, str]:
         """(content, mode) of a working file; (None, "") when it is gone. A symlink is read as

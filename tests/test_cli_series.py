@@ -560,6 +560,46 @@ def test_a_new_file_the_users_global_ignore_matches_is_named_not_dropped(project
     assert "unchanged" in ok(root, "refresh").text
 
 
+def test_a_new_file_a_gitignore_in_the_worktree_matches_is_named_not_dropped(project):
+    """git reads every `.gitignore` in a worktree: one the patch itself carries there hid a new
+    file under its rules (`build/`, `*.local`), and refresh closed the worktree over it, the
+    file gone without a word. It is named now, as any file not part of the patch is, and
+    `add` takes it (as `git add -f` would)."""
+    root = project
+    ok(root, "new", "one", "--file", "a.py")
+    replace_in(work(root) / "a.py", b"line2\n", b"LINE2\n")
+    (work(root) / ".gitignore").write_bytes(b"build/\n*.local\n")
+    ok(root, "add", ".gitignore")
+    assert "refreshed" in ok(root, "refresh").text
+    assert b"+build/" in patch_bytes(root, "one")
+    ok(root, "edit", "one")
+    (work(root) / "build").mkdir()
+    (work(root) / "build" / "kernel.py").write_bytes(b"def kernel(): pass\n")
+    (work(root) / "notes.local").write_bytes(b"hours of work\n")
+    run = run_cli(root, "refresh")
+    assert run.rc == 2 and "not part of the patch: build/kernel.py, notes.local" in run.err, \
+        run.text
+    assert run_cli(root, "edit", "--close").rc == 2
+    assert (work(root) / "build" / "kernel.py").read_bytes() == b"def kernel(): pass\n"
+    # Named by `add`, the file joins the patch whatever the .gitignore says.
+    (work(root) / "notes.local").unlink()
+    ok(root, "add", "build/kernel.py")
+    assert "refreshed" in ok(root, "refresh").text
+    assert b"+++ b/build/kernel.py" in patch_bytes(root, "one")
+    # A .gitignore made in the worktree that hides itself is named too.
+    ok(root, "edit", "one")
+    (work(root) / "gen").mkdir()
+    (work(root) / "gen" / ".gitignore").write_bytes(b"*\n")
+    run = run_cli(root, "refresh")
+    assert run.rc == 2 and "not part of the patch: gen/.gitignore" in run.err, run.text
+    # Python's and editors' leftovers stay out of the fix, as before.
+    (work(root) / "gen" / ".gitignore").unlink()
+    (work(root) / "__pycache__").mkdir()
+    (work(root) / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (work(root) / "a.py~").write_bytes(b"backup\n")
+    assert "unchanged" in ok(root, "refresh").text
+
+
 def test_delete_keeps_the_file_aside(project):
     root = project
     one = make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
