@@ -711,6 +711,29 @@ def test_export_mbox_to_standard_output_as_a_shell_gives_it_is_the_whole_mbox(pr
     assert (tmp_path / "mail" / "fixes.mbox").read_bytes() == plain
 
 
+def test_status_html_dash_is_refused_and_dev_stdout_gives_the_report_then_the_table(
+        project, tmp_path):
+    """`status --html -` wrote a file named `-` and said nothing of it: standard output carries
+    status's own answer, so it is refused (exit 2, nothing written); `--html /dev/stdout`,
+    standard output a file, gets the whole report, then the table."""
+    root = project
+    run = run_cli(root, "status", "--html", "-", cwd=root)
+    assert run.rc == 2 and "--html -" in run.err, run.err
+    assert not (root / "-").exists()
+    out = tmp_path / "report.out"
+    # /dev/stdout as a container has it (a link to /proc/self/fd/1), one of the test's own:
+    # code that renamed over it would take the machine's.
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
+    with open(out, "wb") as stdout:
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                               "status", "--html", str(tmp_path / "stdout")], cwd=root,
+                              stdout=stdout,
+                              stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode()
+    report, _, table = out.read_bytes().partition(b"</html>\n")
+    assert report.startswith(b"<!DOCTYPE html>") and b"patches apply" in table, table
+
+
 def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
     """A fix that changes a file with CRLF lines, exported with `export --mbox`: the command
     said only "wrote 2 messages", and the `git am` the user typed next failed ("patch does not

@@ -68,6 +68,15 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
     from patchforge.state import unlisted_fixes
     from patchforge.targets import parse_target_specs
 
+    if html_out == "-":
+        from patchforge.errors import UsageError
+
+        # (`export --mbox -` is the mbox alone; here stdout already carries the table or the
+        # JSON document. It wrote a file named `-`.)
+        raise UsageError("`--html -`: status prints its own answer on standard output; "
+                         "nothing was written",
+                         hint="name a file (`--html report.html`), or `--html /dev/stdout` "
+                              "for the report followed by the table")
     specs = target_specs("--against", specs, more_specs)
     project = app.project()
     wanted = parse_target_specs(specs, project.upstream_names()) if specs else None
