@@ -184,6 +184,29 @@ def fsync_dir(directory: Path | str) -> None:
         os.close(fd)
 
 
+def exchange(first: Path, second: Path) -> bool:
+    """Swap two existing paths in one step (Linux `renameat2` with RENAME_EXCHANGE): a reader,
+    or a kill, sees one or the other, never neither. False where the system or the file system
+    cannot (no such call, EINVAL, ENOTSUP): the caller swaps by two renames then. A directory
+    swapped by two renames is missing between them, and a kill there left it missing until
+    the next command that knew to put it back."""
+    import ctypes
+
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # not Linux, or a C library before glibc 2.28
+        return False
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                     ctypes.c_uint]
+    here, rename_exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE (linux/fs.h)
+    if call(here, os.fsencode(first), here, os.fsencode(second), rename_exchange) == 0:
+        return True
+    number = ctypes.get_errno()
+    if number in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(number, os.strerror(number), os.fspath(first), None, os.fspath(second))
+
+
 def fsync_dirs(directories) -> None:
     """fsync_dir() of each directory (a str or a Path), once each, in order."""
     for directory in dict.fromkeys(map(os.fspath, directories)):

@@ -32,7 +32,7 @@ from patchforge.model.record import field, record
 from patchforge.patterns import on_first_use
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
-from patchforge.fsutil import (atomic_write, fault_point, fsync_dir, fsync_dirs, parse_json,
+from patchforge.fsutil import (atomic_write, exchange, fault_point, fsync_dir, fsync_dirs, parse_json,
                               interrupts_deferred)
 
 if TYPE_CHECKING:
@@ -1168,7 +1168,7 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
     staging = root.parent / ".overlays.new"
     old = root.parent / ".overlays.old"
     _remove(staging)
-    moved_aside = False
+    moved_aside = exchanged = recorded = False
     try:
         staging.mkdir()
         _write_staging(staging, overlays, root)
@@ -1178,22 +1178,34 @@ def write_overlays(project: Project, overlays: OverlaySet, *,
         with interrupts_deferred():
             if root.exists():
                 fault_point("rename")
-                os.replace(root, old)
-                moved_aside = True
-            fault_point("rename")
-            os.replace(staging, root)
+                # One step where the system can: a kill -9 between two renames left no
+                # overlays/ at all (a read-only command, `refresh` and `rm` then took the project
+                # for one that makes no overlays) until the next `overlays` or rebase.
+                exchanged = exchange(staging, root)  # the staging path then holds the old set
+                if not exchanged:
+                    os.replace(root, old)
+                    moved_aside = True
+            if not exchanged:
+                fault_point("rename")
+                os.replace(staging, root)
             fsync_dir(root.parent)
-            _remove(old)
+            if not exchanged:
+                _remove(old)
             atomic_write(project.state_dir / WRITTEN_RECORD,
                          "".join(sums_line(digest, rel) for rel, digest
                                  in _digests(overlays).items())
                          .encode("utf-8", "surrogateescape"))
+            recorded = True
+            _remove(staging)  # the old set, after an exchange
     except BaseException:
         # A Ctrl-C, SIGTERM or failed write (a full disk) while the new set was written left
         # its part-written tree beside overlays/ (`.overlays.new/`, files a project without
         # init's ignore lines took into `git add -A`), and a failed second rename left no
-        # overlays/: the old set stays, and nothing of the new one.
+        # overlays/: the old set stays, and nothing of the new one (after an exchange, a
+        # failed write of the record of what was written swaps the old set back too).
         with interrupts_deferred():
+            if exchanged and not recorded and staging.is_dir() and exchange(staging, root):
+                fsync_dir(root.parent)
             if moved_aside and not root.exists() and old.is_dir():
                 os.replace(old, root)
                 fsync_dir(root.parent)

@@ -807,6 +807,35 @@ def test_overlays_interrupted_at_either_rename_leaves_a_whole_set_without_recove
         check_but_for_the_install_root(root)
 
 
+def test_overlays_killed_at_either_rename_leaves_a_whole_set_without_recovery(
+        env, tmp_path, monkeypatch):
+    """A kill -9 between the swap's two renames left no overlays/ at all until the next
+    `overlays` or rebase put the old set back: meanwhile `status` said nothing, `verify` said
+    to run `overlays` first, and `refresh` took the project for one that makes no overlays
+    (it wrote a deletion of an upstream file that it refuses where overlays are made). The
+    swap is one step (an exchange of the two directories) where the system can: whoever reads
+    next, without any recovery, finds the old set or the new one."""
+    import ctypes
+
+    prepared, old_overlays, new_overlays = _overlay_states(env, tmp_path, monkeypatch)
+    probe = tmp_path / "probe"
+    (probe / "a").mkdir(parents=True)
+    (probe / "b").mkdir()
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None or renameat2(-100, bytes(probe / "a"), -100, bytes(probe / "b"), 2):
+        pytest.skip("this system or file system swaps no directories in one step")
+    for nth in (1, 2, 3):
+        root = tmp_path / f"kill-{nth}"
+        shutil.copytree(prepared, root, symlinks=True)
+        proc = run_subprocess(root, "overlays", env={"PATCHFORGE_FAULT": f"rename:{nth}"})
+        assert proc.returncode in (0, 137), proc.stderr
+        assert snapshot(root / "overlays") in (old_overlays, new_overlays), nth
+        assert not (root / ".overlays.old").exists(), nth
+        r = run_cli(root, "overlays")
+        assert r.rc == 0, r.text
+        assert snapshot(root / "overlays") == new_overlays, nth
+
+
 @pytest.mark.parametrize("fault", ["interrupt:write:2", "terminate:write:2", "raise:fsync:2",
                                    "raise:rename:2"])
 def test_overlays_cut_short_while_writing_the_new_set_leaves_nothing_of_it(
