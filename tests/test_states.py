@@ -1681,6 +1681,31 @@ def test_verify_fails_while_a_fix_is_set_aside(project, tmp_path):
     project.cli("verify")
 
 
+def test_a_move_says_the_fix_an_earlier_rebase_set_aside(project):
+    """fix-a set aside by `rebase --skip`; upstream moves on and the stack is rebased again:
+    the overlays the move writes lack fix-a (as `status` and `overlays` say, exit 1), and the
+    move and its dry run said nothing of it. Each now says so (a `note:` on stderr, naming the
+    fix and the way on; `set_aside` in --json)."""
+    project.cli("overlays")
+    stopped_on_a(project)
+    project.cli("rebase", "--skip")
+    target = project.up.commit({"pkg/other.py": b"x = 9\n"})
+    for dry in (("--dry-run",), ()):
+        if not dry:
+            _, _, err = project.cli("rebase", "--to", f"up={target}", "--dry-run")
+            assert "note: up/fix-a.patch was set aside by a rebase" in err and \
+                "in none of the overlays this move would write" in err, err
+            document = json.loads(project.cli("rebase", "--to", f"up={target}", "--json")[1])
+        else:
+            document = json.loads(project.cli("rebase", "--to", f"up={target}", *dry,
+                                              "--json")[1])
+        from patchforge.formats.schemas import validation_errors
+        assert validation_errors(document, "rebase") == []
+        assert [(f["upstream"], f["name"]) for f in document["set_aside"]] == \
+            [("up", "fix-a.patch")], document
+    assert (project.root / "series/up/skipped/fix-a.patch").exists()
+
+
 @pytest.mark.parametrize("open_", ["edit", "rebase stop", "bring-back stop"])
 def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch, open_):
     """The cache emptied (or another PATCHFORGE_CACHE: a new shell, a CI runner) while an edit

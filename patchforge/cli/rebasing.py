@@ -34,6 +34,10 @@ def render_summary(summary: dict, app) -> None:
                    app.color))
     for item in summary.get("gone_upstream", []):
         echo(gone_line(item, app.color))
+    for item in summary.get("set_aside", []):
+        # As every read-only command says it (stderr): the move leaves the fix behind.
+        done = "would write" if summary["dry_run"] else "writes"
+        echo(f"note: {item['message']} (in none of the overlays this move {done})", err=True)
     if summary.get("image_unpinned"):
         echo(paint(image_unpinned_note(summary["image_unpinned"]["reference"],
                                        written=not summary["dry_run"]), "yellow", app.color))
@@ -148,6 +152,16 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
                     "goes on once that is fixed, `patchforge rebase --abort` puts everything "
                     "back"]))
             raise
+    if specs:
+        # A fix an earlier rebase set aside (skipped/) is in none of the overlays this move
+        # writes: `status` and `overlays` say it needs attention (exit 1); the move said
+        # nothing of it (its exit status stays the move's own).
+        from patchforge.state import skipped_fixes, skipped_notes
+
+        set_aside = [{"upstream": fix.upstream, "name": fix.name, "message": note}
+                     for fix, note in skipped_notes(project, skipped_fixes(project))]
+        if set_aside:
+            summary["set_aside"] = set_aside
     if as_json:
         emit_json(summary, "rebase")
     else:
