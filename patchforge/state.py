@@ -521,6 +521,30 @@ def unconfigured_message(project: Project, name: str, files: list[Path]) -> str:
             "they are in no overlay, status or rebase")
 
 
+def unconfigured_pins(project: Project) -> list[tuple[str, int | None]]:
+    """(name, line in upstream.lock) of each pin whose upstream the configuration does not
+    name (renamed or removed there by hand, or a lock edited by hand): no command reads it, and
+    every write of the lock keeps it as it is. A lock that cannot be read is reported by the
+    commands that read it, not here."""
+    from patchforge.errors import PatchforgeError
+    from patchforge.formats.lockfile import lock_line_of
+
+    try:
+        pinned = project.lock.upstreams
+        configured = set(project.upstream_names())
+    except PatchforgeError:
+        return []
+    return [(name, lock_line_of(project.lock_path, f"upstreams.{name}"))
+            for name in sorted(set(pinned) - configured)]
+
+
+def unconfigured_pin_message(project: Project, name: str, line: int | None) -> str:
+    where = project.lock_path.name + (f":{line}" if line else "")
+    return (f"{where}: pins upstream {name!r}, which {Path(project.config_path).name} does not "
+            "configure (renamed or removed?): no command uses the pin, and every write of the "
+            "lock keeps it; remove its entry if the upstream is gone")
+
+
 def refuse_unconfigured_series(project: Project) -> None:
     """Refuse (UsageError, exit 2, nothing written) a command whose answer would silently
     leave out the fixes of a series no configured upstream names (`overlays`)."""
@@ -572,6 +596,8 @@ def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
     lines += [fix.describe(project) for fix in skipped
               if (fix.upstream, fix.name) not in bringing]
     busy = any(s.kind in (STOPPED, REBASING, BRINGING) for s in states) or bool(skipped)
+    lines += [unconfigured_pin_message(project, name, line)
+              for name, line in unconfigured_pins(project)]
     if project.overlays_swap_cut_short:
         lines.append(OVERLAYS_SWAP_CUT_SHORT)
         busy = True

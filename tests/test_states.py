@@ -1450,6 +1450,28 @@ def test_an_upstream_renamed_in_the_configuration_never_hides_its_series(project
     project.cli("overlays", "--check")
 
 
+def test_a_pin_of_an_upstream_the_configuration_does_not_name_is_said(project):
+    """A pin in upstream.lock for an upstream the configuration no longer names (renamed or
+    removed by hand, a lock merged by hand) was read by nothing and kept by every write of the
+    lock, without a word from status. status notes it naming the lock's line, lint reports it,
+    and a write of the lock says it kept it."""
+    import json
+
+    lock = project.root / "upstream.lock"
+    doc = json.loads(lock.read_bytes())
+    doc["upstreams"]["old"] = dict(doc["upstreams"]["up"])
+    lock.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    said = "upstream.lock:3: pins upstream 'old', which patchforge.toml does not configure"
+    _, _, err = project.cli("status")
+    assert said in err, err
+    doc = json.loads(project.cli("lint", "--no-forge", "--json", expect=None)[1])
+    assert any(f["check"] == "lock" and said in f["message"] for f in doc["findings"]), doc
+    commit = json.loads(lock.read_bytes())["upstreams"]["up"]["commit"]
+    _, _, err = project.cli("upstream", "pin", "up", "--at", commit)
+    assert said in err and "every write of the lock keeps it" in err, err
+    assert "old" in json.loads(lock.read_bytes())["upstreams"]
+
+
 def _paused_at_the_lock(project: Project, *args: str) -> subprocess.Popen:
     """Run `patchforge ARGS` in a process of its own that stops itself (SIGSTOP) just before it
     takes the project lock (PATCHFORGE_FAULT=lock:1, mode stop): what it read before is what

@@ -95,6 +95,16 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
                    "label": pin.label, "source": pin.source}, "pin")
     else:
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+    _say_unconfigured_pins(project)
+
+
+def _say_unconfigured_pins(project: Project) -> None:
+    """After a write of the lock: the pins it kept of upstreams the configuration does not
+    name, said (stderr), never kept or dropped without a word."""
+    from patchforge.state import unconfigured_pin_message, unconfigured_pins
+
+    for unconfigured, line in unconfigured_pins(project):
+        click.echo("note: " + unconfigured_pin_message(project, unconfigured, line), err=True)
 
 
 def git_url_for_local(url: str | None) -> bool:
@@ -130,6 +140,7 @@ def upstream_pin(app, name, spec, force):
 
         click.echo(image_unpinned_note(unpinned.reference,
                                        overlays_made=not app.project().makes_overlays))
+    _say_unconfigured_pins(app.project())
 
 
 @upstream.command("list")

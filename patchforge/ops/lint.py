@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.apply.chains import REMEDY, apply_on_chains, profiles_note
@@ -52,6 +51,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     lock = project.lock
     seen_diffs: dict[str, str] = {}  # sha256 of a diff -> the first patch that has it
     from patchforge.state import (skipped_fixes, skipped_notes, unconfigured_message,
+                                  unconfigured_pin_message, unconfigured_pins,
                                   unconfigured_series)
 
     for fix, note in skipped_notes(project, skipped_fixes(project)):
@@ -59,11 +59,9 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     for name, files in unconfigured_series(project):
         findings.append(Finding(f"series/{name}", "series",
                                 unconfigured_message(project, name, files)))
-    for name in sorted(set(lock.upstreams) - set(project.config.upstreams)):
+    for name, line in unconfigured_pins(project):
         findings.append(Finding(project.lock_path.name, "lock",
-                                f"pins upstream {name!r}, which "
-                                f"{Path(project.config_path).name} does not configure "
-                                "(renamed or removed?)"))
+                                unconfigured_pin_message(project, name, line)))
     parsed_series: dict[str, list] = {}  # upstream -> [(name, PatchFile)]
     for upstream in project.upstream_names():
         if upstream == KEPT_LANDINGS:
