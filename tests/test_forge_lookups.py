@@ -67,7 +67,14 @@ def test_quiet_and_verbose_levels(tmp_path):
     assert "patchforge: up: judging 1 patch(es) against main" in verbose.err
     assert "git " not in verbose.err  # git commands are debug, not phase lines
     debug = run_cli(root, "-vv", "--offline", "status")
-    assert "patchforge.git: git " in debug.err and " ms" in debug.err
+    # (A warm status may start no git process at all: the store's pack indexes answer.)
+    assert "patchforge.status: up: judging 1 patch(es) against main" in debug.err and \
+        "ms patchforge." in debug.err
+    # A command that starts git says each process at -vv, never at -v.
+    linted = {level: run_cli(root, level, "--offline", "lint", "--no-forge")
+              for level in ("-v", "-vv")}
+    assert "patchforge.git: git " not in linted["-v"].err
+    assert "patchforge.git: git " in linted["-vv"].err and " ms" in linted["-vv"].err
     plain = run_cli(root, "--offline", "status")
     assert "judging" not in plain.err and "patchforge.git" not in plain.err
     assert plain.out == quiet.out == verbose.out == debug.out

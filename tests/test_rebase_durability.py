@@ -68,6 +68,20 @@ class SyscallRecord:
         monkeypatch.setattr(os, "open", open_fd)
         monkeypatch.setattr(builtins, "open", open_file)
 
+        from patchforge import fsutil, overlay
+
+        real_exchange = fsutil.exchange
+
+        def exchange(first, second):
+            """An exchange (renameat2) is both renames in one step: recorded as both."""
+            done = real_exchange(first, second)
+            if done:
+                record("rename", first, second)
+                record("rename", second, first)
+            return done
+        monkeypatch.setattr(fsutil, "exchange", exchange)
+        monkeypatch.setattr(overlay, "exchange", exchange)
+
     def _rel(self, path) -> str:
         absolute = Path(os.path.abspath(path))
         try:
