@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 import tracemalloc
 
@@ -688,3 +689,32 @@ def test_the_pinned_image_whose_file_is_not_the_upstreams_is_not_sent_to_itself(
                             expect=1)
     assert f"deploy the image the overlays were made for (the one upstream.lock pins, " \
         f"{registry_server.host}/team/up@{digest})" in err and "rebase --to up=" in err, err
+
+
+def test_an_image_verified_while_a_fix_is_set_aside_is_not_green(images, tmp_path):
+    """A stack whose rebase set a fix aside (`rebase --skip`: its patch under skipped/, in no
+    overlay), cloned in CI: plain `verify` names the fix and exits 1, but `verify --image` read
+    every overlay's pre-image in the image as `ok` and exited 0, so a deployment gated on it
+    went out without the fix. The fix is a `missing` row of its own, exit 1 (`--json`: "ok"
+    false, a note naming it; `--format github`: an error annotation), and the image is green
+    again once the fix is brought back or deleted."""
+    root = tmp_path / "stack"
+    shutil.copytree(images["root"], root, symlinks=True)
+    aside = root / "series/vllm/skipped/rocm-disable-rccl-ras-thread-old.patch"
+    aside.parent.mkdir()
+    aside.write_bytes((root / "series/vllm/rocm-disable-rccl-ras-thread.patch").read_bytes())
+    ref = f"{images['host']}/{REPO}:good"
+    shown = run_cli(root, "verify", "--image", ref)
+    assert shown.rc == 1, shown.text
+    row = next(line for line in shown.out.splitlines() if "skipped/" in line)
+    assert row.startswith("missing") and \
+        "bring-back rocm-disable-rccl-ras-thread-old" in row, shown.out
+    document = run_cli(root, "verify", "--image", ref, "--json")
+    assert document.rc == 1
+    doc = json.loads(document.out)
+    assert validation_errors(doc, "verify-image") == []
+    assert doc["ok"] is False and all(r["state"] == "ok" for r in doc["results"])
+    assert any("skipped/rocm-disable-rccl-ras-thread-old.patch" in note
+               for note in doc["notes"]), doc["notes"]
+    aside.unlink()  # the user's decision (what `delete` does): green again
+    assert run_cli(root, "verify", "--image", ref).rc == 0

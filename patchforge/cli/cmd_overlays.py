@@ -309,24 +309,34 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
 
     from patchforge.ops.deploy import is_the_pinned_image, verify_image
 
+    set_aside: list[tuple[str, str, str]] = []
+
     @contextlib.contextmanager
     def reading():
         # The state said and the manifest and the pin read under the read lock (never a
         # rebase's half-written ones); the registry and the layers then read without it.
         with app.reading():
             announce_state(app.project(), as_json=as_json)
+            # A fix a rebase set aside is in none of the overlays this image is checked
+            # against: the image may hold every overlay file and still deploy without it.
+            set_aside.extend(_skipped_rows(app.project(), profile))
             yield
 
     with Progress("reading layer") as progress:
         result = verify_image(app.project(), None if image == PINNED_IMAGE else image,
                               profile=profile, reading=reading(),
                               on_layer=lambda digest: progress.advance(digest[:19]))
+    said_aside = [f"{path}: {detail}" for path, _, detail in set_aside]
     if as_json:
-        emit_json(result.to_json(), "verify-image")
+        document = result.to_json()
+        document["ok"] = result.ok and not set_aside
+        document["notes"] += said_aside
+        emit_json(document, "verify-image")
     else:
         for note in result.notes:
             click.echo(note, err=True)
-        click.echo(table([[f.state, f.target, f.detail] for f in result.files],
+        click.echo(table([[f.state, f.target, f.detail] for f in result.files]
+                         + [[state, path, detail] for path, state, detail in set_aside],
                          ["state", "path in image", "detail"],
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
         bad = sum(f.state != "ok" for f in result.files)
@@ -356,6 +366,8 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         annotations: list[tuple[str, str, str | None, str]] = [
             ("error", f"{f.target}: {f.state}: {f.detail}", None,
              f"patchforge verify --image {result.resolved}") for f in failed]
+        annotations += [("error", said, None, f"patchforge verify --image {result.resolved}")
+                        for said in said_aside]
         if result.tag_moved:  # its note is the last one
             annotations.append(("error", result.notes[-1], None,
                                 f"patchforge verify --image {result.reference}"))
@@ -366,7 +378,7 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
             section += "\n" + github.markdown_table(["state", "path in image", "detail"],
                                                     [[f.state, f.target, f.detail] for f in failed])
         github.append_summary(app.project(), section)
-    if not result.ok:
+    if not result.ok or set_aside:
         sys.exit(EXIT_ATTENTION)
 
 
