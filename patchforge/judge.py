@@ -2361,19 +2361,27 @@ _KEPT_LOOSE = b"patchforge loose code 2"
 _KEPT_ENTRY = re.compile(rb"([0-9]+) ([^\n]+)\n")
 
 
-def _keep_loose(texts: dict[str, bytes]) -> bytes | None:
-    """The loose texts of a commit's every new file (path -> text) as one file: a line of
-    `_KEPT_LOOSE`, the CRC-32 and the length of the rest, then per file `<length> <path>` on a
-    line and the text; None when a path holds a line end (no such file is kept). Not
-    compressed: zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7."""
+def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
+    """The loose texts of a commit's every new file (path -> text) as one file, as the parts
+    to write one after the other: a line of `_KEPT_LOOSE`, the CRC-32 and the length of the
+    rest, then per file `<length> <path>` on a line and the text; None when a path holds a
+    line end (no such file is kept). Not compressed: zlib's inflating of a release's 18.7 MB
+    cost a rebase 70 ms, reading them 7. The texts are parts as they are, never joined: a
+    release's file joined, then copied again behind its first line, was two copies of 18.7
+    MB (about 45 ms of CPU, most of it fresh pages)."""
     import zlib  # here: only a release's loose texts are kept
 
     names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
     if any(b"\n" in name for name in names.values()):
         return None
-    body = b"".join(b"%d %s\n%s" % (len(text), names[path], text)
-                    for path, text in texts.items())
-    return b"%s %08x %d\n%s" % (_KEPT_LOOSE, zlib.crc32(body), len(body), body)
+    body: list[bytes] = []
+    crc = size = 0
+    for path, text in texts.items():
+        for part in (b"%d %s\n" % (len(text), names[path]), text):
+            body.append(part)
+            crc = zlib.crc32(part, crc)
+            size += len(part)
+    return [b"%s %08x %d\n" % (_KEPT_LOOSE, crc, size), *body]
 
 
 def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
@@ -3045,12 +3053,18 @@ class HistoryIndex:
             return kept
         blob_of = self.store.new_blobs(commit)
         blobs = self.store.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
-        texts: dict[str, bytes] = {path: loose_code(blobs[oid])
-                                   for path, oid in blob_of.items() if oid in blobs}
+        texts: dict[str, bytes] = {}
+        for path, oid in blob_of.items():
+            # Each blob let go once made loose (none is asked again: two paths with one blob
+            # take it once each), its memory used for the next text's, not fresh pages.
+            content = blobs.get(oid)
+            if content is not None:
+                texts[path] = loose_code(content)
+        del blobs
         if len(texts) == len(blob_of) >= self.KEEP_LOOSE_AT_LEAST:
-            whole = _keep_loose(texts)
-            if whole is not None:
-                self.store.keep_text(name, whole)
+            parts = _keep_loose(texts)
+            if parts is not None:
+                self.store.keep_text(name, parts)
         return dict(texts)
 
     # The most files _files_with_code names on git's command line (far below its length's

@@ -557,8 +557,13 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     (made,) = kept_dir.iterdir()
     whole = made.read_bytes()
     assert b"deff15(x):y=x+15" in whole and b"defg299(x):returnx+299" in whole
+    read_back = made.stat()
     kept(stack, evidence)
     assert list(kept_dir.iterdir()) == [made] and made.read_bytes() == whole
+    # Read back, not made again (a file whose length or CRC-32 were written wrong would be
+    # made again by every command, the same stop each time).
+    assert (made.stat().st_ino, made.stat().st_mtime_ns) == \
+        (read_back.st_ino, read_back.st_mtime_ns)
     for damaged in (whole[:len(whole) // 2], whole.replace(b"deff15(x)", b"deff16(x)"), b""):
         made.write_bytes(damaged)
         kept(stack, evidence)

@@ -444,11 +444,11 @@ def write_parts_pack(git_dir: Path,
                     offset += len(part)
                 pending += parts
                 if len(pending) >= _WRITEV_PARTS:
-                    _write_all(fd, pending)
+                    write_parts(fd, pending)
                     pending = []
             checksum = digest.digest()
             pending.append(checksum)
-            _write_all(fd, pending)
+            write_parts(fd, pending)
         finally:
             os.close(fd)
         name = _install(pack_tmp, pack_dir, checksum, ".pack")
@@ -472,8 +472,9 @@ _V1_OFFSETS = 0xFFFFFFFF
 _WRITEV_PARTS = 512
 
 
-def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
-    """Write `parts` in order (os.writev, again for what a short write left)."""
+def write_parts(fd: int, parts: list[bytes | memoryview]) -> None:
+    """Write `parts` in order (os.writev, up to 1,024 at a time, again for what a short write
+    left; `parts` is changed)."""
     first = 0
     while first < len(parts):
         written = os.writev(fd, parts[first:first + 1024])
