@@ -1222,6 +1222,47 @@ def test_a_landing_the_new_nightly_takes_back_needs_a_person(clean):
     assert code == 1
 
 
+def test_a_fix_an_earlier_rebase_set_aside_is_named_by_the_next_bump_and_needs_a_person(
+        tmp_path, registry_server, forge_server):
+    """A bump stops on block-size.patch and the person sets it aside (`rebase --skip`): it is
+    under skipped/, in no overlay. The next bump, to a newer nightly, and its dry run said
+    nothing of it, exit 0, "The stack would move cleanly": the pull request and the deploy
+    after it went out without the fix while `verify` and `status` exit 1 for it. Both now name
+    it and `bring-back`, and need a person (exit 1), as `verify` and `rebase --to` do."""
+    scenario = Scenario(tmp_path, registry_server, forge_server, conflict=True)
+    code, _, err = scenario.bump()
+    assert code == 1, err
+    code, _, err = cli_in_process(scenario.root, "rebase", "--skip")
+    assert code == 0, err
+    assert (scenario.root / "series/vllm/skipped/block-size.patch").is_file()
+    # Drop-When holds for these two at the newer nightly (a person is needed by itself).
+    for name in ("running-offset", "scale"):
+        assert cli_in_process(scenario.root, "delete", name)[0] == 0
+    up = scenario.upstream
+    scenario.registry.push_image(
+        REPO, f"nightly-{scenario.m9}",
+        {"vllm.commit": scenario.m9, "org.opencontainers.image.version": "0.0.dev"},
+        created="2026-09-14T05:00:00Z",
+        layers=(layer({p: up.read(p, scenario.m9) for p in (ATTN, OTHER)}),))
+    said = "vllm/block-size.patch was set aside by a rebase (series/vllm/skipped/" \
+        "block-size.patch); `patchforge bring-back block-size` puts it back"
+    for dry in (("--dry-run",), ()):
+        code, out, err = scenario.bump(*dry, "--json")
+        assert code == 1, out + err
+        doc = json.loads(out)
+        assert validation_errors(doc, "bump") == []
+        assert doc["target"]["commit"] == scenario.m9 and doc["needs_person"] is True, doc
+        assert doc["outcome"] == ("planned" if dry else "moved"), doc["outcome"]
+        assert [n for n in doc["notes"] if said in n], doc["notes"]
+        from patchforge.ops.bump_report import render_markdown
+        assert said in render_markdown(doc)
+    assert said in (scenario.root / ".patchforge/bump/report.md").read_text()
+    assert (scenario.root / "series/vllm/skipped/block-size.patch").is_file()
+    # Up to date: still named, still a person's to do.
+    code, out, err = scenario.bump()
+    assert code == 1 and said in out and "nothing to move" in out, out + err
+
+
 def test_a_real_bump_stopped_on_a_fix_marks_that_fix_as_the_dry_run_does(
         tmp_path, registry_server, forge_server):
     """A real bump whose rebase stopped reported the fix it stopped on as `judged`, no ⚠, no

@@ -34,8 +34,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     regenerate overlays, run the checks, verify against the image, and write the report.
 
     Exit 0 when the stack moved cleanly (or was up to date), 1 when a person is needed (the
-    rebase is left stopped; with --dry-run nothing is written), 2 on bad input (also an image
-    repository with no nightly-<40 hex> tag)."""
+    rebase is left stopped, a fix set aside under skipped/; with --dry-run nothing is
+    written), 2 on bad input (also an image repository with no nightly-<40 hex> tag)."""
     from patchforge.fsutil import RepoLock, atomic_write, put_back_on_failure
     from patchforge.rebase.journal import Journal
     from patchforge.net import make_forge

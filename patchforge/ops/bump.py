@@ -729,10 +729,17 @@ def _document(project: Project, name, old, candidate, search, *, dry_run, outcom
                   f"attention): {g['message']}"
                   for g in [*(rebase or {}).get("reverted", []),
                             *(rebase or {}).get("gone_upstream", [])]]
-    notes = [*notes, *taken_back]
+    from patchforge.state import skipped_fixes, skipped_notes
+
+    # A fix a rebase set aside under skipped/ (a `--skip` at a stop, this move's or an
+    # earlier one's) is in none of the overlays either: `verify` and `status` exit 1 for it,
+    # and the report said nothing, the pull request reading as a clean move.
+    set_aside = [f"set aside (needs attention, in none of the overlays): {note}"
+                 for _, note in skipped_notes(project, skipped_fixes(project))]
+    notes = [*notes, *taken_back, *set_aside]
     needs_person = bool(stopped) or any(f["needs_person"] for f in fixes) or (
         checks.get("ok") is False) or bool(verification and verification.get("status")
-                                           == "failed") or bool(taken_back)
+                                           == "failed") or bool(taken_back) or bool(set_aside)
     return {
         "schema_version": BUMP_DOCUMENT_VERSION,
         "upstream": name,
