@@ -38,6 +38,8 @@ from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_o
                                    merge_file, merges_as_binary)
 
 if TYPE_CHECKING:
+    import mmap
+
     from patchforge.store.git import StartedGit
     from patchforge.store.gitstore import UpstreamStore
 
@@ -2384,19 +2386,22 @@ def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
     return [b"%s %08x %d\n" % (_KEPT_LOOSE, crc, size), *body]
 
 
-def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
-    """The texts of a file _keep_loose made, by path; none at all unless `data` is such a file
-    whole (the file is not synced: a crash can leave a short or empty one, or one of another's
-    bytes, which its length and CRC-32 tell)."""
+def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
+    """The texts of a file _keep_loose made, by path; none at all unless `data` (its bytes, or
+    the file mapped: store.kept_text) is such a file whole (the file is not synced: a crash can
+    leave a short or empty one, or one of another's bytes, which its length and CRC-32
+    tell)."""
     import zlib  # here: only a release's loose texts are kept
 
-    if data is None or not data.startswith(_KEPT_LOOSE + b" "):
+    if data is None or data[:len(_KEPT_LOOSE) + 1] != _KEPT_LOOSE + b" ":
         return {}
     at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
     fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
-    if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at) or \
-            fields[0] != b"%08x" % zlib.crc32(memoryview(data)[at:]):
+    if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at):
         return {}
+    with memoryview(data) as view:
+        if fields[0] != b"%08x" % zlib.crc32(view[at:]):
+            return {}
     texts: dict[str, bytes | _KeptText] = {}
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)
@@ -2413,10 +2418,11 @@ def _kept_loose(data: bytes | None) -> dict[str, bytes | _KeptText]:
 class _KeptText:
     """A loose text where a kept file (_kept_loose) holds it: searched in place (`part in
     text`, what the moved-code checks ask of a text), not copied out of the file's bytes (a
-    release's 18.7 MB copied again cost 10 ms of CPU, most of it fresh pages)."""
+    release's 18.7 MB copied again cost 10 ms of CPU, most of it fresh pages). `data`: the
+    file's bytes, or the file mapped (mmap's `find` is bytes')."""
     __slots__ = ("data", "start", "end")
 
-    def __init__(self, data: bytes, start: int, end: int) -> None:
+    def __init__(self, data: bytes | mmap.mmap, start: int, end: int) -> None:
         self.data, self.start, self.end = data, start, end
 
     def __contains__(self, part: bytes) -> bool:

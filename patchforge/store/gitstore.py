@@ -1593,15 +1593,22 @@ class UpstreamStore:
     KEPT_DIR = "kept"
     _KEPT_NAME = re.compile(r"[0-9a-z][0-9a-z.-]*")
 
-    def kept_text(self, name: str) -> bytes | None:
+    def kept_text(self, name: str) -> bytes | mmap.mmap | None:
         """The bytes keep_text(name) wrote last, None when there are none (or they cannot be
         read). Whole, but not checked: a crash may leave an empty or short file (keep_text does
-        not wait for the disk), so the caller's format must tell a whole text from a part."""
+        not wait for the disk), so the caller's format must tell a whole text from a part.
+
+        Mapped, not read (a release's text is 18.7 MB: read, it took 4,600 fresh pages and
+        a copy, 10 ms of a command's CPU): the file's pages are the page cache's. keep_text
+        never writes into a kept file, only renames a new one over it, so the mapped bytes
+        stay what they were while the command runs."""
         assert self._KEPT_NAME.fullmatch(name), name
         try:
             with open(self.git_dir.parent / self.KEPT_DIR / name, "rb") as f:
-                return f.read()
-        except OSError:
+                if os.fstat(f.fileno()).st_size == 0:
+                    return b""
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
             return None
 
     def keep_text(self, name: str, parts: list[bytes]) -> None:
