@@ -294,7 +294,9 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             _say_empty(empty, "`quilt push` stops on it (\"Only garbage was found in the patch "
                               "input\")")
         if mbox_file:
-            out = click.get_binary_stream("stdout") if to_stdout else mbox_file
+            # Standard output's byte stream itself: click's get_binary_stream is deprecated
+            # from click 8.5 on and gone in 9.
+            out = sys.stdout.buffer if to_stdout else mbox_file
             crlf, empty = export_mbox(project, out, entries, store, placed, profile)
             click.echo(f"wrote {len(entries)} messages to "
                        + ("standard output" if to_stdout else str(mbox_file)), err=to_stdout)
