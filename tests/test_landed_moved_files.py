@@ -561,9 +561,10 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     kept(stack, evidence)
     assert list(kept_dir.iterdir()) == [made] and made.read_bytes() == whole
     # Read back, not made again (a file whose length or CRC-32 were written wrong would be
-    # made again by every command, the same stop each time).
-    assert (made.stat().st_ino, made.stat().st_mtime_ns) == \
-        (read_back.st_ino, read_back.st_mtime_ns)
+    # made again by every command, the same stop each time): the same file (made again, it
+    # would be another, renamed over it), its modification time set by the read (used now).
+    assert made.stat().st_ino == read_back.st_ino
+    assert made.stat().st_mtime_ns > read_back.st_mtime_ns
     for damaged in (whole[:len(whole) // 2], whole.replace(b"deff15(x)", b"deff16(x)"), b""):
         made.write_bytes(damaged)
         kept(stack, evidence)
@@ -603,3 +604,58 @@ def test_a_releases_loose_code_interrupted_or_refused_on_its_way_to_the_cache_le
     assert list(kept_dir.iterdir()) == []
     kept(stack, evidence)
     assert len(list(kept_dir.iterdir())) == 1
+
+
+def test_the_caches_kept_loose_code_holds_the_releases_last_used_and_no_more(tmp_path):
+    """A stack asked about one new release after another (a nightly each night): each
+    release's loose code was kept in the cache's `kept/` for ever, one file (18.7 MB for vllm)
+    per release. `kept/` now holds the KEPT_AT_MOST texts last made or read: writing another
+    removes the least recently used (a release read again stays), and a release whose text
+    was removed is judged alike, its text made again."""
+    import os
+    from pathlib import Path
+
+    at_most = 8  # as docs/reference.md says (UpstreamStore.KEPT_AT_MOST)
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    deleting(stack, "f15.py")
+    kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
+    evidence: dict[str, str] = {}
+
+    def release(n: int) -> None:
+        # Each its own commit on the pin, as the nightlies of a wheel upstream are imported.
+        git(stack.up, "checkout", "-q", "-B", f"r{n}", "v1")
+        files = {f"pkg/m{k:03d}.py": b"def g%d(x):\n    return x + %d\n" % (k, k + n)
+                 for k in range(300)}
+        moving = stack.commit({"f15.py": None, **files,
+                               "k2.py": b"import os\nimport torch\n\n\n"
+                               + functions(range(30, 40)) + functions(range(15, 18))},
+                              f"release {n}", tag=f"r{n}")
+        evidence[f"r{n}"] = f"f15.py: the code it deletes was moved to k2.py by commit " \
+            f"{moving}, and is there"
+
+    def judged(tag: str) -> None:
+        status = stack.json("status", "--against", f"up={tag}", expect=None)
+        ((patch,),) = [status["patches"]]
+        assert (patch["state"], patch["rebase"]) == ("unsure", "stop"), patch
+        assert any(evidence[tag] in line for line in patch["evidence"]), patch["evidence"]
+
+    def kept() -> set[str]:
+        return {path.name.rsplit("-", 1)[1] for path in kept_dir.iterdir()}
+
+    def commit_of(tag: str) -> str:
+        return git(stack.up, "rev-parse", f"{tag}^{{commit}}").strip()
+
+    for n in range(at_most):
+        release(n)
+        judged(f"r{n}")
+    assert kept() == {commit_of(f"r{n}") for n in range(at_most)}
+    judged("r0")  # read again: the most recently used now
+    release(at_most)
+    judged(f"r{at_most}")
+    assert kept() == {commit_of(f"r{n}") for n in (0, *range(2, at_most + 1))}, \
+        "r1, the least recently used, goes"
+    assert not [p for p in kept_dir.iterdir() if p.name.startswith(".")]
+    judged("r1")  # made again, and judged alike
+    assert commit_of("r1") in kept() and commit_of("r2") not in kept() and \
+        len(kept()) == at_most

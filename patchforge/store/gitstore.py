@@ -1592,6 +1592,15 @@ class UpstreamStore:
     # loose code of a release's files), beside the store: `<cache>/kept/NAME`.
     KEPT_DIR = "kept"
     _KEPT_NAME = re.compile(r"[0-9a-z][0-9a-z.-]*")
+    # How many texts `kept/` holds: the most recently used (made or read), the others removed
+    # when a new one is written. A stack following nightlies asks about a new release each
+    # night (18.7 MB each for vllm), and nothing else ever removed them. Eight hold the old and
+    # new release of two upstreams in two projects sharing the cache; a text removed is only
+    # made again by the next command that asks for it.
+    KEPT_AT_MOST = 8
+    # A temporary file of keep_text's older than this is a killed write's (a write takes
+    # seconds): removed with the texts beyond KEPT_AT_MOST.
+    _KEPT_TEMP_STALE_S = 3600
 
     def kept_text(self, name: str) -> bytes | mmap.mmap | None:
         """The bytes keep_text(name) wrote last, None when there are none (or they cannot be
@@ -1600,11 +1609,15 @@ class UpstreamStore:
 
         Mapped, not read (a release's text is 18.7 MB: read, it took 4,600 fresh pages and
         a copy, 10 ms of a command's CPU): the file's pages are the page cache's. keep_text
-        never writes into a kept file, only renames a new one over it, so the mapped bytes
-        stay what they were while the command runs."""
+        never writes into a kept file, only renames a new one over it, and _bound_kept only
+        removes its name, so the mapped bytes stay what they were while the command runs.
+        A text read is marked used now (its modification time), which keeps it among the
+        KEPT_AT_MOST that keep_text leaves."""
         assert self._KEPT_NAME.fullmatch(name), name
         try:
             with open(self.git_dir.parent / self.KEPT_DIR / name, "rb") as f:
+                with contextlib.suppress(OSError):  # a read-only cache: read, not marked
+                    os.utime(f.fileno())
                 if os.fstat(f.fileno()).st_size == 0:
                     return b""
                 return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -1636,6 +1649,38 @@ class UpstreamStore:
                 os.unlink(tmp)
             if not isinstance(exc, OSError):
                 raise
+            return
+        self._bound_kept(directory, name)
+
+    def _bound_kept(self, directory: Path, written: str) -> None:
+        """Remove the texts beyond the KEPT_AT_MOST most recently used (by modification time:
+        made, or read by kept_text), never `written`, and killed writes' temporary files.
+        Safe beside other commands on the cache: a reader that opened a text before its removal
+        reads it whole (the name goes, not the bytes), and one that finds it gone makes it
+        again; two commands bounding at once remove the same ones (each removal is one unlink,
+        a name already gone is skipped)."""
+        texts: list[tuple[int, str]] = []
+        removed: list[str] = []
+        stale_before = time.time_ns() - self._KEPT_TEMP_STALE_S * 1_000_000_000
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        used = entry.stat(follow_symlinks=False).st_mtime_ns
+                    except OSError:
+                        continue  # removed meanwhile
+                    if self._KEPT_NAME.fullmatch(entry.name):
+                        if entry.name != written:
+                            texts.append((used, entry.name))
+                    elif entry.name.startswith(".") and used < stale_before:
+                        removed.append(entry.name)
+        except OSError:
+            return
+        texts.sort(reverse=True)
+        removed += [name for _, name in texts[self.KEPT_AT_MOST - 1:]]
+        for name in removed:
+            with contextlib.suppress(OSError):
+                os.unlink(directory / name)
 
     def fetch_history_blobs(self, where: dict[str, tuple[str, str]]) -> None:
         """Bring these blobs of the history (`where` as history_blobs') into a partial store
