@@ -473,3 +473,32 @@ def test_a_diff_git_line_splits_where_both_names_are_the_same_file(a, b):
                    and rest[:k].split(b"/", 1)[1] == rest[k + 1:].split(b"/", 1)[1]),
                   (rest[:spaces[0]], rest[spaces[0] + 1:]) if len(spaces) == 1 else (None, None))
     assert _Parser(b"", "p", 1).split_git_names(rest, 0) == wanted
+
+
+PLAIN_LINES = [b" a\n", b"-a\n", b"+b\n", b"\n", b"-- x\n", b"---\n", b"+--- x\n"]
+BODY_LINES = PLAIN_LINES + [b"--- a/f\n", b"+++ b/f\n", b"\\ No newline at end of file\n",
+                            b"@@ -1 +1 @@\n", b"junk\n", b" no newline", b"+no newline",
+                            b"-no newline"]
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(PLAIN_LINES), max_size=30),
+       st.lists(st.sampled_from(BODY_LINES), max_size=6), st.integers(0, 12), st.integers(0, 12),
+       st.integers(0, 3), st.one_of(st.none(), st.integers(0, 36)))
+def test_a_hunks_plain_lines_are_found_from_their_first_bytes_as_line_by_line(plain, rest, old,
+                                                                             new, at, cut):
+    """Where a hunk body's plain lines end, and what the counts expect after them, told from
+    the lines' first bytes and the counts' sum (`_plain_lines`) as the loop over each line
+    tells it (`_plain_run`), for any lines and counts (`cut`: the counts of the first lines, as
+    a hunk's header has them), from any line on."""
+    from patchforge.apply.diffparse import _Parser, _plain_lines, _plain_run
+
+    lines = plain + rest
+    if cut is not None:
+        kinds = [line[:1] if line != b"\n" else b" " for line in lines[:cut]]
+        old = sum(kind in (b" ", b"-") for kind in kinds) or old
+        new = sum(kind in (b" ", b"+") for kind in kinds) or new
+    parser = _Parser(b"@@ -1 +1 @@\n" * at + b"".join(lines), "p", 1)
+    start = min(at, len(parser.lines))
+    assert _plain_lines(parser.lines, parser.data, parser.offsets, start, old, new) == \
+        _plain_run(parser.lines, start, old, new)

@@ -15,6 +15,7 @@ import io
 import itertools
 import re
 from functools import cached_property
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from patchforge.errors import InputError, UnsafePathError
@@ -800,28 +801,15 @@ class _Parser:
         if new_start == 0 and new_count != 0:
             raise self.err(i, "hunk starts at line 0 but adds lines")
         header = i
-        old_rem, new_rem = old_count, new_count
         i += 1
-        # The plain lines first, in a tight loop: context, removed and added lines that end in
-        # a newline and that the counts still expect. The first line that is anything else (a
-        # marker, a `--- ` line, a line too many, the end of the input) is left to the
-        # checking loop below, which goes on from there and names any error precisely.
+        # The plain lines first (context, removed and added lines that end in a newline and
+        # that the counts still expect), without a test per line where their first bytes
+        # decide. The first line that is anything else (a marker, a `--- ` line, a line too
+        # many, the end of the input) is left to the checking loop below, which goes on from
+        # there and names any error precisely.
         start = i
-        while i < n and (old_rem > 0 or new_rem > 0):
-            line = lines[i]
-            if line[-1:] != b"\n":
-                break
-            kind = line[:1]
-            if (kind == b" " or line == b"\n") and old_rem > 0 and new_rem > 0:
-                old_rem -= 1
-                new_rem -= 1
-            elif kind == b"+" and new_rem > 0:
-                new_rem -= 1
-            elif kind == b"-" and old_rem > 0 and not line.startswith(b"--- "):
-                old_rem -= 1
-            else:
-                break
-            i += 1
+        i, old_rem, new_rem = _plain_lines(lines, self.data, self.offsets, i, old_count,
+                                           new_count)
         body: list[bytes] = list(lines[start:i])
         old_nonl = new_nonl = False
         while old_rem > 0 or new_rem > 0 or (i < n and lines[i].startswith(b"\\")):
@@ -870,6 +858,81 @@ class _Parser:
         h = Hunk(old_start, old_count, new_start, new_count, m.group(5), tuple(body),
                  old_nonl, new_nonl, self.lineno(header), raw)
         return h, i
+
+
+def _plain_run(lines: list[bytes], i: int, old_rem: int,
+               new_rem: int) -> tuple[int, int, int]:
+    """From line `i` of a hunk's body, the plain lines, one at a time: (the first line that is
+    not one, the old and new lines the counts still expect after them). A plain line ends in a
+    newline and is a context line (` `, or an empty line) while both counts expect one, an
+    added line while the new count does, a removed line (not `--- `, a file header's) while the
+    old count does; the run ends where both counts are used up."""
+    n = len(lines)
+    while i < n and (old_rem > 0 or new_rem > 0):
+        line = lines[i]
+        if line[-1:] != b"\n":
+            break
+        kind = line[:1]
+        if (kind == b" " or line == b"\n") and old_rem > 0 and new_rem > 0:
+            old_rem -= 1
+            new_rem -= 1
+        elif kind == b"+" and new_rem > 0:
+            new_rem -= 1
+        elif kind == b"-" and old_rem > 0 and not line.startswith(b"--- "):
+            old_rem -= 1
+        else:
+            break
+        i += 1
+    return i, old_rem, new_rem
+
+
+# A body line's first byte -> what it takes of the two counts together (a context line one of
+# each, an added or removed line one), for _plain_lines' running sum.
+_TAKES = bytes.maketrans(b" \n-+", b"\2\2\1\1")
+_NOT_PLAIN = re.compile(rb"[^ \n+-]")
+
+
+def _plain_lines(lines: list[bytes], data: bytes, offsets: list[int], i: int, old_rem: int,
+                 new_rem: int) -> tuple[int, int, int]:
+    """_plain_run's answer, from the first bytes of the lines (`offsets`: where each line of
+    `data` starts) instead of a test per line: a hunk of a few thousand lines (a merge's, a
+    file rewritten) was most of a parse. Each plain line takes one of the counts' sum (a
+    context line two), so the run that uses up both counts is the one whose running sum first
+    reaches their sum, with as many context and removed lines as the old count and context and
+    added lines as the new one: each line then had its count still expecting it (a count that
+    ends at 0, one less a line, was 1 or more before). Anything else, a `--- ` line among the
+    removed ones or a last line without its newline, goes to _plain_run, which stops where
+    the lines stop being plain."""
+    total = old_rem + new_rem
+    starts = offsets[i:min(i + total, len(lines))]
+    if len(starts) < 2:  # (itemgetter of one index gives an int, not a tuple)
+        return _plain_run(lines, i, old_rem, new_rem)
+    kinds = bytes(itemgetter(*starts)(data))
+    other = _NOT_PLAIN.search(kinds)
+    if other is not None:
+        kinds = kinds[:other.start()]
+    try:
+        used = list(itertools.accumulate(kinds.translate(_TAKES))).index(total) + 1
+    except ValueError:  # the counts are not used up by plain lines
+        return _plain_run(lines, i, old_rem, new_rem)
+    context = kinds.count(b" ", 0, used) + kinds.count(b"\n", 0, used)
+    removed = kinds.count(b"-", 0, used)
+    end = i + used
+    if context + removed != old_rem or used - removed != new_rem or \
+            lines[end - 1][-1:] != b"\n":
+        return _plain_run(lines, i, old_rem, new_rem)
+    if removed:
+        # A removed line that reads `--- ` (a file header where the counts are wrong) is no
+        # plain line. Looked for as "\n---", then the space: a needle ending in a space
+        # meets a partial match every few bytes of code.
+        if lines[i].startswith(b"--- "):
+            return _plain_run(lines, i, old_rem, new_rem)
+        at = data.find(b"\n---", offsets[i], offsets[end] - 1)
+        while at >= 0:
+            if data[at + 4:at + 5] == b" ":
+                return _plain_run(lines, i, old_rem, new_rem)
+            at = data.find(b"\n---", at + 1, offsets[end] - 1)
+    return end, 0, 0
 
 
 def parse_diff_full(data: bytes, *, source: str = "<diff>", first_line: int = 1) -> ParsedDiff:
