@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.chains import base_state
+from patchforge.apply.diffparse import SYMLINK
 from patchforge.apply.series import PatchPart, apply_series, counts_for, profile_set
 from patchforge.errors import (ApplyError, InputError, PatchforgeError, UnsafePathError,
                                UsageError)
@@ -1075,17 +1077,36 @@ def refuse_non_files(store: UpstreamStore, commit: str, paths: list[str]) -> Non
     one of its files failed with "File exists")."""
     parents = {p.rsplit("/", k)[0] for p in paths for k in range(1, p.count("/") + 1)}
     entries = store.entries(commit, sorted(set(paths) | parents), directories=True)
+    links = [p for p in paths if (entries.get(p) or ("",))[0] == SYMLINK]
+    targets = store.read_blobs(commit, links) if links else {}
     for path in paths:
         entry = entries.get(path)
         if entry is not None and entry[0] == "040000":
             raise UsageError(f"{path} is a directory in the upstream, not a file",
                              hint=f"name the files in it (e.g. `patchforge add {path}/NAME`)")
+        target = os.fsdecode(targets.get(path) or b"")
+        if path in targets and _leads_out(path, target):
+            # The worktree would hold the link as it is: an edit of it there writes the file
+            # it leads to, on this machine, outside the project, and the patch records nothing.
+            raise UsageError(f"{path} is a symlink in the upstream to {target}, outside the "
+                             "upstream's files: an edit of it would change that file, on this "
+                             "machine, and never the patch; nothing was written",
+                             hint="name the upstream file that holds the code")
         for k in range(1, path.count("/") + 1):
             parent = path.rsplit("/", k)[0]
             found = entries.get(parent)
             if found is not None and found[0] != "040000":
                 raise UsageError(f"{path}: {parent} is a file in the upstream, not a directory",
                                  hint="check the path")
+
+
+def _leads_out(path: str, target: str) -> bool:
+    """Whether a symlink at upstream `path` to `target` leads out of the upstream's files: an
+    absolute target, or one whose `..` goes above the upstream's root."""
+    if target.startswith("/"):
+        return True
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return joined == ".." or joined.startswith("../")
 
 
 def add_files(store: UpstreamStore, work: Worktree, base: str, paths) -> list[str]:

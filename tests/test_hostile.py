@@ -367,6 +367,38 @@ def test_refresh_refuses_a_symlink_made_in_the_worktree(env, tmp_path, monkeypat
     assert (root / "series" / "up" / "fix.patch").read_bytes() == patch_before
 
 
+def test_an_upstream_symlink_leading_out_is_never_opened_for_an_edit(tmp_path_factory, tmp_path,
+                                                                     monkeypatch):
+    """`new --file L`, `edit NAME --file L` and `add L` of a file the upstream has as a symlink
+    to a path outside its files: the worktree held the link as it is, the edit made there (an
+    editor writes through a link) changed the file it leads to on this machine, and `refresh`
+    said "unchanged (0 file(s))", exit 0: the fix in no patch. Each is refused, exit 2, naming
+    the link and where it leads, before anything is written; a link inside the upstream's files
+    (its edit names the file it makes) is taken as before."""
+    env = build_template(tmp_path_factory, links={"pkg/abs.py": "@OUTSIDE@/host.py",
+                                                  "pkg/up.py": "../../elsewhere.py",
+                                                  "pkg/rel.py": "mod.py"})
+    root = env.fresh(tmp_path, monkeypatch)
+    before = snapshot(tmp_path)
+    for link in ("pkg/abs.py", "pkg/up.py"):
+        r = run_cli(root, "new", "fix", "--file", link, "-m", "fix")
+        assert r.rc == 2 and f"{link} is a symlink in the upstream to " in r.err, r.text
+        assert snapshot(tmp_path) == before
+    assert run_cli(root, "new", "fix", "--no-edit", "-m", "fix").rc == 0
+    patches = snapshot(root / "series")
+    r = run_cli(root, "edit", "fix", "--file", "pkg/abs.py")
+    assert r.rc == 2 and "pkg/abs.py is a symlink" in r.err, r.text
+    assert not (root / ".patchforge" / "work" / "up").exists()
+    assert run_cli(root, "edit", "fix").rc == 0
+    r = run_cli(root, "add", "pkg/abs.py")
+    assert r.rc == 2 and "pkg/abs.py is a symlink" in r.err, r.text
+    assert not (root / ".patchforge" / "work" / "up" / "pkg" / "abs.py").is_symlink()
+    assert run_cli(root, "add", "pkg/rel.py").rc == 0
+    assert (root / ".patchforge" / "work" / "up" / "pkg" / "rel.py").is_symlink()
+    assert snapshot(root / "series") == patches
+    assert list(env.outside.iterdir()) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Zero-context hunks: they apply by line number alone, so only with an explicit option
 
