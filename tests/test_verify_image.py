@@ -564,6 +564,21 @@ def test_a_fix_dropped_as_landed_is_checked_in_an_installed_tree(stack, tmp_path
             rows = [r for r in doc["results"] if r["path"].endswith(path)]
             assert [r["state"] for r in rows] == ["ok"] and "landed-fix.patch" in \
                 rows[0]["detail"], rows
+    # The file a symlink leading out of the install root: its row said "SITE has SITE/x is a
+    # symlink to ...: what it reads ... is not known here (...) here, not the upstream's at
+    # the pin ...", two sentences pasted into one; now what is there, then what was expected.
+    linked = tree("site-linked", neighbours[target], at_targets=False)
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_bytes(neighbours[target])
+    (linked / path).unlink()
+    (linked / path).symlink_to(elsewhere)
+    failed = run_cli(root, "verify", "--installed", str(linked), "--json")
+    rows = [r for r in json.loads(failed.out)["results"] if r["path"].endswith(path)]
+    assert failed.rc == 1 and [r["state"] for r in rows] == ["mismatch"], failed.text
+    assert rows[0]["detail"].startswith(f"{linked / path} is a symlink to {elsewhere}, outside "
+                                        f"{linked}: "), rows
+    assert "; not the upstream's at the pin (" in rows[0]["detail"], rows
+    assert f"{linked} has " not in rows[0]["detail"], rows
     # A store without the pinned files (a deployment host): said, never a silent pass.
     monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "empty-cache"))
     unread = run_cli(root, "verify", "--installed", str(tmp_path / "rootfs-stale"), "--json")

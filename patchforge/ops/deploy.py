@@ -22,7 +22,7 @@ from typing import Any, TYPE_CHECKING
 
 from patchforge.errors import ConfigError, InputError, PatchforgeError, UsageError
 from patchforge.landings import LandedFixes
-from patchforge.model.record import field, record
+from patchforge.model.record import field, record, replace
 from patchforge.names import KEPT_LANDINGS
 from patchforge.overlay import (other_profiles_overlay, overlaid_lacks, overlay_entries,
                                 profiles_overlays, read_manifest)
@@ -318,9 +318,15 @@ def verify_installed_landed(project: Project, tree, manifest: dict[str, Any], *,
         there = tree.read(entry)
         shown = tree.shown(entry)
         found = there.as_found_file(key, shown)
+        if there.kind not in ("file", "absent"):
+            # What the tree has there, said whole (a symlink leading out of it, a directory):
+            # the row's detail is that sentence, then what was expected.
+            found = replace(found, detail=there.detail or f"{shown} is "
+                            + ("a directory" if there.kind == "directory"
+                               else "not a regular file") + there.read_through())
         check = _judge_landed(key, entry, expected[key], found,
                               project.lock.pin(entry["upstream"]).commit, there.content,
-                              holder=str(installed), gone=landed.gone)
+                              holder=str(installed), gone=landed.gone, said_whole=True)
         rows.append((shown, check.state, check.detail))
     return rows, notes
 
@@ -479,14 +485,16 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
 
 def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
                   commit: str, content: bytes | None = None, *,
-                  holder: str = "the image", gone: dict[str, Any] | None = None
-                  ) -> ImageFileCheck:
+                  holder: str = "the image", gone: dict[str, Any] | None = None,
+                  said_whole: bool = False) -> ImageFileCheck:
     """A file no overlay covers that fixes dropped as landed changed: the image (`holder`:
     or an installed tree) must hold the upstream's file at the locked revision `commit` (where
     they were judged landed), or lack it where the upstream does, or, another version of it
     (`content`), hold their change as the rule for a landing kept under upstreamed/ tells it
     (reverts.change_state). `gone` (LandedFixes.gone): the fixes the locked revision itself
-    lacks (reverted upstream); the upstream's file there is no proof of them."""
+    lacks (reverted upstream); the upstream's file there is no proof of them. `said_whole`:
+    the detail of what is there when it is no file is a sentence of its own (an installed
+    tree's), not what the holder "has" (an image's: "a symlink to ...")."""
     from patchforge.reverts import change_state
 
     fixes = ", ".join(entry["landed"])
@@ -519,6 +527,8 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
         return check("mismatch", f"upstream has no such file at the pin ({commit[:12]}), "
                                  f"where {fixes} landed: {holder} is of another upstream")
     if found.kind != "file":
+        if said_whole and found.detail:
+            return check("mismatch", f"{found.detail}; not {at}, where {fixes} landed")
         return check("mismatch", f"{holder} has {found.detail or found.kind} here, not "
                                  f"{at}, where {fixes} landed")
     states = {change_state(fp, content) for fp in entry["changes"]} if content is not None \
