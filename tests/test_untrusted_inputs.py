@@ -2106,6 +2106,40 @@ def test_a_patch_saved_with_a_byte_order_mark_is_refused_saying_so(tmp_path):
     assert run.rc == 1 and "byte-order mark" in run.out, run.text
 
 
+def test_a_patch_a_merge_left_with_conflict_markers_is_refused_naming_the_line(tmp_path):
+    """Two branches of the stack each add a file section at the end of one fix, and `git merge`
+    leaves both between conflict markers. Between file sections a line is read as a note, so
+    `status` said the fix applies and `overlays` wrote both sides' files, exit 0, the merge
+    never resolved. Every command refuses it now, naming the marker's line; nothing is written."""
+    root = _three_fixes(tmp_path)
+    patch = root / "series" / "up" / "fix-5.patch"
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    commit = ["git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qam"]
+    subprocess.run([*commit, "three fixes"], cwd=root, check=True)
+    subprocess.run(["git", "checkout", "-qb", "other"], cwd=root, check=True)
+    patch.write_bytes(patch.read_bytes() + b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n"
+                      b"+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 3\n z = 3\n")
+    subprocess.run([*commit, "other: b.py too"], cwd=root, check=True)
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=root, check=True)
+    patch.write_bytes(patch.read_bytes() + b"diff --git a/pkg/c.py b/pkg/c.py\n"
+                      b"new file mode 100644\n--- /dev/null\n+++ b/pkg/c.py\n@@ -0,0 +1 @@\n"
+                      b"+c = 1\n")
+    subprocess.run([*commit, "main: a new c.py"], cwd=root, check=True)
+    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    assert merge.returncode == 1 and b"CONFLICT" in merge.stdout + merge.stderr
+    marker = patch.read_bytes().split(b"\n").index(b"<<<<<<< HEAD") + 1
+    before = tree_bytes(root / "overlays")
+    for args in (["status"], ["overlays"], ["overlays", "--check"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{patch}:{marker}: a merge conflict marker ('<<<<<<< HEAD'): a merge of this " \
+            "patch file was left unresolved" in run.err, (args, run.err)
+    assert tree_bytes(root / "overlays") == before
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "a merge conflict marker" in run.out, run.text
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from patchforge.apply.gitbinary import BinaryPatch
 
 NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
+# The lines git merge writes around a conflict (`<<<<<<< HEAD`, `=======`, `>>>>>>> other`, and
+# diff3's `||||||| base`). Between a diff's file sections they would be read as notes, so a
+# patch file a merge left unresolved was taken whole: both sides' file sections applied.
+_CONFLICT_MARKER = re.compile(rb"(?:<{7}|>{7}|\|{7})(?: |\r?\n|$)|={7}\r?\n?$")
 
 # "@@ -12,7 +12,8 @@ def foo():" -- counts are optional (",1" is implied when absent).
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*?)\r?\n?$", re.S)
@@ -444,6 +448,12 @@ class _Parser:
                 if after_hunk and line[:1] in (b"+", b"-", b" ") and line.rstrip(b"\r\n") not in (
                         b"--", b"-- "):
                     raise self.err(i, "hunk body is longer than its @@ counts say")
+                if _CONFLICT_MARKER.match(line):
+                    marker = line.rstrip(b"\r\n")[:40].decode("utf-8", "replace")
+                    raise self.err(i, f"a merge conflict marker ({marker!r}): a merge of this "
+                                      "patch file was left unresolved",
+                                   hint="resolve it: keep the file sections the fix needs and "
+                                        "remove the marker lines")
                 if line.startswith(b"Index: "):
                     name = line[7:].rstrip(b"\r\n")
                     # quilt writes "Index: dir/file"; GNU patch may fall back to this name.
