@@ -261,7 +261,7 @@ def drop_when(patch: PatchFile, target: Target, forwarded: dict | None, *,
                 result["reason"] = "merged, but the target does not include the merge commit"
         return result
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         requirement = Requirement(condition)
@@ -282,9 +282,14 @@ def drop_when(patch: PatchFile, target: Target, forwarded: dict | None, *,
         return result
     try:
         version = Version(target.version)
-    except InvalidVersion:
-        result["reason"] = f"the target's version {target.version!r} is not PEP 440"
+    except ValueError:  # InvalidVersion, or a number longer than int() takes
+        result["reason"] = f"the target's version {target.version[:60]!r} is not PEP 440"
         return result
-    result["true"] = requirement.specifier.contains(version, prereleases=True)
+    try:
+        result["true"] = requirement.specifier.contains(version, prereleases=True)
+    except ValueError:
+        # A version of the condition's own with a number longer than int() takes.
+        result["reason"] = "a version in it has a number longer than patchforge reads"
+        return result
     result["version"] = target.version
     return result

@@ -145,17 +145,38 @@ def put_back_on_failure(paths: Sequence[Path], *, finish: str, unless=None):
 
 
 def parse_json(data: bytes) -> Any:
-    """The JSON value in `data` (UTF-8). Whatever is wrong with it (not UTF-8, not JSON, or
-    nested so deep that the parser's recursion runs out: `[[[[...` 200 KB of it) is a
-    ValueError saying what, so a caller names its file once for all of them."""
+    """The JSON value in `data` (UTF-8). Whatever is wrong with it (not UTF-8, not JSON, a
+    number too long for Python to read, or nested so deep that the parser's recursion runs
+    out: `[[[[...` 200 KB of it) is a ValueError saying what, so a caller names its file once
+    for all of them."""
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        return json.loads(text)
     except RecursionError:
         raise ValueError("not valid JSON: nested deeper than patchforge reads") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
+    except ValueError:
+        line = long_number_line(text)
+        raise ValueError(f"not valid JSON: {LONG_NUMBER}" + (f" (line {line})" if line else "")
+                         ) from None
+
+
+# Python reads no integer of more than this many digits (sys.get_int_max_str_digits(), a guard
+# against conversions that take quadratic time): json, tomllib and packaging then raise a bare
+# ValueError ("Exceeds the limit (4300 digits) for integer string conversion"), which reached
+# every command reading such a number as an internal error.
+INT_DIGITS = 4300
+LONG_NUMBER = f"a number of more than {INT_DIGITS} digits, longer than patchforge reads"
+_LONG_NUMBER = re.compile(r"[0-9]{%d}" % (INT_DIGITS + 1))
+
+
+def long_number_line(text: str) -> int | None:
+    """The line of the first number of more than INT_DIGITS digits in `text`, if any."""
+    found = _LONG_NUMBER.search(text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
 
 
 def _written(path: Path, before: bytes | None) -> bool:

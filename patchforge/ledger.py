@@ -92,6 +92,10 @@ def read_history(project: Project) -> list[dict]:
         except RecursionError:
             raise InputError("not a JSON line: nested deeper than patchforge reads",
                              path=str(path), line=number) from None
+        except ValueError:
+            from patchforge.fsutil import LONG_NUMBER
+            raise InputError(f"not a JSON line: {LONG_NUMBER}", path=str(path),
+                             line=number) from None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise InputError("a history line must be a JSON object with an \"event\" string",
                              path=str(path), line=number)

@@ -187,14 +187,14 @@ def check_distribution(name: object) -> str:
 
 def check_version(version: object) -> str:
     """A PEP 440 version, returned in its normalized form (`v1.0` -> `1.0`)."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     if not isinstance(version, str):
         raise ValueError(f"version {version!r} is not a string")
     try:
         return str(Version(version))
-    except InvalidVersion:
-        raise ValueError(f"{version!r} is not a valid PEP 440 version") from None
+    except ValueError:  # InvalidVersion, or a number longer than int() takes
+        raise ValueError(f"{version[:60]!r} is not a valid PEP 440 version") from None
 
 
 @record(frozen=True)
@@ -219,6 +219,9 @@ def parse_wheel_name(filename: object) -> WheelName:
         name, version, _build, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as exc:
         raise ValueError(f"{filename!r} is not a wheel file name ({exc})") from None
+    except ValueError:  # a version number longer than int() takes
+        raise ValueError(f"{filename[:60]!r}... is not a wheel file name (a number in its "
+                         "version is too long)") from None
     return WheelName(filename, str(name), str(version),
                      tuple(sorted((t.interpreter, t.abi, t.platform) for t in tags)))
 

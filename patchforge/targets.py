@@ -210,12 +210,12 @@ def classify_spec(spec: str) -> SpecKind:
     if _RELEASE_RE.fullmatch(spec):
         return SpecKind.version
     if spec[0].isdigit() or (spec[0] == "v" and spec[1:2].isdigit()):
-        from packaging.version import InvalidVersion, Version
+        from packaging.version import Version
 
         try:
             Version(spec)
             return SpecKind.version
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a number longer than int() takes
             pass
     if _BAD_REF_RE.search(spec):
         raise UsageError(f"not a valid SPEC: {spec!r}",
@@ -227,11 +227,11 @@ def commit_from_version(spec: str) -> str | None:
     """`0.26.1rc1.dev229+g124154a88.rocm723` -> `124154a88` (the `+g<hex>` local part)."""
     if _RELEASE_RE.fullmatch(spec):
         return None  # a release has no local part
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         local = Version(spec).local
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number longer than int() takes
         return None
     for part in (local or "").split("."):
         match = _LOCAL_COMMIT_RE.match(part)

@@ -2106,6 +2106,116 @@ def test_a_patch_saved_with_a_byte_order_mark_is_refused_saying_so(tmp_path):
     assert run.rc == 1 and "byte-order mark" in run.out, run.text
 
 
+LONG = "9" * 5000  # Python's int() reads at most 4300 digits (sys.get_int_max_str_digits)
+
+
+@pytest.mark.parametrize("where", ["lock", "config", "history", "forwarded", "drop-when",
+                                   "spec", "quilt"])
+def test_a_number_longer_than_python_reads_is_refused_naming_its_line(tmp_path, where):
+    """A number of more than 4300 digits (`"version": 999...` in the lock, a TOML integer, a
+    history line, a Forwarded pull request's number, a Drop-When version, a SPEC's version, a
+    quilt series' `-p999...`) is no integer Python's int() takes: its bare ValueError ended
+    each command as an internal error, exit 70. Each is said as bad input now: the file and
+    line, exit 2, or for a header field the patch's row."""
+    root = _three_fixes(tmp_path)
+    patch = root / "series" / "up" / "fix-5.patch"
+    header = patch.read_bytes()
+    if where == "lock":
+        lock = root / "upstream.lock"
+        text = lock.read_text()
+        lock.write_text(text.replace('\n  "version": 1\n', f'\n  "version": {LONG}\n'))
+        line = lock.read_text().split("\n").index(f'  "version": {LONG}') + 1
+        run = run_cli(root, "status")
+        assert run.rc == 2, run.text
+        assert f"{lock}:{line}: not valid JSON: a number of more than 4300 digits" in run.err
+    elif where == "config":
+        config = root / "pyproject.toml"
+        config.write_text(config.read_text() + f"signoff = {LONG}\n")
+        line = config.read_text().count("\n")
+        run = run_cli(root, "status")
+        assert run.rc == 2, run.text
+        assert f"{config}:{line}: not valid TOML: a number of more than 4300 digits" in run.err
+    elif where == "history":
+        history = root / "series" / "history.jsonl"
+        history.write_text(f'{{"event": "x", "n": {LONG}}}\n')
+        line = history.read_text().count("\n")
+        run = run_cli(root, "ledger")
+        assert run.rc == 2, run.text
+        assert f"{history}:{line}: not a JSON line: a number of more than 4300 digits" in run.err
+    elif where in ("forwarded", "drop-when"):
+        if where == "drop-when":  # a pin with a version (a tag's), for the condition to meet
+            subprocess.run(["git", "tag", "v1", "main"], cwd=tmp_path / "up-upstream", check=True)
+            ok(root, "upstream", "pin", "up", "--at", "v1", "--force")
+        field = (f"Forwarded: https://github.com/o/r/pull/{LONG}" if where == "forwarded"
+                 else f"Drop-When: up>={LONG}").encode()
+        patch.write_bytes(header.replace(b"Upstream-Status: Pending",
+                                         b"Upstream-Status: Pending\n" + field))
+        run = run_cli(root, "--offline", "status")
+        assert run.rc in (0, 1) and "internal error" not in run.text, run.text
+        assert ("not a pull request URL" if where == "forwarded"
+                else "Drop-When up>=999") in run.out, run.out
+        run = run_cli(root, "lint", "--no-forge")
+        assert run.rc in (0, 1) and "internal error" not in run.text, run.text
+    elif where == "spec":
+        run = run_cli(root, "status", "--against", f"up=1.0.dev{LONG}")
+        assert run.rc == 2 and "cannot resolve up=1.0.dev999" in run.err, run.text
+    else:
+        quilt = tmp_path / "quilt"
+        quilt.mkdir()
+        (quilt / "a.patch").write_bytes(header[header.index(b"diff --git"):])
+        (quilt / "series").write_text(f"a.patch -p{LONG}\n")
+        run = run_cli(root, "import", "quilt", str(quilt))
+        assert run.rc == 2, run.text
+        assert f"{quilt / 'series'}:1: unsupported series option '-p999" in run.err, run.err
+    assert "internal error" not in run.text
+
+
+def test_a_forge_answer_whose_length_is_no_number_is_said_not_a_traceback(tmp_path):
+    """A forge (a proxy in front of it) answering a pull request with a Content-Length of 5000
+    digits: int() refused it inside the lookup thread, which died printing a bare Python
+    traceback, and `status` waited out its whole 20 s deadline for the answer ("no answer
+    within 20 s"). The answer is refused as such now, naming its Content-Length."""
+    import socket
+    import threading
+
+    pull = json.dumps({"number": 1, "state": "open", "merged": False, "url": "x",
+                       "html_url": "https://github.com/o/r/pull/1",
+                       "head": {"ref": "b", "sha": "0" * 40}, "base": {"ref": "main"},
+                       "title": "t"}).encode()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + b"9" * 5000 + b"\r\nConnection: close\r\n\r\n"
+                             + pull)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        root = _three_fixes(tmp_path)
+        config = root / "pyproject.toml"
+        config.write_text(config.read_text().replace(
+            "https://api.github.com", f"http://127.0.0.1:{listener.getsockname()[1]}"))
+        patch = root / "series" / "up" / "fix-5.patch"
+        patch.write_bytes(patch.read_bytes().replace(
+            b"Upstream-Status: Pending",
+            b"Upstream-Status: Submitted\nForwarded: https://github.com/o/r/pull/1"))
+        run = run_cli(root, "status", "--json")
+    finally:
+        listener.close()
+    assert run.rc == 0 and "Traceback" not in run.err, run.text
+    assert "no answer within" not in run.out, run.out
+    assert "the answer's Content-Length (99999999999999999999...) is no length" in run.out, run.out
+
+
 def test_a_patch_a_merge_left_with_conflict_markers_is_refused_naming_the_line(tmp_path):
     """Two branches of the stack each add a file section at the end of one fix, and `git merge`
     leaves both between conflict markers. Between file sections a line is read as a note, so

@@ -80,6 +80,11 @@ def _tomllib_loads(path: Path, data: bytes) -> dict:
             "; the file begins with a byte-order mark (U+FEFF), which TOML does not allow"
             if bom else ""), path=str(path), line=toml_error_line(exc),
             hint="save it as UTF-8 without a byte-order mark" if bom else None) from None
+    except ValueError:
+        # (After TOMLDecodeError, a ValueError too.) A number longer than Python reads.
+        from patchforge.fsutil import LONG_NUMBER, long_number_line
+        raise ConfigError(f"not valid TOML: {LONG_NUMBER}", path=str(path),
+                          line=long_number_line(data.decode("utf-8"))) from None
 
 
 # A configuration as `init` and `upstream add` write it is a few tables of strings: read by

@@ -157,6 +157,11 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
         # `[[[[...` a hundred thousand deep (200 KB) exhausts the parser's recursion.
         raise ConfigError("not valid JSON: nested deeper than patchforge reads",
                           path=source) from None
+    except ValueError:
+        # (After JSONDecodeError, a ValueError too.) A number longer than Python reads.
+        from patchforge.fsutil import LONG_NUMBER, long_number_line
+        raise ConfigError(f"not valid JSON: {LONG_NUMBER}", path=source,
+                          line=long_number_line(text)) from None
     except _DuplicateKey as exc:
         quoted = json.dumps(str(exc.args[0]), ensure_ascii=False)
         raise ConfigError(f"the key {quoted} is written twice in one object (JSON readers "

@@ -71,19 +71,22 @@ class SeriesFile:
                                  "file, and its line, in UTF-8)",
                                  path=self.source, line=index + 1) from None
             for opt in parts[1:]:
-                if self.quilt and opt[:2] == b"-p" and opt[2:].isdigit():
+                # (A strip level of more than 4300 digits is no number int() takes; of
+                # more than four, no level a path has.)
+                if self.quilt and opt[:2] == b"-p" and opt[2:].isdigit() and len(opt) <= 6:
                     strip_levels[name] = int(opt[2:])  # the last one, as GNU patch reads it
                     continue
                 if not opt.startswith(b"-p") or self.quilt:
                     # (`-R`: quilt applies it reversed; `-pab` is a `quilt refresh` option,
                     # never a series entry's: `quilt push` fails on it.)
-                    raise InputError(f"unsupported series option {opt.decode(errors='replace')!r}",
+                    raise InputError("unsupported series option "
+                                     f"{opt[:40].decode(errors='replace')!r}",
                                      path=self.source, line=index + 1,
                                      hint="of a quilt series entry's options patchforge "
                                           "reads -pN (the strip level) alone"
                                           if self.quilt else None)
                 if opt != b"-p1":
-                    raise InputError(f"patch {name!r} is listed with {opt.decode()}: patchforge "
+                    raise InputError(f"patch {name!r} is listed with {opt[:40].decode()}: patchforge "
                                      "patches are -p1 (paths relative to the upstream root)",
                                      path=self.source, line=index + 1)
             if "/" in name or name in (".", "..") or name.startswith("-"):

@@ -23,11 +23,12 @@ GITHUB_ACCEPT = "application/vnd.github+json"
 GITHUB_API_VERSION = "2022-11-28"
 
 # https://github.com/vllm-project/vllm/pull/56503 (any host: GitHub Enterprise too), with an
-# optional trailing /files, /commits, #fragment or query.
+# optional trailing /files, /commits, #fragment or query. A number of at most 18 digits: one of
+# more than 4300 was a ValueError of int() at every command reading the header.
 _PR_URL_RE = re.compile(r"^https?://(?P<host>[^/\s]+)/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)"
-                        r"/pull/(?P<number>[0-9]+)(?:[/?#]\S*)?$")
+                        r"/pull/(?P<number>[0-9]{1,18})(?:[/?#]\S*)?$")
 # vllm-project/vllm#56503, as people write it in commit messages and PR bodies.
-_PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P<number>[0-9]+)$")
+_PR_SHORT_RE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+)#(?P<number>[0-9]{1,18})$")
 # A full commit id: SHA-1 (40 hex) or SHA-256 (64 hex).
 _COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -340,17 +341,26 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
     done = threading.Condition()
     queue = list(pending)
     unreachable: list[str] = []  # the first connection failure, once there is one
+    # An error no lookup should raise (a bug): raised by this thread, the caller's, at once.
+    # A worker thread that died of it printed a bare traceback, and the command waited out
+    # the whole deadline for its answer.
+    broken: list[BaseException] = []
 
     def work() -> None:
         while True:
             with done:
-                if not queue or unreachable:
+                if not queue or unreachable or broken:
                     return
                 ref = queue.pop(0)
             try:
                 answer: PullRequest | PatchforgeError = forge.pull_request(ref.repo, ref.number)
             except PatchforgeError as exc:
                 answer = exc
+            except Exception as exc:
+                with done:
+                    broken.append(exc)
+                    done.notify_all()
+                return
             with done:
                 answers[ref] = answer
                 if isinstance(answer, NetworkError) and answer.unreachable and not unreachable:
@@ -361,11 +371,14 @@ def lookup_pulls(forge, refs: list[PullRef], *, deadline: float = LOOKUP_DEADLIN
         threading.Thread(target=work, name="forge-lookup", daemon=True).start()
     end = time.monotonic() + deadline
     with done:
-        while len(answers) < len(pending) and not unreachable:
+        while len(answers) < len(pending) and not unreachable and not broken:
             left = end - time.monotonic()
             if left <= 0:
                 break
             done.wait(left)
+        if broken:
+            queue.clear()
+            raise broken[0]
         # Past the deadline the workers ask nothing more: one with a request in flight ends
         # with it (the HTTP client bounds how long), and no worker outlives that.
         queue.clear()

@@ -708,6 +708,9 @@ def _truncation(resp: Response, content_encoding: str | None) -> str | None:
     if resp.method == "HEAD" or resp.status in (204, 304) or content_encoding:
         return None
     declared = resp.header("content-length")
+    if declared and declared.isdigit() and len(declared) > 18:
+        # (int() refuses more than 4300 digits, and no answer is an exabyte.)
+        return f"the answer's Content-Length ({declared[:20]}...) is no length"
     if declared and declared.isdigit() and int(declared) != len(resp.body):
         return f"the answer was cut short (got {len(resp.body)} of {declared} bytes)"
     return None
