@@ -1303,10 +1303,11 @@ def test_range_diff_import_that_cannot_start_is_a_store_error(store, merge_base,
         with pytest.raises(StoreError, match="cannot make the range-diff's scratch repository"):
             store.range_diff_import()
     importer = store.range_diff_import()
-    one = importer.blob(b"a fix\n")
+    one, two = importer.blob(b"a fix\n"), importer.blob(b"another fix\n")
     monkeypatch.setattr(subprocess, "Popen", no_fork)
     with pytest.raises(StoreError, match="cannot start the range-diff"):
-        importer.range_diff([(merge_base, ["m/a.py"], [("fix", {"m/a.py": one})])] * 2)
+        importer.range_diff([(merge_base, ["m/a.py"], [("fix", {"m/a.py": one})]),
+                             (merge_base, ["m/a.py"], [("fix", {"m/a.py": two})])])
     assert made and not any(Path(p).exists() for p in made) and _nothing_left(importer)
 
 
@@ -1905,3 +1906,117 @@ def test_file_sections_are_cut_where_the_regular_expression_cuts_them():
     for _ in range(20000):
         text = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert split_at_file_headers(text) == re.split(rb"(?m)^(?=diff --git )", text), text
+
+
+def _git_range_diff_of(store, chains, monkeypatch) -> bytes:
+    """`git range-diff`'s own text of `chains`, read from the commits (nothing written
+    without git, no stand-ins)."""
+    from patchforge.store import rangediff
+
+    with monkeypatch.context() as patched:
+        patched.setattr(rangediff, "_written_text", lambda *args: None)
+        patched.setattr(rangediff, "_stand_ins", lambda *args: {})
+        return store.range_diff_import().range_diff(chains)
+
+
+def test_range_diff_written_without_git_is_gits_text(store, merge_base, monkeypatch):
+    """When every patch of the new series changes the same files from the same contents to
+    the same contents as the old series' patch of its name, the range-diff's text is written
+    without `git range-diff` (no pack, no git process): byte for byte git's own, for series
+    of 1 to 12 patches whose old side has patches the new one dropped anywhere (the first,
+    the last, runs of them), ids at git's abbreviation; a series whose new side differs in
+    one patch, adds one, or names two patches alike but for a space still goes to git."""
+    import random
+
+    from patchforge.store import rangediff
+
+    a = store.read_blob(merge_base, "m/a.py")
+    rng = random.Random(7)
+    written = []
+    real = rangediff._written_text
+
+    def spy(*args):
+        text = real(*args)
+        written.append(text is not None)
+        return text
+    monkeypatch.setattr(rangediff, "_written_text", spy)
+    for size in list(range(1, 13)) + [rng.randint(2, 12) for _ in range(6)]:
+        # each patch its own file (one of them m/a.py edited), so a patch left out changes
+        # nothing of what the others change
+        old = [(f"{k + 1:04d}-fix.patch",
+                {"m/a.py": _edit(a, 3, b"fix %d\n" % size)} if k == size // 2
+                else {f"m/p{k}.py": b"fix %d %d\n" % (size, k)}) for k in range(size)]
+        keep = [step for step in old if rng.random() < 0.6] or [old[rng.randrange(size)]]
+        chains = [(merge_base, ["m/a.py"], old), (merge_base, ["m/a.py"], keep)]
+        expected = _git_range_diff_of(store, chains, monkeypatch)
+        written.clear()
+        importer = store.range_diff_import()
+        assert importer.start(chains).result() == expected, expected.decode()
+        assert _nothing_left(importer)
+        assert written == [True], (size, [n for n, _ in keep])
+    # what git must say itself: a patch that differs, one the old side lacks, two names alike
+    first = {"m/a.py": _edit(a, 1, b"one\n")}
+    second = {"m/a.py": _edit(_edit(a, 1, b"one\n"), 5, b"two\n")}
+    other = {"m/a.py": _edit(_edit(a, 1, b"one\n"), 5, b"2\n")}
+    for old, new in (([("one", first), ("two", second)], [("one", first), ("two", other)]),
+                     ([("one", first)], [("one", first), ("two", second)]),
+                     ([("one", first), ("o ne", second)], [("one", first)])):
+        chains = [(merge_base, ["m/a.py"], old), (merge_base, ["m/a.py"], new)]
+        expected = _git_range_diff_of(store, chains, monkeypatch)
+        written.clear()
+        assert store.range_diff_import().start(chains).result() == expected
+        assert written == [False]
+
+
+def test_range_diff_of_patches_moved_as_they_were_written_without_git(store, merge_base,
+                                                                      monkeypatch):
+    """A patch that moved with its hunks as they were (upstream changed its file elsewhere)
+    changes other contents in the two chains: its pair is exact for `git range-diff` only if
+    git's diffs of both show the same hunks but for their line numbers. Those diffs (the new
+    one as the rebase's new diffs made it, the old one by a `git diff --no-index` of its
+    own) show it, and the text is written without `git range-diff`, git's own byte for byte.
+    Where upstream renamed the function above a hunk (its function line differs), git's
+    range-diff is run and says so ('!'), the pair shown exact standing in."""
+    from patchforge.store.diff import FileChange, StartedDiffs
+
+    body = b"def f():\n" + b"".join(b"    x = %d\n" % i for i in range(1, 16))
+    other = b"def h():\n" + b"".join(b"    y = %d\n" % i for i in range(1, 16))
+    base = store.commit_files(merge_base, {"m/f.py": body, "m/g.py": other}, message="f\n")
+    for top, mark in ((b"# upstream's own line\n", b"="), (b"def g():\n", b"!")):
+        # upstream: a line before the function, or the function renamed; a line before the
+        # other file's function
+        shifted = top + body if mark == b"=" else top + body[len(b"def f():\n"):]
+        pushed = b"# upstream\n" + other
+        target = store.commit_files(base, {"m/f.py": shifted, "m/g.py": pushed},
+                                    message="target\n")
+        kept = {"m/b.py": b"kept\n"}
+        old_moved = _edit(body, 10, b"    fixed = 9\n")
+        new_moved = shifted.replace(b"    x = 9\n", b"    fixed = 9\n")
+        old_other = _edit(other, 5, b"    fixed = 4\n")
+        new_other = pushed.replace(b"    y = 4\n", b"    fixed = 4\n")
+        chains = [(base, ["m/f.py", "m/g.py"],
+                   [("kept", kept), ("landed", {"m/c.py": b"landed\n"}),
+                    ("other", {"m/g.py": old_other}), ("moved", {"m/f.py": old_moved})]),
+                  (target, ["m/f.py", "m/g.py"],
+                   [("kept", kept), ("other", {"m/g.py": new_other}),
+                    ("moved", {"m/f.py": new_moved})])]
+        expected = _git_range_diff_of(store, chains, monkeypatch)
+        diffs = StartedDiffs([[FileChange("m/f.py", "m/f.py", shifted, new_moved)],
+                              [FileChange("m/g.py", "m/g.py", pushed, new_other)]])
+        diffs.result()
+        importer = store.range_diff_import()
+        run = importer.start(chains, made_hunks=diffs.hunks_by_ids,
+                             moved_exactly=frozenset({"moved", "other"}))
+        assert importer._proc is None  # no range-diff started
+        run.settle()
+        assert (importer._proc is None) == (mark == b"=")
+        assert run.result() == expected and _nothing_left(importer)
+        assert [pair[2] for pair in _PAIR_LINE.findall(expected)] == [b"=", b"<", b"=", mark]
+        assert len(importer._proven) == (mark == b"!")
+        # a pair whose new hunks the caller did not make, or a patch not said to have moved
+        # as it was: git's range-diff, from the start
+        for hunks, moved in (({}, {"moved", "other"}), (diffs.hunks_by_ids, {"other"})):
+            importer = store.range_diff_import()
+            run = importer.start(chains, made_hunks=hunks, moved_exactly=frozenset(moved))
+            assert run.result() == expected
+            assert importer._proc is not None

@@ -111,6 +111,11 @@ class Rebase:
         self._aside_bytes: dict[tuple[str, str], bytes] = {}
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
+        # The range-diff's pairs git's diffs can show exact (RangeDiffImport.start): per
+        # upstream the patches moved with their hunks as they were, and the hunks of every
+        # pair of contents the new diffs made ((old blob id, new blob id) -> hunks)
+        self._moved_exactly: dict[str, set[str]] = {}
+        self._made_hunks: dict[tuple[str, str], bytes] = {}
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
         self._worktree_opened = False  # a stop's worktree was (re)made by this process
         # (directory, files) of what --skip or --abort copied from a worktree before it went:
@@ -525,6 +530,9 @@ class Rebase:
             early = started.enter_context(self._start_range_diffs(inputs))
             self._find_landings(landings)
             self._stage_diffs(diffs)
+            # The new diffs show the range-diff's moved pairs exact or not: git's range-diff,
+            # when it is needed, starts now, beside the write-out.
+            early.settle()
             return self._write_out(early)
 
     def _defer_diff(self, rel: str, patch, changes) -> str | None:
@@ -566,6 +574,8 @@ class Rebase:
         if not batches:
             return
         made = [diff for _, diffs in batches for diff in diffs.result()]
+        for _, diffs in batches:
+            self._made_hunks.update(diffs.hunks_by_ids)
         for (rel, patch, _), diff in zip(self._deferred, made, strict=True):
             self.journal.stage(rel, self._remembered(rel, patch.with_remade_diff(diff)))
         self._deferred.clear()
@@ -972,6 +982,8 @@ class Rebase:
             # here, the real run stops before the walk does work it must throw away.
             return PatchResult(upstream, name, "conflict", f"{detail}; {refused}",
                                verdict.evidence if verdict.state != "applies" else []), None
+        if verdict.state in ("applies", "offset") and action in ("clean", "offset"):
+            self._moved_exactly.setdefault(upstream, set()).add(name)
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
         staged = self._stage(rel, self._remembered(rel, new_patch)) if judgement.unchanged \
             else self._defer_diff(rel, new_patch, changes)
@@ -1829,6 +1841,8 @@ class Rebase:
             importer = recorded.importer
             chains = [(chain.base, *chain.steps) for chain in (one.old, one.new)
                       if chain.steps is not None]
+            return importer.start(chains, made_hunks=self._made_hunks, moved_exactly=frozenset(
+                self._moved_exactly.get(upstream, ())))
         else:  # a resumed run: the chains come from applying the patch files
             chains = [(chain.base, *_chain_steps(self.store, chain.base, chain.patches or []))
                       for chain in (one.old, one.new)]
@@ -1853,6 +1867,16 @@ class _RangeDiffs:
             if isinstance(part, tuple):
                 part[1].close()
         self._end()
+
+    def settle(self) -> None:
+        """Each range-diff's RangeDiffRun.settle (a StoreError kept for result())."""
+        for k, part in enumerate(self._parts):
+            if isinstance(part, tuple):
+                try:
+                    part[1].settle()
+                except StoreError as exc:
+                    part[1].close()
+                    self._parts[k] = exc
 
     def result(self) -> str:
         """The whole text; the first StoreError met when git could not make one."""

@@ -170,10 +170,15 @@ class StartedDiffs:
             self._groups.append(items)
         flat = [c for items in self._groups for c in items]
         self._hunks = _GitHunks([(c.old, c.new) for c in flat])
+        self.hunks_by_ids: dict[tuple[str, str], bytes] = {}
 
     def result(self) -> list[bytes]:
         hunks = self._hunks.result()
         ids = self._hunks.ids
+        # (old blob id, new blob id) -> git's hunks of that pair of text contents, for a
+        # caller that needs them again (the range-diff's exact pairs: rangediff._start_proofs)
+        self.hunks_by_ids = {pair: made for pair, made in zip(ids, hunks)
+                             if pair is not None and made.startswith(b"@@")}
         flat = [c for items in self._groups for c in items]
         scores = _similarities([(c.old, c.new) for c in flat if _moved(c)])
         out, at = [], 0

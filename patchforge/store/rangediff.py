@@ -5,13 +5,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import re
+import struct
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import tempfiles
 from patchforge.errors import StoreError
-from patchforge.store.diff import quote_c_path
+from patchforge.store.diff import _GitHunks, is_binary, quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
 from patchforge.store.objects import (DELTA_BASE_LIMIT, TREE_MODE, DeltaEntry, git_delta,
                                       object_id, stored_parts, write_parts_pack)
@@ -139,6 +141,13 @@ class RangeDiffImport:
         self._made: list[tuple[str, list[_Made]]] = []
         self._closed = False
         self._proc: subprocess.Popen | None = None  # git range-diff, once started
+        # The range-diff's text when it is written here (_written_text), not by git
+        self._text: bytes | None = None
+        # A text written here once git's diffs show its pairs exact (_start_proofs)
+        self._proof: tuple | None = None
+        self._ranges: list[str] = []  # the two chains' ranges, for git
+        # New commits whose pair git's diffs showed exact though their contents differ
+        self._proven: frozenset[str] = frozenset()
         # The descriptor holding the lock of the cache's kept repository, when this run has it
         self._kept_lock: int | None = None
         try:
@@ -215,43 +224,127 @@ class RangeDiffImport:
         file. Every file has mode 100644. Closes the import."""
         return self.start(chains).result()
 
-    def start(self, chains: list[tuple[str, list[str], list]]) -> RangeDiffRun:
+    def start(self, chains: list[tuple[str, list[str], list]], *,
+              made_hunks: dict | None = None,
+              moved_exactly: frozenset[str] = frozenset()) -> RangeDiffRun:
         """range_diff() begun: the objects written and `git range-diff` started, its output
         going to a file of the scratch repository (a pipe nobody reads while the caller works
         would stop git once full); the RangeDiffRun's result() waits for it. The caller goes on
-        (git runs on another core) and must end it: result(), or close() (which ends git)."""
+        (git runs on another core) and must end it: result(), or close() (which ends git).
+
+        When git's text is known without it (_written_text), nothing is written and no git
+        process started. `moved_exactly` names the new chain's patches that moved with their
+        hunks as they were (context included, at other lines perhaps), `made_hunks` is where
+        the caller puts, before result(), git's hunks of the pairs of contents it diffed
+        ((old blob id, new blob id) -> hunks, store.diff.StartedDiffs.hunks_by_ids): a pair
+        of such a patch and its old commit is shown to be exact by git's own diffs of both
+        (RangeDiffImport._start_proofs); git's range-diff is started only if it is not."""
         try:
             ranges = [self.chain(*one) for one in chains]
             assert self._tmp is not None, "made in __init__"
-            try:
-                entries = self._pack_entries()
-                stand_ins = _stand_ins(self._made, len(entries), self._store.git_dir) \
-                    if len(self._made) == 2 else {}
-                for commit, (oid, parts, merge, merge_parts) in stand_ins.items():
-                    entries[merge], entries[oid] = merge_parts, parts
-                write_parts_pack(self._scratch, entries)
-                del entries
-                self._contents, self._base_contents, self._objects = {}, {}, {}
-                self._made = []
-                if stand_ins:
-                    # One file of refs; "sorted" lets git read it without sorting it again.
-                    (self._scratch / "packed-refs").write_bytes(
-                        b"# pack-refs with: peeled fully-peeled sorted \n" + b"".join(
-                            b"%s refs/replace/%s\n" % (stand_ins[commit][0].encode(),
-                                                         commit.encode())
-                            for commit in sorted(stand_ins)))
-                with open(self._tmp / "out", "wb") as out, \
-                        open(self._tmp / "err", "wb") as err:
-                    self._proc = start_git(
-                        "range-diff", "--no-color", *(f"{a}..{b}" for a, b in ranges),
-                        git_dir=self._scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                        replace_objects=bool(stand_ins))
-            except OSError as exc:
-                raise StoreError(f"cannot start the range-diff: {exc}") from exc
+            proofs: list = []
+            if len(self._made) == 2:
+                known = _written_text(
+                    self._made, set(self._base_contents).union(self._contents, self._objects),
+                    self._store.git_dir, moved_exactly if made_hunks is not None else None)
+                if isinstance(known, bytes):  # no pack, no git process
+                    self._text = known
+                    self._contents, self._base_contents, self._objects = {}, {}, {}
+                    self._made = []
+                    return RangeDiffRun(self)
+                if known is not None and not any(
+                        is_binary(self._content(oid)) for pair in known[1] for step in pair
+                        for change in step.changes.values() for oid in change
+                        if oid is not None):
+                    proofs = self._start_proofs(*known, made_hunks)
+            self._ranges = [f"{a}..{b}" for a, b in ranges]
+            if not proofs:
+                self._start_git()
         except BaseException:
             self.close()
             raise
         return RangeDiffRun(self)
+
+    def _start_git(self) -> None:
+        """The pack of every object made (with the stand-ins') written, and `git range-diff`
+        started."""
+        assert self._tmp is not None
+        try:
+            entries = self._pack_entries()
+            stand_ins = _stand_ins(self._made, len(entries), self._store.git_dir,
+                                   self._proven) if len(self._made) == 2 else {}
+            for commit, (oid, parts, merge, merge_parts) in stand_ins.items():
+                entries[merge], entries[oid] = merge_parts, parts
+            write_parts_pack(self._scratch, entries)
+            del entries
+            self._contents, self._base_contents, self._objects = {}, {}, {}
+            self._made = []
+            if stand_ins:
+                # One file of refs; "sorted" lets git read it without sorting it again.
+                (self._scratch / "packed-refs").write_bytes(
+                    b"# pack-refs with: peeled fully-peeled sorted \n" + b"".join(
+                        b"%s refs/replace/%s\n" % (stand_ins[commit][0].encode(),
+                                                     commit.encode())
+                        for commit in sorted(stand_ins)))
+            with open(self._tmp / "out", "wb") as out, open(self._tmp / "err", "wb") as err:
+                self._proc = start_git(
+                    "range-diff", "--no-color", *self._ranges, git_dir=self._scratch,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    replace_objects=bool(stand_ins))
+        except OSError as exc:
+            raise StoreError(f"cannot start the range-diff: {exc}") from exc
+
+    def _start_proofs(self, text: bytes, pairs: list, made_hunks: dict | None) -> list:
+        """The diffs that show the pairs `pairs` ((old commit, new commit) of _written_text)
+        exact started: git's hunks of each old commit's files (one `git diff --no-index`
+        beside the caller's work), the new ones' to come from `made_hunks`. Kept for
+        RangeDiffRun.result() with the text they make true."""
+        olds: list[tuple[bytes | None, bytes | None]] = [
+            (self._content(before), self._content(after)) for old, _ in pairs
+            for before, after in (old.changes[path] for path in sorted(old.changes))]
+        try:
+            self._proof = (text, pairs, made_hunks, _GitHunks(olds))
+        except (OSError, StoreError):  # git's range-diff says it all the same
+            return []
+        return pairs
+
+    def _content(self, oid: str) -> bytes:
+        found = self._contents.get(oid)
+        return found[0] if found is not None else self._base_contents[oid]
+
+    def _proved(self) -> bytes | None:
+        """The written text when git's diffs show every pair of _start_proofs exact; None
+        when not: git's range-diff started then, the pairs shown exact standing in
+        (_stand_ins) so that it diffs only the others."""
+        assert self._proof is not None
+        text, pairs, made_hunks, olds = self._proof
+        self._proof = None
+        hunks = olds.result()
+        at, proven = 0, set()
+        for old, new in pairs:
+            same = True
+            for path in sorted(old.changes):
+                mine = made_hunks.get(new.changes[path]) if made_hunks is not None else None
+                same = same and mine is not None and _same_text(hunks[at], mine)
+                at += 1
+            if same:
+                proven.add(new.commit)
+        if len(proven) == len(pairs):
+            self._text = text
+            return text
+        self._proven = frozenset(proven)
+        self._start_git()
+        return None
+
+    def settle(self) -> None:
+        """Decide now whether the text of _start_proofs holds (git's range-diff started when
+        it does not), once the caller's `made_hunks` are in: git then runs beside the rest of
+        the caller's work instead of after it."""
+        if self._proof is not None and not self._closed:
+            try:
+                self._proved()
+            except OSError as exc:
+                raise StoreError(f"cannot start the range-diff: {exc}") from exc
 
     def chain(self, base: str, paths: list[str], steps: list) -> tuple[str, str]:
         """The commits of one chain (see range_diff), made as `git fast-import` makes them from a
@@ -307,6 +400,9 @@ class RangeDiffImport:
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
             self._proc.wait()
+        if self._proof is not None:
+            self._proof[3].close()
+            self._proof = None
         if self._kept_lock is not None:  # the cache's: emptied and left (once)
             assert self._tmp is not None
             _empty_kept(self._tmp)
@@ -417,6 +513,10 @@ class RangeDiffRun:
         """The range-diff's text; a StoreError when git failed. Closes the import."""
         importer = self._importer
         try:
+            if importer._proof is not None and not importer._closed:
+                importer._proved()
+            if importer._text is not None and not importer._closed:
+                return importer._text
             if importer._closed or importer._proc is None or importer._tmp is None:
                 raise StoreError("the range-diff import is closed")
             importer._proc.wait()
@@ -429,6 +529,10 @@ class RangeDiffRun:
             raise StoreError(f"cannot read the range-diff: {exc}") from exc
         finally:
             importer.close()
+
+    def settle(self) -> None:
+        """RangeDiffImport.settle; a StoreError when git's range-diff cannot start."""
+        self._importer.settle()
 
     def close(self) -> None:
         self._importer.close()
@@ -447,7 +551,8 @@ class _Made:
 
 
 def _stand_ins(made: list[tuple[str, list[_Made]]], pack_count: int,
-               store_git_dir: Path) -> dict[str, tuple[str, tuple, str, tuple]]:
+               store_git_dir: Path, proven: frozenset[str] = frozenset()
+               ) -> dict[str, tuple[str, tuple, str, tuple]]:
     """Stand-ins for the commits of a pair `git range-diff` will find identical, so that it
     diffs only what differs: commit id -> (its stand-in's id, its pack entry, the stand-in's
     parent's id, its entry), for refs/replace/ of the scratch repository; {} when nothing
@@ -467,7 +572,9 @@ def _stand_ins(made: list[tuple[str, list[_Made]]], pack_count: int,
     git's shortest), and the object count git takes the length from (the packs' entries: the
     scratch pack's and the store's) stays between the same two powers of four, else nothing
     stands in.
-    A git that ignored refs/replace/ would read the real commits, which stay in the pack."""
+    A git that ignored refs/replace/ would read the real commits, which stay in the pack.
+    `proven`: new commits whose pair git's own diffs of both showed exact though their
+    contents differ (RangeDiffImport._proved): they stand in too."""
     (old_first, old), (new_first, new) = made
     keys = [[b"".join(step.name.encode("utf-8", "surrogateescape").split()) for step in side]
             for side in (old, new)]
@@ -478,7 +585,7 @@ def _stand_ins(made: list[tuple[str, list[_Made]]], pack_count: int,
     # twice.)
     pairs = [(olds[key], step) for key, step in zip(keys[1], new)
              if key in olds and olds[key].name == step.name and step.changes
-             and olds[key].changes == step.changes
+             and (olds[key].changes == step.changes or step.commit in proven)
              and olds[key].parent != old_first and step.parent != new_first]
     count = _pack_objects(store_git_dir)
     if not pairs or count is None or _abbreviation_length(count + pack_count) != \
@@ -535,3 +642,161 @@ def _pack_objects(git_dir: Path) -> int | None:
     except OSError:
         return None
     return count
+
+
+def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
+                  store_git_dir: Path, moved_exactly: frozenset[str] | None = None
+                  ) -> bytes | tuple[bytes, list[tuple[_Made, _Made]]] | None:
+    """`git range-diff`'s text of the two chains `made`, written here without git, when git's
+    is known without reading the commits; None when it is not (git's range-diff is run then).
+
+    It is known when every commit of the new chain has a commit of the old chain under its
+    name that changes the same files from the same contents to the same contents: git's text
+    of the two is the same (the same name, author and diffs), so git pairs them exactly
+    ("N: id = M: id name") before it weighs any other pairing, and with no commit of the new
+    chain left over, each old commit not paired is left out ("N: id < -: ------- name")
+    whatever its diff (git's other pairings are only of commits not paired exactly on both
+    sides). Names must be one per chain even with their whitespace taken out (git's text of
+    a commit may differ from another's in whitespace alone), and printable ASCII without
+    spaces around them (git prints a commit's subject line). The lines come in git's order:
+    the new chain's, each old commit left out placed once every old commit before it was
+    printed. The ids are abbreviated as git abbreviates them in the scratch repository (its
+    pack of `objects` and the store's objects): to the length its object count sets, which
+    git lengthens only for an id another object's begins as; when any object's id begins as
+    a printed one at that length, git is left to say how long.
+
+    A patch of `moved_exactly` whose files are the old commit's, each changed in both (not
+    made, not deleted), may differ in contents: the text is returned with those pairs, (the
+    old commit, the new one), for git's diffs to show them exact (RangeDiffImport._start_proofs)."""
+    (_, old), (_, new) = made
+    if not old or not new:
+        return None
+    names = [step.name for step in old], [step.name for step in new]
+    for side in names:
+        if len({"".join(name.split()) for name in side}) != len(side):
+            return None
+        for name in side:
+            if not name or not name.isascii() or not name.isprintable() or name != name.strip():
+                return None
+    olds = {step.name: at for at, step in enumerate(old)}
+    partner = []  # per new commit, the old one git pairs it with exactly
+    unproved = []
+    for step in new:
+        at = olds.get(step.name)
+        if at is None:
+            return None
+        if old[at].changes != step.changes:
+            if moved_exactly is None or step.name not in moved_exactly or \
+                    set(old[at].changes) != set(step.changes) or \
+                    not all(None not in pair for changes in (old[at].changes, step.changes)
+                            for pair in changes.values()):
+                return None
+            unproved.append((old[at], step))
+        partner.append(at)
+    store = _store_ids(store_git_dir)
+    if store is None:
+        return None
+    length = _abbreviation_length(store[0] + len(objects))
+    printed = [step.commit for step in old] + [step.commit for step in new]
+    if not _unique_at(printed, length, objects, store[1], store_git_dir):
+        return None
+    width = len(str(1 + max(len(old), len(new))))
+    paired = {at: j for j, at in enumerate(partner)}
+    shown = [False] * len(old)
+    dashes = "-" * length
+    lines = []
+    i = j = 0
+    # git's range-diff.c output(): the new chain's order, each old commit left out printed
+    # once all the old commits before it were
+    while i < len(old) or j < len(new):
+        while i < len(old) and shown[i]:
+            i += 1
+        if i < len(old) and i not in paired:
+            lines.append(f"{i + 1:>{width}}:  {old[i].commit[:length]} < "
+                         f"{'-':>{width}}:  {dashes} {old[i].name}\n")
+            i += 1
+            continue
+        if j < len(new):
+            at = partner[j]
+            lines.append(f"{at + 1:>{width}}:  {old[at].commit[:length]} = "
+                         f"{j + 1:>{width}}:  {new[j].commit[:length]} {new[j].name}\n")
+            shown[at] = True
+            j += 1
+    text = "".join(lines).encode()
+    return (text, unproved) if unproved else text
+
+
+# A hunk's header up to its second "@@": what `git range-diff` takes out of each hunk header
+# (the line numbers), keeping the function line after it.
+_HUNK_LINES = re.compile(rb"(?m)^@@ -[0-9,]+ \+[0-9,]+ @@")
+
+
+def _same_text(old: bytes, new: bytes) -> bool:
+    """Whether git's hunks of two pairs of contents of one path are the same text for `git
+    range-diff` (which reads a patch's hunks with their headers' line numbers taken out)."""
+    return old.startswith(b"@@") and new.startswith(b"@@") and \
+        _HUNK_LINES.sub(b"@@", old) == _HUNK_LINES.sub(b"@@", new)
+
+
+def _store_ids(git_dir: Path) -> tuple[int, list[bytes]] | None:
+    """(how many entries the packs of `git_dir` hold, as _pack_objects counts them; each
+    pack's index), or None where _pack_objects would say None (or an index is not version 2)."""
+    objects = os.path.join(git_dir, "objects")
+    pack_dir = os.path.join(objects, "pack")
+    count, indexes = 0, []
+    try:
+        names = set(os.listdir(pack_dir))
+        if "multi-pack-index" in names or os.path.exists(
+                os.path.join(objects, "info", "alternates")):
+            return None
+        for name in names:
+            if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
+                continue
+            with open(os.path.join(pack_dir, name), "rb") as f:
+                index = f.read()
+            if len(index) < 1032 or not index.startswith(b"\xfftOc\0\0\0\2"):
+                return None
+            entries = int.from_bytes(index[1028:1032], "big")
+            if len(index) < 1032 + 20 * entries:
+                return None
+            count += entries
+            indexes.append(index)
+    except OSError:
+        return None
+    return count, indexes
+
+
+def _unique_at(printed: list[str], length: int, objects: set[str], indexes: list[bytes],
+               store_git_dir: Path) -> bool:
+    """Whether no object but itself has an id that begins as each of `printed` does to
+    `length` hex digits: the scratch pack's `objects`, the store's packs (their `indexes`,
+    version 2: a table of 256 counts by first byte, then the sorted ids) and loose objects."""
+    # each index's counts by first byte (the ids up to it), read once
+    tables = [(struct.unpack_from(">256I", index, 8), index) for index in indexes]
+    begins: dict[str, int] = {}
+    for oid in objects:
+        begins[oid[:length]] = begins.get(oid[:length], 0) + 1
+    loose: dict[str, list[str]] = {}
+    for oid in printed:
+        prefix = oid[:length]
+        if begins.get(prefix) != 1:
+            return False
+        first = int(oid[:2], 16)
+        for fanout, index in tables:
+            low, high = fanout[first - 1] if first else 0, fanout[first]
+            ids = index[1032 + 20 * low:1032 + 20 * high].hex()
+            for at in range(0, len(ids), 40):
+                if ids.startswith(prefix, at) and ids[at:at + 40] != oid:
+                    return False
+        directory = oid[:2]
+        if directory not in loose:
+            try:
+                loose[directory] = os.listdir(os.path.join(store_git_dir, "objects", directory))
+            except FileNotFoundError:
+                loose[directory] = []
+            except OSError:
+                return False
+        rest = prefix[2:]
+        if any(name.startswith(rest) and directory + name != oid for name in loose[directory]):
+            return False
+    return True
