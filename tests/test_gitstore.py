@@ -2020,3 +2020,24 @@ def test_range_diff_of_patches_moved_as_they_were_written_without_git(store, mer
             run = importer.start(chains, made_hunks=hunks, moved_exactly=frozenset(moved))
             assert run.result() == expected
             assert importer._proc is not None
+
+
+def test_kept_git_answers_are_bounded_apart_from_the_release_texts(store):
+    """The cache's `kept/` holds the KEPT_AT_MOST release texts last used and, counted apart,
+    the KEPT_ANSWERS_AT_MOST git answers last used (a history's walk, a rename pairing: a few
+    per pin and target asked): answers written one after another never push a release's text
+    out, and beyond their own bound the least recently used answers go."""
+    import os
+
+    kept_dir = store.git_dir.parent / store.KEPT_DIR
+    releases = [f"loose-1test-{k:040x}" for k in range(store.KEPT_AT_MOST)]
+    answers = [f"git-range-{k:040x}" for k in range(store.KEPT_ANSWERS_AT_MOST + 5)]
+    clock = 1_000_000_000_000_000_000
+    for name in releases + answers:
+        store.keep_text(name, [b"text of ", name.encode()])
+        clock += 1_000_000_000
+        os.utime(kept_dir / name, ns=(clock, clock))  # one second apart: the order of use
+    left = set(os.listdir(kept_dir))
+    assert set(releases) <= left, "no release text goes for git's answers"
+    assert left - set(releases) == set(answers[-store.KEPT_ANSWERS_AT_MOST:])
+    assert bytes(store.kept_text(answers[-1])) == b"text of " + answers[-1].encode()

@@ -18,6 +18,7 @@ import pytest
 
 from patchforge.formats.schemas import validation_errors
 from patchforge.store.diff import make_file_diff
+from patchforge.store.gitstore import cache_dir
 from helpers.cli import run_subprocess
 from helpers.env import REPO_ROOT, shared_example_releases
 from helpers.git import git
@@ -421,6 +422,58 @@ def test_a_status_whose_files_the_store_holds_asks_git_no_presence_check(stack, 
     started = [json.loads(line) for line in trace.read_text().splitlines()]
     names = [e["name"] for e in started if e["event"] == "cmd_name"]
     assert "rev-list" not in names and "fetch" not in names, names
+
+
+def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stack, upstream,
+                                                                          tmp_path):
+    """The range's walk (`git log --raw` of base..target) and the rename pairing (`git
+    diff-tree -M` of base and target) are questions about two commit ids alone, whose answers
+    never change: the first `status --against` keeps them in the cache (`kept/`) and the next
+    one of the same target reads them back, starting neither git process, and says the same
+    (a fix landed in a renamed file, found by both). A kept answer cut short, damaged or gone
+    is asked of git again, and kept whole again."""
+    new_path = "pkg/attention/helpers.py"
+    history_around(upstream, {}, "move attn.py", moves={MAIN: new_path})
+    fixed_commit = upstream.commit({new_path: fixed(upstream.read(new_path))}, "the fix")
+    stack.add("fix.patch", the_fix())
+
+    def status() -> tuple[bytes, list[str]]:
+        trace = tmp_path / "trace.json"
+        trace.unlink(missing_ok=True)
+        proc = run_subprocess(stack.root, "status", "--against", f"up={fixed_commit}",
+                              "--json", env={"GIT_TRACE2_EVENT": str(trace)})
+        assert proc.returncode == 1, proc.stderr
+        started = [json.loads(line) for line in trace.read_text().splitlines()]
+        argvs = [" ".join(e["argv"]) for e in started if e["event"] == "start"]
+        return proc.stdout, [argv for argv in argvs if " log --raw " in argv or
+                             (" diff-tree " in argv and " -M " in argv)]
+
+    first, asked = status()
+    [found] = json.loads(first)["patches"]
+    assert (found["state"], found["landed_in"]) == ("upstreamed", fixed_commit), found
+    assert any(f"renamed upstream to {new_path}" in line for line in found["evidence"])
+    # The walk once; the pairing of base and target, and of the commits the landing's
+    # search asks about.
+    assert [" log --raw " in argv for argv in asked].count(True) == 1, "\n".join(asked)
+    assert len(asked) >= 2, "\n".join(asked)
+    made = sorted((cache_dir() / "kept").iterdir())
+    assert sorted(p.name.split("-")[1] for p in made) == \
+        ["range"] + ["renames"] * (len(asked) - 1), made
+    wholes = [p.read_bytes() for p in made]
+    again, asked = status()
+    assert (again, asked) == (first, [])
+    for damaged in (lambda whole: whole[:len(whole) // 2],
+                    lambda whole: whole.replace(b"pkg/", b"pkh/"), lambda whole: b""):
+        for path, whole in zip(made, wholes):
+            path.write_bytes(damaged(whole))
+        again, asked = status()
+        assert again == first and len(asked) == len(made), asked
+        assert [p.read_bytes() for p in made] == wholes
+    for path in made:
+        path.unlink()
+    again, asked = status()
+    assert again == first and len(asked) == len(made), asked
+    assert [p.read_bytes() for p in made] == wholes
 
 
 def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):

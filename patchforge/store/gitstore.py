@@ -41,7 +41,7 @@ from patchforge.fsutil import fault_point, holder_named, read_holder, write_hold
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
-                                  damage_error, is_offline, run_git)
+                                  damage_error, git_executable, is_offline, run_git)
 from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
                                      shallow_local_repository)
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose, write_parts
@@ -223,6 +223,56 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
             return True
         at = walk.find(needle, end)
     return False
+
+
+# The first line of a git answer kept in the cache (_answer_kept): its CRC-32 and length.
+_KEPT_ANSWER = b"patchforge-git-answer"
+
+
+def _answer_name(kind: str, args: tuple[str, ...]) -> str:
+    """The kept file's name of git's answer to `args` (UpstreamStore._answer_of_two_commits):
+    `kind`, then a digest of the arguments and of the git that answers (its path, size and
+    modification time: an upgrade of git asks again)."""
+    import hashlib  # here: only the kept answers are named by it
+
+    executable = git_executable()
+    try:
+        found = os.stat(executable)
+        identity = f"{executable}\0{found.st_size}\0{found.st_mtime_ns}"
+    except OSError:
+        identity = executable
+    digest = hashlib.sha256("\0".join((identity, *args)).encode("utf-8", "surrogateescape"))
+    return f"git-{kind}-{digest.hexdigest()[:40]}"
+
+
+def _answer_kept(out: bytes) -> list[bytes]:
+    """git's answer `out` as a kept file's parts (keep_text's): a first line with its CRC-32
+    and length, then `out`."""
+    import zlib
+
+    return [b"%s %08x %d\n" % (_KEPT_ANSWER, zlib.crc32(out), len(out)), out]
+
+
+def _kept_answer(data: bytes | mmap.mmap | None) -> bytes | None:
+    """The answer an _answer_kept file (`data`: kept_text's) holds, None unless it is such a
+    file whole (it is not synced: a crash can leave a short or empty one, which its length
+    and CRC-32 tell). A mapped file is closed: the answer is copied out of it."""
+    import zlib
+
+    if data is None:
+        return None
+    try:
+        if data[:len(_KEPT_ANSWER) + 1] != _KEPT_ANSWER + b" ":
+            return None
+        at = data.find(b"\n") + 1
+        fields = data[len(_KEPT_ANSWER) + 1:at - 1].split(b" ")
+        if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at):
+            return None
+        out = data[at:]
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+    return out if fields[0] == b"%08x" % zlib.crc32(out) else None
 
 
 # What git says when it cannot write into the store: a read-only mount, a directory it may not
@@ -1431,11 +1481,12 @@ class UpstreamStore:
     def _rename_map(self, old: str, new: str) -> dict[str, str]:
         """Every rename from `old` to `new` (git's -M): one diff-tree per pair of commits, kept
         for the command (a series asks once per renamed file, and the answer for two commit
-        ids never changes)."""
+        ids never changes), and in the cache for the next one (_answer_of_two_commits)."""
         key = (old, new)
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
-            out = self._run("diff-tree", "-r", "-z", "-M", "--name-status", "--diff-filter=R",
-                            old, new, what="finding renames").stdout
+            out = self._answer_of_two_commits(
+                "renames", old, new, ("diff-tree", "-r", "-z", "-M", "--name-status",
+                                      "--diff-filter=R", old, new), what="finding renames")
             fields = out.split(b"\0")
             found: dict[str, str] = {}
             i = 0
@@ -1535,10 +1586,11 @@ class UpstreamStore:
         four spaces), then the paths it changes against its parent; a merge once per parent.
         Listing every changed path costs git far less than matching a long pathspec against
         every commit's trees."""
-        out = self._run("log", "--raw", "-m", "--no-renames", "--no-abbrev",
-                        "--format=commit %H %P%n%w(0,4,4)%B", "--ancestry-path",
-                        "--topo-order", f"{old}..{new}", what="reading upstream history",
-                        spool=True).stdout
+        out = self._answer_of_two_commits(
+            "range", old, new, ("log", "--raw", "-m", "--no-renames", "--no-abbrev",
+                                "--format=commit %H %P%n%w(0,4,4)%B", "--ancestry-path",
+                                "--topo-order", f"{old}..{new}"),
+            what="reading upstream history", spool=True)
         if old != new and _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
             # The walk also answers is_ancestor(old, new), which would otherwise be a
             # `merge-base --is-ancestor` of its own (0.1-0.17 s before a 2.5k-commit walk): it
@@ -1548,6 +1600,27 @@ class UpstreamStore:
             # from `new`).
             with self._lock:
                 self._ancestry.setdefault((old, new), _lists_a_child_of(out, old))
+        return out
+
+    def _answer_of_two_commits(self, kind: str, old: str, new: str, args: tuple[str, ...], *,
+                               what: str, spool: bool = False) -> bytes:
+        """git's output for `args`, a question about the commits `old` and `new` alone (the
+        range's walk, the rename pairing): kept in the cache (keep_text) once asked, and read
+        back by the next command asking it, with no git process. Two commit ids name the same
+        commits, trees and contents for ever, so the answer can only change with the question
+        (`args`) or with git itself: the kept file's name is a digest of both (the executable's
+        path, size and time), and of the two ids. A kept file cut short or damaged (its length
+        and CRC-32 are checked) is asked of git again. Names that are not two full commit ids
+        (a ref moves) are always asked of git."""
+        name = None
+        if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
+            name = _answer_name(kind, args)
+            kept = _kept_answer(self.kept_text(name))
+            if kept is not None:
+                return kept
+        out = self._run(*args, what=what, spool=spool).stdout
+        if name is not None:
+            self.keep_text(name, _answer_kept(out))
         return out
 
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
@@ -1598,6 +1671,11 @@ class UpstreamStore:
     # new release of two upstreams in two projects sharing the cache; a text removed is only
     # made again by the next command that asks for it.
     KEPT_AT_MOST = 8
+    # git's answers kept by _answer_of_two_commits (`git-*`: a history's walk, a rename
+    # pairing, 1 KB to a few MB each, a few per pin and target) are bounded apart, so that
+    # they never push a release's text out: the KEPT_ANSWERS_AT_MOST last used.
+    KEPT_ANSWERS_AT_MOST = 64
+    _KEPT_ANSWER_PREFIX = "git-"
     # A temporary file of keep_text's older than this is a killed write's (a write takes
     # seconds): removed with the texts beyond KEPT_AT_MOST.
     _KEPT_TEMP_STALE_S = 3600
@@ -1654,12 +1732,14 @@ class UpstreamStore:
 
     def _bound_kept(self, directory: Path, written: str) -> None:
         """Remove the texts beyond the KEPT_AT_MOST most recently used (by modification time:
-        made, or read by kept_text), never `written`, and killed writes' temporary files.
+        made, or read by kept_text), and git's answers beyond the KEPT_ANSWERS_AT_MOST (counted
+        apart), never `written`, and killed writes' temporary files.
         Safe beside other commands on the cache: a reader that opened a text before its removal
         reads it whole (the name goes, not the bytes), and one that finds it gone makes it
         again; two commands bounding at once remove the same ones (each removal is one unlink,
         a name already gone is skipped)."""
         texts: list[tuple[int, str]] = []
+        answers: list[tuple[int, str]] = []
         removed: list[str] = []
         stale_before = time.time_ns() - self._KEPT_TEMP_STALE_S * 1_000_000_000
         try:
@@ -1671,13 +1751,17 @@ class UpstreamStore:
                         continue  # removed meanwhile
                     if self._KEPT_NAME.fullmatch(entry.name):
                         if entry.name != written:
-                            texts.append((used, entry.name))
+                            (answers if entry.name.startswith(self._KEPT_ANSWER_PREFIX)
+                             else texts).append((used, entry.name))
                     elif entry.name.startswith(".") and used < stale_before:
                         removed.append(entry.name)
         except OSError:
             return
-        texts.sort(reverse=True)
-        removed += [name for _, name in texts[self.KEPT_AT_MOST - 1:]]
+        answer = written.startswith(self._KEPT_ANSWER_PREFIX)
+        for kind, at_most, mine in ((texts, self.KEPT_AT_MOST, not answer),
+                                    (answers, self.KEPT_ANSWERS_AT_MOST, answer)):
+            kind.sort(reverse=True)
+            removed += [name for _, name in kind[at_most - mine:]]  # (`written` is one)
         for name in removed:
             with contextlib.suppress(OSError):
                 os.unlink(directory / name)
