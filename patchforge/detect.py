@@ -249,6 +249,7 @@ class NormalizedText:
         self._line_start: list[int] | None = None
         self._raw_lines: list[bytes] | None = None
         self._strings: bool | None = None  # whether a string over lines can be in it
+        self._open_at: tuple[int, bytes | None] = (0, None)  # string_open_at's last answer
 
     @property
     def line_start(self) -> list[int]:
@@ -274,7 +275,14 @@ class NormalizedText:
         string is not read by lines."""
         if self._strings is None:
             self._strings = opens_over_lines(self._content)
-        return strings_open_at(self.raw_lines, number) if self._strings else None
+        if not self._strings:
+            return None
+        # Read on from the line last asked when this one is further down (containment asks
+        # of each copy found, top to bottom, and of each hunk of a file): each line read once.
+        since, waiting = self._open_at if self._open_at[0] <= number else (0, None)
+        waiting = strings_open_at(self.raw_lines, number, since, waiting)
+        self._open_at = (number, waiting)
+        return waiting
 
     @property
     def raw_lines(self) -> list[bytes]:

@@ -150,10 +150,14 @@ def spaced_blocks_of_lines(lines, opened: Callable[[int], bytes | None] | None =
 _HUNK_START = on_first_use(rb"@@ -(\d+)")
 
 
-def strings_open_at(lines: list[bytes], stop: int) -> bytes | None:
+def strings_open_at(lines: list[bytes], stop: int, since: int = 0,
+                    waiting: bytes | None = None) -> bytes | None:
     """What closes the string over lines (over_lines') that line `stop` (0-based) of `lines`
     (a whole file split at its line ends, `split(b"\\n")`, read from its top) starts inside,
-    None: outside any.
+    None: outside any. `since`, `waiting`: read from line `since` on, which starts inside the
+    string that `waiting` closes (what this says of line `since`): each line's answer is the
+    one before it read on, so a caller asking of lines further and further down reads each
+    line once.
 
     Only a line that can open such a string (opens_over_lines) while none is open, or that
     holds what the open one waits for, can change the answer, and neither an opening nor a
@@ -162,9 +166,8 @@ def strings_open_at(lines: list[bytes], stop: int) -> bytes | None:
     Python call and, before each search, an exception raised and cleared (bytes' `in` tries
     its operand as a byte value first), 14 ms of a `status` of the 300-patch benchmark series
     (62 calls, 7 ms now), 1.4 of a clean 30-patch rebase (0.7 now)."""
-    text = b"\n".join(lines[:stop])
-    waiting = None
-    line = start = 0  # the next line to read, and where it starts in `text`
+    text = b"\n".join(lines[since:stop])
+    line, start = since, 0  # the next line to read, and where it starts in `text`
     # Where each opening is next found in `text` (-1: nowhere), each searched for again only
     # once the reading has passed it: one that is not there is not looked for twice.
     ahead = [text.find(opening) for opening in _OPENINGS]

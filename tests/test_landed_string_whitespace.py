@@ -335,3 +335,33 @@ def test_where_strings_over_lines_are_open_is_read_as_line_by_line():
             assert strings_open_at(lines, stop) == expected, (lines, stop)
             opened += expected is not None
     assert opened  # strings left open at some lines
+
+
+def test_where_strings_over_lines_are_open_read_on_from_a_line_is_read_from_the_top():
+    """strings_open_at read on from a line (`since`, with what it said of that line) says what
+    reading from the file's top says, and so does a file's NormalizedText.string_open_at asked
+    of its lines in any order (it reads on from the line last asked when it can): on random
+    files of docstrings, raw strings, quotes opened and closed on one line and CRLF lines."""
+    import random
+
+    from patchforge.detect import NormalizedText
+    from patchforge.history import strings_open_at
+
+    rng = random.Random(37)
+    pieces = [b"x = 1", b"    '''doc", b'"""', b"end'''", b'R"ab(', b')ab"', b')"', b'R"(',
+              b"s = '''one''' + \"\"\"two\"\"\"", b"# '''", b"", b"    return R\"x(y)x\";",
+              b"'", b'"', b"\"'''\"", b"text )ab\" more", b"R\"", b"\r"]
+    opened = 0
+    for _ in range(300):
+        content = b"\n".join(b"".join(rng.choice(pieces) for _ in range(rng.randrange(3)))
+                             for _ in range(rng.randrange(40))) + rng.choice([b"", b"\n"])
+        lines = content.split(b"\n")
+        from_top = [strings_open_at(lines, stop) for stop in range(len(lines) + 2)]
+        opened += sum(answer is not None for answer in from_top)
+        for since in range(len(lines) + 2):
+            for stop in range(since, len(lines) + 2):
+                assert strings_open_at(lines, stop, since, from_top[since]) == from_top[stop]
+        text = NormalizedText(content)
+        for stop in [rng.randrange(len(lines) + 2) for _ in range(12)]:
+            assert text.string_open_at(stop) == from_top[stop], (content, stop)
+    assert opened  # strings left open at some lines
