@@ -604,6 +604,28 @@ def test_a_cache_among_the_files_a_commit_brings_is_refused(tmp_path, monkeypatc
     ok(root, "status")
 
 
+@pytest.mark.parametrize("label", ["2026/.hidden", "2026/12.lock/a"])
+def test_a_label_a_part_of_which_git_refuses_is_refused_before_any_import(tmp_path, label):
+    """A `dir` upstream's label is a ref name under refs/patchforge/: a part of it that begins
+    with `.` or ends in `.lock` passed the label check, which looked at the whole label only;
+    git fast-import then refused the ref ("Branch name doesn't conform to GIT standards") and
+    left a `fast_import_crash_NNN` report in the shared store at every try. Refused before
+    anything runs now, naming the label; the store holds no crash report."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "m.py").write_text("a = 1\n")
+    ok(None, "init", "--standalone", str(tmp_path / "project"))
+    root = tmp_path / "project"
+    ok(root, "upstream", "add", "d", "--dir", str(site), "--at", "first",
+       "--install-root", "/opt/site")
+    (site / "m.py").write_text("a = 2\n")
+    run = run_cli(root, "upstream", "pin", "d", "--at", label, "--force")
+    assert run.rc == 2, run.text
+    assert f"invalid label '{label}': it must be usable in a git ref name" in run.err, run.err
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    assert not list(store.glob("fast_import_crash_*"))
+
+
 def test_two_projects_sharing_a_cache_never_pin_each_others_tags(tmp_path):
     fork = _tagged_repo(tmp_path / "rocm-vllm", b"fork\n")
     main = _tagged_repo(tmp_path / "vllm-project", b"main\n")
@@ -1060,6 +1082,15 @@ def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypa
      "compose-service", "is not a valid compose-service"),
     ('api-url = "https://api.github.com"', "api-url = 5", "forge.api-url",
      "is not of type 'string'"),
+    # URLs the schema's pattern passes that no HTTP client takes: every command asking the
+    # forge ended in an internal error (`ValueError: Invalid IPv6 URL`, `Port out of range`);
+    # a query or fragment had the API's paths appended after it.
+    ('api-url = "https://api.github.com"', 'api-url = "http://[::1"', "forge.api-url",
+     "'http://[::1' is not a URL an HTTP client can ask (Invalid IPv6 URL)"),
+    ('api-url = "https://api.github.com"', 'api-url = "https://127.0.0.1:99999/"',
+     "forge.api-url", "is not a URL an HTTP client can ask (Port out of range"),
+    ('api-url = "https://api.github.com"', 'api-url = "https://ghe.example/api/v3?x=1#y"',
+     "forge.api-url", "has a query or a fragment: the API's paths are added at its end"),
     ('kind = "git"', 'kind = "git"\nsignoff = "false"', "upstreams.up.signoff",
      "is not of type 'boolean'"),
     ('kind = "git"', 'kind = "git"\ninstal-root = "/srv"', "upstreams.up.instal-root",
@@ -1304,6 +1335,20 @@ def test_registry_credentials_go_only_to_the_registrys_own_realm(tmp_path, regis
     RegistryClient.from_env(HttpClient(tmp_path / "c3", max_retries=0), trusted) \
         .resolve_image(f"{registry_server.host}/team/img:t")
     assert realm[-1].header("authorization") == "Basic bWU6cGF0LXNlY3JldA=="
+
+
+def test_a_token_realm_that_is_no_url_is_said_as_the_registrys(tmp_path, registry_server):
+    """A registry whose 401 names a token realm no URL parser takes (`http://[::1`, an unclosed
+    IPv6 bracket): `status --against REGISTRY/REPO:TAG` ended in an internal error (exit 70,
+    `ValueError: Invalid IPv6 URL`). It is the registry's bad answer, said as such (exit 2)."""
+    registry_server.push_image("team/img", "t", {"up.commit": "0" * 40})
+    registry_server.auth_required = True
+    registry_server.realm_url = "http://[::1"
+    root, _ = git_project(tmp_path)
+    run = run_cli(root, "status", "--against", f"up={registry_server.host}/team/img:t")
+    assert run.rc == 2 and "internal error" not in run.err, run.text
+    assert f"registry {registry_server.host} names a bad token realm 'http://[::1'" in run.err, \
+        run.err
 
 
 def test_a_registry_token_bound_to_no_host_goes_to_no_registry(tmp_path, registry_server):

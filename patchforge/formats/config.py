@@ -288,6 +288,26 @@ def install_root_problem(value: str) -> str | None:
     return None
 
 
+def api_url_problem(value: str) -> str | None:
+    """What is wrong with a forge.api-url beyond the schema's pattern, or None: a URL no HTTP
+    client takes (an unclosed `[` of an IPv6 address, a port past 65535: an internal error of
+    every command asking the forge), or one whose query or fragment the API's paths would be
+    appended after (`https://H/api?x=1#y` + `/repos/...` asks for `/api?x=1`)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # (checked when asked for)
+    except ValueError as exc:
+        return f"{value!r} is not a URL an HTTP client can ask ({exc})"
+    if not parts.hostname:
+        return f"{value!r} names no host"
+    if "?" in value or "#" in value:
+        return (f"{value!r} has a query or a fragment: the API's paths are added at its end, "
+                "so it must end with its path")
+    return None
+
+
 def toml_key_line(text: str, prefix: str, where: list[str]) -> int | None:
     """The line where the key at `where` (a path inside the patchforge table, `prefix` its
     dotted name and a `.`, or "" for a patchforge.toml) is written: under the longest table
@@ -422,6 +442,11 @@ def load_config(path: Path) -> Config:
     if forge_repo is not None and not is_forge_repo(forge_repo):
         fail("forge.repo", "must be OWNER/NAME, the stack repository on the forge (NAME "
              "neither '.' nor '..')", needle="repo")
+    if isinstance(forge.get("api-url"), str):
+        problem = api_url_problem(forge["api-url"])
+        if problem:
+            raise ConfigError(f"{prefix}forge.api-url: {problem}", path=str(path),
+                              line=toml_key_line(text, prefix, ["forge", "api-url"]))
     image = table.get("image")
     if image is not None and not isinstance(image, str):
         fail("image", "must be an image reference string")

@@ -60,16 +60,26 @@ def is_loopback(host: str | None) -> bool:
 
 def may_carry_secret(url: str) -> bool:
     """Whether a token may travel to `url`: only over https, or plain http to this machine."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL (an unclosed `[`): nothing travels to it
+        return False
     scheme = parts.scheme.lower()
     return scheme == "https" or (scheme == "http" and is_loopback(parts.hostname))
 
 
 def host_of(url: str) -> str:
-    """`host[:port]` of a URL, lowercased: what a token is bound to."""
-    parts = urlsplit(url)
+    """`host[:port]` of a URL, lowercased: what a token is bound to. A URL from a server (a
+    redirect, a next page, a token realm) that no parser takes (`http://[::1`, a port past
+    65535) is its whole authority part as written: never a host a token is bound to, and no
+    ValueError of the command."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url.split("://", 1)[-1].split("/", 1)[0].lower()
     host = (parts.hostname or "").lower()
-    return f"{host}:{parts.port}" if parts.port else host
+    return f"{host}:{port}" if port else host
 
 
 @dataclass(frozen=True)
@@ -668,8 +678,8 @@ class HttpClient:
 
 
 def _origin(url: str) -> tuple[str, str]:
-    """(scheme, host[:port]) of a URL."""
-    return urlsplit(url).scheme.lower(), host_of(url)
+    """(scheme, host[:port]) of a URL (of one no parser takes: what is before `://`)."""
+    return url.split("://", 1)[0].lower() if "://" in url else "", host_of(url)
 
 
 def _is_rate_limited_403(resp: Response) -> bool:

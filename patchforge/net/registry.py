@@ -322,7 +322,12 @@ class RegistryClient:
         registry's tags list only), else after the last tag of a page that had any."""
         link = resp.links().get("next")
         if link:
-            parts = urlsplit(link)
+            try:
+                parts = urlsplit(link)
+            except ValueError:  # (an unclosed `[`)
+                raise NetworkError(f"registry {image.registry}: the tags list of "
+                                   f"{image.repository} links to no URL ({link[:200]!r})"
+                                   ) from None
             expected = f"/v2/{image.repository}/tags/list"
             if parts.path != expected or (parts.netloc and parts.netloc != image.registry):
                 raise NetworkError(f"registry {image.registry}: the tags list of "
@@ -463,9 +468,14 @@ class RegistryClient:
             raise NetworkError(f"registry {image.registry} asks for {scheme or 'unknown'} "
                                f"authentication, which patchforge does not speak")
         realm = params["realm"]
-        realm_parts = urlsplit(realm)
-        if realm_parts.scheme not in ("http", "https"):
-            raise NetworkError(f"registry {image.registry} names a bad token realm {realm!r}")
+        try:
+            realm_parts = urlsplit(realm)
+            realm_parts.port  # (checked when asked for: a port past 65535)
+        except ValueError:  # (an unclosed `[`: `http://[::1`)
+            realm_parts = None
+        if realm_parts is None or realm_parts.scheme not in ("http", "https"):
+            raise NetworkError(f"registry {image.registry} names a bad token realm "
+                               f"{realm[:200]!r}")
         query = {k: params[k] for k in ("service", "scope") if params.get(k)}
         token_url = realm + ("&" if "?" in realm else "?") + urlencode(query)
         headers = {}

@@ -374,7 +374,11 @@ def check_upstream_name(name: str) -> None:
 
 
 def check_label(label: str) -> None:
-    if (not label or label.startswith(("/", "-", ".")) or "//" in label or ".." in label
-            or label.endswith(("/", ".lock", "."))
+    # git's rules for a ref name hold for each `/` part of it (git check-ref-format): a label
+    # `a/.b` or `a/b.lock/c` passed the checks of the whole, and git fast-import then refused
+    # the ref, leaving a crash report in the shared store.
+    if (not label or label.startswith(("/", "-")) or "//" in label or ".." in label
+            or label.endswith(("/", "."))
+            or any(part.startswith(".") or part.endswith(".lock") for part in label.split("/"))
             or re.search(r"[\x00-\x20\x7f~^:?*\[\\]|@\{", label)):
         raise StoreError(f"invalid label {label!r}: it must be usable in a git ref name")
