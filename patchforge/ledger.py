@@ -50,6 +50,9 @@ DEPARTURE_EVENTS = ("dropped", "skipped", "deleted")
 # under the new name, so that a reader that knows nothing of renames still finds it with the
 # fix as it is named now.
 RENAMED = "renamed"
+# A fix set aside (skipped/) put back into its series by `bring-back`: its record goes on, and
+# does not end at the departure.
+BROUGHT_BACK = "brought-back"
 RENAMED_FROM = "renamed_from"
 # Set on a `renamed` event when a fix set aside under OLD is still kept there (upstreamed/ or
 # skipped/, the directory's name): the fix renamed is another one, which took the name after.
@@ -282,8 +285,8 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
     The old name is then free: events recorded under it later are another fix's (`new OLD`
     after `rename OLD NEW`), and so are those recorded after a `deleted` (a deleted fix never
     comes back into the series). A fix dropped as upstreamed or skipped keeps its name, under
-    which `bring-back` returns it without an event: the events under that name after its
-    departure read as its own, unless a rename says otherwise (`old_name_kept_in`: the fix
+    which `bring-back` returns it (its `brought-back` event): the events under that name after
+    its departure read as its own, unless a rename says otherwise (`old_name_kept_in`: the fix
     renamed away from OLD is not the one still kept under OLD in upstreamed/ or skipped/, so
     it is the one whose events came after OLD's last departure; `kept_as` on a departure: the
     fix is kept under a numbered name because the fix that departed under the name earlier is
@@ -302,7 +305,7 @@ def follow_fixes(history: list[dict]) -> tuple[list[int | None], dict[int, str]]
         # The fix that departed under `name` stays there (its last name): the events of that
         # number since its departure, up to `index`, are a new fix's, whose number this is.
         # The name is the departed fix's again, as after any departure: `bring-back` returns
-        # it under that name without an event, and its later events (a rename) are its own.
+        # it under that name, and its later events (its return, a rename) are its own.
         kept, since = departed[(upstream, name)]
         fix = len(names)
         for later in range(since + 1, index):
@@ -419,6 +422,20 @@ def latest_events(project: Project, upstream: str, name: str) -> list[dict]:
     return [past for past in reversed(read_history(project))
             if past.get("upstream") == upstream
             and name in (past.get("patch"), past.get(RENAMED_FROM))]
+
+
+def record_brought_back(project: Project, event: dict) -> None:
+    """`bring-back`'s event (a fix back in the series from skipped/), once: a run that a kill
+    cut short after the fix left skipped/ finishes its job again, and records it only where
+    the history's latest event of the fix is not this one already. Regenerates the ledger
+    either way, in a stack that keeps one (ledger.record_series_event)."""
+    latest = latest_events(project, event["upstream"], event["patch"])[:1] \
+        if ledger_path(project).exists() else []
+    if latest and latest[0].get("event") == BROUGHT_BACK and \
+            latest[0].get("to") == event.get("to"):
+        update_ledger(project)
+    else:
+        record_series_event(project, event)
 
 
 def rename_recorded(project: Project, upstream: str, old: str, new: str) -> bool:
@@ -554,6 +571,10 @@ def describe_event(event: dict) -> str:
             text = "submitted" + (f" as PR #{pr}" if pr else "")
     elif kind == "added":
         text = "added" + (f": {detail}" if detail else "")
+    elif kind == BROUGHT_BACK:
+        onto = f" onto {_revision(event.get('to'))}" if event.get("to") else ""
+        text = f"brought back into the series from skipped/{onto}" + (
+            f": {detail}" if detail else "")
     elif kind == RENAMED and event.get(RENAMED_FROM):
         text = f"renamed from {event[RENAMED_FROM]} to {event.get('patch')}"
     else:

@@ -259,6 +259,44 @@ def test_delete_records_the_fix_leaving_in_a_stack_that_keeps_a_ledger(tmp_path)
         stack.root / "series/PATCHES.md").read_text()
 
 
+def test_a_fix_brought_back_from_skipped_has_its_return_in_the_history(tmp_path):
+    """A fix set aside by `rebase --skip` and put back by `bring-back` left no event: the
+    ledger's History ended the fix's record at "skipped ... during the rebase" while it was in
+    the series again, with a diff made by hand on the new base. Each way back is recorded now,
+    once: moved cleanly, and resolved by hand (`bring-back --continue`)."""
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    a3, b7 = b"    return 3\n", b"    return 7\n"
+    # v2 changes the lines both fixes change: the rebase stops on each, and both are skipped.
+    stack.commit({"pkg/a.py": A.replace(a3, b"    return 30\n"),
+                  "pkg/b.py": B.replace(b7, b"    return 70\n")}, "v2", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=3)
+    stack.cli("rebase", "--skip")
+    # v3 takes pkg/a.py's change back: a-sign moves cleanly; b-sign still needs a person.
+    v3 = stack.commit({"pkg/a.py": A}, "v3", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("bring-back", "a-sign")
+    stack.cli("bring-back", "b-sign", expect=3)
+    (stack.root / ".patchforge/work/up/pkg/b.py").write_bytes(
+        B.replace(b7, b"    return -70\n"))
+    stack.cli("bring-back", "--continue")
+    assert stack.series("up") == ["new-file.patch", "a-sign.patch", "b-sign.patch"]
+    events = [(e["event"], e["patch"]) for e in read_history(stack.project())
+              if e["patch"] != "new-file.patch"]
+    assert events == [("skipped", "a-sign.patch"), ("skipped", "b-sign.patch"),
+                      ("brought-back", "a-sign.patch"), ("brought-back", "b-sign.patch")]
+    back = read_history(stack.project())[-2:]
+    assert [e["to"] for e in back] == [{"label": "v3", "commit": v3}] * 2
+    assert back[0]["detail"] == "applied exactly"
+    assert back[1]["detail"] == "conflict resolved by hand"
+    stack.cli("ledger", "--check")
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    assert (f"| up/b-sign.patch | brought back into the series from skipped/ onto v3 "
+            f"(`{v3[:12]}`): conflict resolved by hand |") in ledger, ledger
+    assert departures(stack.project()) == {}
+
+
 def test_a_re_pin_or_a_new_upstream_keeps_the_ledger_in_step(tmp_path):
     """`upstream pin --force` and `upstream add` write the lock, whose pins the ledger shows:
     in a stack that keeps one, both regenerate it (as a rebase does), so the stack's CI

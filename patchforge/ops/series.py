@@ -1793,7 +1793,11 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                 atomic_write(project.series_path(upstream),
                              series.inserted(file_name).to_bytes())
                 atomic_delete(fix.path)
-                series_changed(project)
+                # Its history goes on (the ledger's said it was skipped, and nothing after).
+                from patchforge.ledger import record_brought_back
+
+                record_brought_back(project, _brought_back(
+                    upstream, file_name, fix.name, pin, judgement.message))
             return result
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
                                             judgement, before, pin.commit)
@@ -1928,7 +1932,7 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     `allow_undo`: the result's `undoes` then says what it undoes) becomes the fix's diff
     on the current base; the fix joins the end of the series, then leaves skipped/, then the
     worktree goes. Run again after a kill, it finishes what is left."""
-    from patchforge.ledger import history_path, ledger_path
+    from patchforge.ledger import history_path, ledger_path, record_brought_back
 
     upstream, state = _bringing_back(project, upstream)
     require_state(project, "bring-back --continue", [upstream])
@@ -1939,7 +1943,9 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     if not skipped.exists():
         if file_name in series.names:  # a kill after the fix left skipped/: only the end is left
             with RepoLock(project.state_dir), writing_project(project.root):
-                series_changed(project)
+                record_brought_back(project, _brought_back(
+                    upstream, file_name, skipped.name, project.lock.pin(upstream),
+                    "conflict resolved by hand"))
                 close_worktree(project, upstream)
             return {"upstream": upstream, "name": file_name, "files": []}
         raise UsageError(f"{skipped.relative_to(project.root)} is gone, and the series does "
@@ -2035,12 +2041,25 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                 atomic_write(project.series_path(upstream),
                              series.inserted(file_name).to_bytes())
             atomic_delete(skipped)
-            series_changed(project)
+            record_brought_back(project, _brought_back(
+                upstream, file_name, skipped.name, project.lock.pin(upstream),
+                "conflict resolved by hand"))
             # Last, and the end of the stop: until then, --continue again finishes it.
             atomic_delete(state_file(project, upstream))
         close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes],
             "undoes": undoes}
+
+
+def _brought_back(upstream: str, file_name: str, aside: str, pin, how: str) -> dict:
+    """The history event of a fix `bring-back` put back into the series as `file_name` (from
+    skipped/`aside`), moved onto `pin` as `how` says."""
+    from patchforge.ledger import BROUGHT_BACK
+
+    detail = how + (f"; set aside as {aside}" if aside != file_name else "")
+    return {"event": BROUGHT_BACK, "upstream": upstream, "patch": file_name,
+            "to": {"label": pin.label, "commit": pin.commit}, "detail": detail,
+            "destination": "series"}
 
 
 @contextmanager
