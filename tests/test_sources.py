@@ -61,6 +61,51 @@ def test_offline_without_cached_wheel_is_an_error(wheels):
 
 @pytest.mark.skipif(subprocess.run([sys.executable, "-m", "pip", "--version"],
                                    capture_output=True).returncode != 0, reason="no pip")
+def test_a_cache_entry_under_a_wheels_name_that_is_no_file_is_named_never_opened(wheels,
+                                                                                 tmp_path):
+    """What lies in the wheel cache under a wheel's name, looked at before it is read: a FIFO
+    there hung `upstream add --wheel` for ever (reading it waits for a writer), and a directory
+    or a symbolic link to nothing gave an OS error with the hint to run the command again, which
+    failed alike. Each is named with what it is (exit 2, "remove it"), nothing written; so is a
+    directory where the lock's own wheel file was, which `fetch --offline` called missing."""
+    import os
+    import shutil
+
+    from helpers.cli import run_subprocess
+    from helpers.project import make_project
+
+    root = make_project(tmp_path / "project")
+    config = (root / "patchforge.toml").read_bytes()
+    lock = (root / "upstream.lock").read_bytes()
+    entry = wheels / "evilpkg-1.0-py3-none-any.whl"
+    for kind, make in (("a FIFO", os.mkfifo), ("a directory", os.mkdir),
+                       ("a symbolic link to", lambda p: os.symlink(tmp_path / "gone.whl", p))):
+        make(entry)
+        try:
+            # A command that hangs fails the test here rather than holding it for ever.
+            proc = run_subprocess(root, "--offline", "upstream", "add", "ev", "--wheel", "evilpkg",
+                                  "--at", "1.0", "--install-root", "/opt/site", timeout=120)
+        finally:
+            (os.rmdir if kind == "a directory" else os.unlink)(entry)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and f"{entry} in PATCHFORGE_WHEELS is {kind}" in err, err
+        assert "remove it" in err and "run the command again" not in err, err
+        assert (root / "patchforge.toml").read_bytes() == config
+        assert (root / "upstream.lock").read_bytes() == lock
+
+    wheel = build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/mod.py": b"A = 1\n"})
+    ok = run_subprocess(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0",
+                        "--install-root", "/opt/site", expect=0)
+    assert ok.returncode == 0
+    shutil.rmtree(os.environ["PATCHFORGE_CACHE"])  # a new clone of the stack: the store is empty
+    wheel.unlink()
+    wheel.mkdir()
+    proc = run_subprocess(root, "--offline", "fetch", timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and f"{wheel} in PATCHFORGE_WHEELS is a directory" in err, err
+    assert wheel.is_dir()
+
+
 def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypatch):
     # pip's own configuration (here: environment variables) decides where wheels come from;
     # a local find-links directory stands in for an index.

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
+import stat
 import subprocess
 import sys
 import threading
@@ -116,9 +118,11 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     if pin is not None and not re.fullmatch(r"[0-9a-f]{64}", pin):
         raise StoreError(f"{package} {version}: the pinned sha256 {pin_sha256!r} is not 64 hex")
     if filename is not None:
-        candidates = [directory / filename] if (directory / filename).is_file() else []
+        candidates = [directory / filename] if os.path.lexists(directory / filename) else []
     else:
         candidates = cached_wheels(package, version, directory)
+    for path in candidates:
+        _check_cached_entry(path, package, version)
     downloaded = False
     if not candidates:
         if offline:
@@ -155,6 +159,34 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     # so the choice does not depend on the directory's listing order.
     path, digest = digests[0]
     return WheelFile(path, path.name, digest)
+
+
+def _check_cached_entry(path: Path, package: str, version: str) -> None:
+    """Refuse what lies in the wheel cache under a wheel's name but is no file to read: a FIFO
+    (reading it waits for a writer for ever), a directory, a device, a symbolic link to nothing.
+    Looked at with stat, never opened; an OS error alone ("Is a directory") said to run the
+    command again, which failed the same way."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return  # removed meanwhile: the cache lacks it, as the caller then finds
+        what = f"a symbolic link to {os.readlink(path)}, which does not exist"
+    except OSError as exc:
+        what = f"not to be looked at ({exc.strerror or exc})"
+    else:
+        if stat.S_ISREG(mode):
+            return
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a device" if
+                stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file")
+        what = (f"a symbolic link to {os.readlink(path)}, {kind}" if path.is_symlink()
+                else kind) + ", not a wheel file"
+    where = "PATCHFORGE_WHEELS" if os.environ.get("PATCHFORGE_WHEELS") else "the wheel cache"
+    raise StoreError(f"{package} {version}: {path} in {where} is {what}",
+                     hint=f"remove it (`rm -r {shlex.quote(str(path))}`): a cached wheel is a "
+                          "file (or a symbolic link to one); without one, patchforge downloads "
+                          "the wheel there itself")
 
 
 def _checked_wheel_request(package: str, version: str,
