@@ -186,8 +186,7 @@ def _refuse_relabelled_pin(project: Project, store: UpstreamStore, upstream, lab
     if before is None or before == commit:
         return
     store.label_import(import_namespace(project, upstream), label, before)
-    store._run("update-ref", f"refs/patchforge/imports/{upstream.name}/{label}", before,
-               what=f"putting back the import of {upstream.name} {label}")
+    store.share_import(upstream.name, label, before)
     which = "the label upstream.lock pins" if pinned else \
         f"the label this project imported {upstream.path} under before"
     raise StoreError(

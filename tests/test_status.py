@@ -1562,6 +1562,42 @@ def test_the_pinned_label_of_a_directory_never_names_its_new_files(tmp_path):
     run_subprocess(root, "status", expect=0)
 
 
+def test_one_projects_label_never_blocks_anothers_that_starts_it(tmp_path):
+    """Two projects sharing the cache, each with a `dir` upstream `d`: the first pinned at
+    label `2026/12`, the second at `2026`. Labels are ref paths, and the shared
+    refs/patchforge/imports/d/2026/12 made git refuse the second's import ("cannot lock ref"),
+    leaving a fast-import crash report in the store: the second project could not pin its
+    label for another's. It pins (the shared ref is only a hint for reuse); within one project
+    the two labels do clash, which is said naming both, exit 2, nothing written."""
+    import os
+
+    from helpers.snapshot import snapshot
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "m.py").write_bytes(b"a = 1\n")
+    first, second = make_project(tmp_path / "first"), make_project(tmp_path / "second")
+    run_subprocess(first, "upstream", "add", "d", "--dir", str(site), "--at", "2026/12",
+                   "--install-root", "/opt/site", expect=0)
+    (site / "m.py").write_bytes(b"a = 2\n")
+    proc = run_subprocess(second, "upstream", "add", "d", "--dir", str(site), "--at", "2026",
+                          "--install-root", "/opt/site", expect=0)
+    pin = json.loads((second / "upstream.lock").read_text())["upstreams"]["d"]
+    assert pin["label"] == "2026" and pin["commit"] in proc.stdout.decode()
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    assert not list(store.glob("fast_import_crash_*"))
+    run_subprocess(second, "status", expect=0)
+
+    before = snapshot(first)
+    proc = run_subprocess(first, "status", "--against", "d=2026", expect=2)
+    err = proc.stderr.decode()
+    assert "label '2026' clashes with its label '2026/12' in this project" in err, err
+    assert snapshot(first) == before
+    assert not list(store.glob("fast_import_crash_*"))
+    refs = git(store, "for-each-ref", "--format=%(refname)", "refs/patchforge/")
+    assert "refs/patchforge/importing" not in refs.split(), refs
+
+
 def test_a_merge_conflict_on_a_directory_upstream_says_what_it_conflicts_on(tmp_path):
     """`status --against` a new version of a `dir` upstream that changed the line beside a
     fix's: the hunk applies only with fuzz and git's 3-way merge conflicts, and the table's

@@ -1053,8 +1053,49 @@ class UpstreamStore:
         check_upstream_name(namespace)
         check_label(label)
         with self.writing():
-            self._run("update-ref", f"refs/patchforge/labels/{namespace}/{label}", commit,
-                      what=f"labelling the import of {namespace} {label}")
+            try:
+                self._run("update-ref", f"refs/patchforge/labels/{namespace}/{label}", commit,
+                          what=f"labelling the import of {namespace} {label}")
+            except StoreError:
+                self.check_label_fits(namespace, label, namespace.rpartition(".")[0])
+                raise
+
+    def check_label_fits(self, namespace: str, label: str, upstream: str) -> None:
+        """StoreError naming the clash when the project (`namespace`) has a label of upstream
+        `upstream` that `label` cannot stand beside: labels are ref paths, and git keeps no
+        `2026` beside a `2026/12` (nor the reverse). Nothing when none clashes."""
+        base = f"refs/patchforge/labels/{namespace}/"
+        parts = label.split("/")
+        above = [base + "/".join(parts[:n]) for n in range(1, len(parts))]
+        below = self._out("for-each-ref", "--count=1", "--format=%(refname)",
+                          base + label + "/").strip()
+        found = [ref for ref, got in zip(above, self._cat.query(above)) if got is not None]
+        clash = (found[0] if found else below)[len(base):] if found or below else None
+        if clash is None:
+            return
+        raise StoreError(
+            f"upstream {upstream}: label {label!r} clashes with its label {clash!r} in this "
+            "project: labels are kept as git ref paths, where no name stands beside another "
+            "that starts with it and a '/' ('2026' beside '2026/12')",
+            hint=f"give this version another label, neither a start of {clash!r} nor starting "
+                 f"with it and a '/' (a '-' for a '/')")
+
+    def share_import(self, upstream: str, label: str, commit: str) -> None:
+        """Point the shared refs/patchforge/imports/<upstream>/<label> (the last import under
+        that name and label by any project: a hint for reuse, never a project's version) at
+        `commit`, where git can: another project's label may fill the path (its `2026/12`
+        where this one has `2026`), and it is never a reason to refuse this project's label."""
+        check_upstream_name(upstream)
+        check_label(label)
+        with self.writing():
+            try:
+                self._run("update-ref", f"refs/patchforge/imports/{upstream}/{label}", commit,
+                          what=f"sharing the import of {upstream} {label}")
+            except StoreDamaged:
+                raise
+            except StoreError as exc:
+                if "cannot lock ref" not in exc.message:
+                    raise
 
     def shared_import_ref(self, upstream: str, label: str) -> str | None:
         """The last import of upstream name `upstream` under `label` by any project of the cache

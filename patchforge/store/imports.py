@@ -36,6 +36,9 @@ class ImportResult:
     tree: str
 
 
+# Where fast-import writes an import's commit (under the store's write lock, one at a time)
+# until it is kept and labelled; one left by a killed import is reset by the next.
+IMPORT_SCRATCH_REF = "refs/patchforge/importing"
 # The subdirectories of a wheel's NAME-VER.data/ that pip spreads onto site-packages itself.
 _AT_INSTALL_ROOT = (b"purelib", b"platlib")
 # Where pip puts the others (sysconfig's scheme keys), for the refusal of a fix under them.
@@ -272,7 +275,11 @@ def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None],
     check_label(label)
     if namespace is not None:
         check_upstream_name(namespace)
-    ref = f"refs/patchforge/imports/{upstream}/{label}"
+    # fast-import writes its commit to a ref of its own, never the label's: labels are ref
+    # paths, and the shared `imports/<upstream>/2026` cannot be made while another project's
+    # `imports/<upstream>/2026/12` exists (git's "cannot lock ref"). The shared ref is only a
+    # hint for reuse, set afterwards where it can be (store.share_import).
+    ref = IMPORT_SCRATCH_REF
     name, email, date = IMPORT_IDENT
     msg = message.encode("utf-8")
     # --depth=0: fast-import would otherwise try a delta of each blob against the previous
@@ -323,8 +330,19 @@ def _fast_import(store: UpstreamStore, write_files: Callable[[IO[bytes]], None],
     updates = f"update refs/patchforge/kept/{commit} {commit}\n"
     if namespace is not None:
         updates += f"update refs/patchforge/labels/{namespace}/{label} {commit}\n"
-    store._run("update-ref", "--stdin", input=updates.encode(),
-               what=f"keeping the import of {upstream} {label}")
+    updates += f"delete {ref}\n"
+    try:
+        store._run("update-ref", "--stdin", input=updates.encode(),
+                   what=f"keeping the import of {upstream} {label}")
+    except StoreError:
+        # Nothing of the refused import stays named; the project's own label clashing with
+        # another of its labels (`2026` with `2026/12`) is said as such, anything else as git
+        # said it.
+        store._run("update-ref", "-d", ref, ok=(0, 1))
+        if namespace is not None:
+            store.check_label_fits(namespace, label, upstream)
+        raise
+    store.share_import(upstream, label, commit)
     return ImportResult(commit, tree)
 
 
