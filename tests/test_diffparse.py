@@ -502,3 +502,52 @@ def test_a_hunks_plain_lines_are_found_from_their_first_bytes_as_line_by_line(pl
     start = min(at, len(parser.lines))
     assert _plain_lines(parser.lines, parser.data, parser.offsets, start, old, new) == \
         _plain_run(parser.lines, start, old, new)
+
+
+SECTIONS = {
+    "change": b"diff --git a/{a} b/{a}\n--- a/{a}\n+++ b/{a}\n@@ -1 +1 @@\n-a\n+b\n",
+    "delete": b"diff --git a/{a} b/{a}\ndeleted file mode 100644\n--- a/{a}\n+++ /dev/null\n"
+              b"@@ -1 +0,0 @@\n-a\n",
+    "create": b"diff --git a/{b} b/{b}\nnew file mode 100644\n--- /dev/null\n+++ b/{b}\n"
+              b"@@ -0,0 +1 @@\n+b\n",
+    "rename": b"diff --git a/{a} b/{b}\nsimilarity index 100%\nrename from {a}\nrename to {b}\n",
+    "copy": b"diff --git a/{a} b/{b}\nsimilarity index 100%\ncopy from {a}\ncopy to {b}\n",
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(SECTIONS)), st.sampled_from("fgh"),
+                          st.sampled_from("fgh")), max_size=8))
+def test_a_section_is_checked_against_the_earlier_ones_kept_as_the_diff_is_read(sections):
+    """A section that writes a file an earlier one writes, or changes a file an earlier one
+    deleted or renamed away, is refused at its first line, as a check against every earlier
+    section says; the parser keeps those sections by path as it reads (`written`, `gone`)
+    rather than making both maps again from all the earlier sections for each one."""
+    from patchforge.apply.diffparse import _Parser
+
+    texts = [SECTIONS[kind].replace(b"{a}", a.encode()).replace(b"{b}", b.encode())
+             for kind, a, b in sections if kind not in ("rename", "copy") or a != b]
+    files = [parse_diff_full(text).files[0] for text in texts]
+    refused_at = None
+    line = 1
+    for k, fp in enumerate(files):
+        earlier = files[:k]
+        if (fp.new_path is not None and fp.new_path in {f.new_path for f in earlier}) or \
+                (fp.old_path is not None and fp.old_path in
+                 {f.old_path for f in earlier if f.old_path != f.new_path and not f.is_copy}):
+            refused_at = line
+            break
+        line += texts[k].count(b"\n")
+    parser = _Parser(b"".join(texts), "p", 1)
+    if refused_at is not None:
+        with pytest.raises(InputError) as info:
+            parser.parse()
+        assert info.value.line == refused_at and ("changed again" in str(info.value)
+                                                  or "is changed after" in str(info.value))
+        return
+    parsed = parser.parse()
+    assert {path: f.line_no for path, f in parser.written.items()} == \
+        {f.new_path: f.line_no for f in parsed.files if f.new_path is not None}
+    assert {path: f.line_no for path, f in parser.gone.items()} == \
+        {f.old_path: f.line_no for f in parsed.files if f.old_path is not None
+         and f.old_path != f.new_path and not f.is_copy}

@@ -364,6 +364,12 @@ class _Parser:
         # Paths already checked in this diff: a file's path is named on its `diff --git`,
         # `---` and `+++` lines (and a/ b/ prefixes), and each check is a dozen string passes.
         self.checked: set[str] = set()
+        # The sections read so far, by the path each writes (`written`) and by the path each
+        # deletes or renames away (`gone`): check_after_earlier's lookups, kept as the diff is
+        # read (made again from every earlier section for each one, a merge patch of 460
+        # files cost 100,000 entries).
+        self.written: dict[str, FilePatch] = {}
+        self.gone: dict[str, FilePatch] = {}
 
     def err(self, i: int, message: str, *, hint: str | None = None) -> InputError:
         return InputError(message, path=self.source, line=self.first_line + i, hint=hint)
@@ -463,7 +469,7 @@ class _Parser:
                 after_hunk = False
                 i += 1
                 continue
-            self.check_after_earlier(fp, files, i)
+            self.check_after_earlier(fp, i)
             raw = self.data[self.offsets[sec_start]:self.offsets[j]]
             files.append(replace(fp, raw=raw))
             after_hunk = bool(fp.hunks)
@@ -474,19 +480,16 @@ class _Parser:
                            hint="patches must be git-style unified diffs")
         return ParsedDiff(tuple(files), trailing)
 
-    def check_after_earlier(self, fp: FilePatch, earlier: list[FilePatch], i: int) -> None:
+    def check_after_earlier(self, fp: FilePatch, i: int) -> None:
         """Refuse a section that meets what an earlier section of the diff made: the same file
         written twice (two patches concatenated, a fold), or a file changed after an earlier
         section deleted or renamed it away. git apply and GNU patch apply such sections in
         turn (or refuse them), while each section here is judged against the file before the
         patch: `status` and `rebase` said "conflict" (or "obsolete", or "applies") where the
         overlays had another answer. Sections that read one file each (a copy and a change of
-        its source, as `git diff -C` writes) are one change and stay."""
-        if not earlier:
-            return
-        written = {f.new_path: f for f in earlier if f.new_path is not None}
-        gone = {f.old_path: f for f in earlier
-                if f.old_path is not None and f.old_path != f.new_path and not f.is_copy}
+        its source, as `git diff -C` writes) are one change and stay. Once it passes, the
+        section is one of the earlier ones (`written`, `gone`)."""
+        written, gone = self.written, self.gone
         hint = ("make the change one section per file: apply the patch with `git apply` in a "
                 "checkout of its base and write it again with `git diff` (or split it into "
                 "two patches)")
@@ -500,6 +503,10 @@ class _Parser:
             what = "deletes" if first.new_path is None else f"renames it to {first.new_path}"
             raise self.err(i, f"{fp.old_path} is changed after the section at line "
                               f"{first.line_no} {what}", hint=hint)
+        if fp.new_path is not None:
+            written[fp.new_path] = fp
+        if fp.old_path is not None and fp.old_path != fp.new_path and not fp.is_copy:
+            gone[fp.old_path] = fp
 
     def git_section(self, i: int) -> tuple[FilePatch, int]:
         lines = self.lines
