@@ -367,6 +367,48 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
     assert "landed.patch" in recorded["range_diff"] and "other.patch" in recorded["range_diff"]
 
 
+def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstream,
+                                                                  monkeypatch):
+    """A clean rebase whose every moved patch is an exact pair of its old one prints the
+    range-diff without `git range-diff`: a patch the release left alone, two that moved with
+    an offset (their old contents diffed by the run's new diffs' own git process, no process
+    more), one landed. The text is the one `git range-diff` gives reading the chains,
+    byte for byte."""
+    from patchforge.store import rangediff
+    from patchforge.store import diff as store_diff
+
+    stack.add_upstream("up", upstream)
+    landed = b"def f7():\n    return 77\n\n"
+    stack.add_patch("up", "landed", {"pkg/mod.py": with_lines({7: landed})})
+    stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
+    stack.add_patch("up", "other", {"pkg/other.py": b"x = 2\n"})
+    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
+    new_commit = upstream.commit(
+        {"pkg/mod.py": b"# a header\n# of two lines\n" + with_lines({7: landed})}, "release")
+    copy = stack.root.parent / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    started, batches = [], []
+    real_start, real_batch = rangediff.RangeDiffImport._start_git, store_diff._GitHunks.__init__
+
+    def start_git(self):
+        started.append(self)
+        return real_start(self)
+
+    def batch(self, pairs):
+        batches.append(len(pairs))
+        return real_batch(self, pairs)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "_start_git", start_git)
+    monkeypatch.setattr(store_diff._GitHunks, "__init__", batch)
+    written = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in written["patches"]] == ["dropped", "offset", "clean", "offset"]
+    assert not started and batches == [4]  # two new diffs, two old pairs: one git process
+    monkeypatch.setattr(rangediff, "_written_text", lambda *args: None)
+    result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert result.rc == 0, result.err
+    assert started and json.loads(result.out)["range_diff"] == written["range_diff"]
+    assert re.findall(r" ([=<]) ", written["range_diff"]) == ["<", "=", "=", "="]
+
+
 def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, monkeypatch):
     """The range-diff is a report: its import failing during the run makes the end of the
     run build it from the files instead, and git failing at the end leaves a note in its place;

@@ -34,7 +34,7 @@ from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
                                        PlanStep, RebaseRun, Stop, UpstreamRun, confined_all)
-from patchforge.store.diff import StartedDiffs, added_lines, conflict_markers_left
+from patchforge.store.diff import FileChange, StartedDiffs, added_lines, conflict_markers_left
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -116,6 +116,7 @@ class Rebase:
         # pair of contents the new diffs made ((old blob id, new blob id) -> hunks)
         self._moved_exactly: dict[str, set[str]] = {}
         self._made_hunks: dict[tuple[str, str], bytes] = {}
+        self._asked: list[tuple[str, bytes, bytes]] = []  # pairs the next batch diffs too
         self._resumed: dict[str, _Resumed] = {}  # upstream -> where a resumed stop left it
         self._worktree_opened = False  # a stop's worktree was (re)made by this process
         # (directory, files) of what --skip or --abort copied from a worktree before it went:
@@ -526,8 +527,10 @@ class Rebase:
         # their scratch files before the error goes on.
         with contextlib.ExitStack() as started:
             landings = self._start_landing_reads(started)
+            # The range-diff's chains first: the old contents of the pairs it would have git
+            # show exact go into the new diffs' process (`_ask_diffs`), no process of their own.
+            early = started.enter_context(self._start_range_diffs(inputs, ask=True))
             diffs = self._start_diffs(started)
-            early = started.enter_context(self._start_range_diffs(inputs))
             self._find_landings(landings)
             self._stage_diffs(diffs)
             # The new diffs show the range-diff's moved pairs exact or not: git's range-diff,
@@ -550,10 +553,17 @@ class Rebase:
         diff depends on its own file's two contents only (no renames are looked for), so
         made in batches it is the same bytes as made all at once."""
         todo = self._deferred[self._batched:]
-        if todo:
-            self._diff_batches.append(
-                (len(todo), StartedDiffs([list(changes) for _, _, changes in todo])))
+        asked, self._asked = self._asked, []
+        if todo or asked:
+            self._diff_batches.append((len(todo), StartedDiffs(
+                [list(changes) for _, _, changes in todo]
+                + [[FileChange(path, path, old, new)] for path, old, new in asked])))
             self._batched = len(self._deferred)
+
+    def _ask_diffs(self, pairs: list[tuple[str, bytes, bytes]]) -> None:
+        """Have the next batch of new diffs diff `pairs` ((path, old, new)) too: their hunks
+        go to `_made_hunks` with the others' (the range-diff's proofs, RangeDiffImport.start)."""
+        self._asked.extend(pairs)
 
     def _flush_deferred(self) -> None:
         """Stage the deferred patches with their new diffs."""
@@ -573,7 +583,7 @@ class Rebase:
         """Stage the deferred patches with their new diffs (`_start_diffs`)."""
         if not batches:
             return
-        made = [diff for _, diffs in batches for diff in diffs.result()]
+        made = [diff for count, diffs in batches for diff in diffs.result()[:count]]
         for _, diffs in batches:
             self._made_hunks.update(diffs.hunks_by_ids)
         for (rel, patch, _), diff in zip(self._deferred, made, strict=True):
@@ -1808,15 +1818,16 @@ class Rebase:
             inputs.append(_RangeDiffInput(upstream, old_names, new_names, old, new))
         return inputs
 
-    def _start_range_diffs(self, inputs: list[_RangeDiffInput]) -> _RangeDiffs:
+    def _start_range_diffs(self, inputs: list[_RangeDiffInput], *,
+                           ask: bool = False) -> _RangeDiffs:
         """`git range-diff` of the old series (on the old base) against the new one (on the new
         base), per upstream, started: each series becomes a chain of commits over a tree
         holding only the files the series touch, written as one pack (store.RangeDiffImport),
         and git runs while the caller goes on. A context manager: leaving it ends them."""
-        return _RangeDiffs([self._start_range_diff(one) for one in inputs],
+        return _RangeDiffs([self._start_range_diff(one, ask) for one in inputs],
                            self._close_chains)
 
-    def _start_range_diff(self, one: _RangeDiffInput):
+    def _start_range_diff(self, one: _RangeDiffInput, ask: bool = False):
         """The range-diff of one upstream: its text (prefixed by the upstream's name), a
         RangeDiffRun under way, or the StoreError that kept it from starting."""
         upstream, old_names, new_names = one.upstream, one.old_names, one.new_names
@@ -1829,11 +1840,11 @@ class Rebase:
                       for i, n in enumerate(new_names, 1)]
             return f"{upstream}:\n" + "".join(lines)
         try:
-            return upstream, self._range_diff_run(one)
+            return upstream, self._range_diff_run(one, ask)
         except StoreError as exc:
             return exc
 
-    def _range_diff_run(self, one: _RangeDiffInput):
+    def _range_diff_run(self, one: _RangeDiffInput, ask: bool = False):
         upstream = one.upstream
         recorded = self._chains.get(upstream)
         if one.old.steps is not None and one.new.steps is not None and recorded is not None \
@@ -1842,7 +1853,7 @@ class Rebase:
             chains = [(chain.base, *chain.steps) for chain in (one.old, one.new)
                       if chain.steps is not None]
             return importer.start(chains, made_hunks=self._made_hunks, moved_exactly=frozenset(
-                self._moved_exactly.get(upstream, ())))
+                self._moved_exactly.get(upstream, ())), ask=self._ask_diffs if ask else None)
         else:  # a resumed run: the chains come from applying the patch files
             chains = [(chain.base, *_chain_steps(self.store, chain.base, chain.patches or []))
                       for chain in (one.old, one.new)]

@@ -9,7 +9,7 @@ import re
 import struct
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from patchforge import tempfiles
 from patchforge.errors import StoreError
@@ -225,8 +225,9 @@ class RangeDiffImport:
         return self.start(chains).result()
 
     def start(self, chains: list[tuple[str, list[str], list]], *,
-              made_hunks: dict | None = None,
-              moved_exactly: frozenset[str] = frozenset()) -> RangeDiffRun:
+              made_hunks: dict | None = None, moved_exactly: frozenset[str] = frozenset(),
+              ask: Callable[[list[tuple[str, bytes, bytes]]], None] | None = None
+              ) -> RangeDiffRun:
         """range_diff() begun: the objects written and `git range-diff` started, its output
         going to a file of the scratch repository (a pipe nobody reads while the caller works
         would stop git once full); the RangeDiffRun's result() waits for it. The caller goes on
@@ -238,7 +239,9 @@ class RangeDiffImport:
         the caller puts, before result(), git's hunks of the pairs of contents it diffed
         ((old blob id, new blob id) -> hunks, store.diff.StartedDiffs.hunks_by_ids): a pair
         of such a patch and its old commit is shown to be exact by git's own diffs of both
-        (RangeDiffImport._start_proofs); git's range-diff is started only if it is not."""
+        (RangeDiffImport._start_proofs); git's range-diff is started only if it is not. `ask`:
+        where the old pairs of contents to diff ((path, old, new)) are handed, for the caller's
+        own diffs to put their hunks in `made_hunks` too; without it they are diffed here."""
         try:
             ranges = [self.chain(*one) for one in chains]
             assert self._tmp is not None, "made in __init__"
@@ -256,7 +259,7 @@ class RangeDiffImport:
                         is_binary(self._content(oid)) for pair in known[1] for step in pair
                         for change in step.changes.values() for oid in change
                         if oid is not None):
-                    proofs = self._start_proofs(*known, made_hunks)
+                    proofs = self._start_proofs(*known, made_hunks, ask)
             self._ranges = [f"{a}..{b}" for a, b in ranges]
             if not proofs:
                 self._start_git()
@@ -294,16 +297,22 @@ class RangeDiffImport:
         except OSError as exc:
             raise StoreError(f"cannot start the range-diff: {exc}") from exc
 
-    def _start_proofs(self, text: bytes, pairs: list, made_hunks: dict | None) -> list:
+    def _start_proofs(self, text: bytes, pairs: list, made_hunks: dict | None,
+                      ask: Callable[[list[tuple[str, bytes, bytes]]], None] | None) -> list:
         """The diffs that show the pairs `pairs` ((old commit, new commit) of _written_text)
-        exact started: git's hunks of each old commit's files (one `git diff --no-index`
-        beside the caller's work), the new ones' to come from `made_hunks`. Kept for
-        RangeDiffRun.result() with the text they make true."""
-        olds: list[tuple[bytes | None, bytes | None]] = [
-            (self._content(before), self._content(after)) for old, _ in pairs
-            for before, after in (old.changes[path] for path in sorted(old.changes))]
+        exact started: git's hunks of each old commit's files (handed to `ask`, or one `git
+        diff --no-index` beside the caller's work), the new ones' to come from `made_hunks`.
+        Kept for RangeDiffRun.result() with the text they make true."""
+        olds = [(path, self._content(before), self._content(after)) for old, _ in pairs
+                for path in sorted(old.changes) for before, after in (old.changes[path],)
+                if before is not None and after is not None]
+        if ask is not None and made_hunks is not None:
+            ask(olds)
+            self._proof = (text, pairs, made_hunks, None)
+            return pairs
         try:
-            self._proof = (text, pairs, made_hunks, _GitHunks(olds))
+            self._proof = (text, pairs, made_hunks,
+                           _GitHunks([(old, new) for _, old, new in olds]))
         except (OSError, StoreError):  # git's range-diff says it all the same
             return []
         return pairs
@@ -319,13 +328,16 @@ class RangeDiffImport:
         assert self._proof is not None
         text, pairs, made_hunks, olds = self._proof
         self._proof = None
-        hunks = olds.result()
+        hunks = olds.result() if olds is not None else None
         at, proven = 0, set()
         for old, new in pairs:
             same = True
             for path in sorted(old.changes):
                 mine = made_hunks.get(new.changes[path]) if made_hunks is not None else None
-                same = same and mine is not None and _same_text(hunks[at], mine)
+                theirs = hunks[at] if hunks is not None else \
+                    made_hunks.get(old.changes[path]) if made_hunks is not None else None
+                same = same and mine is not None and theirs is not None and \
+                    _same_text(theirs, mine)
                 at += 1
             if same:
                 proven.add(new.commit)
@@ -401,7 +413,8 @@ class RangeDiffImport:
             self._proc.kill()
             self._proc.wait()
         if self._proof is not None:
-            self._proof[3].close()
+            if self._proof[3] is not None:
+                self._proof[3].close()
             self._proof = None
         if self._kept_lock is not None:  # the cache's: emptied and left (once)
             assert self._tmp is not None
