@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from patchforge import logs
 from patchforge.errors import NetworkError, PatchforgeError, UsageError
 from patchforge.judge import Target
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
@@ -210,7 +211,8 @@ def lookup_forwarded(project: Project, forge, patches):
             refs.append(ref)
     if not refs:
         return None
-    logs.info("patchforge.forwarded", "asking the forge about %d pull request(s)", len(refs))
+    logs.info("patchforge.forwarded", "asking the forge about %s",
+              counted(len(refs), "pull request"))
     lookups = lookup_pulls(forge, refs)
     if lookups.unreachable:
         # A warning is shown without -v (logging's last resort prints it): only this rare
@@ -219,8 +221,8 @@ def lookup_forwarded(project: Project, forge, patches):
 
         offline = getattr(project, "offline", False)
         logging.getLogger("patchforge.forwarded").warning(
-            "warning: the forge is unreachable (%s): the state of %d forwarded pull request(s) "
-            "is unknown%s", lookups.unreachable, len(refs),
+            "warning: the forge is unreachable (%s): the state of %s is unknown%s",
+            lookups.unreachable, counted(len(refs), "forwarded pull request"),
             "" if offline else "; try --offline to use the answers cached by an earlier run")
     return lookups
 

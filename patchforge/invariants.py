@@ -119,7 +119,10 @@ class InvariantsBroken(PatchforgeError):
 
     def __init__(self, violations: list[InvariantViolation]) -> None:
         lines = [v.message for v in violations]
-        super().__init__(f"{len(lines)} Keeps invariant(s) broken:\n  " + "\n  ".join(lines),
+        from patchforge.model.words import counted
+
+        super().__init__(f"{counted(len(lines), 'Keeps invariant')} broken:\n  "
+                         + "\n  ".join(lines),
                          hint="fix the patch (or its Keeps: line); `patchforge check` lists them")
         self.violations = list(violations)
 

@@ -29,6 +29,7 @@ from patchforge.errors import (ApplyError, ConfigError, InputError, PatchforgeEr
 from patchforge.formats.lockfile import dump_json
 from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
+from patchforge.model.words import counted
 from patchforge.patterns import on_first_use
 from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
                               refuse_symlinked_paths)
@@ -422,7 +423,8 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
                 rel_dir = f"{profile}/" if profile else ""
                 raise StoreError(
                     f"overlays/{rel_dir}Dockerfile cannot be made: {failed[0]}"
-                    + (f" (and {len(failed) - 1} more fix(es) kept as landed)"
+                    + (f" (and {len(failed) - 1} more "
+                       f"{'fix' if len(failed) == 2 else 'fixes'} kept as landed)"
                        if len(failed) > 1 else ""),
                     hint=("run the `patchforge status --against` it names (it brings the "
                           "version the fix landed in, which `fetch` does not)"
@@ -1130,7 +1132,7 @@ def _first_difference(old: bytes, new: bytes) -> str:
         if a != b:
             return (f"line {number}: committed {a.decode('utf-8', 'replace')[:80]!r}, "
                     f"regenerated {b.decode('utf-8', 'replace')[:80]!r}")
-    return f"committed has {len(old_lines)} lines, regenerated {len(new_lines)}"
+    return f"committed has {counted(len(old_lines), 'line')}, regenerated {len(new_lines)}"
 
 
 def _generated_files(root: Path) -> list[str]:

@@ -102,6 +102,20 @@ footer{color:var(--muted);font-size:12px;margin-top:36px}
 """
 
 
+def all_apply(count: int, *, still_needed: bool = False) -> str:
+    """"all 3 patches apply", and for one patch "1 patch applies" (not "all 1 patches")."""
+    if count == 1:
+        return "1 patch applies" + (" and is still needed" if still_needed else "")
+    return f"all {count} patches apply" + (" and are still needed" if still_needed else "")
+
+
+def need_attention(count: int, of: int | None = None) -> str:
+    """"1 patch needs attention", "3 patches need attention" ("2 of 5 patches ...")."""
+    among = f" of {of}" if of is not None else ""
+    noun = "patch" if (of if of is not None else count) == 1 else "patches"
+    return f"{count}{among} {noun} {'needs' if count == 1 else 'need'} attention"
+
+
 def _object_at(doc: dict, key: str) -> dict:
     """doc[key] when it is an object, else an empty one: the documents read here may be stale
     or damaged, and a part that is missing is left out of the page."""
@@ -158,11 +172,11 @@ def render_html_report(project: Project, status_document: dict) -> str:
         if isinstance(entry, dict) and isinstance(entry.get("message"), str):
             w(f"<div class=\"banner bad\">{_e(entry['message'])}</div>\n")
     if attention:
-        w(f"<div class=\"banner bad\">{len(attention)} of {len(patches)} patch(es) need "
-          "attention</div>\n")
-    elif patches and not notes and not unlisted and not doc.get("needs_attention"):
-        w(f"<div class=\"banner ok\">All {len(patches)} patches apply and are still needed"
+        w(f"<div class=\"banner bad\">{need_attention(len(attention), len(patches))}"
           "</div>\n")
+    elif patches and not notes and not unlisted and not doc.get("needs_attention"):
+        said = all_apply(len(patches), still_needed=True)
+        w(f"<div class=\"banner ok\">{said[0].upper()}{said[1:]}</div>\n")
     w(_state_cards(patches))
     w(_targets_table(targets))
     w(_series_tables(patches, headers))

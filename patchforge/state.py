@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import InProgressError, PatchforgeError
 from patchforge.fsutil import parse_json
 from patchforge.model.record import record
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -516,7 +517,8 @@ def unconfigured_series(project: Project) -> list[tuple[str, list[Path]]]:
 
 def unconfigured_message(project: Project, name: str, files: list[Path]) -> str:
     names = ", ".join(path.name for path in files[:3]) + (", ..." if len(files) > 3 else "")
-    return (f"series/{name}/ holds {len(files)} patch file(s) ({names}) of upstream {name!r}, "
+    return (f"series/{name}/ holds {counted(len(files), 'patch file')} ({names}) of upstream "
+            f"{name!r}, "
             f"which {Path(project.config_path).name} does not configure (renamed or removed?): "
             "they are in no overlay, status or rebase")
 
@@ -587,7 +589,7 @@ def state_report(project: Project) -> tuple[list[str], bool, list[SkippedFix]]:
             shown = ", ".join(stray[:3]) + (f" and {len(stray) - 3} more" if len(stray) > 3
                                             else "")
             lines.append(f"{state.upstream}: {project.work_dir(state.upstream)} holds "
-                         f"{len(stray)} file(s) written after its edit ended ({shown}), in "
+                         f"{counted(len(stray), 'file')} written after its edit ended ({shown}), in "
                          "no patch: the next `patchforge edit` or `new` keeps them under "
                          ".patchforge/left-behind/")
     # A fix whose bring-back is stopped is said by that stop: its own note would tell to

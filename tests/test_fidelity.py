@@ -286,7 +286,7 @@ def test_an_upstreams_eol_and_ident_attributes_never_hide_a_change(tmp_path, mon
     for rel, data in edited.items():
         (work / rel).write_bytes(data)
     refreshed = pf("refresh").stdout.decode()
-    assert "refreshed (3 file(s))" in refreshed, refreshed
+    assert "refreshed (3 files)" in refreshed, refreshed
     patch = (root / "series/lib/ends.patch").read_bytes()
     assert b"+x = 1\r\n+y = 2\r\n" in patch and b"-p = 1\r\n-q = 2\r\n+p = 1\n+q = 2\n" in patch
     assert b"+# $Id: 0123abcd $\n" in patch

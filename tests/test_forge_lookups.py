@@ -64,11 +64,11 @@ def test_quiet_and_verbose_levels(tmp_path):
     quiet = run_cli(root, "-q", "--offline", "status")
     assert quiet.rc == 0 and quiet.err == ""
     verbose = run_cli(root, "-v", "--offline", "status")
-    assert "patchforge: up: judging 1 patch(es) against main" in verbose.err
+    assert "patchforge: up: judging 1 patch against main" in verbose.err
     assert "git " not in verbose.err  # git commands are debug, not phase lines
     debug = run_cli(root, "-vv", "--offline", "status")
     # (A warm status may start no git process at all: the store's pack indexes answer.)
-    assert "patchforge.status: up: judging 1 patch(es) against main" in debug.err and \
+    assert "patchforge.status: up: judging 1 patch against main" in debug.err and \
         "ms patchforge." in debug.err
     # A command that starts git says each process at -vv, never at -v.
     linted = {level: run_cli(root, level, "--offline", "lint", "--no-forge")

@@ -72,9 +72,9 @@ def test_lint_overlays_status_verify_in_one_job(tmp_path, monkeypatch):
     text = summary.read_text()
     sections = [line for line in text.splitlines() if line.startswith("### ")]
     assert len(sections) == 4, sections
-    assert re.match(r"### patchforge lint: \d+ error\(s\), \d+ warning\(s\)$", sections[0])
+    assert re.match(r"### patchforge lint: \d+ errors?, \d+ warnings?$", sections[0])
     assert sections[1] == \
-        "### patchforge overlays --check: 1 file(s) differ from what the series generates"
+        "### patchforge overlays --check: 1 file differs from what the series generates"
     assert sections[2].startswith("### patchforge verify: ")
     assert sections[3].startswith("### patchforge status against up main (")
     assert "| up/good.patch | conflict (needs attention) | hunk 1 of 1 fails in a.py |" in text

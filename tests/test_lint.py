@@ -499,7 +499,7 @@ def test_text_output_lists_findings_and_exits_1(env, tmp_path, monkeypatch):
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\n" + AUTHOR))
     r = run_cli(root, "lint", "--no-forge")
     assert r.rc == 1
-    assert "up/fix.patch" in r.out and "no Upstream-Status" in r.out and "1 error(s)" in r.out
+    assert "up/fix.patch" in r.out and "no Upstream-Status" in r.out and "1 error," in r.out
 
 
 def test_warnings_fail(env, tmp_path, monkeypatch):

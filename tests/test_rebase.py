@@ -601,7 +601,7 @@ def test_skip_and_abort_keep_the_files_made_in_the_worktree_that_nobody_added(st
     (work / "pkg" / "mod.py").write_bytes(b"half resolved\n")
     _, _, err = stack.cli("rebase", how)
     kept = stack.root / ".patchforge" / "left-behind" / "up-1"
-    assert "3 file(s) made in the worktree but not part of the fix" in err, err
+    assert "3 files made in the worktree but not part of the fix" in err, err
     assert os.readlink(kept / "pkg" / "etc-link") == "/etc"
     assert ".patchforge/left-behind/up-1" in err
     assert (kept / "pkg" / "helper.py").read_bytes() == b"def helper():\r\n    return 1"
@@ -629,7 +629,7 @@ def test_abort_keeps_a_hand_resolution_and_says_where(stack, upstream):
     (work / "pkg" / "mod.py").write_bytes(resolved)
     _, _, err = stack.cli("rebase", "--abort")
     kept = stack.root / ".patchforge" / "left-behind" / "up-1"
-    assert "(a resolution: pkg/mod.py) are kept in .patchforge/left-behind/up-1" in err, err
+    assert "(a resolution: pkg/mod.py) is kept in .patchforge/left-behind/up-1" in err, err
     assert (kept / "pkg" / "mod.py").read_bytes() == resolved
     assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == ["mod.py"]
     assert not work.exists()

@@ -240,7 +240,7 @@ def test_status_says_a_listed_patch_deleting_an_upstream_file_needs_attention(pr
     _, out, _ = project.cli("status", expect=1)
     assert "up/drop-other.patch  applies  deletes pkg/other.py" in out, out
     assert "`patchforge edit drop-other`, put pkg/other.py back" in out, out
-    assert "1 patch(es) need attention" in out, out
+    assert "1 patch needs attention" in out, out
     # Without overlays/ the series is what the project carries: nothing to say.
     (project.root / "overlays").rename(project.tmp / "overlays-aside")
     _, out, _ = project.cli("status")

@@ -153,7 +153,7 @@ def test_status_html_report_for_a_newer_release(project, tmp_path, forge_server)
     # the forwarded PR, as the forge answered it, and whether the target has it
     assert 'href="https://github.com/acme/calc/pull/7"' in page
     assert "Guard div by zero" in page and "included in the target" in page
-    assert "3 of 3" not in page and "2 of 3 patch(es) need attention" in page
+    assert "3 of 3" not in page and "2 of 3 patches need attention" in page
     assert forge_server.paths("GET")  # the forge really was asked
 
 

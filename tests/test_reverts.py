@@ -594,7 +594,7 @@ def test_a_landing_taken_out_by_other_work_needs_attention_until_deleted(tmp_pat
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     _, out, _ = stack.cli("status", "--format", "github", expect=1)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
-    assert "1 patch(es) need attention" in summary.read_text(), summary.read_text()
+    assert "1 patch needs attention" in summary.read_text(), summary.read_text()
     assert f"commit {rework[:12]} took its change out" in summary.read_text()
     assert "::error file=series/up/upstreamed/fa.patch" in out, out
     stack.cli("status", "--html", str(tmp_path / "page.html"), expect=1)
@@ -672,12 +672,12 @@ def test_the_text_summary_counts_a_landing_taken_back_as_needs_attention_does(tm
     assert document["needs_attention"] is True and [g["by"] for g in document["reverted"]] \
         == [revert] and [p["state"] for p in document["patches"]] == ["applies"], document
     _, out, _ = stack.cli("status", "--against", "v3", expect=1)
-    assert "1 patch(es) need attention" in out and "see the note above" not in out, out
+    assert "1 patch needs attention" in out and "see the note above" not in out, out
     document = stack.json("status", "--against", "v4", expect=1)
     assert [p["state"] for p in document["patches"]] == ["conflict"] and \
         len(document["reverted"]) == 1, document
     _, out, _ = stack.cli("status", "--against", "v4", expect=1)
-    assert "2 patch(es) need attention" in out, out
+    assert "2 patches need attention" in out, out
 
 
 def test_a_fix_brought_back_beside_a_later_fix_of_its_name_keeps_its_past_across_a_rename(

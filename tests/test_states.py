@@ -300,11 +300,11 @@ def test_a_late_editor_save_after_refresh_is_kept_and_said(project):
     (project.work / "pkg").mkdir(parents=True)
     (project.work / "pkg/mod.py").write_bytes(late)
     _, _, err = project.cli("status")
-    assert "holds 1 file(s) written after its edit ended (pkg/mod.py)" in err, err
+    assert "holds 1 file written after its edit ended (pkg/mod.py)" in err, err
     _, _, err = project.cli("edit", "fix-a")
     kept = project.root / ".patchforge/left-behind/up-1/pkg/mod.py"
     assert kept.read_bytes() == late
-    assert "are kept in .patchforge/left-behind/up-1" in err and "pkg/mod.py" in err, err
+    assert "is kept in .patchforge/left-behind/up-1" in err and "pkg/mod.py" in err, err
     assert (project.work / "pkg/mod.py").read_bytes() != late  # the edit's own file
     assert "written after its edit ended" not in project.cli("status")[2]
 
@@ -630,7 +630,7 @@ def test_bring_back_abort_keeps_a_hand_resolution_and_says_where(project):
     resolved = text({3: b"def f3():\n    return -33\n\n"})
     (project.work / "pkg/mod.py").write_bytes(resolved)
     _, _, err = project.cli("bring-back", "--abort")
-    assert "(a resolution: pkg/mod.py) are kept in .patchforge/left-behind/up-1" in err, err
+    assert "(a resolution: pkg/mod.py) is kept in .patchforge/left-behind/up-1" in err, err
     assert "patchforge bring-back fix-a" in err, err
     assert (project.root / ".patchforge/left-behind/up-1/pkg/mod.py").read_bytes() == resolved
 
@@ -1439,7 +1439,7 @@ def test_an_upstream_renamed_in_the_configuration_never_hides_its_series(project
     before = snapshot(project.root / "overlays")
     for args in (("overlays",), ("overlays", "--check")):
         _, _, err = project.cli(*args, expect=2)
-        assert "series/up/ holds 1 patch file(s) (fix-a.patch) of upstream 'up', which " \
+        assert "series/up/ holds 1 patch file (fix-a.patch) of upstream 'up', which " \
             "patchforge.toml does not configure" in err, err
     assert snapshot(project.root / "overlays") == before
     doc = json.loads(project.cli("lint", "--no-forge", "--json", expect=1)[1])

@@ -1622,3 +1622,34 @@ def test_a_merge_conflict_on_a_directory_upstream_says_what_it_conflicts_on(tmp_
     assert f"conflict: {said}" in proc.stdout.decode()
     assert f"| conflict (needs attention) | {said[:100]}" in \
         (tmp_path / "summary.md").read_text()
+
+
+def test_counts_of_one_read_as_one_and_of_many_as_many(tmp_path):
+    """A one-patch series: `status` said "all 1 patches apply and are still needed", and
+    elsewhere "1 patch(es) need attention", "(1 file(s))", "1 error(s)". Each count of one
+    now reads as one ("1 patch applies and is still needed", "1 patch needs attention"), and
+    of two as two."""
+    from helpers.project import OneUpstreamStack
+
+    old, new = b"def f():\n    return 1\n", b"def f():\n    return 2\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": old, "pkg/b.py": old})
+    stack.add_fix("fix-a", "pkg/a.py", old, new)
+    stack.cli("overlays")
+    _, out, _ = stack.cli("status")
+    assert "1 patch applies and is still needed" in out and "all 1 patches" not in out, out
+    _, out, _ = stack.cli("overlays", "--check")
+    assert "overlays are up to date (1 file)" in out, out
+    _, out, _ = stack.cli("export", "--mbox", str(tmp_path / "series.mbox"))
+    assert "wrote 1 message to" in out, out
+    stack.commit({"pkg/a.py": b"def f():\n    return 3\n"}, "upstream changes f", tag="v2")
+    _, out, _ = stack.cli("status", "--against", "up=v2", expect=1)
+    assert "1 patch needs attention" in out and "patch(es)" not in out, out
+    page = tmp_path / "status.html"
+    stack.cli("status", "--against", "up=v2", "--html", str(page), expect=1)
+    assert "1 of 1 patch needs attention" in page.read_text(), page.read_text()[:400]
+    stack.add_fix("fix-b", "pkg/b.py", old, new)
+    stack.cli("overlays")
+    _, out, _ = stack.cli("status")
+    assert "all 2 patches apply and are still needed" in out, out
+    _, out, _ = stack.cli("status", "--against", "up=v2", expect=1)
+    assert "1 patch needs attention" in out, out

@@ -65,7 +65,9 @@ def check(app, run, profile, as_json):
         for warning in overlays.warnings:
             click.echo(f"warning: {warning}", err=True)
         if violations:
-            click.echo(f"{len(violations)} Keeps invariant(s) broken:")
+            from patchforge.model.words import counted
+
+            click.echo(f"{counted(len(violations), 'Keeps invariant')} broken:")
             for v in violations:
                 click.echo(f"  {v.message}")
         else:

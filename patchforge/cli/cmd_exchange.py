@@ -11,6 +11,7 @@ import click
 from patchforge.cli.app import HelpGroup
 from patchforge.cli.complete import complete_profile, complete_upstream
 from patchforge.errors import EXIT_ATTENTION, UsageError
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -259,7 +260,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
                                                                         upstream, profile,
                                                                         store, placed, left)
-            click.echo(f"wrote {len(written)} files to {quilt_dir}", err=to_stdout)
+            click.echo(f"wrote {counted(len(written), 'file')} to {quilt_dir}", err=to_stdout)
             for name, patch, series_file, why, before in left:
                 click.echo(f"note: {series_file} no longer lists {name}/{patch} ({why}); its "
                            "file is left there, unlisted" if before else
@@ -298,7 +299,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             # from click 8.5 on and gone in 9.
             out = sys.stdout.buffer if to_stdout else mbox_file
             crlf, empty = export_mbox(project, out, entries, store, placed, profile)
-            click.echo(f"wrote {len(entries)} messages to "
+            click.echo(f"wrote {counted(len(entries), 'message')} to "
                        + ("standard output" if to_stdout else str(mbox_file)), err=to_stdout)
             _say_empty(empty, "`git am` stops on its message (\"No valid patches in input\")")
             if crlf:

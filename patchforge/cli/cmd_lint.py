@@ -10,6 +10,7 @@ from patchforge.cli import github
 from patchforge.cli.github import format_option
 from patchforge.cli.output import emit_json, say_notes, table
 from patchforge.errors import EXIT_ATTENTION
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -64,7 +65,7 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
     elif findings:
         click.echo(table([[f.severity, f.patch, f.check, f.message] for f in findings],
                          ["severity", "patch", "check", "message"]))
-        click.echo(f"lint: {errors} error(s), {warnings} warning(s)")
+        click.echo(f"lint: {counted(errors, 'error')}, {counted(warnings, 'warning')}")
     else:
         click.echo("lint: no findings")
     if output_format == "github":
@@ -77,7 +78,8 @@ def _github(project: Project, findings, errors: int, warnings: int) -> None:
     github.emit_annotations(project, [(f.severity, f"{f.check}: {f.message}",
                               github.patch_file(project, f.patch), f"patchforge lint: {f.patch}")
                              for f in findings])
-    verdict = "no findings" if not findings else f"{errors} error(s), {warnings} warning(s)"
+    verdict = "no findings" if not findings else \
+        f"{counted(errors, 'error')}, {counted(warnings, 'warning')}"
     section = f"### patchforge lint: {verdict}\n"
     if findings:
         section += "\n" + github.markdown_table(

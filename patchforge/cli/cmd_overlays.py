@@ -13,6 +13,7 @@ from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
 from patchforge.cli.output import Progress, STATE_COLORS, announce_state, emit_json, table
 from patchforge.errors import EXIT_ATTENTION, UsageError
+from patchforge.model.words import counted
 
 PINNED_IMAGE = "@pinned"  # `--image` without a value: the image upstream.lock pins
 
@@ -342,7 +343,7 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         bad = sum(f.state != "ok" for f in result.files)
         megabytes = result.bytes_read / 1e6
         click.echo(f"{result.resolved}: {len(result.files) - bad} ok, {bad} failed "
-                   f"({result.layers_read} of {result.layers_total} layers read, "
+                   f"({result.layers_read} of {counted(result.layers_total, 'layer')} read, "
                    + (f"{result.layers_reread} read again to follow links, "
                       if result.layers_reread else "")
                    + (f"{result.layers_reread_landed} read again for the files of fixes "
@@ -518,13 +519,14 @@ def _up_to_date(project, result) -> str:
     there, read as "the deployed files are fine" while `verify` found them all missing."""
     total = len(result.files)
     there = sum(1 for f in result.files if (project.overlays_dir / f.rel).is_file())
+    files = counted(total, "file")
     if there == total:
-        return f"overlays are up to date ({total} files)"
+        return f"overlays are up to date ({files})"
     absent = ("none of the overlay files is on disk" if there == 0 else
               f"{total - there} of the {total} overlay files are not on disk (the {there} "
               "there match)")
     return (f"overlays/ as committed is up to date: SHA256SUMS and manifest.json match what "
-            f"the series generates ({total} files); {absent}, so only their hashes were "
+            f"the series generates ({files}); {absent}, so only their hashes were "
             "checked (`patchforge overlays` writes them, `patchforge verify` checks them)")
 
 
@@ -574,7 +576,8 @@ def _github_drift(project, drifts, in_step: str, lacking: list[str]) -> None:
          "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
          "patchforge overlays --check") for d in drifts] +
         [("error", said, None, "patchforge overlays --check") for said in lacking])
-    section = (f"### patchforge overlays --check: {len(drifts)} file(s) differ from what the "
+    differ = f"{len(drifts)} file differs" if len(drifts) == 1 else f"{len(drifts)} files differ"
+    section = (f"### patchforge overlays --check: {differ} from what the "
                f"series generates\n\n" + github.markdown_table(
                    ["drift", "path", "detail"], [[d.kind, d.path, d.detail or ""] for d in drifts])
                if drifts else f"### patchforge overlays --check: {in_step}\n")

@@ -9,6 +9,7 @@ from patchforge.cli.complete import complete_patch, complete_profile, complete_u
 from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
                                    say_notes, say_overlays_lag, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
+from patchforge.model.words import counted
 
 
 @click.command("list")
@@ -318,7 +319,7 @@ def refresh(app, name, allow_undo, as_json):
         state = "refreshed" if result["changed"] else "unchanged"
         # Unlike `quilt refresh`, the edit ends here: say how to go on editing.
         click.echo(f"{result['upstream']}/{result['name']}: {state} "
-                   f"({len(result['files'])} file(s)); the worktree is closed "
+                   f"({counted(len(result['files']), 'file')}); the worktree is closed "
                    f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
         if result["header_written"]:
             # A plain diff had no header: what refresh put above it, and where its words went.

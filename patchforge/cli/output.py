@@ -186,7 +186,10 @@ def say_left_behind(project: Project, directory, files: list[str], *,
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
     what = ("written in the worktree's place after its last edit ended (an editor saving "
             "late?), in no patch," if late else "made in the worktree but not part of the fix")
-    echo(f"note: {len(files)} file(s) {what} ({shown}) are kept in "
+    from patchforge.model.words import counted
+
+    echo(f"note: {counted(len(files), 'file')} {what} ({shown}) {'is' if len(files) == 1 else 'are'} "
+         "kept in "
          f"{directory.relative_to(project.root)}", err=True)
 
 
@@ -194,9 +197,13 @@ def say_resolution_kept(project: Project, directory, files: list[str], command: 
     """Where `rebase --abort` or `bring-back --abort` kept the stop's files changed by hand
     (a resolution), and the way to use them when the same stop comes again (stderr)."""
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    echo(f"note: {len(files)} file(s) changed in the stop's worktree since it stopped (a "
-         f"resolution: {shown}) are kept in {directory.relative_to(project.root)}; to use "
-         f"them, copy them into .patchforge/work/<upstream>/ when `{command}` stops there "
+    from patchforge.model.words import counted
+
+    one = len(files) == 1
+    echo(f"note: {counted(len(files), 'file')} changed in the stop's worktree since it stopped (a "
+         f"resolution: {shown}) {'is' if one else 'are'} kept in "
+         f"{directory.relative_to(project.root)}; to use {'it' if one else 'them'}, copy "
+         f"{'it' if one else 'them'} into .patchforge/work/<upstream>/ when `{command}` stops there "
          "again", err=True)
 
 

@@ -206,13 +206,15 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
             len(document["unlisted"]) + len(document["reverted"]) + \
             len(document["gone_upstream"])
+        from patchforge.report import all_apply, need_attention
+
         if attention:
-            echo(paint(f"{attention} patch(es) need attention", "yellow", app.color))
+            echo(paint(need_attention(attention), "yellow", app.color))
         elif busy:  # a rebase stopped or in progress: the note above says where it stands
-            echo(paint(f"all {len(results)} patches apply at the pin, but the project "
-                       "needs attention (see the note above)", "yellow", app.color))
+            echo(paint(f"{all_apply(len(results))} at the pin, but the project needs "
+                       "attention (see the note above)", "yellow", app.color))
         else:
-            echo(f"all {len(results)} patches apply and are still needed{_empty_said(results)}")
+            echo(f"{all_apply(len(results), still_needed=True)}{_empty_said(results)}")
         # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
         # pin, or of a patch before it): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
@@ -304,9 +306,11 @@ def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
                       f"patchforge status: {r.upstream}/{r.name}"))
     github.emit_annotations(project, items)
     against = ", ".join(f"{name} {t.label} ({t.commit[:12]})" for name, t in targets.items())
+    from patchforge.report import all_apply, need_attention
+
     attention = sum(1 for r in results if r.attention) + len(taken_back)
-    verdict = f"{attention} patch(es) need attention" if attention else \
-        f"all {len(results)} patches apply and are still needed{_empty_said(results)}"
+    verdict = need_attention(attention) if attention else \
+        f"{all_apply(len(results), still_needed=True)}{_empty_said(results)}"
     if taken_back:
         verdict += "".join(f"\n\n- {github.markdown_cell(fix['message'])}"
                            for fix in taken_back)

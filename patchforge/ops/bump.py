@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
                                StoreError, UsageError)
 from patchforge.model.record import field, record, replace
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -366,8 +367,8 @@ def pull_request_sentence(info: dict, target_label: str) -> str:
         return f"{label} merged as {merge}; whether {target_label} includes it is unknown"
     verdict = "so the change is included" if info["included"] else \
         "so the change is not included yet"
-    return (f"{label} merged as {merge}; {target_label} is {info['ahead_by']} commits ahead "
-            f"of, and {info['behind_by']} behind, its merge commit, {verdict}")
+    return (f"{label} merged as {merge}; {target_label} is "
+            f"{counted(info['ahead_by'], 'commit')} ahead of, and {info['behind_by']} behind, its merge commit, {verdict}")
 
 
 def landing_pull_request(store: UpstreamStore, upstream, commit: str,
@@ -475,12 +476,13 @@ def verify_against_image(project: Project, reference: str, registry) -> dict:
     landed = [f for f in check.files if f.landed]
     bad = [f for f in overlaid if f.state != "ok"]
     lacking = [f for f in landed if f.state != "ok"]
-    detail = (f"{len(overlaid)} overlaid file(s) checked in {check.layers_read} of "
-              f"{check.layers_total} layer(s): " + (
+    detail = (f"{counted(len(overlaid), 'overlaid file')} checked in {check.layers_read} of "
+              f"{counted(check.layers_total, 'layer')}: " + (
                   "every pre-image matches" if not bad else
-                  f"{len(bad)} do not match the pre-image the overlays were made for"))
+                  f"{len(bad)} {'does' if len(bad) == 1 else 'do'} not match the pre-image the "
+                  "overlays were made for"))
     if landed:
-        detail += (f"; {len(landed)} file(s) of fixes dropped as landed upstream: " + (
+        detail += (f"; {counted(len(landed), 'file')} of fixes dropped as landed upstream: " + (
             "each holds its fix" if not lacking else
             f"{len(lacking)} without the fix, which no overlay carries ("
             + ", ".join(f"{f.target}: {', '.join(f.landed)}" for f in lacking) + ")"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 
 from patchforge.formats.markdown import code_fence, code_span, escape_html
+from patchforge.model.words import counted
 
 
 def _text(text) -> str:
@@ -151,7 +152,7 @@ def render_markdown(doc: dict) -> str:
         out.append("")
     search = doc.get("search")
     if search:
-        listed = (f"{search['listed']} tags in {_code(search['repository'])}, "
+        listed = (f"{counted(search['listed'], 'tag')} in {_code(search['repository'])}, "
                   f"{search['nightly']} of them nightly; ")
         if search.get("place_known", True):
             listed += (f"{len(search['newer'])} newer than the stack (ordered by the "

@@ -26,6 +26,7 @@ from patchforge.apply.series import (SeriesState, applies_to_profile, apply_seri
 from patchforge.errors import InputError, PatchforgeError
 from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding, no_diff_said
+from patchforge.model.words import counted
 from patchforge.names import INVISIBLE, KEPT_LANDINGS, file_name_key, kept_landings_name_said
 from patchforge.state import unlisted_patch_files
 
@@ -130,7 +131,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             # and `lint`: without a finding, a deployment through the generated compose.yaml
             # or Dockerfile ran without any of these fixes and every check was green.
             findings.append(Finding(
-                upstream, "overlays", f"{len(parsed)} patch(es), but no install-root is "
+                upstream, "overlays", f"{counted(len(parsed), 'patch', 'patches')}, but no install-root is "
                 f"configured: compose.yaml mounts none of {upstream}'s overlay files and the "
                 f"Dockerfile copies none, so no deployment through them has these fixes: add "
                 f"`install-root = \"DIR\"` (where the image installs it, e.g. its "
@@ -311,8 +312,10 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
     # file differs).
     named = [f"overlays/{d.path} ({d.kind})" for d in drifts]
     shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
+    differ = "differs" if len(drifts) == 1 else "differ"
     return gone + [Finding("overlays/", "overlays",
-                           f"{len(drifts)} file(s) differ from what the series generates: "
+                           f"{counted(len(drifts), 'file')} {differ} from what the series "
+                           "generates: "
                            f"{shown}; run `patchforge overlays` and commit the result "
                            "(`patchforge overlays --check` shows each difference)")]
 

@@ -20,6 +20,7 @@ from patchforge.apply.series import (applies_to_profile, outcomes_on_bases,
                                      profile_bases_differ, profile_label, profile_set,
                                      unknown_profiles)
 from patchforge.model.record import record
+from patchforge.model.words import counted
 from patchforge.names import KEPT_LANDINGS, check_new_patch_name, check_patch_name, file_name_key
 from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
@@ -1824,7 +1825,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         hint=f"make the fix in {files} in {work} (`patchforge add PATH` brings more), then "
              "`patchforge bring-back --continue`; `patchforge bring-back --abort` gives up "
              "(the fix stays in skipped/)"
-             + (f"; {len(stray[1])} file(s) written there after the last edit ended are kept "
+             + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
+                f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
 
 

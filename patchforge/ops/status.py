@@ -17,6 +17,7 @@ from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPath
                               series_history_index, where_landed)
 from patchforge.model.findings import no_diff_said
 from patchforge.model.record import field, record
+from patchforge.model.words import counted
 
 if TYPE_CHECKING:
     from patchforge.detect import PatchVerdict
@@ -174,8 +175,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                                         for _, patch in patches])
         for upstream in chosen:
             target = targets[upstream]
-            logs.info("patchforge.status", "%s: judging %d patch(es) against %s", upstream,
-                      len(series[upstream]), target.label)
+            logs.info("patchforge.status", "%s: judging %s against %s", upstream,
+                      counted(len(series[upstream]), "patch", "patches"), target.label)
             package = getattr(project.config.upstreams.get(upstream), "package", None)
             names = {upstream} | ({package} if package else set())
             # (status, patch, the own-place diffs its walk made: its landing lookup's too)

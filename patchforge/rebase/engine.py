@@ -146,7 +146,8 @@ class Rebase:
                                   hint="run `patchforge rebase --continue`, `--skip` or `--abort`")
         unknown = set(specs) - set(self.project.upstream_names())
         if unknown:
-            raise UsageError(f"unknown upstream(s): {', '.join(sorted(unknown))}")
+            raise UsageError(f"unknown upstream{'s' if len(unknown) > 1 else ''}: "
+                             f"{', '.join(sorted(unknown))}")
         if not dry_run:
             from patchforge.state import require
 
