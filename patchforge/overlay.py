@@ -976,13 +976,16 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image,
     checks = [f"{{ printf '%s\\n' {_sh('patchforge: ' + why)} >&2; false; }}"
               for why in lacking]
     if pre:
+        checks += SHA256SUM_OPTIONS
         checks.append("printf '%s\\n' \\\n" + "".join(f"      {_sh(line)} \\\n" for line in pre)
-                      + "    | sha256sum -c --strict --quiet -")
+                      + "    | sha256sum $c -")
     checks += [f"test ! -e {_sh(target)}" for target in absent]
     if checks:
         lines.append("# The image must hold the files these overlays were made for"
                      + (", and the upstream's own where fixes dropped as landed changed them "
                         "(no overlay carries those)." if landed_files else "."))
+        if pre:
+            lines.append(SHA256SUM_SAID)
         lines.append("RUN " + " \\\n && ".join(checks))
     if not files:
         return ("\n".join(lines) + "\n").encode("utf-8")
@@ -994,10 +997,26 @@ def render_dockerfile(profile: str | None, files: list[OverlayFile], image,
                      f"{json.dumps([_copy_word(_copy_source(f.rel)), _copy_word(f.target)])}")
     installed = "".join(f"      {_sh(f'{f.sha256}  {f.target}')} \\\n" for f in files)
     lines += ["# The context is what SHA256SUMS pins, and the image now holds exactly the overlays.",
+              SHA256SUM_SAID,
               "RUN --mount=type=bind,target=/run/patchforge-overlays \\",
-              "    cd /run/patchforge-overlays && sha256sum -c --strict --quiet SHA256SUMS \\",
-              " && printf '%s\\n' \\\n" + installed + "    | sha256sum -c --strict --quiet -"]
+              f"    {SHA256SUM_OPTIONS[0]} \\",
+              f" && {SHA256SUM_OPTIONS[1]} \\",
+              " && cd /run/patchforge-overlays && sha256sum $c SHA256SUMS \\",
+              " && printf '%s\\n' \\\n" + installed + "    | sha256sum $c -"]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+# The two shell steps setting `$c`, the options of the Dockerfile's `sha256sum` checks: GNU's
+# (coreutils: Debian and Ubuntu images, their slim ones too) `-c --strict --quiet`, a malformed
+# line failing the check too; BusyBox's (Alpine, busybox images) refuses `--strict`
+# ("unrecognized option"), which stopped the build on a base image holding the very files, so
+# there `-c` alone, which fails a malformed line by itself. Asked of the sha256sum at hand
+# with a line every one must accept (the empty file's digest).
+SHA256SUM_SAID = "# ($c: sha256sum's options, --strict --quiet where it takes them; BusyBox's: -c)"
+SHA256SUM_OPTIONS = ["c='-c --strict --quiet'",
+                     "{ printf '%s  /dev/null\\n' "
+                     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 "
+                     "| sha256sum $c - >/dev/null 2>&1 || c=-c; }"]
 
 
 def _copy_word(text: str) -> str:
