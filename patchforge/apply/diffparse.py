@@ -904,9 +904,9 @@ def _plain_run(lines: list[bytes], i: int, old_rem: int,
 
 
 # A body line's first byte -> what it takes of the two counts together (a context line one of
-# each, an added or removed line one), for _plain_lines' running sum.
-_TAKES = bytes.maketrans(b" \n-+", b"\2\2\1\1")
-_NOT_PLAIN = re.compile(rb"[^ \n+-]")
+# each, an added or removed line one), for _plain_lines' running sum; 0 for any other byte
+# (no plain line: the run stops before it, found by a search for a NUL byte).
+_TAKES = bytes(2 if byte in b" \n" else 1 if byte in b"-+" else 0 for byte in range(256))
 
 
 def _plain_lines(lines: list[bytes], data: bytes, offsets: list[int], i: int, old_rem: int,
@@ -925,11 +925,12 @@ def _plain_lines(lines: list[bytes], data: bytes, offsets: list[int], i: int, ol
     if len(starts) < 2:  # (itemgetter of one index gives an int, not a tuple)
         return _plain_run(lines, i, old_rem, new_rem)
     kinds = bytes(itemgetter(*starts)(data))
-    other = _NOT_PLAIN.search(kinds)
-    if other is not None:
-        kinds = kinds[:other.start()]
+    takes = kinds.translate(_TAKES)
+    other = takes.find(0)
+    if other >= 0:
+        kinds, takes = kinds[:other], takes[:other]
     try:
-        used = list(itertools.accumulate(kinds.translate(_TAKES))).index(total) + 1
+        used = list(itertools.accumulate(takes)).index(total) + 1
     except ValueError:  # the counts are not used up by plain lines
         return _plain_run(lines, i, old_rem, new_rem)
     context = kinds.count(b" ", 0, used) + kinds.count(b"\n", 0, used)
