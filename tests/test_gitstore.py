@@ -2041,3 +2041,45 @@ def test_kept_git_answers_are_bounded_apart_from_the_release_texts(store):
     assert set(releases) <= left, "no release text goes for git's answers"
     assert left - set(releases) == set(answers[-store.KEPT_ANSWERS_AT_MOST:])
     assert bytes(store.kept_text(answers[-1])) == b"text of " + answers[-1].encode()
+
+
+def test_range_diff_written_only_where_no_other_object_shares_an_abbreviated_id(tmp_path):
+    """The range-diff's text is written without git only when no other object's id begins
+    as a printed id does at the length git abbreviates to (git would lengthen that one): an
+    id next to it in a pack's index (the store's index is mapped and searched, not read
+    whole), a loose object of that prefix, or another object of the chains; the id itself
+    in the store is no other object."""
+    import struct
+
+    from patchforge.store.rangediff import _close_all, _store_ids, _unique_at
+
+    printed = "abcdef1" + "0" * 33
+    def index_of(ids):
+        ids = sorted(bytes.fromhex(oid) for oid in ids)
+        fanout = [sum(1 for oid in ids if oid[0] <= b) for b in range(256)]
+        return b"\xfftOc\0\0\0\2" + struct.pack(">256I", *fanout) + b"".join(ids) + \
+            b"\0" * 40
+
+    def unique(pack_ids=(), loose=(), objects=()):
+        git_dir = tmp_path / f"store{len(list(tmp_path.iterdir()))}"
+        (git_dir / "objects" / "pack").mkdir(parents=True)
+        (git_dir / "objects" / "pack" / "pack-1.idx").write_bytes(index_of(
+            ["00" * 20, "ff" * 20, "abcdef0" + "f" * 33, "abcdef2" + "0" * 33, *pack_ids]))
+        (git_dir / "objects" / "pack" / "pack-1.pack").write_bytes(b"")
+        for oid in loose:
+            (git_dir / "objects" / oid[:2]).mkdir(exist_ok=True)
+            (git_dir / "objects" / oid[:2] / oid[2:]).write_bytes(b"")
+        count, tables = _store_ids(git_dir)
+        try:
+            assert count == 4 + len(pack_ids)
+            return _unique_at([printed], 7, {printed, *objects}, tables, git_dir)
+        finally:
+            _close_all(tables)
+    assert unique()
+    assert unique(pack_ids=[printed])  # the id itself
+    assert not unique(pack_ids=["abcdef1" + "f" * 33])
+    assert not unique(pack_ids=["abcdef1" + "0" * 32 + "1"])
+    assert unique(pack_ids=["abcdef0" + "0" * 33, "abcdef2" + "f" * 33])
+    assert not unique(loose=["abcdef1" + "9" * 33])
+    assert unique(loose=["abcdef2" + "9" * 33, printed])
+    assert not unique(objects=["abcdef1" + "2" * 33])

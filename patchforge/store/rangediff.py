@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import mmap
 import os
 import re
 import struct
@@ -711,8 +712,11 @@ def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
         return None
     length = _abbreviation_length(store[0] + len(objects))
     printed = [step.commit for step in old] + [step.commit for step in new]
-    if not _unique_at(printed, length, objects, store[1], store_git_dir):
-        return None
+    try:
+        if not _unique_at(printed, length, objects, store[1], store_git_dir):
+            return None
+    finally:
+        _close_all(store[1])
     width = len(str(1 + max(len(old), len(new))))
     paired = {at: j for j, at in enumerate(partner)}
     shown = [False] * len(old)
@@ -751,12 +755,16 @@ def _same_text(old: bytes, new: bytes) -> bool:
         _HUNK_LINES.sub(b"@@", old) == _HUNK_LINES.sub(b"@@", new)
 
 
-def _store_ids(git_dir: Path) -> tuple[int, list[bytes]] | None:
-    """(how many entries the packs of `git_dir` hold, as _pack_objects counts them; each
-    pack's index), or None where _pack_objects would say None (or an index is not version 2)."""
+def _store_ids(git_dir: Path) -> tuple[int, list[tuple[tuple[int, ...], mmap.mmap]]] | None:
+    """(how many entries the packs of `git_dir` hold, as _pack_objects counts them; per pack
+    its index's 256 counts by first byte, the ids up to it, and the index mapped, to look ids
+    up in), or None where _pack_objects would say None (or an index is not version 2). The
+    indexes are mapped, not read: a long history's store has one of megabytes, of
+    which a few pages are looked at. The caller closes the maps."""
     objects = os.path.join(git_dir, "objects")
     pack_dir = os.path.join(objects, "pack")
-    count, indexes = 0, []
+    count = 0
+    tables: list[tuple[tuple[int, ...], mmap.mmap]] = []
     try:
         names = set(os.listdir(pack_dir))
         if "multi-pack-index" in names or os.path.exists(
@@ -766,26 +774,36 @@ def _store_ids(git_dir: Path) -> tuple[int, list[bytes]] | None:
             if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
                 continue
             with open(os.path.join(pack_dir, name), "rb") as f:
-                index = f.read()
-            if len(index) < 1032 or not index.startswith(b"\xfftOc\0\0\0\2"):
+                size = os.fstat(f.fileno()).st_size
+                index = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size >= 1032 \
+                    else None
+            if index is None or index[:8] != b"\xfftOc\0\0\0\2":
+                _close_all(tables, index)
                 return None
-            entries = int.from_bytes(index[1028:1032], "big")
-            if len(index) < 1032 + 20 * entries:
+            fanout = struct.unpack_from(">256I", index, 8)
+            tables.append((fanout, index))
+            if size < 1032 + 20 * fanout[255]:
+                _close_all(tables)
                 return None
-            count += entries
-            indexes.append(index)
-    except OSError:
+            count += fanout[255]
+    except (OSError, ValueError):
+        _close_all(tables)
         return None
-    return count, indexes
+    return count, tables
 
 
-def _unique_at(printed: list[str], length: int, objects: set[str], indexes: list[bytes],
-               store_git_dir: Path) -> bool:
+def _close_all(tables: list, *more) -> None:
+    for index in [index for _, index in tables] + [m for m in more if m is not None]:
+        index.close()
+
+
+def _unique_at(printed: list[str], length: int, objects: set[str],
+               tables: list[tuple[tuple[int, ...], mmap.mmap]], store_git_dir: Path) -> bool:
     """Whether no object but itself has an id that begins as each of `printed` does to
-    `length` hex digits: the scratch pack's `objects`, the store's packs (their `indexes`,
-    version 2: a table of 256 counts by first byte, then the sorted ids) and loose objects."""
-    # each index's counts by first byte (the ids up to it), read once
-    tables = [(struct.unpack_from(">256I", index, 8), index) for index in indexes]
+    `length` hex digits: the scratch pack's `objects`, the store's packs (`tables`, as
+    _store_ids maps them: version 2 indexes, 256 counts by first byte, then the ids sorted)
+    and loose objects. In a pack the ids next to where the id sorts are the ones that share
+    most of it (git's find_unique_abbrev looks at those two)."""
     begins: dict[str, int] = {}
     for oid in objects:
         begins[oid[:length]] = begins.get(oid[:length], 0) + 1
@@ -794,13 +812,22 @@ def _unique_at(printed: list[str], length: int, objects: set[str], indexes: list
         prefix = oid[:length]
         if begins.get(prefix) != 1:
             return False
-        first = int(oid[:2], 16)
+        raw = bytes.fromhex(oid)
+        first = raw[0]
         for fanout, index in tables:
             low, high = fanout[first - 1] if first else 0, fanout[first]
-            ids = index[1032 + 20 * low:1032 + 20 * high].hex()
-            for at in range(0, len(ids), 40):
-                if ids.startswith(prefix, at) and ids[at:at + 40] != oid:
-                    return False
+            while low < high:  # where raw sorts among the ids of its first byte
+                middle = (low + high) // 2
+                if index[1032 + 20 * middle:1052 + 20 * middle] < raw:
+                    low = middle + 1
+                else:
+                    high = middle
+            bucket = range(fanout[first - 1] if first else 0, fanout[first])
+            for at in (low - 1, low, low + 1):
+                if at in bucket:
+                    near = index[1032 + 20 * at:1052 + 20 * at]
+                    if near != raw and near.hex().startswith(prefix):
+                        return False
         directory = oid[:2]
         if directory not in loose:
             try:
