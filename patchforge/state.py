@@ -77,6 +77,9 @@ class UpstreamState:
     # Another upstream has an edit (or a stopped bring-back) open too: `refresh` and `edit
     # --close` without NAME cannot tell which is meant and refuse, so the next steps name it.
     several: bool = False
+    # The edited patch is no longer in its series (a `git pull` of the stack deleted or renamed
+    # it, or a rename was cut short): `refresh` refuses, so it is no next step then.
+    unlisted: bool = False
 
     def command(self, words: str) -> str:
         """`patchforge WORDS` for this edit: with NAME when several edits are open."""
@@ -86,6 +89,9 @@ class UpstreamState:
         where = f" (worktree {self.worktree})" if self.worktree is not None else ""
         if self.kind == EDITING and self.patch is None:
             return f"{self.upstream}: a patch is being edited, but {self.detail}{where}"
+        if self.kind == EDITING and self.unlisted:
+            return (f"{self.upstream}: {self.patch} is being edited{where}, but it is no longer "
+                    "in the series (renamed or deleted since the edit opened)")
         if self.kind == EDITING:
             return f"{self.upstream}: {self.patch} is being edited{where}"
         if self.kind == STOPPED:
@@ -103,6 +109,9 @@ class UpstreamState:
     def next_step(self) -> str:
         if self.kind == EDITING and self.patch is None:
             return UNREADABLE_EDIT_HINT
+        if self.kind == EDITING and self.unlisted:
+            return unlisted_edit_way_on(self.upstream, self.patch or "", self.worktree,
+                                        self.several)
         if self.kind == EDITING and self.marked:
             return (f"resolve the blocks `edit` marked in {', '.join(self.marked)} (<<<<<<< ... "
                     f">>>>>>>: {self.patch}'s hunks that did not apply), then "
@@ -134,6 +143,23 @@ def edit_command(words: str, upstream: str, patch: str, several: bool) -> str:
         return f"patchforge {words}"
     stem = patch[:-len(".patch")] if patch.endswith(".patch") else patch
     return f"patchforge {words} {upstream}/{stem}"
+
+
+def unlisted_edit_way_on(upstream: str, patch: str, worktree: Path | None,
+                         several: bool) -> str:
+    """The ways on from an edit whose patch left the series while it was open (a `git pull` of
+    the stack deleted or renamed it): `refresh` has no patch to write into, and `edit --close`
+    refuses a change that is not refreshed, so naming either left `--discard` as the only way
+    out, which throws the change away. A rename is followed by running it here (the edit goes
+    to the new name with its change); a deleted fix's change is copied out first."""
+    stem = patch[:-len(".patch")] if patch.endswith(".patch") else patch
+    where = f" of {worktree}" if worktree is not None else ""
+    return (f"if it was renamed, `patchforge rename {upstream}/{stem} NEW` (NEW its name now) "
+            f"takes this edit to NEW with its change, then "
+            f"`{edit_command('refresh', upstream, 'NEW', several)}`; "
+            f"if it was deleted, copy what you changed out{where}, then "
+            f"`{edit_command('edit --close --discard', upstream, patch, several)}` "
+            "(`edit --close` alone refuses while a change is not refreshed)")
 
 
 def several_edits_open(project: Project) -> bool:
@@ -204,6 +230,15 @@ def _progress(entry: object) -> str:
     return f"patch {position + 1} of {len(names)}, {old} -> {new}"
 
 
+def _left_the_series(project: Project, upstream: str, patch) -> bool:
+    """Whether the edited `patch` is no longer listed in `upstream`'s series; False when the
+    series cannot be read (the command reading it says why)."""
+    try:
+        return str(patch) not in project.patch_names(upstream)
+    except PatchforgeError:
+        return False
+
+
 def read_states(project: Project) -> dict[str, UpstreamState]:
     """The state of every configured upstream (and of any upstream a rebase journal names)."""
     states: dict[str, UpstreamState] = {}
@@ -247,7 +282,9 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
             states[upstream] = UpstreamState(upstream, EDITING, edit["patch"],
                                              project.work_dir(upstream),
                                              marked=marked_left(project.work_dir(upstream),
-                                                                 edit))
+                                                                 edit),
+                                             unlisted=_left_the_series(project, upstream,
+                                                                       edit["patch"]))
         else:
             states[upstream] = UpstreamState(upstream, IDLE)
     open_ = [u for u, s in states.items() if s.kind in (EDITING, BRINGING) and s.patch]

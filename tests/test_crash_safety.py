@@ -333,8 +333,8 @@ def test_an_edit_left_on_the_old_name_of_a_cut_rename_goes_to_the_new_name_when_
     (series / "series").write_bytes((series / "series").read_bytes().replace(b"fix.patch",
                                                                               b"better.patch"))
     refused = run_cli(root, "refresh")
-    assert refused.rc == 2 and "`patchforge rename` of it that was cut short is finished by " \
-        "running it again" in refused.err, refused.text
+    assert refused.rc == 2 and "a `patchforge rename` cut short is finished by running it " \
+        "again" in refused.err, refused.text
     assert run_cli(root, "rename", "fix", "better").rc == 0
     assert run_cli(root, "refresh").rc == 0
     assert b"+LINE5\n" in (series / "better.patch").read_bytes()

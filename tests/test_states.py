@@ -1187,6 +1187,50 @@ def test_refresh_never_reverts_a_patch_changed_since_the_edit_opened(project):
     assert b"+    return -15" in project.patch("fix-a") and b"+    return -300" in project.patch("fix-a")
 
 
+def test_an_edit_whose_patch_a_pull_deleted_or_renamed_names_ways_on_that_keep_its_change(
+        project):
+    """A `git pull` while fix-a is being edited (a change not refreshed yet) brings a teammate's
+    `delete fix-a`, or their `rename fix-a fix-z`. Every read-only command's note still said
+    "`patchforge refresh` writes the change into fix-a.patch", refresh refused, and its hint and
+    `edit --close` (refused too) left `--discard` as the only way out. The note says the patch
+    left the series, and the ways it names keep the change: the rename run here takes the edit
+    to the new name, and refresh writes it there."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n",
+                                              9: b"def f9():\n    return -9\n\n"})})
+    series = project.root / "series" / "up"
+    listed = (series / "series").read_bytes()
+    project.cli("edit", "fix-a")
+    mine = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(mine)
+    # What the pull of a teammate's `patchforge rename fix-a fix-z` brings.
+    (series / "fix-a.patch").rename(series / "fix-z.patch")
+    (series / "series").write_bytes(listed.replace(b"fix-a.patch", b"fix-z.patch"))
+    _, _, err = project.cli("status")
+    assert "fix-a.patch is being edited" in err and "no longer in the series" in err, err
+    assert "`patchforge refresh` writes the change" not in err, err
+    assert "`patchforge rename up/fix-a NEW`" in err, err
+    _, _, err = project.cli("refresh", expect=2)
+    assert "no longer in the series" in err and "`patchforge rename up/fix-a NEW`" in err, err
+    # The way on it names: the rename run here takes the edit, its change kept, to fix-z.
+    project.cli("rename", "up/fix-a", "fix-z")
+    _, _, err = project.cli("status")
+    assert "fix-z.patch is being edited" in err and "no longer in the series" not in err, err
+    project.cli("refresh")
+    assert b"+    return -300" in (series / "fix-z.patch").read_bytes()
+    # A teammate's `patchforge delete fix-z` pulled while it is being edited again.
+    project.cli("edit", "fix-z")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -301\n\n"}))
+    (series / "deleted").mkdir(exist_ok=True)
+    (series / "fix-z.patch").rename(series / "deleted" / "fix-z.patch")
+    (series / "series").write_bytes(b"fix-b.patch\n")
+    _, _, err = project.cli("list")
+    assert "no longer in the series" in err and "copy what you changed out of" in err, err
+    assert "`patchforge edit --close --discard`" in err, err
+    project.cli("edit", "--close", expect=2)  # (refused: the change is kept for the copy)
+    assert b"return -301" in (project.work / "pkg/mod.py").read_bytes()
+
+
 def test_refresh_says_when_the_series_before_the_patch_changed_under_the_edit(project):
     """A `git pull` while `fix-b` is being edited brings a teammate's fix-a, changing a line in
     fix-b's hunk's context. refresh wrote fix-b, made on the old fix-a, exit 0 without a word;

@@ -574,16 +574,20 @@ def _edited_patch(project: Project, name: str | None,
 
 
 def _require_listed(project: Project, upstream: str, state: dict) -> None:
-    """An edit whose patch left the series (a rename or delete cut short before it updated the
-    edit) can no longer be refreshed into it: say so, rather than fail reading the patch."""
+    """An edit whose patch left the series (deleted or renamed by a `git pull` of the stack, or
+    a rename cut short before it updated the edit) can no longer be refreshed into it: say so,
+    rather than fail reading the patch, with the ways on that keep the change."""
     if state.get("bring_back") or state["patch"] in project.patch_names(upstream):
         return
+    from patchforge.state import several_edits_open, unlisted_edit_way_on
+
     raise UsageError(f"{upstream}/{state['patch']} is no longer in the series (renamed or "
-                     "deleted while it was being edited)",
-                     hint="a `patchforge rename` of it that was cut short is finished by "
-                          "running it again, and the edit goes with the fix to its new name; "
-                          "otherwise `patchforge edit --close` ends this edit (add --discard to "
-                          "drop changes that were not refreshed), then `patchforge edit NAME`")
+                     "deleted since the edit opened: another command, or a `git pull` of the "
+                     "stack); its worktree keeps the change",
+                     hint=unlisted_edit_way_on(upstream, str(state["patch"]),
+                                               project.work_dir(upstream),
+                                               several_edits_open(project))
+                     + "; a `patchforge rename` cut short is finished by running it again")
 
 
 def check_later_patches(project: Project, store: UpstreamStore, upstream: str,
