@@ -1231,6 +1231,28 @@ def test_an_edit_whose_patch_a_pull_deleted_or_renamed_names_ways_on_that_keep_i
     assert b"return -301" in (project.work / "pkg/mod.py").read_bytes()
 
 
+def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_name(
+        project, tmp_path):
+    """`rename up2/g fix-a` gives up2's patch the name of up's fix-a (`new fix-a --upstream up2`
+    refuses it, `rename` takes it). Then the short name is refused as in several series, and
+    refresh's closing line named `patchforge edit fix-a`, which exits 2: it names `up/fix-a`,
+    which opens the edit."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    other = Upstream(tmp_path / "up2", {"pkg/two.py": BASE})
+    project.cli("upstream", "add", "up2", "--git", str(other.path), "--at", other.base,
+                "--install-root", "/opt/two")
+    project.cli("new", "g", "--upstream", "up2", "--no-edit")
+    project.cli("new", "fix-a", "--upstream", "up2", "--no-edit", expect=2)
+    project.cli("rename", "up2/g", "fix-a")
+    project.cli("edit", "up/fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
+    _, out, _ = project.cli("refresh", "up/fix-a")
+    assert "(`patchforge edit up/fix-a` opens it again)" in out, out
+    project.cli("edit", "fix-a", expect=2)  # (the short name: in several series)
+    project.cli("edit", "up/fix-a")
+    assert b"return -30" in (project.work / "pkg/mod.py").read_bytes()
+
+
 def test_refresh_says_when_the_series_before_the_patch_changed_under_the_edit(project):
     """A `git pull` while `fix-b` is being edited brings a teammate's fix-a, changing a line in
     fix-b's hunk's context. refresh wrote fix-b, made on the old fix-a, exit 0 without a word;

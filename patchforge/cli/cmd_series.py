@@ -1,6 +1,7 @@
 """`list`, `show`, `new`, `edit`, `refresh`, `delete`, `rename`, `move`, `bring-back`."""
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
@@ -8,7 +9,7 @@ import click
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
 from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
                                    say_notes, say_overlays_lag, table)
-from patchforge.errors import EXIT_ATTENTION, UsageError
+from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
 from patchforge.model.words import counted
 
 
@@ -297,6 +298,19 @@ def rm(app, paths, upstream):
                + f"`{opened.go_on}` writes it with its other files")
 
 
+def patch_word(project, upstream: str, file_name: str) -> str:
+    """How a command names `upstream`'s patch `file_name`: its name without `.patch`, or
+    UPSTREAM/NAME where another upstream's series lists a patch of that name too (the short
+    name is refused there as in several series: `patchforge edit fix` named in a hint failed)."""
+    stem = file_name.removesuffix(".patch")
+    try:
+        twins = [other for other in project.upstream_names()
+                 if other != upstream and file_name in project.patch_names(other)]
+    except PatchforgeError:
+        twins = []
+    return f"{upstream}/{stem}" if twins else stem
+
+
 @click.command()
 @click.argument("name", required=False, shell_complete=complete_patch)
 @click.option("--allow-undo", is_flag=True,
@@ -317,10 +331,13 @@ def refresh(app, name, allow_undo, as_json):
         emit_json(result, "refresh")
     else:
         state = "refreshed" if result["changed"] else "unchanged"
+        # The name each `patchforge edit NAME` below takes (UPSTREAM/NAME where another
+        # series has a patch of that name: the short one is refused as ambiguous there).
+        word = functools.partial(patch_word, project, result["upstream"])
         # Unlike `quilt refresh`, the edit ends here: say how to go on editing.
         click.echo(f"{result['upstream']}/{result['name']}: {state} "
                    f"({counted(len(result['files']), 'file')}); the worktree is closed "
-                   f"(`patchforge edit {result['name'].removesuffix('.patch')}` opens it again)")
+                   f"(`patchforge edit {word(result['name'])}` opens it again)")
         if result["header_written"]:
             # A plain diff had no header: what refresh put above it, and where its words went.
             words = (" above its text, which is kept as the description" if
@@ -354,7 +371,7 @@ def refresh(app, name, allow_undo, as_json):
                            f"worktree: {result['name']} "
                            + does.format(gone=gone, s="s" if many else "")
                            + f"; if you did not mean that, `patchforge edit "
-                           f"{result['name'].removesuffix('.patch')}`, put "
+                           f"{word(result['name'])}`, put "
                            f"{'them' if many else 'it'} back"
                            + back.format(gone=" ".join(result[key]))
                            + " and `patchforge refresh` again", err=True)
@@ -365,10 +382,10 @@ def refresh(app, name, allow_undo, as_json):
             click.echo(f"warning: {result['name']} now deletes {gone}, a file of the upstream: "
                        "`patchforge overlays` refuses a series that deletes a file (an overlay "
                        "cannot delete a file in the image); if the series is to make overlays, "
-                       f"`patchforge edit {result['name'].removesuffix('.patch')}` and put it "
+                       f"`patchforge edit {word(result['name'])}` and put it "
                        "back (changed as the image needs), then refresh", err=True)
         if result["no_longer_applies"]:
-            stem = result["name"].removesuffix(".patch")
+            stem = word(result["name"])
             click.echo(f"warning: {result['name']} does not apply on the series before it as "
                        "that is now: the series changed since `edit` opened it (an earlier "
                        "patch changed, a `git pull` of the stack), and the change was written "
@@ -377,16 +394,16 @@ def refresh(app, name, allow_undo, as_json):
                        err=True)
         for later in result["later_failing"]:
             click.echo(f"warning: {later} no longer applies after this change "
-                       f"(`patchforge edit {later.removesuffix('.patch')}` opens it on the "
+                       f"(`patchforge edit {word(later)}` opens it on the "
                        "series as it is now, to make its change again)", err=True)
         for later, where in result["later_ambiguous"].items():
             click.echo(f"warning: {later}: the place of its change is ambiguous after this "
                        f"change ({'; '.join(where)}; its line numbers were made on the series "
                        "before it, so the nearest is a guess): `patchforge edit "
-                       f"{later.removesuffix('.patch')}` shows where it now goes; move it "
+                       f"{word(later)}` shows where it now goes; move it "
                        "where it belongs and refresh", err=True)
         for problem in result["profile_failing"]:
-            stem = problem["name"].removesuffix(".patch")
+            stem = word(problem["name"])
             click.echo(f"warning: {problem['name']} {problem['message']}, so the overlays of "
                        f"{', '.join(problem['profiles'])} fail (`patchforge edit {stem}`, "
                        f"and {problem.get('remedy') or REMEDY})", err=True)
