@@ -2295,6 +2295,55 @@ def test_a_patch_a_merge_left_with_conflict_markers_is_refused_naming_the_line(t
     assert run.rc == 1 and "a merge conflict marker" in run.out, run.text
 
 
+@pytest.mark.parametrize("merged", ["series", "upstream.lock", "pyproject.toml"])
+def test_a_series_lock_or_configuration_a_merge_left_unresolved_is_said_as_such(tmp_path,
+                                                                                merged):
+    """Two branches of the stack that each add a fix (each re-pin the upstream, each add an
+    upstream) conflict in `series/up/series` (`upstream.lock`, the configuration) when merged.
+    The markers were read as a series line ("unsupported series option 'HEAD'"), as JSON
+    ("Expecting property name enclosed in double quotes") or TOML ("Invalid statement"), which
+    sent the user after a typo. Said as the unresolved merge it is now, naming the marker's
+    line, with the way on; nothing is written."""
+    root = _three_fixes(tmp_path)
+    upstream = tmp_path / "up-upstream"
+    commit = ["git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    subprocess.run([*commit, "-m", "three fixes"], cwd=root, check=True)
+    for branch in ("other", "main"):
+        checkout = ["-b", "other"] if branch == "other" else ["main"]
+        subprocess.run(["git", "checkout", "-q", *checkout], cwd=root, check=True)
+        if merged == "series":
+            ok(root, "new", f"fix-{branch}", "--no-edit", "-m", f"a fix made on {branch}")
+        elif merged == "pyproject.toml":
+            site = tmp_path / f"site-{branch}"
+            site.mkdir()
+            (site / "m.py").write_text("m = 1\n")
+            ok(root, "upstream", "add", f"d-{branch}", "--dir", str(site), "--at", "one")
+        else:
+            (upstream / f"{branch}.py").write_text(f"{branch} = 1\n")
+            subprocess.run(["git", "add", "-A"], cwd=upstream, check=True)
+            subprocess.run([*commit, "-m", branch], cwd=upstream, check=True)
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=upstream, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            ok(root, "upstream", "pin", "up", "--at", sha, "--force")
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        subprocess.run([*commit, "-m", f"{branch}'s change"], cwd=root, check=True)
+    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    assert merge.returncode == 1 and b"CONFLICT" in merge.stdout + merge.stderr
+    path = root / "series" / "up" / "series" if merged == "series" else root / merged
+    marker = path.read_bytes().split(b"\n").index(b"<<<<<<< HEAD") + 1
+    before = tree_bytes(root / "overlays")
+    for args in (["status"], ["overlays"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{path}:{marker}: a merge conflict marker" in run.err, (args, run.err)
+        said = {"series": "this series file", "upstream.lock": "upstream.lock"}
+        assert f"a merge of {said.get(merged, 'this file')} was left unresolved" in run.err, \
+            run.err
+    assert tree_bytes(root / "overlays") == before
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...

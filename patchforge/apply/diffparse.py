@@ -33,6 +33,16 @@ NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
 # patch file a merge left unresolved was taken whole: both sides' file sections applied.
 _CONFLICT_MARKER = re.compile(rb"(?:<{7}|>{7}|\|{7})(?: |\r?\n|$)|={7}\r?\n?$")
 
+
+def conflict_marker_line(data: bytes) -> int | None:
+    """The line (from 1) of `data`'s first line that is a merge's conflict marker, if any: a
+    series or lock file `git merge` left unresolved (two branches that each added a patch at
+    the end of one series) is said as that, not as the first line it cannot read."""
+    for number, line in enumerate(split_lines(data), 1):
+        if line[:1] in b"<>=|" and _CONFLICT_MARKER.match(line):
+            return number
+    return None
+
 # "@@ -12,7 +12,8 @@ def foo():" -- counts are optional (",1" is implied when absent).
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*?)\r?\n?$", re.S)
 # ed scripts ("12a", "3,5d") and normal diffs ("3,5c3,6"): GNU patch would run or apply these; we

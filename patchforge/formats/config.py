@@ -74,6 +74,13 @@ def _tomllib_loads(path: Path, data: bytes) -> dict:
         raise ConfigError("not valid TOML: nested deeper than patchforge reads",
                           path=str(path)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        from patchforge.apply.diffparse import conflict_marker_line
+        marker = conflict_marker_line(data)
+        if marker is not None:
+            raise ConfigError("a merge conflict marker: a merge of this file was left "
+                              "unresolved", path=str(path), line=marker,
+                              hint="resolve it: keep what both sides meant, and remove the "
+                                   "marker lines") from None
         # A byte-order mark (an editor on Windows) is invisible in the file: say it is there.
         bom = data.startswith(b"\xef\xbb\xbf")
         raise ConfigError(f"not valid TOML: {exc}" + (

@@ -152,6 +152,17 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8: {exc}", path=source) from None
     except json.JSONDecodeError as exc:
+        from patchforge.apply.diffparse import conflict_marker_line
+        marker = conflict_marker_line(data)
+        if marker is not None:
+            # Two branches that each re-pinned: said as the merge it is, not as "Expecting
+            # property name enclosed in double quotes".
+            raise ConfigError("a merge conflict marker: a merge of upstream.lock was left "
+                              "unresolved", path=source, line=marker,
+                              hint="keep one side's pin of each upstream (the lock is "
+                                   "patchforge's: `git checkout --theirs upstream.lock` or "
+                                   "`--ours`), then `patchforge status` checks it against "
+                                   "the series") from None
         raise ConfigError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from None
     except RecursionError:
         # `[[[[...` a hundred thousand deep (200 KB) exhausts the parser's recursion.

@@ -4,6 +4,7 @@ Kept byte for byte: comments and blank lines survive every edit; only entries ar
 """
 from __future__ import annotations
 
+from patchforge.apply.diffparse import conflict_marker_line
 from patchforge.errors import InputError
 from patchforge.names import INVISIBLE
 from patchforge.model.record import record
@@ -58,6 +59,13 @@ class SeriesFile:
         out = []
         strip_levels: dict[str, int] = {}
         for index, raw in enumerate(self.lines):
+            if raw[:1] in b"<>=|" and conflict_marker_line(raw) is not None:
+                marker = raw.strip()[:40].decode("utf-8", "replace")
+                raise InputError(f"a merge conflict marker ({marker!r}): a merge of this series "
+                                 "file was left unresolved",
+                                 path=self.source, line=index + 1,
+                                 hint="resolve it: list the patches of both sides, in the order "
+                                      "they apply, and remove the marker lines")
             text = raw.split(b"#", 1)[0].strip()
             if not text:
                 continue
