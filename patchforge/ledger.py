@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.markdown import code_span, escape_html
 from patchforge.fsutil import atomic_write
+from patchforge.names import label_is_commit
 from patchforge.patterns import on_first_use
 from patchforge.project import read_no_link
 
@@ -540,6 +541,8 @@ def _short(commit) -> str:
 def _revision(info) -> str:
     info = info or {}
     label, commit = info.get("label"), info.get("commit")
+    if label and commit and label_is_commit(str(label), str(commit)):
+        return _short(commit)
     if label and commit:
         return f"{_cell(label)} ({_short(commit)})"
     return _cell(label) if label else (_short(commit) or "?")
@@ -555,8 +558,14 @@ def describe_event(event: dict) -> str:
         text = f"rebased{move}" + (f": {detail}" if detail else "")
     elif kind == "dropped":
         where = f" in commit {_short(event['landed_in'])}" if event.get("landed_in") else ""
-        text = f"dropped as upstreamed{where}" + (
-            f" ({_cell((event.get('to') or {}).get('label'))})" if event.get("to") else "")
+        to = event.get("to") or {}
+        label, commit = str(to.get("label") or ""), str(to.get("commit") or "")
+        if label and commit and label_is_commit(label, commit):
+            # A target named by its commit: said once, and not again beside its own landing.
+            said = "" if commit == event.get("landed_in") else f" ({_short(commit)})"
+        else:
+            said = f" ({_cell(to.get('label'))})" if event.get("to") else ""
+        text = f"dropped as upstreamed{where}{said}"
         if event.get("evidence"):
             text += "; evidence: " + ", ".join(str(e) for e in event["evidence"])
     elif kind == "skipped":

@@ -230,3 +230,11 @@ def same_distribution(a: str, b: str) -> bool:
     from packaging.utils import canonicalize_name
 
     return canonicalize_name(a) == canonicalize_name(b)
+
+
+def label_is_commit(label: str, commit: str) -> bool:
+    """Whether a revision's label is its own commit id, whole or abbreviated (a pin or target
+    named by commit): said beside the commit's short id, it would say the commit twice."""
+    lowered = label.lower()
+    return len(lowered) >= 7 and commit.startswith(lowered) and \
+        all(c in "0123456789abcdef" for c in lowered)

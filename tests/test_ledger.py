@@ -297,6 +297,23 @@ def test_a_fix_brought_back_from_skipped_has_its_return_in_the_history(tmp_path)
     assert departures(stack.project()) == {}
 
 
+def test_a_revision_named_by_its_commit_is_said_once(tmp_path):
+    """A rebase to a commit (`--to up=<40 hex>`, or a pin made by commit) said it twice: the
+    rebase's first line `up: v1 (...) -> 5108f99469f0c1... (5108f99469f0)`, and the ledger's
+    History "rebased from v1 (`...`) to 5108f99469f0c1... (`5108f99469f0`)". Now the short id
+    once; a label that is a name (a tag, a version) keeps its id beside it."""
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    v1 = stack.base
+    new = stack.commit({"pkg/b.py": b"import os\n\n\n" + B}, "v2")
+    _, out, _ = stack.cli("rebase", "--to", f"up={new}")
+    assert out.splitlines()[0] == f"up: v1 ({v1[:12]}) -> {new[:12]}", out
+    history = [line for line in (stack.root / "series/PATCHES.md").read_text().splitlines()
+               if "| up/b-sign.patch | rebased" in line]
+    assert history == [f"| 2026-01-01 | up/b-sign.patch | rebased from v1 (`{v1[:12]}`) to "
+                       f"`{new[:12]}`: applied with offset |"], history
+
+
 def test_a_re_pin_or_a_new_upstream_keeps_the_ledger_in_step(tmp_path):
     """`upstream pin --force` and `upstream add` write the lock, whose pins the ledger shows:
     in a stack that keeps one, both regenerate it (as a rebase does), so the stack's CI

@@ -9,15 +9,21 @@ import sys
 from patchforge.cli import target_specs
 from patchforge.cli.output import Progress, echo, emit_json, gone_line, paint, table
 from patchforge.errors import ConflictStop, InProgressError, PatchforgeError, UsageError
+from patchforge.names import label_is_commit
 
 ACTION_COLORS = {"clean": "green", "offset": "green", "merged": "yellow", "resolved": "yellow",
                  "dropped": "cyan", "skipped": "magenta", "conflict": "red"}
 
 
+def _revision(label: str, commit: str) -> str:
+    """LABEL (SHORT-ID), or the short id alone where the label is the commit (a pin by commit)."""
+    return commit[:12] if label_is_commit(label, commit) else f"{label} ({commit[:12]})"
+
+
 def render_summary(summary: dict, app) -> None:
     for name, info in summary["upstreams"].items():
-        echo(f"{name}: {info['from']} ({info['from_commit'][:12]}) -> {info['to']} "
-             f"({info['to_commit'][:12]})")
+        echo(f"{name}: {_revision(info['from'], info['from_commit'])} -> "
+             f"{_revision(info['to'], info['to_commit'])}")
     rows = [[f"{p['upstream']}/{p['name']}", p["action"], p["detail"]]
             for p in summary["patches"]]
     if rows:
