@@ -230,6 +230,26 @@ def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
     assert mail.read_bytes() == (out / "0001-ck-a8w4-gfx950.patch").read_bytes()
 
 
+def test_a_pull_request_opened_with_parts_to_fill_in_says_so(stack, monkeypatch):
+    """`pr NAME --push FORK --open` in one go, the patch filling only some parts of the
+    template: the run said "not filled from the patch (fill in before opening): Test Plan", then
+    opened the draft pull request with those placeholders, as if it had not. It
+    says now that the draft went out with them, and the ways to fill them in; a dry run still
+    says to fill them in before opening."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    dry = run_pr(stack, "ck-a8w4-gfx950")
+    assert dry.rc == 0 and "(fill in before opening): Test Plan" in dry.out, dry.text
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 0, result.text
+    sent = json.loads([r for r in stack["forge"].requests if r.method == "POST"][-1].body)
+    assert "fill in before opening._" in sent["body"]
+    assert "fill in before opening" not in result.out, result.out
+    assert ("not filled from the patch: Test Plan; the draft pull request was "
+            "opened with them as placeholders: fill them in on the forge, or in PR.md and run "
+            "this `patchforge pr` again") in result.out, result.out
+
+
 def test_a_filled_in_pr_md_is_the_body_opened_and_is_never_rewritten(stack, monkeypatch):
     """The tutorial's way: draft, fill in the parts PR.md names, run again with --push --open.
     The second run rewrote PR.md from the patch (the filled-in text gone, no copy) and opened

@@ -250,6 +250,16 @@ def _way_onto(project, draft) -> str:
     return way
 
 
+def _sent_unfilled(document) -> str:
+    """Where a pull request went out with parts of its body still to fill in: that it did, and
+    the ways to fill them in ("" for a dry run, which opened nothing)."""
+    if not document["pull"]:
+        return ""
+    return (f"; the draft pull request was {document['pull']['action']} with them as placeholders"
+            ": fill them in on the forge, or in PR.md and run this `patchforge pr` again (a "
+            "PR.md changed by hand is the body it sends)")
+
+
 def _report(draft, document, body):
     from patchforge.pr.submit import UNFILLED_MARK
 
@@ -280,13 +290,15 @@ def _report(draft, document, body):
                        "take what you need into PR.md (or take it whole: "
                        f"`mv {shlex.quote(body.new_draft)} {shlex.quote(written['body'])}`)")
         if UNFILLED_MARK in body.text:
-            click.echo("PR.md still has parts to fill in (`fill in before opening`)")
+            click.echo("PR.md still has parts to fill in (`fill in before opening`)"
+                       + _sent_unfilled(document))
     else:
         click.echo(f"wrote {written['body']}" + (f" (from the upstream's {draft.body.template})"
                                                 if draft.body.template else ""))
         if draft.body.unfilled:
-            click.echo("not filled from the patch (fill in before opening): "
-                       + ", ".join(draft.body.unfilled))
+            click.echo(("not filled from the patch: " if document["pull"] else
+                        "not filled from the patch (fill in before opening): ")
+                       + ", ".join(draft.body.unfilled) + _sent_unfilled(document))
     if document["pushed"]:
         click.echo(f"pushed {document['pushed']['branch']} to {document['pushed']['remote']}")
     if document["pull"]:
