@@ -2344,6 +2344,39 @@ def test_a_series_lock_or_configuration_a_merge_left_unresolved_is_said_as_such(
     assert tree_bytes(root / "overlays") == before
 
 
+def test_a_patch_header_a_merge_left_unresolved_is_refused_not_sent_upstream(tmp_path):
+    """Two branches each refresh one fix on another day: both change its Last-Update line, and
+    `git merge` leaves that line between conflict markers, the rest of the file merged. The
+    header then ended at the marker and the block was read as description: `status` said the fix
+    applies, lint found nothing, and `pr` drafted the pull request with the markers in its
+    description. Refused now, naming the marker's line."""
+    import re
+
+    root = _three_fixes(tmp_path)
+    patch = root / "series" / "up" / "fix-5.patch"
+    commit = ["git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    subprocess.run([*commit, "-m", "three fixes"], cwd=root, check=True)
+    for branch, day in (("other", b"2026-01-02"), ("main", b"2026-01-03")):
+        checkout = ["-b", "other"] if branch == "other" else ["main"]
+        subprocess.run(["git", "checkout", "-q", *checkout], cwd=root, check=True)
+        patch.write_bytes(re.sub(rb"Last-Update: [0-9-]+", b"Last-Update: " + day,
+                                 patch.read_bytes()))
+        subprocess.run([*commit, "-am", f"{branch}: refreshed"], cwd=root, check=True)
+    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    assert merge.returncode == 1 and b"CONFLICT" in merge.stdout + merge.stderr
+    marker = patch.read_bytes().split(b"\n").index(b"<<<<<<< HEAD") + 1
+    for args in (["status"], ["overlays"], ["pr", "fix-5"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{patch}:{marker}: a merge conflict marker ('<<<<<<< HEAD'): a merge of this " \
+            "patch file was left unresolved" in run.err, (args, run.err)
+    assert not (root / ".patchforge" / "pr").exists()
+    run = run_cli(root, "lint", "--no-forge")
+    assert run.rc == 1 and "a merge conflict marker" in run.out, run.text
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...

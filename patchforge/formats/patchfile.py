@@ -602,8 +602,24 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     return pf
 
 
+# A merge's conflict block (`<<<<<<< HEAD` ... `>>>>>>> other`) in the header or description:
+# two branches that each refreshed one fix both changed its Last-Update line, and with the
+# markers the header ended above it, the rest read as description. Nothing said so; `pr` put
+# the markers into the pull request's description.
+_CONFLICT_OPENS = re.compile(rb"<{7}(?: |\r?\n|$)")
+_CONFLICT_CLOSES = re.compile(rb">{7}(?: |\r?\n|$)")
+
+
 def _check_description(text: bytes, source: str, first_line: int) -> None:
-    for k, line in enumerate(split_lines(text)):
+    lines = split_lines(text)
+    opened = next((k for k, line in enumerate(lines) if _CONFLICT_OPENS.match(line)), None)
+    if opened is not None and any(_CONFLICT_CLOSES.match(line) for line in lines[opened + 1:]):
+        marker = lines[opened].strip()[:40].decode("utf-8", "replace")
+        raise InputError(f"a merge conflict marker ({marker!r}): a merge of this patch file was "
+                         "left unresolved", path=source, line=first_line + opened,
+                         hint="resolve it: keep the header fields and description each side "
+                              "meant, and remove the marker lines")
+    for k, line in enumerate(lines):
         bare = line.rstrip(b"\n")
         if re.match(rb"^[ \tX]*(?:@@ |\*\*\* |\*{15}|\d+(?:,\d+)?[acdi](?:\d+(?:,\d+)?)?\r?$)",
                     bare):
