@@ -40,8 +40,7 @@ from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_o
 if TYPE_CHECKING:
     import mmap
 
-    from patchforge.store.git import StartedGit
-    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.store.gitstore import HistoryDiffs, UpstreamStore
 
 # The content states in which the history is asked whether the patch landed: its pre-image is
 # not all in the target, or the checks disagree (history.combine never overturns the rest).
@@ -2512,7 +2511,7 @@ class HistoryIndex:
         self._touches: dict[str, list[str]] | None = None  # `log` as a dict (_fetch_versions)
         # The diffs start_landing asked for and no question has taken yet: (paths, the git
         # process reading them), and those paths.
-        self._started: list[tuple[list[str], StartedGit]] = []
+        self._started: list[tuple[list[str], HistoryDiffs]] = []
         self._starting: set[str] = set()
         # Every commit of the range but merges, as the walk lists them (newest first), and
         # where each is in it (`beside`): left empty where the walk is not read.

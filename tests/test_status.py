@@ -456,7 +456,8 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
     # search asks about.
     assert [" log --raw " in argv for argv in asked].count(True) == 1, "\n".join(asked)
     assert len(asked) >= 2, "\n".join(asked)
-    made = sorted((cache_dir() / "kept").iterdir())
+    made = sorted(p for p in (cache_dir() / "kept").iterdir()
+                  if p.name.split("-")[1] in ("range", "renames"))
     assert sorted(p.name.split("-")[1] for p in made) == \
         ["range"] + ["renames"] * (len(asked) - 1), made
     wholes = [p.read_bytes() for p in made]
@@ -474,6 +475,48 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
     again, asked = status()
     assert again == first and len(asked) == len(made), asked
     assert [p.read_bytes() for p in made] == wholes
+
+
+def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path):
+    """The history's diffs (`git diff-tree --stdin -p` of the commits that change the series'
+    files, limited to them) are a function of those commits and paths: the first `status
+    --against` keeps git's text in the cache and the next one reads it back, starting no such
+    process, with the same answer (the landing commit named from those diffs); kept text cut
+    short or damaged is asked of git again."""
+    text = upstream.read(MAIN)
+    for k in range(4):  # a history that changes the fixed file again and again
+        text = text.replace(b"    total = 0\n" if k == 0 else b"    total = %d\n" % (k - 1),
+                            b"    total = %d\n" % k)
+        upstream.commit({MAIN: text}, f"start the total at {k}")
+    landed, target = history_around(upstream, {MAIN: fixed}, "the fix, verbatim")
+    stack.add("fix.patch", the_fix())
+
+    def status() -> tuple[bytes, list[str]]:
+        trace = tmp_path / "trace.json"
+        trace.unlink(missing_ok=True)
+        proc = run_subprocess(stack.root, "status", "--against", f"up={target}", "--json",
+                              env={"GIT_TRACE2_EVENT": str(trace)})
+        assert proc.returncode == 1, proc.stderr
+        started = [json.loads(line) for line in trace.read_text().splitlines()]
+        return proc.stdout, [" ".join(e["argv"]) for e in started if e["event"] == "start"
+                             and " diff-tree --stdin -p " in " ".join(e["argv"])]
+
+    first, asked = status()
+    [found] = json.loads(first)["patches"]
+    assert (found["state"], found["landed_in"]) == ("upstreamed", landed), found
+    assert asked, "the history's diffs are read"
+    made = sorted((cache_dir() / "kept").glob("git-diffs-*"))
+    assert len(made) == len(asked), made
+    wholes = [p.read_bytes() for p in made]
+    assert all(b"diff --git a/" + MAIN.encode() in whole for whole in wholes)
+    again, asked_again = status()
+    assert (again, asked_again) == (first, [])
+    for damaged in (lambda whole: whole[:-1], lambda whole: whole.replace(b"total", b"totaL")):
+        for path, whole in zip(made, wholes):
+            path.write_bytes(damaged(whole))
+        again, asked_again = status()
+        assert again == first and len(asked_again) == len(asked), asked_again
+        assert [p.read_bytes() for p in made] == wholes
 
 
 def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):

@@ -39,8 +39,7 @@ from patchforge.store.diff import FileChange, StartedDiffs, added_lines, conflic
 if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
-    from patchforge.store.git import StartedGit
-    from patchforge.store.gitstore import UpstreamStore
+    from patchforge.store.gitstore import HistoryDiffs, UpstreamStore
     from patchforge.store.rangediff import RangeDiffImport
 
 # The moved patches' new diffs and the landed files' history diffs of each 1/_EARLY_PARTS of
@@ -101,10 +100,10 @@ class Rebase:
         self._pairs_made: dict[str, dict] = {}
         # The landed patches' files whose history diffs no git process reads yet (upstream ->
         # paths), those asked for (upstream -> paths), and the processes reading them, started
-        # while the walk went on: [(HistoryIndex, paths, StartedGit)]
+        # while the walk went on: [(HistoryIndex, paths, HistoryDiffs)]
         self._landed_unasked: dict[str, set[str]] = {}
         self._landed_asked: dict[str, set[str]] = {}
-        self._landing_reads: list[tuple[HistoryIndex, list[str], StartedGit]] = []
+        self._landing_reads: list[tuple[HistoryIndex, list[str], HistoryDiffs]] = []
         self._read_patches: dict = {}  # (upstream, name) -> PatchFile of the old series
         # (upstream, name) -> the bytes a dropped patch is kept under upstreamed/ with, when
         # no journal holds them (a dry run stages nothing)
@@ -1074,7 +1073,7 @@ class Rebase:
         """The history's diffs of the landed patches' files, which `_find_landings` reads:
         the `git diff-tree` processes started during the walk and one per upstream for the
         files not asked for yet, started now (all of them ended with `started`).
-        [(HistoryIndex, paths, StartedGit)]"""
+        [(HistoryIndex, paths, HistoryDiffs)]"""
         targets = {result.upstream: target for result, _, _, target, _ in self._landings}
         for upstream in list(self._landed_unasked):
             if upstream in targets:

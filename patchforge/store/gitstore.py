@@ -49,7 +49,7 @@ from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from patchforge.store.imports import ImportResult
 
@@ -229,10 +229,11 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
 _KEPT_ANSWER = b"patchforge-git-answer"
 
 
-def _answer_name(kind: str, args: tuple[str, ...]) -> str:
-    """The kept file's name of git's answer to `args` (UpstreamStore._answer_of_two_commits):
-    `kind`, then a digest of the arguments and of the git that answers (its path, size and
-    modification time: an upgrade of git asks again)."""
+def _answer_name(kind: str, args: tuple[str, ...], input: bytes = b"") -> str:
+    """The kept file's name of git's answer to `args` with `input` on its standard input
+    (UpstreamStore._answer_of_two_commits, start_commit_patches): `kind`, then a digest of the
+    arguments, the input and the git that answers (its path, size and modification time: an
+    upgrade of git asks again)."""
     import hashlib  # here: only the kept answers are named by it
 
     executable = git_executable()
@@ -242,6 +243,7 @@ def _answer_name(kind: str, args: tuple[str, ...]) -> str:
     except OSError:
         identity = executable
     digest = hashlib.sha256("\0".join((identity, *args)).encode("utf-8", "surrogateescape"))
+    digest.update(b"\0%d\0" % len(input) + input)
     return f"git-{kind}-{digest.hexdigest()[:40]}"
 
 
@@ -273,6 +275,29 @@ def _kept_answer(data: bytes | mmap.mmap | None) -> bytes | None:
         if isinstance(data, mmap.mmap):
             data.close()
     return out if fields[0] == b"%08x" % zlib.crc32(out) else None
+
+
+class HistoryDiffs:
+    """start_commit_patches' answer: git's text read back from the cache (`answer`: bytes),
+    or a started git (`answer`: its StartedGit) whose text `keep`, if given, is handed once it
+    has ended well. result() and close() as StartedGit's."""
+
+    def __init__(self, answer: bytes | StartedGit,
+                 keep: Callable[[bytes], None] | None = None) -> None:
+        self._answer = answer
+        self._keep = keep
+
+    def result(self) -> bytes:
+        if isinstance(self._answer, bytes):
+            return self._answer
+        out = self._answer = self._answer.result()
+        if self._keep is not None:
+            self._keep(out)
+        return out
+
+    def close(self) -> None:
+        if not isinstance(self._answer, bytes):
+            self._answer.close()
 
 
 # What git says when it cannot write into the store: a read-only mount, a directory it may not
@@ -1669,15 +1694,26 @@ class UpstreamStore:
         commit's id on a line, then its diff against its parent, in one `git diff-tree`."""
         return self.start_commit_patches(commits, paths).result()
 
-    def start_commit_patches(self, commits: list[str], paths: list[str]) -> StartedGit:
-        """commit_patches() started: its result() is the same text, read when needed."""
+    def start_commit_patches(self, commits: list[str], paths: list[str]) -> HistoryDiffs:
+        """commit_patches() started: its result() is the same text, read when needed. The
+        diffs of given commits in given files never change: git's text is kept in the cache
+        (as _answer_of_two_commits keeps its answers, named by a digest of the commits, the
+        paths and git) and a later command asking the same reads it back, no git started."""
         # DIFF_OPTIONS (git's defaults, named): a commit's diff of a file is then the diff
         # store.diff.changed_blocks makes of its two contents (landed detection takes one
         # for the other).
-        return StartedGit("diff-tree", "--stdin", "-p", *DIFF_OPTIONS, "--", *paths,
-                          git_dir=self.git_dir,
-                          input="".join(f"{c}\n" for c in commits).encode(),
-                          what="reading upstream history")
+        args = ("diff-tree", "--stdin", "-p", *DIFF_OPTIONS, "--", *paths)
+        input = "".join(f"{c}\n" for c in commits).encode()
+        if not all(_HEX40.fullmatch(commit) for commit in commits):
+            return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
+                                           what="reading upstream history"))
+        name = _answer_name("diffs", args, input)
+        kept = _kept_answer(self.kept_text(name))
+        if kept is not None:
+            return HistoryDiffs(kept)
+        return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
+                                     what="reading upstream history"),
+                          lambda out: self.keep_text(name, _answer_kept(out)))
 
     def new_contents(self, commit: str) -> dict[str, bytes]:
         """Each file `commit` (not a merge) adds or changes, with its content after it (no
