@@ -1253,6 +1253,25 @@ def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_na
     assert b"return -30" in (project.work / "pkg/mod.py").read_bytes()
 
 
+def test_bump_dry_run_says_an_edit_not_refreshed_keeps_the_bump_from_running(project):
+    """An edit holds a change not refreshed. `bump --dry-run` said "the stack would move
+    cleanly", exit 0, of the patch file, not a word of the edit, and the bump itself is refused
+    (exit 2) for that edit; `rebase --dry-run` says so in a note, and so does the bump's."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -300\n\n"}))
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    _, out, err = project.cli("bump", "up", "--to", target, "--dry-run")
+    assert "would move cleanly" in out, out
+    assert "note: up/fix-a.patch is being edited and has changes not refreshed: this dry run " \
+        "used its patch file, and the bump is refused until `patchforge refresh`" in err, err
+    _, _, err = project.cli("bump", "up", "--to", target, expect=2)
+    assert "has changes not refreshed" in err, err
+    project.cli("refresh")
+    _, _, err = project.cli("bump", "up", "--to", target, "--dry-run")
+    assert "being edited" not in err, err
+
+
 def test_refresh_says_when_the_series_before_the_patch_changed_under_the_edit(project):
     """A `git pull` while `fix-b` is being edited brings a teammate's fix-a, changing a line in
     fix-b's hunk's context. refresh wrote fix-b, made on the old fix-a, exit 0 without a word;

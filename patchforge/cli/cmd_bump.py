@@ -92,6 +92,15 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
                             registry=registry, forge=forge, proposing=open_pr,
                             on_patch=lambda u, n: progress.advance(f"{u}/{n}"),
                             before_move=before_move)
+        if dry_run and not as_json:
+            # As `rebase --dry-run` says: the judgement read the patch file, and the bump
+            # itself is refused until the edit is refreshed. The report said "would move
+            # cleanly", exit 0, of a bump that then exits 2.
+            from patchforge.cli.output import say_unrefreshed_edits
+
+            say_unrefreshed_edits(project, store, [document["upstream"]],
+                                  "this dry run used its patch file, and the bump is refused "
+                                  "until", " (or `patchforge edit --close --discard`)")
     markdown = render_markdown(document)
     # A bump that moved the stack but whose pull request the forge did not take (the run
     # failed after the move): kept, and proposed now. Run again, it said "nothing to move"
