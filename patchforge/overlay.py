@@ -1962,6 +1962,13 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                 held.setdefault(holds, None)
             elif there.kind == "other" and there.detail:
                 rows.append((label, "mismatch", there.detail))
+            elif there.kind in ("directory", "other"):
+                # Said as what is there: "not the pre-image this overlay was made for", with a
+                # hint to deploy another version or rebase, sent the user after a version.
+                what = "a directory" if there.kind == "directory" else \
+                    "a named pipe, a socket or a device"
+                rows.append((label, "mismatch", f"{what} is installed there, where the overlay's "
+                             "pre-image is a file" + there.read_through()))
             elif entry["base_sha256"] is None:
                 if there.exists():
                     rows.append((label, "mismatch", "the overlay creates this file, but it exists"

@@ -2377,6 +2377,31 @@ def test_a_patch_header_a_merge_left_unresolved_is_refused_not_sent_upstream(tmp
     assert run.rc == 1 and "a merge conflict marker" in run.out, run.text
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_verify_installed_names_a_directory_or_pipe_where_a_file_should_be(tmp_path, kind):
+    """`verify --installed DIR` with a directory (or a named pipe) where an overlay's pre-image
+    should be said "installed file is not the pre-image this overlay was made for", and its
+    hint sent the user to deploy another upstream version or rebase. It says what is there."""
+    from helpers.project import UPSTREAM_FILES
+
+    root = _three_fixes(tmp_path)
+    installed = tmp_path / "site-packages"
+    for path, data in UPSTREAM_FILES.items():
+        (installed / path).parent.mkdir(parents=True, exist_ok=True)
+        if path != "a.py":
+            (installed / path).write_bytes(data)
+    if kind == "directory":
+        (installed / "a.py").mkdir()
+    else:
+        os.mkfifo(installed / "a.py")
+    run = run_cli(root, "verify", "--installed", str(installed), "--json")
+    assert run.rc == 1, run.text
+    what = "a directory" if kind == "directory" else "a named pipe, a socket or a device"
+    assert f"{what} is installed there, where the overlay's pre-image is a file" in run.out, \
+        run.out
+    assert "not the pre-image" not in run.text and "rebase --to" not in run.text, run.text
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...
