@@ -551,6 +551,14 @@ def refuse_linked_state(state_dir: Path) -> None:
     would have every writing command write through it, truncating a `lock` file elsewhere,
     making worktrees and journals outside the project. Refused before anything is written."""
     links = [state_dir] if state_dir.is_symlink() else []
+    if not links and os.path.lexists(state_dir) and not state_dir.is_dir():
+        # A file of that name (committed: `/.patchforge/` in .gitignore ignores a directory
+        # only) failed every writing command with "Not a directory" and the hint of a rebase
+        # journal that was never there.
+        raise UsageError(f"{state_dir} is a file, not a directory: patchforge keeps its local "
+                         "state there, in a directory of its own",
+                         hint=f"move the file aside (`mv {state_dir} {state_dir}.file`); "
+                              "patchforge makes the directory")
     if not links:
         try:
             links = [Path(entry.path) for entry in os.scandir(state_dir) if entry.is_symlink()]

@@ -206,7 +206,9 @@ def _read_journal(project: Project) -> dict | None:
     path = journal_path(project)
     try:
         data = parse_json(path.read_bytes())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # (NotADirectoryError: .patchforge/ or its rebase/ is a file, where no journal can be:
+        # it was "a rebase in progress (journal unreadable)".)
         return None
     except (OSError, ValueError):
         return {"unreadable": True}

@@ -1811,6 +1811,25 @@ def test_a_file_name_with_backticks_never_leaves_its_code_span(tmp_path):
     assert "<img" not in _outside_code_spans(rows[0]), rows[0]
 
 
+def test_a_state_path_that_is_a_file_is_named_never_taken_for_a_rebase(tmp_path):
+    """`.patchforge` committed as a file (`/.patchforge/` in .gitignore ignores a directory
+    only): `status` said "a rebase is in progress (journal unreadable)", and every writing
+    command failed with "Not a directory" and the hint that the rebase journal records where
+    the rebase stands (`rebase --continue`, `--abort`), for a rebase that never was. Status
+    reads the project as it is; a writing command names the file and the way on."""
+    root = _three_fixes(tmp_path)
+    shutil.rmtree(root / ".patchforge")
+    (root / ".patchforge").write_bytes(b"not a directory\n")
+    run = run_cli(root, "status")
+    assert run.rc == 0 and "rebase" not in run.text, run.text
+    for args in (["overlays"], ["edit", "fix-5"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{root / '.patchforge'} is a file, not a directory" in run.err, (args, run.err)
+        assert "rebase" not in run.err, (args, run.err)
+    assert (root / ".patchforge").read_bytes() == b"not a directory\n"
+
+
 def test_a_symlinked_state_directory_is_never_written_through(tmp_path):
     """.patchforge/ committed as a symlink (`git add -f` passes .gitignore), or a link inside
     it: `overlays` truncated the `lock` file of the directory it named, and `edit` made its
