@@ -106,6 +106,14 @@ def read_no_link(path: Path) -> bytes:
             raise InputError(f"{path} is a symlink: patchforge reads the series from the "
                              "project's own files only",
                              hint="replace the link with the file it names") from None
+        if exc.errno == errno.ENOTDIR:
+            # A file where the series' directory goes (series/up): "Not a directory", with
+            # the hint to run the command again, which failed the same way.
+            above = next((p for p in Path(path).parents if p.is_file()), Path(path).parent)
+            raise InputError(f"{above} is a file, where a series directory goes: {path} "
+                             "cannot be read",
+                             hint=f"move {above} aside; the series' directory holds its "
+                                  "`series` file and the patch files") from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):

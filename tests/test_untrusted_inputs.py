@@ -2421,6 +2421,23 @@ def test_verify_installed_names_a_directory_or_pipe_where_a_file_should_be(tmp_p
     assert "not the pre-image" not in run.text and "rebase --to" not in run.text, run.text
 
 
+@pytest.mark.parametrize("made_a_file", ["series/up", "series"])
+def test_a_file_where_a_series_directory_goes_is_named(tmp_path, made_a_file):
+    """A file where the series' directory goes (`series/up`, or `series` itself: a merge or a
+    hand edit left one): every command failed with "Not a directory: .../series/up/series" and
+    the hint "nothing was left half-written (every write is atomic); run the command again",
+    which failed the same way. The file is named, with the way on."""
+    root = _three_fixes(tmp_path)
+    shutil.rmtree(root / made_a_file)
+    (root / made_a_file).write_bytes(b"not a directory\n")
+    for args in (["status"], ["overlays"], ["list"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert f"{root / made_a_file} is a file, where a series directory goes" in run.err, \
+            (args, run.err)
+        assert "run the command again" not in run.err, run.err
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...
