@@ -2138,7 +2138,9 @@ def overlay_file_bytes(root: Path, rel: str) -> tuple[bytes | None, str | None]:
         except FileNotFoundError:
             return None, None
         except NotADirectoryError:
-            return None, f"{path.parent.relative_to(root)} is a file, not a directory"
+            # (Named from the project: the overlays directory itself a file was ". is a file".)
+            return None, f"{root.name}/{path.parent.relative_to(root)} is a file, not a " \
+                "directory" if path.parent != root else f"{root.name} is a file, not a directory"
         if stat.S_ISLNK(mode):
             at = "" if path == root / rel else f" ({path.relative_to(root)}/)"
             return None, (f"a symlink{at} to {_link_shown(path)}: an overlay file is the file "

@@ -2438,6 +2438,18 @@ def test_a_file_where_a_series_directory_goes_is_named(tmp_path, made_a_file):
         assert "run the command again" not in run.err, run.err
 
 
+def test_overlays_check_names_an_overlays_path_that_is_a_file(tmp_path):
+    """`overlays/` itself a file: `overlays --check` said ". is a file, not a directory" for each
+    overlay, naming nothing the user could find. It names `overlays` now."""
+    root = _three_fixes(tmp_path)
+    shutil.rmtree(root / "overlays")
+    (root / "overlays").write_bytes(b"not a directory\n")
+    run = run_cli(root, "overlays", "--check")
+    assert run.rc == 1, run.text
+    assert "a.py: overlays is a file, not a directory" in run.out, run.out
+    assert ": . is a file" not in run.out, run.out
+
+
 def test_a_series_or_patch_file_that_is_a_symlink_is_never_read(tmp_path):
     """A pull request commits `series/up/series` as a link to a file of the machine that runs
     its CI (/proc/self/environ, a key): `lint` printed its lines as patch names ("up/SECRET=...
