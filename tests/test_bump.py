@@ -1781,3 +1781,29 @@ def test_a_kept_bump_report_nested_too_deep_is_no_internal_error(
     code, out, err = scenario.bump("vllm", "--to", tag, "--open-pr", "--json")
     assert code in (0, 1), err
     assert "internal error" not in err
+
+
+@pytest.mark.parametrize("fragment", ["#\x1b]0;owned\x07\x1b[2J", "#\u202etop", "\n"])
+def test_the_pull_requests_address_printed_and_kept_is_its_own_never_the_forges_text(
+        clean, fragment):
+    """The forge's answer to `bump --open-pr` named the pull request with terminal escapes (or
+    a bidirectional override, or a newline) after it: the command printed that text as it
+    came (the terminal's title and screen the forge's) and kept it in the report. The
+    address printed and kept is the pull request's, made of its checked parts, as `pr`
+    records it."""
+    clean.forge.html_url_template = "https://github.com/{repo}/pull/{number}" + fragment
+    code, out, err = clean.bump("--open-pr")
+    assert code == 0, err
+    assert "pull request: opened https://github.com/team/stack/pull/1\n" in err, err
+    assert not any(ch in err + out for ch in "\x1b\x07\u202e"), err
+    report = json.loads((clean.root / ".patchforge" / "bump" / "report.json").read_text())
+    assert report["pull_request"]["url"] == "https://github.com/team/stack/pull/1"
+
+
+def test_a_pull_request_address_of_another_repository_is_refused(clean):
+    """An answer naming another repository's pull request was printed and kept as the bump's;
+    it is refused (exit 2), naming it."""
+    clean.forge.html_url_template = "https://github.com/mallory/elsewhere/pull/{number}"
+    code, out, err = clean.bump("--open-pr")
+    assert code == 2, err
+    assert "https://github.com/mallory/elsewhere/pull/1" in err and "team/stack#1" in err, err

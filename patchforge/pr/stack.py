@@ -330,5 +330,13 @@ def open_stack_pull(project: Project, forge, *, tag: str, title: str, body: str,
     else:
         pull = forge.create_pull(repo, title, body, branch, base, draft=True)
         action = "opened"
-    return StackPullRequest(action, branch, repo, base, title, commit, pull.number,
-                            pull.html_url or pull.url)
+    # The address printed and kept is the pull request's, made of its checked parts, as `pr`
+    # records it: the forge's own text could carry a newline or terminal escapes into the
+    # command's output and the kept report.
+    from patchforge.pr.submit import check_pull_url
+
+    url = check_pull_url(pull.html_url or pull.url, repo, pull.number,
+                         getattr(forge, "api_url", None), "the bump's report",
+                         getattr(forge, "web_host", None),
+                         hint=f"check the forge's pull request {repo}#{pull.number} by hand")
+    return StackPullRequest(action, branch, repo, base, title, commit, pull.number, url)

@@ -483,14 +483,15 @@ def open_or_update(forge, draft: Draft, owner: str, existing=NOT_ASKED, *,
 
 
 def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch: str,
-                   web_host: str | None = None) -> str:
+                   web_host: str | None = None, hint: str | None = None) -> str:
     """The address to record for the pull request the forge answered about:
     `https://HOST/OWNER/REPO/pull/N`, made of the parts checked here, never the forge's text
     (whose `#fragment` or `?query` could hold control or invisible characters, which lint
     then refused in the patch's headers: the stack's CI broken by an answer nobody saw).
     Refused (NetworkError, exit 2, before the patch is written) when that URL is not the pull
     request it answered about: another repository or number (status would then follow that
-    other pull request and say it merged), not https, or a host other than the web host of
+    other pull request and say it merged; `hint` says what to do then, where the default,
+    recording Forwarded by hand, is not the way on), not https, or a host other than the web host of
     the forge's API (net.forge.web_hosts: github.com for api.github.com, H for GitHub
     Enterprise's https://H/api/v3, `web_host` when configured)."""
     from patchforge.errors import NetworkError
@@ -507,7 +508,7 @@ def check_pull_url(url: str, repo: str, number: int, api_url: str | None, patch:
         raise NetworkError(
             f"pull request {repo}#{number} is open, but the forge gave its address as {url!r}, "
             f"which is not that pull request: not recorded in {patch}",
-            hint=f"record `Forwarded: {expected}` by hand once you have checked it")
+            hint=hint or f"record `Forwarded: {expected}` by hand once you have checked it")
     # The owner and name as the forge spells them (compared without case above: each is one
     # of the configured repository's), the host in lower case.
     return ref.html_url
