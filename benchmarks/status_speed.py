@@ -4,6 +4,7 @@
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
         [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
         [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread] [--by-name]
+        [--first-asking]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -31,6 +32,11 @@ The code measured is the patchforge beside this script (PYTHONPATH), with its by
 the way an installed package has it; `--other DIR` times a second source tree the same way in
 the same run (e.g. an earlier commit, `git archive REV | tar -x -C DIR`), alternating with the
 first, for before/after figures taken side by side. Both must give the same answer.
+
+What a command keeps in the cache's `kept/` for the next one (a release's loose code, git's
+answers about the history between a pin and a target) is read back by every run after the
+untimed one. `--first-asking` empties `kept/` before each patchforge run instead: the figure of
+the first command to ask about a target (a nightly asked about once), next to git's.
 """
 from __future__ import annotations
 
@@ -85,6 +91,8 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
         answers: dict[str, bytes] = {}
         for run in range(args.runs + 1):
             for label, _ in codes:
+                if args.first_asking:
+                    shutil.rmtree(work / "pf-cache" / "kept", ignore_errors=True)
                 # From the project: `python -m` puts the working directory first on sys.path,
                 # where a patchforge source tree would win over the one PYTHONPATH names.
                 wall, cpu, proc = timed(pf_argv, env=envs[label], cwd=project)
@@ -130,6 +138,9 @@ def main(argv=None) -> int:
     parser.add_argument("--by-name", action="store_true",
                         help="give patchforge the targets as named (a tag is checked against "
                              "the remote), not their commit ids")
+    parser.add_argument("--first-asking", action="store_true",
+                        help="empty the cache's kept/ before each patchforge run: the first "
+                             "command asking about a target")
     args = parser.parse_args(argv)
     if args.repo is None:
         parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
@@ -139,7 +150,9 @@ def main(argv=None) -> int:
     rows = []
     for branch, targets in series:
         rows += measure(args, build_series(args.repo.resolve(), branch), targets)
-    print(f"status --against next to git cherry, median of {args.runs} runs")
+    print(f"status --against next to git cherry, median of {args.runs} runs"
+          + (" (first asking: the cache's kept/ emptied before each patchforge run)"
+             if args.first_asking else ""))
     print("| series | target | commits base..target | code | patchforge wall | git cherry wall | "
           "ratio | patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
