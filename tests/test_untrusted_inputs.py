@@ -2239,42 +2239,21 @@ def test_a_forge_answer_whose_length_is_no_number_is_said_not_a_traceback(tmp_pa
     digits: int() refused it inside the lookup thread, which died printing a bare Python
     traceback, and `status` waited out its whole 20 s deadline for the answer ("no answer
     within 20 s"). The answer is refused as such now, naming its Content-Length."""
-    import socket
-    import threading
-
     pull = json.dumps({"number": 1, "state": "open", "merged": False, "url": "x",
                        "html_url": "https://github.com/o/r/pull/1",
                        "head": {"ref": "b", "sha": "0" * 40}, "base": {"ref": "main"},
                        "title": "t"}).encode()
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: " + b"9" * 5000 + b"\r\nConnection: close\r\n\r\n"
-                             + pull)
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        root = _three_fixes(tmp_path)
-        config = root / "pyproject.toml"
-        config.write_text(config.read_text().replace(
-            "https://api.github.com", f"http://127.0.0.1:{listener.getsockname()[1]}"))
-        patch = root / "series" / "up" / "fix-5.patch"
-        patch.write_bytes(patch.read_bytes().replace(
-            b"Upstream-Status: Pending",
-            b"Upstream-Status: Submitted\nForwarded: https://github.com/o/r/pull/1"))
-        run = run_cli(root, "status", "--json")
-    finally:
-        listener.close()
+    url, _ = _raw_server(lambda conn: conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + b"9" * 5000
+        + b"\r\nConnection: close\r\n\r\n" + pull))
+    root = _three_fixes(tmp_path)
+    config = root / "pyproject.toml"
+    config.write_text(config.read_text().replace("https://api.github.com", url))
+    patch = root / "series" / "up" / "fix-5.patch"
+    patch.write_bytes(patch.read_bytes().replace(
+        b"Upstream-Status: Pending",
+        b"Upstream-Status: Submitted\nForwarded: https://github.com/o/r/pull/1"))
+    run = run_cli(root, "status", "--json")
     assert run.rc == 0 and "Traceback" not in run.err, run.text
     assert "no answer within" not in run.out, run.out
     assert "the answer's Content-Length (99999999999999999999...) is no length" in run.out, run.out

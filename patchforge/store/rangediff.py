@@ -630,22 +630,30 @@ def _abbreviation_length(count: int) -> int:
     return max(7, (count.bit_length() + 1) // 2)
 
 
+def _pack_indexes(git_dir: Path) -> list[str] | None:
+    """The paths of the pack indexes of `git_dir` whose pack is there; None where git counts
+    other entries too (a multi-pack index, alternates of its own). OSError when the pack
+    directory cannot be read."""
+    objects = os.path.join(git_dir, "objects")
+    pack_dir = os.path.join(objects, "pack")
+    names = set(os.listdir(pack_dir))
+    if "multi-pack-index" in names or os.path.exists(os.path.join(objects, "info", "alternates")):
+        return None
+    return [os.path.join(pack_dir, name) for name in names
+            if name.endswith(".idx") and name[:-4] + ".pack" in names]
+
+
 def _pack_objects(git_dir: Path) -> int | None:
     """How many entries the packs of `git_dir` hold, as git counts them for the abbreviated
     ids' length (each index's count); None where another count could apply (a multi-pack
     index, alternates of its own) or an index cannot be read."""
-    objects = os.path.join(git_dir, "objects")
-    pack_dir = os.path.join(objects, "pack")
     count = 0
     try:
-        names = set(os.listdir(pack_dir))
-        if "multi-pack-index" in names or os.path.exists(
-                os.path.join(objects, "info", "alternates")):
+        indexes = _pack_indexes(git_dir)
+        if indexes is None:
             return None
-        for name in names:
-            if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
-                continue
-            with open(os.path.join(pack_dir, name), "rb") as f:
+        for path in indexes:
+            with open(path, "rb") as f:
                 head = f.read(1032)
             # version 2 starts "\377tOc", version 1 with its fan-out table (whose last of 256
             # entries is the count)
@@ -761,19 +769,14 @@ def _store_ids(git_dir: Path) -> tuple[int, list[tuple[tuple[int, ...], mmap.mma
     up in), or None where _pack_objects would say None (or an index is not version 2). The
     indexes are mapped, not read: a long history's store has one of megabytes, of
     which a few pages are looked at. The caller closes the maps."""
-    objects = os.path.join(git_dir, "objects")
-    pack_dir = os.path.join(objects, "pack")
     count = 0
     tables: list[tuple[tuple[int, ...], mmap.mmap]] = []
     try:
-        names = set(os.listdir(pack_dir))
-        if "multi-pack-index" in names or os.path.exists(
-                os.path.join(objects, "info", "alternates")):
+        indexes = _pack_indexes(git_dir)
+        if indexes is None:
             return None
-        for name in names:
-            if not name.endswith(".idx") or name[:-4] + ".pack" not in names:
-                continue
-            with open(os.path.join(pack_dir, name), "rb") as f:
+        for path in indexes:
+            with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 index = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size >= 1032 \
                     else None
