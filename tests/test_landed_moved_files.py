@@ -383,7 +383,7 @@ def test_bring_back_of_a_removal_of_code_upstream_moved_is_no_landing(tmp_path):
     and done as it says, the fix deletes f15 from k2.py."""
     stack, moving = moved_f15(tmp_path)
     stack.cli("rebase", "--to", "up=v2", expect=3)
-    stack.cli("rebase", "--skip")
+    stack.cli("rebase", "--skip", expect=1)
     rc, out, err = stack.cli("bring-back", "fix", expect=3)
     assert f"k.py: the code it removes was moved to k2.py by commit {moving}, and is there" \
         in err, err

@@ -470,7 +470,7 @@ class StackModel(RuleBasedStateMachine):
             else:
                 self.head_files[changed] = new
         result = self.cli("rebase", "--to", f"up={self.up.head()}")
-        self.allowed(result, 0, 2, 3)
+        self.allowed(result, self.finished(), 2, 3)
 
     def resolve(self) -> bool:
         """Resolve a stop the way a user would: upstream's side, then the fix's change again."""
@@ -490,7 +490,7 @@ class StackModel(RuleBasedStateMachine):
     def resolve_and_continue(self) -> None:
         if self.resolve():
             # 2: a scratch file is in the stop's worktree (listed and refused, never taken).
-            self.allowed(self.cli("rebase", "--continue"), 0, 2, 3)
+            self.allowed(self.cli("rebase", "--continue"), self.finished(), 2, 3)
 
     @rule()
     def resolve_only(self) -> None:
@@ -506,7 +506,7 @@ class StackModel(RuleBasedStateMachine):
 
     @rule()
     def skip(self) -> None:
-        self.allowed(self.cli("rebase", "--skip"), 0, 2, 3)
+        self.allowed(self.cli("rebase", "--skip"), self.finished(), 2, 3)
 
     @rule()
     def abort(self) -> None:
@@ -515,7 +515,12 @@ class StackModel(RuleBasedStateMachine):
     @rule()
     def continue_as_is(self) -> None:
         # Continuing a stop nobody resolved is refused (markers) or takes the file as it is.
-        self.allowed(self.cli("rebase", "--continue"), 0, 2, 3)
+        self.allowed(self.cli("rebase", "--continue"), self.finished(), 2, 3)
+
+    def finished(self) -> int:
+        """The exit of a move that finished: 1 while a fix is set aside under skipped/ (in
+        none of the overlays it wrote), else 0."""
+        return 1 if self.skipped() else 0
 
     def skipped(self) -> list[str]:
         directory = self.series_dir / "skipped"

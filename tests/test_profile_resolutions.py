@@ -132,7 +132,7 @@ def test_bring_back_continue_checks_the_resolution_in_every_profiles_series(tmp_
     the fix still in skipped/; the resolution that fits is brought back."""
     stack = stack_with(tmp_path, ["fix-all", "fix-950-lines"])
     stack.cli("rebase", "--to", "up=v2", expect=3)
-    stack.cli("rebase", "--skip")
+    stack.cli("rebase", "--skip", expect=1)
     skipped = stack.patch("up", "fix-all", "skipped")
     stack.cli("bring-back", "fix-all", expect=3)
     (work(stack) / "tune.py").write_bytes(V2.replace(b"BLOCK = 24", b"BLOCK = 32")
@@ -154,7 +154,7 @@ def test_bring_back_continue_refuses_a_directory_where_another_profiles_fix_make
         tmp_path):
     stack = stack_with(tmp_path, ["fix-all", "fix-950-file"])
     stack.cli("rebase", "--to", "up=v2", expect=3)
-    stack.cli("rebase", "--skip")
+    stack.cli("rebase", "--skip", expect=1)
     stack.cli("bring-back", "fix-all", expect=3)
     resolve_with_directory(stack)
     refused(stack, "bring-back", "in the series of gfx950, fix-all.patch creates pkg/sub/x.py, "

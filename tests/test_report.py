@@ -224,7 +224,7 @@ def test_report_says_a_rebase_is_stopped_and_a_fix_is_set_aside(project, tmp_pat
     _, dom = render_in_chromium(stopped, tmp_path)
     assert "a rebase is stopped at more-retries.patch" in dom
     assert "patches apply and are still needed" not in dom
-    pf(project, "rebase", "--skip")
+    pf(project, "rebase", "--skip", check=1)
     skipped = tmp_path / "skipped.html"
     pf(project, "status", "--html", str(skipped), check=1)
     _, dom = render_in_chromium(skipped, tmp_path)

@@ -55,7 +55,7 @@ def test_continue_refuses_a_new_file_under_a_path_that_is_a_file_at_the_target(t
     assert "`patchforge rebase --skip` keeps the whole patch in series/up/skipped/" in err, err
     # Refused again, the same, and --skip still goes on from the stop: the fix kept aside.
     _refused_and_kept(project, "rebase", "pkg/sub/new.py", before)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     assert project.series() == []
     assert project.patch("fix-b", "skipped") == before
     _, out, _ = project.cli("status", expect=1)  # only the skipped fix needs attention
@@ -91,7 +91,7 @@ def test_a_continued_resolution_that_fits_the_target_is_what_git_applies(tmp_pat
 def test_bring_back_continue_refuses_a_new_file_under_a_path_that_is_a_file(tmp_path):
     project, before = _stopped(tmp_path, "pkg/sub/new.py", b"new = 1\n",
                                {"pkg/sub": b"now a file\n"}, "CONFLICT (file/directory)")
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     _, _, err = project.cli("bring-back", "fix-b", expect=3)
     assert "pkg/sub" in err, err
 

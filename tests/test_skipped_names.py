@@ -42,7 +42,7 @@ class Project(APyProject):
         self.up.commit({"a.py": with_lines({10: BASE_LINES[10].replace(b"10\n", b"10  # v2\n")})},
                        "v2", tag="v2")
         self.cli("rebase", "--to", "v2", expect=3)
-        self.cli("rebase", "--skip")
+        self.cli("rebase", "--skip", expect=1)
         assert self.series() == [f"{names[0]}.patch", f"{names[2]}.patch"]
         assert self.skipped.is_file()
 

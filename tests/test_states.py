@@ -595,7 +595,7 @@ def test_a_stop_whose_worktree_lost_its_git_says_how_to_go_on(project):
     _, _, err = project.cli("rebase", "--continue", expect=2)
     assert "lost its .git" in err and "rebase --skip" in err, err
     skipped = project.patch("fix-a")
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     assert project.patch("fix-a", "skipped") == skipped
     project.cli("bring-back", "fix-a", expect=3)
     shutil.rmtree(project.work / ".git")
@@ -609,7 +609,7 @@ def test_bring_back_abort_keeps_the_files_made_in_its_worktree_that_nobody_added
     """As `rebase --skip` and `--abort` do: the stopped bring-back's worktree goes, a file made
     there without `patchforge add` is copied under .patchforge/left-behind/ first."""
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("bring-back", "fix-a", expect=3)
     (project.work / "idea.py").write_bytes(b"x = 1\n")
     _, _, err = project.cli("bring-back", "--abort")
@@ -622,7 +622,7 @@ def test_bring_back_abort_keeps_a_hand_resolution_and_says_where(project):
     copied, byte for byte, under .patchforge/left-behind/ before the worktree goes, and the
     command says where; it was thrown away without a word. Nothing changed: nothing kept."""
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("bring-back", "fix-a", expect=3)
     _, _, err = project.cli("bring-back", "--abort")
     assert "resolution" not in err and not (project.root / ".patchforge/left-behind").exists()
@@ -641,7 +641,7 @@ def test_overlays_and_a_dry_run_beside_a_stopped_bring_back_name_its_way_on_not_
     skipped/, in no patch file the overlays read), and `rebase --to --dry-run` said the rebase
     was refused until `refresh`. Only the bring-back's own way on is said."""
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("bring-back", "fix-a", expect=3)
     _, _, err = project.cli("overlays", expect=None)
     assert "bring-back --continue" in err and "bring-back --abort" in err, err
@@ -649,7 +649,7 @@ def test_overlays_and_a_dry_run_beside_a_stopped_bring_back_name_its_way_on_not_
     _, _, refused = project.cli("refresh", expect=2)
     assert "bringing back fix-a.patch is stopped" in refused, refused
     # So does a dry run of the rebase that stop refuses.
-    _, _, err = project.cli("rebase", "--to", f"up={project.up.base}", "--dry-run")
+    _, _, err = project.cli("rebase", "--to", f"up={project.up.base}", "--dry-run", expect=1)
     assert "is being edited" not in err and "patchforge refresh" not in err, err
     assert "the rebase is refused until it is finished" in err and "bring-back --continue" in err
 
@@ -746,7 +746,7 @@ def _stopped(pid: int) -> bool:
 def test_a_skipped_fix_is_brought_back_through_the_three_way_merge(project):
     stopped_on_a(project)
     skipped = project.patch("fix-a")
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     assert project.series() == ["fix-b.patch"]
     assert project.patch("fix-a", "skipped") == skipped  # its last good diff, byte for byte
     code, _, err = project.cli("status", expect=1)
@@ -838,7 +838,7 @@ def test_a_bring_back_stopped_on_a_file_gone_upstream_keeps_the_fix_in_the_other
     without the fix, and --continue put back a patch without that change (exit 0, the fix
     gone from skipped/)."""
     stopped_on_a_file_gone_upstream(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     skipped = project.patch("fix-two", "skipped")
     _, _, err = project.cli("bring-back", "fix-two", expect=3)
     assert "pkg/other.py is gone upstream" in err
@@ -862,7 +862,7 @@ def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again
     again ends with it in the series once, resolved."""
     project = Project(tmp_path)
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("bring-back", "fix-a", expect=3)
     (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
                                                     12: b"def f12():\n    return -12\n\n"}))
@@ -890,9 +890,9 @@ def test_a_bring_back_killed_at_a_write_is_finished_by_running_it_again(tmp_path
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     target = project.up.commit({"pkg/mod.py": text({3: b"def f3():\n    return 33\n\n"})})
     project.cli("rebase", "--to", f"up={target}", expect=3)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     back = project.up.commit({"pkg/mod.py": BASE})  # upstream takes its change back
-    project.cli("rebase", "--to", f"up={back}")
+    project.cli("rebase", "--to", f"up={back}", expect=1)
     env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}", "PATCHFORGE_FAULT_MODE": ""}
     proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
                            "bring-back", "fix-a"], capture_output=True, env=env)
@@ -937,7 +937,7 @@ def test_a_bring_back_continue_that_fails_at_a_write_leaves_everything_as_it_was
 
     project = Project(tmp_path)
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("ledger")  # the stack keeps series/PATCHES.md: one more file to write
     project.cli("bring-back", "fix-a", expect=3)
     (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
@@ -966,7 +966,7 @@ def test_a_bring_back_continue_on_a_failing_disk_never_loses_the_fix(tmp_path):
     for nth in range(1, 20):
         project = Project(tmp_path / str(nth))
         stopped_on_a(project)
-        project.cli("rebase", "--skip")
+        project.cli("rebase", "--skip", expect=1)
         project.cli("ledger")
         project.cli("bring-back", "fix-a", expect=3)
         (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -333\n\n",
@@ -1006,10 +1006,10 @@ def test_a_bring_back_that_fails_at_a_write_leaves_the_fix_in_skipped(tmp_path):
 
     project = Project(tmp_path)
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     project.cli("ledger")
     later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
-    project.cli("rebase", "--to", f"up={later}")
+    project.cli("rebase", "--to", f"up={later}", expect=1)
 
     def state() -> dict:
         return {k: v for k, v in snapshot(project.root).items() if k != ".patchforge/lock"}
@@ -1021,10 +1021,10 @@ def test_a_bring_back_that_fails_at_a_write_leaves_the_fix_in_skipped(tmp_path):
 
 def test_a_skipped_fix_that_moves_cleanly_comes_back_without_a_stop(project):
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     # Upstream reverts the change that made fix-a conflict: its last good diff applies again.
     later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
-    project.cli("rebase", "--to", f"up={later}")
+    project.cli("rebase", "--to", f"up={later}", expect=1)
     _, out, _ = project.cli("bring-back", "fix-a")
     assert "is back at the end of the series (applied exactly)" in out
     assert project.series() == ["fix-b.patch", "fix-a.patch"]
@@ -1035,7 +1035,7 @@ def test_a_skipped_fix_that_moves_cleanly_comes_back_without_a_stop(project):
 
 def test_a_skipped_fix_can_be_dropped_for_good(project):
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     original = project.patch("fix-a", "skipped")
     _, _, err = project.cli("edit", "fix-a", expect=2)  # not in the series, but not gone
     assert "a rebase set it aside" in err and "bring-back fix-a" in err
@@ -1644,9 +1644,9 @@ def test_a_bring_back_never_writes_a_series_read_before_a_new_patch_joined_it(pr
     """`bring-back` judged the fix on the series as it read it, then wrote that series with
     the fix added: a `new` in between lost its entry."""
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     later = project.up.commit({"pkg/mod.py": BASE}, "revert f3")
-    project.cli("rebase", "--to", f"up={later}")
+    project.cli("rebase", "--to", f"up={later}", expect=1)
     bringing = _paused_at_the_lock(project, "bring-back", "fix-a")
     try:
         project.cli("new", "fix-c", "--no-edit")
@@ -1695,7 +1695,7 @@ def test_a_skipped_fix_taken_beside_a_delete_or_bring_back_is_said_so(project):
     a `bring-back` whose fix a `delete` took while it judged listed it again, undoing the
     delete with exit 0. Both say what happened, exit 2, and change nothing."""
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
     for command in (("delete", "fix-a"), ("bring-back", "fix-a")):
         if not skipped.exists():
@@ -1766,7 +1766,7 @@ def test_verify_fails_while_a_fix_is_set_aside(project, tmp_path):
     verify of another profile than the fix's is not held back by it."""
     project.cli("overlays")
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     assert (project.root / "series/up/skipped/fix-a.patch").exists()
     _, out, err = project.cli("verify", expect=1)
     assert "missing  ../series/up/skipped/fix-a.patch" in out and "bring-back fix-a" in out, \
@@ -1795,22 +1795,62 @@ def test_a_move_says_the_fix_an_earlier_rebase_set_aside(project):
     fix and the way on; `set_aside` in --json)."""
     project.cli("overlays")
     stopped_on_a(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     target = project.up.commit({"pkg/other.py": b"x = 9\n"})
     for dry in (("--dry-run",), ()):
         if not dry:
-            _, _, err = project.cli("rebase", "--to", f"up={target}", "--dry-run")
+            _, _, err = project.cli("rebase", "--to", f"up={target}", "--dry-run", expect=1)
             assert "note: up/fix-a.patch was set aside by a rebase" in err and \
                 "in none of the overlays this move would write" in err, err
-            document = json.loads(project.cli("rebase", "--to", f"up={target}", "--json")[1])
+            document = json.loads(project.cli("rebase", "--to", f"up={target}", "--json",
+                                              expect=1)[1])
         else:
             document = json.loads(project.cli("rebase", "--to", f"up={target}", *dry,
-                                              "--json")[1])
+                                              "--json", expect=1)[1])
         from patchforge.formats.schemas import validation_errors
         assert validation_errors(document, "rebase") == []
         assert [(f["upstream"], f["name"]) for f in document["set_aside"]] == \
             [("up", "fix-a.patch")], document
     assert (project.root / "series/up/skipped/fix-a.patch").exists()
+
+
+def test_a_move_that_leaves_a_fix_set_aside_exits_1_as_verify_and_bump_do(project):
+    """A fix set aside under skipped/ is in none of the overlays a rebase writes. `bump`,
+    `bump --dry-run` and `verify` exit 1 for it; `rebase --to` named it and exited 0, so a job
+    running `patchforge rebase --to X && deploy` shipped without the fix, and so did a script
+    whose `rebase --skip` (or `--continue`) finished the move. Each of them exits 1 now, the
+    fix named on stderr; once it is brought back or deleted, a move exits 0 again."""
+    project.cli("overlays")
+    stopped_on_a(project)
+    # `--skip` finishing the move it stopped: fix-a is in none of the overlays it wrote.
+    code, out, err = project.cli("rebase", "--skip", expect=None)
+    assert code == 1, out + err
+    assert "note: up/fix-a.patch was set aside by a rebase" in err and \
+        "in none of the overlays this move writes" in err, err
+    assert "patchforge bring-back fix-a" in err and "patchforge delete fix-a" in err, err
+    project.cli("verify", expect=1)
+    # A later `rebase --to` (the CI job): its dry run and the move itself.
+    target = project.up.commit({"pkg/other.py": b"x = 9\n"})
+    for dry in (("--dry-run",), ()):
+        code, out, err = project.cli("rebase", "--to", f"up={target}", *dry, expect=None)
+        assert code == 1 and "note: up/fix-a.patch was set aside by a rebase" in err, \
+            (dry, code, out, err)
+    assert json.loads((project.root / "upstream.lock").read_text())["upstreams"]["up"][
+        "commit"] == target
+    # A move that stops on another fix and is finished by `--continue`.
+    project.fix("fix-c", {"pkg/other.py": b"x = 10\n"})
+    conflicting = project.up.commit({"pkg/other.py": b"x = 11\n"})
+    project.cli("rebase", "--to", f"up={conflicting}", expect=3)
+    (project.work / "pkg/other.py").write_bytes(b"x = 12\n")
+    code, out, err = project.cli("rebase", "--continue", expect=None)
+    assert code == 1 and "note: up/fix-a.patch was set aside by a rebase" in err, \
+        (code, out, err)
+    assert b"+x = 12" in project.patch("fix-c")
+    # The person's decision: the next move exits 0.
+    project.cli("delete", "fix-a")
+    newer = project.up.commit({"pkg/new.py": b"y = 1\n"})
+    _, _, err = project.cli("rebase", "--to", f"up={newer}")
+    assert "set aside" not in err, err
 
 
 @pytest.mark.parametrize("open_", ["edit", "rebase stop", "bring-back stop"])
@@ -1835,7 +1875,7 @@ def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch
         project.cli("rebase", "--to", f"up={target}", expect=3)  # stopped at fix-a
         finish = ("rebase", "--continue")
         if open_ == "bring-back stop":
-            project.cli("rebase", "--skip")
+            project.cli("rebase", "--skip", expect=1)
             project.cli("bring-back", "fix-a", expect=3)
             finish = ("bring-back", "--continue")
     assert three != resolved
@@ -2499,7 +2539,7 @@ def test_a_file_gone_upstream_can_be_dropped_from_the_patch_keeping_the_rest(pro
     target = stopped_on_a_file_gone_upstream(project)
     go_on = "patchforge rebase --continue"
     if how == "bring-back":
-        project.cli("rebase", "--skip")
+        project.cli("rebase", "--skip", expect=1)
         project.cli("bring-back", "fix-two", expect=3)
         go_on = "patchforge bring-back --continue"
     _, _, err = project.cli(go_on.split()[1], "--continue", expect=2)

@@ -221,7 +221,7 @@ def test_bring_back_continue_refuses_a_resolution_that_undoes_the_upstream(proje
     the fix's side (the old upstream line) is refused by --continue, naming it; resolved on
     the upstream's line, the fix is back."""
     upstream_changed_under_fix_b(project)
-    project.cli("rebase", "--skip")
+    project.cli("rebase", "--skip", expect=1)
     assert project.series("up") == []
     project.cli("bring-back", "fix-b", expect=3)
     marked = (project.work / "pkg/mod.py").read_bytes()

@@ -31,6 +31,8 @@ def rebase(app, specs, dry_run, cont, skip, abort, allow_undo, as_json, more_spe
     changes until the whole run succeeds (try --dry-run first).
 
     A conflict stops the rebase, exit 3, with the file in .patchforge/work/<upstream>: fix it
-    there, then --continue; or --skip (the patch is kept in skipped/), or --abort."""
+    there, then --continue; or --skip (the patch is kept in skipped/), or --abort. A move that
+    finishes with a fix in skipped/ (this one's or an earlier rebase's, in none of the overlays
+    it writes) names it and exits 1."""
     run_rebase(app, specs=specs, more_specs=more_specs, dry_run=dry_run, cont=cont, skip=skip,
                abort=abort, allow_undo=allow_undo, as_json=as_json)

@@ -158,16 +158,16 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
                     "goes on once that is fixed, `patchforge rebase --abort` puts everything "
                     "back"]))
             raise
-    if specs:
-        # A fix an earlier rebase set aside (skipped/) is in none of the overlays this move
-        # writes: `status` and `overlays` say it needs attention (exit 1); the move said
-        # nothing of it (its exit status stays the move's own).
-        from patchforge.state import skipped_fixes, skipped_notes
+    # A fix set aside under skipped/ (by this run's `--skip` or an earlier rebase's) is in none
+    # of the overlays the finished move writes: `verify`, `overlays` and `bump` exit 1 for it,
+    # and so does the move (below). It exited 0, and `rebase --to X && deploy` (or a
+    # `rebase --skip` finishing in a script) went out without the fix.
+    from patchforge.state import skipped_fixes, skipped_notes
 
-        set_aside = [{"upstream": fix.upstream, "name": fix.name, "message": note}
-                     for fix, note in skipped_notes(project, skipped_fixes(project))]
-        if set_aside:
-            summary["set_aside"] = set_aside
+    set_aside = [{"upstream": fix.upstream, "name": fix.name, "message": note}
+                 for fix, note in skipped_notes(project, skipped_fixes(project))]
+    if set_aside:
+        summary["set_aside"] = set_aside
     if as_json:
         emit_json(summary, "rebase")
     else:
@@ -179,3 +179,5 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
         # says it needs attention (exit 1), and so does the move that leaves it out. It
         # exited 0, and `rebase --to X && patchforge overlays && deploy` went out without it.
         sys.exit(1)
+    if summary.get("set_aside"):
+        sys.exit(1)  # a person decides: `bring-back NAME` or `delete NAME`
