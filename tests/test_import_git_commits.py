@@ -223,6 +223,32 @@ def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(pr
     assert header(project, "fix-y")[0]["Base"] == v1
 
 
+def test_edit_and_refresh_of_a_patch_made_on_an_older_upstream_bases_it_on_the_pin(project,
+                                                                                  tmp_path):
+    """The import says "`patchforge edit fix-line10` + `refresh` makes it on the pin", and
+    lint warns "Base ... is not the locked revision" until then: refresh wrote the diff made
+    on the pin and left `Base:` naming v0, so the warning never went away and the header went
+    on saying the diff was made on a revision it was not."""
+    upstream = tmp_path / "up-upstream"
+    v0 = git(upstream, "rev-parse", "HEAD").strip()
+    (upstream / "a.py").write_bytes(b"line0\n" + UPSTREAM_FILES["a.py"])
+    v1 = commit_all(upstream, "line0")
+    ok(project, "upstream", "pin", "up", "--at", "main")
+    clone = fork(tmp_path)
+    git(clone, "checkout", "-q", "-b", "fix", v0)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line10\n", b"line10 fixed\n"))
+    commit_all(clone, "Fix line10")
+    ok(project, "import", "git", f"{v0}..fix", "--repo", str(clone), "--upstream", "up")
+    assert "is not the locked revision" in run_cli(project, "lint").text
+    ok(project, "edit", "fix-line10")
+    ok(project, "refresh")
+    fields, _ = header(project, "fix-line10")
+    assert fields["Base"] == v1
+    patch = (project / "series/up/fix-line10.patch").read_bytes()
+    assert patch.count(b"Base: ") == 1 and b"+line10 fixed" in patch
+    assert "is not the locked revision" not in run_cli(project, "lint").text
+
+
 @pytest.mark.parametrize("how", ["mbox", "quilt"])
 def test_a_diff_made_with_no_context_is_refused_at_import(project, tmp_path, how):
     """`git format-patch -U0` (or `git diff -U0` in a quilt series) was imported, exit 0, and

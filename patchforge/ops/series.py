@@ -370,6 +370,14 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
     if new_patch.diff != patch.diff:
         notes = patch.notes_in_diff()
         new_patch = new_patch.with_field("Last-Update", today())
+    # The worktree's change is made on the pin the edit opened on (with the series before
+    # it), whether or not its diff's bytes changed: a `Base` naming another revision (a branch
+    # imported from an older upstream, a pin moved with `upstream pin --force`) would go on
+    # saying it was made there, which bring-back's judgement, the ledger and `lint` read.
+    pin = state.get("pin")
+    base = (patch.get("Base") or "").strip()
+    if pin and base and base != pin:
+        new_patch = new_patch.with_field("Base", pin)
     # A plain diff (no header, perhaps words above it) gets a header now: said, with what
     # became of the words (the description).
     header_written = [f.name for f in new_patch.fields] if not text.fields else []
