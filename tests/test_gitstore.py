@@ -1908,6 +1908,54 @@ def test_file_sections_are_cut_where_the_regular_expression_cuts_them():
         assert split_at_file_headers(text) == re.split(rb"(?m)^(?=diff --git )", text), text
 
 
+def test_change_blocks_are_read_off_gits_hunks_as_its_zero_context_diff_gives_them(tmp_path):
+    """changed_blocks reads each pair's blocks off git's hunks (three lines of context) by
+    each line's first byte, trying the hunk header's pattern only on lines that start with
+    `@`: the same blocks as git's own `diff -U0` of each pair gives, over random pairs whose
+    lines look like hunk headers, context, removals and additions (`@@ -1 +1 @@`, `-x`,
+    `+x`, ` x`, `\\ x`), with and without a last line end, run on random line positions."""
+    import random
+
+    from patchforge.store.diff import changed_blocks
+
+    rng = random.Random(23)
+    kinds = [b"@@ -1 +1 @@", b"@@ -3,0 +4,2 @@ def f():", b"@@", b"-x", b"+x", b" x", b"\\ x",
+             b"x", b"y", b"", b"@x"]
+
+    def text() -> bytes:
+        lines = [rng.choice(kinds) for _ in range(rng.randint(0, 30))]
+        joined = b"\n".join(lines)
+        return joined + b"\n" if lines and rng.random() < 0.8 else joined
+
+    def zero_context_blocks(old: bytes, new: bytes):
+        (tmp_path / "old").write_bytes(old)
+        (tmp_path / "new").write_bytes(new)
+        out = subprocess.run(["git", "diff", "--no-index", "-U0", "--diff-algorithm=myers",
+                              "--indent-heuristic", "old", "new"], cwd=tmp_path,
+                             capture_output=True).stdout
+        blocks = []
+        for a, b, c, d in re.findall(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out,
+                                     re.M):
+            old_count, new_count = int(b or 1), int(d or 1)
+            old_start = int(a) - (1 if old_count else 0)
+            new_start = int(c) - (1 if new_count else 0)
+            blocks.append((old_start, old_start + old_count, new_start, new_start + new_count))
+        return blocks
+
+    pairs = []
+    for _ in range(60):
+        old = text()
+        lines = old.split(b"\n")
+        for _ in range(rng.randint(1, 4)):  # a few edits of the old text
+            at = rng.randint(0, len(lines))
+            lines[at:at + rng.randint(0, 3)] = [rng.choice(kinds)
+                                               for _ in range(rng.randint(0, 3))]
+        pairs.append((old, b"\n".join(lines)))
+    made = changed_blocks(pairs)
+    assert made == [zero_context_blocks(old, new) if old != new else [] for old, new in pairs]
+    assert sum(len(blocks) > 1 for blocks in made) >= 10
+
+
 def _git_range_diff_of(store, chains, monkeypatch) -> bytes:
     """`git range-diff`'s own text of `chains`, read from the commits (nothing written
     without git, no stand-ins)."""

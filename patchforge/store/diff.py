@@ -503,30 +503,34 @@ def _blocks_of_hunks(hunks: bytes) -> list[tuple[int, int, int, int]] | None:
     blocks: list[tuple[int, int, int, int]] = []
     o = n = 0
     start: tuple[int, int] | None = None
+    # By the line's first byte, the header's pattern tried only on lines that start with
+    # `@` (every hunk line starts with ` `, `-`, `+` or `\`): a match call per line was
+    # 40% of the function's time over the AITER rows' 37,000-51,000 lines.
     for line in hunks.split(b"\n"):
-        header = _HUNK_HEADER.match(line)
-        if header is not None:
-            if start is not None:
-                blocks.append((start[0], o, start[1], n))
-                start = None
-            # A count of 0 puts the start on the line before (`-5,0`: after line 5).
-            o = int(header[1]) - (0 if header[2] == b"0" else 1)
-            n = int(header[3]) - (0 if header[4] == b"0" else 1)
-            continue
         kind = line[:1]
-        if kind in (b"-", b"+"):
+        if kind == b"-":
             if start is None:
                 start = (o, n)
-            if kind == b"-":
-                o += 1
-            else:
-                n += 1
+            o += 1
+        elif kind == b"+":
+            if start is None:
+                start = (o, n)
+            n += 1
         elif kind == b" ":
             if start is not None:
                 blocks.append((start[0], o, start[1], n))
                 start = None
             o += 1
             n += 1
+        elif kind == b"@":
+            header = _HUNK_HEADER.match(line)
+            if header is not None:
+                if start is not None:
+                    blocks.append((start[0], o, start[1], n))
+                    start = None
+                # A count of 0 puts the start on the line before (`-5,0`: after line 5).
+                o = int(header[1]) - (0 if header[2] == b"0" else 1)
+                n = int(header[3]) - (0 if header[4] == b"0" else 1)
         # `\ No newline at end of file` and the final empty split piece change nothing.
     if start is not None:
         blocks.append((start[0], o, start[1], n))
