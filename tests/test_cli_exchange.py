@@ -190,6 +190,56 @@ def test_import_overlay_made_on_an_older_upstream_whose_change_meets_upstreams_i
     assert "made on" not in run.err, run.err
 
 
+def test_import_overlay_made_on_the_release_the_stack_moved_from_is_refused(project, tmp_path):
+    """The stack was pinned at release v1 and rebased onto v2, many commits later (line15 of
+    a.py changed in 22 of them, a try of line8 reverted in the last); an overlay made on v1's
+    a.py with a fix in it (taken from an image still running v1) is imported. Of the file's
+    last 20 versions none was nearer the overlay than v2's, and its patch took back v2's
+    changes of line5 and line15 without a word. The store holds v1 (the stack's earlier pin):
+    the import is refused naming v1 and `--made-on v1`, nothing written, and `--made-on v1`
+    imports the fix alone. An overlay made on v2 imports as it is, with no word of versions."""
+    root = project
+    up = tmp_path / "up-upstream"
+    git(up, "tag", "v1")
+    ok(root, "upstream", "pin", "up", "--at", "v1")
+    old = (up / "a.py").read_bytes()
+
+    def commit(data: bytes, message: str) -> bytes:
+        (up / "a.py").write_bytes(data)
+        git(up, "commit", "-qam", message)
+        return data
+
+    now = commit(old.replace(b"line5\n", b"line5 upstream fixed this\n"), "fix line five")
+    now = commit(now.replace(b"line8\n", b"line8 tried\n"), "try line eight")
+    for take in range(1, 23):
+        now = commit(re.sub(rb"line18[^\n]*\n", b"line18 take %d\n" % take, now),
+                     f"line eighteen, take {take}")
+    pinned = commit(now.replace(b"line8 tried\n", b"line8\n"), "Revert try line eight")
+    git(up, "tag", "v2")
+    ok(root, "rebase", "--to", "up=v2")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix")
+    assert run.rc == 2, run.text
+    assert f"{overlay} looks made on another a.py than v2's: the file as up v1 has it differs " \
+        "less from it" in run.err, run.err
+    assert "'line5 upstream fixed this'" in run.err and "'line18 take 22'" in run.err, run.err
+    assert "`--made-on v1` carries its change onto v2's file" in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix",
+       "--made-on", "v1")
+    patch = (root / "series/up/fix.patch").read_bytes()
+    assert b"+line12 our fix\n" in patch and b"line5" not in patch and b"line18" not in patch, \
+        patch.decode()
+    assert overlay_tree(root) == {"a.py": pinned.replace(b"line12\n", b"line12 our fix\n")}
+    # Made on v2 (the pinned file with a fix of its own): imported as it is.
+    honest = tmp_path / "honest.py"
+    honest.write_bytes(pinned.replace(b"line2\n", b"line2 our other fix\n"))
+    run = ok(root, "import", "overlay", str(honest), "--path", "a.py", "--name", "other")
+    assert "made on" not in run.err, run.err
+
+
 def test_import_overlay_that_also_changed_lines_upstream_changed_is_imported_with_a_note(
         project, tmp_path):
     """An overlay that takes back one of the upstream's changes and changes the lines of

@@ -571,7 +571,8 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
             not in_place:
         # (An overlay file patchforge wrote, edited in place, was made on the pin.)
         _refuse_made_on_earlier(store, pin, upstream, _imports_namespace(project, upstream),
-                                path, base, new, overlay, notes)
+                                path, base, new, overlay, notes,
+                                held=_versions_held(project, store, upstream, pin.commit))
     others = _profile_files(project, store, upstream, path, old) if profiles is None else []
     new = _without_profile_fixes(others, path, old, new, overlay, notes)
     if base is not None and old is not None and old != base:
@@ -744,12 +745,38 @@ def _made_on_commit(project: Project, store: UpstreamStore, upstream: str,
     return made.commit, made.label
 
 
+# How many of the commits a git upstream's store holds by id (no tag), before the pin, an
+# import also compares an overlay with; every tag before the pin is compared with.
+HELD_COMMITS = 20
+
+
+def _versions_held(project: Project, store: UpstreamStore, upstream: str,
+                   pin: str) -> list[tuple[str, str]]:
+    """A git upstream's revisions before `pin` that the store holds by name (its tags: the
+    releases pinned, judged or rebased onto; then up to HELD_COMMITS commits), as
+    (commit, name); [] for a wheel or directory upstream."""
+    config = project.config.upstream(upstream)
+    if config.kind in ("wheel", "dir") or config.url is None:
+        return []
+    from patchforge.errors import StoreError
+    from patchforge.store.giturl import store_namespace
+
+    try:
+        held = store.versions_held(store_namespace(upstream, config.url), pin)
+    except StoreError:
+        return []
+    tags = [(commit, name) for commit, name in held if name != commit]
+    return tags + [(commit, name) for commit, name in held if name == commit][:HELD_COMMITS]
+
+
 def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace: str | None,
                             path: str, base: bytes, new: bytes, overlay: Path,
-                            notes: list) -> None:
+                            notes: list, held: list[tuple[str, str]] | None = None) -> None:
     """UsageError, nothing written, when the overlay `new` looks made on another version of
-    `path` than the pin's `base`: of the file's other versions the store has (the last
-    EARLIER_VERSIONS in a git upstream's first-parent history; for a wheel or directory
+    `path` than the pin's `base`: of the file's other versions the store has (for a git
+    upstream, the versions at the revisions before the pin the store holds by name, `held`:
+    a release pinned or rebased from however far back, and the last EARLIER_VERSIONS in its
+    first-parent history; for a wheel or directory
     upstream, the versions this project imported (`namespace`): pins, targets judged or rebased
     onto), the one that differs least from it differs less than `base` does, and where `base`
     differs from that version the overlay holds some of that version's lines and none of
@@ -769,9 +796,18 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace:
     try:
         versions = store.earlier_versions(pin.commit, path, EARLIER_VERSIONS)
         if versions:
-            candidates = [(f"the file as it was before {upstream} commit {commit[:12]} "
-                           f"({subject})", parent, parent, True)
-                          for commit, parent, subject in versions]
+            # The releases first: an overlay made on one differs least from it, where the
+            # window of recent commits may hold only versions after it (a file changed in
+            # more commits since), whose nearest would name the wrong version or none. (Of
+            # one file's versions, the first is said: a tag, else the commit that changed it.)
+            tags = [(commit, name) for commit, name in held or [] if name != commit]
+            candidates = [(f"the file as {upstream} {name} has it", name, commit, True)
+                          for commit, name in tags]
+            candidates += [(f"the file as it was before {upstream} commit {commit[:12]} "
+                            f"({subject})", parent, parent, True)
+                           for commit, parent, subject in versions]
+            candidates += [(f"the file as {upstream} commit {commit[:12]} has it", commit,
+                            commit, True) for commit, name in held or [] if name == commit]
         elif namespace is not None:  # no history: a wheel or a directory, whose versions
             # are this project's imports (another project's of the same name are not its)
             candidates = [(f"the file as {label} has it", label, commit, False)

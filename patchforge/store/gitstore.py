@@ -1607,6 +1607,32 @@ class UpstreamStore:
                 found.append((commit, parents.split()[0], subject))
         return found
 
+    def versions_held(self, namespace: str, rev: str) -> list[tuple[str, str]]:
+        """The revisions of git upstream `namespace` (store_namespace) the store holds by name,
+        before `rev` in its history (ancestors of it, `rev` itself left out): the tags,
+        branches and commits fetched for pins, targets judged and rebases, each as (commit,
+        its tag's name, else the commit id), tags first, newest first by commit date. A
+        release the project was pinned at is among them however far back it lies: an earlier
+        release's file is found beyond any window of recent commits. One git process."""
+        check_upstream_name(namespace)
+        base = f"refs/patchforge/remotes/{namespace}/"
+        out = self._out("for-each-ref", f"--merged={rev}", "--sort=-committerdate",
+                        "--format=%(objectname) %(*objectname) %(refname)", base,
+                        what="listing the upstream's revisions in the store")
+        found: dict[str, tuple[int, int, str]] = {}  # commit -> (kind's rank, order, name)
+        for order, line in enumerate(out.splitlines()):
+            obj, peeled, ref = line.split(" ", 2)  # (a tag's peeled commit, else "")
+            commit = peeled or obj
+            if commit == rev or not _HEX40.fullmatch(commit):
+                continue
+            kind, _, name = ref[len(base):].partition("/")
+            # A branch moves on: what the store holds is the commit it named when fetched.
+            rank, said = (0, name) if kind == "tags" else (1, commit)
+            if commit not in found or rank < found[commit][0]:
+                found[commit] = (rank, order, said)
+        return [(commit, said) for commit, (_, _, said) in
+                sorted(found.items(), key=lambda item: item[1][:2])]
+
     def added_files(self, commit: str) -> list[str]:
         """The files `commit` adds against its first parent (no rename detection), sorted."""
         out = self._run("diff-tree", "-r", "-z", "--no-renames", "--name-only",
