@@ -77,7 +77,7 @@ MAX_HOPS = 40  # symlinks followed for one path before giving up, as Linux's ELO
 class _LayerFindings:
     entries: dict[str, FoundFile]  # wanted path -> what this layer puts there (last entry wins)
     deleted: dict[str, str]  # wanted path or ancestor -> "whiteout" / "not a directory" detail
-    opaque: set[str]  # ancestors this layer makes opaque
+    opaque: dict[str, str]  # ancestor this layer makes opaque -> how (the detail said)
     links: dict[str, str]  # wanted path -> hard-link target not hashed on this pass
     symlinks: dict[str, str]  # ancestor -> the target of the symlink this layer puts there
     dirs: set[str]  # ancestors this layer puts a directory at
@@ -226,7 +226,7 @@ def _decide(path: str, findings: _LayerFindings, digest: str, dirs_above: dict[s
     for ancestor in ancestors:
         if ancestor in findings.opaque:
             return FoundFile(path, "absent", layer=digest,
-                             detail=f"/{ancestor} is made opaque (its earlier content hidden)")
+                             detail=f"/{ancestor} {findings.opaque[ancestor]}")
     return None
 
 
@@ -246,7 +246,8 @@ def read_contents(layer: Any, open_layer: Callable[[Any], Any], paths: Iterable[
 def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                 stats: ReadStats, *, keep: Collection[str] = ()) -> _LayerFindings:
     ancestors = {a for p in wanted for a in _ancestors(p)}
-    findings = _LayerFindings({}, {}, set(), {}, {}, set())
+    findings = _LayerFindings({}, {}, {}, {}, {}, set())
+    whited: set[str] = set()  # the ancestors this layer whites out
     hashed: dict[str, FoundFile] = {}  # regular files of this layer among `wanted`
     with open_layer(layer) as blob:
         if layer.digest in stats.seen:
@@ -261,11 +262,21 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                     directory, _, base = name.rpartition("/")
                     if base == OPAQUE:
                         if directory in ancestors:
-                            findings.opaque.add(directory)
+                            findings.opaque[directory] = \
+                                "is made opaque (its earlier content hidden)"
                         continue
                     if base.startswith(WHITEOUT):
                         target = posixpath.join(directory, base[len(WHITEOUT):])
-                        if target in wanted or target in ancestors:
+                        if target in ancestors:
+                            whited.add(target)
+                        # A whiteout deletes what the layers below hold there, never what
+                        # this layer itself puts there (OCI image spec, "Whiteouts"): a
+                        # directory of its own then holds nothing from below, and a symlink
+                        # of its own stays one.
+                        if target in findings.dirs:
+                            findings.opaque[target] = _remade(layer.digest)
+                        elif (target in wanted or target in ancestors) and \
+                                target not in findings.symlinks:
                             findings.deleted[target] = f"deleted by a whiteout in layer " \
                                                        f"{layer.digest[:19]}"
                         continue
@@ -287,6 +298,10 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                         findings.dirs.discard(name)
                         if member.isdir():
                             findings.dirs.add(name)
+                            if name in whited:
+                                # Whited out, then made again (the order the spec asks
+                                # builders for): a new directory, empty of the layers below.
+                                findings.opaque[name] = _remade(layer.digest)
                         elif member.issym():
                             findings.symlinks[name] = member.linkname
                         else:
@@ -303,6 +318,11 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
         blob.drain()  # the digest is checked at the blob's end: read what the tar left
         stats.bytes_read += blob.bytes_read
     return findings
+
+
+def _remade(digest: str) -> str:
+    return (f"is deleted by a whiteout in layer {digest[:19]} and made again there, without "
+            "what the layers below held")
 
 
 def _entry(archive: tarfile.TarFile, member: tarfile.TarInfo, name: str, digest: str,

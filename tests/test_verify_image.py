@@ -231,6 +231,38 @@ def test_whiteout_and_opaque_directory_hide_the_pre_image(images, tmp_path, tag,
     assert all(f.state == "ok" for t, f in files.items() if t != images["sparse"])
 
 
+def test_a_directory_whited_out_and_made_again_in_one_layer_holds_nothing_from_below(
+        images):
+    """A layer that whites out a directory (`.wh.ops`) and makes it again (`ops/`, with files
+    of its own), in the order the OCI image spec asks builders for: the whiteout deletes what
+    the layers below hold, so the container's ops/ holds only this layer's files. The reader
+    took the directory entry for an undoing of the whiteout and read the lower layer's file,
+    the pre-image, as there: verify --image said ok, exit 0, for an image without the file."""
+    sparse = images["sparse"].lstrip("/")
+    ops = sparse.rsplit("/", 1)[0]
+    parent, name = ops.rsplit("/", 1)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        whiteout = tarfile.TarInfo(f"{parent}/.wh.{name}")
+        archive.addfile(whiteout, io.BytesIO(b""))
+        again = tarfile.TarInfo(ops + "/")
+        again.type, again.mode = tarfile.DIRTYPE, 0o755
+        archive.addfile(again)
+        kept = tarfile.TarInfo(f"{ops}/__init__.py")
+        archive.addfile(kept, io.BytesIO(b""))
+    remade = _layer(out.getvalue(), "gzip")
+    images["server"].push_image(REPO, "remade", {}, layers=(*images["good_layers"], remade))
+    run = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:remade",
+                  "--profile", "gfx942", "--json")
+    assert run.rc == 1, (run.out, run.err)
+    rows = {r["target"]: r for r in json.loads(run.out)["results"]}
+    assert rows[images["sparse"]]["state"] == "missing", rows[images["sparse"]]
+    assert "made again there, without what the layers below held" in \
+        rows[images["sparse"]]["detail"], rows[images["sparse"]]
+    outside = {t: r["state"] for t, r in rows.items() if not t.startswith("/" + ops + "/")}
+    assert outside and set(outside.values()) == {"ok"}, outside
+
+
 def test_a_tag_that_moved_off_the_pin_is_read_as_it_names_now_and_fails(images, tmp_path):
     """`verify --image REPO:nightly`, the tag upstream.lock pins, read the pinned digest and
     answered "ok" for an image the tag no longer named: a deployment pulling the tag ran the
