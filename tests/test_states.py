@@ -3,6 +3,7 @@ do in each: run as a user would, in orders that used to lose a fix, on a real gi
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -1251,6 +1252,39 @@ def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_na
     project.cli("edit", "fix-a", expect=2)  # (the short name: in several series)
     project.cli("edit", "up/fix-a")
     assert b"return -30" in (project.work / "pkg/mod.py").read_bytes()
+
+
+def _twin_in_another_series(project: Project, tmp_path: Path, name: str) -> None:
+    """A second upstream, up2, whose series has a patch of its own named `name` too (a stack
+    made so by a merge of two branches, or by an older version: `new` and `rename` refuse it)."""
+    other = Upstream(tmp_path / "up2", {"pkg/two.py": BASE})
+    project.cli("upstream", "add", "up2", "--git", str(other.path), "--at", other.base,
+                "--install-root", "/opt/two")
+    project.cli("new", "g", "--upstream", "up2", "--no-edit")
+    series = project.root / "series/up2"
+    (series / "g.patch").rename(series / f"{name}.patch")
+    (series / "series").write_text(f"{name}.patch\n")
+
+
+@pytest.mark.parametrize("command", ["delete", "move"])
+def test_delete_and_move_name_a_patch_as_edit_takes_it_when_another_series_has_its_name(
+        project, tmp_path, command):
+    """fix-b changes fix-a's line; up2's series has a fix-b.patch of its own. `delete fix-a`
+    (fix-b no longer applies without it) and `move fix-b --first` (fix-b does not apply
+    there) said `patchforge edit fix-b`, which exits 2 (in several series). They name
+    `up/fix-b` now, and the command they name opens up's fix-b."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.fix("fix-b", {"pkg/mod.py": text({3: b"def f3():\n    return -33\n\n"})})
+    _twin_in_another_series(project, tmp_path, "fix-b")
+    argv = ("delete", "fix-a") if command == "delete" else ("move", "up/fix-b", "--first")
+    _, _, err = project.cli(*argv, expect=1)
+    named = re.findall(r"`patchforge edit ([^`]+)`", err)
+    assert named == ["up/fix-b"], err
+    # (Its hunk does not apply: the edit opens with it marked in the worktree, exit 2.)
+    _, out, err = project.cli("edit", *named, expect=None)
+    assert "fix-b.patch does not apply on the series before it" in err, out + err
+    _, _, err = project.cli("status", expect=None)
+    assert "note: up: fix-b.patch is being edited" in err, err
 
 
 def test_bump_dry_run_says_an_edit_not_refreshed_keeps_the_bump_from_running(project):

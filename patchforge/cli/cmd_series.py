@@ -429,16 +429,19 @@ def delete(app, name):
     click.echo(f"removed {name} from {deleted.source}; kept as {kept}")
     if deleted.source == "the series":
         say_overlays_lag(project)
+    # The name each `patchforge edit NAME` below takes (UPSTREAM/NAME where another series has
+    # a patch of that name: the short one is refused as ambiguous there).
+    word = functools.partial(patch_word, project, deleted.upstream or "")
     for other in failing:
         click.echo(f"warning: {other} no longer applies without {name} (`patchforge edit "
-                   f"{other.removesuffix('.patch')}` opens it on the series as it is now, to make "
+                   f"{word(other)}` opens it on the series as it is now, to make "
                    f"its change again; the deleted fix is kept as {kept})", err=True)
     for other, path, renamed in removals:
         what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
         click.echo(f"warning: without {name} the series {what} ({other}: {name} made it again), "
                    "and `patchforge overlays` refuses a series that deletes an upstream file "
                    f"(an overlay cannot delete a file in the image): `patchforge edit "
-                   f"{other.removesuffix('.patch')}` and put {path} back, then "
+                   f"{word(other)}` and put {path} back, then "
                    f"`patchforge refresh` (the deleted fix is kept as {kept})", err=True)
     if failing or removals:
         sys.exit(EXIT_ATTENTION)
@@ -478,16 +481,19 @@ def move(app, name, after, first):
                              ambiguous=ambiguous)
     click.echo(f"moved {name}")
     say_overlays_lag(project)
+    # NAME as the user gave it found its patch; the others are named as `edit` takes them
+    # (UPSTREAM/NAME where another series has a patch of that name).
+    word = functools.partial(patch_word, project, project.find_patch(name)[0])
     for other, places in ambiguous.items():
         # As `refresh` says of a later patch: its change may now go into a twin of its code.
         click.echo(f"warning: {other}: the place of its change is ambiguous in the new order: "
                    + "; ".join(place.describe() for place in places)
-                   + f" (`patchforge edit {other.removesuffix('.patch')}`, move the change "
+                   + f" (`patchforge edit {word(other)}`, move the change "
                    "where it belongs, refresh)", err=True)
     for other in failing:
         click.echo(f"warning: {other} does not apply in the new order (`patchforge move "
                    f"{name} --after X` puts it elsewhere; `patchforge edit "
-                   f"{other.removesuffix('.patch')}` opens that patch on the series as it is "
+                   f"{word(other)}` opens that patch on the series as it is "
                    "now, to make its change again)", err=True)
     if failing or ambiguous:
         sys.exit(EXIT_ATTENTION)

@@ -965,6 +965,7 @@ class Deleted:
     kept: Path
     failing: list[str]
     removals: list[tuple[str, str, str | None]]
+    upstream: str | None = None  # the series `failing` and `removals` are of
 
 
 def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None) -> Deleted:
@@ -1047,7 +1048,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             atomic_delete(source)
     return Deleted("the series", kept,
                    _broken_by_removal(project, store, upstream, before, file_name),
-                   _removals_left_by(project, store, upstream, before, file_name))
+                   _removals_left_by(project, store, upstream, before, file_name), upstream)
 
 
 def _finish_cut_delete(project: Project, name: str,
