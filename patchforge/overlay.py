@@ -345,11 +345,26 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
     # (A profile or upstream named like a file written beside overlays/<name>/ is refused
     # where the configuration is read: names.RESERVED_DIRECTORY_NAMES.)
     root = project.root.resolve()
+    listed: set[str] = set()
     for artifact in config.artifacts:
         parts = PurePosixPath(artifact).parts
         if not parts or PurePosixPath(artifact).is_absolute() or ".." in parts:
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact!r} must be a path inside the project")
+        # manifest.json names the copy as the entry is written and SHA256SUMS as the path it
+        # is: `./run.sh` (or `d//f`, `d/f/`) had manifest.json list artifacts/./run.sh, which
+        # SHA256SUMS does not, and verify failed on what overlays had just written. Twice the
+        # same file was listed twice.
+        plain = PurePosixPath(*parts).as_posix()
+        if plain != artifact:
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact!r} is not written as one plain path",
+                                  hint=f"write it {plain!r}")
+        if plain in listed:
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact!r} is listed twice",
+                                  hint="list each file once")
+        listed.add(plain)
         # Copied into overlays/ and so into every deployment and CI artifact: never git's own
         # files (a remote URL may carry a token), patchforge's output or state, nor a file a
         # symlink brings in from outside the project (a key in the home directory).

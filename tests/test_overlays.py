@@ -371,6 +371,33 @@ def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_pa
     assert (root / "overlays/artifacts/inside").read_bytes() == (root / "entrypoint.sh").read_bytes()
 
 
+def test_an_artifact_path_not_written_plainly_or_listed_twice_is_refused_naming_its_line(
+        stack):
+    """`artifacts = ["./entrypoint.sh"]` (or `d//f`, a name with a trailing `/`, one listed
+    twice) was taken: manifest.json named the copy artifacts/./entrypoint.sh while SHA256SUMS
+    named artifacts/entrypoint.sh, and `verify` failed (exit 1) on what `overlays` had just
+    written, naming no line of the configuration. Refused now, with its file and line."""
+    root = stack
+    ok(root, "overlays")
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    before = tree_bytes(root / "overlays")
+    for listed, message in (('"./entrypoint.sh"', "not written as one plain path"),
+                            ('"sub//entrypoint.sh"', "not written as one plain path"),
+                            ('"entrypoint.sh/"', "not written as one plain path"),
+                            ('"entrypoint.sh", "entrypoint.sh"', "listed twice")):
+        config.write_text(text.replace('artifacts = ["entrypoint.sh"]', f"artifacts = [{listed}]"))
+        run = run_cli(root, "overlays")
+        assert run.rc == 2 and message in run.err, (listed, run.text)
+        line = next(n for n, l in enumerate(config.read_text().splitlines(), 1)
+                    if l.startswith("artifacts"))
+        assert f"pyproject.toml:{line}: " in run.err, run.err
+        assert tree_bytes(root / "overlays") == before
+    config.write_text(text)
+    ok(root, "overlays")
+    assert run_cli(root, "verify").rc == 0
+
+
 def test_a_symlink_in_place_of_overlays_is_refused_and_nothing_written_through_it(stack,
                                                                                    tmp_path):
     """overlays/ committed as a symlink (to a directory elsewhere): `overlays` replaced the link,
