@@ -442,3 +442,37 @@ def test_a_commit_that_does_not_apply_on_a_wheel_pin_names_a_way_that_works(tmp_
     ok(root, *refresh[1:])
     assert b"+line5 up, ours\n" in (root / "series/tiny/fix-line5.patch").read_bytes()
     assert ok(root, "status").rc == 0
+
+
+def test_a_fix_commit_with_a_test_the_installed_upstream_lacks_is_named_so(tmp_path):
+    """A fix branch's commit changes the package and its test; the upstream is the installed
+    package (a wheel or a directory), which has no tests/. The refusal said "hunk #1 of
+    tests/test_mod.py does not apply on the pin's tests/test_mod.py", a file the pin does
+    not have, and its way on, `patchforge new NAME --file tests/test_mod.py`, was refused in
+    turn ("does not exist in the upstream"). Now the missing file is said as such, and the
+    way on names the files the pin has; that command works."""
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "mod.py").write_bytes(b"def a():\n    return 1\n")
+    repo = new_repo(tmp_path / "repo")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "mod.py").write_bytes((site / "pkg" / "mod.py").read_bytes())
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_mod.py").write_bytes(b"def test_a():\n    assert True\n")
+    commit_all(repo, "base")
+    (repo / "pkg" / "mod.py").write_bytes(b"def a():\n    return 10\n")
+    (repo / "tests" / "test_mod.py").write_bytes(b"def test_a():\n    assert 10\n")
+    commit_all(repo, "Fix a, with its test")
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", str(root))
+    ok(root, "upstream", "add", "up", "--dir", str(site), "--at", "1.0",
+       "--install-root", "/opt/site")
+    before = tree_bytes(root)
+    run = run_cli(root, "import", "git", "HEAD~1..HEAD", "--repo", str(repo))
+    assert run.rc == 2, run.text
+    assert "tests/test_mod.py is not among the upstream's files at the pin" in run.err, run.err
+    assert "the pin's tests/test_mod.py" not in run.err
+    assert "`patchforge new fix-a-with-its-test --file pkg/mod.py`" in run.err, run.err
+    assert tree_bytes(root) == before
+    ok(root, "new", "fix-a-with-its-test", "--file", "pkg/mod.py")

@@ -203,11 +203,16 @@ def _refuse_ambiguous(project: Project, store: UpstreamStore, upstream: str,
               "then `patchforge refresh`")
     outcomes = outcomes_on_bases(lambda paths: store.read_blobs(pin, paths), patches, own,
                                  strict=False, allow_zero_context=True, placement=True)
+    installed = project.config.upstream(upstream).kind != "git"
     for at, outcome in enumerate(outcomes):
         if outcome is None or outcome.name not in new:
             continue
         if not outcome.ok:
-            _refuse_not_applying(outcome, patches, own, at, sources, pin, remake)
+            _refuse_not_applying(outcome, patches, own, at, sources, pin, remake,
+                                 at_pin=lambda path: store.entry(pin, path) is not None,
+                                 installed=installed,
+                                 upstream_option=f" --upstream {shlex.quote(upstream)}"
+                                 if len(project.config.upstreams) > 1 else "")
         if not outcome.ambiguous:
             continue
         source = sources.get(outcome.name, (outcome.name, None))[0]
@@ -265,7 +270,9 @@ def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list
 
 def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                          sources: dict[str, tuple[str, bytes | None]], pin: str,
-                         remake: str | Callable[[str, str], str] | None = None) -> None:
+                         remake: str | Callable[[str, str], str] | None = None, *,
+                         at_pin: Callable[[str], bool] = lambda path: True,
+                         installed: bool = False, upstream_option: str = "") -> None:
     """Refuse an import of which a patch does not apply at the end of the series on the pin
     (a colleague's fix of lines the series has its own fix of; a branch made on an older
     upstream whose lines changed since): imported, it was "imported", exit 0, and `overlays`
@@ -273,7 +280,9 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
     imports refuse a patch that would break what comes after (exit 2, nothing written), never
     written with a warning as `refresh` writes a change: the commit, the message or the quilt
     file keeps the change, so nothing is lost. Named at its first hunk that fails, with the
-    patches of its base that change that file before it."""
+    patches of its base that change that file before it; a file the pin does not have at all
+    (`at_pin`: a fix branch's test, which a wheel or an installed directory, `installed`,
+    never ships) is said as such, with the files of the patch the pin has."""
     from patchforge.apply.chains import patch_paths
     from patchforge.apply.series import counts_for, describe_failure
     from patchforge.overlay import section_line
@@ -300,6 +309,25 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                 "lines?): make this change on the series as it is (`patchforge new NAME`, the "
                 "change made in its worktree, `patchforge refresh`), or leave it out of the "
                 "import")
+    elif not fp.is_new and not at_pin(fp.old_path or path):
+        # Not "does not apply on the pin's PATH": the pin has no such file, and the way on
+        # that names it (`new --file PATH`) is refused in turn.
+        source = fp.old_path or path
+        have = [p for p in dict.fromkeys(f.old_path or f.new_path for f in patch.file_patches
+                                         if not f.is_new)
+                if p and p != source and at_pin(p)]
+        files = " ".join(f"--file {shlex.quote(p)}" for p in have)
+        message = (f"patch {name}: {source} is not among the upstream's files at the pin "
+                   f"({pin[:12]}), and the patch changes it")
+        why = ("the pin holds the files the package installs, not its repository's (tests/, "
+               "docs/, build files)" if installed else
+               "it was made on a revision that has it (renamed or removed since?)")
+        hint = (f"{why}: make the fix with the files the pin has "
+                + (f"(`patchforge new {shlex.quote(name.removesuffix('.patch'))}"
+                   f"{upstream_option} {files}`, "
+                   "its change made in the worktree that opens, then `patchforge refresh`)"
+                   if have else "(`patchforge new NAME --file PATH`)")
+                + ", or leave it out of the import")
     else:
         message = f"{describe_failure(name, application)} on the pin's {path} ({pin[:12]})"
         hint = (f"make it on the pin ({pin[:12]}): {_remake_said(remake, name, path)}; or leave it out "
