@@ -2334,6 +2334,25 @@ def _raw_changes(part: bytes, raw: int) -> list[tuple[bool, str | None, str | No
     return found
 
 
+def _new_blobs(part: bytes, raw: int) -> dict[str, str]:
+    """What store.new_blobs gives of a commit (each file it adds or changes -> its blob after
+    it, no submodule), read from its `:` lines in the range's walk (from `raw` in `part`, as
+    _raw_changes reads them; -1: none): a line whose new mode is 000000 (the file deleted) or
+    160000 (a submodule) names no such blob, as `git diff-tree -r --diff-filter=d` lists
+    none."""
+    found: dict[str, str] = {}
+    if raw < 0:
+        return found
+    for line in part[raw:].split(b"\n:")[1:]:
+        meta, _, name = line.partition(b"\t")
+        new_mode, _, new = meta.split(b" ", 4)[1:4]
+        if new_mode not in (b"000000", b"160000"):
+            name = name.split(b"\n", 1)[0]
+            found[decode_path(c_unquote(name) if name.startswith(b'"') else name)] = \
+                new.decode()
+    return found
+
+
 def _blocks_per_file(diff: bytes) -> dict[bytes, tuple]:
     """Change blocks per file (by its `diff --git` line) of `git diff-tree -p` output."""
     return {part.split(b"\n", 1)[0]: blocks_of_git_diff(part)
@@ -3056,7 +3075,12 @@ class HistoryIndex:
         kept = _kept_loose(self.store.kept_text(name))
         if kept:
             return kept
-        blob_of = self.store.new_blobs(commit)
+        # The range's walk names a commit's every file and its blob after it already (a
+        # release's 1,246: `git diff-tree -r` listing them again cost the first command asking
+        # about it a git process of 22 million instructions); a commit it does not hold, a
+        # merge, is listed by git.
+        raw = self._raw.get(commit)
+        blob_of = _new_blobs(*raw) if raw is not None else self.store.new_blobs(commit)
         blobs = self.store.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
         texts: dict[str, bytes] = {}
         for path, oid in blob_of.items():

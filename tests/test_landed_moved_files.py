@@ -670,3 +670,39 @@ def test_the_caches_kept_loose_code_holds_the_releases_last_used_and_no_more(tmp
     judged("r1")  # made again, and judged alike
     assert commit_of("r1") in kept() and commit_of("r2") not in kept() and \
         len(kept()) == at_most
+
+
+def test_the_first_command_asking_about_a_release_names_its_files_from_the_walk(
+        tmp_path, monkeypatch):
+    """The first command asking about a release (nothing kept yet) makes each new file's loose
+    code from the blobs the range's walk names (`git log --raw`, a name git quotes read back
+    as the file's): no `git diff-tree -r` lists the release's files again. The code folded
+    into a file whose name git quotes (not ASCII) is found there, and the next command, which
+    reads the kept texts back, says the same."""
+    import json
+    import os
+    from pathlib import Path
+
+    f15 = b"import torch\n\n\n" + functions(range(15, 18))
+    stack = OneUpstreamStack(tmp_path, {"k.py": functions(range(10)), "f15.py": f15})
+    deleting(stack, "f15.py")
+    release = {f"pkg/m{k:03d}.py": b"def g%d(x):\n    return x + %d\n" % (k, k)
+               for k in range(300)}
+    moving = stack.commit({"f15.py": None, **release,
+                           "pkg/k2 \u00fc.py": b"import os\nimport torch\n\n\n"
+                           + functions(range(30, 40)) + functions(range(15, 18))},
+                          "release 2", tag="v2")
+    evidence = f"f15.py: the code it deletes was moved to pkg/k2 \u00fc.py by commit {moving}"
+    kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    kept(stack, evidence)
+    listed = [event["argv"] for event in map(json.loads, trace.read_text().splitlines())
+              if event["event"] == "start" and "diff-tree" in event["argv"]
+              and "--diff-filter=d" in event["argv"]]
+    assert listed == [], [a[a.index("diff-tree") - 2:] for a in listed]
+    (made,) = loose_kept(kept_dir)
+    assert b"pkg/k2 \xc3\xbc.py\n" in made.read_bytes()
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    kept(stack, evidence)
+    assert loose_kept(kept_dir) == [made]
