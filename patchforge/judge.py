@@ -2314,15 +2314,17 @@ def added_lines_of(diff: bytes) -> frozenset[bytes]:
                      .split(b"\n"))
 
 
-def _raw_changes(part: bytes, raw: int) -> list[tuple[bool, str | None, str | None, str, bytes]]:
-    """The files of a commit's `:` lines (from `raw` in `part`, its text; -1: none) in `git log
-    --raw --no-abbrev` (`:<old mode> <new mode> <old blob> <new blob> <status>\t<path>`, the
-    path C-quoted when git quotes it): (whether either side is a submodule, the blob before,
-    the blob after, the path, its `diff --git` line), a missing side's blob None."""
+def _raw_changes(text: bytes, raw: int,
+                 end: int) -> list[tuple[bool, str | None, str | None, str, bytes]]:
+    """The files of a commit's `:` lines (from `raw` up to `end` in `text`, the walk's; `raw`
+    -1: none) in `git log --raw --no-abbrev` (`:<old mode> <new mode> <old blob> <new blob>
+    <status>\t<path>`, the path C-quoted when git quotes it): (whether either side is a
+    submodule, the blob before, the blob after, the path, its `diff --git` line), a missing
+    side's blob None."""
     found: list[tuple[bool, str | None, str | None, str, bytes]] = []
     if raw < 0:
         return found
-    for line in part[raw:].split(b"\n:")[1:]:
+    for line in text[raw:end].split(b"\n:")[1:]:
         meta, _, name = line.partition(b"\t")
         old_mode, new_mode, old, new = meta.split(b" ", 4)[:4]
         name = name.split(b"\n", 1)[0]
@@ -2514,14 +2516,14 @@ class HistoryIndex:
         self._parts: dict[str, dict[bytes, list]] = {}
         # commit -> {each file it adds or changes: its content after it, loose_code's}
         self._new_code: dict[str, dict[str, bytes | _KeptText]] = {}
-        # commit -> its part of the range's walk and where its `:` lines start there (`git log
-        # --raw`: each file it changes, with the blob ids before and after; -1: none), for
-        # every commit of the range with one parent;
+        # commit -> the range's walk, where the commit's `:` lines start in it (`git log
+        # --raw`: each file it changes, with the blob ids before and after; -1: none) and
+        # where its part of the walk ends, for every commit of the range with one parent;
         # _raw_changes of them, made when first asked; blob id -> its content as loose_code
         # has it (None: binary), and a binary one's loose_code apart (the test whether a
         # commit can put code in, _may_put_in); (commit, diff header) -> that file's blocks
         # (_blocks_holding)
-        self._raw: dict[str, tuple[bytes, int]] = {}
+        self._raw: dict[str, tuple[bytes, int, int]] = {}
         self._changes: dict[str, list] = {}
         self._loose: dict[str, bytes | None] = {}
         self._loose_binary: dict[str, bytes] = {}
@@ -3152,14 +3154,14 @@ class HistoryIndex:
             entry = self._raw.get(commit)
             if entry is None or entry[1] < 0:
                 continue
-            part, raw = entry
+            text, raw, end = entry
             for path in left.intersection(self._touches.get(commit, ())):
                 name = b"\t" + git_output_path(os.fsencode(path))
-                at = part.find(name + b"\n", raw)
-                if at < 0 and part.endswith(name):
-                    at = len(part) - len(name)
-                start = part.rfind(b"\n:", raw, at) if at >= 0 else -1
-                fields = part[start + 2:at].split(b" ") if start >= 0 else []
+                at = text.find(name + b"\n", raw, end)
+                if at < 0 and text.endswith(name, raw, end):
+                    at = end - len(name)
+                start = text.rfind(b"\n:", raw, at) if at >= 0 else -1
+                fields = text[start + 2:at].split(b" ") if start >= 0 else []
                 if len(fields) < 4 or b"160000" in fields[:2]:
                     continue
                 sides = [oid.decode() for mode, oid in ((fields[0], fields[2]),
@@ -3208,35 +3210,46 @@ class HistoryIndex:
         raw_names = {git_output_path(os.fsencode(path)): path for path in self.paths}
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
-        raw_lines: dict[str, tuple[bytes, int]] = {}  # (`_raw`)
+        raw_lines: dict[str, tuple[bytes, int, int]] = {}  # (`_raw`)
         if changes is None:
             changes = self.store.range_changes(self.target.base_commit, self.target.commit)
-        # Commit by commit, each one's lines searched by C loops (bytes.split, find, regular
+        # Commit by commit, each one's lines searched by C loops (bytes.find, regular
         # expressions): a long history lists tens of thousands of paths and message lines,
         # and a test of each line in Python was most of the index's time. Lines end at LF
         # only: git indents each line of a message, but a bare CR inside one (an old tool's
         # line end) is no line end to git, and splitlines() would make the text after it a
-        # line of its own (a `commit` or `:` line).
-        for part in (b"\n" + changes).split(b"\ncommit ")[1:]:
-            end = part.find(b"\n")  # none: a commit without a message or a change listed
-            commit, *parents = (part[:end] if end >= 0 else part).decode().split()
+        # line of its own (a `commit` or `:` line). Each commit's part (from after its
+        # "commit " to the line end before the next one) is searched where it lies in the
+        # walk's text, bounded by its ends, never copied out: a 2,515-commit walk is 6 MB,
+        # and its parts copied were 6 MB of new pages each time (8-10 ms of the index's CPU).
+        # Where each "\ncommit " is (-1: a "commit " at the text's start), and the text's end.
+        cuts = [-1] if changes.startswith(b"commit ") else []
+        cut = changes.find(b"\ncommit ")
+        while cut >= 0:
+            cuts.append(cut)
+            cut = changes.find(b"\ncommit ", cut + 1)
+        cuts.append(len(changes))
+        for start, stop in zip(cuts, cuts[1:]):
+            start += len(b"\ncommit ")
+            end = changes.find(b"\n", start, stop)  # none: no message, no change listed
+            commit, *parents = changes[start:end if end >= 0 else stop].decode().split()
             # The paths: after the tab of each line from the first `:` line on (the message
             # comes first, then the commit's `:` lines, one per path; a tab in a name is quoted).
-            raw = part.find(b"\n:")
+            raw = changes.find(b"\n:", start, stop)
             if commit in walk:  # a merge again, against its next parent
                 changed = walk[commit][1]
             else:
                 changed = set()
                 walk[commit] = (parents, changed)
                 if len(parents) == 1:
-                    raw_lines[commit] = (part, raw)
-                named = _REVERT_LINES.findall(part) \
-                    if b"\n    This reverts commit " in part else []
+                    raw_lines[commit] = (changes, raw, stop)
+                named = _REVERT_LINES.findall(changes, start, stop) \
+                    if changes.find(b"\n    This reverts commit ", start, stop) >= 0 else []
                 if named:
                     reverts[commit] = [found.decode() for found in named]
             if raw >= 0:
                 changed.update(raw_names[name] for name in
-                               raw_names.keys() & _RAW_PATHS.findall(part, raw))
+                               raw_names.keys() & _RAW_PATHS.findall(changes, raw, stop))
         # The range's commits but merges, whatever the merges' parents: `beside` needs them
         # in a history whose first merge has the pin for a parent (the pathspec walk below
         # cannot be taken there, but a move made in two commits is still two commits).

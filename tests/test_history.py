@@ -587,6 +587,86 @@ def test_history_outputs_are_cut_as_a_reading_line_by_line_does():
         assert index._reverts == {c: r for c, r in reverts.items() if c in touched}
 
 
+def test_a_commits_versions_are_read_where_its_line_is_in_the_walk_as_line_by_line():
+    """The blobs before and after each commit's change of a series path (HistoryIndex._versions:
+    what a partial store fetches before the history's diffs; `first`: only the version after
+    each path's oldest commit) are read off the commit's `:` line for that path in the range's
+    walk, found by the path's name where the commit's part lies in the walk's text, never
+    copied out of it. On random walks (commits listed in any order, a merge listed once per
+    parent, message lines that look like `:` lines, added and deleted files, submodules, the
+    last line without a line end, the walk starting with or without a commit line), the same
+    blobs, each at the first commit that names it, as the `:` lines read one by one give."""
+    import random
+
+    from patchforge.judge import HistoryIndex, Target
+
+    rng = random.Random(11)
+    ids = [f"{rng.getrandbits(160):040x}" for _ in range(8)]
+    blobs = [f"{rng.getrandbits(160):040x}" for _ in range(12)]
+    zero = "0" * 40
+    names = {b"a.py": "a.py", b"b c.py": "b c.py", b'"q\\303\\251.py"': "q\u00e9.py",
+             b"a.py.orig": "a.py.orig"}
+    checked = 0
+    for _ in range(2000):
+        lines = [b"noise before the first commit"] if rng.random() < 0.2 else []
+        for _ in range(rng.randrange(1, 8)):
+            commit = rng.choice(ids)
+            lines.append(f"commit {commit} {' '.join(rng.sample(ids, rng.randrange(0, 3)))}"
+                         .encode())
+            lines += rng.sample([b"    subject", b"    :100644 100644 x y M\tb c.py",
+                                 b"    body\r:100644 x\ta.py", b""], rng.randrange(0, 3))
+            for _ in range(rng.randrange(0, 5)):
+                modes = rng.choice([("100644", "100644"), ("000000", "100644"),
+                                    ("100644", "000000"), ("160000", "160000"),
+                                    ("100755", "100644")])
+                old = zero if modes[0] == "000000" else rng.choice(blobs)
+                new = zero if modes[1] == "000000" else rng.choice(blobs)
+                path = rng.choice(list(names) + [b"other.py", b"x/a.py"])
+                lines.append(f":{modes[0]} {modes[1]} {old} {new} M\t".encode() + path)
+        changes = b"\n".join(lines) + (b"\n" if rng.random() < 0.7 else b"")
+        index = HistoryIndex.__new__(HistoryIndex)
+        index.paths = sorted(names.values())
+        index.target = Target("up", "base", "tip", "tip", None)
+        index._order, index._reverts = [], {}
+        raw: dict[str, list[bytes]] = {}
+        _reference_walk(changes, names, raw)
+        touched = index._walk_without_pathspec(changes)
+        if touched is None:
+            continue
+        index.log = [(commit, sorted(touched[commit])) for commit in reversed(index._order)]
+        index._touches = None
+        commits = [commit for commit, _ in index.log]
+        for first in (False, True):
+            expected: dict[str, set[tuple[str, str]]] = {}  # blob -> where it may be named
+            left = set(index.paths)
+            for commit in commits:
+                asked = left.intersection(dict(index.log)[commit])
+                for path in asked:
+                    line = next((line for line in raw.get(commit, ())
+                                 if names.get(line.split(b"\t", 1)[1]) == path
+                                 and line.split(b"\t", 1)[1] in names), None)
+                    if line is None:
+                        continue
+                    fields = line[1:].split(b"\t", 1)[0].split(b" ")
+                    if b"160000" in fields[:2]:
+                        continue
+                    sides = [oid.decode() for mode, oid in ((fields[0], fields[2]),
+                                                            (fields[1], fields[3]))
+                             if mode != b"000000"]
+                    for oid in sides[-1:] if first else sides:
+                        if oid not in expected or all(c == commit for c, _ in expected[oid]):
+                            expected.setdefault(oid, set()).add((commit, path))
+                    if first:
+                        left.discard(path)
+                if first and not left:
+                    break
+            found = index._versions(commits, index.paths, first=first)
+            assert set(found) == set(expected), changes
+            assert all(found[oid] in expected[oid] for oid in found), changes
+            checked += len(found)
+    assert checked > 1500
+
+
 def test_a_commit_that_undoes_a_change_holds_its_undo_probes():
     """The landing lookup judges a patch's history only when a commit of it may undo the
     change (HistoryIndex.may_undo): every commit judge_history finds undoing it holds, in its
