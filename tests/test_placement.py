@@ -8,6 +8,8 @@ then change block 1, `git rebase` keeps block 2.
 """
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 
 import pytest
@@ -77,6 +79,36 @@ def test_upstream_inserting_a_block_length_above_keeps_the_fix_in_its_block(tmp_
     assert blocks == [2]
     assert patch["action"] == "merged" and "placed by the 3-way merge" in patch["detail"]
     assert [p["state"] for p in status["patches"]] == ["merges"]  # status says what rebase does
+
+
+def test_a_fix_placed_by_the_merge_is_an_exact_pair_of_the_range_diff_written_without_git(
+        tmp_path, monkeypatch):
+    """A fix the 3-way merge placed (its context at more than one place of the file) whose
+    hunk moved as it was pairs exactly with its old commit: git's own diffs of both pairs of
+    contents show it, and the range-diff is written without `git range-diff`, git's text byte
+    for byte. (It ran git's range-diff, diffing both commits' files whole, before.)"""
+    from patchforge.store import rangediff
+
+    stack = stack_with_fix(tmp_path)
+    v2 = stack.commit({"pkg/m.py": b"".join(header(20) + THREE)}, "v2")
+    copy = tmp_path / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    started = []
+    real_start = rangediff.RangeDiffImport._start_git
+
+    def start_git(self):
+        started.append(self)
+        return real_start(self)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "_start_git", start_git)
+    written = stack.rebase_json("--to", f"up={v2}")
+    (patch,) = written["patches"]
+    assert patch["action"] == "merged" and "placed by the 3-way merge" in patch["detail"]
+    assert not started
+    monkeypatch.setattr(rangediff, "_written_text", lambda *args: None)
+    result = run_cli(copy, "rebase", "--to", f"up={v2}", "--json")
+    assert result.rc == 0, result.err
+    assert started and json.loads(result.out)["range_diff"] == written["range_diff"]
+    assert " = " in written["range_diff"]
 
 
 def test_upstream_inserting_lines_above_keeps_the_fix_in_its_block_at_an_offset(tmp_path):

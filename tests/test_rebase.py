@@ -409,6 +409,49 @@ def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstrea
     assert re.findall(r" ([=<]) ", written["range_diff"]) == ["<", "=", "=", "="]
 
 
+def test_a_moved_pair_whose_function_line_changed_leaves_the_range_diff_to_git_unproved(
+        stack, upstream, monkeypatch):
+    """Two patches moved by an offset; upstream renamed the function above one's hunk, so
+    git's new diff of it has another heading and `git range-diff` shows the pair changed
+    (`!`). git's range-diff runs then, and the other pair's old contents are not diffed to
+    show it exact first (they were: a diff made for a text git writes all the same). The
+    text is git's, byte for byte."""
+    from patchforge.store import rangediff
+    from patchforge.store import diff as store_diff
+
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
+    stack.add_patch("up", "renamed", {"pkg/mod.py": with_lines({20: b"def f20():\n    return -20\n\n"})})
+    new_commit = upstream.commit({"pkg/mod.py": b"# a header\n# of two lines\n" + with_lines(
+        {19: b"def g19():\n    return 19\n\n"})}, "release")
+    copy = stack.root.parent / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    started, batches = [], []
+    real_start, real_batch = rangediff.RangeDiffImport._start_git, store_diff._GitHunks.__init__
+
+    def start_git(self):
+        started.append(self)
+        return real_start(self)
+
+    def batch(self, pairs):
+        batches.append(len(pairs))
+        return real_batch(self, pairs)
+    monkeypatch.setattr(rangediff.RangeDiffImport, "_start_git", start_git)
+    monkeypatch.setattr(store_diff._GitHunks, "__init__", batch)
+    written = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in written["patches"]] == ["offset", "offset"]
+    assert started and batches == [2]  # the two new diffs, no old pair
+    assert re.findall(r" ([=!]) ", written["range_diff"]) == ["=", "!"]
+    assert "    -@@ pkg/mod.py: def f19():\n    +@@ pkg/mod.py: def g19():\n" in \
+        written["range_diff"]
+    # git's own range-diff of the two chains, nothing written or standing in
+    monkeypatch.setattr(rangediff, "_written_text", lambda *args: None)
+    monkeypatch.setattr(rangediff, "_stand_ins", lambda *args: {})
+    result = run_cli(copy, "rebase", "--to", f"up={new_commit}", "--json")
+    assert result.rc == 0, result.err
+    assert json.loads(result.out)["range_diff"] == written["range_diff"]
+
+
 def test_a_failing_range_diff_import_does_not_fail_the_rebase(stack, upstream, monkeypatch):
     """The range-diff is a report: its import failing during the run makes the end of the
     run build it from the files instead, and git failing at the end leaves a note in its place;
