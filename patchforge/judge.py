@@ -2336,16 +2336,16 @@ def _raw_changes(text: bytes, raw: int,
     return found
 
 
-def _new_blobs(part: bytes, raw: int) -> dict[str, str]:
+def _new_blobs(text: bytes, raw: int, end: int) -> dict[str, str]:
     """What store.new_blobs gives of a commit (each file it adds or changes -> its blob after
-    it, no submodule), read from its `:` lines in the range's walk (from `raw` in `part`, as
-    _raw_changes reads them; -1: none): a line whose new mode is 000000 (the file deleted) or
-    160000 (a submodule) names no such blob, as `git diff-tree -r --diff-filter=d` lists
-    none."""
+    it, no submodule), read from its `:` lines in the range's walk (from `raw` up to `end` in
+    `text`, as _raw_changes reads them; `raw` -1: none): a line whose new mode is 000000 (the
+    file deleted) or 160000 (a submodule) names no such blob, as `git diff-tree -r
+    --diff-filter=d` lists none."""
     found: dict[str, str] = {}
     if raw < 0:
         return found
-    for line in part[raw:].split(b"\n:")[1:]:
+    for line in text[raw:end].split(b"\n:")[1:]:
         meta, _, name = line.partition(b"\t")
         new_mode, _, new = meta.split(b" ", 4)[1:4]
         if new_mode not in (b"000000", b"160000"):
