@@ -336,6 +336,50 @@ def test_a_release_the_index_does_not_have_gets_no_hint_to_name_it_in_full(evil)
     assert not marker.exists()
 
 
+def test_a_yanked_release_is_pinned_with_a_warning_giving_the_reason(tmp_path, monkeypatch):
+    """A package index (PEP 503's simple pages, over HTTP on 127.0.0.1) marks toypkg 1.0
+    yanked, with a reason. pip downloads an exact `==1.0` of it all the same, saying so on its
+    standard error only, which patchforge dropped: `upstream add --wheel toypkg --at 1.0`
+    pinned the withdrawn release, exit 0, without a word. A release not yanked says nothing."""
+    from helpers.servers import Answer, TestServer
+
+    files = {w.name: w.read_bytes() for w in (
+        build_wheel(tmp_path / "built", "toypkg", version, {"toypkg/m.py": body})
+        for version, body in (("1.0", b"A = 1\n"), ("1.1", b"A = 2\n")))}
+
+    class Index(TestServer):
+        def route(self, method, path, query, req):
+            if path == "/simple/toypkg/":
+                links = "".join(
+                    f'<a href="/files/{name}#sha256={hashlib.sha256(data).hexdigest()}"'
+                    + (' data-yanked="broken build: do not use"' if "-1.0-" in name else "")
+                    + f">{name}</a>\n" for name, data in sorted(files.items()))
+                return Answer(200, f"<html><body>{links}</body></html>".encode(),
+                              {"Content-Type": "text/html"})
+            name = path.rsplit("/", 1)[-1]
+            if path.startswith("/files/") and name in files:
+                return Answer(200, files[name], {"Content-Type": "application/octet-stream"})
+            return Answer(404, b"")
+
+    index = Index()
+    try:
+        monkeypatch.setenv("PIP_INDEX_URL", f"{index.url}/simple")
+        monkeypatch.setenv("PIP_FIND_LINKS", "")
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+        root = tmp_path / "project"
+        ok(None, "init", "--standalone", str(root))
+        run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site")
+        assert run.rc == 0, run.text
+        said = " ".join(run.err.split())
+        assert "warning: toypkg 1.0 is yanked on the package index" in said, run.err
+        assert "broken build: do not use" in said, run.err
+        run = run_cli(root, "rebase", "--to", "toy=1.1")
+        assert run.rc == 0 and "yanked" not in run.err, run.text
+    finally:
+        index.close()
+
+
 def _python_without_pip(tmp_path: Path) -> tuple[list[str], dict]:
     """This interpreter as an environment without pip would run it (as `uv venv` makes them):
     no site, and every installed package but pip reachable on PYTHONPATH."""

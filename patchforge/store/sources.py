@@ -339,6 +339,7 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         except StoreError:
             raise StoreError(f"pip download {package}=={version} gave {path.name}, "
                              f"not a wheel of {package} {version}") from None
+        _say_yanked(package, version, proc.stderr)
         digest = file_sha256(path)
         if sha256 is not None and digest != sha256:
             raise StoreError(f"{package} {version}: the downloaded {path.name} has sha256 "
@@ -349,6 +350,25 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         return target
     finally:
         tempfiles.remove_tree(scratch, ignore_errors=True)
+
+
+def _say_yanked(package: str, version: str, stderr: bytes) -> None:
+    """A `warning:` when pip's download was of a release its index marks yanked (PEP 592:
+    withdrawn by its publishers, often with a reason such as a broken build). pip takes an
+    exact `==` of a yanked release and says so only on its standard error, which a download
+    that succeeds does not show: the release was pinned, exit 0, without a word."""
+    text = stderr.decode("utf-8", "replace")
+    if "yanked version" not in text:
+        return
+    reason = re.search(r"^Reason for being yanked: (.*)$", text, re.M)
+    import logging  # only on this rare path, as for a tag that moved (see below)
+
+    said = " ".join(reason.group(1).split())[:200] if reason else ""
+    logging.getLogger("patchforge.store").warning(
+        "warning: %s %s is yanked on the package index (its publishers withdrew it%s): "
+        "pinned all the same, as pip downloads an exact version; choose another unless you "
+        "mean this one", package, version,
+        f": {said}" if said else "")
 
 
 def _remove_stale_downloads(directory: Path, max_age: float = 24 * 3600) -> None:
