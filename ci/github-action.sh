@@ -9,7 +9,18 @@ while IFS= read -r line; do
   line="${line%%#*}"
   [ -z "${line//[[:space:]]/}" ] && continue
   read -r -a words <<< "$line"
-  case "${words[0]}" in
+  # The command is the first word after patchforge's own options (`--offline lint`,
+  # `--root stack overlays --check`, `-q status`), which come before it.
+  at=0
+  while [ "$at" -lt "${#words[@]}" ]; do
+    case "${words[$at]}" in
+      --root) at=$((at + 2)) ;;
+      --root=*|--offline|--no-color|--verbose|--quiet|-v*|-q*) at=$((at + 1)) ;;
+      *) break ;;
+    esac
+  done
+  command="${words[$at]:-}"
+  case "$command" in
     lint|status|overlays|verify) words+=(--format github) ;;
   esac
   echo "::group::patchforge ${words[*]}"
@@ -17,7 +28,7 @@ while IFS= read -r line; do
   code=$?
   echo "::endgroup::"
   if [ "$code" -ne 0 ]; then
-    echo "::error title=patchforge ${words[0]}::patchforge ${words[*]} exited with $code"
+    echo "::error title=patchforge ${command:-${words[0]}}::patchforge ${words[*]} exited with $code"
     [ "$code" -gt "$worst" ] && worst=$code
   fi
 done <<< "$COMMANDS"

@@ -163,6 +163,44 @@ def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatc
     assert summary.read_text().count("### patchforge ") == 2
 
 
+def test_the_action_finds_the_command_after_patchforges_own_options(tmp_path):
+    """`--offline lint` (docs/ci.md's second job, the pre-commit hooks' form), `-q status`,
+    `--root stack overlays --check`: the action looked at the line's first word only, so these
+    ran without --format github (no annotation, no job summary) and the failure was titled
+    `patchforge --offline`."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.env import REPO_ROOT
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
+    (series / "series").write_text("bare.patch\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "patchforge"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    exe.chmod(0o755)
+    summary = tmp_path / "summary.md"
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
+               COMMANDS=f"fetch\n--offline lint --no-forge\n--root {root} -q overlays --check\n",
+               PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.run([str(REPO_ROOT / "ci" / "github-action.sh")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
+    assert groups == ["::group::patchforge fetch",
+                      "::group::patchforge --offline lint --no-forge --format github",
+                      f"::group::patchforge --root {root} -q overlays --check --format github"]
+    assert "::error title=patchforge lint::patchforge --offline lint --no-forge --format " \
+           "github exited with 1" in proc.stdout, proc.stdout
+    assert any(a[1].get("file") == "series/up/bare.patch" for a in annotations(proc.stdout.encode()))
+    assert summary.read_text().count("### patchforge ") == 2
+
+
 def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
     """The action's cache defaulted to `${{ github.workspace }}/.cache/patchforge`, inside the
     checkout, whose files a pull request writes (a store.git/config of its choosing with
