@@ -273,6 +273,29 @@ def test_hostile_patch_in_mbox_import_is_refused(env, tmp_path, monkeypatch, cas
     assert "Traceback" not in r.text
 
 
+@pytest.mark.parametrize("args", [("overlay", "/dev/zero", "--upstream", "up", "--path",
+                                   "a.txt", "--name", "zero"), ("mbox", "/dev/zero")])
+def test_an_import_of_input_that_never_ends_is_refused_in_bounded_memory(env, tmp_path,
+                                                                          monkeypatch, args):
+    """`import overlay /dev/zero` (or a model's weights named by mistake) and `import mbox
+    /dev/zero` were read whole: the machine's memory exhausted, or, under a limit, an internal
+    error (MemoryError, exit 70). Refused now, exit 2, naming the file, nothing written."""
+    import resource
+
+    root = env.fresh(tmp_path, monkeypatch)
+    before = snapshot(tmp_path)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "import",
+                           *args], capture_output=True, timeout=300, preexec_fn=limited)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, (proc.returncode, err)
+    assert "/dev/zero: larger than 256 MiB" in err, err
+    assert snapshot(tmp_path) == before
+
+
 def test_mbox_refusal_names_the_mbox(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     mbox = tmp_path / "in.mbox"

@@ -560,7 +560,7 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         raise UsageError(f"{path} does not exist in {upstream} at {pin.label}"
                          + near_paths(store, pin.commit, path),
                          hint="check --path; `--create` makes the overlay a new file instead")
-    new = Path(overlay).read_bytes()
+    new = _read_input(overlay, "an overlay")
     notes = []
     moved = _made_before_rebase(project, upstream, path, profiles, old, new, str(overlay)) \
         if old is not None else None
@@ -1353,6 +1353,24 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     return [n for n, _ in pending]
 
 
+# What an import reads whole into memory (an overlay, an mbox): far more than any upstream
+# file or series of mails, far less than a machine's memory.
+INPUT_LIMIT = 256 << 20
+
+
+def _read_input(path, what: str) -> bytes:
+    """The bytes of the file `path` names (a pipe too: `import mbox <(git format-patch
+    --stdout ...)`), read whole, up to INPUT_LIMIT: a larger one (a model's weights named by
+    mistake, /dev/zero) is refused naming it. Read whole, it exhausted the machine's memory,
+    or was an internal error (MemoryError) under a limit."""
+    with open(path, "rb") as handle:
+        data = handle.read(INPUT_LIMIT + 1)
+    if len(data) > INPUT_LIMIT:
+        raise InputError(f"larger than {INPUT_LIMIT >> 20} MiB: more than patchforge reads as "
+                         f"{what}", path=str(path), hint="name the file meant")
+    return data
+
+
 def _refuse_control_characters(data: bytes, name: str, what: str, hint: str) -> None:
     """Parse the patch file an import made (`name` in errors) and refuse one whose header or
     free-text description holds a control character, as `import quilt` refuses it: kept, every
@@ -1575,7 +1593,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
         # pipe (`import mbox <(git format-patch --stdout ...)`) can be read only once, and its
         # /dev/fd/N path names nothing in git's process ("cannot stat /dev/fd/63").
         try:
-            data = Path(mbox).read_bytes()
+            data = _read_input(mbox, "an mbox")
         except OSError as exc:
             raise InputError(f"cannot read the mbox: {exc.strerror or exc}",
                              path=str(mbox)) from None
