@@ -1003,6 +1003,40 @@ def test_a_fix_whose_profiles_list_is_empty_is_never_taken_for_every_profile(tmp
     assert run.rc == 1 and f"fix.patch:{line}: 'Profiles:' lists no profile" in run.out
 
 
+def test_a_deleted_fix_is_told_its_way_back(tmp_path):
+    """`delete` by mistake, then `bring-back NAME`: refused, "kept in series/up/deleted/",
+    and the hint said bring-back takes skipped fixes only: a dead end, though a fix moved
+    into skipped/ comes back as any skipped fix. The hint now says so, and following it
+    word for word puts the fix back at the end of its series, its return recorded."""
+    import re
+    import shlex
+
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    stack.add_upstream("up", Upstream(tmp_path / "up-src", {"a.py": b"a = 1\n", "b.py": b"b\n"}))
+    stack.add_patch("up", "fix", {"a.py": b"a = 2\n"})
+    stack.add_patch("up", "other", {"b.py": b"b2\n"})
+    ok(stack.root, "ledger")
+    patch = (stack.root / "series/up/fix.patch").read_bytes()
+    ok(stack.root, "delete", "fix")
+    run = run_cli(stack.root, "bring-back", "fix")
+    assert run.rc == 2 and "up/fix.patch is kept in series/up/deleted/" in run.err, run.text
+    hint = run.err.split("hint: ", 1)[1]
+    commands = re.findall(r"`([^`]+)`", hint)
+    assert commands[1] == "mkdir -p series/up/skipped && mv series/up/deleted/fix.patch " \
+        "series/up/skipped/fix.patch" and commands[-1] == "patchforge bring-back up/fix", hint
+    subprocess.run(["bash", "-c", commands[1]], cwd=stack.root, check=True)
+    ok(stack.root, *shlex.split(commands[-1])[1:])
+    assert (stack.root / "series/up/series").read_text() == "other.patch\nfix.patch\n"
+    assert (stack.root / "series/up/fix.patch").read_bytes() == patch
+    events = [json.loads(line)["event"] for line in
+              (stack.root / "series/history.jsonl").read_text().splitlines()]
+    assert events[-2:] == ["deleted", "brought-back"], events
+    ok(stack.root, "ledger", "--check")
+
+
 def test_a_fix_kept_aside_is_said_to_be_kept_not_missing(tmp_path):
     """`show`, `delete` and `bring-back` of a fix in upstreamed/ or deleted/ answered "no
     patch named ..." (or "no skipped fix named ..."), which reads as a fix lost; each now says

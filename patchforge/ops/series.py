@@ -1564,12 +1564,36 @@ def find_skipped(project: Project, name: str):
     if not matches:
         elsewhere = _where_else(project, wanted_upstream, file_name)
         raise UsageError(f"no skipped fix named {name!r}" + (f": {elsewhere}" if elsewhere else ""),
-                         hint="bring-back takes the fixes a rebase set aside in skipped/; "
-                              "`patchforge status` lists them")
+                         hint=_deleted_way_back(project, wanted_upstream, file_name) or
+                         "bring-back takes the fixes a rebase set aside in skipped/; "
+                         "`patchforge status` lists them")
     if len(matches) > 1:
         raise UsageError(f"{name!r} is skipped in several series "
                          f"({', '.join(f.upstream for f in matches)}); say UPSTREAM/{name}")
     return matches[0]
+
+
+def _deleted_way_back(project: Project, upstream: str | None, file_name: str) -> str:
+    """The way back for a fix `delete` took out (kept under deleted/, in no series): said,
+    since bring-back takes skipped fixes only and its refusal was a dead end. Through
+    skipped/, as a kept landing goes: bring-back then moves it onto the current base by the
+    rebase's judge and records its return. Empty where the fix is elsewhere too."""
+    if any(upstream in (None, u) and file_name in project.patch_names(u)
+           for u in project.upstream_names()):
+        return ""
+    deleted = [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
+               if place == "deleted"]
+    if not deleted or len({u for u, _ in deleted}) > 1:
+        return ""
+    u = deleted[0][0]
+    copy = deleted[-1][1] if len(deleted) == 1 else "COPY"
+    move = (f"mv {shlex.quote(f'series/{u}/deleted/{copy}')} "
+            f"{shlex.quote(f'series/{u}/skipped/{file_name}')}")
+    return (f"a fix `patchforge delete` took out comes back through skipped/: `mkdir -p "
+            f"series/{u}/skipped && {move}`"
+            + (f" (COPY: the one of {', '.join(k for _, k in deleted)} to bring back)"
+               if len(deleted) > 1 else "")
+            + f", then `patchforge bring-back {u}/{file_name.removesuffix('.patch')}`")
 
 
 def _where_else(project: Project, upstream: str | None, file_name: str) -> str:
