@@ -417,6 +417,28 @@ def test_head_and_full_ref_names_of_a_git_upstream(tmp_path):
     assert refused.rc == 2 and "has no HEAD" in refused.err, refused.err
 
 
+def test_a_tag_of_a_tree_or_a_blob_is_said_as_what_it_names(tmp_path):
+    """An upstream tag made of a tree or a blob (`git tag t v1^{tree}`, an annotated one too):
+    `status --against t` said "'t' is not a known commit, branch or tag" of the upstream, whose
+    tags list it. It names what the tag is, exit 2, as it does for the upstream pin."""
+    from helpers.cli import run_cli
+    from helpers.git import git
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    git(stack.up, "tag", "treetag", "v1^{tree}")
+    git(stack.up, "tag", "-a", "-m", "a tree", "annotated", "v1^{tree}")
+    git(stack.up, "tag", "blobtag", "v1:a.py")
+    for spec, kind in (("treetag", "tree"), ("annotated", "tree"), ("blobtag", "blob")):
+        for args in (("status", "--against", f"up={spec}"), ("upstream", "pin", "up", "--at",
+                                                              spec, "--force")):
+            run = run_cli(stack.root, *args)
+            assert run.rc == 2, (args, run.text)
+            assert f"tag {spec!r} of " in run.err and f"names a {kind}, not a commit" in run.err, \
+                (args, run.err)
+            assert "not a known" not in run.err, run.err
+
+
 @pytest.mark.parametrize("spec", ["main:foo", "v1.2:rc1", "main@sha256:" + "9" * 64])
 def test_a_ref_typo_with_a_colon_is_refused_before_any_registry_is_asked(tmp_path, spec):
     """`main:foo` was taken for Docker Hub's official image `library/main` and asked for (five

@@ -1352,6 +1352,15 @@ class UpstreamStore:
         found = self._cat.query([f"{ref}^{{commit}}"])[0]
         return found[0] if found is not None else None
 
+    def peeled_type(self, ref: str) -> str | None:
+        """The type of what `ref` names, its tags peeled (`commit`, `tree`, `blob`), None when
+        the store has no such ref: a tag made of a tree (`git tag t v1^{tree}`) is a ref that
+        read_ref, which asks for a commit, does not see."""
+        if "\n" in ref or not ref.startswith("refs/"):
+            return None
+        found = self._cat.query([f"{ref}^{{}}"])[0]
+        return found[1] if found is not None else None
+
     def forget_tag(self, upstream: str, tag: str, commit: str) -> None:
         """Take tag `tag` of source `upstream` (a store namespace) out of the store, the remote
         having deleted it for a branch of its name: kept, resolve_in would answer the old tag

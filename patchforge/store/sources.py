@@ -581,6 +581,12 @@ def _git_revision(store: UpstreamStore, name: str, url: str, spec: str, *,
     try:
         return store.resolve_in(name, spec)
     except RefNotFound:
+        # A tag of a tree or a blob (`git tag t v1^{tree}`) is there, and no revision: said
+        # as such, never "not a known ... tag".
+        kind = None if is_id else store.peeled_type(f"refs/patchforge/remotes/{name}/tags/{spec}")
+        if kind is not None and kind != "commit":
+            raise RefNotFound(f"{upstream}: tag {spec!r} of {redact(url)} names a {kind}, not a "
+                              "commit", hint="name a commit, or a branch or tag of one") from None
         raise RefNotFound(f"{upstream}: {spec!r} is not a known commit, branch or tag of "
                           f"{redact(url)}",
                           hint="check the lock or the SPEC against the upstream's history"
