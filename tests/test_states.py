@@ -1234,8 +1234,8 @@ def test_an_edit_whose_patch_a_pull_deleted_or_renamed_names_ways_on_that_keep_i
 
 def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_name(
         project, tmp_path):
-    """`rename up2/g fix-a` gives up2's patch the name of up's fix-a (`new fix-a --upstream up2`
-    refuses it, `rename` takes it). Then the short name is refused as in several series, and
+    """up2's series has a patch named as up's fix-a (a merge of two branches made so; `new`
+    and `rename` refuse it). Then the short name is refused as in several series, and
     refresh's closing line named `patchforge edit fix-a`, which exits 2: it names `up/fix-a`,
     which opens the edit."""
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
@@ -1243,8 +1243,10 @@ def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_na
     project.cli("upstream", "add", "up2", "--git", str(other.path), "--at", other.base,
                 "--install-root", "/opt/two")
     project.cli("new", "g", "--upstream", "up2", "--no-edit")
-    project.cli("new", "fix-a", "--upstream", "up2", "--no-edit", expect=2)
-    project.cli("rename", "up2/g", "fix-a")
+    # (`new` and `rename` refuse the name: a stack made so by a merge of two branches.)
+    series = project.root / "series/up2"
+    (series / "g.patch").rename(series / "fix-a.patch")
+    (series / "series").write_text("fix-a.patch\n")
     project.cli("edit", "up/fix-a")
     (project.work / "pkg/mod.py").write_bytes(text({3: b"def f3():\n    return -30\n\n"}))
     _, out, _ = project.cli("refresh", "up/fix-a")
@@ -1252,6 +1254,43 @@ def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_na
     project.cli("edit", "fix-a", expect=2)  # (the short name: in several series)
     project.cli("edit", "up/fix-a")
     assert b"return -30" in (project.work / "pkg/mod.py").read_bytes()
+
+
+def test_a_name_another_series_has_is_refused_by_new_rename_and_the_imports(project, tmp_path):
+    """up has fix-a. `new fix-a --upstream up2` was refused, but `rename up2/g fix-a`, `import
+    overlay --name fix-a` and `import quilt` of a fix-a.patch into up2 were taken: from then
+    on `edit fix-a`, `delete fix-a` and every hint naming it were refused as in several
+    series. One rule now: a patch's name names one fix in the project; each is refused,
+    exit 2, naming up/fix-a, nothing written. A name of up2's own is taken as before."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    other = Upstream(tmp_path / "up2", {"pkg/two.py": BASE})
+    project.cli("upstream", "add", "up2", "--git", str(other.path), "--at", other.base,
+                "--install-root", "/opt/two")
+    project.cli("new", "g", "--upstream", "up2", "--no-edit")
+    before = {p.relative_to(project.root): p.read_bytes()
+              for p in (project.root / "series").rglob("*") if p.is_file()}
+    overlay = tmp_path / "two.py"
+    overlay.write_bytes(BASE.replace(b"return 5", b"return -5"))
+    quilt = tmp_path / "quilt"
+    (quilt / "patches").mkdir(parents=True)
+    (quilt / "patches/series").write_text("fix-a.patch\n")
+    (quilt / "patches/fix-a.patch").write_bytes(
+        b"Fix five\n\n--- a/pkg/two.py\n+++ b/pkg/two.py\n@@ -16,2 +16,2 @@\n def f5():\n"
+        b"-    return 5\n+    return -5\n")
+    for argv in (("new", "fix-a", "--upstream", "up2", "--no-edit"),
+                 ("rename", "up2/g", "fix-a"),
+                 ("import", "overlay", str(overlay), "--upstream", "up2", "--path",
+                  "pkg/two.py", "--name", "fix-a"),
+                 ("import", "quilt", str(quilt / "patches"), "--upstream", "up2")):
+        _, out, err = project.cli(*argv, expect=2)
+        assert "fix-a.patch is the name of a patch of the up series (up/fix-a)" in err, \
+            (argv, out, err)
+        assert {p.relative_to(project.root): p.read_bytes()
+                for p in (project.root / "series").rglob("*") if p.is_file()} == before, argv
+    project.cli("import", "overlay", str(overlay), "--upstream", "up2", "--path",
+                "pkg/two.py", "--name", "fix-five")
+    project.cli("rename", "up2/g", "fix-g")
+    assert "up2/fix-a" not in project.cli("list")[1]
 
 
 def _twin_in_another_series(project: Project, tmp_path: Path, name: str) -> None:

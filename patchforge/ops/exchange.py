@@ -36,7 +36,8 @@ from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
 from patchforge.names import windows_safe_name
 from patchforge.ops.series import (check_profiles, checked_new_patch_name, default_author,
-                                   refuse_case_twin, refuse_skipped_name, today)
+                                   refuse_case_twin, refuse_name_of_another_series,
+                                   refuse_skipped_name, today)
 from patchforge.project import patch_file_name
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def _check_new_name(project: Project, upstream: str, file_name: str,
     import writes: the rest of an import a kill cut short, which running it again finishes)."""
     _check_import_allowed(project, upstream, file_name)
     refuse_case_twin(project, upstream, file_name)
+    refuse_name_of_another_series(project, upstream, file_name)
     refuse_skipped_name(project, file_name)
     if not _name_taken(project, upstream, file_name, data):
         return
@@ -472,7 +474,9 @@ def _free_name(project: Project, upstream: str, stem: str, taken: set[str],
     messages with one subject are two fixes; the second must never overwrite the first."""
     file_name = patch_file_name(stem)
     number = 1
-    while file_name in taken or _name_taken(project, upstream, file_name, data):
+    others = {n for u, n in project.all_patches() if u != upstream}  # (one fix, one name)
+    while file_name in taken or file_name in others or \
+            _name_taken(project, upstream, file_name, data):
         number += 1
         file_name = patch_file_name(f"{stem}-{number}")
     return file_name

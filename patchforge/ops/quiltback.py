@@ -40,7 +40,8 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_pa
                                      read_taken_record, series_holdings, taken_entry,
                                      taken_undone)
 from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
-                                   failing_patches, refuse_case_twin, today)
+                                   failing_patches, refuse_case_twin,
+                                   refuse_name_of_another_series, today)
 from patchforge.project import patch_file_name
 from patchforge.stack import aside_name, series_changed
 from patchforge.store.diff import FileChange, make_diff
@@ -122,6 +123,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 checked_patch_name(file_name)
             else:
                 checked_new_patch_name(file_name)
+                refuse_name_of_another_series(project, upstream, file_name)
         except UsageError as exc:
             raise InputError(f"{exc.message}; nothing was taken back", path=str(series_path),
                              line=line) from None

@@ -773,6 +773,23 @@ def refuse_skipped_name(project: Project, file_name: str) -> None:
                      "another name")
 
 
+def refuse_name_of_another_series(project: Project, upstream: str, file_name: str) -> None:
+    """UsageError when another upstream's series lists `file_name`. A patch's name is one fix
+    in the whole project, as it is for a fix set aside (`refuse_skipped_name`): `edit NAME`,
+    `delete NAME`, `bring-back NAME` and every hint take the name alone, and with a patch of
+    that name in two series each of them is refused as in several series (`new`, `rename`
+    and the imports alike; a stack made so by a merge or by an older version is read as it
+    is, its patches named UPSTREAM/NAME)."""
+    for other in project.upstream_names():
+        if other != upstream and file_name in project.patch_names(other):
+            stem = file_name[:-len(".patch")]
+            raise UsageError(
+                f"{file_name} is the name of a patch of the {other} series ({other}/{stem}): a "
+                "patch's name names one fix in the whole project, as `edit NAME` and "
+                "`delete NAME` take it", hint=f"choose another name, or `patchforge rename "
+                                             f"{other}/{stem} NEW` first")
+
+
 def check_profiles(project: Project, profiles: str) -> None:
     """`--profiles` of `new` and `import overlay`: every name a declared profile, and one at
     least (a `Profiles:` field listing none is refused when read: `--profiles "$UNSET"`
@@ -851,8 +868,9 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
         with RepoLock(project.state_dir, wait=10):
             series_changed(project)
         return upstream, file_name
-    if any(n == file_name for _, n in project.all_patches()):
+    if file_name in project.patch_names(upstream):
         raise UsageError(f"a patch named {file_name} already exists")
+    refuse_name_of_another_series(project, upstream, file_name)
     refuse_skipped_name(project, file_name)
     _refuse_unlisted_fix(project, upstream, file_name)
     refuse_case_twin(project, upstream, file_name)
@@ -867,6 +885,7 @@ def new_patch(project: Project, name: str, *, upstream: str | None = None, after
             after = _listed_after(project, upstream, series, after)
         if file_name in series.names:
             raise UsageError(f"a patch named {file_name} already exists")
+        refuse_name_of_another_series(project, upstream, file_name)
         refuse_skipped_name(project, file_name)
         _refuse_unlisted_fix(project, upstream, file_name)
         new_series = series.inserted(file_name, after=after)
@@ -1309,6 +1328,7 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         if new_file == old_file or new_file in project.patch_names(upstream) or \
                 (new_path.exists() and _file_bytes(new_path) != data):
             raise UsageError(f"{new_file} already exists")
+        refuse_name_of_another_series(project, upstream, new_file)
         refuse_skipped_name(project, new_file)
         refuse_case_twin(project, upstream, new_file, same=old_file)
         _history_reads(project)
