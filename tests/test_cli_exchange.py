@@ -552,6 +552,47 @@ def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path)
         assert (other / "series/up" / name).read_bytes() == (root / "series/up" / name).read_bytes()
 
 
+def test_import_quilt_takes_patches_quilt_keeps_in_subdirectories(project, tmp_path):
+    """quilt allows `quilt new sub/fix.patch` (patches/sub/fix.patch, `sub/fix.patch` in the
+    series file), as Debian's debian/patches often does; `import quilt` refused the whole
+    series ("a patch of the series is a file directly in its series directory"). Each such
+    patch is imported under its file's own name, in the series' order; two of one name in two
+    subdirectories, and a path out of the directory, are refused naming the series line,
+    nothing written."""
+    root = project
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES="patches", QUILTRC="/dev/null")
+
+    def quilt(*args: str) -> None:
+        proc = subprocess.run(["quilt", *args], cwd=checkout, env=env, capture_output=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    for name, old, new in (("sub/fix-three.patch", b"line3\n", b"LINE3\n"),
+                           ("features/deeper/fix-nine.patch", b"line9\n", b"LINE9\n")):
+        quilt("new", name)
+        quilt("add", "a.py")
+        (checkout / "a.py").write_bytes((checkout / "a.py").read_bytes().replace(old, new))
+        quilt("refresh")
+    patches = checkout / "patches"
+    assert (patches / "series").read_text() == "sub/fix-three.patch\nfeatures/deeper/fix-nine.patch\n"
+    ok(root, "import", "quilt", str(patches))
+    assert (root / "series/up/series").read_text().split() == ["fix-three.patch", "fix-nine.patch"]
+    assert overlay_tree(root) == {"a.py": (checkout / "a.py").read_bytes()}
+    # Two patches of one name, and an entry reaching out of the directory: refused.
+    other, _ = git_project(tmp_path / "second")
+    before = tree_bytes(other / "series")
+    (patches / "other").mkdir()
+    (patches / "other/fix-three.patch").write_bytes((patches / "sub/fix-three.patch").read_bytes())
+    (patches / "series").write_text("sub/fix-three.patch\nother/fix-three.patch\n")
+    run = run_cli(other, "import", "quilt", str(patches))
+    assert run.rc == 2 and f"{patches / 'series'}:2:" in run.err and \
+        "would be imported as fix-three.patch, the name of an earlier patch" in run.err, run.err
+    (patches / "series").write_text("sub/../../a.py\n")
+    run = run_cli(other, "import", "quilt", str(patches))
+    assert run.rc == 2 and f"{patches / 'series'}:1:" in run.err and "'..'" in run.err, run.err
+    assert tree_bytes(other / "series") == before
+
+
 def test_export_quilt_into_the_project_itself_says_what_is_in_the_way(project, tmp_path):
     """`export --quilt .` from the project's root: DIR/series is the project's own series/
     directory, and the answer was "series: cannot read it to replace it (Is a directory)". It

@@ -97,14 +97,23 @@ class SeriesFile:
                     raise InputError(f"patch {name!r} is listed with {opt[:40].decode()}: patchforge "
                                      "patches are -p1 (paths relative to the upstream root)",
                                      path=self.source, line=index + 1)
-            if "/" in name or name in (".", "..") or name.startswith("-"):
-                # Said why: quilt allows `sub/fix.patch`, and "bad patch name" alone left a
-                # user coming from quilt guessing.
+            # quilt allows `sub/fix.patch` (a file in a subdirectory of patches/): a quilt
+            # directory's entry may have one, each of its parts a name (never `..`, which
+            # would read a file outside the directory, nor an absolute path); the import
+            # takes the file's own name (`fix.patch`). A series of patchforge's is flat.
+            parts_of = name.split("/") if self.quilt else [name]
+            bad = next((part for part in parts_of
+                        if part in ("", ".", "..") or part.startswith("-")), None)
+            if bad is not None or (not self.quilt and "/" in name):
+                # Said why: "bad patch name" alone left a user coming from quilt guessing.
                 why = ("a patch of the series is a file directly in its series directory, "
                        "never in a subdirectory (move it up and list it by its file name)"
-                       if "/" in name else "a name cannot be '.' or '..'"
-                       if name in (".", "..") else "a name cannot begin with '-' (it would read "
-                       "as an option)")
+                       if not self.quilt and "/" in name else
+                       "a part of its path is empty, '.' or '..' (a quilt patch is a file "
+                       "under its patches directory)" if self.quilt and "/" in name and
+                       bad in ("", ".", "..") else "a name cannot be '.' or '..'"
+                       if bad in ("", ".", "..") else "a name cannot begin with '-' (it "
+                       "would read as an option)")
                 raise InputError(f"bad patch name {name!r}: {why}", path=self.source,
                                  line=index + 1)
             # (Tested on the bytes in one C pass: a decoded name holds a control character
