@@ -82,6 +82,11 @@ class _LayerFindings:
     symlinks: dict[str, str]  # ancestor -> the target of the symlink this layer puts there
     dirs: set[str]  # ancestors this layer puts a directory at
     contents: dict[str, bytes] = field(default_factory=dict)  # kept regular files' bytes
+    # wanted path -> the place (member number) of the hard link this layer puts there, and
+    # every entry of a wanted name with its place: a hard link names its target as the layer
+    # had it at the link, not as a later entry of the same name rewrites it.
+    link_at: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, list[tuple[int, FoundFile]]] = field(default_factory=dict)
 
 
 @record(frozen=True)
@@ -180,7 +185,13 @@ def _search(layers: Sequence[Any], open_layer: Callable[[Any], Any], paths: set[
             # kept on the first pass: read the layer once more for those targets.
             again = _read_layer(layer, open_layer, set(findings.links.values()), stats)
             for path, target in findings.links.items():
-                hit = again.entries.get(target)
+                # The target as the layer had it where the link stands (tar, and a container
+                # runtime, link to the file then; a later entry of its name replaces only
+                # the target, never what the link holds).
+                at = findings.link_at.get(path)
+                earlier = [entry for place, entry in again.versions.get(target, ())
+                           if at is None or place < at]
+                hit = earlier[-1] if earlier else None
                 if hit is not None and hit.kind == "file":
                     findings.entries[path] = FoundFile(path, "file", hit.sha256, hit.size,
                                                        hit.mode, layer=layer.digest,
@@ -257,7 +268,7 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
             stats.layers_read += 1
         try:
             with _open_tar(blob, layer) as archive:
-                for member in archive:
+                for place, member in enumerate(archive):
                     name = normalize(member.name)
                     directory, _, base = name.rpartition("/")
                     if base == OPAQUE:
@@ -286,11 +297,14 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
                         if not member.isreg():  # (the last entry of the name is the one)
                             findings.contents.pop(name, None)
                         findings.entries[name] = entry
+                        findings.versions.setdefault(name, []).append((place, entry))
                         findings.deleted.pop(name, None)
                         if member.islnk() and entry.kind == "other" and entry.link:
                             findings.links[name] = entry.link
+                            findings.link_at[name] = place
                         else:
                             findings.links.pop(name, None)
+                            findings.link_at.pop(name, None)
                     elif name in ancestors:
                         # The last entry for a name in a layer is the one that stays.
                         findings.deleted.pop(name, None)

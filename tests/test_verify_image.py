@@ -263,6 +263,34 @@ def test_a_directory_whited_out_and_made_again_in_one_layer_holds_nothing_from_b
     assert outside and set(outside.values()) == {"ok"}, outside
 
 
+def test_a_hard_link_names_its_target_as_the_layer_had_it_at_the_link(images, stack):
+    """A layer holding `copy` (another content), the overlaid file as a hard link to `copy`,
+    then `copy` again (the pre-image): tar, and a container runtime, give the link the content
+    `copy` had at the link, not the pre-image written after it. The reader took the last
+    entry of `copy` and said ok, exit 0, for an image whose file is not the pre-image."""
+    _, bases, _ = stack
+    rocm = images["rocm"].lstrip("/")
+    copy = rocm.rsplit("/", 1)[0] + "/.rocm.py.copy"
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in ((copy, b"# not the pre-image\n"), (rocm, None), (copy, bases[rocm])):
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.linkname = tarfile.LNKTYPE, copy
+                archive.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o644
+                archive.addfile(info, io.BytesIO(data))
+    linked = _layer(out.getvalue(), "gzip")
+    images["server"].push_image(REPO, "linked", {}, layers=(*images["good_layers"], linked))
+    run = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:linked",
+                  "--profile", "gfx942", "--json")
+    assert run.rc == 1, (run.out, run.err)
+    rows = {r["target"]: r for r in json.loads(run.out)["results"]}
+    assert rows[images["rocm"]]["state"] == "mismatch", rows[images["rocm"]]
+    assert {r["state"] for t, r in rows.items() if t != images["rocm"]} == {"ok"}, rows
+
+
 def test_a_tag_that_moved_off_the_pin_is_read_as_it_names_now_and_fails(images, tmp_path):
     """`verify --image REPO:nightly`, the tag upstream.lock pins, read the pinned digest and
     answered "ok" for an image the tag no longer named: a deployment pulling the tag ran the
