@@ -103,7 +103,11 @@ footer{color:var(--muted);font-size:12px;margin-top:36px}
 
 
 def all_apply(count: int, *, still_needed: bool = False) -> str:
-    """"all 3 patches apply", and for one patch "1 patch applies" (not "all 1 patches")."""
+    """"all 3 patches apply", and for one patch "1 patch applies" (not "all 1 patches"); a
+    series without a patch yet (right after `upstream add`) "no patches yet", not "all 0
+    patches apply and are still needed"."""
+    if count == 0:
+        return "no patches yet"
     if count == 1:
         return "1 patch applies" + (" and is still needed" if still_needed else "")
     return f"all {count} patches apply" + (" and are still needed" if still_needed else "")

@@ -112,6 +112,15 @@ def test_locked_target_applies_and_exit_zero(stack):
     assert b"fix.patch" in proc.stdout
 
 
+def test_a_series_without_a_patch_yet_says_so(stack):
+    """The first `status` a newcomer runs, right after `upstream add`, said "all 0 patches
+    apply and are still needed"; it says there is no patch yet (exit 0, as before)."""
+    proc = stack.cli("status")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[-1] == "no patches yet", proc.stdout
+    assert b"all 0" not in proc.stdout
+
+
 def test_a_patch_without_a_diff_is_empty_never_applies(stack, upstream):
     """A merge kept a patch's header and lost its diff (or `new` made it and nothing was
     refreshed into it): status called it `applies`, and "all 2 patches apply" read as the fix
