@@ -158,7 +158,7 @@ Single-user decode measures 265 tok/s p50 against 259 tok/s before.
 
 Fixes: https://github.com/acme/up/issues/77
 Co-authored-by: Grace Hopper <grace@example.com>
-Signed-off-by: Ada Lovelace <ada@example.com>
+Signed-off-by: Test Committer <committer@example.com>
 """
 
 
@@ -848,8 +848,63 @@ def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_gi
 
     config.write_text(config.read_text() + "signoff = true\n")
     doc = json.loads(run_cli(root, "pr", "fix", "--json").out)
-    assert doc["trailers"] == ["Signed-off-by: Ada Lovelace <ada@example.com>"]
+    assert doc["trailers"] == ["Signed-off-by: Test Committer <committer@example.com>"]
     assert doc["signoff"] == "configuration (signoff = true)"
+
+
+def test_the_sign_off_is_the_submitters_never_the_authors(tmp_path, make_git_repo, monkeypatch):
+    """A colleague's fix (Author: Jane) sent by Sam: the DCO sign-off is Sam's, the committer
+    identity git is given, as `git commit -s` signs; a sign-off Jane wrote in the description
+    stays. Sam sending his own fix signs once. Without an identity for the sender the draft is
+    refused, exit 2, nothing written: the certification is never made in another's name."""
+    upstream, _ = make_git_repo({"pkg/attn.py": ATTN_V1})
+    root = tmp_path / "stack"
+    assert run_cli(None, "init", str(root)).rc == 0
+    result = run_cli(root, "upstream", "add", "up", "--git", str(upstream), "--at", "main",
+                     "--install-root", "/opt/site")
+    assert result.rc == 0, result.text
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text() + "signoff = true\n")
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(
+        b"Description: attn: gfx950 takes ck_a8w4\n The generic kernel was slower.\n"
+        b"Author: Jane Doe <jane@example.org>\nLast-Update: 2026-01-02\n\n"
+        b"Signed-off-by: Jane Doe <jane@example.org>\n---\n" + FIX_DIFF)
+    (series / "series").write_bytes(b"fix.patch\n")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Sam Roe")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "sam@example.org")
+    result = run_cli(root, "pr", "fix", "--json")
+    assert result.rc == 0, result.text
+    doc = json.loads(result.stdout)
+    assert doc["trailers"] == ["Signed-off-by: Sam Roe <sam@example.org>"]
+    mail = Path(doc["written"]["patch"]).read_text()
+    assert "From: Jane Doe <jane@example.org>\n" in mail
+    assert "\nSigned-off-by: Jane Doe <jane@example.org>\n" \
+           "Signed-off-by: Sam Roe <sam@example.org>\n---\n" in mail
+
+    # The sender is the author: one sign-off, theirs.
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Jane Doe")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "jane@example.org")
+    result = run_cli(root, "pr", "fix", "--json")
+    assert result.rc == 0, result.text
+    mail = Path(json.loads(result.stdout)["written"]["patch"]).read_text()
+    assert mail.count("Signed-off-by:") == 1 and "Signed-off-by: Sam" not in mail
+
+    # No identity for the sender (no GIT_COMMITTER_*, no user.name/user.email): refused.
+    shutil.rmtree(root / ".patchforge" / "pr")
+    for key in ("GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_NAME",
+                "GIT_AUTHOR_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    # (and none made up from the host's name, which a machine with a domain name would give)
+    (tmp_path / "gitconfig").write_text("[user]\n\tuseConfigOnly = true\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    result = run_cli(root, "pr", "fix")
+    assert result.rc == 2, result.text
+    assert "no identity for you" in result.text and "user.email" in result.text
+    assert "configuration (signoff = true)" in result.text
+    assert not (root / ".patchforge" / "pr").exists()
 
 
 def test_a_template_without_sections_gets_the_description_first():

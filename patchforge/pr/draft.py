@@ -19,7 +19,8 @@ from patchforge.errors import StoreError, UsageError
 from patchforge.formats.patchfile import refuse_control_characters
 from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
-from patchforge.pr.message import CommitSpec, bug_links, build_commit_spec, check_mail_reading
+from patchforge.pr.message import (CommitSpec, bug_links, build_commit_spec, check_mail_reading,
+                                   submitter)
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
 
 if TYPE_CHECKING:
@@ -377,8 +378,9 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
         return draft
     template = find_template(lambda path: store.read_blob(target.commit, path))
     draft.signoff_reason = signoff_reason(project, store, upstream, target.commit, template)
-    spec = build_commit_spec(patch, name=draft.stem, signoff=draft.signoff_reason is not None,
-                             today=today)
+    signer = (submitter(project.root, draft.signoff_reason)
+              if draft.signoff_reason is not None else None)
+    spec = build_commit_spec(patch, name=draft.stem, signoff=signer, today=today)
     draft.spec = spec
     draft.commit = store.commit_files(
         target.commit, carried.changes, message=spec.message,

@@ -4,7 +4,8 @@ Owns: reading the people a DEP-3 header names (`Author`/`From`, repeated or fold
 `Co-authored-by`), the commit date (`Last-Update`, else an email `Date`), the message (subject,
 then the Description's continuation lines and the free-text description), and the trailers an
 upstream wants (`Fixes:` from `Bug`, `Co-authored-by:` for the other authors, `Signed-off-by:`
-when it asks for a DCO sign-off), and that `git am` reads the format-patch file's message as it
+when it asks for a DCO sign-off: the submitter's, the committer identity git is given, as
+`git commit -s` signs), and that `git am` reads the format-patch file's message as it
 is. The trailers are added by `git interpret-trailers`, so a description that already ends in a
 trailer block gets them exactly as `git commit -s` would.
 """
@@ -17,7 +18,7 @@ from email.utils import getaddresses, parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import InputError
+from patchforge.errors import InputError, UsageError
 from patchforge.model.record import record
 from patchforge.store.git import run_git
 
@@ -130,8 +131,32 @@ def bug_links(patch: PatchFile) -> list[str]:
     return links
 
 
-def build_commit_spec(patch: PatchFile, *, name: str, signoff: bool,
+# `git var GIT_COMMITTER_IDENT`: "Name <email> <epoch> <zone>".
+_IDENT = re.compile(r"^(?P<name>.*) <(?P<email>[^<>]*)> \d+ [+-]\d{4}$")
+
+
+def submitter(cwd: Path, why: str) -> Person:
+    """The person a DCO sign-off is made by: the committer identity git is given here
+    (GIT_COMMITTER_NAME/EMAIL, else user.name/user.email), as `git commit -s` and `git am -s`
+    sign. Never the patch's Author: the sign-off is the submitter's own certification, and a
+    colleague's fix sent by someone else is signed by the one sending it. Without an identity
+    (git refuses to make one up) the draft is refused (UsageError) before anything is written.
+    `why` says why the commit is signed off."""
+    proc = run_git("var", "GIT_COMMITTER_IDENT", cwd=cwd, user_config=True, ok=None)
+    match = _IDENT.match(proc.stdout.decode("utf-8", "replace").strip()) \
+        if proc.returncode == 0 else None
+    if match is None or not match["name"].strip() or "@" not in match["email"]:
+        raise UsageError(
+            f"pr signs the commit off (Signed-off-by; {why}) as the person submitting it, and "
+            "git has no identity for you here (user.name and user.email); nothing was written",
+            hint="`git config --global user.name \"Your Name\"` and `git config --global "
+                 "user.email you@example.com`, or GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL")
+    return Person(match["name"].strip(), match["email"].strip())
+
+
+def build_commit_spec(patch: PatchFile, *, name: str, signoff: Person | None,
                       today: _dt.date | None = None) -> CommitSpec:
+    """`signoff`: who signs the commit off (see `submitter`), None for no sign-off."""
     author, co_authors = authors(patch)
     date, date_source = commit_date(patch, today=today)
     subject = patch.subject or name
@@ -139,8 +164,8 @@ def build_commit_spec(patch: PatchFile, *, name: str, signoff: bool,
     message = subject + "\n" + (f"\n{body}\n" if body else "")
     trailers: list[tuple[str, str]] = [("Fixes", url) for url in bug_links(patch)]
     trailers += [("Co-authored-by", str(p)) for p in co_authors]
-    if signoff:
-        trailers.append(("Signed-off-by", str(author)))
+    if signoff is not None:
+        trailers.append(("Signed-off-by", str(signoff)))
     return CommitSpec(author, tuple(co_authors), date, date_source, subject,
                       add_trailers(message, trailers), tuple(trailers))
 
