@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge.errors import (AmbiguousNameError, ConfigError, InputError, KeptAsideError,
-                               UsageError)
+                               PatchforgeError, UsageError)
 from patchforge.formats.config import PYPROJECT, STANDALONE, find_config_table
 # A series line may leave out the suffix: the series file's reader says which file it names.
 from patchforge.formats.series import PATCH_SUFFIX, patch_file_name  # noqa: F401 (re-exported)
@@ -316,6 +316,19 @@ class Project:
 
     def patch_names(self, upstream: str) -> list[str]:
         return self.read_series(upstream).names
+
+    def patch_word(self, upstream: str, file_name: str) -> str:
+        """How a command names `upstream`'s patch `file_name` for the user to type: its name
+        without `.patch`, or UPSTREAM/NAME where another upstream's series lists a patch of
+        that name too (a merge made it so): the short name is refused there as in several
+        series, and `patchforge edit fix` named in a hint failed."""
+        stem = file_name.removesuffix(".patch")
+        try:
+            twins = [other for other in self.upstream_names()
+                     if other != upstream and file_name in self.patch_names(other)]
+        except PatchforgeError:
+            twins = []
+        return f"{upstream}/{stem}" if twins else stem
 
     def _read_own(self, upstream: str, path: Path) -> bytes:
         """A series or patch file of the project, never one a symlink brings in: a pull request

@@ -1256,6 +1256,22 @@ def test_refresh_names_the_patch_as_edit_takes_it_when_another_series_has_its_na
     assert b"return -30" in (project.work / "pkg/mod.py").read_bytes()
 
 
+def test_status_and_lint_name_an_empty_patch_as_edit_takes_it_when_another_series_has_its_name(
+        project, tmp_path):
+    """up2's fix-b has no change yet (made by `new`), and up has a fix-b too (a merge made it
+    so). `status` and `lint` said `patchforge edit fix-b`, which exits 2 (in several series);
+    they name `up2/fix-b`, which opens up2's patch."""
+    project.fix("fix-b", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    _twin_in_another_series(project, tmp_path, "fix-b")
+    for argv in (("status",), ("lint", "--no-forge")):
+        _, out, err = project.cli(*argv, expect=None)
+        assert "has no change yet (no diff): `patchforge edit up2/fix-b`" in out + err, \
+            (argv, out, err)
+    project.cli("edit", "up2/fix-b")
+    _, _, err = project.cli("status", expect=None)
+    assert "note: up2: fix-b.patch is being edited" in err, err
+
+
 def test_a_name_another_series_has_is_refused_by_new_rename_and_the_imports(project, tmp_path):
     """up has fix-a. `new fix-a --upstream up2` was refused, but `rename up2/g fix-a`, `import
     overlay --name fix-a` and `import quilt` of a fix-a.patch into up2 were taken: from then

@@ -9,7 +9,7 @@ import click
 from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
 from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
                                    say_notes, say_overlays_lag, table)
-from patchforge.errors import EXIT_ATTENTION, PatchforgeError, UsageError
+from patchforge.errors import EXIT_ATTENTION, UsageError
 from patchforge.model.words import counted
 
 
@@ -299,16 +299,8 @@ def rm(app, paths, upstream):
 
 
 def patch_word(project, upstream: str, file_name: str) -> str:
-    """How a command names `upstream`'s patch `file_name`: its name without `.patch`, or
-    UPSTREAM/NAME where another upstream's series lists a patch of that name too (the short
-    name is refused there as in several series: `patchforge edit fix` named in a hint failed)."""
-    stem = file_name.removesuffix(".patch")
-    try:
-        twins = [other for other in project.upstream_names()
-                 if other != upstream and file_name in project.patch_names(other)]
-    except PatchforgeError:
-        twins = []
-    return f"{upstream}/{stem}" if twins else stem
+    """How a command names `upstream`'s patch `file_name` (Project.patch_word)."""
+    return project.patch_word(upstream, file_name)
 
 
 @click.command()

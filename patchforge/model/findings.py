@@ -19,9 +19,12 @@ class Finding:
                 "severity": self.severity}
 
 
-def no_diff_said(name: str) -> str:
+def no_diff_said(name: str, word: str | None = None) -> str:
     """What lint's `empty` finding and status's `empty` state say of patch `name` (a file
     name) without a diff: `new` made it and nothing was refreshed into it, or a merge kept its
-    header and lost its diff. Either way it changes nothing, though it "applies"."""
-    return (f"has no change yet (no diff): `patchforge edit {name.removesuffix('.patch')}`, "
+    header and lost its diff. Either way it changes nothing, though it "applies". `word`: the
+    name `edit` takes for it (Project.patch_word: UPSTREAM/NAME where another series has the
+    name), else its name without `.patch`."""
+    word = word or name.removesuffix(".patch")
+    return (f"has no change yet (no diff): `patchforge edit {word}`, "
             "make the change, `patchforge refresh`; or `patchforge delete` it")

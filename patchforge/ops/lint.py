@@ -107,7 +107,8 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
             if not patch.file_patches:
                 # `new` made it and nothing was refreshed into it: it changes nothing, and an
                 # exported copy stops `quilt push -a` ("Only garbage") and `git am`.
-                findings.append(Finding(label, "empty", no_diff_said(name), "warning"))
+                findings.append(Finding(label, "empty", no_diff_said(
+                    name, project.patch_word(upstream, name)), "warning"))
             if patch.diff.strip():
                 digest = hashlib.sha256(patch.diff).hexdigest()
                 if digest in seen_diffs:

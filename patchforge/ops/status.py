@@ -244,7 +244,8 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     # applies because it changes nothing, which "applies" would hide. Said as
                     # lint says it (a warning there: no attention here either).
                     status.state = "empty"
-                    status.evidence.insert(0, no_diff_said(name))
+                    status.evidence.insert(0, no_diff_said(
+                        name, project.patch_word(upstream, name)))
                 if judgement.state == "conflict" and not status.evidence:
                     said = _merge_conflict_said(judgement, status.files)
                     if said:
