@@ -459,6 +459,17 @@ def _cell(text) -> str:
     return escape_html(" ".join(text.split())).replace("|", "\\|") or "-"
 
 
+def _file_link(name: str, path: str) -> str:
+    """A Markdown link to a patch file by its name: a name holding `[`, `]`, `(` or `)` (a
+    series takes them) broke it (`[x]y.patch](up/x]y.patch)` is no link), so those are
+    escaped in the text and the path is written `<...>` (no name holds `<`, `>` or a space);
+    every other name's link is as it always was, so a committed ledger stays current."""
+    if not any(c in name for c in "[]()"):
+        return f"[{_cell(name)}]({path})"
+    text = _cell(name).replace("[", "\\[").replace("]", "\\]")
+    return f"[{text}](<{path}>)"
+
+
 def _link(url: str) -> str:
     m = _PR_URL.match(url)
     if m:
@@ -637,7 +648,7 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
                 if unknown:
                     profile_text += " (not configured: " + ", ".join(unknown) + ")"
                 out.append("| " + " | ".join([
-                    str(number), f"[{_cell(name)}]({upstream}/{name})", _files_cell(patch),
+                    str(number), _file_link(name, f"{upstream}/{name}"), _files_cell(patch),
                     _lines_cell(patch), _cell(patch.subject), _cell(profile_text),
                     _status_cell(patch), _cell(patch.get("Drop-When")),
                     _base_cell(patch, pin)]) + " |")
@@ -656,7 +667,7 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
                     applied = kept.get("Applied-Upstream")
                     record = f"Applied-Upstream: {_cell(applied)}" if applied else \
                         _status_cell(kept)
-                out.append(f"| [{_cell(name)}]({upstream}/{directory}/{name}) | {directory} | "
+                out.append(f"| {_file_link(name, f'{upstream}/{directory}/{name}')} | {directory} | "
                            f"{fixes} | {record} |")
             out.append("")
     out += ["## History", ""]

@@ -422,3 +422,28 @@ def test_a_history_line_with_a_field_of_another_type_is_named(tmp_path, line, fi
     assert snapshot(stack.root, dirs=False) == before
     out, err = stack.cli("status")[1:]
     assert "a-sign" in out and f"series/history.jsonl:{number}:" in err, (out, err)
+
+
+def test_a_patch_name_with_brackets_is_a_link_in_the_ledger(tmp_path):
+    """A series takes `x]y.patch` and `t[1](2).patch`: PATCHES.md wrote
+    `[x]y.patch](up/x]y.patch)`, which Markdown reads as the text "[x]y.patch](up/x]y.patch)",
+    no link, and `[t[1](2).patch](up/t[1](2).patch)` as a link to "up/t[1](2" with the
+    wrong text. Each is now one link to its file, in the series' table and in the one of
+    fixes that left it; a plain name's link is written as before."""
+    from helpers.cli import ok
+
+    stack = make_stack(tmp_path)
+    for name in ("x]y", "t[1](2)"):
+        ok(stack.root, "new", name, "--no-edit", "-m", f"fix {name}")
+    ok(stack.root, "delete", "t[1](2)")
+    ok(stack.root, "ledger")
+    ledger = (stack.root / "series/PATCHES.md").read_bytes()
+    table = rows(ledger)
+    assert any("| [a-sign.patch](up/a-sign.patch) |" in row for row in table), table
+    assert any("| [x\\]y.patch](<up/x]y.patch>) |" in row for row in table), table
+    assert any("| [t\\[1\\](2).patch](<up/deleted/t[1](2).patch>) |" in row
+               for row in table), table
+    markdown_it = pytest.importorskip("markdown_it")  # CommonMark, as the forge renders it
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(ledger.decode())
+    assert '<a href="up/x%5Dy.patch">x]y.patch</a>' in page, page
+    assert '<a href="up/deleted/t%5B1%5D(2).patch">t[1](2).patch</a>' in page, page
