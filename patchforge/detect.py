@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -1422,10 +1423,55 @@ def _lands_without_diff(hunk, post: list[bytes], base: bytes, current: bytes) ->
     return True
 
 
+class _CountedLines:
+    """A content's whole lines counted (each without its LF -> how many times; `last`: what
+    follows its last LF), made once the content has been asked SCANS_BEFORE_COUNT whole-line
+    questions (_has_line, _line_count, _has_lines, _is_a_line_of): landed detection asks
+    hundreds of them of the file a patch meets (its lines that say something, for each hunk,
+    at each check), and each was a scan of the file's bytes; counted, each is a lookup.
+    Most contents are asked a few times, and are never counted: counting a file costs about
+    as many scans. The answers are the scans', whole line for whole line (a line holding an
+    LF but at its end is left to the scan)."""
+    __slots__ = ("content", "asked", "counts", "last")
+
+    # Scans of a content's bytes before its lines are counted, and how many contents are
+    # followed (their counts kept): as many as normalized_text keeps.
+    SCANS_BEFORE_COUNT = 24
+    FOLLOWED_AT_MOST = 256
+    _followed: dict[int, _CountedLines] = {}  # id(content) -> its entry (content kept)
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+        self.asked = 0
+        self.counts: Counter[bytes] | None = None
+        self.last = b""
+
+    @classmethod
+    def of(cls, content: bytes) -> tuple[Counter[bytes], bytes] | None:
+        """(the counts, the part after the last LF) of `content`, None while its questions
+        are still scans."""
+        entry = cls._followed.get(id(content))
+        if entry is None or entry.content is not content:
+            if len(cls._followed) >= cls.FOLLOWED_AT_MOST:
+                cls._followed.clear()  # (one C call: safe beside another thread's lookups)
+            entry = cls._followed[id(content)] = cls(content)
+        if entry.counts is None:
+            entry.asked += 1
+            if entry.asked <= cls.SCANS_BEFORE_COUNT:
+                return None
+            pieces = content.split(b"\n")
+            entry.last = pieces.pop()
+            entry.counts = Counter(pieces)
+        return entry.counts, entry.last
+
+
 def _line_count(text: bytes, line: bytes) -> int:
     """How many whole lines of `text` are `line` (which ends with its newline). Not
     bytes.count of `\n` + line: two such lines one after the other share that newline, and
     count, which never overlaps its matches, found one of them."""
+    if line and line.find(b"\n") == len(line) - 1 and \
+            (counted := _CountedLines.of(text)) is not None:
+        return counted[0][line[:-1]]
     needle = b"\n" + line
     found = int(text.startswith(line))
     at = text.find(needle)
@@ -1504,6 +1550,9 @@ def _context_may_be_kept(hunk, out: Callable[[bytes], bool]) -> bool:
 def _has_lines(text: bytes, line: bytes, wanted: int) -> bool:
     """Whether `line` (ending with its newline) is at least `wanted` whole lines of `text`:
     searched for after each line end (and at the start), up to the `wanted`th."""
+    if line and line.find(b"\n") == len(line) - 1 and \
+            (counted := _CountedLines.of(text)) is not None:
+        return counted[0][line[:-1]] >= wanted
     found = 1 if text.startswith(line) else 0
     needle = b"\n" + line
     at = text.find(needle)
@@ -1523,6 +1572,9 @@ def _removed_lines_in(hunk, text: bytes) -> bool:
 def _has_line(text: bytes, line: bytes) -> bool:
     """Whether `line` (as the file has it: with its newline, but the last line of a file that
     has none) is a whole line of `text`."""
+    lf = line.find(b"\n")  # (`find`, not `in`: see history.DOUBLE_QUOTE)
+    if (lf < 0 or lf == len(line) - 1) and (counted := _CountedLines.of(text)) is not None:
+        return counted[0][line[:-1]] > 0 if lf >= 0 else counted[1] == line
     if line.endswith(b"\n"):
         return text.startswith(line) or b"\n" + line in text
     return text == line or text.endswith(b"\n" + line)
@@ -2374,6 +2426,8 @@ def _is_a_line_of(content: bytes, text: bytes) -> bool:
     `b"\\n" + text + b"\\n"` in `b"\\n" + content + b"\\n"`, asked without copying the file
     (twice per merge question, files of 100 KB): between two LFs, at the start before one,
     at the end after one, or the whole file."""
+    if text.find(b"\n") < 0 and (counted := _CountedLines.of(content)) is not None:
+        return text in counted[0] or counted[1] == text
     return b"\n" + text + b"\n" in content or content.startswith(text + b"\n") or \
         content.endswith(b"\n" + text) or content == text
 

@@ -395,6 +395,50 @@ def test_a_later_batch_of_own_place_diffs_looks_again_only_at_files_that_changed
         changed_blocks([(BASE, other), (BASE, BASE + b"# end\n"), (BASE, second)])
 
 
+def test_whole_line_questions_answer_alike_scanned_and_counted():
+    """The whole-line questions landed detection asks of a file (_has_line, _line_count,
+    _has_lines, _is_a_line_of) are scans of its bytes until the file has been asked enough of
+    them, then lookups in its lines counted once (detect._CountedLines): every answer, before
+    and after, is what the file's lines say, on random small files (empty lines, CR, spaces,
+    no LF at the end, the empty file) and lines they hold or not, with and without their LF,
+    a line holding an LF inside among them."""
+    import random
+
+    from patchforge.detect import (_CountedLines, _has_line, _has_lines, _is_a_line_of,
+                                   _line_count)
+
+    rng = random.Random(43)
+    words = [b"a", b"b", b"", b"a b", b"b\r", b"ab", b" "]
+    asked = 0
+    counted = 0
+    for _ in range(400):
+        # A new object each time (the same bytes may come again): each is followed on its own.
+        content = bytes(bytearray(b"\n".join(rng.choice(words)
+                                              for _ in range(rng.randint(0, 8)))))
+        pieces = content.split(b"\n")
+        whole = pieces[:-1]  # the lines that end with an LF
+        for _ in range(_CountedLines.SCANS_BEFORE_COUNT * 3):
+            text = rng.choice(words + [b"c", b"a\nb"])
+            line = text + b"\n" if rng.random() < 0.7 else text
+            wanted = rng.randint(0, 3)
+            which = rng.randrange(4)
+            ask = [lambda c: _has_line(c, line), lambda c: _line_count(c, line),
+                   lambda c: _has_lines(c, line, wanted), lambda c: _is_a_line_of(c, text)][which]
+            if b"\n" in text:  # (left to the scan: what a copy asked for the first time says)
+                expected = ask(bytes(bytearray(content)))
+            elif line.endswith(b"\n"):
+                expected = [text in whole, whole.count(text), whole.count(text) >= wanted,
+                            text in pieces][which]
+            else:
+                expected = [pieces[-1] == text, None, None, text in pieces][which]
+                if expected is None:
+                    continue  # (_line_count and _has_lines are asked of whole lines only)
+            assert ask(content) == expected, (content, line, which, wanted)
+            asked += 1
+        counted += _CountedLines.of(content) is not None
+    assert counted > 300 and asked > 20000
+
+
 def test_whole_lines_are_counted_when_the_same_line_follows_itself():
     """The own-place pre-check counts how many lines of the target are a context line: two
     equal lines one after the other share the newline between them, and a count of
