@@ -708,3 +708,32 @@ def test_a_fix_brought_back_beside_a_later_fix_of_its_name_keeps_its_past_across
     assert any("| up/fb.patch |" in row and "as fa.patch: dropped" in row and landing[:12] in row
                for row in rows), ledger
     assert not any("| up/fa.patch |" in row for row in rows), ledger
+
+
+def test_a_fix_landed_in_part_then_reverted_is_said_and_brought_back(tmp_path):
+    """A fix of two hunks whose first one upstream lands alone (v2): the rebase moves the rest
+    and keeps the landed hunk under upstreamed/ with its landing commit. Upstream then reverts
+    that landing (v3): the hunk was in no patch and no overlay, and the rebase onto v3, status,
+    lint and overlays --check all exited 0. Now the revert is said as for a fix landed whole,
+    and `bring-back` puts the landed part back into the series."""
+    guarded = FIXED.replace(b"line 25 of the module under test\n",
+                            b"line 25 of the module under test\n" + GUARD)
+    half = FIXED
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, guarded)
+    landing = stack.commit({"pkg/a.py": half}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fa.patch"]
+    moved = stack.patch("up", "fa")
+    assert b"compute_it_properly" not in moved and b"raise ValueError" in moved
+    kept = (stack.root / "series/up/upstreamed/fa.patch").read_bytes()
+    assert f"commit:{landing}".encode() in kept
+    assert b"+five = compute_it_properly()" in kept and b"raise ValueError" not in kept
+    stack.cli("status")  # the landed hunk is there at v2: nothing to say
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert)
+    stack.cli("bring-back", "up/fa.patch")
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    back = [stack.patch("up", name.removesuffix(".patch")) for name in stack.series("up")]
+    assert any(b"+five = compute_it_properly()" in data for data in back), back
+    assert stack.json("status")["reverted"] == []

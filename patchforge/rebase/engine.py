@@ -1008,9 +1008,34 @@ class Rebase:
                 changed[change.old_path] = None  # renamed away, or deleted
             if change.new_path is not None:
                 changed[change.new_path] = change.new
-        return PatchResult(upstream, name, action, detail,
-                           verdict.evidence if verdict.state != "applies" else [],
-                           staged=staged, changed=changed, changed_paths=tuple(changed)), None
+        result = PatchResult(upstream, name, action, detail,
+                             verdict.evidence if verdict.state != "applies" else [],
+                             staged=staged, changed=changed, changed_paths=tuple(changed))
+        if verdict.state == "partial":
+            self._keep_landed_part(result, patch, verdict, target)
+        return result, None
+
+    def _keep_landed_part(self, result: PatchResult, patch, verdict, target) -> None:
+        """A patch moved with some of its hunks landed upstream: the moved patch no longer
+        holds them, so they are kept under upstreamed/ as a fix landed whole is (its
+        Applied-Upstream naming the landing commit), and a later revert of that landing is
+        said (needs attention, `bring-back`) instead of the change going without a word."""
+        part = landed_part(patch, verdict)
+        if part is None:
+            return
+        where, _ = where_landed(self.store, target, patch, verdict,
+                                self._history_index(result.upstream, target),
+                                self._commits_touching(result.upstream, target, verdict),
+                                pairs_made=self._pairs_made.get(result.upstream))
+        kept = part.with_field("Applied-Upstream",
+                               target.label + (f", commit:{where}" if where else ""))
+        shown = f" in {where[:12]}" if where else ""
+        result.detail += (f"; {verdict.hunks_landed} of its {verdict.hunks_total} hunks landed "
+                          f"upstream{shown}: "
+                          + ("to be kept" if self._run_record.dry_run else "kept")
+                          + " under upstreamed/")
+        result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
+                                         kept.to_bytes())
 
     def _set_aside(self, result: PatchResult, patch, target,
                    parents: dict[str, str | None] | None = None) -> None:
@@ -1379,6 +1404,15 @@ class Rebase:
                     rel = patch_rel(upstream, name)
                     if data != self._old_bytes(upstream, name):
                         writes.append((rel, data, staged))
+                    if result.landed_part is not None:
+                        from patchforge.names import KEPT_LANDINGS
+
+                        part = self.journal.staged_bytes(result.landed_part)
+                        aside = self._free_name(upstream, KEPT_LANDINGS,
+                                                project.patch_path(upstream, name).name, part)
+                        aside_rel = f"series/{upstream}/{KEPT_LANDINGS}/{aside}"
+                        if not (project.root / aside_rel).exists():
+                            writes.append((aside_rel, part, result.landed_part))
                     continue
                 aside = self._free_name(upstream, result.destination,
                                         project.patch_path(upstream, name).name, data)
@@ -2043,3 +2077,39 @@ def _keeps_free_digest(patch: PatchFile) -> str:
     import hashlib
 
     return hashlib.sha256(patch.without_field("Keeps").to_bytes()).hexdigest()
+
+
+def landed_part(patch, verdict):
+    """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
+    when they cannot be kept so (a file it creates, deletes, renames or copies, a binary
+    one): the form a landed fix is kept in under upstreamed/, on the patch's own base. The
+    `index` lines go (their post-image is the whole patch's), and each kept hunk's new line
+    numbers follow the hunks left out before it."""
+    landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files}
+    sections = []
+    for fp in patch.file_patches:
+        wanted = landed.get(fp.path) or set()
+        if not wanted:
+            continue
+        if fp.is_new or fp.is_delete or fp.is_rename or fp.is_copy or fp.is_binary \
+                or fp.old_mode != fp.new_mode or not fp.hunks:
+            return None
+        head = fp.raw[:fp.raw.index(fp.hunks[0].raw)] if fp.hunks[0].raw in fp.raw else None
+        if head is None:
+            return None
+        head = b"".join(line for line in head.splitlines(keepends=True)
+                        if not line.startswith(b"index "))
+        body, shift = [], 0
+        for k, hunk in enumerate(fp.hunks):
+            if k not in wanted:
+                shift -= hunk.new_count - hunk.old_count
+                continue
+            first, _, rest = hunk.raw.partition(b"\n")
+            eol = b"\r\n" if first.endswith(b"\r") else b"\n"
+            header = (f"@@ -{hunk.old_start},{hunk.old_count} "
+                      f"+{hunk.new_start + shift},{hunk.new_count} @@").encode() + hunk.section
+            body.append(header + eol + rest)
+        sections.append(head + b"".join(body))
+    if not sections:
+        return None
+    return patch.with_remade_diff(b"".join(sections))

@@ -580,11 +580,18 @@ class PatchResult:
     # not part of the journal).
     changed: dict[str, bytes | None] | None = field(default=None, repr=False, compare=False)
     changed_paths: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # A patch moved with some of its hunks landed upstream (`partial`): the journal's name for
+    # those hunks kept as a landed fix under upstreamed/, so that a later revert of that
+    # landing is said as for a fix landed whole (the moved patch no longer holds them).
+    landed_part: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"upstream": self.upstream, "name": self.name, "action": self.action,
-                "detail": self.detail, "evidence": self.evidence, "landed_in": self.landed_in,
-                "destination": self.destination, "staged": self.staged}
+        doc = {"upstream": self.upstream, "name": self.name, "action": self.action,
+               "detail": self.detail, "evidence": self.evidence, "landed_in": self.landed_in,
+               "destination": self.destination, "staged": self.staged}
+        if self.landed_part is not None:
+            doc["landed_part"] = self.landed_part
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> PatchResult:
@@ -595,7 +602,9 @@ class PatchResult:
         return cls(_want(result, "upstream", str), _want(result, "name", str), action,
                    _want(result, "detail", str), _strings(result, "evidence"),
                    _want(result, "landed_in", _OPTIONAL_STR), destination,
-                   _want(result, "staged", _OPTIONAL_STR))
+                   _want(result, "staged", _OPTIONAL_STR),
+                   landed_part=_want(result, "landed_part", _OPTIONAL_STR)
+                   if "landed_part" in result else None)
 
 
 @record
