@@ -201,10 +201,13 @@ class CatFile:
         fields = header.rstrip(b"\n").split(b" ")
         if len(fields) == 3 and fields[2].isdigit():
             size = int(fields[2])
-            data = proc.stdout.read(size + 1)
-            if len(data) != size + 1:
+            # The content, then the line end git writes after it, read apart: read together,
+            # the content was a copy of what was read (`data[:size]`), every blob copied twice
+            # (a release's 27 MB of new files, read by the first command asking about it).
+            data = proc.stdout.read(size)
+            if len(data) != size or len(proc.stdout.read(1)) != 1:
                 raise OSError("short read")
-            return fields[0].decode(), fields[1].decode(), data[:size]
+            return fields[0].decode(), fields[1].decode(), data
         # "<name> missing", "<name> ambiguous", or an extended message for symlinks: none of
         # them carry a body we must skip (we never ask with --follow-symlinks).
         return None
