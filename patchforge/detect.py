@@ -1072,7 +1072,10 @@ class OwnPlaces:
         application is made by assess_file anyway (`apply`, a walk's, keeps it for the walk,
         as it keeps the base's for elsewhere), then the file is searched. `landed`: where
         each hunk's pre-check answer is put (hunk index -> _lands_without_diff), for elsewhere
-        to take (PlaceDiffs.lands_without_diff)."""
+        to take (PlaceDiffs.lands_without_diff). A hunk whose reverse-apply is found and
+        which the pre-check answers offers nothing: assess_file asks containment only of a
+        hunk whose reverse-apply is not found (where the bytes test finds what the line
+        search does not, that question makes its diff when it comes, the verdict the same)."""
         if base is None or current is None or base == current or fp.is_new or \
                 fp.is_delete or fp.binary is not None:
             return False
@@ -1089,7 +1092,10 @@ class OwnPlaces:
                 lands = _lands_without_diff(hunk, cut[1], base, current)
                 if landed is not None:
                     landed[index] = lands
-                reverse = not lands
+                if lands:
+                    # elsewhere answers without a diff, and assess_file asks containment
+                    # only of a hunk whose reverse-apply is not found: none is asked.
+                    continue
             if not reverse and not _contained_may_ask(hunk, current):
                 continue
             if at_base is None:
