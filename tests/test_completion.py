@@ -94,3 +94,33 @@ def test_sourced_bash_script_fills_compreply(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["status"]
+
+
+def test_bash_types_no_space_after_an_upstream_and_equals(tmp_path):
+    """`patchforge status --against u<TAB>` completed to `up= `: bash typed a space after the
+    one match, so the SPEC typed next was an argument of its own (`--against up= main`,
+    refused). The script now asks bash for no space after a value ending in `=`, and for the
+    usual space after any other (a command, a patch name)."""
+    from helpers.env import REPO_ROOT
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "patchforge"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    script = (
+        'source <(patchforge completion bash) || exit 9\n'
+        'compopt() { echo "compopt $1 $2"; }  # bash allows it only while completing: recorded\n'
+        'for words in "patchforge status --against u" "patchforge sta"; do\n'
+        '  read -r -a COMP_WORDS <<< "$words"; COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n'
+        '  COMPREPLY=(); _patchforge_completion patchforge\n'
+        '  echo "${COMPREPLY[*]}"\n'
+        'done\n'
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=root, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["compopt -o nospace", "up=", "status"], proc.stdout

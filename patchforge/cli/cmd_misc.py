@@ -32,7 +32,23 @@ def completion(shell):
         source = comp_cls(cli, {}, "patchforge", COMPLETE_VAR).source()
     except RuntimeError as exc:  # click refuses bash older than 4.4
         raise click.UsageError(str(exc)) from None
+    if shell == "bash":
+        source = _bash_no_space_after_equals(source)
     click.echo(source)
+
+
+# click's bash loop adds each plain value to COMPREPLY, and bash then types a space after a
+# single match: `--against vl<TAB>` gave `vllm= `, and the SPEC typed next became an argument
+# of its own (`--against vllm= 0.33.0`). A value ending in `=` (an `UPSTREAM=` to go on
+# typing) is left without the space, as `compopt -o nospace` says.
+_PLAIN = "            COMPREPLY+=($value)\n"
+
+
+def _bash_no_space_after_equals(source: str) -> str:
+    if _PLAIN not in source:  # another click's script: as it is
+        return source
+    return source.replace(_PLAIN, _PLAIN + "            if [[ $value == *= ]]; then compopt -o nospace; fi\n",
+                          1)
 
 
 @click.command("help")
