@@ -1283,3 +1283,17 @@ def test_new_without_a_git_identity_says_the_author_it_wrote(project, monkeypatc
     overlay.write_bytes((project.parent / "up-upstream" / "a.py").read_bytes() + b"# more\n")
     r = run_cli(project, "import", "overlay", str(overlay), "--path", "a.py", "--name", "ov")
     assert r.rc == 0 and "note: the patch's Author is Unknown" in r.err, r.text
+
+
+def test_an_upstream_named_like_another_with_json_added_is_refused(tmp_path):
+    """Upstreams `up` and `up.json`: an edit of `up` keeps its state in
+    .patchforge/work/up.json, where an edit of `up.json` opens its worktree. With an edit open
+    in `up.json`, `new` in `up` said "the open edit's state cannot be read" and hinted `edit
+    --close --discard`. `upstream add` refuses such a name either way, nothing written."""
+    root, _ = git_project(tmp_path)
+    before = snapshot(root)
+    upstream = tmp_path / "up-upstream"
+    run = run_cli(root, "upstream", "add", "up.json", "--git", str(upstream), "--at", "main")
+    assert run.rc == 2 and "'up.json'" in run.err and ".patchforge/work/up.json" in run.err, \
+        run.err
+    assert snapshot(root) == before

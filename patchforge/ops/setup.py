@@ -246,6 +246,16 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         raise UsageError(str(exc)) from None
     if upstream.name == KEPT_LANDINGS:
         raise UsageError(kept_landings_name_said(upstream.name) + "; choose another name")
+    # An edit's state is `.patchforge/work/<upstream>.json` beside its worktree
+    # `.patchforge/work/<upstream>/`: upstreams `up` and `up.json` would share one path (an
+    # edit open in one made every edit of the other unreadable).
+    for other in project.config.upstreams:
+        if upstream.name == f"{other}.json" or other == f"{upstream.name}.json":
+            raise UsageError(
+                f"an upstream cannot be named {upstream.name!r} beside upstream {other!r}: "
+                f".patchforge/work/{min(other, upstream.name, key=len)}.json, where an edit of "
+                "the one keeps its state, is where an edit of the other opens its worktree; "
+                "choose another name")
     twin = case_twin_problem(upstream.name, "upstreams", [*project.config.upstreams,
                                                           upstream.name])
     if twin is not None:
