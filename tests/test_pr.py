@@ -442,6 +442,25 @@ def test_push_and_open_then_rerun_updates_the_same_pull_request(stack, monkeypat
     assert stack["patch"].read_bytes() == expected
 
 
+def test_push_takes_a_remote_of_the_stacks_repository_by_name(stack):
+    """`git remote add fork ...` in the stack's checkout, then `pr NAME --push fork`, as
+    `git push fork` takes it: refused, "push remote fork: no such repository" (the push runs
+    in the store, where the name means nothing). The name is the remote's URL now; a path of
+    that name, or a name no remote has, is as before."""
+    root = stack["root"]
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "fork", str(stack["fork"]))
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", "fork")
+    assert result.rc == 0, result.text
+    record = json.loads((root / ".patchforge/pr/up/ck-a8w4-gfx950/pr.json").read_text())
+    assert fork_branches(stack["fork"]) == {
+        "refs/heads/patchforge/ck-a8w4-gfx950": record["commit"]}
+    assert f"pushed patchforge/ck-a8w4-gfx950 to {stack['fork']}" in result.out, result.text
+    missing = run_pr(stack, "ck-a8w4-gfx950", "--push", "nofork")
+    assert missing.rc == 2 and "push remote nofork: no such repository" in missing.err, \
+        missing.text
+
+
 def test_a_renamed_fix_updates_the_pull_request_its_forwarded_names(stack, monkeypatch):
     """`pr FIX --push FORK --open`, then `rename FIX NEW`, then `pr NEW --push FORK --open`:
     the lookup by the new branch alone found nothing, so a second draft pull request was opened

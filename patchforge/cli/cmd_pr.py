@@ -27,7 +27,8 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
               help="Where the format-patch file and PR.md go "
                    "(default .patchforge/pr/<upstream>/<name>/).")
 @click.option("--push", "remote", metavar="REMOTE",
-              help="Push branch patchforge/<name> to this fork (URL or path).")
+              help="Push branch patchforge/<name> to this fork (URL, path, or a remote of "
+                   "the stack's git repository).")
 @click.option("--open", "open_pr", is_flag=True,
               help="Open a draft PR (or update the open one) through the forge API; needs --push.")
 @click.option("--keep-body", is_flag=True,
@@ -46,6 +47,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
     project = app.project()
     announce_state(project, as_json=as_json)
     owner = ""  # the fork's owner, for --open
+    if remote:
+        # A remote of the stack's repository, by name (`--push fork`), is its URL.
+        remote = submit.named_remote(project.root, remote) or remote
     if project.offline and (remote or open_pr):
         raise UsageError("--offline: --push and --open would leave this machine",
                          hint="drop --offline, or draft without --push/--open")

@@ -193,6 +193,25 @@ def write_record(path: str | Path, document: dict) -> None:
                         + "\n").encode("utf-8"))
 
 
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def named_remote(root: Path, remote: str) -> str | None:
+    """The push URL of `remote` when it is the name of a remote of the stack's own git
+    repository (`git remote add fork git@github.com:me/vllm.git`, then `--push fork`, as
+    `git push fork` takes it), and no path of that name is there: the push runs in the store,
+    where that name meant nothing ("push remote fork: no such repository"). None otherwise:
+    the argument is a URL or a path, as before."""
+    if not _REMOTE_NAME.fullmatch(remote) or Path(remote).exists():
+        return None
+    proc = run_git("remote", "get-url", "--push", "--", remote, cwd=root, user_config=True,
+                   ok=None)
+    url = proc.stdout.decode("utf-8", "replace").strip()
+    if proc.returncode != 0 or not url or "\n" in url:
+        return None
+    return url
+
+
 def fork_owner(remote: str) -> str | None:
     match = _FORK_OWNER.match(remote.strip())
     if not match:
