@@ -1932,6 +1932,86 @@ def test_lint_warns_of_pending_beside_a_forwarded_that_says_otherwise(project, t
         in text.out + text.err
 
 
+def _gbp_pq_patch(line: int, comment: bytes, second_header: bytes) -> bytes:
+    """A patch as `gbp pq export` writes one into debian/patches: git format-patch's From,
+    Date and Subject, the description, then DEP-3's pseudo-headers in a paragraph of their
+    own (`second_header`), the diffstat and a diff changing UPSTREAM_FILES' a.py at `line`."""
+    return (b"From: Jane Dev <jane@example.org>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\n"
+            b"Subject: Fix a.py line %d\n\nThe line was wrong: it says %s now.\n\n"
+            % (line, comment) + second_header
+            + b"---\n a.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n"
+            b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -%d,3 +%d,3 @@\n line%d\n"
+            b"-line%d\n+line%d # %s\n line%d\n"
+            % (line - 1, line - 1, line - 1, line, line, comment, line + 1))
+
+
+def test_import_quilt_reads_deps_pseudo_headers_after_the_description(project, tmp_path):
+    """DEP-3's second set of fields, the pseudo-headers a paragraph after the description
+    holds (as `gbp pq export` writes `Forwarded: not-needed` and `Bug-Debian:` there), say
+    where the fix stands: `import quilt` adds no `Upstream-Status: Pending` that contradicts
+    them (it did, and list, PATCHES.md and status said Pending), keeps the file as written,
+    and lint finds nothing to say of it. A paragraph of prose that begins like a field is
+    still prose."""
+    root = project
+    debian = tmp_path / "deb" / "debian" / "patches"
+    debian.mkdir(parents=True)
+    originals = {
+        "0001-not-needed.patch": _gbp_pq_patch(
+            2, b"local", b"Bug-Debian: https://bugs.debian.org/1234567\n"
+                         b"Forwarded: not-needed\nGbp-Pq: Name 0001-not-needed.patch\n"),
+        "0002-sent.patch": _gbp_pq_patch(
+            6, b"fixed", b"Forwarded: https://github.com/o/r/pull/5\n"
+                         b"Last-Update: 2026-11-02\n"),
+        "0003-prose.patch": _gbp_pq_patch(
+            10, b"mine", b"Forwarded: not-needed, said the maintainer once,\nbut that was "
+                         b"before the port.\n"),
+    }
+    for name, data in originals.items():
+        (debian / name).write_bytes(data)
+    (debian / "series").write_bytes(b"".join(n.encode() + b"\n" for n in originals))
+    # A real quilt series: quilt pushes it onto the upstream.
+    checkout = upstream_checkout(tmp_path, "deb-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(debian), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    ok(root, "import", "quilt", str(tmp_path / "deb" / "debian"))
+    base = _base(root)
+    for name in ("0001-not-needed.patch", "0002-sent.patch"):
+        data = (root / "series/up" / name).read_bytes()
+        assert b"Upstream-Status" not in data, data
+        kept = b"".join(line for line in data.splitlines(keepends=True)
+                        if line not in (b"Upstream: up\n", f"Base: {base}\n".encode()))
+        assert kept == originals[name], data
+    assert b"\nUpstream-Status: Pending\n" in (root / "series/up/0003-prose.patch").read_bytes()
+
+    listed = {p["name"]: p["status"] for p in json.loads(ok(root, "list", "--json").out)["patches"]}
+    assert listed == {"0001-not-needed.patch": "Inappropriate [not needed]",
+                      "0002-sent.patch": "Submitted [https://github.com/o/r/pull/5]",
+                      "0003-prose.patch": "Pending"}
+    ok(root, "ledger")
+    ledger = (root / "series/PATCHES.md").read_text()
+    assert re.search(r"\[0001-not-needed\.patch\].*\| Inappropriate \(not needed\) \|", ledger), \
+        ledger
+    assert "Submitted [PR #5](https://github.com/o/r/pull/5)" in ledger, ledger
+
+    doc = json.loads(run_cli(root, "lint", "--no-forge", "--json").out)
+    said = [f for f in doc["findings"] if f["check"] == "header"]
+    assert said == [], doc
+
+    # A file an import wrote before, `Upstream-Status: Pending` in its header: lint names
+    # both lines, the pseudo-header's where it is.
+    stale = originals["0001-not-needed.patch"].replace(
+        b"Subject:", b"Upstream-Status: Pending\nSubject:")
+    add_patch_file(root, "up", "stale.patch", stale)
+    doc = json.loads(run_cli(root, "lint", "--no-forge", "--json").out)
+    found = [f["message"] for f in doc["findings"] if f["patch"] == "up/stale.patch"
+             and "contradicts Forwarded" in f["message"]]
+    assert found == ["line 3: Upstream-Status: Pending contradicts Forwarded: not-needed "
+                     "(line 9), which says it needs no forwarding: remove the Upstream-Status "
+                     "line (Forwarded says where the fix stands) or make it agree"], doc
+
+
 def renamed_onto_a_name_an_export_left(root: Path, tmp_path: Path) -> tuple[str, str, Path]:
     """Two fixes imported and exported with `export --quilt DIR`, the first deleted, the series
     exported again (DIR keeps its file, unlisted), the second renamed to the first's name:

@@ -28,6 +28,13 @@ _ALIASES = {"description": "description", "subject": "description",
 # Every field a header of ours (or a DEP-3 one) has, canonical and lower case: _is_header_name.
 _HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {"acked-by"}
 
+# DEP-3's second set of fields ("pseudo-headers"), which may start any new paragraph of the free
+# text: what `gbp pq export` and a git format-patch'd Debian patch carry after the description
+# (From/Subject, the description, then `Forwarded: not-needed`, `Bug-Debian: URL`). These are
+# read from there as from the header (after it), and `Bug-<Vendor>` too; never the fields that
+# decide where a fix goes or which base it has, which only the header gives.
+_PSEUDO_NAMES = frozenset({"forwarded", "applied-upstream", "bug", "origin", "last-update"})
+
 # "Upstream-Status: Pending" -- a name, a colon, then whitespace or the end of the line (so that
 # "http://..." in a free-text header is not taken for a field).
 _FIELD_RE = re.compile(rb"^([A-Za-z0-9][A-Za-z0-9_-]*):(?:[ \t]|\r?\n|$)")
@@ -228,7 +235,42 @@ class PatchFile:
         values: dict[str, list[str]] = {}
         for f in self.fields:
             values.setdefault(_canon(f.name), []).append(f.value)
+        for f, _ in self.pseudo_fields:
+            values.setdefault(_canon(f.name), []).append(f.value)
         return values
+
+    @cached_property
+    def pseudo_fields(self) -> tuple[tuple[HeaderField, int], ...]:
+        """DEP-3's pseudo-headers (see _PSEUDO_NAMES) with the line of the file each starts on:
+        the fields of the free text's paragraphs that are fields only (every line `Name: value`
+        or a folded continuation), as `gbp pq export` writes `Forwarded:` after a description.
+        A paragraph holding any other line is prose, and nothing of it is read."""
+        if b":" not in self.description:
+            return ()
+        found: list[tuple[HeaderField, int]] = []
+        first = 1 + (self.preamble + b"".join(f.raw for f in self.fields) + self.gap).count(b"\n")
+        lines = split_lines(self.description)
+        start = 0  # where the paragraph being read begins
+        for end in range(len(lines) + 1):
+            if end < len(lines) and lines[end].strip():
+                continue
+            paragraph = lines[start:end]
+            if paragraph and _FIELD_RE.match(paragraph[0]) and all(
+                    _FIELD_RE.match(part) or part[:1] in (b" ", b"\t") for part in paragraph):
+                i = 0
+                while i < len(paragraph):
+                    j = i + 1
+                    while j < len(paragraph) and paragraph[j][:1] in (b" ", b"\t"):
+                        j += 1
+                    match = _FIELD_RE.match(paragraph[i])
+                    assert match is not None
+                    name = match.group(1).decode("ascii")
+                    if name.lower() in _PSEUDO_NAMES or name.lower().startswith("bug-"):
+                        found.append((HeaderField(name, _unfold(paragraph[i:j]),
+                                                  b"".join(paragraph[i:j])), first + start + i))
+                    i = j
+            start = end + 1
+        return tuple(found)
 
     @property
     def _eol(self) -> bytes:
@@ -351,7 +393,8 @@ class PatchFile:
             if _canon(f.name) == _canon(name):
                 return line
             line += f.raw.count(b"\n")
-        return None
+        return next((at for f, at in self.pseudo_fields if _canon(f.name) == _canon(name)),
+                    None)
 
     @property
     def standing(self) -> str | None:
