@@ -987,3 +987,24 @@ def test_a_branch_the_upstream_lacks_is_answered_with_the_branches_it_has(tmp_pa
     run = run_cli(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "v1.2")
     assert run.rc == 2 and "tags like it: v1.1, v1.0)" in run.err, run.err
     ok(root, "upstream", "add", "lib", "--git", str(upstream), "--at", "master")
+
+
+def test_the_first_status_of_a_new_project_says_there_are_no_patches_yet(tmp_path, monkeypatch):
+    """`init`, `upstream add`, then `status`: the first thing a newcomer sees read "all 0
+    patches apply and are still needed". It says there are no patches yet, and how to make or
+    bring the first; exit 0. The job summary of `--format github` says the same."""
+    upstream = Upstream(tmp_path / "up", UPSTREAM_FILES)
+    root = tmp_path / "stack"
+    ok(None, "init", str(root))
+    ok(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+       "--install-root", "/opt/site")
+    run = run_cli(root, "status")
+    assert run.rc == 0, run.text
+    assert run.out.splitlines()[-1] == "no patches yet", run.text
+    assert "0 patches" not in run.text
+    assert "hint: `patchforge new NAME --file PATH` starts a fix" in run.err, run.text
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    run = run_cli(root, "status", "--format", "github")
+    assert run.rc == 0, run.text
+    assert ": no patches yet" in summary.read_text(), summary.read_text()

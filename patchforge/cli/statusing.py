@@ -215,6 +215,9 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                        "attention (see the note above)", "yellow", app.color))
         else:
             echo(f"{all_apply(len(results), still_needed=True)}{_empty_said(results)}")
+            if not results:
+                echo("hint: `patchforge new NAME --file PATH` starts a fix; `patchforge "
+                     "import quilt|mbox|git|overlay` brings fixes made elsewhere", err=True)
         # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
         # pin, or of a patch before it): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
