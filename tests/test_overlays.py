@@ -971,8 +971,15 @@ def test_overlays_for_one_profile_when_the_series_changed_another(stack):
     ok(root, "overlays")
     own = root / "series/up/fnuz.patch"
     own.write_bytes(own.read_bytes().replace(b"+LINE3 gfx942\n", b"+LINE3 gfx942 again\n"))
-    ok(root, "overlays", "--profile", "gfx942")
+    gfx950 = tree_bytes(root / "overlays/gfx950")
+    run = ok(root, "overlays", "--profile", "gfx942")
     assert (root / "overlays/gfx942/up/a.py").read_bytes().count(b"LINE3 gfx942 again") == 1
+    # The run says what it regenerated: gfx942's files; gfx950's are kept as they were (it
+    # said "wrote 5 overlay files (gfx942: 3, gfx950: 2)", as if every profile's).
+    assert run.out.splitlines()[-1] == (
+        "wrote 3 overlay files (gfx942: 3; gfx950's 2 kept as they were), SHA256SUMS, "
+        "manifest.json and compose mounts under overlays/"), run.text
+    assert tree_bytes(root / "overlays/gfx950") == gfx950
     assert subprocess.run(["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"],
                           cwd=root / "overlays").returncode == 0
     ok(root, "verify")

@@ -62,8 +62,13 @@ def overlays(app, profiles, check, as_json, output_format):
         # Read before the write replaces the committed manifest.
         for gone in fixes_gone_from_files(project, result):
             click.echo(f"warning: {gone}", err=True)
+        kept: set[str] = set()
         if not check:
             newly_imaged = _fragments_newly_setting_the_image(project, result)
+            if profiles:
+                # Another profile's files, as they are on disk: said as kept, not as written.
+                kept = {f.rel for f in result.files if f.profile not in profiles
+                        and _holds(project.overlays_dir / f.rel, f.content)}
             # Swapped in whole (two renames): readers never see overlays/ between them.
             with writing_project(project.root):
                 write_overlays(project, result, profiles=list(profiles) or None)
@@ -122,18 +127,32 @@ def overlays(app, profiles, check, as_json, output_format):
             sys.exit(EXIT_ATTENTION)
         return
     by_profile: dict = {}
+    kept_by_profile: dict = {}
     for f in result.files:
-        by_profile.setdefault(f.profile or "(all)", 0)
-        by_profile[f.profile or "(all)"] += 1
-    # Per profile when there are profiles; a stack without any has one set of overlays.
-    summary = "" if set(by_profile) == {"(all)"} else \
-        " (" + (", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none") + ")"
-    files = "overlay file" if len(result.files) == 1 else "overlay files"
-    click.echo(f"wrote {len(result.files)} {files}{summary}, SHA256SUMS, "
+        counts = kept_by_profile if f.rel in kept else by_profile
+        counts.setdefault(f.profile or "(all)", 0)
+        counts[f.profile or "(all)"] += 1
+    written = sum(by_profile.values())
+    # Per profile when there are profiles; a stack without any has one set of overlays. With
+    # --profile, the other profiles' files that were already what the series makes are said
+    # as kept: "wrote 11 overlay files" over a run asked for gfx942's 6 read as all rewritten.
+    summary = "" if set(by_profile) | set(kept_by_profile) == {"(all)"} else \
+        " (" + (", ".join(f"{p}: {n}" for p, n in by_profile.items()) or "none") + \
+        "".join(f"; {p}'s {n} kept as they were" for p, n in kept_by_profile.items()) + ")"
+    files = "overlay file" if written == 1 else "overlay files"
+    click.echo(f"wrote {written} {files}{summary}, SHA256SUMS, "
                "manifest.json and compose mounts under overlays/")
     _say_ignore_lines(ignored)
     if skipped or lacking:
         sys.exit(EXIT_ATTENTION)
+
+
+def _holds(path, content: bytes) -> bool:
+    """Whether the file at `path` is there and holds `content`."""
+    try:
+        return path.is_file() and path.read_bytes() == content
+    except OSError:
+        return False
 
 
 def _say_ignore_lines(changed: tuple[list[str], list[str]] | None) -> None:
