@@ -183,3 +183,21 @@ class LandedFixes:
                 if state != "present":
                     found.append(("/" + key, self.gone[fix], state))
         return found
+
+
+def gone_where_nothing_mounts(project: Project, store) -> list[str]:
+    """What is said of each fix kept under upstreamed/ of an upstream without an install-root
+    that its pin lacks (upstream took it out, or the pin is before its landing): no overlay of
+    such an upstream is mounted, so `LandedFixes` (which follows the files into the image)
+    leaves it out, and `check` and `overlays` exited 0 while `status` said it needs attention."""
+    from patchforge.reverts import gone_upstream
+
+    said = []
+    for upstream in project.upstream_names():
+        if project.config.upstream(upstream).install_root or \
+                upstream not in project.lock.upstreams:
+            continue
+        pin = project.lock.pin(upstream)
+        said += [" ".join(gone.message().split())
+                 for gone in gone_upstream(project, store, upstream, pin.commit, unread=[])]
+    return said

@@ -737,3 +737,21 @@ def test_a_fix_landed_in_part_then_reverted_is_said_and_brought_back(tmp_path):
     back = [stack.patch("up", name.removesuffix(".patch")) for name in stack.series("up")]
     assert any(b"+five = compute_it_properly()" in data for data in back), back
     assert stack.json("status")["reverted"] == []
+
+
+def test_a_pin_before_a_landing_needs_attention_in_check_and_overlays_without_install_root(
+        tmp_path):
+    """A fix kept as landed (v2), then the pin moved back before its landing (`upstream pin
+    --force`), in a stack whose upstream has no install-root: status exited 1, but `check`
+    and `overlays` exited 0 (their judgement of kept fixes follows the files into the image,
+    and nothing mounts such an upstream's). Now both exit 1 and `overlays` says which fix."""
+    stack, landing = _landed(tmp_path)
+    for config in (stack.root / "patchforge.toml", stack.root / "pyproject.toml"):
+        if config.is_file() and "install-root" in config.read_text():
+            config.write_text("".join(line for line in config.read_text().splitlines(True)
+                                      if not line.startswith("install-root")))
+    stack.cli("upstream", "pin", "up", "--at", "v1", "--force")
+    stack.cli("status", expect=1)
+    _, _, err = stack.cli("overlays", expect=1)
+    assert "the pin lacks a fix kept as landed: fix up/fa.patch" in err, err
+    stack.cli("check", expect=1)

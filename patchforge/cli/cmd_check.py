@@ -44,6 +44,9 @@ def check(app, run, profile, as_json):
             for name, pin in project.lock.upstreams.items():
                 ensure_pinned(project, store, name, pin)
             overlays = build_overlays(project, store)
+            from patchforge.landings import gone_where_nothing_mounts
+
+            unmounted_gone = gone_where_nothing_mounts(project, store)
             violations = [v for v in check_overlay_invariants(project, overlays, store=store)
                           if profile is None or v.profile in (profile, None)]
         results = run_checks(project, store, overlays, profile=profile) if run else []
@@ -54,7 +57,8 @@ def check(app, run, profile, as_json):
     # that runs `check` went green on them, as `status`, `lint` and `overlays --check` do not.
     lacking = [why for profile_, (_, _, whys) in sorted(overlays.landed.items(),
                                                         key=lambda item: item[0] or "")
-               if profile is None or profile_ in (profile, None) for why in whys]
+               if profile is None or profile_ in (profile, None) for why in whys] \
+        + unmounted_gone
     ok = not violations and not failed and not attention and not lacking
     if as_json:
         emit_json({"ok": ok, "ran": run,

@@ -50,6 +50,11 @@ def overlays(app, profiles, check, as_json, output_format):
             # Compared whole: never a rebase's half-written series against its overlays.
             held.enter_context(app.reading())
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
+        # A fix kept as landed of an upstream whose overlays nothing mounts (no install-root),
+        # which its pin lacks (--check fails such an upstream already: `unmounted`).
+        from patchforge.landings import gone_where_nothing_mounts
+
+        unmounted_gone = [] if check else gone_where_nothing_mounts(project, store)
         from patchforge.cli.output import say_unrefreshed_edits
 
         # Made from the patch files: an open edit's change is not in them yet.
@@ -87,6 +92,9 @@ def overlays(app, profiles, check, as_json, output_format):
     # a skipped fix does, and as `status`, the rebase onto that pin and `verify` say; `--check`
     # too, which a stack's CI runs: it exited 0 on overlays in step that lack the fix.
     lacking = any(whys for _, _, whys in result.landed.values())
+    for gone in unmounted_gone:
+        click.echo(f"warning: the pin lacks a fix kept as landed: {gone}", err=True)
+        lacking = True
     if check:
         # An upstream whose overlay files no fragment mounts and no Dockerfile copies (no
         # install-root): in step, yet no deployment has its fixes, as `verify` fails it.
