@@ -467,7 +467,13 @@ def _file_link(name: str, path: str) -> str:
     if not any(c in name for c in "[]()"):
         return f"[{_cell(name)}]({path})"
     text = _cell(name).replace("[", "\\[").replace("]", "\\]")
-    return f"[{text}](<{path}>)"
+    return f"[{text}]{file_link_destination(path)}"
+
+
+def file_link_destination(path: str) -> str:
+    """The `(...)` part of `_file_link`'s link to `path`: what `delete` looks for in a ledger
+    written before a fix left (ops/series.py)."""
+    return f"(<{path}>)" if any(c in path for c in "[]()") else f"({path})"
 
 
 def _link(url: str) -> str:

@@ -205,45 +205,48 @@ def test_a_delete_killed_at_any_write_is_in_the_history_and_leaves_nothing_to_co
     assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 8
 
 
+@pytest.mark.parametrize("name", ["fix", "t[1](2)"])
 def test_a_delete_out_of_skipped_killed_at_any_write_is_finished_by_the_same_delete(
-        env, tmp_path, monkeypatch):
+        env, tmp_path, monkeypatch, name):
     """In a stack that keeps a ledger, `delete` of a fix a rebase set aside (skipped/) killed
     at each write. A kill once the fix left skipped/ and before the ledger was written left
     the ledger stale (lint said so, `patchforge ledger` repaired it), and the same delete run
     again was refused: the fix was already kept under deleted/. Now the same delete run again
-    finishes it to the clean run's files, the `deleted` event recorded once."""
+    finishes it to the clean run's files, the `deleted` event recorded once; so it does for a
+    name holding brackets, whose PATCHES.md row links its file as `(<...>)` (the delete run
+    again did not find that row, and was refused)."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     prepared = _prepared(env, tmp_path, monkeypatch)
     series_dir = prepared / "series" / "up"
     data = (series_dir / "fix.patch").read_bytes()
     (series_dir / "skipped").mkdir()
-    (series_dir / "fix.patch").rename(series_dir / "skipped" / "fix.patch")
+    (series_dir / "fix.patch").rename(series_dir / "skipped" / f"{name}.patch")
     (series_dir / "series").write_bytes(b"other.patch\n")
     assert run_cli(prepared, "ledger").rc == 0
 
     new_root = tmp_path / "clean-run"
     shutil.copytree(prepared, new_root, symlinks=True)
-    run_subprocess(new_root, "delete", "fix", expect=0)
+    run_subprocess(new_root, "delete", name, expect=0)
     new = project_files(new_root)
     [event] = _deletions(new_root)
-    assert b"kept as series/up/deleted/fix.patch" in event, event
+    assert f"kept as series/up/deleted/{name}.patch".encode() in event, event
     assert new["series/PATCHES.md"] != project_files(prepared)["series/PATCHES.md"]
 
     def check(root, phase):
-        kept = root / "series/up/deleted/fix.patch"
-        aside = root / "series/up/skipped/fix.patch"
+        kept = root / f"series/up/deleted/{name}.patch"
+        aside = root / f"series/up/skipped/{name}.patch"
         assert [p.read_bytes() for p in (aside, kept) if p.exists()][:1] == [data], phase
         done = project_files(root) == new
-        again = run_cli(root, "delete", "fix")
+        again = run_cli(root, "delete", name)
         if done:  # (nothing left to delete)
-            assert again.rc == 2 and "deleted/fix.patch" in again.err, (phase, again.text)
+            assert again.rc == 2 and f"deleted/{name}.patch" in again.err, (phase, again.text)
         else:
-            assert again.rc == 0 and "removed fix from skipped/" in again.out, \
+            assert again.rc == 0 and f"removed {name} from skipped/" in again.out, \
                 (phase, again.text)
         assert project_files(root) == new and _deletions(root) == [event], phase
         assert run_cli(root, "lint").rc == 0, phase
 
-    assert run_with_faults(prepared, tmp_path, ("delete", "fix"), check) >= 6
+    assert run_with_faults(prepared, tmp_path, ("delete", name), check) >= 6
 
 
 @pytest.mark.parametrize("mode", ["kill", "raise"])

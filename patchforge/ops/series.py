@@ -1121,7 +1121,8 @@ def _finish_cut_aside_delete(project: Project, name: str,
     event of it is that delete's (naming the copy deleted/ keeps), and the ledger still lists
     it where it was. The ledger is written and the delete said as finished; None otherwise
     (the refusals say where the fix is, and a delete that finished has nothing left to do)."""
-    from patchforge.ledger import latest_events, ledger_path, update_ledger
+    from patchforge.ledger import (file_link_destination, latest_events, ledger_path,
+                                   update_ledger)
 
     head, _, stem = name.rpartition("/")
     if head == KEPT_LANDINGS or head.endswith("/" + KEPT_LANDINGS):
@@ -1150,7 +1151,7 @@ def _finish_cut_aside_delete(project: Project, name: str,
             return None
         # Where the ledger, written before the fix left, still has it (its row's link).
         for place in _LISTED:
-            row = f"]({upstream}/{place}/{file_name}) | {place} |"
+            row = f"]{file_link_destination(f'{upstream}/{place}/{file_name}')} | {place} |"
             if row.encode("utf-8", "surrogateescape") in ledger:
                 return kept, f"{place}/"
         return None
