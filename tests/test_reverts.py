@@ -722,7 +722,8 @@ def test_a_fix_landed_in_part_then_reverted_is_said_and_brought_back(tmp_path):
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
     stack.add_fix("fa", "pkg/a.py", BASE, guarded)
     landing = stack.commit({"pkg/a.py": half}, "Compute it properly (#11)", tag="v2")
-    stack.cli("rebase", "--to", "v2")
+    summary = stack.rebase_json("--to", "v2")  # (checked against the published schema)
+    assert "1 of its 2 hunks landed upstream" in summary["patches"][0]["detail"], summary
     assert stack.series("up") == ["fa.patch"]
     moved = stack.patch("up", "fa")
     assert b"compute_it_properly" not in moved and b"raise ValueError" in moved
@@ -754,4 +755,24 @@ def test_a_pin_before_a_landing_needs_attention_in_check_and_overlays_without_in
     stack.cli("status", expect=1)
     _, _, err = stack.cli("overlays", expect=1)
     assert "the pin lacks a fix kept as landed: fix up/fa.patch" in err, err
+    stack.cli("check", expect=1)
+
+
+def test_a_file_a_fix_creates_made_the_same_upstream_then_taken_out_is_said(tmp_path):
+    """A fix that changes pkg/a.py and creates pkg/helper.py; upstream makes helper.py the same
+    (v2), so the rebase moves the fix without it, then upstream removes it again (v3): the
+    file was in no patch and no overlay, every check green. Now the created file is kept under
+    upstreamed/ and its removal needs attention."""
+    helper = b"def helper():\n    return 1\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_patch("up", "fa", {"pkg/a.py": FIXED, "pkg/helper.py": helper})
+    stack.commit({"pkg/helper.py": helper}, "A helper (#12)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert b"helper.py" not in stack.patch("up", "fa")
+    kept = (stack.root / "series/up/upstreamed/fa.patch").read_bytes()
+    assert b"+++ b/pkg/helper.py" in kept and b"compute_it_properly" not in kept
+    stack.commit({"pkg/helper.py": None}, "No helper after all", tag="v3")
+    stack.cli("status", "--against", "v3", expect=1)
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("status", expect=1)
     stack.cli("check", expect=1)

@@ -1763,7 +1763,7 @@ class Rebase:
         """A patch's entry in the summary; one set aside under a numbered name (an earlier,
         different fix of its name is kept there) says which (`kept_as`): its history event
         then names the file the fix is kept in, not the other fix's."""
-        entry = {k: v for k, v in result.to_json().items() if k != "staged"}
+        entry = {k: v for k, v in result.to_json().items() if k not in ("staged", "landed_part")}
         if result.destination != "series":
             kept = self._kept_as(result)
             if kept != self.project.patch_path(result.upstream, result.name).name:
@@ -2081,8 +2081,9 @@ def _keeps_free_digest(patch: PatchFile) -> str:
 
 def landed_part(patch, verdict):
     """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
-    when they cannot be kept so (a file it creates, deletes, renames or copies, a binary
-    one): the form a landed fix is kept in under upstreamed/, on the patch's own base. The
+    when they cannot be kept so (a file it renames or copies, a binary one, part of a file it
+    creates or deletes): the form a landed fix is kept in under upstreamed/, on the patch's
+    own base. A file it creates (deletes) whole that upstream made the same is kept whole. The
     `index` lines go (their post-image is the whole patch's), and each kept hunk's new line
     numbers follow the hunks left out before it."""
     landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files}
@@ -2090,6 +2091,10 @@ def landed_part(patch, verdict):
     for fp in patch.file_patches:
         wanted = landed.get(fp.path) or set()
         if not wanted:
+            continue
+        if (fp.is_new or fp.is_delete) and not fp.is_binary and fp.hunks and \
+                wanted == set(range(len(fp.hunks))):
+            sections.append(fp.raw)  # a file made (or taken away) whole, as upstream did
             continue
         if fp.is_new or fp.is_delete or fp.is_rename or fp.is_copy or fp.is_binary \
                 or fp.old_mode != fp.new_mode or not fp.hunks:
