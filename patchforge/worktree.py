@@ -667,8 +667,9 @@ def refuse_changed_since_edit(project: Project, upstream: str, file_name: str,
     work = project.work_dir(upstream)
     path = project.patch_path(upstream, file_name)
     hint = (f"nothing of yours is lost yet: copy what you changed out of {work}, then "
-            f"`patchforge edit --close --discard`, `patchforge edit {file_name}` (made on the "
-            "patch as it is now), make the change again and `patchforge refresh`")
+            f"`patchforge edit --close --discard`, `patchforge edit "
+            f"{project.patch_word(upstream, file_name)}` (made on the patch as it is now), make "
+            "the change again and `patchforge refresh`")
     recorded = state.get("diff_sha256")
     if recorded is not None:
         if current == new_diff:

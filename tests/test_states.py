@@ -1309,6 +1309,52 @@ def test_a_name_another_series_has_is_refused_by_new_rename_and_the_imports(proj
     assert "up2/fix-a" not in project.cli("list")[1]
 
 
+def test_every_hint_naming_a_patch_another_series_has_names_it_as_edit_takes_it(
+        project, tmp_path):
+    """up's fix-b deletes pkg/other.py (made before the project wrote overlays); up2 has an
+    empty fix-b of its own (a merge made it so). The export warnings, lint's and status'
+    overlay findings and rebase's refusal said `patchforge edit fix-b` (or `delete fix-b`),
+    which exits 2 (in several series). Each names UPSTREAM/fix-b now, and each command named
+    acts on that series' fix-b."""
+    project.cli("new", "fix-b", "--file=pkg/other.py")
+    (project.work / "pkg/other.py").unlink()
+    project.cli("refresh")
+    _twin_in_another_series(project, tmp_path, "fix-b")
+
+    def named(said: str) -> list[tuple[str, str]]:
+        return [(verb, word) for verb, word in
+                re.findall(r"`patchforge (edit|delete) ([^`\s]+)`", said)
+                if word.endswith("fix-b")]
+
+    def follow(word: str) -> None:
+        upstream = word.split("/")[0]
+        project.cli("edit", word)
+        _, _, err = project.cli("status", expect=None)
+        assert f"note: {upstream}: fix-b.patch is being edited" in err, err
+        project.cli("edit", "--close")
+
+    _, out, err = project.cli("export", "--quilt", str(tmp_path / "quilt"))
+    assert named(out + err) == [("edit", "up2/fix-b")], out + err
+    _, out, err = project.cli("export", "--upstream", "up2", "--mbox",
+                              str(tmp_path / "fixes.mbox"))
+    assert named(out + err) == [("edit", "up2/fix-b")], out + err
+    follow("up2/fix-b")
+    # The project writes overlays from now on: the deletion is refused by `overlays`.
+    (project.root / "overlays").mkdir()
+    for argv in (("lint", "--no-forge"), ("status",)):
+        _, out, err = project.cli(*argv, expect=None)
+        said = [pair for pair in named(out + err) if pair[1] == "up/fix-b"]
+        assert said == [("edit", "up/fix-b")], (argv, out + err)
+        assert ("edit", "fix-b") not in named(out + err), (argv, out + err)
+    follow("up/fix-b")
+    target = project.up.commit({"pkg/mod.py": text({5: b"def f5():\n    return 55\n\n"})})
+    _, out, err = project.cli("rebase", "--to", f"up={target}", expect=2)
+    assert named(out + err) == [("edit", "up/fix-b"), ("delete", "up/fix-b")], out + err
+    project.cli("delete", "up/fix-b")
+    assert project.series() == []
+    assert (project.root / "series/up2/series").read_text() == "fix-b.patch\n"
+
+
 def _twin_in_another_series(project: Project, tmp_path: Path, name: str) -> None:
     """A second upstream, up2, whose series has a patch of its own named `name` too (a stack
     made so by a merge of two branches, or by an older version: `new` and `rename` refuse it)."""

@@ -48,7 +48,7 @@ def _report(names, upstream, project: Project, say_base: bool = False):
             # header says so, never that it was made on the pin.
             click.echo(f"imported {upstream}/{name} (made on {base[:12]}, not on the pin "
                        f"{pin[:12]}: its Base says so; `patchforge edit "
-                       f"{name.removesuffix('.patch')}` + `refresh` makes it on the pin)")
+                       f"{project.patch_word(upstream, name)}` + `refresh` makes it on the pin)")
         else:
             click.echo(f"imported {upstream}/{name}")
     if not names:
@@ -170,8 +170,8 @@ def import_quilt(app, directory, upstream, update, delete_gone):
         click.echo(f"note: {source} is as an earlier `import quilt --update` took it back; "
                    f"{project.patch_path(upstream, name)} changed since (edit, refresh?): the "
                    "series' version is kept, and `export --quilt` writes it there (to take "
-                   f"quilt's again, `patchforge edit {name.removesuffix('.patch')}` and make it "
-                   "hold quilt's change)", err=True)
+                   f"quilt's again, `patchforge edit {project.patch_word(upstream, name)}` "
+                   "and make it hold quilt's change)", err=True)
     for name, places in result["left_ambiguous"].items():
         # Its lines moved, and nearness chose among several places (quilt's `push` took the
         # nearest twin): made again there, the fix would have moved with every check quiet.
@@ -179,7 +179,7 @@ def import_quilt(app, directory, upstream, update, delete_gone):
                    "of its change is ambiguous in the new series ("
                    + "; ".join(f"{p.describe()}, line {p.at_line} the nearest to its "
                                "header's, where `quilt push` puts it" for p in places)
-                   + f"): `patchforge edit {name.removesuffix('.patch')}`, move the change "
+                   + f"): `patchforge edit {project.patch_word(upstream, name)}`, move the change "
                    "where it belongs, refresh", err=True)
     if not (result["changed"] or result["added"] or result["moved"] or result["deleted"]
             or result["reordered"]):
@@ -359,10 +359,11 @@ def _say_placed(placed: dict[str, tuple[list[str], list[str]]], profile: str | N
                        "is: check where quilt or git puts it against the overlays", err=True)
 
 
-def _say_empty(names: list[str], stops: str) -> None:
+def _say_empty(names: list[tuple[str, str]], stops: str) -> None:
     """A warning naming each exported patch without a diff (`new`, nothing refreshed into
-    it): the tool it goes to stops on it, and nothing before this said so."""
-    for name in names:
+    it): the tool it goes to stops on it, and nothing before this said so. Each comes with
+    the word `edit` takes for it (Project.patch_word)."""
+    for name, word in names:
         click.echo(f"warning: {name} has no change yet (no diff): {stops}; `patchforge edit "
-                   f"{name.removesuffix('.patch')}`, make the change and refresh it, or "
-                   "`patchforge delete` it", err=True)
+                   f"{word}`, make the change and refresh it, or `patchforge delete` it",
+                   err=True)

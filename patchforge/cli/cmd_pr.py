@@ -186,7 +186,7 @@ def _not_ready(project, draft, document, as_json):
             click.echo("hint: `patchforge rebase` onto a release with it drops the fix",
                        err=True)
         elif draft.made_on:
-            _made_on_earlier(draft, where)
+            _made_on_earlier(project, draft, where)
         else:
             click.echo(f"{draft.upstream}/{draft.name}: does not go onto {where}: "
                        f"{draft.detail}", err=True)
@@ -196,7 +196,7 @@ def _not_ready(project, draft, document, as_json):
     sys.exit(EXIT_ATTENTION)
 
 
-def _made_on_earlier(draft, where: str) -> None:
+def _made_on_earlier(project, draft, where: str) -> None:
     """A fix made on lines earlier patches of the series made: no rebase brings them to the
     upstream (the series may already be on the pull request's base, and the rebase has no
     stop), so the way is to send those patches first, or to make the fix's change apart from
@@ -209,8 +209,9 @@ def _made_on_earlier(draft, where: str) -> None:
         by = f" ({item.patch})" if item.patch else ""
         what = f"`{item.text}` taken out there" if item.taken_out else f"`{item.text}`"
         click.echo(f"  {item.path} line {item.line}: {what}{by}", err=True)
-    first = " and ".join(f"`patchforge pr {m.removesuffix('.patch')}`" for m in makers)
-    stem = draft.name.removesuffix(".patch")
+    first = " and ".join(f"`patchforge pr {project.patch_word(draft.upstream, m)}`"
+                         for m in makers)
+    stem = project.patch_word(draft.upstream, draft.name)
     send = (f"send {who} first ({first}): {draft.name} goes onto {draft.target.ref} once "
             f"{'it is' if len(makers) == 1 else 'they are'} there" if makers else
             "send the earlier patches that made them first")
@@ -245,8 +246,8 @@ def _way_onto(project, draft) -> str:
     elif pin.commit == draft.target.commit:
         # Already there: the rebase would have no stop, and this would say the same again.
         way = (f"the series is on {draft.target.ref} already: resolve it there "
-               f"(`patchforge edit {draft.name.removesuffix('.patch')}`), or choose another "
-               "base with --onto")
+               f"(`patchforge edit {project.patch_word(draft.upstream, draft.name)}`), or "
+               "choose another base with --onto")
     state = read_states(project).get(draft.upstream)
     if state is not None and state.kind != IDLE:
         return (f"first finish what is open in {draft.upstream}'s series (the note above): "

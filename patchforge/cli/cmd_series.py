@@ -541,7 +541,7 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
         if cont:
             result = bring_back_continue(project, store, upstream, allow_undo=allow_undo)
             click.echo(f"{result['upstream']}/{result['name']} is back at the end of the "
-                       "series (resolved by hand)" + _elsewhere(result))
+                       "series (resolved by hand)" + _elsewhere(project, result))
             for undone in result.get("undoes", ()):
                 click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
                            err=True)
@@ -554,11 +554,11 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
                    f"{landed}; kept as {result['path']}")
     else:
         click.echo(f"{result['upstream']}/{result['name']} is back at the end of the series "
-                   f"({result['detail']})" + _elsewhere(result))
+                   f"({result['detail']})" + _elsewhere(project, result))
         say_overlays_lag(project)
 
 
-def _elsewhere(result: dict) -> str:
+def _elsewhere(project, result: dict) -> str:
     """How a fix brought back to the end of its series goes where it was before."""
-    stem = result["name"].removesuffix(".patch")
+    stem = project.patch_word(result["upstream"], result["name"])
     return f"; `patchforge move {stem} --after X` puts it elsewhere"

@@ -2039,7 +2039,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                  profile: str | None = None, store: UpstreamStore | None = None,
                  placed: dict[str, tuple[list[str], list[str]]] | None = None,
                  left: list[tuple[str, str, Path, str, bool]] | None = None
-                 ) -> tuple[list[Path], list[str], list[str], list[str]]:
+                 ) -> tuple[list[Path], list[str], list[str], list[tuple[str, str]]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
     `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
     that profile's series only: what its overlays are made from.
@@ -2050,7 +2050,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     upstreams whose series hold patches for some profiles only, exported without `profile`:
     quilt applies every patch in one stack, where two profiles' fixes of one line conflict;
     and the patches without a diff (`new`, nothing refreshed into them), on which `quilt push`
-    stops ("Only garbage was found in the patch input").
+    stops ("Only garbage was found in the patch input"), each with the word `edit` takes for
+    it (Project.patch_word).
 
     With `store`, each patch is written as the exported stack has it (as_the_stack_has_them:
     with `profile`, that profile's series; without, the one stack quilt applies): its text
@@ -2112,7 +2113,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             binary_sections += [f"{patch.source}:{file.line_no}: {file.path}"
                                 for file in patch.file_patches if file.is_binary]
             if not patch.file_patches:
-                empty.append(name)
+                empty.append((name, project.patch_word(upstream, name)))
             data = project.read_patch_bytes(upstream, name)
             # GNU patch cuts a name with a space in a section of headers only: quoted here.
             patches.append((target / name, data[:len(data) - len(patch.diff)]
@@ -2604,15 +2605,16 @@ def refuse_control_characters_in_mail(project: Project, entries: list[tuple[str,
 def export_mbox(project: Project, out: Path | BinaryIO, entries: list[tuple[str, str]],
                 store: UpstreamStore | None = None,
                 placed: dict[str, tuple[list[str], list[str]]] | None = None,
-                profile: str | None = None) -> tuple[list[str], list[str]]:
+                profile: str | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Write the mbox of `entries` (`mbox_entries`, asked with `project.refuse_own_destination`
     before anything of the export is written) to `out` (a path, or a stream: standard output
     for `--mbox -`). Returns the patches whose diff has
     lines ending in CRLF (a file with CRLF lines): plain `git am` drops every line's CR
     (mailsplit, as for any mail), so such a patch no longer applies, or its CRs are lost;
     `git am --keep-cr` takes them, and the command says so; and the patches without a diff
-    (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches").
-    With `store`, each diff as the one stack `git am` applies has it (see export_quilt):
+    (`new`, nothing refreshed into them), on which `git am` stops ("No valid patches"),
+    each with the word `edit` takes for it. With `store`, each diff as the one stack `git am`
+    applies has it (see export_quilt):
     `profile`'s series when given (`entries` are then that series' patches)."""
     remade: dict[str, dict[str, bytes]] = {}
     for upstream in dict.fromkeys(u for u, _ in entries) if store is not None else ():
@@ -2633,7 +2635,7 @@ def export_mbox(project: Project, out: Path | BinaryIO, entries: list[tuple[str,
         if b"\r\n" in patch.diff:
             crlf.append(name)
         if not patch.file_patches:
-            empty.append(name)
+            empty.append((name, project.patch_word(upstream, name)))
     if isinstance(out, Path):
         write_destination(out, b"".join(chunks))
     else:

@@ -177,7 +177,7 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
             f"{upstream}/{name}", "overlays",
             f"{what}, a file of the upstream that no later patch makes again: this project "
             "writes overlays, which cannot delete a file in the image (`patchforge overlays` "
-            f"refuses the series); `patchforge edit {name.removesuffix('.patch')}`, put "
+            f"refuses the series); `patchforge edit {project.patch_word(upstream, name)}`, put "
             f"{path} back (`git checkout -- {path}` in the worktree; changed as the image "
             "needs, e.g. emptied), then `patchforge refresh`"))
     from patchforge.overlay import LINK_REFUSED, series_links
@@ -187,7 +187,7 @@ def _overlay_removals(project: Project, store: UpstreamStore, upstream: str, pin
             f"{upstream}/{name}", "overlays",
             f"makes {path} a symlink, and this project writes overlays: {LINK_REFUSED}; make "
             f"the link in the image (a Dockerfile step) and take it out of the patch "
-            f"(`patchforge edit {name.removesuffix('.patch')}`, remove {path}, then "
+            f"(`patchforge edit {project.patch_word(upstream, name)}`, remove {path}, then "
             "`patchforge refresh`)"))
     from patchforge.overlay import NAME_REFUSED, series_unnamed_files, shown_name
 

@@ -703,8 +703,8 @@ def _refuse_moved_only(project: Project, upstream: str, name: str, patch: PatchF
             hint="in quilt's tree, put the change back where the series has it and `quilt "
                  "refresh` it (or export the series again, `patchforge export --quilt DIR` "
                  "with `--profile` as before, and push it in quilt); to move the fix on "
-                 f"purpose, `patchforge edit {name.removesuffix('.patch')}` and refresh it in "
-                 "the series")
+                 f"purpose, `patchforge edit {project.patch_word(upstream, name)}` and "
+                 "refresh it in the series")
 
 
 def _refuse_changed_elsewhere(name: str, doubted: list[str], state: SeriesState,
@@ -795,7 +795,7 @@ def _series_place(project: Project, upstream: str, name: str, mine: PatchFile,
                 "at the series' place cannot be told; nothing was taken back",
                 path=quilt_file, line=line,
                 hint=f"take quilt's other changes back first (leave {name} as exported), "
-                     f"then `patchforge edit {name.removesuffix('.patch')}` and refresh it "
+                     f"then `patchforge edit {project.patch_word(upstream, name)}` and refresh it "
                      "in the series")
         target = fp.new_path if fp.new_path is not None else source
         ours.current[target] = placed

@@ -325,12 +325,14 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         raise UsageError(f"the worktree of the edit of {upstream}/{file_name} is gone "
                          f"({work}): there is no change to write",
                          hint=f"`patchforge edit --close` ends the edit ({file_name} stays as it "
-                              f"is); `patchforge edit {file_name}` opens a new one")
+                              f"is); `patchforge edit {project.patch_word(upstream, file_name)}` "
+                              "opens a new one")
     if not (work / ".git").is_dir():
         raise UsageError(f"the worktree {work} has lost its .git, where patchforge records the "
                          "base: its change cannot be told apart from the base",
                          hint="copy the changed files elsewhere, `patchforge edit --close "
-                              f"--discard`, `patchforge edit {file_name}`, then copy them back")
+                              f"--discard`, `patchforge edit "
+                              f"{project.patch_word(upstream, file_name)}`, then copy them back")
     diff, changes = worktree_diff(project, store, upstream, state, with_changes=True)
     path = project.patch_path(upstream, file_name)
     read = project.read_patch_bytes(upstream, file_name)
@@ -348,7 +350,7 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         # The worktree put back as at the base (`git checkout -- .`, an editor's revert):
         # writing that emptied the fix, exit 0, and status said it applies. quilt refuses
         # too ("Nothing in patch").
-        stem = file_name.removesuffix(".patch")
+        stem = project.patch_word(upstream, file_name)
         raise UsageError(f"the worktree ({work}) holds no change: refresh would empty "
                          f"{upstream}/{file_name}, and the fix would be gone",
                          hint=f"`patchforge edit --close --discard` keeps {file_name} as it is; "

@@ -96,8 +96,9 @@ def _mark_removals(project: Project, store: UpstreamStore, commit: str, patches,
         found.attention = True
         found.evidence.append(f"{what}, an upstream file no later patch makes again: "
                               "`overlays` refuses the series (an overlay cannot delete a file "
-                              f"in the image); `patchforge edit {name.removesuffix('.patch')}`, "
-                              f"put {path} back, then `patchforge refresh`")
+                              f"in the image); `patchforge edit "
+                              f"{project.patch_word(found.upstream, name)}`, put {path} back, "
+                              "then `patchforge refresh`")
     from patchforge.overlay import LINK_REFUSED, series_links
 
     for name, path in series_links(project, patches):

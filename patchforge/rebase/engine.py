@@ -269,14 +269,15 @@ class Rebase:
                 kept.append((name, path))
         if kept:
             name, path = kept[0]
+            word = self.project.patch_word(upstream, name)
             raise UsageError(
                 f"{upstream}/{name} deletes {path}, which {new.label} has as {old.label} had it: "
                 f"the rebase would move the deletion as it is, and its write-out, as `patchforge "
                 f"overlays`, refuses a series that deletes a file (an overlay cannot delete a "
                 f"file in the image); nothing was started",
-                hint=f"`patchforge edit {name.removesuffix('.patch')}`, put {path} back (changed "
-                     f"as the image needs, e.g. emptied), `patchforge refresh`, then rebase; or "
-                     f"`patchforge delete {name.removesuffix('.patch')}`")
+                hint=f"`patchforge edit {word}`, put {path} back (changed as the image needs, "
+                     f"e.g. emptied), `patchforge refresh`, then rebase; or "
+                     f"`patchforge delete {word}`")
 
     def resume(self, *, skip: bool = False, allow_undo: bool = False) -> dict:
         if not self.journal.exists():
