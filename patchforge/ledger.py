@@ -461,19 +461,33 @@ def _cell(text) -> str:
 
 def _file_link(name: str, path: str) -> str:
     """A Markdown link to a patch file by its name: a name holding `[`, `]`, `(` or `)` (a
-    series takes them) broke it (`[x]y.patch](up/x]y.patch)` is no link), so those are
-    escaped in the text and the path is written `<...>` (no name holds `<`, `>` or a space);
+    series takes them) broke it (`[x]y.patch](up/x]y.patch)` is no link), and one holding an
+    entity (`h&amp;i`) linked another name, so those are escaped in the text and the path is
+    written `<...>` (no name holds `<`, `>` or a space);
     every other name's link is as it always was, so a committed ledger stays current."""
-    if not any(c in name for c in "[]()"):
+    if not _read_in_a_link(name):
         return f"[{_cell(name)}]({path})"
-    text = _cell(name).replace("[", "\\[").replace("]", "\\]")
+    # `&` first: `x&amp;y` read as an entity showed and linked `x&y` (the backslash keeps it).
+    text = _cell(name.replace("&", "\\&")).replace("[", "\\[").replace("]", "\\]")
     return f"[{text}]{file_link_destination(path)}"
+
+
+def _read_in_a_link(text: str) -> bool:
+    """Whether a name holds what Markdown reads in a link: a bracket, a parenthesis, or an
+    entity (`&amp;`, `&#38;`; an `&` that begins none, as in `a&b`, is text, and its row
+    stays as it was written)."""
+    return any(c in text for c in "[]()") or ("&" in text and _ENTITY.search(text) is not None)
+
+
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 
 def file_link_destination(path: str) -> str:
     """The `(...)` part of `_file_link`'s link to `path`: what `delete` looks for in a ledger
     written before a fix left (ops/series.py)."""
-    return f"(<{path}>)" if any(c in path for c in "[]()") else f"({path})"
+    if not _read_in_a_link(path):
+        return f"({path})"
+    return "(<" + path.replace("&", "\\&") + ">)"
 
 
 def _link(url: str) -> str:

@@ -433,13 +433,14 @@ def test_a_patch_name_with_brackets_is_a_link_in_the_ledger(tmp_path):
     from helpers.cli import ok
 
     stack = make_stack(tmp_path)
-    for name in ("x]y", "t[1](2)"):
+    for name in ("x]y", "t[1](2)", "h&amp;i", "a&b"):
         ok(stack.root, "new", name, "--no-edit", "-m", f"fix {name}")
     ok(stack.root, "delete", "t[1](2)")
     ok(stack.root, "ledger")
     ledger = (stack.root / "series/PATCHES.md").read_bytes()
     table = rows(ledger)
     assert any("| [a-sign.patch](up/a-sign.patch) |" in row for row in table), table
+    assert any("| [a&b.patch](up/a&b.patch) |" in row for row in table), table
     assert any("| [x\\]y.patch](<up/x]y.patch>) |" in row for row in table), table
     assert any("| [t\\[1\\](2).patch](<up/deleted/t[1](2).patch>) |" in row
                for row in table), table
@@ -447,3 +448,5 @@ def test_a_patch_name_with_brackets_is_a_link_in_the_ledger(tmp_path):
     page = markdown_it.MarkdownIt("commonmark").enable("table").render(ledger.decode())
     assert '<a href="up/x%5Dy.patch">x]y.patch</a>' in page, page
     assert '<a href="up/deleted/t%5B1%5D(2).patch">t[1](2).patch</a>' in page, page
+    # A name holding `&`: not read as an entity (`h&amp;i` showed and linked `h&i.patch`).
+    assert '<a href="up/h&amp;amp;i.patch">h&amp;amp;i.patch</a>' in page, page
