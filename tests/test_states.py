@@ -1355,6 +1355,23 @@ def test_every_hint_naming_a_patch_another_series_has_names_it_as_edit_takes_it(
     assert (project.root / "series/up2/series").read_text() == "fix-b.patch\n"
 
 
+def test_add_at_a_stop_on_a_file_gone_upstream_names_the_patch_as_show_takes_it(
+        project, tmp_path):
+    """up's fix-b changes pkg/other.py, which the target deletes: the rebase stops there, and
+    `add pkg/other.py` warned "`patchforge show fix-b.patch` has the fix's change to it",
+    which exits 2 while up2 has a fix-b too (in several series). It names `up/fix-b`, and
+    `show up/fix-b` prints up's fix-b."""
+    project.fix("fix-b", {"pkg/other.py": b"x = 2\n"})
+    _twin_in_another_series(project, tmp_path, "fix-b")
+    target = project.up.commit({"pkg/other.py": None})
+    project.cli("rebase", "--to", f"up={target}", expect=None)
+    _, out, err = project.cli("add", "pkg/other.py", expect=None)
+    named = re.findall(r"`patchforge show ([^`]+)`", out + err)
+    assert named == ["up/fix-b"], out + err
+    _, out, _ = project.cli("show", *named)
+    assert "+x = 2" in out, out
+
+
 def _twin_in_another_series(project: Project, tmp_path: Path, name: str) -> None:
     """A second upstream, up2, whose series has a patch of its own named `name` too (a stack
     made so by a merge of two branches, or by an older version: `new` and `rename` refuse it)."""

@@ -235,7 +235,7 @@ def add(app, paths, upstream):
         opened = open_work(project, work.name)
         base = opened.base if opened is not None else project.lock.pin(work.name).commit
         _warn_new_files(work, paths, near=lambda path: near_paths(store, base, path),
-                        opened=opened)
+                        opened=opened, project=project)
 
 
 def _left_behind_note(project):
@@ -245,19 +245,20 @@ def _left_behind_note(project):
     return lambda directory, files: say_left_behind(project, directory, files, late=True)
 
 
-def _warn_new_files(work, paths, near=lambda path: "", opened=None) -> None:
+def _warn_new_files(work, paths, near=lambda path: "", opened=None, project=None) -> None:
     """A path the upstream does not have becomes a new, empty file of the patch: say so (with
     the nearest upstream paths, `near`), since a mistyped path would otherwise join the patch
     silently. `opened` (ops.series.OpenWork): what the worktree is open for, whose command
-    takes the change; at a stop on a file gone upstream, adding that file is the way to keep
-    the fix's change to it, said as such."""
+    takes the change (given with its `project`); at a stop on a file gone upstream, adding
+    that file is the way to keep the fix's change to it, said as such."""
     from patchforge.worktree import new_empty_files
 
     go_on = opened.go_on if opened is not None else "patchforge refresh"
     for path in new_empty_files(work, paths):
         if opened is not None and path in opened.gone:
             click.echo(f"warning: {path} is gone upstream: the patch creates it again with what "
-                       f"you write there (it is empty now; `patchforge show {opened.patch}` "
+                       f"you write there (it is empty now; `patchforge show "
+                       f"{project.patch_word(opened.upstream, opened.patch)}` "
                        f"has the fix's change to it), then `{go_on}`; or `patchforge rm {path}` "
                        "drops the patch's change to it and keeps the rest", err=True)
             continue
