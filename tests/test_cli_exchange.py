@@ -824,7 +824,7 @@ def test_status_html_dash_is_refused_and_dev_stdout_gives_the_report_then_the_ta
                               stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr.decode()
     report, _, table = out.read_bytes().partition(b"</html>\n")
-    assert report.startswith(b"<!DOCTYPE html>") and b"patches apply" in table, table
+    assert report.startswith(b"<!DOCTYPE html>") and b"no patches yet" in table, table
 
 
 def test_export_mbox_of_a_crlf_fix_says_git_am_needs_keep_cr(project, tmp_path):
