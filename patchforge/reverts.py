@@ -233,13 +233,13 @@ def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
 
 
 def _judgeable(fp: FilePatch) -> bool:
-    """A file change the tree can tell present or gone by its lines: not binary, not a
-    rename or copy (the fix's own), not a mode change alone."""
-    if fp.binary is not None or fp.is_binary or fp.is_copy:
+    """A file change the tree can tell present or gone by its lines, or a binary one by its
+    blob ids: not a rename or copy (the fix's own), not a mode change alone."""
+    if fp.is_copy or (fp.is_binary and fp.binary is None):
         return False
     if fp.old_path is not None and fp.new_path is not None and fp.old_path != fp.new_path:
         return False
-    return bool(fp.hunks) or fp.is_new or fp.is_delete
+    return bool(fp.hunks) or fp.is_new or fp.is_delete or fp.binary is not None
 
 
 def change_state(fp: FilePatch, content: bytes | None) -> str:
@@ -255,6 +255,14 @@ def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
     `own_place(fp, content, both)`: present | gone where both ways apply (`both`: the same
     code twice), or where it applies in reverse only and a hunk's change may be found at
     another copy of the code only (detect.may_be_elsewhere)."""
+    if fp.binary is not None:
+        # One change, told by blob id as landed detection tells it (detect.assess_binary_file):
+        # the post-image is there, or the pre-image is back (a file it created gone again).
+        from patchforge.store.diff import NULL_OID, blob_oid
+
+        have = blob_oid(content) if content is not None else NULL_OID
+        return "present" if have == fp.binary.new_oid else \
+            "gone" if have == fp.binary.old_oid else "other"
     if fp.is_new or fp.is_delete:
         # The whole file: created (or deleted) with exactly these lines.
         whole = b"".join(line for h in fp.hunks
@@ -794,7 +802,8 @@ def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str, *,
         return None
     if parent is None:
         return None  # a root commit, or one the store does not have
-    if not own or any(not _judgeable(fp) or fp.is_new or fp.is_delete for fp in own):
+    if not own or any(not _judgeable(fp) or fp.is_new or fp.is_delete or fp.is_binary
+                      for fp in own):
         return None
     paths = sorted({fp.path for fp in own})
     try:

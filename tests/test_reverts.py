@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from helpers.git import git
+from helpers.git import commit_files, git
 from patchforge.formats.schemas import validation_errors
 from helpers.project import OneUpstreamStack
 
@@ -776,3 +776,58 @@ def test_a_file_a_fix_creates_made_the_same_upstream_then_taken_out_is_said(tmp_
     stack.cli("rebase", "--to", "v3", expect=1)
     stack.cli("status", expect=1)
     stack.cli("check", expect=1)
+
+
+KERNEL = bytes(range(256)) * 8
+TUNED = KERNEL[:100] + b"\x00tuned\x00" + KERNEL[107:]
+
+
+def _imported(tmp_path, stack, files: dict[str, bytes], message: str) -> str:
+    """The fix as a real commit on a clone of the upstream (binary sections and all), brought
+    in with `import git`: its name without `.patch`."""
+    work = tmp_path / "fix-repo"
+    git(tmp_path, "clone", "-q", str(stack.up), str(work))
+    commit_files(work, files, message)
+    stack.cli("import", "git", "HEAD~1..HEAD", "--repo", str(work), "--upstream", "up")
+    (name,) = stack.series("up")
+    return name.removesuffix(".patch")
+
+
+def test_a_binary_file_of_a_fix_landed_in_part_then_reverted_is_said_and_brought_back(tmp_path):
+    """A fix that retunes a compiled kernel (a binary file) and changes pkg/a.py; upstream
+    lands the kernel alone, byte for byte (v2), so the rebase moves the fix without it; then
+    upstream reverts that landing (v3). The kernel's change was in no patch and no overlay,
+    and the rebase, status, check, overlays and verify all exited 0. Now it is kept under
+    upstreamed/ with its blob ids, its revert is said, and `bring-back` puts it back."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/k.co": KERNEL})
+    fix = _imported(tmp_path, stack, {"pkg/a.py": FIXED, "pkg/k.co": TUNED}, "Retune k")
+    landing = stack.commit({"pkg/k.co": TUNED}, "Retune the kernel (#12)", tag="v2")
+    summary = stack.rebase_json("--to", "v2")
+    assert "1 of its 2 hunks landed upstream" in summary["patches"][0]["detail"], summary
+    assert b"k.co" not in stack.patch("up", fix)
+    kept = stack.patch("up", fix, "upstreamed")
+    assert b"GIT binary patch" in kept and f"commit:{landing}".encode() in kept, kept
+    assert b"compute_it_properly" not in kept
+    stack.cli("status")  # the kernel is there at v2: nothing to say
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert, name=fix)
+    stack.cli("check", expect=1)
+    stack.cli("bring-back", f"up/{fix}.patch")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.co").read_bytes() == TUNED
+    assert stack.json("status")["reverted"] == []
+
+
+def test_a_binary_fix_landed_whole_then_reverted_is_said(tmp_path):
+    """A fix of a compiled kernel alone, landed upstream byte for byte and dropped into
+    upstreamed/ by the rebase; upstream then reverts it. The kept fix was never judged (its one
+    file binary): every check was green with the kernel in no overlay. Now judged by blob id."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/k.co": KERNEL})
+    fix = _imported(tmp_path, stack, {"pkg/k.co": TUNED}, "Retune k")
+    landing = stack.commit({"pkg/k.co": TUNED}, "Retune the kernel (#12)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == []
+    stack.cli("status")
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert, name=fix)
+    stack.cli("overlays", expect=1)

@@ -2082,16 +2082,20 @@ def _keeps_free_digest(patch: PatchFile) -> str:
 
 def landed_part(patch, verdict):
     """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
-    when they cannot be kept so (a file it renames or copies, a binary one, part of a file it
-    creates or deletes): the form a landed fix is kept in under upstreamed/, on the patch's
-    own base. A file it creates (deletes) whole that upstream made the same is kept whole. The
-    `index` lines go (their post-image is the whole patch's), and each kept hunk's new line
-    numbers follow the hunks left out before it."""
+    when they cannot be kept so (a file it renames or copies, part of a file it creates or
+    deletes): the form a landed fix is kept in under upstreamed/, on the patch's own base. A
+    file it creates (deletes) whole that upstream made the same is kept whole, and so is a
+    binary file upstream made the patch's post-image (one change, told by blob id: its `index`
+    line stays). Elsewhere the `index` lines go (their post-image is the whole patch's), and
+    each kept hunk's new line numbers follow the hunks left out before it."""
     landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files}
     sections = []
     for fp in patch.file_patches:
         wanted = landed.get(fp.path) or set()
         if not wanted:
+            continue
+        if fp.binary is not None and not fp.is_rename and not fp.is_copy:
+            sections.append(fp.raw)  # the blob upstream has now, as the patch made it
             continue
         if (fp.is_new or fp.is_delete) and not fp.is_binary and fp.hunks and \
                 wanted == set(range(len(fp.hunks))):
