@@ -198,9 +198,10 @@ def _tiny_wheel_project(tmp_path, monkeypatch, other_server):
     from helpers.upstream import build_wheel
 
     wheels = tmp_path / "wheels"
-    wheel = build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/mod.py": b"A = 1\nB = 2\n"})
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
     monkeypatch.setenv("PIP_INDEX_URL", f"{other_server.url}/simple")
+    # Recorded as that index's file (the cache's origin record), as a download from it would be.
+    wheel = build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/mod.py": b"A = 1\nB = 2\n"})
     root = make_project(tmp_path / "project")
     assert run_cli(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0",
                    "--install-root", "/opt/site").rc == 0

@@ -232,7 +232,7 @@ def test_fetch_downloads_exactly_the_recorded_wheel_for_its_own_tags(evil, monke
     cached = root / "wheels" / filename
     assert cached.read_bytes() == wanted.read_bytes()
     assert sorted(p.name for p in (root / "wheels").iterdir() if p.name != ".gitkeep") \
-        == [filename]
+        == [filename, filename + ".origin.json"]
     assert not marker.exists()
 
 
@@ -2535,3 +2535,68 @@ def test_export_mbox_refuses_a_patch_whose_mail_would_carry_a_terminal_escape(tm
     assert run.rc == 2 and "series/up/fix.patch:" in run.err and \
         "holds a control character (\\x1b), which the mail would carry" in run.err, run.text
     assert not mbox.exists() and not quilt.exists()
+
+
+def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monkeypatch):
+    """The wheel cache (shared by projects and users) holds a toypkg 1.1 wheel that is not the
+    one the package index (PEP 503's simple pages, over HTTP on 127.0.0.1) serves: a local
+    build, a file left from another index. `rebase --to toy=1.1`, the release's first pin,
+    took it without asking the index, so upstream.lock recorded a sha256 no index serves (a
+    colleague's `fetch` then failed on pip's hash check) and the overlays were made from that
+    other file. Now pip is asked for the index's file, which replaces the cached one with a
+    warning naming it; a wheel patchforge downloaded itself is taken from the cache again."""
+    from helpers.servers import Answer, TestServer
+
+    files = {w.name: w.read_bytes() for w in (
+        build_wheel(tmp_path / "built" / version, "toypkg", version, {"toypkg/m.py": body})
+        for version, body in (("1.0", b"A = 1\n"), ("1.1", b"A = 2\n")))}
+    served = []
+
+    class Index(TestServer):
+        def route(self, method, path, query, req):
+            if path == "/simple/toypkg/":
+                links = "".join(
+                    f'<a href="/files/{name}#sha256={hashlib.sha256(data).hexdigest()}"'
+                    f">{name}</a>\n" for name, data in sorted(files.items()))
+                return Answer(200, f"<html><body>{links}</body></html>".encode(),
+                              {"Content-Type": "text/html"})
+            name = path.rsplit("/", 1)[-1]
+            if path.startswith("/files/") and name in files:
+                served.append(name)
+                return Answer(200, files[name], {"Content-Type": "application/octet-stream"})
+            return Answer(404, b"")
+
+    wheels = tmp_path / "wheels"
+    other = build_wheel(wheels, "toypkg", "1.1", {"toypkg/m.py": b"A = 666\n"}, origin=False)
+    other_digest = hashlib.sha256(other.read_bytes()).hexdigest()
+    index_digest = hashlib.sha256(files[other.name]).hexdigest()
+    index = Index()
+    try:
+        monkeypatch.setenv("PIP_INDEX_URL", f"{index.url}/simple")
+        monkeypatch.setenv("PIP_FIND_LINKS", "")
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+        root = tmp_path / "project"
+        ok(None, "init", "--standalone", str(root))
+        ok(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+           "--install-root", "/opt/site")
+        run = run_cli(root, "rebase", "--to", "toy=1.1")
+        assert run.rc == 0, run.text
+        said = " ".join(run.err.split())
+        assert f"the cached {other} (sha256 {other_digest}) is not the file the package " \
+               f"index serves (sha256 {index_digest})" in said, run.err
+        lock = (root / "upstream.lock").read_text()
+        assert index_digest in lock and other_digest not in lock, lock
+        assert other.read_bytes() == files[other.name]
+        ok(root, "rebase", "--to", "toy=1.0")
+        served.clear()
+        # Downloaded by patchforge, recorded as the index's: no second download.
+        run = run_cli(root, "rebase", "--to", "toy=1.1")
+        assert run.rc == 0 and "warning" not in run.err and served == [], run.text
+        # Offline, a cached wheel without the record is pinned, said in a warning.
+        local = build_wheel(wheels, "toypkg", "1.2", {"toypkg/m.py": b"A = 3\n"}, origin=False)
+        run = run_cli(root, "--offline", "rebase", "--to", "toy=1.2")
+        assert run.rc == 0, run.text
+        assert f"pinning {local} from the wheel cache, which does not record it as the " \
+               "package index's file" in " ".join(run.err.split()), run.err
+    finally:
+        index.close()

@@ -158,7 +158,78 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     # Several platform builds of one version may be cached; the first by name is the one used,
     # so the choice does not depend on the directory's listing order.
     path, digest = digests[0]
+    if not downloaded and not _came_from_index(path, digest):
+        path, digest = _checked_against_index(package, version, path, digest, offline=offline,
+                                              progress=progress)
     return WheelFile(path, path.name, digest)
+
+
+# Beside each wheel patchforge downloads, a record of where it came from: `<wheel>.origin.json`.
+ORIGIN_SUFFIX = ".origin.json"
+
+
+def pip_index_setting() -> str:
+    """Where the environment tells pip to find wheels (`PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`,
+    `PIP_FIND_LINKS`), without any user:password part; empty for pip's own configuration."""
+    from patchforge.store.giturl import redact
+
+    return " ".join(redact(part) for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+                    for part in os.environ.get(key, "").split())
+
+
+def record_wheel_origin(path: Path, sha256: str | None = None) -> None:
+    """Write `path`'s origin record: the file's sha256 and the index setting it was downloaded
+    with. A first pin takes a cached wheel only with a record matching both (`fetch_wheel`)."""
+    import json
+
+    from patchforge.fsutil import atomic_write
+
+    digest = sha256 or file_sha256(path)
+    data = json.dumps({"sha256": digest, "index": pip_index_setting()}, sort_keys=True)
+    atomic_write(Path(str(path) + ORIGIN_SUFFIX), (data + "\n").encode(), sync_directory=False)
+
+
+def _came_from_index(path: Path, digest: str) -> bool:
+    """Whether the cache records that `path`, with these very bytes, was downloaded from the
+    index pip is now told to use."""
+    try:
+        record = parse_json(Path(str(path) + ORIGIN_SUFFIX).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("sha256") == digest and \
+        record.get("index") == pip_index_setting()
+
+
+def _checked_against_index(package: str, version: str, path: Path, digest: str, *,
+                           offline: bool, progress: TransferProgress | None) -> tuple[Path, str]:
+    """A cached wheel about to be pinned for the first time, which the cache does not record as
+    the index's (a local build, a file from another index, one copied in by hand): pip is asked
+    for the index's file of that name. A cached file with other bytes is replaced by it, said
+    in a warning; offline, or when pip cannot answer, the cached file is pinned with a warning
+    saying it was never checked against an index."""
+    import logging
+
+    log = logging.getLogger("patchforge.store")
+    if offline:
+        log.warning("warning: %s %s: pinning %s from the wheel cache, which does not record it "
+                    "as the package index's file (sha256 %s); --offline asks no index: run "
+                    "without --offline to check it", package, version, path, digest)
+        return path, digest
+    try:
+        fresh = _pip_download(package, version, path.parent, filename=path.name,
+                              progress=progress)
+    except StoreError as exc:
+        reason = exc.message.splitlines()[-1] if exc.message else "pip failed"
+        log.warning("warning: %s %s: pinning %s from the wheel cache, which does not record it "
+                    "as the package index's file (sha256 %s), and the index could not be asked "
+                    "(%s)", package, version, path, digest, reason)
+        return path, digest
+    fresh_digest = wheel_sha256(fresh)
+    if fresh_digest != digest:
+        log.warning("warning: %s %s: the cached %s (sha256 %s) is not the file the package index "
+                    "serves (sha256 %s): replaced by the index's, which is pinned", package,
+                    version, path, digest, fresh_digest)
+    return fresh, fresh_digest
 
 
 def _check_cached_entry(path: Path, package: str, version: str) -> None:
@@ -347,6 +418,7 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
                              hint="the index serves another file under that name")
         target = directory / path.name
         os.replace(path, target)
+        record_wheel_origin(target, digest)
         return target
     finally:
         tempfiles.remove_tree(scratch, ignore_errors=True)

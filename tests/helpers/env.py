@@ -106,7 +106,8 @@ def shared_release(upstream: str, package: str, version: str) -> str:
     import tempfile
 
     from patchforge.store.gitstore import UpstreamStore
-    from patchforge.store.sources import cached_wheels, import_wheel_upstream
+    from patchforge.store.sources import (_came_from_index, cached_wheels, import_wheel_upstream,
+                                          record_wheel_origin, wheel_sha256)
 
     SHARED_WHEELS.mkdir(parents=True, exist_ok=True)
     with open(SHARED_WHEELS / ".download.lock", "a+b") as lock:
@@ -125,6 +126,11 @@ def shared_release(upstream: str, package: str, version: str) -> str:
                     os.replace(wheel, SHARED_WHEELS / wheel.name)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
+        for wheel in cached_wheels(package, version, SHARED_WHEELS):
+            # Downloaded by pip from the machine's index (here or by an earlier run): recorded
+            # as the index's, as patchforge's own download records it.
+            if not _came_from_index(wheel, wheel_sha256(wheel)):
+                record_wheel_origin(wheel, wheel_sha256(wheel))
         store = UpstreamStore.open(SHARED_CACHE)
         try:
             commit, _tree, _wheel = import_wheel_upstream(store, upstream, package, version,

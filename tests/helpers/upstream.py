@@ -144,7 +144,8 @@ def diff_of(scratch: Path, path: str, old: bytes | None, new: bytes) -> bytes:
                           capture_output=True).stdout
 
 
-def build_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+def build_wheel(directory: Path, name: str, version: str, files: dict[str, bytes], *,
+                origin: bool = True) -> Path:
     """A tiny real wheel (a zip with a dist-info) in `directory`, with fixed timestamps; the file
     name carries the normalized distribution name, METADATA the name as given."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -159,4 +160,12 @@ def build_wheel(directory: Path, name: str, version: str, files: dict[str, bytes
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for rel, data in members.items():
             archive.writestr(zipfile.ZipInfo(rel, date_time=(2024, 1, 1, 0, 0, 0)), data)
+    if origin:
+        # As if downloaded from the index pip is told to use: a first pin takes it from the
+        # cache without asking pip (`build_wheel(..., origin=False)` for a file no index served).
+        from patchforge.store.sources import record_wheel_origin
+
+        record_wheel_origin(path)
+    else:
+        Path(str(path) + ".origin.json").unlink(missing_ok=True)
     return path
