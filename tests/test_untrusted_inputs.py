@@ -2598,5 +2598,14 @@ def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monke
         assert run.rc == 0, run.text
         assert f"pinning {local} from the wheel cache, which does not record it as the " \
                "package index's file" in " ".join(run.err.split()), run.err
+        # A release the index does not have (built here only): pinned, with the same warning.
+        local = build_wheel(wheels, "toypkg", "1.3", {"toypkg/m.py": b"A = 4\n"}, origin=False)
+        run = run_cli(root, "rebase", "--to", "toy=1.3")
+        assert run.rc == 0, run.text
+        said = " ".join(run.err.split())
+        assert f"pinning {local} from the wheel cache, which does not record it as the " \
+               "package index's file" in said and "pip did not download" in said, run.err
+        assert hashlib.sha256(local.read_bytes()).hexdigest() in \
+            (root / "upstream.lock").read_text()
     finally:
         index.close()

@@ -221,8 +221,8 @@ def _checked_against_index(package: str, version: str, path: Path, digest: str, 
     except StoreError as exc:
         reason = exc.message.splitlines()[-1] if exc.message else "pip failed"
         log.warning("warning: %s %s: pinning %s from the wheel cache, which does not record it "
-                    "as the package index's file (sha256 %s), and the index could not be asked "
-                    "(%s)", package, version, path, digest, reason)
+                    "as the package index's file (sha256 %s), and pip did not download the index's "
+                    "file to check it against (%s)", package, version, path, digest, reason)
         return path, digest
     fresh_digest = wheel_sha256(fresh)
     if fresh_digest != digest:
