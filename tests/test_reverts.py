@@ -831,3 +831,47 @@ def test_a_binary_fix_landed_whole_then_reverted_is_said(tmp_path):
     revert = _revert(stack, landing, tag="v3")
     _said_reverted(stack, "v3", revert, name=fix)
     stack.cli("overlays", expect=1)
+
+
+def test_a_landed_hunk_of_a_file_a_fix_renames_is_kept_and_its_revert_said(tmp_path):
+    """A fix (a `git format-patch -M` commit) that renames pkg/a.py to pkg/c.py and changes two
+    places of it; upstream lands one of the two changes in pkg/a.py (v2), so the rebase moves
+    the rename with the other alone; then upstream reverts that landing (v3). The landed
+    change was in no patch, and the rebase, status and lint exited 0. Now it is kept under
+    upstreamed/ as a change of pkg/a.py, where upstream landed it, and its revert is said.
+    `bring-back` then stops (the series renamed the file away): the change is made again in
+    pkg/c.py, the kept change of pkg/a.py dropped (`rm`), and --continue puts it back."""
+    guarded = FIXED.replace(b"line 25 of the module under test\n",
+                            b"line 25 of the module under test\n" + GUARD)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    work = tmp_path / "fix-repo"
+    git(tmp_path, "clone", "-q", str(stack.up), str(work))
+    commit_files(work, {"pkg/c.py": guarded}, "Move a to c and fix it",
+                 moves={"pkg/a.py": "pkg/c.py"})
+    (tmp_path / "fix.mbox").write_text(git(work, "format-patch", "-M", "-1", "--stdout"))
+    stack.cli("import", "mbox", str(tmp_path / "fix.mbox"), "--upstream", "up")
+    (name,) = stack.series("up")
+    fix = name.removesuffix(".patch")
+    assert b"rename from pkg/a.py" in stack.patch("up", fix)
+    landing = stack.commit({"pkg/a.py": FIXED}, "Compute it properly (#11)", tag="v2")
+    summary = stack.rebase_json("--to", "v2")
+    assert "1 of its 2 hunks landed upstream" in summary["patches"][0]["detail"], summary
+    moved = stack.patch("up", fix)
+    assert b"rename to pkg/c.py" in moved and b"compute_it_properly" not in moved, moved
+    kept = stack.patch("up", fix, "upstreamed")
+    assert b"+++ b/pkg/a.py" in kept and b"rename" not in kept.split(b"\n---\n", 1)[1], kept
+    assert b"+five = compute_it_properly()" in kept and b"raise ValueError" not in kept
+    assert f"commit:{landing}".encode() in kept
+    stack.cli("status")  # the landed hunk is there at v2: nothing to say
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert, name=fix)
+    stack.cli("bring-back", f"up/{fix}.patch", expect=3)
+    stack.cli("add", "pkg/c.py")
+    work_file = stack.root / ".patchforge/work/up/pkg/c.py"
+    work_file.write_bytes(work_file.read_bytes().replace(
+        b"line 5 of the module under test\n", b"five = compute_it_properly()\n"))
+    stack.cli("rm", "pkg/a.py")
+    stack.cli("bring-back", "--continue")
+    back = stack.patch("up", stack.series("up")[-1].removesuffix(".patch"))
+    assert b"+++ b/pkg/c.py" in back and b"+five = compute_it_properly()" in back, back
+    assert stack.json("status")["reverted"] == []

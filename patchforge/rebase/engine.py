@@ -2082,18 +2082,29 @@ def _keeps_free_digest(patch: PatchFile) -> str:
 
 def landed_part(patch, verdict):
     """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
-    when they cannot be kept so (a file it renames or copies, part of a file it creates or
-    deletes): the form a landed fix is kept in under upstreamed/, on the patch's own base. A
-    file it creates (deletes) whole that upstream made the same is kept whole, and so is a
+    when they cannot be kept so (a file it copies, part of a file it creates or deletes, a
+    mode change): the form a landed fix is kept in under upstreamed/, on the patch's own base.
+    A file it creates (deletes) whole that upstream made the same is kept whole, and so is a
     binary file upstream made the patch's post-image (one change, told by blob id: its `index`
     line stays). Elsewhere the `index` lines go (their post-image is the whole patch's), and
-    each kept hunk's new line numbers follow the hunks left out before it."""
+    each kept hunk's new line numbers follow the hunks left out before it. The landed hunks of
+    a file it renames are kept as a change of the file at its old path: upstream landed them
+    there, without the rename (which stays the moved patch's)."""
+    from patchforge.apply.diffparse import format_file_patch, format_hunk
+    from patchforge.model.record import replace
+
+    # (A verdict names each file by its path before the patch: a renamed file by its old one.)
     landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files}
     sections = []
     for fp in patch.file_patches:
-        wanted = landed.get(fp.path) or set()
+        wanted = landed.get(fp.source_path if fp.is_rename else fp.path) or set()
         if not wanted:
             continue
+        head = None
+        if fp.is_rename and not fp.is_binary and fp.hunks and fp.old_mode == fp.new_mode:
+            fp = replace(fp, new_path=fp.old_path, is_rename=False, similarity=None)
+            first = format_file_patch(replace(fp, hunks=fp.hunks[:1]))
+            head = first[:len(first) - len(format_hunk(fp.hunks[0]))]
         if fp.binary is not None and not fp.is_rename and not fp.is_copy:
             sections.append(fp.raw)  # the blob upstream has now, as the patch made it
             continue
@@ -2104,7 +2115,8 @@ def landed_part(patch, verdict):
         if fp.is_new or fp.is_delete or fp.is_rename or fp.is_copy or fp.is_binary \
                 or fp.old_mode != fp.new_mode or not fp.hunks:
             return None
-        head = fp.raw[:fp.raw.index(fp.hunks[0].raw)] if fp.hunks[0].raw in fp.raw else None
+        if head is None and fp.hunks[0].raw in fp.raw:
+            head = fp.raw[:fp.raw.index(fp.hunks[0].raw)]
         if head is None:
             return None
         head = b"".join(line for line in head.splitlines(keepends=True)
