@@ -22,6 +22,8 @@ gives what was refreshed):
 - a command that refuses (exit 2), and a read-only command whatever its answer, changes
   nothing in the project (series/, the lock, overlays/, an open stop's or edit's worktree,
   the rebase journal);
+- a green `overlays --check`, `verify` or `check` means overlays/ holds every fix of the
+  series at the version last refreshed, and no other;
 - no command says all is well when it is not: with a rebase stopped or in progress, a
   bring-back stopped, or a fix set aside in skipped/, `status`, `lint` and `overlays --check`
   exit 1, and every read-only command the reference lists as saying so prints a `note:`
@@ -57,6 +59,8 @@ SAYS_SO = ("status", "list", "show", "lint", "overlays --check", "verify", "chec
 # fix), whatever their own check finds.
 ATTENTION = ("status", "lint", "overlays --check", "check")
 # What no command changes unless it writes: everything in the project but these.
+# The checks whose exit 0 says overlays/ holds the series as refreshed.
+GREEN_CHECKS = (("overlays", "--check"), ("verify",), ("check",))
 UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
 
 
@@ -76,7 +80,30 @@ class SequencesModel(StackModel):
         assert self.out_of_reach or "unknown revision" not in result.err, result.text
         if "--discard" in args and result.rc == 0:
             self.pending.clear()  # the user threw the unrefreshed change away
+        if args in GREEN_CHECKS and result.rc == 0:
+            self.green_means_deployed(" ".join(args), result.text)
         return result
+
+    def green_means_deployed(self, command: str, text: str) -> None:
+        """A check that exits 0 vouches for overlays/: every fix of the series is there at the
+        version last refreshed, and no fix out of the series (deleted, skipped, an older
+        version) is."""
+        overlays = self.root / "overlays"
+        if not (overlays / "SHA256SUMS").exists():
+            return
+        held: dict[int, set[int]] = {}
+        for path in overlays.rglob("*"):
+            if path.is_file() and not path.is_symlink() and path.suffix in (".py", ".sh"):
+                for fix, version in TOKEN.findall(path.read_bytes()):
+                    held.setdefault(int(fix), set()).add(int(version))
+        listed = {fix: self.version[fix] for fix in self.series_fixes().values()
+                  if fix in self.version}
+        for fix, version in listed.items():
+            assert version in held.get(fix, set()), \
+                f"`{command}` exit 0, but FIX{fix} v{version} is in no overlay ({held})\n{text}"
+        for fix, versions in held.items():
+            assert listed.get(fix) is not None and versions == {listed[fix]}, \
+                f"`{command}` exit 0, but overlays hold FIX{fix} {versions}, series {listed}\n{text}"
 
     def snapshot(self) -> dict[str, tuple[int, bytes]]:
         """Every file of the project (but UNWATCHED): its mode and a digest of its bytes."""
