@@ -685,12 +685,13 @@ class StackModel(RuleBasedStateMachine):
             assert found, f"FIX{fix} is lost: in neither the series nor " + ", ".join(PLACES)
             if not self.cut_short:
                 # A fix landed in part is in two places by design: the hunks that landed kept
-                # under upstreamed/, the rest in the series (that none of the landed hunks stayed
-                # in the series is seen by the_series_gives_what_was_refreshed: it would not
-                # apply at the pin). Anything else twice is a fix in several places.
+                # under upstreamed/, the rest in the series (or where the user or a rebase put
+                # it since: skipped/, deleted/). That none of the landed hunks stayed in the
+                # series is seen by the_series_gives_what_was_refreshed (it would not apply at
+                # the pin). Anything else twice is a fix in several places.
                 wheres = [where for where, _ in found]
-                landed_in_part = (set(wheres) == {"series", "upstreamed"}
-                                  and wheres.count("series") == 1
+                landed_in_part = ("upstreamed" in wheres
+                                  and len(wheres) - wheres.count("upstreamed") <= 1
                                   and len({version for _, version in found}) == 1)
                 assert len(found) == 1 or landed_in_part, \
                     f"FIX{fix} is in several places: {found}"

@@ -32,7 +32,7 @@ gives what was refreshed):
   in the worktree or in the patch;
 - no command ends in an internal error (exit 70).
 
-Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 6) of up to 16 steps, derandomized; to
+Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 20) of up to 16 steps, derandomized; to
 explore, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise the count.
 """
 from __future__ import annotations
@@ -77,7 +77,8 @@ class SequencesModel(StackModel):
         assert result.rc != 70, f"internal error: patchforge {' '.join(args)}\n{result.text}"
         # A revision the store lacks is brought in or named with `patchforge fetch`, which
         # then brings it: never one that no fetch can bring (a commit made in a former cache).
-        assert self.out_of_reach or "unknown revision" not in result.err, result.text
+        assert self.out_of_reach or "unknown revision" not in result.err, \
+            f"patchforge {' '.join(args)}\n{result.text}"
         if "--discard" in args and result.rc == 0:
             self.pending.clear()  # the user threw the unrefreshed change away
         if args in GREEN_CHECKS and result.rc == 0:
@@ -178,6 +179,14 @@ class SequencesModel(StackModel):
         for _ in range(count):
             kind, argv, writes = data.draw(st.sampled_from(self.catalogue(data)))
             self.run_and_judge(kind, argv, writes)
+
+    @rule()
+    def overlays_then_every_check(self) -> None:
+        """`overlays`, then each check: one that exits 0 vouches for what overlays/ holds (cli
+        looks), in whatever state the project is."""
+        self.run_and_judge("overlays", ("overlays",), True)
+        for argv in GREEN_CHECKS:
+            self.run_and_judge(" ".join(argv), argv, False)
 
     def run_and_judge(self, kind: str, argv: tuple[str, ...], writes: bool, *, why: str = ""):
         before, state = self.snapshot(), self.state()
@@ -393,7 +402,7 @@ class SequencesModel(StackModel):
                     self.pending[fix] = max(newer)
 
 SequencesModel.TestCase.settings = settings(
-    max_examples=int(os.environ.get("PATCHFORGE_SEQUENCES_EXAMPLES", "6")),
+    max_examples=int(os.environ.get("PATCHFORGE_SEQUENCES_EXAMPLES", "20")),
     stateful_step_count=16, deadline=None,
     derandomize=os.environ.get("PATCHFORGE_MODEL_DERANDOMIZE", "1") != "0",
     phases=[p for p in Phase if p != Phase.shrink or os.environ.get("PATCHFORGE_MODEL_SHRINK") != "0"],
