@@ -118,13 +118,39 @@ def test_without_the_format_nothing_is_annotated(tmp_path, monkeypatch):
     assert "::" not in run.out and not summary.exists()
 
 
-def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatch):
-    """action.yml's run step (ci/github-action.sh) as the runner runs it: each line one command,
-    --format github added where it applies, every command run, the worst exit code kept."""
+def _project_with_a_bare_patch(tmp_path):
+    """A project whose one patch has no header (lint fails on it), and where the action's job
+    summary goes."""
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
+    (series / "series").write_text("bare.patch\n")
+    return root, tmp_path / "summary.md"
+
+
+def _run_the_action(tmp_path, root, summary, commands: str):
+    """ci/github-action.sh as the runner runs it, with `patchforge` on PATH as this tree."""
     import os
     import subprocess
     import sys
 
+    from helpers.env import REPO_ROOT
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "patchforge"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    exe.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
+               COMMANDS=commands, PYTHONPATH=str(REPO_ROOT))
+    return subprocess.run([str(REPO_ROOT / "ci" / "github-action.sh")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatch):
+    """action.yml's run step (ci/github-action.sh) as the runner runs it: each line one command,
+    --format github added where it applies, every command run, the worst exit code kept."""
     import yaml
 
     from helpers.env import REPO_ROOT
@@ -136,22 +162,9 @@ def test_reusable_action_runs_each_command_with_annotations(tmp_path, monkeypatc
     assert 'pip install --quiet "$GITHUB_ACTION_PATH"' in steps[0]["run"]
     assert set(action["inputs"]) == {"commands", "working-directory", "python", "cache"}
 
-    root, _ = git_project(tmp_path)
-    series = root / "series" / "up"
-    series.mkdir(parents=True, exist_ok=True)
-    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
-    (series / "series").write_text("bare.patch\n")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "patchforge"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
-    exe.chmod(0o755)
-    summary = tmp_path / "summary.md"
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
-               COMMANDS="lint --no-forge\n\n  # a comment\nlist\noverlays --check\n",
-               PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.run([str(REPO_ROOT / "ci" / "github-action.sh")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    proc = _run_the_action(tmp_path, root, summary,
+                           "lint --no-forge\n\n  # a comment\nlist\noverlays --check\n")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
     assert groups == ["::group::patchforge lint --no-forge --format github",
@@ -168,28 +181,9 @@ def test_the_action_finds_the_command_after_patchforges_own_options(tmp_path):
     `--root stack overlays --check`: the action looked at the line's first word only, so these
     ran without --format github (no annotation, no job summary) and the failure was titled
     `patchforge --offline`."""
-    import os
-    import subprocess
-    import sys
-
-    from helpers.env import REPO_ROOT
-
-    root, _ = git_project(tmp_path)
-    series = root / "series" / "up"
-    series.mkdir(parents=True, exist_ok=True)
-    (series / "bare.patch").write_bytes(plain_patch(2, 14, b""))
-    (series / "series").write_text("bare.patch\n")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "patchforge"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
-    exe.chmod(0o755)
-    summary = tmp_path / "summary.md"
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
-               COMMANDS=f"fetch\n--offline lint --no-forge\n--root {root} -q overlays --check\n",
-               PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.run([str(REPO_ROOT / "ci" / "github-action.sh")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    proc = _run_the_action(tmp_path, root, summary,
+                           f"fetch\n--offline lint --no-forge\n--root {root} -q overlays --check\n")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
     assert groups == ["::group::patchforge fetch",

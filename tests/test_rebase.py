@@ -367,26 +367,12 @@ def test_range_diff_from_the_run_equals_the_one_from_the_patch_files(stack, upst
     assert "landed.patch" in recorded["range_diff"] and "other.patch" in recorded["range_diff"]
 
 
-def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstream,
-                                                                  monkeypatch):
-    """A clean rebase whose every moved patch is an exact pair of its old one prints the
-    range-diff without `git range-diff`: a patch the release left alone, two that moved with
-    an offset (their old contents diffed by the run's new diffs' own git process, no process
-    more), one landed. The text is the one `git range-diff` gives reading the chains,
-    byte for byte."""
+def _watch_range_diff_git(monkeypatch):
+    """Lists that fill as a rebase starts `git range-diff` (one entry per start) and as it
+    diffs pairs in one git process (the number of pairs of each batch)."""
     from patchforge.store import rangediff
     from patchforge.store import diff as store_diff
 
-    stack.add_upstream("up", upstream)
-    landed = b"def f7():\n    return 77\n\n"
-    stack.add_patch("up", "landed", {"pkg/mod.py": with_lines({7: landed})})
-    stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
-    stack.add_patch("up", "other", {"pkg/other.py": b"x = 2\n"})
-    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
-    new_commit = upstream.commit(
-        {"pkg/mod.py": b"# a header\n# of two lines\n" + with_lines({7: landed})}, "release")
-    copy = stack.root.parent / "copy"
-    shutil.copytree(stack.root, copy, symlinks=True)
     started, batches = [], []
     real_start, real_batch = rangediff.RangeDiffImport._start_git, store_diff._GitHunks.__init__
 
@@ -399,6 +385,29 @@ def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstrea
         return real_batch(self, pairs)
     monkeypatch.setattr(rangediff.RangeDiffImport, "_start_git", start_git)
     monkeypatch.setattr(store_diff._GitHunks, "__init__", batch)
+    return started, batches
+
+
+def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstream,
+                                                                  monkeypatch):
+    """A clean rebase whose every moved patch is an exact pair of its old one prints the
+    range-diff without `git range-diff`: a patch the release left alone, two that moved with
+    an offset (their old contents diffed by the run's new diffs' own git process, no process
+    more), one landed. The text is the one `git range-diff` gives reading the chains,
+    byte for byte."""
+    from patchforge.store import rangediff
+
+    stack.add_upstream("up", upstream)
+    landed = b"def f7():\n    return 77\n\n"
+    stack.add_patch("up", "landed", {"pkg/mod.py": with_lines({7: landed})})
+    stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
+    stack.add_patch("up", "other", {"pkg/other.py": b"x = 2\n"})
+    stack.add_patch("up", "far", {"pkg/mod.py": with_lines({25: b"def f25():\n    return -25\n\n"})})
+    new_commit = upstream.commit(
+        {"pkg/mod.py": b"# a header\n# of two lines\n" + with_lines({7: landed})}, "release")
+    copy = stack.root.parent / "copy"
+    shutil.copytree(stack.root, copy, symlinks=True)
+    started, batches = _watch_range_diff_git(monkeypatch)
     written = stack.rebase_json("--to", f"up={new_commit}")
     assert [p["action"] for p in written["patches"]] == ["dropped", "offset", "clean", "offset"]
     assert not started and batches == [4]  # two new diffs, two old pairs: one git process
@@ -417,7 +426,6 @@ def test_a_moved_pair_whose_function_line_changed_leaves_the_range_diff_to_git_u
     show it exact first (they were: a diff made for a text git writes all the same). The
     text is git's, byte for byte."""
     from patchforge.store import rangediff
-    from patchforge.store import diff as store_diff
 
     stack.add_upstream("up", upstream)
     stack.add_patch("up", "near", {"pkg/mod.py": with_lines({12: b"def f12():\n    return -12\n\n"})})
@@ -426,18 +434,7 @@ def test_a_moved_pair_whose_function_line_changed_leaves_the_range_diff_to_git_u
         {19: b"def g19():\n    return 19\n\n"})}, "release")
     copy = stack.root.parent / "copy"
     shutil.copytree(stack.root, copy, symlinks=True)
-    started, batches = [], []
-    real_start, real_batch = rangediff.RangeDiffImport._start_git, store_diff._GitHunks.__init__
-
-    def start_git(self):
-        started.append(self)
-        return real_start(self)
-
-    def batch(self, pairs):
-        batches.append(len(pairs))
-        return real_batch(self, pairs)
-    monkeypatch.setattr(rangediff.RangeDiffImport, "_start_git", start_git)
-    monkeypatch.setattr(store_diff._GitHunks, "__init__", batch)
+    started, batches = _watch_range_diff_git(monkeypatch)
     written = stack.rebase_json("--to", f"up={new_commit}")
     assert [p["action"] for p in written["patches"]] == ["offset", "offset"]
     assert started and batches == [2]  # the two new diffs, no old pair
