@@ -875,3 +875,73 @@ def test_a_landed_hunk_of_a_file_a_fix_renames_is_kept_and_its_revert_said(tmp_p
     back = stack.patch("up", stack.series("up")[-1].removesuffix(".patch"))
     assert b"+++ b/pkg/c.py" in back and b"+five = compute_it_properly()" in back, back
     assert stack.json("status")["reverted"] == []
+
+
+def test_a_file_a_fix_creates_left_as_upstream_made_it_at_a_stop_is_kept_under_upstreamed(
+        tmp_path):
+    """A fix that changes pkg/a.py and creates pkg/helper.py; upstream makes helper.py the same
+    and changes the fix's line of pkg/a.py (v2): the rebase stops on pkg/a.py, the user
+    resolves it and `--continue`s. The resolved patch no longer creates helper.py (the
+    worktree's file is upstream's), and nothing kept the fix's: when upstream removed
+    helper.py again (v3), every check was green with the file in no patch and no overlay.
+    Now that landed part is kept under upstreamed/, with its landing commit, and its removal
+    needs attention."""
+    helper = b"def helper():\n    return 1\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_patch("up", "fa", {"pkg/a.py": FIXED, "pkg/helper.py": helper})
+    landing = stack.commit({"pkg/helper.py": helper,
+                            "pkg/a.py": BASE.replace(b"line 5 of", b"LINE 5 of")},
+                           "A helper (#12)", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(FIXED)
+    summary = stack.rebase_json("--continue")
+    assert validation_errors(summary, "rebase") == []
+    (entry,) = summary["patches"]
+    assert entry["action"] == "resolved", summary
+    assert f"pkg/helper.py, which it creates, landed upstream in {landing[:12]}" \
+        in entry["detail"], entry
+    assert b"helper.py" not in stack.patch("up", "fa")
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert b"+++ b/pkg/helper.py" in kept and f"commit:{landing}".encode() in kept, kept
+    assert b"compute_it_properly" not in kept
+    stack.cli("status")  # helper.py is upstream's at v2: nothing to say
+    stack.commit({"pkg/helper.py": None}, "No helper after all", tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "`patchforge bring-back up/fa.patch`" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("check", expect=1)
+
+
+def test_upstreams_file_taken_for_one_a_fix_creates_at_a_stop_keeps_the_fixs_under_deleted(
+        tmp_path):
+    """A fix that changes pkg/a.py and creates pkg/helper.py; upstream adds its own helper.py
+    (v2): the rebase stops (`CONFLICT (add/add)`), and the user takes upstream's file and
+    `--continue`s. The fix's version of helper.py was in no patch, no set-aside copy and no
+    record: the detail said "resolved by hand" alone. Now the fix's version is kept under
+    deleted/, the detail and the ledger say so, and `bring-back` names the way back to it."""
+    helper = b"def helper():\n    return 1\n"
+    theirs = b"def helper():\n    return 2\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_patch("up", "fa", {"pkg/a.py": FIXED, "pkg/helper.py": helper})
+    stack.commit({"pkg/helper.py": theirs}, "A helper of upstream's (#12)", tag="v2")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "CONFLICT (add/add): pkg/helper.py" in err, err
+    (stack.root / ".patchforge/work/up/pkg/helper.py").write_bytes(theirs)
+    summary = stack.rebase_json("--continue")
+    (entry,) = summary["patches"]
+    said = "the fix's own pkg/helper.py left for v2's, as the resolution took it: the fix's " \
+        "version kept under deleted/"
+    assert said in entry["detail"], entry
+    moved = stack.patch("up", "fa")
+    assert b"helper.py" not in moved and b"+five = compute_it_properly()" in moved, moved
+    kept = stack.patch("up", "fa", "deleted")
+    assert b"+++ b/pkg/helper.py" in kept and b"+    return 1" in kept, kept
+    assert b"compute_it_properly" not in kept and b"Applied-Upstream" not in kept
+    assert not (stack.root / "series/up/upstreamed").exists()
+    events = [json.loads(line) for line in
+              (stack.root / "series/history.jsonl").read_text().splitlines()]
+    assert any(said in (event.get("detail") or "") for event in events), events
+    assert said in (stack.root / "series/PATCHES.md").read_text()
+    _, _, err = stack.cli("bring-back", "fa", expect=2)
+    assert "up/fa.patch is in the series; copies kept aside: series/up/deleted/fa.patch" \
+        in err, err

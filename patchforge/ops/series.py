@@ -1622,10 +1622,14 @@ def _deleted_way_back(project: Project, upstream: str | None, file_name: str) ->
 def _where_else(project: Project, upstream: str | None, file_name: str) -> str:
     """Where a fix of that name is when it is not skipped: in a series, or kept aside (every
     kept copy, the numbered ones a later fix of the same name was kept as included)."""
+    kept = project.kept_aside(upstream, file_name)
     for name in project.upstream_names():
         if upstream in (None, name) and file_name in project.patch_names(name):
-            return f"{name}/{file_name} is in the series"
-    kept = project.kept_aside(upstream, file_name)
+            # A part of it may be kept aside too (a landed part, or its own version of a file
+            # a resolution took upstream's for): named, since it is what a bring-back is after.
+            parts = [f"series/{u}/{place}/{n}" for u, place, n in kept if u == name]
+            return f"{name}/{file_name} is in the series" + \
+                (f"; copies kept aside: {', '.join(parts)}" if parts else "")
     if len(kept) == 1:
         name, place, kept_name = kept[0]
         return f"{name}/{file_name} is kept in series/{name}/{place}/" + \

@@ -1330,9 +1330,55 @@ class Rebase:
                 detail += "; undoes, as asked (--allow-undo): " + "; ".join(undoes)
             result = PatchResult(upstream, name, "resolved", detail,
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
+            self._keep_created_files_left(result, patch, changes, target)
         entry.results.append(result)
         entry.position += 1
         return files, modes
+
+    def _keep_created_files_left(self, result: PatchResult, patch, changes, target) -> None:
+        """--continue: a file the patch creates that the resolution leaves as the target has it
+        (upstream's file taken at a `CONFLICT (add/add)`, or one upstream made the same, left
+        alone at a stop on another file) is no longer in the resolved patch, and nothing else
+        would keep the fix's version of it. Upstream's file the same as the fix's: that part
+        landed, and is kept under upstreamed/ as a landed part of a moved patch is (a later
+        revert of it is said). Another file: the user chose upstream's over the fix's, whose
+        version is kept under deleted/ (`delete` keeps a fix there too, and `bring-back`
+        names the way back), the result's detail saying so either way."""
+        from patchforge.reverts import change_state
+
+        resolved = {path for path, *_ in changes}
+        created = [fp for fp in patch.file_patches
+                   if fp.is_new and not fp.is_rename and not fp.is_copy
+                   and fp.path not in resolved]
+        if not created:
+            return
+        there = self.store.read_blobs(target.commit, [fp.path for fp in created])
+        landed: list = []
+        dropped: list = []
+        for fp in created:
+            if there.get(fp.path) is not None:
+                (landed if change_state(fp, there[fp.path]) == "present" else dropped).append(fp)
+        upstream, name = result.upstream, result.name
+        if landed:
+            part = patch.with_remade_diff(b"".join(fp.raw for fp in landed))
+            verdict = SeriesJudge(self.store, target).assess(name, part)
+            where = None
+            if verdict.state == "upstreamed":
+                where, _ = where_landed(self.store, target, part, verdict,
+                                        self._history_index(upstream, target))
+            kept = part.with_field("Applied-Upstream",
+                                   target.label + (f", commit:{where}" if where else ""))
+            shown = f" in {where[:12]}" if where else ""
+            result.detail += (f"; {', '.join(fp.path for fp in landed)}, which it creates, "
+                              f"landed upstream{shown} as the fix made it: kept under "
+                              "upstreamed/")
+            result.landed_part = self._stage(f"{upstream}/upstreamed/{name}", kept.to_bytes())
+        if dropped:
+            part = patch.with_remade_diff(b"".join(fp.raw for fp in dropped))
+            result.detail += (f"; the fix's own {', '.join(fp.path for fp in dropped)} left "
+                              f"for {target.label}'s, as the resolution took it: the fix's "
+                              "version kept under deleted/")
+            result.dropped_part = self._stage(f"{upstream}/deleted/{name}", part.to_bytes())
 
     def _refuse_removals(self, stopped: Stop, changes, target, work: Path) -> None:
         """UsageError (the rebase still stopped, nothing written) when the resolution takes
@@ -1405,15 +1451,16 @@ class Rebase:
                     rel = patch_rel(upstream, name)
                     if data != self._old_bytes(upstream, name):
                         writes.append((rel, data, staged))
-                    if result.landed_part is not None:
-                        from patchforge.names import KEPT_LANDINGS
-
-                        part = self.journal.staged_bytes(result.landed_part)
-                        aside = self._free_name(upstream, KEPT_LANDINGS,
+                    for where, staged_part in (("upstreamed", result.landed_part),
+                                               ("deleted", result.dropped_part)):
+                        if staged_part is None:
+                            continue
+                        part = self.journal.staged_bytes(staged_part)
+                        aside = self._free_name(upstream, where,
                                                 project.patch_path(upstream, name).name, part)
-                        aside_rel = f"series/{upstream}/{KEPT_LANDINGS}/{aside}"
+                        aside_rel = f"series/{upstream}/{where}/{aside}"
                         if not (project.root / aside_rel).exists():
-                            writes.append((aside_rel, part, result.landed_part))
+                            writes.append((aside_rel, part, staged_part))
                     continue
                 aside = self._free_name(upstream, result.destination,
                                         project.patch_path(upstream, name).name, data)
@@ -1764,7 +1811,7 @@ class Rebase:
         """A patch's entry in the summary; one set aside under a numbered name (an earlier,
         different fix of its name is kept there) says which (`kept_as`): its history event
         then names the file the fix is kept in, not the other fix's."""
-        entry = {k: v for k, v in result.to_json().items() if k not in ("staged", "landed_part")}
+        entry = {k: v for k, v in result.to_json().items() if k not in ("staged", "landed_part", "dropped_part")}
         if result.destination != "series":
             kept = self._kept_as(result)
             if kept != self.project.patch_path(result.upstream, result.name).name:

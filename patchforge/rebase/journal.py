@@ -584,6 +584,9 @@ class PatchResult:
     # those hunks kept as a landed fix under upstreamed/, so that a later revert of that
     # landing is said as for a fix landed whole (the moved patch no longer holds them).
     landed_part: str | None = None
+    # A patch resolved at a stop whose resolution took upstream's file for one the fix
+    # creates: the journal's name for the fix's own version of it, kept under deleted/.
+    dropped_part: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {"upstream": self.upstream, "name": self.name, "action": self.action,
@@ -591,6 +594,8 @@ class PatchResult:
                "destination": self.destination, "staged": self.staged}
         if self.landed_part is not None:
             doc["landed_part"] = self.landed_part
+        if self.dropped_part is not None:
+            doc["dropped_part"] = self.dropped_part
         return doc
 
     @classmethod
@@ -604,7 +609,9 @@ class PatchResult:
                    _want(result, "landed_in", _OPTIONAL_STR), destination,
                    _want(result, "staged", _OPTIONAL_STR),
                    landed_part=_want(result, "landed_part", _OPTIONAL_STR)
-                   if "landed_part" in result else None)
+                   if "landed_part" in result else None,
+                   dropped_part=_want(result, "dropped_part", _OPTIONAL_STR)
+                   if "dropped_part" in result else None)
 
 
 @record
