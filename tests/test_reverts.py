@@ -839,8 +839,8 @@ def test_a_landed_hunk_of_a_file_a_fix_renames_is_kept_and_its_revert_said(tmp_p
     the rename with the other alone; then upstream reverts that landing (v3). The landed
     change was in no patch, and the rebase, status and lint exited 0. Now it is kept under
     upstreamed/ as a change of pkg/a.py, where upstream landed it, and its revert is said.
-    `bring-back` then stops (the series renamed the file away): the change is made again in
-    pkg/c.py, the kept change of pkg/a.py dropped (`rm`), and --continue puts it back."""
+    `bring-back` then puts the change back in pkg/c.py, where the series has the file (it
+    stopped, exit 3, saying pkg/a.py was "deleted upstream", which upstream never did)."""
     guarded = FIXED.replace(b"line 25 of the module under test\n",
                             b"line 25 of the module under test\n" + GUARD)
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
@@ -865,16 +865,15 @@ def test_a_landed_hunk_of_a_file_a_fix_renames_is_kept_and_its_revert_said(tmp_p
     stack.cli("status")  # the landed hunk is there at v2: nothing to say
     revert = _revert(stack, landing, tag="v3")
     _said_reverted(stack, "v3", revert, name=fix)
-    stack.cli("bring-back", f"up/{fix}.patch", expect=3)
-    stack.cli("add", "pkg/c.py")
-    work_file = stack.root / ".patchforge/work/up/pkg/c.py"
-    work_file.write_bytes(work_file.read_bytes().replace(
-        b"line 5 of the module under test\n", b"five = compute_it_properly()\n"))
-    stack.cli("rm", "pkg/a.py")
-    stack.cli("bring-back", "--continue")
+    _, out, err = stack.cli("bring-back", f"up/{fix}.patch")
+    assert "deleted upstream" not in out + err, out + err
     back = stack.patch("up", stack.series("up")[-1].removesuffix(".patch"))
     assert b"+++ b/pkg/c.py" in back and b"+five = compute_it_properly()" in back, back
-    assert stack.json("status")["reverted"] == []
+    assert b"pkg/a.py" not in back and b"rename" not in back.split(b"\n---\n", 1)[1], back
+    assert not (stack.root / f"series/up/upstreamed/{fix}.patch").exists()
+    document = stack.json("status")
+    assert document["reverted"] == [] and document["needs_attention"] is False, document
+    assert stack.json("lint")["errors"] == 0
 
 
 def test_a_file_a_fix_creates_left_as_upstream_made_it_at_a_stop_is_kept_under_upstreamed(

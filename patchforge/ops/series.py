@@ -1772,8 +1772,6 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                          HistoryIndex(store, judged_on, sorted(patch.paths), changes=changes))
         return index[0]
 
-    judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
-                        history=LazyHistory(history))
     # Judged, and stopped, on its base: the series' patches in every one of its profiles'
     # series (apply.series.counts_for), never another profile's fix.
     configured = list(project.config.profiles)
@@ -1782,6 +1780,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                             configured, profile_set(patch, configured), strict=False)
     else:
         before = series_state(project, store, upstream, strict=False)
+    renamed = series_renames(prefix, patch, before.current)
+    judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
+                        history=LazyHistory(history),
+                        renames=(set(renamed), lambda: renamed) if renamed else None)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
     if judgement.outcome == "applies":
@@ -1892,6 +1894,26 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
              + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
                 f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def series_renames(prefix, patch, current: dict) -> dict[str, str]:
+    """The files `patch` changes that a patch of the series before it (`prefix`) renames away
+    (`current`: the series' files so far, a file renamed away None there) -> where the series
+    has them now: the judge follows them there as it follows upstream's renames. A fix's
+    landed hunks are kept under upstreamed/ at the path upstream landed them, while the fix's
+    moved rest renames the file: brought back, they belong in the renamed file (the series
+    has no file at the old path, which the judge took for one deleted upstream)."""
+    moved: dict[str, str] = {}
+    for _, earlier in prefix:
+        for fp in earlier.file_patches:
+            if fp.is_rename and fp.old_path and fp.new_path:
+                for old, new in list(moved.items()):
+                    if new == fp.old_path:
+                        moved[old] = fp.new_path
+                moved.setdefault(fp.old_path, fp.new_path)
+    return {fp.old_path: moved[fp.old_path] for fp in patch.file_patches
+            if not fp.is_new and fp.old_path in moved and current.get(fp.old_path, b"") is None
+            and current.get(moved[fp.old_path]) is not None}
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,
