@@ -966,13 +966,15 @@ class PlaceDiffs:
 
     def __init__(self, ahead: Callable[[], Iterable[tuple]] | None = None,
                  apply=apply_file_patch, pairs_made: dict | None = None,
-                 known: Callable[[list[tuple[str, bytes, bytes]]], dict] | None = None) -> None:
+                 known: Callable[[list[tuple[str, bytes, bytes]], list[str]], dict] | None = None
+                 ) -> None:
         self._ahead = ahead
         self._apply = apply  # the walk's applications (may_diff's are the walk's own then)
-        # known([(path, base, file)]) -> {(base, file): blocks}: the pairs of a batch whose
-        # blocks a diff git made already gives (a commit of the history that changes the path
-        # from the one content to the other: judge.HistoryIndex.made_blocks); only the others
-        # are diffed.
+        # known([(path, base, file)], landing paths) -> {(base, file): blocks}: the pairs of a
+        # batch whose blocks a diff git made already gives (a commit of the history that
+        # changes the path from the one content to the other: judge.HistoryIndex.made_blocks);
+        # only the others are diffed. `landing`: the paths of the files offered that look
+        # landed as they are, whose history the same read may take along.
         self._known = known
         # (base, current) -> their blocks; a walk asks about a few dozen files at most. A
         # pair's blocks are a function of its two contents alone, so the dict may be another
@@ -1005,6 +1007,11 @@ class PlaceDiffs:
         if key not in self.pairs_made:
             batch: dict[tuple[bytes, bytes], str | None] = {key: path}
             offered = self._offered
+            # The files offered whose every hunk lands where it is (the reverse-apply found
+            # and standing without a diff, `_lands_without_diff`): a landing the walk will
+            # likely say, whose history diffs the landing lookup then reads. Handed to
+            # `known` with the batch (never a verdict: a read made early).
+            landing: list[str] = []
             for fp, other_base, other in self._ahead() if self._ahead is not None else ():
                 last = offered.get(id(fp))
                 if last is not None and last[1] is other_base and last[2] is other:
@@ -1015,9 +1022,11 @@ class PlaceDiffs:
                 if pair not in self.pairs_made and pair not in batch and \
                         OwnPlaces.may_diff(fp, other_base, other, self._apply, landed):
                     batch[pair] = fp.old_path
+                elif landed and len(landed) == len(fp.hunks) and all(landed.values()):
+                    landing.append(fp.old_path)
             if self._known is not None:
                 self.pairs_made.update(self._known([(one, *pair) for pair, one in batch.items()
-                                                    if one is not None]))
+                                                    if one is not None], landing))
             pairs = [pair for pair in batch if pair not in self.pairs_made]
             if pairs:
                 self.pairs_made.update(zip(pairs, changed_blocks(pairs)))

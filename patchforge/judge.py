@@ -39,6 +39,7 @@ from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_o
 
 if TYPE_CHECKING:
     import mmap
+    from collections.abc import Sequence
 
     from patchforge.store.gitstore import HistoryDiffs, UpstreamStore
 
@@ -365,11 +366,12 @@ class SeriesJudge:
         self.places = PlaceDiffs(self._met_ahead, self.applications, pairs_made,
                                  known=self._history_blocks)
 
-    def _history_blocks(self, asked: list[tuple[str, bytes, bytes]]) -> dict:
+    def _history_blocks(self, asked: list[tuple[str, bytes, bytes]],
+                        landing: Sequence[str] = ()) -> dict:
         """PlaceDiffs' `known`: the pairs whose blocks a commit's diff of the history gives
-        (HistoryIndex.made_blocks), none without a history."""
+        (HistoryIndex.made_blocks, `landing` read along), none without a history."""
         made = getattr(self.history, "made_blocks", None)
-        return made(asked) if made is not None else {}
+        return made(asked, landing) if made is not None else {}
 
     def _met_ahead(self):
         """(file patch, base file, the file it meets) of each text file patch of the walk
@@ -1898,10 +1900,11 @@ class LazyHistory:
         index = self._index()
         return index.moved_to(path, removed) if index is not None else None
 
-    def made_blocks(self, asked: list[tuple[str, bytes, bytes]]) -> dict:
+    def made_blocks(self, asked: list[tuple[str, bytes, bytes]],
+                    landing: Sequence[str] = ()) -> dict:
         """HistoryIndex.made_blocks, none without an index."""
         index = self._get_index()
-        return index.made_blocks(asked) if index is not None else {}
+        return index.made_blocks(asked, landing) if index is not None else {}
 
     def folded_into(self, path: str, code: frozenset[bytes],
                     names: frozenset[bytes] = frozenset()) -> tuple[list[str], str] | None:
@@ -2492,6 +2495,11 @@ class HistoryIndex:
     `git diff-tree` for the paths asked, never again). A history with a merge from outside the
     range is read with that `git log -p` itself."""
 
+    # made_blocks reads the files that look landed along with the own places' files when
+    # fewer than this: each is a diff more that the walk waits for there. (The rebase starts
+    # its landing reads beside the walk once rebase.engine._EARLY_MIN files wait.)
+    LANDING_READ_ALONG = 8
+
     def __init__(self, store: UpstreamStore, target: Target, paths: list[str], *,
                  changes: bytes | None = None) -> None:
         """`changes`: read_history's walk of base..target when the caller has it already."""
@@ -2548,7 +2556,8 @@ class HistoryIndex:
             (commit, sorted(touched[commit], key=rank.__getitem__))
             for commit in reversed(self._order)]
 
-    def made_blocks(self, asked: list[tuple[str, bytes, bytes]]) -> dict:
+    def made_blocks(self, asked: list[tuple[str, bytes, bytes]],
+                    landing: Sequence[str] = ()) -> dict:
         """{(base, file): store.diff.changed_blocks of that pair} for those of `asked` ((path,
         the base's content, a content of it), text, different) whose path one commit alone of
         this history changes, from exactly the one content to the other (its diff's `index`
@@ -2556,14 +2565,22 @@ class HistoryIndex:
         changed_blocks' options (store.diff.DIFF_OPTIONS), so no `git diff --no-index` is made
         for them (the own places of a release's landed files: 30 pairs, 2.9 MB, at 300
         patches). Their diffs are read as landing() reads them, in one git process for those
-        not read yet."""
+        not read yet; when that process is started, it also reads the history of `landing`
+        (the paths of files the rest of the walk meets that look landed where they are), if
+        there are fewer than LANDING_READ_ALONG: the landing lookup reads them after the walk
+        otherwise, in a git process of its own (a first `rebase --to` of a release at 30
+        patches: one `git diff-tree` instead of two). More are left to the rebase's reads
+        beside the walk (rebase.engine's `_start_early`): here the walk waits for them."""
         wanted = [(path, base, current) for path, base, current in asked
                   if path in self.paths and base is not None and current is not None and
                   base != current and not is_binary(base) and
                   not is_binary(current) and len(self.commits_touching([path])) == 1]
         if not wanted:
             return {}
-        chunks = self.diffs(sorted({path for path, _, _ in wanted}))
+        paths = {path for path, _, _ in wanted}
+        if len(landing) < self.LANDING_READ_ALONG and self.unread(list(paths))[0]:
+            paths.update(landing)  # (diffs reads only this index's paths not read yet)
+        chunks = self.diffs(sorted(paths))
         found = {}
         for path, base, current in wanted:
             commit = self.commits_touching([path])[0]

@@ -226,6 +226,44 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     monkeypatch.delenv("GIT_TRACE")
     assert stack.series("up") == ["limit.patch"]
 
+def history_diffs_run(trace) -> int:
+    """The `git diff-tree --stdin -p` processes (the history's diffs, read for landings and
+    own places) in GIT_TRACE's file `trace`."""
+    return sum("trace: built-in: git diff-tree --stdin -p" in line
+               for line in trace.read_text().splitlines()) if trace.exists() else 0
+
+
+def test_a_first_rebase_reads_its_landed_files_history_with_the_own_places(tmp_path,
+                                                                         monkeypatch):
+    """Three fixes landed upstream by one commit, the first asked for its own place (a context
+    line its file has twice), the other two landing where they are (their context is in
+    their files once: no diff needed to judge them). The rebase, the first command asking
+    about v2 (nothing kept from an earlier one), reads the history's diffs of all three
+    files in the one `git diff-tree` the own place needs, not a second one for the landing
+    lookup after the walk. The verdicts: three landed, dropped, each landed in that commit."""
+    pads = PADS + [b"def contiguous(x):\n", b"    x = x.contiguous()\n", b"    return x\n",
+                   b"\n", b"\n"]
+    v1 = {"a.py": k_py(pads, block("quant_a")), "b.py": k_py(PADS, block("quant_b")),
+          "c.py": k_py(PADS, block("quant_c"))}
+    stack = OneUpstreamStack(tmp_path, v1)
+    stack.add_fix("fix-a", "a.py", v1["a.py"], k_py(pads, fixed_block("quant_a", "addition")))
+    for n in "bc":
+        stack.add_fix(f"fix-{n}", f"{n}.py", v1[f"{n}.py"],
+                      k_py(PADS, fixed_block(f"quant_{n}", "addition")))
+    top = [b"# generated\n"] * 30
+    made = stack.commit({"a.py": k_py(top, pads, fixed_block("quant_a", "addition")),
+                         **{f"{n}.py": k_py(top, PADS, fixed_block(f"quant_{n}", "addition"))
+                            for n in "bc"}}, "nan_to_num in every quant (#9)", tag="v2")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    summary = stack.rebase_json("--to", "up=v2")
+    monkeypatch.delenv("GIT_TRACE")
+    assert [(p["name"], p["action"], p["landed_in"]) for p in summary["patches"]] == \
+        [(f"fix-{n}.patch", "dropped", made) for n in "abc"], summary["patches"]
+    assert history_diffs_run(trace) == 1
+    assert stack.series("up") == []
+
+
 KEEPS_B = b"Keeps: k.py: re:def quant_fp8_b(?:.*\\n){5}        scale = 240\\.0\n"
 
 

@@ -185,8 +185,8 @@ def test_the_landing_lookups_probes_take_the_own_place_diffs_the_walk_made(tmp_p
     # A pair the history's commit diffs already (HistoryIndex.made_blocks) is made there.
     real_history = judge.HistoryIndex.made_blocks
 
-    def made_blocks(self, asked):
-        found = real_history(self, asked)
+    def made_blocks(self, asked, *landing):
+        found = real_history(self, asked, *landing)
         made.extend(found)
         return found
 
