@@ -368,8 +368,7 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
         # Copied into overlays/ and so into every deployment and CI artifact: never git's own
         # files (a remote URL may carry a token), patchforge's output or state, nor a file a
         # symlink brings in from outside the project (a key in the home directory).
-        if any(part.lower().rstrip(". ") == ".git" for part in parts) or \
-                parts[0] in ("overlays", ".patchforge"):
+        if _not_of_the_stack(parts):
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact!r} is not a file of the stack "
                                   "(.git, overlays/ and .patchforge/ cannot be artifacts)")
@@ -379,16 +378,31 @@ def build_overlays(project: Project, store: UpstreamStore, *, lock=None,
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact} is a symlink to {real}, outside the "
                                   "project", hint="copy the file into the project")
+        # The same rule for where a link inside the project leads (`tables/x -> ../.git/config`,
+        # committed by a pull request): the file read is the one it names.
+        led_to = real.relative_to(root).parts
+        if led_to and _not_of_the_stack(led_to):
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact} is a symlink to {'/'.join(led_to)}, "
+                                  "which is not a file of the stack (.git, overlays/ and "
+                                  ".patchforge/ cannot be artifacts)",
+                                  hint="list a file the stack keeps itself: git's own files "
+                                       "can carry a token (a remote URL, a checkout's header)")
         try:
-            data = source.read_bytes()
+            mode = source.stat().st_mode
         except FileNotFoundError:
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact} does not exist") from None
-        except IsADirectoryError:
+        if stat.S_ISDIR(mode):
             raise _artifact_error(project, artifact,
                                   f"artifacts: {artifact} is a directory: an artifact is a file",
-                                  hint="name each file of the directory in `artifacts`"
-                                  ) from None
+                                  hint="name each file of the directory in `artifacts`")
+        if not stat.S_ISREG(mode):
+            # A FIFO (a socket, a device): reading it waited for a writer for ever.
+            raise _artifact_error(project, artifact,
+                                  f"artifacts: {artifact} is not a regular file (a FIFO, a "
+                                  "socket or a device): an artifact is a file")
+        data = source.read_bytes()
         result.artifacts.append((artifact, sha256(data)))
         copy = f"{ARTIFACTS_DIR}/{PurePosixPath(*parts).as_posix()}"
         result.artifact_files[copy] = data
@@ -715,6 +729,14 @@ def section_line(original: bytes | None, source: str, *, new_path: str | None = 
     if found is None or hunk is None:
         return None if found is None else found.line_no
     return found.hunks[hunk].line_no if hunk < len(found.hunks) else found.line_no
+
+
+def _not_of_the_stack(parts: tuple[str, ...]) -> bool:
+    """Whether a path (its parts, from the project's root) is git's own (a remote URL or
+    checkout's extra header may carry a token) or patchforge's output or state: never an
+    artifact, which is copied into overlays/ and so into every deployment and CI upload."""
+    return any(part.lower().rstrip(". ") == ".git" for part in parts) or \
+        parts[0] in ("overlays", ".patchforge")
 
 
 def _artifact_error(project: Project, artifact: str, message: str, *,

@@ -371,6 +371,47 @@ def test_an_artifact_never_brings_in_a_file_from_outside_the_stack(stack, tmp_pa
     assert (root / "overlays/artifacts/inside").read_bytes() == (root / "entrypoint.sh").read_bytes()
 
 
+def test_an_artifact_linked_to_gits_or_patchforges_own_files_or_a_fifo_is_refused(stack):
+    """A pull request commits `tables/tuning.csv` as a link to `../.git/config`, where
+    actions/checkout keeps the job's token (`http.https://github.com/.extraheader`), and lists
+    it in `artifacts`: the link stays inside the project, so `overlays` copied git's config to
+    overlays/artifacts/, pinned it in SHA256SUMS, and the Dockerfile put it into the image; a
+    link into .patchforge/ or overlays/ likewise. A FIFO listed there (a directory is refused
+    already) hung `overlays` for ever. Each is refused naming the configuration's line,
+    overlays/ untouched."""
+    root = stack
+    ok(root, "overlays")
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_bytes(
+        b'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n')
+    (root / ".patchforge").mkdir(exist_ok=True)
+    (root / ".patchforge" / "notes").write_bytes(b"local state\n")
+    (root / "tables").mkdir()
+    (root / "tables" / "tuning.csv").symlink_to("../.git/config")
+    (root / "tables" / "state.csv").symlink_to("../.patchforge/notes")
+    (root / "tables" / "sums.csv").symlink_to("../overlays/SHA256SUMS")
+    os.mkfifo(root / "tables" / "pipe.csv")
+    config = root / "pyproject.toml"
+    text = config.read_text()
+    before = tree_bytes(root / "overlays")
+    for artifact, message in (("tables/tuning.csv", "a symlink to .git/config"),
+                              ("tables/state.csv", "a symlink to .patchforge/notes"),
+                              ("tables/sums.csv", "a symlink to overlays/SHA256SUMS"),
+                              ("tables/pipe.csv", "not a regular file")):
+        config.write_text(text.replace('artifacts = ["entrypoint.sh"]',
+                                       f'artifacts = ["entrypoint.sh", "{artifact}"]'))
+        line = next(n for n, l in enumerate(config.read_text().splitlines(), 1) if artifact in l)
+        for command in ("overlays", "overlays --check"):
+            run = run_subprocess(root, *command.split(), timeout=120)
+            err = run.stderr.decode()
+            assert run.returncode == 2 and message in err, (artifact, command, err)
+            assert f"pyproject.toml:{line}: " in err, err
+            assert tree_bytes(root / "overlays") == before
+            assert b"c2VjcmV0" not in b"".join(tree_bytes(root / "overlays").values())
+    config.write_text(text)
+    ok(root, "overlays")
+
+
 def test_an_artifact_path_not_written_plainly_or_listed_twice_is_refused_naming_its_line(
         stack):
     """`artifacts = ["./entrypoint.sh"]` (or `d//f`, a name with a trailing `/`, one listed
