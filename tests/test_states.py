@@ -2038,6 +2038,39 @@ def test_an_edit_or_a_stop_goes_on_in_a_new_cache(project, tmp_path, monkeypatch
     assert project.cli("status")[0] == 0
 
 
+@pytest.mark.parametrize("command", ["rebase", "edit --close"])
+@pytest.mark.parametrize("changed", [False, True])
+def test_an_edit_open_in_a_new_cache_is_judged_by_rebase_and_edit_close(
+        project, tmp_path, monkeypatch, changed, command):
+    """An edit of the series' first fix open (its worktree's base: the pin's own tree, under a
+    commit patchforge made), the cache emptied, upstream moved on: `rebase --to` and `edit
+    --close` failed with "unknown revision ... in the upstream store" (exit 2), naming a commit
+    no fetch brings, since they read that base before the pin's objects were in the new cache.
+    Now the edit is judged: closed (and the fix moved) when everything in it is refreshed,
+    refused naming `refresh` when it holds an unrefreshed change."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    if changed:
+        (project.work / "pkg/mod.py").write_bytes(
+            text({3: b"def f3():\n    return -33\n\n"}))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "another-cache"))
+    target = project.up.commit({"pkg/other.py": b"x = 2\n"})
+    run = ("rebase", "--to", f"up={target}") if command == "rebase" else ("edit", "--close")
+    code, out, err = project.cli(*run, expect=None)
+    assert "unknown revision" not in out + err, out + err
+    if changed:
+        assert code == 2 and "refresh" in err and "not refreshed" in err, (code, out, err)
+        project.cli("refresh")
+        assert b"+    return -33" in project.patch("fix-a")
+    else:
+        assert code == 0, (code, out, err)
+    assert not project.work.exists()
+    project.cli("rebase", "--to", f"up={target}")
+    assert json.loads((project.root / "upstream.lock").read_text())["upstreams"]["up"][
+        "commit"] == target
+    assert project.cli("status")[0] == 0
+
+
 def _stopped_inside_the_write_out(tmp_path: Path):
     """A clean rebase of two fixes stopped (SIGSTOP) just after the write-out replaced the first
     of its files: the project then holds the new fix-a.patch beside the old lock and the old

@@ -191,8 +191,10 @@ def edit(app, name, files, close, discard, create):
     if discard and not close:
         raise UsageError("--discard goes with --close")
     if close:
-        # (No pin brought in: `--close --discard` reads none, and ends an edit offline too.)
-        with open_store(project) as store:
+        # (No pin brought in for `--close --discard`: it reads none, and ends an edit offline
+        # too. `--close` reads the worktree's base, made on the pin, which in a new cache may
+        # name the pin's own trees: the pin comes in first.)
+        with open_store(project, bring_pins=not discard) as store:
             closed = close_open_edit(project, store, name, discard=discard)
         click.echo(f"closed the edit of {closed['upstream']}/{closed['name']}"
                    + (" (unrefreshed changes discarded)" if discard else ""))

@@ -179,6 +179,12 @@ class Rebase:
 
                 state = editing(self.project, upstream)
             if not dry_run and state:
+                # The worktree's base commit was made on the pin (a new cache gets it back,
+                # open_store), and may name the pin's own trees and files: with the cache
+                # emptied since, they come in first, or the base read as an unknown revision.
+                from patchforge.pins import bring_missing_pins
+
+                bring_missing_pins(self.project, self.store, [upstream])
                 if unrefreshed(self.project, self.store, upstream, state):
                     from patchforge.state import edit_command, marked_left, several_edits_open
 
