@@ -552,14 +552,16 @@ def _base_cell(patch: PatchFile, pin) -> str:
     return f"{code_span(base[:12])} (not the locked base)"
 
 
-def _pin_line(pin) -> str:
+def _pin_line(pin, config) -> str:
     if pin is None:
         return "Base: not pinned in upstream.lock."
     source = pin.source or {}
     if pin.kind == "wheel":
         origin = f"wheel {source.get('filename') or source.get('package')}"
     elif pin.kind == "git":
-        origin = f"git {source.get('url')}"
+        # The configured repository, the one every command reads the pin from (a lock that
+        # records another is noted by them: pins.note_other_locked_repository).
+        origin = f"git {config.url or source.get('url')}"
     else:
         origin = f"directory {source.get('path')}"
     return f"Base: **{_cell(pin.label)}** ({code_span(pin.commit[:12])}, {_cell(origin)})."
@@ -652,7 +654,7 @@ def render_ledger(project: Project, *, history: list[dict] | None = None) -> byt
     for upstream in project.upstream_names():
         pin = lock.upstreams.get(upstream)
         config = project.config.upstreams[upstream]
-        out += [f"## {upstream}", "", _pin_line(pin)
+        out += [f"## {upstream}", "", _pin_line(pin, config)
                 + (f" Installed under {code_span(config.install_root)}." if config.install_root
                    else ""), ""]
         names = project.patch_names(upstream)

@@ -85,7 +85,10 @@ def bring_pins(project: Project, store: UpstreamStore,
     brought = []
     for upstream, pin in pins:
         tree = trees.get(pin.commit)
-        if tree is None:
+        # A pin the lock records from another repository is checked against the configured
+        # one as a missing pin is (the store holding its commit says nothing of which
+        # repository it is of).
+        if tree is None or other_locked_repository(project, upstream, pin) is not None:
             ensure_pinned(project, store, upstream, pin)
             trees[pin.commit] = pin.tree
             brought.append(upstream)
@@ -108,6 +111,7 @@ def check_locked_pin(project: Project, name: str, pin: UpstreamPin, tree: str) -
         _refuse_two_revisions(project, name, "tree", f"{pin.tree} is not the tree of the "
                               f"locked commit {pin.commit} (its tree is {tree})")
     _check_wheel_version(project, name, pin)
+    note_other_locked_repository(project, name, pin)
     check_image_pin(project)
 
 
@@ -340,6 +344,60 @@ def refuse_pin_of_another_kind(project: Project, name: str, pin: UpstreamPin) ->
                       hint=f"re-pin it: `patchforge upstream pin {name} --at SPEC --force`")
 
 
+def other_locked_repository(project: Project, name: str, pin: UpstreamPin) -> str | None:
+    """The lock's `source.url` of a git pin when it names another repository than the
+    configured `url` (a lock edited, or merged from a branch that configured a fork or a
+    mirror), else None. The same repository written another way (a scheme, a user, `.git`, a
+    trailing `/`, a relative path) is not another."""
+    from patchforge.store.giturl import source_identity
+
+    if pin.kind != "git":
+        return None
+    locked = pin.source.get("url")
+    upstream = project.config.upstream(name)
+    if upstream.kind != "git" or not upstream.url or not isinstance(locked, str) or \
+            not locked or source_identity(git_url_for(project, locked)) == \
+            source_identity(git_url_for(project, upstream.url)):
+        return None
+    return locked
+
+
+def _where_sources_differ(project: Project, name: str, locked: str) -> str:
+    """`upstream.lock:N: pins NAME from 'URL', but pyproject.toml:M configures 'URL'`."""
+    from patchforge.formats.config import upstream_key_line
+    from patchforge.formats.lockfile import lock_line_of
+    from patchforge.store.giturl import redact
+
+    def at(path, line):
+        return f"{Path(path).name}:{line}" if line else Path(path).name
+
+    lock = at(project.lock_path, lock_line_of(project.lock_path, f"upstreams.{name}.source.url"))
+    config = at(project.config_path, upstream_key_line(project.config_path, name, "url"))
+    return (f"{lock}: pins {name} from {redact(locked)!r}, but {config} configures "
+            f"{redact(project.config.upstream(name).url or '')!r}")
+
+
+def note_other_locked_repository(project: Project, name: str, pin: UpstreamPin) -> None:
+    """A git pin recorded from another repository than the configured one is read from the
+    configured one (the commit must be one of it: `_ensure_git_pin`), with a note on stderr,
+    once per command, naming both lines: the lock says where the pin came from, and a lock
+    that silently says another repository (a fork's, merged from another branch) misleads
+    whoever reads it. The next re-pin records the configured URL."""
+    locked = other_locked_repository(project, name, pin)
+    key = ("other repository", name)
+    if locked is None or key in project.said_notes:
+        return
+    project.said_notes.add(key)
+    # A note is shown without -v (logging's last resort prints it): only this rare path loads
+    # `logging` (see patchforge.logs).
+    import logging
+
+    logging.getLogger("patchforge.pins").warning(
+        "note: %s: the configured repository is the one read (the locked commit is one of "
+        "it); `patchforge upstream pin %s --at %s --force` records it in the lock",
+        _where_sources_differ(project, name, locked), name, pin.label)
+
+
 def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
     from patchforge.store import sources
 
@@ -423,6 +481,16 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                              f"be checked against {redact(url)}: {exc.message}",
                              hint="the lock is not what failed: check the network, the URL "
                                   "and its credentials, and run the command again") from None
+        other = other_locked_repository(project, name, pin)
+        if other is not None:
+            # A lock merged from a branch that configured another repository (a fork): its
+            # commit is none of the configured one's, which is the one read.
+            raise ConfigError(
+                f"upstream {name}: the locked commit {pin.commit} is not a commit of the "
+                f"configured repository: {_where_sources_differ(project, name, other)}",
+                hint=f"restore upstream.lock from version control, or re-pin {name} from the "
+                     f"configured repository: `patchforge upstream pin {name} --at "
+                     f"{pin.label} --force`") from None
         raise StoreError(f"upstream {name}: the locked commit {pin.commit} is not a commit of "
                          f"{redact(url)} ({exc.message})",
                          hint="the lock names a revision its source does not have: re-pin it "

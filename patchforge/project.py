@@ -149,6 +149,8 @@ class Project:
     _diffs: dict = field(default_factory=dict, repr=False, compare=False)
     # The upstreams whose series directories were found to be the project's own (not links).
     _own_dirs: set = field(default_factory=set, repr=False, compare=False)
+    # The notes this command said already (one said by every pin check would repeat itself).
+    said_notes: set = field(default_factory=set, repr=False, compare=False)
 
     @classmethod
     def discover(cls, root: Path | None = None, *, offline: bool = False) -> "Project":

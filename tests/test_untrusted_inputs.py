@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import ok, run_cli
-from helpers.project import git_project, lock_doc
+from helpers.project import add_patch_file, git_project, lock_doc, patch_bytes
 from helpers.snapshot import tree_bytes
-from helpers.upstream import build_wheel
+from helpers.upstream import build_wheel, diff_of
 
 # --------------------------------------------------------------------------------------------
 # Wheels: fetching never builds or runs anything, and only the recorded file is accepted
@@ -484,6 +484,75 @@ def test_a_dir_pin_is_read_from_the_configured_directory_only(tmp_path, monkeypa
     assert lock_doc(root)["upstreams"]["site"]["source"] == pin["source"]
     ok(root, "fetch")
     ok(root, "overlays")
+
+
+def test_a_git_pin_recorded_from_another_repository_is_read_from_the_configured_one(tmp_path):
+    """upstream.lock's `source.url` was never compared with the configured `url`: a lock merged
+    from a branch that configured a fork or a mirror (its configuration merged back to the
+    upstream's) went on saying so, unsaid, and a fork's commit was refused as "not a commit"
+    with no word of the lock's other repository. The configured repository is the one read:
+    every command that reads the pin says, naming both files' lines, that the lock records
+    another; a commit the configured repository lacks is refused so (exit 2, nothing
+    written); the same repository written another way is not another; the ledger names the
+    configured one; `upstream pin --force` records it."""
+    root, base = git_project(tmp_path)
+    config = root / "pyproject.toml"
+    upstream = tmp_path / "up-upstream"
+    diff = diff_of(tmp_path / "scratch", "pkg/b.py", b"x = 1\ny = 2\nz = 3\n",
+                   b"x = 1\ny = 20\nz = 3\n")
+    add_patch_file(root, "up", "fix.patch", patch_bytes("up", base, "y is 20", diff))
+    ok(root, "overlays")
+    mine = config.read_text()
+    config_line = next(n for n, text in enumerate(mine.splitlines(), 1)
+                       if text.startswith("url = ") and json.dumps(str(upstream)) in text)
+    mirror, fork = tmp_path / "mirror.git", tmp_path / "fork"
+    subprocess.run(["git", "clone", "-q", "--bare", str(upstream), str(mirror)], check=True)
+    subprocess.run(["git", "clone", "-q", str(upstream), str(fork)], check=True)
+    (fork / "a.py").write_bytes(b"FORK ONLY\n")
+    subprocess.run(["git", "-C", str(fork), "commit", "-qam", "fork: its own change"],
+                   check=True)
+
+    def merged_from_a_branch_pinned_at(other: Path) -> int:
+        """The other branch configured and pinned `other`; the merge took this branch's
+        configuration and that branch's lock. The lock's line of `source.url`."""
+        config.write_text(mine.replace(json.dumps(str(upstream)), json.dumps(str(other))))
+        ok(root, "upstream", "pin", "up", "--at", "main", "--force")
+        config.write_text(mine)
+        return next(n for n, text in enumerate(
+            (root / "upstream.lock").read_text().splitlines(), 1) if json.dumps(str(other)) in text)
+
+    said = (f"pins up from {{!r}}, but pyproject.toml:{config_line} configures "
+            f"{str(upstream)!r}")
+    line = merged_from_a_branch_pinned_at(fork)
+    assert lock_doc(root)["upstreams"]["up"]["commit"] != base
+    before = tree_bytes(root)
+    for command in (["status"], ["overlays"], ["fetch"], ["check"], ["edit", "fix"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.rc, run.err)
+        assert "is not a commit of the configured repository: upstream.lock:" \
+            f"{line}: " + said.format(str(fork)) in run.err, run.err
+        assert "upstream pin up --at main --force" in run.err, run.err
+        assert tree_bytes(root) == before, command
+
+    line = merged_from_a_branch_pinned_at(mirror)
+    assert lock_doc(root)["upstreams"]["up"]["commit"] == base
+    for command in (["status"], ["overlays"], ["fetch"], ["check"], ["edit", "fix"]):
+        run = ok(root, *command)
+        assert f"note: upstream.lock:{line}: " + said.format(str(mirror)) in run.err, \
+            (command, run.err)
+        assert run.err.count("note: upstream.lock") == 1, run.err
+    ok(root, "refresh")
+    ok(root, "ledger")
+    ledger = (root / "series" / "PATCHES.md").read_text()
+    assert f"git {upstream}" in ledger and str(mirror) not in ledger, ledger
+    # The same repository written as a file:// URL with a trailing slash is not another.
+    config.write_text(mine.replace(json.dumps(str(upstream)), json.dumps(f"file://{mirror}/")))
+    assert "note:" not in ok(root, "status").err
+    config.write_text(mine)
+    ok(root, "upstream", "pin", "up", "--at", "main", "--force")
+    assert lock_doc(root)["upstreams"]["up"]["source"]["url"] == str(upstream)
+    assert "note:" not in ok(root, "status").err
+
 
 @pytest.mark.parametrize("url", [
     "--upload-pack=touch {marker};://x",
