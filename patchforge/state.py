@@ -80,6 +80,10 @@ class UpstreamState:
     # The edited patch is no longer in its series (a `git pull` of the stack deleted or renamed
     # it, or a rename was cut short): `refresh` refuses, so it is no next step then.
     unlisted: bool = False
+    # The lock pins another commit than the edit was opened on (a `git pull` of a teammate's
+    # rebase or re-pin): `refresh` refuses its change, so it is no next step then; this says
+    # why and the way on (edit_pin_moved).
+    pin_moved: tuple[str, ...] = ()
 
     def command(self, words: str) -> str:
         """`patchforge WORDS` for this edit: with NAME when several edits are open."""
@@ -92,6 +96,8 @@ class UpstreamState:
         if self.kind == EDITING and self.unlisted:
             return (f"{self.upstream}: {self.patch} is being edited{where}, but it is no longer "
                     "in the series (renamed or deleted since the edit opened)")
+        if self.kind == EDITING and self.pin_moved:
+            return f"{self.upstream}: {self.patch} is being edited{where}, but {self.pin_moved[0]}"
         if self.kind == EDITING:
             return f"{self.upstream}: {self.patch} is being edited{where}"
         if self.kind == STOPPED:
@@ -112,6 +118,9 @@ class UpstreamState:
         if self.kind == EDITING and self.unlisted:
             return unlisted_edit_way_on(self.upstream, self.patch or "", self.worktree,
                                         self.several)
+        if self.kind == EDITING and self.pin_moved:
+            return (f"`{self.command('refresh')}` refuses its change, made on the old pin: "
+                    f"{self.pin_moved[1]}")
         if self.kind == EDITING and self.marked:
             return (f"resolve the blocks `edit` marked in {', '.join(self.marked)} (<<<<<<< ... "
                     f">>>>>>>: {self.patch}'s hunks that did not apply), then "
@@ -160,6 +169,33 @@ def unlisted_edit_way_on(upstream: str, patch: str, worktree: Path | None,
             f"if it was deleted, copy what you changed out{where}, then "
             f"`{edit_command('edit --close --discard', upstream, patch, several)}` "
             "(`edit --close` alone refuses while a change is not refreshed)")
+
+
+def edit_pin_moved(project: Project, upstream: str, edit: dict,
+                   several: bool) -> tuple[str, ...]:
+    """For an open edit (`edit`, its state) made on another commit than upstream.lock pins now
+    (a `git pull` of a teammate's rebase or re-pin moved the pin under it): why `refresh`
+    refuses its change (worktree.refuse_changed_since_edit) and the way on, which `refresh`'s
+    own hint gives too: the change copied out, the edit ended and opened again on the new pin,
+    the change made again. () otherwise, and for an edit that did not record its pin or a lock
+    that cannot be read (the command reading it says why)."""
+    opened = edit.get("pin")
+    if not isinstance(opened, str) or edit.get("diff_sha256") is None:
+        return ()
+    try:
+        now = project.lock.pin(upstream).commit
+    except PatchforgeError:
+        return ()
+    if now == opened:
+        return ()
+    patch = str(edit.get("patch"))
+    why = (f"the edit was opened on {opened[:12]}, and upstream.lock pins {now[:12]} now "
+           "(moved since: a `git pull` of the stack?)")
+    way = (f"copy what you changed out of {project.work_dir(upstream)}, then "
+           f"`{edit_command('edit --close --discard', upstream, patch, several)}`, "
+           f"`patchforge edit {project.patch_word(upstream, patch)}` (made on the pin now), "
+           f"make the change again and `{edit_command('refresh', upstream, patch, several)}`")
+    return why, way
 
 
 def several_edits_open(project: Project) -> bool:
@@ -244,6 +280,7 @@ def _left_the_series(project: Project, upstream: str, patch) -> bool:
 def read_states(project: Project) -> dict[str, UpstreamState]:
     """The state of every configured upstream (and of any upstream a rebase journal names)."""
     states: dict[str, UpstreamState] = {}
+    edits: dict[str, dict] = {}  # the open edits' states, by upstream
     journal = _read_journal(project)
     if journal is not None:
         stopped = journal.get("stopped") or {}
@@ -281,6 +318,7 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
                                              project.work_dir(upstream),
                                              str(edit.get("message") or ""))
         elif isinstance(edit, dict) and edit.get("patch"):
+            edits[upstream] = edit
             states[upstream] = UpstreamState(upstream, EDITING, edit["patch"],
                                              project.work_dir(upstream),
                                              marked=marked_left(project.work_dir(upstream),
@@ -295,6 +333,13 @@ def read_states(project: Project) -> dict[str, UpstreamState]:
 
         for upstream in open_:
             states[upstream] = replace(states[upstream], several=True)
+    for upstream, state in states.items():
+        if state.kind == EDITING and state.patch and not state.unlisted:
+            moved = edit_pin_moved(project, upstream, edits[upstream], state.several)
+            if moved:
+                from patchforge.model.record import replace
+
+                states[upstream] = replace(state, pin_moved=moved)
     return states
 
 
@@ -339,7 +384,11 @@ def require(project: Project, command: str, upstreams, *,
                 continue
             ways = (f"`{state.command('refresh')}` first (or "
                     f"`{state.command('edit --close --discard')}` to throw the changes away)")
-            if state.marked:
+            if state.pin_moved:
+                # refresh refuses a change made on the old pin: "refresh first" sent the user
+                # to that refusal.
+                hint = state.next_step()
+            elif state.marked:
                 # refresh refuses while a marker is left: saying "refresh first" sent the user
                 # to a second refusal.
                 hint = (f"resolve the blocks `edit` marked in {', '.join(state.marked)} "

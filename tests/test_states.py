@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import run_cli
+from helpers.cli import ok, run_cli
 from helpers.snapshot import snapshot
 from helpers.upstream import Upstream
 
@@ -1886,6 +1886,54 @@ def test_refresh_never_writes_an_edit_opened_on_another_pin(project):
     _, _, err = project.cli("refresh", expect=2)
     assert f"pinned at {newer[:12]}" in err and f"opened on {old[:12]}" in err, err
     assert project.patch("fix-a") == before
+
+
+def test_an_edit_under_a_pulled_re_pin_names_the_way_on_refresh_takes(project, tmp_path):
+    """A `git pull` of a teammate's rebase moved upstream.lock's pin while an edit was open
+    with a change: `refresh` refuses that change (made on the old pin), yet `status`, `list`
+    and `overlays` named `patchforge refresh` as the next step, and `new` said "refresh
+    first". They say why and the way refresh's own refusal gives: the change copied out, the
+    edit discarded and opened again on the new pin, the change made again; followed, it
+    works."""
+    def git(cwd, *args):
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("overlays")
+    git(project.root, "init", "-q")
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-qm", "the stack")
+    teammate = tmp_path / "teammate"
+    git(tmp_path, "clone", "-q", str(project.root), str(teammate))
+    newer = project.up.commit({"pkg/other.py": b"x = 5\n"})
+    assert run_cli(teammate, "rebase", "--to", f"up={newer}").rc == 0
+    ok(teammate, "overlays")
+    git(teammate, "add", "-A")
+    git(teammate, "commit", "-qm", "rebased")
+
+    project.cli("edit", "fix-a")
+    mine = text({3: b"def f3():\n    return -300\n\n"})
+    (project.work / "pkg/mod.py").write_bytes(mine)
+    git(project.root, "pull", "-q", str(teammate), "HEAD")
+    why = "the edit was opened on "
+    way = (f"copy what you changed out of {project.work}, then `patchforge edit --close "
+           "--discard`, `patchforge edit fix-a` (made on the pin now), make the change again "
+           "and `patchforge refresh`")
+    for command in (["status"], ["list"], ["overlays"], ["new", "fix-b"]):
+        code, _, err = project.cli(*command, expect=None)
+        assert code == (2 if command[0] == "new" else 0), (command, err)
+        assert why in err and f"upstream.lock pins {newer[:12]} now" in err and way in err, \
+            (command, err)
+        assert "next: `patchforge refresh` writes" not in err and "until `patchforge " \
+            "refresh`" not in err and "`patchforge refresh` first" not in err, (command, err)
+    _, _, err = project.cli("refresh", expect=2)
+    assert "against the old upstream" in err, err
+    copied = (project.work / "pkg/mod.py").read_bytes()
+    project.cli("edit", "--close", "--discard")
+    project.cli("edit", "fix-a")
+    (project.work / "pkg/mod.py").write_bytes(copied)
+    project.cli("refresh")
+    assert b"+    return -300" in project.patch("fix-a")
 
 
 def test_every_read_only_command_says_what_is_open(project, tmp_path):

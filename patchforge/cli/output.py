@@ -158,7 +158,7 @@ def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: 
     the patch file, up to the step that brings the changes in; `after` follows that step."""
     if not (project.state_dir / "work").is_dir():
         return  # nothing is being edited (and the worktree module need not be loaded)
-    from patchforge.state import edit_command, marked_left, several_edits_open
+    from patchforge.state import edit_command, edit_pin_moved, marked_left, several_edits_open
     from patchforge.worktree import editing, unrefreshed
 
     several = several_edits_open(project)
@@ -168,13 +168,20 @@ def say_unrefreshed_edits(project: Project, store, upstreams, used: str, after: 
         # command read, `refresh` refuses it, and its own note names `bring-back --continue`.
         if state and not state.get("bring_back") \
                 and unrefreshed(project, store, upstream, state):
+            refresh = edit_command('refresh', upstream, state['patch'], several)
+            moved = edit_pin_moved(project, upstream, state, several)
+            if moved:
+                echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
+                     f"refreshed: {used} they are in the patch file, and `{refresh}` refuses "
+                     f"them now: {moved[0]}; {moved[1]}{after}", err=True)
+                continue
             # refresh refuses while a block `edit` marked is left: not the next step alone.
             marked = marked_left(project.work_dir(upstream), state)
             first = (f"the blocks `edit` marked in {', '.join(marked)} are resolved and "
                      if marked else "")
             echo(f"note: {upstream}/{state['patch']} is being edited and has changes not "
                  f"refreshed: {used} {first}"
-                 f"`{edit_command('refresh', upstream, state['patch'], several)}`{after}",
+                 f"`{refresh}`{after}",
                  err=True)
 
 
