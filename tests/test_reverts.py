@@ -944,3 +944,43 @@ def test_upstreams_file_taken_for_one_a_fix_creates_at_a_stop_keeps_the_fixs_und
     _, _, err = stack.cli("bring-back", "fa", expect=2)
     assert "up/fa.patch is in the series; copies kept aside: series/up/deleted/fa.patch" \
         in err, err
+
+
+def _set_aside_then_landed_in_part(tmp_path):
+    """A fix of two hunks (line 5; a guard after line 25) set aside by `rebase --skip` at a
+    stop (v2 changed line 26), then upstream puts line 26 back and lands the line-5 hunk alone
+    (v3), and the series is rebased onto v3: (stack, landing)."""
+    guarded = FIXED.replace(b"line 25 of the module under test\n",
+                            b"line 25 of the module under test\n" + GUARD)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, guarded)
+    stack.commit({"pkg/a.py": BASE.replace(b"line 26 of the module under test\n",
+                                           b"twenty_six()\n")}, "Line 26", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    stack.commit({"pkg/a.py": BASE}, "Line 26 back")
+    landing = stack.commit({"pkg/a.py": FIXED}, "Compute it properly (#11)", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)  # the skipped fix needs attention
+    return stack, landing
+
+
+def test_a_skipped_fix_landed_in_part_meanwhile_is_brought_back_with_its_landed_hunk_kept(
+        tmp_path):
+    """`bring-back` of a fix set aside whose line-5 hunk upstream landed meanwhile moved it
+    "3-way merged cleanly" with its other hunk alone, and kept the landed one nowhere: when
+    upstream reverted that landing, the rebase, status and lint exited 0 with the change in
+    no patch and no overlay. Now bring-back keeps it under upstreamed/ as the rebase does,
+    says so, and the revert is said."""
+    stack, landing = _set_aside_then_landed_in_part(tmp_path)
+    _, out, _ = stack.cli("bring-back", "fa")
+    assert f"1 of its 2 hunks landed upstream in {landing[:12]}: kept as " \
+        "series/up/upstreamed/fa.patch" in out, out
+    assert stack.series("up") == ["fa.patch"]
+    moved = stack.patch("up", "fa")
+    assert b"compute_it_properly" not in moved and b"raise ValueError" in moved, moved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v3, commit:{landing}".encode() in kept, kept
+    assert b"+five = compute_it_properly()" in kept and b"raise ValueError" not in kept, kept
+    stack.cli("status")  # the landed hunk is there at v3: nothing to say
+    revert = _revert(stack, landing, tag="v4")
+    _said_reverted(stack, "v4", revert)

@@ -1835,11 +1835,12 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                     "landed_in": result["landed_in"], "destination": "upstreamed"})
             result["path"] = (directory / aside).relative_to(project.root).as_posix()
             return result
-        new = None
+        new = landed = None
         if judgement.outcome == "applies":
             new = patch if judgement.unchanged and base == pin.commit else \
                 patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
                     "Base", pin.commit)
+            landed = _kept_landed_part(store, patch, judgement.verdict, judged_on, history)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
         # is this command's own, cut off by a kill before the series listed it: run again, it
@@ -1853,9 +1854,24 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             # The fix joins the series before it leaves skipped/: a kill in between leaves it
             # in both places, never in neither; a failure leaves it where it was.
             target = project.patch_path(upstream, file_name)
+            kept_at = None
+            if landed is not None:
+                # Its hunks upstream landed meanwhile are no longer in the moved patch: kept
+                # under upstreamed/ as a rebase keeps them, so a revert of that landing is
+                # said. Written first (skipped/ still holds the whole fix): run again after
+                # a kill, the same bytes there are this run's, not written twice.
+                directory = project.series_dir(upstream) / KEPT_LANDINGS
+                kept_at = directory / aside_name(directory, file_name, landed[0].to_bytes())
+                result["detail"] += f"; {landed[1]}: kept as " + \
+                    kept_at.relative_to(project.root).as_posix()
+                result["landed_part"] = kept_at.relative_to(project.root).as_posix()
             with _all_or_nothing(project, upstream,
-                                 [target, project.series_path(upstream), fix.path],
+                                 [*([kept_at] if kept_at else []), target,
+                                  project.series_path(upstream), fix.path],
                                  finish=f"run `patchforge bring-back {fix.name}` again"):
+                if kept_at is not None and landed is not None:
+                    kept_at.parent.mkdir(exist_ok=True)
+                    atomic_write(kept_at, landed[0].to_bytes())
                 atomic_write(target, new.to_bytes())
                 atomic_write(project.series_path(upstream),
                              series.inserted(file_name).to_bytes())
@@ -1864,7 +1880,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                 from patchforge.ledger import record_brought_back
 
                 record_brought_back(project, _brought_back(
-                    upstream, file_name, fix.name, pin, judgement.message))
+                    upstream, file_name, fix.name, pin, result["detail"]))
             return result
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
                                             judgement, before, pin.commit)
@@ -1914,6 +1930,32 @@ def series_renames(prefix, patch, current: dict) -> dict[str, str]:
     return {fp.old_path: moved[fp.old_path] for fp in patch.file_patches
             if not fp.is_new and fp.old_path in moved and current.get(fp.old_path, b"") is None
             and current.get(moved[fp.old_path]) is not None}
+
+
+def _kept_landed_part(store: UpstreamStore, patch, verdict, target,
+                      history) -> tuple[PatchFile, str] | None:
+    """A fix some of whose hunks upstream landed (a `partial` verdict) and which moves with
+    the rest: those hunks as a rebase keeps them under upstreamed/ (rebase.engine.landed_part,
+    with `Applied-Upstream: LABEL, commit:ID` naming the commit that landed them, found as the
+    rebase finds it), and what to say of them; None when none landed or they cannot be kept
+    so. `history()`: the HistoryIndex from the fix's base to the pin, or None."""
+    from patchforge.judge import where_landed
+    from patchforge.rebase.engine import landed_part
+
+    if verdict.state != "partial":
+        return None
+    part = landed_part(patch, verdict)
+    if part is None:
+        return None
+    try:
+        where, _ = where_landed(store, target, patch, verdict, history())
+    except PatchforgeError:
+        where = None
+    kept = part.with_field("Applied-Upstream",
+                           target.label + (f", commit:{where}" if where else ""))
+    shown = f" in {where[:12]}" if where else ""
+    return kept, f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks landed " \
+        f"upstream{shown}"
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,

@@ -2133,7 +2133,7 @@ def _keeps_free_digest(patch: PatchFile) -> str:
     return hashlib.sha256(patch.without_field("Keeps").to_bytes()).hexdigest()
 
 
-def landed_part(patch, verdict):
+def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
     """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
     when they cannot be kept so (a file it copies, part of a file it creates or deletes, a
     mode change): the form a landed fix is kept in under upstreamed/, on the patch's own base.
@@ -2147,7 +2147,9 @@ def landed_part(patch, verdict):
     from patchforge.model.record import replace
 
     # (A verdict names each file by its path before the patch: a renamed file by its old one.)
-    landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files}
+    # `hunks`, where given, names them instead (those a stop's resolution left to upstream).
+    landed = {fv.path: {hv.index for hv in fv.hunks if hv.landed} for fv in verdict.files} \
+        if hunks is None else {path: set(found) for path, found in hunks.items()}
     sections = []
     for fp in patch.file_patches:
         wanted = landed.get(fp.source_path if fp.is_rename else fp.path) or set()
