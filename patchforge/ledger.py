@@ -82,7 +82,7 @@ def read_history(project: Project) -> list[dict]:
     """Every recorded event, oldest first. A malformed line is an InputError naming its line."""
     path = history_path(project)
     try:
-        data = path.read_bytes()
+        data = read_no_link(path)  # (a link to /dev/zero ran every command out of memory)
     except FileNotFoundError:
         return []
     events = []
@@ -188,7 +188,7 @@ def _append(project: Project, events: list[dict]) -> None:
 def _appended(project: Project, events: list[dict]) -> bytes:
     """The history file's bytes with `events` appended."""
     try:
-        old = history_path(project).read_bytes()
+        old = read_no_link(history_path(project))
     except FileNotFoundError:
         old = b""
     if old and not old.endswith(b"\n"):

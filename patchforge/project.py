@@ -95,15 +95,16 @@ def refuse_second_config(directory: Path) -> None:
 
 
 def read_no_link(path: Path) -> bytes:
-    """A file of the series (a patch, a series file, a fix set aside), opened without following
-    a link: one a pull request links to a secret of the machine is refused, naming the link.
+    """A file of the stack (a patch, a series file, a fix set aside or kept as landed, the
+    history, upstream.lock), opened without following a link: one a pull request links to a
+    secret of the machine (or to /dev/zero) is refused, naming the link.
     Anything but a file there (a directory, a FIFO, which would block the read for ever: opened
     without blocking, then looked at) is refused naming the path, as a link is."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise InputError(f"{path} is a symlink: patchforge reads the series from the "
+            raise InputError(f"{path} is a symlink: patchforge reads the stack from the "
                              "project's own files only",
                              hint="replace the link with the file it names") from None
         if exc.errno == errno.ENOTDIR:
@@ -272,9 +273,14 @@ class Project:
     def lock(self) -> Lock:
         if self._lock_override is not None:
             return self._lock_override
-        from patchforge.formats.lockfile import read_lock
+        from patchforge.formats.lockfile import Lock, lock_from_json
 
-        return read_lock(self.lock_path)
+        try:
+            # Never through a link: one to /dev/zero (a FIFO) stopped every command.
+            data = read_no_link(self.lock_path)
+        except FileNotFoundError:
+            return Lock()
+        return lock_from_json(data, str(self.lock_path))
 
     def upstream_names(self) -> list[str]:
         """Configured upstreams, in configuration order."""

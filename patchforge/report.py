@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from patchforge import __version__
 from patchforge.fsutil import parse_json, write_destination
+from patchforge.errors import PatchforgeError
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -265,11 +266,13 @@ def _summary_of_run(history: list[dict], run) -> dict:
 
 def load_history(project: Project, *, limit: int | None = HISTORY_ROWS) -> list[dict]:
     """The JSON-lines history of the series (oldest first); unreadable lines are left out."""
+    from patchforge.project import read_no_link
+
     path = Path(getattr(project, "root", ".")) / "series" / "history.jsonl"
     try:
-        lines = path.read_bytes().splitlines()
-    except OSError:
-        return []
+        lines = read_no_link(path).splitlines()
+    except (OSError, PatchforgeError):
+        return []  # (status says why, naming it)
     records = []
     for line in lines:
         try:

@@ -143,12 +143,22 @@ def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
         names = sorted(entry for entry in os.listdir(directory) if entry.endswith(".patch"))
     except (FileNotFoundError, NotADirectoryError):
         return []
+    from patchforge.project import read_no_link
+
     found = []
     for name in names:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            continue
         try:
-            found.append((name, (directory / name).read_bytes()))
-        except (IsADirectoryError, FileNotFoundError, PermissionError):
-            continue  # (lint says what is wrong with such an entry)
+            # Never through a link, nor from a FIFO: a pull request committing
+            # upstreamed/x.patch as a link to /dev/zero had every command that judges the
+            # kept fixes (status, lint, verify, overlays --check, check) read until memory ran
+            # out, and one to a file outside the project read it as a fix. Refused as a link
+            # among the series' own files is, naming it.
+            found.append((name, read_no_link(path)))
+        except (FileNotFoundError, PermissionError):
+            continue
     return found
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import ok, run_cli
+from helpers.cli import ok, run_cli, run_subprocess
 from helpers.project import add_patch_file, git_project, lock_doc, patch_bytes
 from helpers.snapshot import tree_bytes
 from helpers.upstream import build_wheel, diff_of
@@ -2000,6 +2000,67 @@ def test_a_fix_is_never_kept_aside_through_a_symlinked_or_unusable_deleted_direc
         assert f"{up / 'deleted'} {said}" in run.err, (name, run.text)
         assert tree_bytes(elsewhere) == {}, name
         assert tree_bytes(root / "series") == before, name
+
+
+def test_a_kept_fix_the_history_or_the_lock_committed_as_a_link_or_a_fifo_is_never_read(tmp_path):
+    """A pull request commits `series/up/upstreamed/x.patch`, `series/history.jsonl` or
+    `upstream.lock` as a symlink: to /dev/zero it ran status, lint, verify, overlays --check and
+    check (which judge the fixes kept as landed), or every command (the lock), out of memory,
+    exit 70; to a file outside the project it read that file as the stack's. A FIFO there (or
+    under deleted/, which `pr` reads for the pull requests other fixes claim) hung them for ever.
+    Each is refused, exit 2, naming the link, as a link among the series' own files is; and a
+    fix under deleted/ that does not parse no longer stops `pr` of another fix."""
+    root, _ = git_project(tmp_path)
+    ok(root, "new", "fix", "--file", "a.py")
+    work = root / ".patchforge" / "work" / "up" / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line2\n", b"LINE2\n"))
+    ok(root, "refresh")
+    ok(root, "ledger")
+    ok(root, "overlays")
+    up = root / "series" / "up"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.patch").write_bytes((up / "fix.patch").read_bytes())
+    (outside / "history.jsonl").write_bytes(b'{"event": "note", "v": 1, "upstream": "up"}\n')
+    (outside / "upstream.lock").write_bytes((root / "upstream.lock").read_bytes())
+
+    (up / "upstreamed").mkdir()
+    kept = up / "upstreamed" / "x.patch"
+    kept.symlink_to(outside / "kept.patch")
+    for command in ("status", "lint", "verify", "overlays --check", "check"):
+        run = run_cli(root, *command.split())
+        assert run.rc == 2 and f"{kept} is a symlink" in run.err, (command, run.text)
+    kept.unlink()
+    os.mkfifo(kept)
+    for command in ("status", "verify"):
+        proc = run_subprocess(root, command, timeout=120)
+        assert proc.returncode == 2 and f"{kept} is not a regular file" in proc.stderr.decode(), \
+            (command, proc.stderr)
+    kept.unlink()
+
+    history = root / "series" / "history.jsonl"
+    assert not history.exists()
+    history.symlink_to(outside / "history.jsonl")
+    ledger = (root / "series" / "PATCHES.md").read_bytes()
+    run = run_cli(root, "ledger")
+    assert run.rc == 2 and f"{history} is a symlink" in run.err, run.text
+    assert (root / "series" / "PATCHES.md").read_bytes() == ledger
+    history.unlink()
+
+    lock = root / "upstream.lock"
+    lock.unlink()
+    lock.symlink_to(outside / "upstream.lock")
+    for command in ("status", "overlays --check", "rebase --to main --dry-run"):
+        run = run_cli(root, *command.split())
+        assert run.rc == 2 and f"{lock} is a symlink" in run.err, (command, run.text)
+    lock.unlink()
+    shutil.copyfile(outside / "upstream.lock", lock)
+
+    (up / "deleted").mkdir()
+    (up / "deleted" / "old.patch").write_bytes(b"Description: old\nProfiles:\n\n---\n")
+    os.mkfifo(up / "deleted" / "pipe.patch")
+    proc = run_subprocess(root, "pr", "fix", timeout=120)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_a_terminal_escape_in_a_mails_subject_is_refused_and_never_written_raw_into_the_ledger(

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import StoreError, UsageError
+from patchforge.errors import PatchforgeError, StoreError, UsageError
 from patchforge.fsutil import RepoLock, atomic_write, fsync_dir, parse_json, writing_project
 from patchforge.model.record import record
 from patchforge.pr.draft import Draft, _redact
@@ -312,11 +312,15 @@ def _forwarded_pull(path: Path) -> tuple[str, int] | None:
     `status` names it)."""
     from patchforge.formats.patchfile import parse_patch_file
     from patchforge.net.forge import parse_pr_url
+    from patchforge.project import read_no_link
 
     try:
-        forwarded = parse_patch_file(path.read_bytes(), str(path)).get("Forwarded")
+        # Never through a link or from a FIFO (deleted/x.patch committed as a link to /dev/zero
+        # ran `pr` out of memory); a fix set aside that does not parse claims nothing, where it
+        # stopped `pr` of every other fix, exit 2, naming that file.
+        forwarded = parse_patch_file(read_no_link(path), str(path)).get("Forwarded")
         ref = parse_pr_url((forwarded or "").strip())
-    except (OSError, UsageError):
+    except (OSError, PatchforgeError):
         return None
     return ref.repo.lower(), ref.number
 
