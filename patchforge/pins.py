@@ -112,7 +112,34 @@ def check_locked_pin(project: Project, name: str, pin: UpstreamPin, tree: str) -
                               f"locked commit {pin.commit} (its tree is {tree})")
     _check_wheel_version(project, name, pin)
     note_other_locked_repository(project, name, pin)
+    _refuse_other_package(project, name, pin)
     check_image_pin(project)
+
+
+def _refuse_other_package(project: Project, name: str, pin: UpstreamPin) -> None:
+    """A wheel pin of another distribution than the configured `package` (the configuration
+    changed after the pin, `vllm` to `vllm-rocm`; a merge that took one side's lock) is
+    refused, exit 2, naming upstream.lock's line: every command took the lock's package's
+    wheel as the upstream's, and `fetch` downloaded it, without a word. The same name written
+    another way (`amd_aiter`, `AMD-Aiter`) is the same distribution."""
+    upstream = project.config.upstream(name)
+    if pin.kind != "wheel" or upstream.kind != "wheel" or not upstream.package:
+        return
+    from patchforge.names import same_distribution
+
+    locked = pin.source.get("package")
+    if isinstance(locked, str) and same_distribution(locked, upstream.package):
+        return
+    from patchforge.formats.lockfile import lock_line_of
+
+    raise ConfigError(f"upstreams.{name}.source.package: {name} is pinned to a wheel of "
+                      f"{locked!r} ({pin.source.get('filename')}), but "
+                      f"{Path(project.config_path).name} configures it as package "
+                      f"{upstream.package!r}; nothing was read",
+                      path=str(project.lock_path),
+                      line=lock_line_of(project.lock_path, f"upstreams.{name}.source.package"),
+                      hint=f"pin the configured package: `patchforge upstream pin {name} --at "
+                           f"VERSION --force` (a version of {upstream.package})")
 
 
 def _check_wheel_version(project: Project, name: str, pin: UpstreamPin) -> None:
@@ -327,6 +354,8 @@ def refuse_pin_of_another_kind(project: Project, name: str, pin: UpstreamPin) ->
     (`/`, `../secrets`) is said, before anything is read."""
     upstream = project.config.upstream(name)
     from patchforge.formats.lockfile import lock_line_of
+    if pin.kind == upstream.kind:
+        _refuse_other_package(project, name, pin)  # (before the lock's wheel is downloaded)
     if pin.kind == upstream.kind == "dir" and pin.source.get("path") != upstream.path:
         raise ConfigError(f"upstreams.{name}.source.path: {name} is pinned from directory "
                           f"{pin.source.get('path')!r}, but {Path(project.config_path).name} "

@@ -1097,6 +1097,49 @@ def test_a_lock_whose_tree_is_not_its_commits_is_refused_naming_its_line(tmp_pat
     check_but_for_the_install_root(root, "vllm")
 
 
+def test_a_wheel_pin_of_another_package_than_the_configured_one_is_refused_naming_its_line(
+        tmp_path, monkeypatch):
+    """The configuration changed its `package` after the pin (`tinypkg` to `otherpkg`, as a
+    stack moves from one build of an upstream to another), or a merge took one side's lock:
+    the lock still pins tinypkg's wheel, and every command took that wheel as the upstream's
+    (`new` opened tinypkg's file, `status` exit 0), `fetch` downloading it, without a word.
+    Refused now, exit 2, naming upstream.lock's `source.package` line and the re-pin, before
+    anything is downloaded; the same name written another way is the same distribution, and
+    `upstream pin --force` pins the configured package."""
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"pkg/mod.py": b"A = 1\n"})
+    build_wheel(tmp_path / "wheels", "otherpkg", "1.0", {"pkg/mod.py": b"A = 2\n"})
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0",
+       "--install-root", "/srv")
+    config = root / "patchforge.toml"
+    config.write_text(config.read_text().replace('package = "tinypkg"', 'package = "TinyPKG"'))
+    ok(root, "status")
+    config.write_text(config.read_text().replace('package = "TinyPKG"', 'package = "otherpkg"'))
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if '"package": "tinypkg"' in text)
+    before = tree_bytes(root)
+    for command in (["status"], ["new", "fix", "--file", "pkg/mod.py"], ["fetch"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.tiny.source.package: tiny is pinned to a " \
+               "wheel of 'tinypkg'" in run.err and "'otherpkg'" in run.err, (command, run.err)
+        assert "upstream pin tiny --at VERSION --force" in run.err, run.err
+    assert tree_bytes(root) == before
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "fresh-wheels"))
+    run = run_cli(root, "fetch")
+    assert run.rc == 2 and "source.package" in run.err, run.text
+    assert not (tmp_path / "fresh-wheels").exists()
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    ok(root, "upstream", "pin", "tiny", "--at", "1.0", "--force")
+    assert lock_doc(root)["upstreams"]["tiny"]["source"]["package"] == "otherpkg"
+    ok(root, "new", "fix", "--file", "pkg/mod.py")
+    assert (root / ".patchforge/work/tiny/pkg/mod.py").read_bytes() == b"A = 2\n"
+
+
 def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
         tmp_path, monkeypatch):
     """upstream.lock out of a merge of two branches that each moved the pin, resolved line by
