@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 from pathlib import Path, PurePosixPath
@@ -1722,20 +1723,28 @@ def refuse_changed_by_hand(project: Project, overlays: OverlaySet | None, *,
     at = next((i for i, part in enumerate(parts[:2]) if part in upstreams), None)
     # overlays/<profile>/...: the change was made in that profile's deployment alone, and is
     # a fix of that profile's series.
-    profile = f" --profiles {parts[0]}" if at == 1 else ""
+    profile = f" --profiles {shlex.quote(parts[0])}" if at == 1 else ""
+    # A file put there by hand may be one the upstream does not have: `import overlay` takes
+    # it as a new file with `--create` only.
+    create = (" (with `--create` where the upstream has no such file)" if added else "")
 
     def import_command(file: str) -> str:
+        # Shell words: the command is pasted as it is, and a name may hold a space or a `$`.
         if at is None:
-            return f"patchforge import overlay {file} --upstream U --path P --name NAME"
-        return (f"patchforge import overlay {file} --upstream {parts[at]} --path "
-                f"{'/'.join(parts[at + 1:])} --name NAME{profile}")
+            return (f"patchforge import overlay {shlex.quote(file)} --upstream U --path P "
+                    "--name NAME")
+        return (f"patchforge import overlay {shlex.quote(file)} --upstream "
+                f"{shlex.quote(parts[at])} --path {shlex.quote('/'.join(parts[at + 1:]))} "
+                f"--name NAME{profile}")
     if rebasing:
-        hint = (f"keep the change and go on: `mv overlays/{first} FILE`, then `patchforge "
-                f"rebase --continue`, then `{import_command('FILE')}` (it takes the change "
-                "onto the rebased file); or remove the file to let the change go")
+        hint = (f"keep the change and go on: `mv {shlex.quote(f'overlays/{first}')} FILE`, "
+                f"then `patchforge rebase --continue`, then `{import_command('FILE')}`"
+                f"{create} (it takes the change onto the rebased file); or remove the file to "
+                "let the change go")
     else:
         hint = (f"make the change a patch, then regenerate: `{import_command(f'overlays/{first}')}`"
-                f"{_fix_edit_way(overlays, first)}; or remove the file to let the change go")
+                f"{create}{_fix_edit_way(overlays, first)}; or remove the file to let the "
+                "change go")
     if added:
         raise InputError(f"overlays/{first}{more} was put there by hand (patchforge did not "
                          "write it): regenerating overlays/ would delete it; nothing was written",

@@ -2026,3 +2026,46 @@ def test_a_symlink_put_into_overlays_by_hand_is_never_deleted(stack):
     (root / "overlays/tuning.json").unlink()
     (root / "overlays/extra").unlink()
     ok(root, "overlays")
+
+
+def test_the_import_a_hand_changed_overlay_is_hinted_to_runs_pasted_into_a_shell(tmp_path):
+    """An overlay file whose name holds a space and a `$` (`pkg/sp ace $HOME.py`), edited by
+    hand, and a file put under overlays/ by hand that the upstream does not have. `overlays`
+    named `patchforge import overlay overlays/up/pkg/sp ace $HOME.py ... --path pkg/sp ace
+    $HOME.py`: pasted into a shell, the words split at the space and `$HOME` expanded, and the
+    import was refused; and for the new file the import was refused until `--create` was added,
+    which the hint did not say. The hint's words are now shell-quoted, and name `--create`."""
+    import shlex
+
+    name = "pkg/sp ace $HOME.py"
+    root, _ = git_project(tmp_path, {name: b"one\ntwo\n", "pkg/a.py": b"a\n"})
+    ok(root, "new", "fix", "-m", "A fix")
+    ok(root, "add", name)
+    work = root / ".patchforge/work/up" / name
+    work.write_bytes(b"one\nTWO\n")
+    ok(root, "refresh")
+    ok(root, "overlays")
+    overlay = root / "overlays/up" / name
+    overlay.write_bytes(b"one\nTWO\nthree\n")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "changed since patchforge wrote it" in run.err, run.text
+    command = _import_hinted(run.err)
+    # Run by a shell, as pasted: its words are the file and the path, whole.
+    words = subprocess.run(["bash", "-c", 'printf "%s\\n" ' + command], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    assert words == shlex.split(command), command
+    assert f"overlays/up/{name}" in words and name in words, command
+    _run_hinted(root, command, NAME="hotfix")
+    assert b"+three" in (root / "series/up/hotfix.patch").read_bytes()
+    ok(root, "overlays")
+    assert overlay.read_bytes() == b"one\nTWO\nthree\n"
+    # A file the upstream does not have, put there by hand: the hint says `--create`.
+    added = root / "overlays/up/pkg/new one.py"
+    added.write_bytes(b"new\n")
+    run = run_cli(root, "overlays")
+    assert run.rc == 2 and "was put there by hand" in run.err, run.text
+    hinted = _hinted_commands(run.err)
+    assert "--create" in hinted, run.err
+    _run_hinted(root, _import_hinted(run.err) + " --create", NAME="added")
+    ok(root, "overlays")
+    assert added.read_bytes() == b"new\n"
