@@ -1569,3 +1569,33 @@ def test_an_export_says_which_patches_its_series_leaves_out(tmp_path, monkeypatc
     assert back.rc == 0, back.text
     assert f"note: up/fix-942.patch is not in gfx950's series, which {fresh} holds: kept as " \
         "it is" in back.err, back.err
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_the_way_back_an_export_names_in_a_stack_of_two_upstreams_is_taken(stack, tmp_path,
+                                                                            named):
+    """A stack of two upstreams: `export --quilt DIR --upstream up` (or without it, where only
+    up has patches: DIR/series all the same) ended `next: ... patchforge import quilt DIR
+    --update takes the changes back`, and that command, as printed, was refused: "several
+    upstreams are configured; say which with --upstream". The way back it names now says
+    which, and run as printed after a `quilt refresh`, it takes the change back."""
+    import shlex
+
+    from helpers.upstream import Upstream
+
+    root, base = stack
+    other = Upstream(tmp_path / "other-upstream", {"o.py": b"o\n"}, message="other: initial")
+    ok(root, "upstream", "add", "other", "--git", str(other.path), "--at", "main",
+       "--install-root", "/opt/other")
+    exported = tmp_path / "q"
+    run = ok(root, "export", "--quilt", str(exported), *(["--upstream", "up"] if named else []))
+    (back,) = re.findall(r"`(patchforge import quilt [^`]*)`", run.out)
+    env = quilt_env(tmp_path, exported, "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line18 fixed\n", b"line18 fixed in quilt\n"))
+    quilt(checkout, env, "refresh")
+    taken = run_cli(root, *shlex.split(back)[1:])
+    assert taken.rc == 0, (back, taken.text)
+    assert "+line18 fixed in quilt" in patch_text(root, "fix-d.patch")

@@ -278,11 +278,16 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
                            "DIR/UPSTREAM --update --upstream UPSTREAM` takes the changes back",
                            err=to_stdout)
             elif series_dirs:
-                # The way there and the way back, for one who came from quilt.
+                # The way there and the way back, for one who came from quilt. With several
+                # upstreams configured, `import quilt` asks which one the series is.
+                with_patches = [u for u in project.upstream_names() if project.patch_names(u)]
+                back = upstream or (with_patches[0] if len(with_patches) == 1 else None)
+                which = (f" --upstream {shlex.quote(back)}"
+                         if back and len(project.upstream_names()) > 1 else "")
                 click.echo(f"next: `QUILT_PATCHES={shlex.quote(str(series_dirs[0]))} quilt "
                            "push -a` in the upstream's files at the pin; after quilt refresh, "
-                           f"`patchforge import quilt {shlex.quote(str(quilt_dir))} --update` "
-                           "takes the changes back", err=to_stdout)
+                           f"`patchforge import quilt {shlex.quote(str(quilt_dir))} --update"
+                           f"{which}` takes the changes back", err=to_stdout)
             for name in per_profile:
                 click.echo(f"warning: {name}'s series has patches for some profiles only, and "
                            "quilt applies every patch in one stack: where two profiles' fixes "
