@@ -464,9 +464,10 @@ def _file_link(name: str, path: str) -> str:
     series takes them) broke it (`[x]y.patch](up/x]y.patch)` is no link), and one holding an
     entity (`h&amp;i`) linked another name, so those are escaped in the text and the path is
     written `<...>` (no name holds `<`, `>` or a space);
-    every other name's link is as it always was, so a committed ledger stays current."""
+    every other name's link is as it always was (but for a `%`, see file_link_destination),
+    so a committed ledger stays current."""
     if not _read_in_a_link(name):
-        return f"[{_cell(name)}]({path})"
+        return f"[{_cell(name)}]{file_link_destination(path)}"
     # `&` first: `x&amp;y` read as an entity showed and linked `x&y` (the backslash keeps it).
     text = _cell(name.replace("&", "\\&")).replace("[", "\\[").replace("]", "\\]")
     return f"[{text}]{file_link_destination(path)}"
@@ -484,7 +485,10 @@ _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]
 
 def file_link_destination(path: str) -> str:
     """The `(...)` part of `_file_link`'s link to `path`: what `delete` looks for in a ledger
-    written before a fix left (ops/series.py)."""
+    written before a fix left (ops/series.py). A destination is a URL, which a renderer
+    decodes: the `%` of a name (`x%20y.patch`, a name `new` takes) is written `%25`, or the
+    link led to `x y.patch`."""
+    path = path.replace("%", "%25")
     if not _read_in_a_link(path):
         return f"({path})"
     return "(<" + path.replace("&", "\\&") + ">)"

@@ -5,6 +5,7 @@ upstream, by `record_event`, and read back by `departures`."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -450,3 +451,30 @@ def test_a_patch_name_with_brackets_is_a_link_in_the_ledger(tmp_path):
     assert '<a href="up/deleted/t%5B1%5D(2).patch">t[1](2).patch</a>' in page, page
     # A name holding `&`: not read as an entity (`h&amp;i` showed and linked `h&i.patch`).
     assert '<a href="up/h&amp;amp;i.patch">h&amp;amp;i.patch</a>' in page, page
+
+
+def test_a_patch_name_with_a_percent_sign_links_to_its_own_file_in_the_ledger(tmp_path):
+    """`new x%20y` is taken (a series can hold the name), and PATCHES.md linked it as
+    `[x%20y.patch](up/x%20y.patch)`: a link's destination is a URL, which the forge decodes,
+    so the link led to `up/x y.patch`, a file that does not exist. The `%` is written `%25`
+    there, and the link leads to the patch file, in the series' table and once it left."""
+    from urllib.parse import unquote
+
+    from helpers.cli import ok
+
+    stack = make_stack(tmp_path)
+    for name in ("x%20y", "p%41q"):
+        ok(stack.root, "new", name, "--no-edit", "-m", f"fix {name}")
+    ok(stack.root, "delete", "p%41q")
+    ok(stack.root, "ledger")
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    series = stack.root / "series"
+    markdown_it = pytest.importorskip("markdown_it")  # CommonMark, as the forge renders it
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(ledger)
+    links = dict((text, href) for href, text in re.findall(r'<a href="([^"]*)">([^<]*)</a>',
+                                                            page))
+    for name, where in (("x%20y.patch", "up/x%20y.patch"), ("p%41q.patch",
+                                                           "up/deleted/p%41q.patch")):
+        assert unquote(links[name]) == where, (name, links)
+        assert (series / unquote(links[name])).is_file(), (name, links)
+    assert "| [a-sign.patch](up/a-sign.patch) |" in ledger, ledger
