@@ -150,16 +150,53 @@ def windows_safe_name(name: str) -> str:
 
 
 def check_new_patch_name(value: object) -> str:
-    """A name for a patch being made (new, rename, import): check_patch_name, and a file name
-    every checkout of the stack can write. A series already holding such a name stays
-    readable (check_patch_name); `lint` warns about it."""
+    """A name for a patch being made (new, rename, import): check_patch_name, a file name
+    every checkout of the stack can write, and one its pull request's branch can carry
+    (`pr` pushes patchforge/<name>). A series already holding such a name stays readable
+    (check_patch_name); `lint` warns about a name Windows cannot write, and `pr --push`
+    refuses one no branch can carry, naming `rename`."""
     check_patch_name(value)
     assert isinstance(value, str)
     problem = windows_name_problem(value)
     if problem is not None:
         raise ValueError(f"patch name {value!r} cannot be checked out on Windows: {problem} "
                          "(git for Windows stops the clone of the stack); choose another name")
+    stem = value.removesuffix(".patch")
+    problem = branch_name_problem(stem)
+    if problem is not None:
+        raise ValueError(f"patch name {value!r} cannot name its pull request's branch "
+                         f"({PR_BRANCH_PREFIX}{stem}): {problem}; choose another name, such as "
+                         f"{branch_safe_name(stem)!r}")
     return value
+
+
+# `pr` pushes a fix's pull request as branch patchforge/<name> (pr.draft.BRANCH_PREFIX).
+PR_BRANCH_PREFIX = "patchforge/"
+# What git refuses in a ref name (git check-ref-format) that a patch name may otherwise hold:
+# `..`, `@{`, `~`, `^`, `:`, `?`, `*`, `[`, `\`, a space or a control character.
+_BRANCH_BAD = on_first_use(r"\.\.|@\{|[~^:?*\[\\\x00-\x20\x7f]")
+
+
+def branch_name_problem(stem: str) -> str | None:
+    """Why branch patchforge/<stem> is no git branch name (git check-ref-format), or None. A
+    commit subject ending in a lock file's name (`Pin torch in uv.lock`) made such a name."""
+    bad = _BRANCH_BAD.search(stem)
+    if bad:
+        return f"git refuses {bad.group()!r} in a branch name"
+    if stem.endswith(".lock"):
+        return "git refuses a branch name ending in '.lock'"
+    if stem.endswith("."):
+        return "git refuses a branch name ending in '.'"
+    return None
+
+
+def branch_safe_name(stem: str) -> str:
+    """`stem` made a name a branch can carry: each character git refuses in a ref is `-`, a
+    run of dots one dot, and a `.lock` or `.` at the end written `-lock` or dropped."""
+    safe = re.sub(r"\.{2,}", ".", re.sub(r"@\{|[~^:?*\[\\\x00-\x20\x7f]", "-", stem))
+    if safe.endswith(".lock"):
+        safe = safe[:-len(".lock")] + "-lock"
+    return safe.rstrip(".") or "patch"
 
 
 def file_name_key(name: str) -> str:

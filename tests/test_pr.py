@@ -1412,3 +1412,51 @@ def test_a_pr_json_nested_too_deep_never_ends_a_draft_in_an_internal_error(stack
     assert again.rc == 0, again.text
     assert json.loads(again.stdout)["commit"] == json.loads(first.stdout)["commit"]
     assert isinstance(json.loads(record.read_text()), dict)
+
+
+def test_a_fix_named_as_no_branch_can_be_is_said_before_the_push_and_not_made_again(stack,
+                                                                                 tmp_path):
+    """A fix named `ck..gfx950` (the series holds it from before), and one imported from a
+    commit "Pin triton in uv.lock". Its pull request's branch, patchforge/<name>, is no git
+    branch name: the dry run said nothing, and `pr --push` failed with git's own "fatal:
+    invalid refspec" after the draft was made. The push is now refused first, naming the
+    `rename` that gives a name a branch can carry, and followed, the push goes; `new` and
+    `rename` refuse such a name for a new fix, and the import makes one a branch carries."""
+    import re
+    import shlex
+
+    root, fork = stack["root"], stack["fork"]
+    series = root / "series" / "up"
+    (series / "ck-a8w4-gfx950.patch").rename(series / "ck..gfx950.patch")
+    (series / "series").write_bytes(b"ck..gfx950.patch\n")
+    dry = run_pr(stack, "ck..gfx950")
+    assert dry.rc == 0 and "branch patchforge/ck..gfx950 is no git branch name" in dry.err, \
+        dry.text
+    pushed = run_pr(stack, "ck..gfx950", "--push", str(fork))
+    assert pushed.rc == 2 and "nothing was pushed" in pushed.err, pushed.text
+    assert "invalid refspec" not in pushed.err and fork_branches(fork) == {}
+    hint = next(line for line in pushed.err.splitlines() if line.startswith("hint: "))
+    rename, again = re.findall(r"`([^`]*)`", hint)
+    assert run_cli(root, *shlex.split(rename)[1:]).rc == 0, rename
+    pushed = run_cli(root, *shlex.split(again)[1:], "--push", str(fork))
+    assert pushed.rc == 0, pushed.text
+    assert list(fork_branches(fork)) == ["refs/heads/patchforge/ck.gfx950"]
+    # A new fix is never given such a name.
+    for name in ("x.lock", "a..b", "a~b", "a^b", "a[b", "a@{b", "a."):
+        refused = run_cli(root, "new", name, "-m", "A fix")
+        assert refused.rc == 2 and "cannot name its pull request's branch" in refused.err, \
+            (name, refused.text)
+        assert run_cli(root, "rename", "ck.gfx950", name).rc == 2, name
+    # An import names the fix of a commit "Pin triton in uv.lock" so that its branch pushes.
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(stack["upstream"]), str(work))
+    git(work, "checkout", "-q", stack["base"])
+    (work / "README.md").write_bytes(b"upstream, pinned\n")
+    _commit_all(work, "Pin triton in uv.lock")
+    imported = run_cli(root, "import", "git", f"{stack['base']}..HEAD", "--repo", str(work))
+    assert imported.rc == 0, imported.text
+    (name,) = re.findall(r"imported up/(\S+)\.patch", imported.out)
+    assert name == "pin-triton-in-uv-lock"
+    pushed = run_pr(stack, name, "--push", str(fork))
+    assert pushed.rc == 0, pushed.text
+    assert f"refs/heads/patchforge/{name}" in fork_branches(fork)

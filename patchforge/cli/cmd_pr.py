@@ -105,6 +105,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
                 draft.head_branch = earlier
                 existing = submit.check_forge(forge, draft, owner)
         if remote:
+            _refuse_unpushable_branch(project, draft)
             if not open_pr:
                 from patchforge.net import make_forge
                 forge = make_forge(project)  # (built, and a token looked for, only if asked)
@@ -118,6 +119,10 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
             submit.write_record(document["written"]["json"], document)
         else:
             # A dry run: what --push will meet, said before it is tried.
+            unpushable = _unpushable_branch(project, draft)
+            if unpushable is not None:
+                click.echo(f"note: {unpushable[0]}: `--push` is refused while it has that name; "
+                           f"{unpushable[1]}", err=True)
             claim = submit.branch_claim(project, draft)
             if claim is not None:
                 (repo, number), holder, _ = claim
@@ -153,6 +158,34 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
         emit_json(document, "pr")
         return
     _report(draft, document, body)
+
+
+def _unpushable_branch(project, draft) -> tuple[str, str] | None:
+    """(what, the way on) when the fix's pull request branch, patchforge/<name>, is no git
+    branch name (a fix named before `new` and the imports refused such names: `x.lock`,
+    `a..b`): git's own "invalid refspec" came only from the push, after the draft was made.
+    None for a name a branch carries, or a pull request opened under an earlier name."""
+    from patchforge.names import branch_name_problem, branch_safe_name
+
+    if draft.head_branch is not None:
+        return None
+    problem = branch_name_problem(draft.stem)
+    if problem is None:
+        return None
+    old = project.patch_word(draft.upstream, draft.name)
+    new = branch_safe_name(draft.stem)
+    renamed = f"{old.rsplit('/', 1)[0]}/{new}" if "/" in old else new
+    return (f"{draft.upstream}/{draft.name}: its pull request's branch {draft.branch} is no "
+            f"git branch name ({problem})",
+            f"`patchforge rename {shlex.quote(old)} {shlex.quote(new)}` gives the fix a name a "
+            f"branch can carry (then `patchforge pr {shlex.quote(renamed)}`)")
+
+
+def _refuse_unpushable_branch(project, draft) -> None:
+    """UsageError, before anything is pushed, for a branch name git refuses (_unpushable_branch)."""
+    unpushable = _unpushable_branch(project, draft)
+    if unpushable is not None:
+        raise UsageError(f"{unpushable[0]}; nothing was pushed or opened", hint=unpushable[1])
 
 
 def _refuse_unknown_body(written: dict, body, keep_body: bool) -> None:

@@ -34,7 +34,7 @@ from patchforge.stack import (require_readable_history, series_changed,
                               series_state)
 from patchforge.store.diff import FileChange, blob_oid, make_diff, merge_file
 from patchforge.store.git import run_git
-from patchforge.names import windows_safe_name
+from patchforge.names import branch_safe_name, windows_safe_name
 from patchforge.ops.series import (check_profiles, checked_new_patch_name, default_author,
                                    refuse_case_twin, refuse_name_of_another_series,
                                    refuse_skipped_name, today)
@@ -53,10 +53,11 @@ KNOWN_FIELDS = frozenset(n.lower() for n in CANONICAL_ORDER) | {"subject", "from
 
 def slugify(text: str, limit: int = 52) -> str:
     """A patch name made from a subject. A subject that comes to a device name Windows
-    reserves (`CON`, `nul.x`) gets a `_` after it: the import is taken, under a name every
-    checkout of the stack can write."""
-    return windows_safe_name(_SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.")
-                             or "patch")
+    reserves (`CON`, `nul.x`) gets a `_` after it, and one a branch cannot carry (`Pin torch
+    in uv.lock`, `Fix ../x`) is made one it can (`pin-torch-in-uv-lock`): the import is taken,
+    under a name every checkout of the stack can write and `pr` can push."""
+    return windows_safe_name(branch_safe_name(
+        _SLUG.sub("-", text).strip("-.").lower()[:limit].rstrip("-.") or "patch"))
 
 
 def _check_import_allowed(project: Project, upstream: str, file_name: str) -> None:
