@@ -793,3 +793,42 @@ def test_an_image_verified_while_a_fix_is_set_aside_is_not_green(images, tmp_pat
                for note in doc["notes"]), doc["notes"]
     aside.unlink()  # the user's decision (what `delete` does): green again
     assert run_cli(root, "verify", "--image", ref).rc == 0
+
+
+def test_another_image_of_the_pinned_revision_is_not_sent_to_a_move_onto_itself(
+        tmp_path, registry_server):
+    """An image whose label names the revision the series is pinned at, whose file is another
+    (a re-spin, a build with a change of its own), and which is not the image upstream.lock
+    pins: `verify --image` said the upstream "moved under the overlay" and hinted `rebase --to`
+    this image; followed, the move changed nothing but the pinned image (same revision, the
+    same overlays), and `verify --image` failed again. It now says the image's labels name the
+    pinned revision and the image changed the file, and hints the ways that help; an image of
+    another revision is hinted the move as before."""
+    import re
+
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, base.replace(b"a line 5\n", b"a line 5, fixed\n"))
+    stack.cli("overlays")
+    respun = {"opt/site/pkg/a.py": base + b"# the image's own change\n",
+              "opt/site/pkg/b.py": b"b = 1\n"}
+    registry_server.push_image("team/up", "respin", {"org.opencontainers.image.revision":
+                                                     stack.base}, layers=(
+        _layer(_tar(respun, dirs=_parents(respun)), "gzip"),))
+    ref = f"{registry_server.host}/team/up:respin"
+    _, out, err = stack.cli("verify", "--image", ref, expect=1)
+    assert f"the image's labels name the pinned revision, up {stack.base[:12]}" in out and \
+        "the upstream moved under the overlay" not in out, out
+    assert "a move of the series to it would make the same overlays" in err, err
+    # No move onto this image is hinted (followed, it made the same overlays, and the check
+    # failed again).
+    assert re.findall(r"`patchforge rebase --to up=[^`]*`", err) == [], err
+    # An image of another revision (no label naming the pin) is sent to the move as before.
+    registry_server.push_image("team/up", "other", {"org.opencontainers.image.revision":
+                                                    "0123456789abcdef0123456789abcdef01234567"},
+                               layers=(_layer(_tar(respun, dirs=_parents(respun)), "gzip"),))
+    _, out, err = stack.cli("verify", "--image", f"{registry_server.host}/team/up:other",
+                            expect=1)
+    assert "the upstream moved under the overlay" in out and "rebase --to up=" in err, (out, err)

@@ -487,12 +487,24 @@ def _image_hints(result, made_for: str, the_pin: bool = False) -> list[str]:
                      "upstream no longer has there)")
     # A file baked with another profile's overlay is no other version: said apart.
     files = [f for f in result.files if f.overlay_of is None and not f.landed]
+    # Another image of the revision the overlays were made from (its labels name the pin):
+    # a move to it makes the same overlays, so its files are said apart.
+    respun = [f for f in files if f.same_revision and f.state == "mismatch"]
+    files = [f for f in files if not f.same_revision]
     states = {f.state for f in files}
     upstreams = sorted({f.upstream for f in files if f.state != "ok"})
     move = " ".join(f"--to {u}={result.resolved}" for u in upstreams)
     hints += [f"the image holds {holds}'s overlays: `patchforge verify --image {result.resolved} "
               f"--profile {holds}` checks that deployment"
               for holds in dict.fromkeys(f.overlay_of for f in result.files if f.overlay_of)]
+    if respun:
+        hints.append("mounted on this image, an overlay would undo the image's changes to its "
+                     "file: the image's labels name the revision the overlays were made from "
+                     f"({', '.join(sorted({f.upstream for f in respun}))}), and its file is "
+                     "another there (a re-spin, or a build with changes of its own), so a move "
+                     f"of the series to it would make the same overlays; deploy {made_for}, pin "
+                     "an image built from that revision as it is, or make the image's change "
+                     "part of the series (`patchforge import overlay` of the image's file)")
     if "mismatch" in states and the_pin:
         # The image the overlays were made for: its label names the pinned revision, and its
         # file is not the upstream's there. Deploying it, or rebasing onto it, changes nothing.

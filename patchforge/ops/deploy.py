@@ -52,6 +52,10 @@ class ImageFileCheck:
     # Of `landed`, the fixes the locked revision itself lacks (upstream reverted them there):
     # the upstream's own file is no proof of them (LandedFixes.gone).
     taken_out: tuple[str, ...] = ()
+    # The image is not the pinned one, but its labels name the revision its upstream is
+    # pinned at (`names_the_pin`): another file there is a re-spin's, or a build's own change,
+    # and a move of the series to this image would make the same overlays again.
+    same_revision: bool = False
 
 
 @record(frozen=True)
@@ -420,8 +424,10 @@ def _verify_in_image(project: Project, ref: str | None, reference: str, pinned: 
     stats = ReadStats()
     found = find_in_layers(info.layers, open_layer, [*by_target, *expected], stats=stats)
     made_on_pin = is_the_pinned_image(project, info.digest, info.manifest_digest)
+    same_revision = {} if made_on_pin else names_the_pin(project, info.labels)
     checks = [_judge(key, entry, found[key], tuple(profiles.get(key, ())),
-                     overlaid.get(key, {}), made_on_pin=made_on_pin)
+                     overlaid.get(key, {}), made_on_pin=made_on_pin,
+                     same_revision=same_revision.get(entry["upstream"]))
               for key, entry in sorted(by_target.items())]
     layers = {layer.digest: layer for layer in info.layers}
     # Another version of a landed fix's file: whether the fix's change is in it is in its
@@ -576,10 +582,13 @@ def is_the_pinned_image(project: Project, *digests: str | None) -> bool:
 
 
 def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
-           overlaid: dict[str, str], *, made_on_pin: bool = False) -> ImageFileCheck:
+           overlaid: dict[str, str], *, made_on_pin: bool = False,
+           same_revision: str | None = None) -> ImageFileCheck:
     """`found` (what the image has at `key`) against `entry`; `overlaid`: every profile's
     overlay of the file (sha256 -> profile); `made_on_pin`: the image is the one upstream.lock
-    pins, so a file other than the pre-image is the image's own change, not a newer upstream."""
+    pins, so a file other than the pre-image is the image's own change, not a newer upstream;
+    `same_revision`: how another image's labels name the revision the upstream is pinned at
+    (names_the_pin), the same for its files."""
     expected = entry["base_sha256"]
 
     def check(state: str, detail: str, overlay_of: str | None = None) -> ImageFileCheck:
@@ -589,7 +598,8 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
         return ImageFileCheck(target="/" + key, upstream=entry["upstream"], path=entry["path"],
                               profiles=profiles, state=state, expected_sha256=expected,
                               found_sha256=found.sha256, layer=found.layer, detail=detail,
-                              overlay_of=overlay_of)
+                              overlay_of=overlay_of,
+                              same_revision=same_revision is not None and state != "ok")
 
     if found.kind == "file" and entry.get("sha256") and found.sha256 == entry["sha256"]:
         return check("ok", "already holds this overlay (baked in)")
@@ -613,7 +623,42 @@ def _judge(key: str, entry: dict[str, Any], found, profiles: tuple[str, ...],
         return check("mismatch", "the image's file is not the pre-image this overlay was made "
                                  "for (the pinned image is not the upstream's file at the "
                                  "pinned revision: the image changed it)")
+    if found.sha256 != expected and same_revision is not None:
+        return check("mismatch", "the image's file is not the pre-image this overlay was made "
+                                 f"for (the image's labels name the pinned revision, "
+                                 f"{same_revision}, and its file is another there: the image "
+                                 "changed it)")
     if found.sha256 != expected:
         return check("mismatch", "the image's file is not the pre-image this overlay was made "
                                  "for (the upstream moved under the overlay)")
     return check("ok", "pre-image matches")
+
+
+def names_the_pin(project: Project, labels: dict[str, str] | None) -> dict[str, str]:
+    """The upstreams whose pinned revision an image's labels name, each with how they name
+    it (`up 1b0171feeec5`): a git upstream's commit (by the labels `rebase --to` reads it
+    from), a wheel's version. Such an image holding another file than the pin's is a re-spin,
+    or a build with changes of its own: moving the series to it would make the same overlays
+    again."""
+    from patchforge.targets import DEFAULT_VERSION_LABELS, label_keys_for
+
+    labels = labels or {}
+    out: dict[str, str] = {}
+    for name in project.upstream_names():
+        pin = project.lock.upstreams.get(name)
+        if pin is None:
+            continue
+        if pin.kind == "git":
+            config = project.config.upstream(name)
+            for key in label_keys_for(name, config.image_label):
+                value = (labels.get(key) or "").strip().lower()
+                if len(value) >= 7 and all(c in "0123456789abcdef" for c in value) \
+                        and pin.commit.startswith(value):
+                    out[name] = f"{name} {pin.commit[:12]}"
+                    break
+        elif pin.kind == "wheel" and pin.version:
+            for key in (f"{name}.version", *DEFAULT_VERSION_LABELS):
+                if (labels.get(key) or "").strip() == pin.version:
+                    out[name] = f"{name} {pin.version}"
+                    break
+    return out
