@@ -124,3 +124,47 @@ def test_bash_types_no_space_after_an_upstream_and_equals(tmp_path):
                           cwd=root, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["compopt -o nospace", "up=", "status"], proc.stdout
+
+
+def test_bash_completes_the_profile_of_verify_and_the_fix_bring_back_takes(tmp_path):
+    """`patchforge verify --image REF --profile <TAB>` (the deployment doc's own command) and
+    `import overlay FILE --profiles <TAB>` completed nothing, while `export --profile` and
+    `check --profile` gave the profiles; `bring-back <TAB>` gave nothing either, with a fix a
+    rebase set aside in skipped/. Each now completes the project's own names: the profiles,
+    and the fixes bring-back takes (not those in the series)."""
+    from helpers.env import REPO_ROOT
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 11))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base}, profiles={"gfx942": "MI300X"})
+    stack.add_fix("fa", "pkg/a.py", base, base.replace(b"a line 5\n", b"a line 5, fa\n"))
+    stack.add_fix("fb", "pkg/a.py", base.replace(b"a line 5\n", b"a line 5, fa\n"),
+                  base.replace(b"a line 5\n", b"a line 5, fa\n").replace(b"a line 9\n",
+                                                                        b"a line 9, fb\n"))
+    stack.commit({"pkg/a.py": base.replace(b"a line 5\n", b"a line 5 upstream\n")}, "up: 5",
+                 tag="v2")
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "patchforge"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    script = (
+        'source <(patchforge completion bash) || exit 9\n'
+        'compopt() { :; }  # bash allows it only while completing\n'
+        'for words in "patchforge verify --image r:t --profile " '
+        '"patchforge import overlay f.py --profiles " "patchforge bring-back " '
+        '"patchforge export --profile "; do\n'
+        '  read -r -a COMP_WORDS <<< "$words"; COMP_WORDS+=(""); '
+        'COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n'
+        '  COMPREPLY=(); _patchforge_completion patchforge\n'
+        '  echo "${COMPREPLY[*]}"\n'
+        'done\n'
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=stack.root, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["gfx942", "gfx942", "fa", "gfx942"], proc.stdout

@@ -66,7 +66,8 @@ def _report(names, upstream, project: Project, say_base: bool = False):
                    "site-packages: vllm/platforms/rocm.py).")
 @click.option("--name", required=True, help="The new patch's name.")
 @click.option("-m", "--description", help="The Description header.")
-@click.option("--profiles", help="Profiles the patch is for (default: all).")
+@click.option("--profiles", shell_complete=complete_profile,
+              help="Profiles the patch is for (default: all).")
 @click.option("--create", is_flag=True,
               help="The path does not exist upstream: the overlay is a new file.")
 @click.option("--made-on", "made_on", metavar="SPEC",

@@ -232,7 +232,7 @@ def _bring_pins(project, store) -> None:
               help="Check the pre-images inside an image's layers, read through its registry "
                    "(REF: repo:tag or repo@sha256:...; the digest pinned in upstream.lock is "
                    "used when REF is the pinned image; without REF, the pinned image).")
-@click.option("--profile", metavar="P", default=None,
+@click.option("--profile", metavar="P", default=None, shell_complete=complete_profile,
               help="Only the overlays of this profile (what one deployment mounts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @format_option

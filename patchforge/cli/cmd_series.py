@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from patchforge.cli.complete import complete_patch, complete_profile, complete_upstream
+from patchforge.cli.complete import (complete_patch, complete_profile, complete_skipped,
+                                     complete_upstream)
 from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
                                    say_notes, say_overlays_lag, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
@@ -495,7 +496,7 @@ def move(app, name, after, first):
 
 
 @click.command("bring-back")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_skipped)
 @click.option("--continue", "cont", is_flag=True,
               help="Finish a bring-back that stopped: the worktree's resolution becomes the fix.")
 @click.option("--abort", is_flag=True,

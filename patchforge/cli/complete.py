@@ -69,7 +69,26 @@ def _spec_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
             if u.startswith(incomplete)]
 
 
+def _skipped_items(project: Project, incomplete: str) -> list[tuple[str, ...]]:
+    """The fixes a rebase set aside (`skipped/`), as `bring-back` takes them: the name, or
+    `upstream/name` where several series have one of that name set aside."""
+    from patchforge.state import skipped_fixes
+
+    stems: dict[str, list[str]] = {}
+    for fix in skipped_fixes(project):
+        stems.setdefault(fix.name.removesuffix(".patch"), []).append(fix.upstream)
+    items: list[tuple[str, ...]] = []
+    for stem, upstreams in stems.items():
+        if len(upstreams) == 1 and stem.startswith(incomplete) and "/" not in incomplete:
+            items.append((stem,))
+        else:
+            items.extend((f"{u}/{stem}",) for u in upstreams
+                         if f"{u}/{stem}".startswith(incomplete))
+    return items
+
+
 complete_patch = _safely(_patch_items)
+complete_skipped = _safely(_skipped_items)
 complete_upstream = _safely(_upstream_items)
 complete_profile = _safely(_profile_items)
 complete_spec = _safely(_spec_items)
