@@ -1463,6 +1463,60 @@ def _mapping_key(line: str) -> tuple[str, str] | None:
     return name, re.sub(r"(?:^|\s)#.*", "", rest or "").strip()
 
 
+def _scan_flow(text: str, open_: list[str]) -> list[str]:
+    """What is still open at the end of `text`, a line's value from its first character or a
+    line inside a value `open_` left open: a double- or single-quoted scalar (`"`, `'`) or a
+    flow collection (`[`, `{`), innermost last. YAML lets each run over several lines, and
+    a line inside one is no key, whatever it holds (`  inference: 2"`)."""
+    stack = list(open_)
+    i = 0
+    while i < len(text):
+        char, top = text[i], (stack[-1] if stack else None)
+        if top is None:
+            if not stack and i == 0 and char in "\"'[{":
+                stack.append(char)
+            else:
+                break  # a plain value, or what follows a closed one (a comment)
+        elif top == '"':
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                stack.pop()
+        elif top == "'":
+            if char == "'" and text[i + 1:i + 2] == "'":
+                i += 1
+            elif char == "'":
+                stack.pop()
+        elif char in "[{":
+            stack.append(char)
+        elif char in "]}":
+            stack.pop()
+        elif char in "\"'" and text[:i].rstrip()[-1:] in ("", "[", "{", ",", ":"):
+            stack.append(char)  # a quoted item of the collection
+        elif char == "#" and text[i - 1:i] in (" ", "\t"):
+            break  # a comment, to the end of the line
+        i += 1
+        if not stack:
+            break
+    return stack
+
+
+def _left_open(line: str) -> list[str]:
+    """What a line's value leaves open for the lines after it (`_scan_flow`): the value after
+    a key's colon or a sequence's `- `, when it begins a quoted scalar or a flow collection."""
+    text = line.lstrip()
+    while text == "-" or text.startswith(("- ", "-\t")):
+        text = text[1:].lstrip()
+    if text[:1] not in ("\"", "'", "[", "{"):
+        text = text[_PROPERTIES.match(text).end():]  # type: ignore[union-attr]
+        match = _SERVICE_KEY.match(text)
+        if match is None:
+            return []
+        text = match.group(4) or ""
+    text = text[_PROPERTIES.match(text).end():]  # type: ignore[union-attr]
+    return _scan_flow(text, [])
+
+
 # Compose's own tags, for a file that overrides another (or a later document of the same
 # file, which compose merges as one): `!reset` takes away what came before, `!override`
 # replaces it. Which services are left is not read from one file's lines.
@@ -1482,9 +1536,14 @@ def _compose_service_names(data: bytes) -> list[str] | None:
     found = False  # a `services:` block in some document
     indent = None
     text = data.decode("utf-8", "replace")
+    open_: list[str] = []  # a quoted value or flow collection the lines above left open
     for line in text.removeprefix("\ufeff").splitlines():
+        if open_:
+            open_ = _scan_flow(line, open_)  # a line inside a value: no key
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
+        open_ = _left_open(line)
         if not line[0].isspace():
             in_services = False
             if line.startswith(("---", "...")) and line[3:4] in ("", " ", "\t"):

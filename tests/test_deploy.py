@@ -953,6 +953,13 @@ _COMPOSE_FILES_WRITTEN_OTHERWISE = {
     "an anchor and a merge key in a service": (
         "x-common: &common\n  image: busybox\nservices:\n  {svc}: &svc\n    <<: *common\n"
         "  sidecar:\n    <<: *svc\n"),
+    # A value over several lines: a line inside it is no key, whatever it holds.
+    "a quoted value over lines": (
+        "services:\n  {svc}:\n    image: busybox\n    environment:\n      NOTE: \"one\n"
+        "  inference: two\n   three\"\n    command: 'a ''b''\n  inference: c'\n"),
+    "a flow sequence over lines": (
+        "services:\n  {svc}:\n    image: busybox\n    entrypoint: [\"sh\", \"-c\",\n"
+        "  \"inference: x\"]  # the command\n"),
 }
 # The services brought in by a merge key or an alias: the file's own services are not all
 # on its lines, so nothing is said of them.
