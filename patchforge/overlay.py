@@ -1390,10 +1390,14 @@ def stack_compose_without_the_service(project: Project) -> tuple[str, str] | Non
         runs, setting = ("the one that runs the upstream runs",
                          "`compose-service` to the one of them that runs the upstream "
                          '(`compose-service = "NAME"`)')
+    # Where the setting goes: the table of pyproject.toml, or patchforge.toml's top level.
+    where = ("under [tool.patchforge] in pyproject.toml"
+             if os.path.basename(project.config.source) == "pyproject.toml"
+             else f"in {os.path.basename(project.config.source)}")
     return (str(path), f"defines no service {service!r} (compose-service), only "
                        f"{', '.join(repr(s) for s in services)}: the overlays' fragment mounts "
                        f"into a service of its own, and {runs} without them; set {setting} "
-                       "under [tool.patchforge] and run `patchforge overlays` (a stack "
+                       f"{where} and run `patchforge overlays` (a stack "
                        "deployed otherwise, its compose file for other services, sets "
                        "`compose-image = false`)")
 

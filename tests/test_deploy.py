@@ -1057,3 +1057,35 @@ def test_verify_and_check_name_an_overlay_path_that_is_not_the_file_itself(stack
     checked = run_subprocess(root, "overlays", "--check", timeout=120)
     assert checked.returncode == 1 and expected in checked.stdout.decode() + \
         checked.stderr.decode(), checked
+
+
+def test_the_compose_service_setting_is_said_where_a_standalone_configuration_takes_it(
+        tmp_path):
+    """A stack configured in patchforge.toml whose compose.yaml names its service `vllm`: the
+    warning said to set `compose-service = "vllm"` "under [tool.patchforge]", a table that
+    file does not have (its keys are at its top level), and a `[tool.patchforge]` table added
+    to it is not read as the setting. It now names the file the setting goes in, and set
+    there, the overlays mount into `vllm`."""
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 11))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, base.replace(b"a line 5\n", b"a line 5, fa\n"))
+    root = stack.root
+    lock_path = root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    digest = "sha256:" + "ab" * 32
+    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
+                     "digest": digest}
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    (root / "compose.yaml").write_text(f"services:\n  vllm:\n    image: registry.example.com/"
+                                       f"rocm/vllm@{digest}\n")
+    said = ok(root, "overlays").err
+    assert 'set `compose-service = "vllm"` in patchforge.toml' in said, said
+    assert "[tool.patchforge]" not in said, said
+    config = root / "patchforge.toml"
+    config.write_text('compose-service = "vllm"\n' + config.read_text())
+    assert "defines no service" not in ok(root, "overlays").err
+    model = json.loads(compose_config(root, "compose.yaml", "overlays/compose.yaml").stdout)
+    assert set(model["services"]) == {"vllm"}
+    assert run_cli(root, "verify").rc == 0
