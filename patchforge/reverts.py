@@ -258,6 +258,24 @@ def change_state(fp: FilePatch, content: bytes | None) -> str:
     return _file_state(fp, content) if _judgeable(fp) else "other"
 
 
+def created_files_left(patch, changes, read_target) -> tuple[list, list]:
+    """The files `patch` creates that a stop's resolution leaves as the target has them
+    (`changes`: the worktree's files that differ from the stop's base, path first): the
+    resolved patch, made of that difference, no longer creates them. Returns (those the target
+    has as the patch makes them: that part landed, those it has with other content: the
+    resolution took upstream's for the fix's). `read_target(paths)` -> {path: bytes | None}."""
+    resolved = {path for path, *_ in changes}
+    created = [fp for fp in patch.file_patches
+               if fp.is_new and not fp.is_rename and not fp.is_copy and fp.path not in resolved]
+    landed: list = []
+    dropped: list = []
+    there = read_target([fp.path for fp in created]) if created else {}
+    for fp in created:
+        if there.get(fp.path) is not None:
+            (landed if change_state(fp, there[fp.path]) == "present" else dropped).append(fp)
+    return landed, dropped
+
+
 def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
                 by_lines: bool = True) -> str:
     """present | gone | other, for one file change and the file's content at a revision: by

@@ -984,3 +984,46 @@ def test_a_skipped_fix_landed_in_part_meanwhile_is_brought_back_with_its_landed_
     stack.cli("status")  # the landed hunk is there at v3: nothing to say
     revert = _revert(stack, landing, tag="v4")
     _said_reverted(stack, "v4", revert)
+
+
+@pytest.mark.parametrize("upstreams", ["same", "other"])
+def test_a_bring_back_resolved_with_upstreams_file_for_one_the_fix_creates_keeps_the_fixs(
+        tmp_path, upstreams):
+    """A fix that changes pkg/a.py and creates pkg/helper.py, set aside at a stop (`--skip`);
+    upstream then adds helper.py, the same as the fix's or its own, and `bring-back` stops on
+    pkg/a.py (and on helper.py, an add/add, when upstream's differs). The user resolves
+    pkg/a.py, leaves helper.py as upstream has it, and `--continue`s: the fix's helper.py was
+    kept nowhere. Now, as at `rebase --continue`, upstream's same file is kept under
+    upstreamed/ with its landing commit, and the fix's own version of another under deleted/,
+    the command and the ledger saying which."""
+    helper = b"def helper():\n    return 1\n"
+    theirs = helper if upstreams == "same" else b"def helper():\n    return 2\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_patch("up", "fa", {"pkg/a.py": FIXED, "pkg/helper.py": helper})
+    stack.commit({"pkg/a.py": BASE.replace(b"line 5 of", b"LINE 5 of")}, "Line 5", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    landing = stack.commit({"pkg/helper.py": theirs}, "A helper (#12)", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "fa", expect=3)
+    work = stack.root / ".patchforge/work/up"
+    (work / "pkg/a.py").write_bytes(FIXED)
+    (work / "pkg/helper.py").write_bytes(theirs)
+    _, _, err = stack.cli("bring-back", "--continue")
+    back = stack.patch("up", "fa")
+    assert b"helper.py" not in back and b"+five = compute_it_properly()" in back, back
+    if upstreams == "same":
+        said = f"pkg/helper.py, which it creates, landed upstream in {landing[:12]}"
+        kept = stack.patch("up", "fa", "upstreamed")
+        assert f"commit:{landing}".encode() in kept, kept
+    else:
+        said = "the fix's own pkg/helper.py left for v3's, as the resolution took it: the " \
+            "fix's version kept under deleted/"
+        kept = stack.patch("up", "fa", "deleted")
+    assert said in err, err
+    assert b"+++ b/pkg/helper.py" in kept and b"+    return 1" in kept, kept
+    assert b"compute_it_properly" not in kept
+    assert said in (stack.root / "series/PATCHES.md").read_text()
+    if upstreams == "same":
+        stack.commit({"pkg/helper.py": None}, "No helper after all", tag="v4")
+        stack.cli("status", "--against", "v4", expect=1)

@@ -549,6 +549,8 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
             for undone in result.get("undoes", ()):
                 click.echo(f"note: {result['name']} undoes, as asked (--allow-undo): {undone}",
                            err=True)
+            if result.get("kept"):
+                click.echo(f"note: {result['name']}: {result['kept']}", err=True)
             say_overlays_lag(project)
             return
         result = do_bring_back(project, store, name)

@@ -2145,10 +2145,18 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
         if broken:
             raise UsageError("; ".join(broken),
                              hint="the resolution breaks the fix's Keeps: invariant")
+    parts, kept_said = _created_files_left(store, project, upstream, file_name, patch, changes,
+                                           state["pin"])
     data = new_patch.to_bytes()
     target = project.patch_path(upstream, file_name)
     parse_patch_file(data, str(target))
     with RepoLock(project.state_dir):
+        # The parts of it the resolution leaves to upstream's files, each under a name of its
+        # own there (one this run wrote, cut short by a kill, reused): kept before the fix
+        # joins the series and leaves skipped/.
+        asides = [(project.series_dir(upstream) / where, part) for where, part in parts]
+        asides = [(directory / aside_name(directory, file_name, part), part)
+                  for directory, part in asides]
         series = project.read_series(upstream)
         if file_name in series.names and target.is_file() and target.read_bytes() != data:
             # Listed by a --continue cut short, then the resolution changed: never overwrite.
@@ -2162,10 +2170,15 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
         # failure (a full disk, EIO) puts every file back, the stop included: the project is
         # as it was, and the next --continue does the whole job.
         with _all_or_nothing(project, upstream,
-                             [target, project.series_path(upstream), skipped,
+                             [*(path for path, _ in asides),
+                              target, project.series_path(upstream), skipped,
                               history_path(project), ledger_path(project),
                               state_file(project, upstream)],
                              finish="run `patchforge bring-back --continue` again"):
+            for path, part in asides:
+                if not path.exists():
+                    path.parent.mkdir(exist_ok=True)
+                    atomic_write(path, part)
             atomic_write(target, data)
             if file_name not in series.names:
                 atomic_write(project.series_path(upstream),
@@ -2173,12 +2186,53 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
             atomic_delete(skipped)
             record_brought_back(project, _brought_back(
                 upstream, file_name, skipped.name, project.lock.pin(upstream),
-                "conflict resolved by hand"))
+                "conflict resolved by hand" + kept_said))
             # Last, and the end of the stop: until then, --continue again finishes it.
             atomic_delete(state_file(project, upstream))
         close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes],
-            "undoes": undoes}
+            "undoes": undoes, "kept": kept_said.removeprefix("; ")}
+
+
+def _created_files_left(store: UpstreamStore, project: Project, upstream: str, file_name: str,
+                        patch, changes, pin_commit: str) -> tuple[list[tuple[str, bytes]], str]:
+    """`bring-back --continue`'s keeping of the files the fix creates that the resolution left
+    as the pin has them, as `rebase --continue` keeps them (Rebase._keep_created_files_left):
+    one upstream made the same landed, kept under upstreamed/ (its landing commit named), one
+    upstream made otherwise left for upstream's by the user, the fix's version kept under
+    deleted/. Returns ((directory, patch bytes) of each, the words the result adds)."""
+    from patchforge.judge import SeriesJudge, Target, where_landed
+    from patchforge.reverts import created_files_left
+
+    landed, dropped = created_files_left(
+        patch, changes, lambda paths: store.read_blobs(pin_commit, paths))
+    pin = project.lock.pin(upstream)
+    parts: list[tuple[str, bytes]] = []
+    said = ""
+    if landed:
+        part = patch.with_remade_diff(b"".join(fp.raw for fp in landed))
+        base = (patch.get("Base") or "").strip()
+        target = Target(upstream, base if base and store.has_object(base) else pin_commit,
+                        pin_commit, pin.label, pin.version)
+        where = None
+        try:
+            verdict = SeriesJudge(store, target).assess(file_name, part)
+            if verdict.state == "upstreamed":
+                where, _ = where_landed(store, target, part, verdict, None)
+        except PatchforgeError:
+            where = None  # (kept with the label alone, as a landing whose commit is unknown)
+        parts.append(("upstreamed", part.with_field(
+            "Applied-Upstream", pin.label + (f", commit:{where}" if where else "")).to_bytes()))
+        said += (f"; {', '.join(fp.path for fp in landed)}, which it creates, landed upstream"
+                 + (f" in {where[:12]}" if where else "")
+                 + " as the fix made it: kept under upstreamed/")
+    if dropped:
+        parts.append(("deleted", patch.with_remade_diff(
+            b"".join(fp.raw for fp in dropped)).to_bytes()))
+        said += (f"; the fix's own {', '.join(fp.path for fp in dropped)} left for "
+                 f"{pin.label}'s, as the resolution took it: the fix's version kept under "
+                 "deleted/")
+    return parts, said
 
 
 def _brought_back(upstream: str, file_name: str, aside: str, pin, how: str) -> dict:

@@ -1350,20 +1350,10 @@ class Rebase:
         revert of it is said). Another file: the user chose upstream's over the fix's, whose
         version is kept under deleted/ (`delete` keeps a fix there too, and `bring-back`
         names the way back), the result's detail saying so either way."""
-        from patchforge.reverts import change_state
+        from patchforge.reverts import created_files_left
 
-        resolved = {path for path, *_ in changes}
-        created = [fp for fp in patch.file_patches
-                   if fp.is_new and not fp.is_rename and not fp.is_copy
-                   and fp.path not in resolved]
-        if not created:
-            return
-        there = self.store.read_blobs(target.commit, [fp.path for fp in created])
-        landed: list = []
-        dropped: list = []
-        for fp in created:
-            if there.get(fp.path) is not None:
-                (landed if change_state(fp, there[fp.path]) == "present" else dropped).append(fp)
+        landed, dropped = created_files_left(
+            patch, changes, lambda paths: self.store.read_blobs(target.commit, paths))
         upstream, name = result.upstream, result.name
         if landed:
             part = patch.with_remade_diff(b"".join(fp.raw for fp in landed))
