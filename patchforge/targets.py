@@ -135,6 +135,14 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
         else:
             bare.append(arg.strip())
     if bare:
+        at = next((i for i, arg in enumerate(args) if arg.strip() in upstream_names), None)
+        if at is not None and at + 1 < len(args) and "=" not in args[at + 1]:
+            # `--to vllm 0.33.0`: the upstream and its SPEC as two words, which read as two
+            # bare SPECs (and `vllm=vllm` was the form suggested for the first).
+            name, spec = args[at].strip(), args[at + 1].strip()
+            raise UsageError(f"{name!r} is an upstream's name and {spec!r} a SPEC of its own: "
+                             f"an upstream is named with `=`, in one word: {name}={spec}",
+                             hint=f"`{name}={spec}`")
         if len(upstream_names) == 1 and (len(bare) > 1 or specs):
             given = ", ".join(repr(arg) for arg in args)
             raise UsageError(f"{len(args)} SPECs for the one upstream {upstream_names[0]!r}: "

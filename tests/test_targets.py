@@ -527,3 +527,29 @@ def test_at_refuses_an_unknown_upstream_name_as_rebase_to_does(tmp_path):
         assert f"unknown upstream 'typo' in 'typo=v2' (known: {known})" in refused.err, \
             (args, refused.err)
     assert stack.snapshot() == before
+
+
+def test_an_upstream_and_its_spec_given_as_two_words_are_told_as_one(tmp_path):
+    """`rebase --to up v2` (and `status --against up v2`), the upstream and its SPEC as two
+    words: with two upstreams it was refused suggesting `up=up or up2=up`, the upstream's own
+    name taken for a SPEC; with one, "2 SPECs for the one upstream". It now says to write
+    `up=v2`, and that, run as said, is the move that was meant."""
+    import shlex
+
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    second = stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    for args in (("rebase", "--to", "up", "v2", "--dry-run"), ("status", "--against", "up", "v2")):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2 and "an upstream is named with `=`, in one word: up=v2" \
+            in refused.err, refused.text
+        assert "up=up" not in refused.err and "2 SPECs" not in refused.err, refused.err
+        (hinted,) = re.findall(r"hint: `([^`]*)`", refused.err)
+        fixed = [word for word in args if word not in ("up", "v2")]
+        fixed.insert(fixed.index("--to" if "--to" in fixed else "--against") + 1,
+                     *shlex.split(hinted))
+        ok(stack.root, *fixed)
+    ok(stack.root, "rebase", "--to", "up=v2")
+    assert stack.lock()["upstreams"]["up"]["commit"] == second
