@@ -249,6 +249,29 @@ def test_a_series_holding_a_name_windows_cannot_check_out_is_warned_with_the_ren
     assert not [f for f in doc["findings"] if "Windows" in f["message"]], doc
 
 
+def test_a_series_holding_a_name_no_branch_can_carry_is_warned_with_the_rename(
+        env, tmp_path, monkeypatch):
+    """A series made before such names were refused holds `pin-torch-in-uv.lock.patch` (an
+    import named it from a commit "Pin torch in uv.lock"): its pull request's branch,
+    patchforge/pin-torch-in-uv.lock, is no git branch, and `pr --push` refuses it, while lint
+    said nothing. lint warns (exit 0), naming the patch, why, and the `rename` that fixes it,
+    which then works."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "pin-torch-in-uv.lock.patch", patch(FIELDS))
+    rc, doc = lint_json(root, "--no-forge")
+    assert rc == 0 and errors(doc) == [], doc
+    (found,) = findings(doc, "series", "pin-torch-in-uv.lock.patch")
+    assert found["severity"] == "warning" and found["message"] == (
+        "pin-torch-in-uv.lock.patch cannot name its pull request's branch "
+        "(patchforge/pin-torch-in-uv.lock): git refuses a branch name ending in '.lock', and "
+        "`pr --push` refuses it; `patchforge rename pin-torch-in-uv.lock pin-torch-in-uv-lock` "
+        "gives it a name a branch can carry"), found
+    result = run_cli(root, "rename", "pin-torch-in-uv.lock", "pin-torch-in-uv-lock")
+    assert result.rc == 0, result.text
+    rc, doc = lint_json(root, "--no-forge")
+    assert not [f for f in doc["findings"] if "branch" in f["message"]], doc
+
+
 def test_origin_without_author_is_enough(env, tmp_path, monkeypatch):
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(b"Description: x\nOrigin: vendor\nUpstream-Status: "

@@ -364,7 +364,57 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
         else:
             seen[key] = name
     out += _windows_names(project, upstream, names, set(seen))
+    out += _branchless_names(project, upstream, names, set(seen))
     return out
+
+
+def _branchless_names(project: Project, upstream: str, names: list[str],
+                      taken: set[str]) -> list[Finding]:
+    """A listed patch whose pull request's branch, patchforge/<name>, git refuses (`x.lock`,
+    `a..b`): new, rename and the imports refuse such a name, a series made before they did
+    still holds it, and `pr --push` refuses it; said here, so that CI says it before a pull
+    request is due. The suggested name is one `rename` takes, as for `_windows_names`
+    (whose finding, for a name with both problems, comes first and is the one said)."""
+    import shlex
+
+    from patchforge.formats.series import patch_file_name
+    from patchforge.names import (branch_name_problem, branch_safe_name, check_new_patch_name,
+                                  windows_name_problem)
+    from patchforge.state import skipped_fixes
+
+    several = len(project.upstream_names()) > 1
+    skipped = {fix.name for fix in skipped_fixes(project)}
+    out = []
+    for name in names:
+        file_name = patch_file_name(name)
+        stem = file_name.removesuffix(".patch")
+        problem = branch_name_problem(stem)
+        if problem is None or windows_name_problem(file_name) is not None \
+                or not project.patch_path(upstream, name).is_file():
+            continue
+        safe = branch_safe_name(stem).lstrip("-.") or "patch"
+        new = next((c for c in [safe, *(f"{safe[:190]}-{n}" for n in range(2, 1000))]
+                    if _takes_name(c, taken, skipped, check_new_patch_name)), "NEW")
+        old = f"{upstream}/{stem}" if several else stem
+        out.append(Finding(f"{upstream}/{file_name}", "series",
+                           f"{file_name} cannot name its pull request's branch "
+                           f"(patchforge/{stem}): {problem}, and `pr --push` refuses it; "
+                           f"`patchforge rename {shlex.quote(old)} {shlex.quote(new)}` gives "
+                           "it a name a branch can carry", "warning"))
+    return out
+
+
+def _takes_name(candidate: str, taken: set[str], skipped: set[str], check) -> bool:
+    """Whether `rename` takes `candidate` in a series whose files are `taken` (file_name_key)
+    and whose set-aside fixes are `skipped`."""
+    from patchforge.formats.series import patch_file_name
+
+    try:
+        check(candidate)
+    except ValueError:
+        return False
+    file_name = patch_file_name(candidate)
+    return file_name_key(file_name) not in taken and file_name not in skipped
 
 
 def _windows_names(project: Project, upstream: str, names: list[str],
