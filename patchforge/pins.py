@@ -6,6 +6,7 @@ that the result is the very commit the lock names.
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -356,7 +357,8 @@ def refuse_pin_of_another_kind(project: Project, name: str, pin: UpstreamPin) ->
     from patchforge.formats.lockfile import lock_line_of
     if pin.kind == upstream.kind:
         _refuse_other_package(project, name, pin)  # (before the lock's wheel is downloaded)
-    if pin.kind == upstream.kind == "dir" and pin.source.get("path") != upstream.path:
+    if pin.kind == upstream.kind == "dir" and not _same_directory(project, pin.source.get("path"),
+                                                                  upstream.path):
         raise ConfigError(f"upstreams.{name}.source.path: {name} is pinned from directory "
                           f"{pin.source.get('path')!r}, but {Path(project.config_path).name} "
                           f"configures it as {upstream.path!r}; nothing was read",
@@ -425,6 +427,16 @@ def note_other_locked_repository(project: Project, name: str, pin: UpstreamPin) 
         "note: %s: the configured repository is the one read (the locked commit is one of "
         "it); `patchforge upstream pin %s --at %s --force` records it in the lock",
         _where_sources_differ(project, name, locked), name, pin.label)
+
+
+def _same_directory(project: Project, locked, configured: str | None) -> bool:
+    """Whether the lock's `source.path` and the configured `path` name one directory: written
+    with or without a trailing `/`, `./` or a doubled `/` (a configuration tidied after the pin
+    was refused as "another directory", wanting a re-pin). As the import's namespace takes it
+    (sources.dir_namespace): made absolute from the project's root, symlinks not followed."""
+    if not isinstance(locked, str) or not configured:
+        return False
+    return os.path.abspath(project.root / locked) == os.path.abspath(project.root / configured)
 
 
 def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:

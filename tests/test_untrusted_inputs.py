@@ -486,6 +486,34 @@ def test_a_dir_pin_is_read_from_the_configured_directory_only(tmp_path, monkeypa
     ok(root, "overlays")
 
 
+def test_a_dir_pin_whose_path_is_written_another_way_is_the_same_directory(tmp_path):
+    """Pinned with `--dir /x/site/`, the configuration then tidied to `/x/site` (or `./site`
+    beside the project written `site`): every command refused it, exit 2, "pinned from
+    directory '/x/site/', but patchforge.toml configures it as '/x/site'", wanting a re-pin of
+    the very directory the pin was made from. The same directory written another way is the
+    same directory; another one is still refused."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.py").write_bytes(b"one\ntwo\n")
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+    ok(root, "upstream", "add", "site", "--dir", f"{site}/", "--at", "installed")
+    config = root / "patchforge.toml"
+    assert f'path = "{site}/"' in config.read_text()
+    for written in (str(site), f"{site}//", f"{tmp_path}/./site", "../site"):
+        config.write_text(config.read_text().replace(f'path = "{site}/"', f'path = "{written}"'))
+        ok(root, "status")
+        ok(root, "new", "fix", "--file", "a.py")
+        ok(root, "edit", "--close")
+        ok(root, "delete", "fix")
+        config.write_text(config.read_text().replace(f'path = "{written}"', f'path = "{site}/"'))
+    (tmp_path / "other").mkdir()
+    config.write_text(config.read_text().replace(f'path = "{site}/"', f'path = "{tmp_path}/other"'))
+    run = run_cli(root, "status")
+    assert run.rc == 2 and "upstreams.site.source.path" in run.err, run.text
+
+
 def test_a_git_pin_recorded_from_another_repository_is_read_from_the_configured_one(tmp_path):
     """upstream.lock's `source.url` was never compared with the configured `url`: a lock merged
     from a branch that configured a fork or a mirror (its configuration merged back to the
