@@ -106,6 +106,38 @@ def test_a_cache_entry_under_a_wheels_name_that_is_no_file_is_named_never_opened
     assert wheel.is_dir()
 
 
+def test_a_wheels_origin_record_that_is_no_file_is_named_never_opened(wheels, tmp_path):
+    """`<wheel>.origin.json` beside a cached wheel, as a directory: `upstream add --wheel` failed
+    naming a temporary file (`Is a directory: .../.<wheel>.origin.json.5e44b24671.tmp`) with the
+    hint to run the command again, which failed the same way every time; as a FIFO it hung for
+    ever, and as a link to /dev/zero it read until memory ran out (exit 70). Each is named
+    with what it is, exit 2, "remove it", nothing written, as the wheel in those shapes is."""
+    import os
+
+    from helpers.cli import run_subprocess
+    from helpers.project import make_project
+
+    root = make_project(tmp_path / "project")
+    config = (root / "patchforge.toml").read_bytes()
+    lock = (root / "upstream.lock").read_bytes()
+    build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/mod.py": b"A = 1\n"}, origin=False)
+    record = wheels / "tinypkg-1.2.0-py3-none-any.whl.origin.json"
+    for kind, make in (("a directory", os.mkdir), ("a FIFO", os.mkfifo),
+                       ("a symbolic link to /dev/zero, a device", lambda p: p.symlink_to("/dev/zero"))):
+        make(record)
+        try:
+            proc = run_subprocess(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at",
+                                  "1.2.0", "--install-root", "/opt/site", timeout=120)
+        finally:
+            (os.rmdir if kind == "a directory" else os.unlink)(record)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, err
+        assert f"{record} in PATCHFORGE_WHEELS is {kind}, not the wheel's origin record" in err, err
+        assert "remove it" in err and "run the command again" not in err, err
+        assert (root / "patchforge.toml").read_bytes() == config
+        assert (root / "upstream.lock").read_bytes() == lock
+
+
 def test_fetch_wheel_downloads_with_pip_as_configured(wheels, tmp_path, monkeypatch):
     # pip's own configuration (here: environment variables) decides where wheels come from;
     # a local find-links directory stands in for an index.

@@ -158,7 +158,7 @@ def fetch_wheel(package: str, version: str, *, pin_sha256: str | None = None,
     # Several platform builds of one version may be cached; the first by name is the one used,
     # so the choice does not depend on the directory's listing order.
     path, digest = digests[0]
-    if not downloaded and not _came_from_index(path, digest):
+    if not downloaded and not _came_from_index(path, digest, package, version):
         path, digest = _checked_against_index(package, version, path, digest, offline=offline,
                                               progress=progress)
     return WheelFile(path, path.name, digest)
@@ -189,11 +189,15 @@ def record_wheel_origin(path: Path, sha256: str | None = None) -> None:
     atomic_write(Path(str(path) + ORIGIN_SUFFIX), (data + "\n").encode(), sync_directory=False)
 
 
-def _came_from_index(path: Path, digest: str) -> bool:
+def _came_from_index(path: Path, digest: str, package: str, version: str) -> bool:
     """Whether the cache records that `path`, with these very bytes, was downloaded from the
     index pip is now told to use."""
+    record_path = Path(str(path) + ORIGIN_SUFFIX)
+    # Looked at before it is read, as the wheel is: a FIFO there hung the command, a
+    # directory failed its rewrite naming a temporary file and "run the command again".
+    _check_cached_entry(record_path, package, version, expected="the wheel's origin record")
     try:
-        record = parse_json(Path(str(path) + ORIGIN_SUFFIX).read_bytes())
+        record = parse_json(record_path.read_bytes())
     except (OSError, ValueError):
         return False
     return isinstance(record, dict) and record.get("sha256") == digest and \
@@ -232,7 +236,8 @@ def _checked_against_index(package: str, version: str, path: Path, digest: str, 
     return fresh, fresh_digest
 
 
-def _check_cached_entry(path: Path, package: str, version: str) -> None:
+def _check_cached_entry(path: Path, package: str, version: str, *,
+                        expected: str = "a wheel file") -> None:
     """Refuse what lies in the wheel cache under a wheel's name but is no file to read: a FIFO
     (reading it waits for a writer for ever), a directory, a device, a symbolic link to nothing.
     Looked at with stat, never opened; an OS error alone ("Is a directory") said to run the
@@ -252,12 +257,14 @@ def _check_cached_entry(path: Path, package: str, version: str) -> None:
                 else "a socket" if stat.S_ISSOCK(mode) else "a device" if
                 stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file")
         what = (f"a symbolic link to {os.readlink(path)}, {kind}" if path.is_symlink()
-                else kind) + ", not a wheel file"
+                else kind) + f", not {expected}"
     where = "PATCHFORGE_WHEELS" if os.environ.get("PATCHFORGE_WHEELS") else "the wheel cache"
+    why = ("a cached wheel is a file (or a symbolic link to one); without one, patchforge "
+           "downloads the wheel there itself" if expected == "a wheel file" else
+           "patchforge writes the record again when it next checks the wheel against the "
+           "package index")
     raise StoreError(f"{package} {version}: {path} in {where} is {what}",
-                     hint=f"remove it (`rm -r {shlex.quote(str(path))}`): a cached wheel is a "
-                          "file (or a symbolic link to one); without one, patchforge downloads "
-                          "the wheel there itself")
+                     hint=f"remove it (`rm -r {shlex.quote(str(path))}`): {why}")
 
 
 def _checked_wheel_request(package: str, version: str,

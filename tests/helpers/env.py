@@ -129,7 +129,7 @@ def shared_release(upstream: str, package: str, version: str) -> str:
         for wheel in cached_wheels(package, version, SHARED_WHEELS):
             # Downloaded by pip from the machine's index (here or by an earlier run): recorded
             # as the index's, as patchforge's own download records it.
-            if not _came_from_index(wheel, wheel_sha256(wheel)):
+            if not _came_from_index(wheel, wheel_sha256(wheel), package, version):
                 record_wheel_origin(wheel, wheel_sha256(wheel))
         store = UpstreamStore.open(SHARED_CACHE)
         try:
