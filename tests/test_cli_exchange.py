@@ -532,6 +532,28 @@ def test_import_mbox_from_git_format_patch(project, tmp_path):
                                   for p in ("a.py", "pkg/crlf.txt", "pkg/added.py")}
 
 
+def test_an_mbox_made_with_no_prefix_is_said_so(project, tmp_path):
+    """`git format-patch --no-prefix` writes `diff --git pkg/crlf.txt pkg/crlf.txt`; read with
+    git's `a/` and `b/`, the path is `crlf.txt`, and `import mbox` refused it as "not among the
+    upstream's files at the pin ... (renamed or removed since?)", a cause the user could look
+    for in vain. The hint now names `--no-prefix`, and the mail made again without it is taken."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--no-prefix", "--stdout",
+                                     "fixes~1..fixes"], cwd=fork, check=True,
+                                    capture_output=True).stdout)
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "mbox", str(mbox))
+    assert run.rc == 2 and "nothing was imported" in run.err, run.text
+    assert "its paths have no `a/` and `b/` before them (`git format-patch --no-prefix`" in \
+        run.err and "renamed or removed since" not in run.err, run.err
+    assert tree_bytes(root / "series") == before
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "fixes~1..fixes"],
+                                    cwd=fork, check=True, capture_output=True).stdout)
+    ok(root, "import", "mbox", str(mbox))
+
+
 def test_export_quilt_is_taken_by_quilt_push_and_imports_back(project, tmp_path):
     root = project
     fork = fork_with_commits(tmp_path)

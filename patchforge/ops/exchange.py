@@ -271,6 +271,14 @@ def _refuse_leaving_chains(patches: list, own: list, configured: list, new: list
                          hint=f"{problem.remedy}, or leave it out of the import")
 
 
+
+def _without_prefixes(original: bytes | None) -> bool:
+    """Whether every `diff --git` line of a patch names its files without git's `a/` and `b/`
+    (`git format-patch --no-prefix`): read with them, each path loses its first directory."""
+    heads = re.findall(rb"^diff --git (\S+) (\S+)$", original or b"", re.M)
+    return bool(heads) and not any(old.startswith(b"a/") or new.startswith(b"b/")
+                                   for old, new in heads)
+
 def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                          sources: dict[str, tuple[str, bytes | None]], pin: str,
                          remake: str | Callable[[str, str], str] | None = None, *,
@@ -331,6 +339,12 @@ def _refuse_not_applying(outcome, patches: list, own: list, at: int,
                    "its change made in the worktree that opens, then `patchforge refresh`)"
                    if have else "(`patchforge new NAME --file PATH`)")
                 + ", or leave it out of the import")
+        if _without_prefixes(patch.diff):
+            # `--no-prefix`: each path lost its first directory (`pkg/a.py` read as `a.py`).
+            hint = ("its paths have no `a/` and `b/` before them (`git format-patch "
+                    "--no-prefix`, `git diff --no-prefix`), so their first directory was read "
+                    "as that prefix: make it again without `--no-prefix`, or leave it out of "
+                    "the import")
     else:
         message = f"{describe_failure(name, application)} on the pin's {path} ({pin[:12]})"
         hint = (f"make it on the pin ({pin[:12]}): {_remake_said(remake, name, path)}; or leave it out "
