@@ -338,6 +338,20 @@ class Project:
             twins = []
         return f"{upstream}/{stem}" if twins else stem
 
+    def skipped_word(self, upstream: str, file_name: str) -> str:
+        """How a command names `upstream`'s fix set aside under skipped/ for `bring-back` and
+        `delete` to take: its name without `.patch`, or UPSTREAM/NAME where another upstream's
+        skipped/ holds a fix of that name (the short name is refused there as skipped in
+        several series) or its series lists one (`delete NAME` takes that live patch)."""
+        stem = file_name.removesuffix(".patch")
+        try:
+            twins = [other for other in self.upstream_names() if other != upstream and (
+                file_name in self.patch_names(other)
+                or (self.series_dir(other) / "skipped" / file_name).is_file())]
+        except PatchforgeError:
+            twins = []
+        return f"{upstream}/{stem}" if twins else stem
+
     def _read_own(self, upstream: str, path: Path) -> bytes:
         """A series or patch file of the project, never one a symlink brings in: a pull request
         can commit `series/up/series` as a link to /proc/self/environ or a key, and `lint` or
@@ -484,7 +498,9 @@ class Project:
                 # Set aside by a rebase: not in the series, but not gone either.
                 raise UsageError(f"{aside[0]}/{file_name} is not in the series: a rebase set it "
                                  f"aside (series/{aside[0]}/skipped/{file_name})",
-                                 hint=f"`patchforge bring-back {name}` puts it back onto the "
+                                 hint=f"`patchforge bring-back "
+                                      f"{self.skipped_word(aside[0], file_name)}` puts it back "
+                                      "onto the "
                                       "current base")
             kept = self.kept_aside(wanted_upstream, file_name)
             if len(kept) == 1:

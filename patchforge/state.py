@@ -477,25 +477,26 @@ class SkippedFix:
 
     def describe(self, project: Project) -> str:
         rel = self.path.relative_to(project.root).as_posix()
-        stem = self.name[:-len(".patch")] if self.name.endswith(".patch") else self.name
+        word = project.skipped_word(self.upstream, self.name)
         try:
-            listed = [u for u in project.upstream_names()
-                      if self.name in project.patch_names(u)]
+            listed = self.name in project.patch_names(self.upstream)
         except PatchforgeError:
-            listed = []  # a series that cannot be read is reported by what reads it
+            listed = False  # a series that cannot be read is reported by what reads it
         if listed:
             # `delete NAME` cannot tell the two apart (it refuses): the live one is renamed
             # first. A project gets so by hand or by an older version; `new` and `rename`
-            # refuse a skipped fix's name.
+            # refuse a skipped fix's name. (One in another upstream's series is told apart by
+            # UPSTREAM/NAME: `word`.)
             return (f"{self.upstream}/{self.name} was set aside by a rebase ({rel}), and "
-                    f"{listed[0]}/{self.name} in the series has the same name; "
-                    f"`patchforge bring-back {stem}` puts the set-aside one back onto the "
+                    f"{self.upstream}/{self.name} in the series has the same name; "
+                    f"`patchforge bring-back {word}` puts the set-aside one back onto the "
                     f"current base; to drop it, give the one in the series another name first "
-                    f"(`patchforge rename {stem} NEW`), then `patchforge delete {stem}` drops "
-                    "the set-aside one (kept under deleted/)")
+                    f"(`patchforge rename {project.patch_word(self.upstream, self.name)} NEW`), "
+                    f"then `patchforge delete {word}` drops the set-aside one (kept under "
+                    "deleted/)")
         return (f"{self.upstream}/{self.name} was set aside by a rebase ({rel}); "
-                f"`patchforge bring-back {stem}` puts it back onto the current base, "
-                f"`patchforge delete {stem}` drops it (kept under deleted/)")
+                f"`patchforge bring-back {word}` puts it back onto the current base, "
+                f"`patchforge delete {word}` drops it (kept under deleted/)")
 
 
 def skipped_notes(project: Project, fixes: list[SkippedFix]) -> list[tuple[SkippedFix, str]]:

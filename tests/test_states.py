@@ -1384,6 +1384,38 @@ def _twin_in_another_series(project: Project, tmp_path: Path, name: str) -> None
     (series / "series").write_text(f"{name}.patch\n")
 
 
+def test_a_fix_set_aside_is_named_as_bring_back_and_delete_take_it_beside_a_twin(
+        project, tmp_path):
+    """A rebase set up's fix-a aside (skipped/); up2's series has a fix-a of its own (a merge
+    made it so). `status`, `lint`, `verify` and `overlays` said `patchforge delete fix-a`,
+    which takes up2's live fix-a out of its series, and `bring-back fix-a`. They name
+    `up/fix-a`, and the commands named act on up's set-aside fix; with a fix-a set aside in
+    both series (where the short name is refused as skipped in several), each is named by
+    its own upstream."""
+    stopped_on_a(project)
+    project.cli("rebase", "--skip", expect=1)
+    project.cli("overlays", expect=None)
+    _twin_in_another_series(project, tmp_path, "fix-a")
+
+    def named(said: str) -> set[tuple[str, str]]:
+        return set(re.findall(r"`patchforge (bring-back|delete) ([^`\s]*fix-a)`", said))
+
+    for argv in (("status",), ("lint", "--no-forge"), ("verify",), ("overlays",)):
+        _, out, err = project.cli(*argv, expect=None)
+        assert named(out + err) == {("bring-back", "up/fix-a"), ("delete", "up/fix-a")}, \
+            (argv, out + err)
+    up2 = project.root / "series/up2"
+    (up2 / "skipped").mkdir()
+    (up2 / "fix-a.patch").rename(up2 / "skipped/fix-a.patch")
+    (up2 / "series").write_text("")
+    _, out, err = project.cli("status", expect=None)
+    assert named(out + err) == {("bring-back", "up/fix-a"), ("delete", "up/fix-a"),
+                                ("bring-back", "up2/fix-a"), ("delete", "up2/fix-a")}, out + err
+    project.cli("delete", "up2/fix-a")
+    assert not (up2 / "skipped/fix-a.patch").exists()
+    assert (project.root / "series/up/skipped/fix-a.patch").exists()
+
+
 @pytest.mark.parametrize("command", ["delete", "move"])
 def test_delete_and_move_name_a_patch_as_edit_takes_it_when_another_series_has_its_name(
         project, tmp_path, command):

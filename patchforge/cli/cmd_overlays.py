@@ -324,7 +324,7 @@ def _skipped_rows(project, profile: str | None) -> list[tuple[str, str, str]]:
             patch = None  # unreadable: counted as for every profile
         if profile is not None and patch is not None and not applies_to_profile(patch, profile):
             continue
-        stem = fix.name.removesuffix(".patch")
+        stem = project.skipped_word(fix.upstream, fix.name)
         # Relative to overlays/, as every row's path is (a GitHub annotation names the file).
         rows.append((f"../{rel}", "missing", "a fix set aside by a rebase, in no overlay: `patchforge "
                                      f"bring-back {stem}` puts it back, `patchforge delete "

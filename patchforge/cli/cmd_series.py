@@ -539,7 +539,8 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
 
             directory, files = result["resolution_kept"]
             say_resolution_kept(project, directory, files,
-                                f"patchforge bring-back {result['name']}")
+                                f"patchforge bring-back "
+                                f"{project.skipped_word(result['upstream'], result['name'])}")
         return
     with open_store(project, bring_pins=True) as store:
         if cont:

@@ -766,7 +766,7 @@ def refuse_skipped_name(project: Project, file_name: str) -> None:
 
     for fix in skipped_fixes(project):
         if fix.name == file_name:
-            stem = file_name[:-len(".patch")]
+            stem = project.skipped_word(fix.upstream, file_name)
             raise UsageError(
                 f"{file_name} is the name of a fix a rebase set aside "
                 f"({fix.path.relative_to(project.root).as_posix()})",
@@ -1190,12 +1190,13 @@ def _refuse_listed_and_skipped(project: Project, name: str, upstream: str,
                if f.name == file_name and wanted in (None, f.upstream)]
     if not skipped:
         return
-    stem = file_name[:-len(".patch")]
+    stem = project.skipped_word(skipped[0].upstream, file_name)
     raise UsageError(
         f"{name!r} names two fixes: {upstream}/{file_name} in the series and "
         f"{skipped[0].path.relative_to(project.root).as_posix()}, which a rebase set aside; "
         "nothing was deleted",
-        hint=f"give the one in the series another name first (`patchforge rename {stem} NEW`); "
+        hint=f"give the one in the series another name first (`patchforge rename "
+             f"{project.patch_word(upstream, file_name)} NEW`); "
              f"then `patchforge delete {stem}` drops the set-aside one, `patchforge delete NEW` "
              f"the one in the series (each kept under deleted/); `patchforge bring-back {stem}` "
              "puts the set-aside one back")
@@ -1807,11 +1808,11 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         if series.names != judged_names or project.lock.pin(upstream).commit != pin.commit:
             raise UsageError(f"the {upstream} series changed while {fix.name} was being "
                              "judged (another patchforge command); it stays in skipped/",
-                             hint=f"run `patchforge bring-back {fix.name}` again")
+                             hint=f"run `patchforge bring-back {project.skipped_word(upstream, fix.name)}` again")
         if _still_aside(fix.upstream, fix.name, fix.path) != raw:
             # Changed by hand meanwhile: the version judged is not the one there now.
             raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
-                             "skipped/", hint=f"run `patchforge bring-back {fix.name}` again")
+                             "skipped/", hint=f"run `patchforge bring-back {project.skipped_word(upstream, fix.name)}` again")
         if judgement.outcome == "landed":
             kept, result["landed_in"] = _kept_as_landed(
                 store, patch, judgement, Target(upstream, base, pin.commit, pin.label,
@@ -1821,7 +1822,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             # Left half-way after the move (history or ledger not put back), the fix is in
             # upstreamed/ already, where a second bring-back refuses it: the ledger finishes.
             with _all_or_nothing(project, upstream, [directory / aside, fix.path],
-                                 finish=f"run `patchforge bring-back {fix.name}` again, or, "
+                                 finish=f"run `patchforge bring-back {project.skipped_word(upstream, fix.name)}` again, or, "
                                         f"where {fix.name} is in upstreamed/ already, "
                                         "`patchforge ledger`"):
                 atomic_write(directory / aside, kept.to_bytes())
@@ -1868,7 +1869,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             with _all_or_nothing(project, upstream,
                                  [*([kept_at] if kept_at else []), target,
                                   project.series_path(upstream), fix.path],
-                                 finish=f"run `patchforge bring-back {fix.name}` again"):
+                                 finish=f"run `patchforge bring-back "
+                                        f"{project.skipped_word(upstream, fix.name)}` again"):
                 if kept_at is not None and landed is not None:
                     kept_at.parent.mkdir(exist_ok=True)
                     atomic_write(kept_at, landed[0].to_bytes())

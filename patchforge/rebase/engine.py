@@ -1250,7 +1250,8 @@ class Rebase:
                              "records the stop's base: the resolution cannot be read",
                              hint="copy the resolved files elsewhere, then `patchforge rebase "
                                   "--skip` (the fix is kept in skipped/; `patchforge bring-back "
-                                  f"{name}` stops on it again) or `--abort`")
+                                  f"{self.project.skipped_word(upstream, name)}` stops on it "
+                                  "again) or `--abort`")
         # The patch's renames and copies stay so, from where upstream moved their sources.
         target = self._target(upstream, entry)
         patch = old_patch = series_patch(self.project, upstream, name)
