@@ -168,3 +168,91 @@ def test_bash_completes_the_profile_of_verify_and_the_fix_bring_back_takes(tmp_p
                           cwd=stack.root, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["gfx942", "gfx942", "fa", "gfx942"], proc.stdout
+
+
+def _typed_in(shell: str, root, home, keys: list[bytes]) -> list[str]:
+    """`keys` typed into an interactive `shell` (a real terminal: a pty) that loaded
+    `patchforge completion SHELL` as its documentation says, in the project `root`; each
+    `\\t` waits for the shell to complete. What the line ran: the arguments patchforge got (a
+    `patchforge` first on PATH records them, and answers completions and the script itself)."""
+    import pty
+    import select
+    import time
+
+    from helpers.env import REPO_ROOT
+
+    bindir = home / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    got = home / "argv"
+    shim = bindir / "patchforge"
+    shim.write_text('#!/bin/sh\nif [ -n "$_PATCHFORGE_COMPLETE" ] || [ "$1" = completion ]; then\n'
+                    f'  exec "{sys.executable}" -m patchforge "$@"\nfi\n'
+                    f'printf "%s\\n" "$@" > "{got}"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT),
+               HOME=str(home), TERM="xterm", ZDOTDIR=str(home),
+               XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    if shell == "zsh":
+        (home / ".zshrc").write_text('autoload -Uz compinit && compinit -u\n'
+                                     'eval "$(patchforge completion zsh)"\nPS1="READY> "\n')
+    else:
+        (home / "config" / "fish").mkdir(parents=True)
+        (home / "config" / "fish" / "config.fish").write_text(
+            "patchforge completion fish | source\n"
+            "function fish_prompt; echo 'READY> '; end\nfunction fish_greeting; end\n")
+    pid, fd = pty.fork()
+    if pid == 0:  # the shell, in the terminal's other end
+        os.chdir(root)
+        os.execvpe(shell, [shell, "-i"], env)
+    seen = b""
+
+    def wait_for(pattern: bytes, seconds: float) -> None:
+        nonlocal seen
+        end = time.monotonic() + seconds
+        while pattern not in seen and time.monotonic() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    return
+    try:
+        wait_for(b"READY> ", 60)
+        for key in keys:
+            before = len(seen)
+            os.write(fd, key)
+            # A completion is asked of patchforge: waited for until the shell has echoed
+            # something new and then stays quiet.
+            end = time.monotonic() + (20 if key.endswith(b"\t") else 0)
+            while time.monotonic() < end:
+                if select.select([fd], [], [], 1.5)[0]:
+                    seen += os.read(fd, 4096)
+                elif len(seen) > before:
+                    break
+        os.write(fd, b"\r")
+        end = time.monotonic() + 60
+        while not got.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        return got.read_text().splitlines() if got.exists() else [f"(nothing ran) {seen!r}"]
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_zsh_and_fish_type_no_space_after_an_upstream_and_equals(tmp_path, shell):
+    """`patchforge status --against u<TAB>` in zsh typed `up= ` with a space, so the SPEC
+    typed next was an argument of its own (`--against up= main`, refused), as bash did
+    before; fish completed nothing at all (click's fish script split its answer into words
+    and failed on each). Typed into the real shells: `up=` and the SPEC are one argument, and
+    a command or a patch name still gets its space."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    assert _typed_in(shell, root, tmp_path / "a", [b"patchforge status --against u\t", b"main"]) \
+        == ["status", "--against", "up=main"]
+    assert _typed_in(shell, root, tmp_path / "b", [b"patchforge stat\t", b"--json"]) \
+        == ["status", "--json"]

@@ -300,6 +300,12 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         else:
             from patchforge.cli.app import cli
 
+            if os.environ.get("_PATCHFORGE_COMPLETE", "").startswith("fish"):
+                # fish asks for completions: answered in patchforge's own form, the one its
+                # fish script reads (cmd_misc.fish_completion).
+                from patchforge.cli.cmd_misc import fish_completion
+
+                fish_completion()
             rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
     except PatchforgeError as exc:
         echo(f"patchforge: error: {neutralize(str(exc))}", err=True)

@@ -25,7 +25,7 @@ def completion(shell):
     """
     from click.shell_completion import get_completion_class
 
-    comp_cls = get_completion_class(shell)
+    comp_cls = fish_completion() if shell == "fish" else get_completion_class(shell)
     if comp_cls is None:  # click without this shell: say so rather than print nothing
         raise click.UsageError(f"this click has no completion support for {shell}")
     try:
@@ -34,6 +34,8 @@ def completion(shell):
         raise click.UsageError(str(exc)) from None
     if shell == "bash":
         source = _bash_no_space_after_equals(source)
+    if shell == "zsh":
+        source = _zsh_no_space_after_equals(source)
     click.echo(source)
 
 
@@ -49,6 +51,76 @@ def _bash_no_space_after_equals(source: str) -> str:
         return source
     return source.replace(_PLAIN, _PLAIN + "            if [[ $value == *= ]]; then compopt -o nospace; fi\n",
                           1)
+
+
+# zsh alike: click's script hands each plain value to `compadd`, which types a space after it.
+# A value ending in `=` is added on its own with no suffix (`compadd -S ''`).
+_ZSH_PLAIN = '                completions+=("$key")\n'
+_ZSH_ADDED = ("    if [ -n \"$completions\" ]; then\n"
+              "        compadd -U -V unsorted -a completions\n"
+              "    fi\n")
+
+
+def _zsh_no_space_after_equals(source: str) -> str:
+    if _ZSH_PLAIN not in source or _ZSH_ADDED not in source:  # another click's script
+        return source
+    source = source.replace(_ZSH_PLAIN, (
+        '                if [[ "$key" == *= ]]; then\n'
+        '                    completions_to_go_on+=("$key")\n'
+        '                else\n'
+        '    ' + _ZSH_PLAIN +
+        '                fi\n'), 1)
+    return source.replace(_ZSH_ADDED, _ZSH_ADDED + (
+        "\n    if [ -n \"$completions_to_go_on\" ]; then\n"
+        "        compadd -U -V unsorted -S '' -a completions_to_go_on\n"
+        "    fi\n"), 1).replace("    local -a completions\n",
+                             "    local -a completions\n    local -a completions_to_go_on\n", 1)
+
+
+# fish: click's own script (click 8.4) splits its answer's lines into words, so that every
+# completion failed with fish's errors (`string split: missing argument`) and none was
+# offered. patchforge's answer and script for fish are its own: one line per completion,
+# `TYPE,VALUE` and a tab and the help where there is one, which fish's `complete` reads as
+# value and description (a patch name or an upstream holds no tab or newline; a help's
+# newline is made a space). fish itself types no space after a value ending in `=`.
+_FISH_SOURCE = """\
+function %(complete_func)s;
+    set -l response (env %(complete_var)s=fish_complete COMP_WORDS=(commandline -cp) \\
+COMP_CWORD=(commandline -t) %(prog_name)s);
+
+    for completion in $response;
+        set -l metadata (string split -m 1 , -- $completion);
+
+        if test "$metadata[1]" = dir;
+            __fish_complete_directories $metadata[2];
+        else if test "$metadata[1]" = file;
+            __fish_complete_path $metadata[2];
+        else if test "$metadata[1]" = plain;
+            printf '%%s\\n' $metadata[2];
+        end;
+    end;
+end;
+
+complete --no-files --command %(prog_name)s --arguments "(%(complete_func)s)";
+"""
+
+
+def fish_completion():
+    """The completion class for fish (`_FISH_SOURCE` says why it is patchforge's own),
+    registered with click for the answer too (`_PATCHFORGE_COMPLETE=fish_complete`)."""
+    from click.shell_completion import FishComplete, add_completion_class
+
+    class PatchforgeFish(FishComplete):
+        source_template = _FISH_SOURCE
+
+        def format_completion(self, item) -> str:
+            line = f"{item.type},{item.value}"
+            if item.help:
+                line += "\t" + " ".join(str(item.help).split())
+            return line.replace("\n", " ")
+
+    add_completion_class(PatchforgeFish, "fish")
+    return PatchforgeFish
 
 
 @click.command("help")
