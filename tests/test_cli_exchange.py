@@ -1865,36 +1865,44 @@ def _debian_patch(description: bytes, forwarded: bytes, line: int, comment: byte
             b" line%d\n" % (line - 1, line - 1, line - 1, line, line, comment, line + 1))
 
 
+def debian_series_pushed_by_quilt(tmp_path: Path, patches: dict[str, bytes]) -> Path:
+    """A Debian source package's `debian/patches` holding `patches` in that order, which real
+    quilt pushes onto the upstream's checkout (so it is a series quilt takes): its debian/."""
+    debian = tmp_path / "deb" / "debian"
+    (debian / "patches").mkdir(parents=True)
+    for name, data in patches.items():
+        (debian / "patches" / name).write_bytes(data)
+    (debian / "patches" / "series").write_bytes(b"".join(n.encode() + b"\n" for n in patches))
+    checkout = upstream_checkout(tmp_path, "deb-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(debian / "patches"), QUILTRC="/dev/null")
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return debian
+
+
+def as_debian_wrote_it(root: Path, data: bytes) -> bytes:
+    """An imported patch file without the two fields the series adds to it (`Upstream:` and
+    `Base:`): Debian's file byte for byte, where the import kept it so."""
+    base = _base(root)
+    return b"".join(line for line in data.splitlines(keepends=True)
+                    if line not in (b"Upstream: up\n", f"Base: {base}\n".encode()))
+
+
 def test_import_quilt_of_debian_patches_keeps_forwarded_as_where_they_stand(project, tmp_path):
     """A Debian (DEP-3) patch says where it stands upstream by Forwarded: the import adds no
     `Upstream-Status: Pending` beside it (that said pending for a fix Debian marked not-needed
     and for one already sent as a pull request), and list, PATCHES.md and lint read Forwarded."""
     root = project
-    debian = tmp_path / "deb" / "debian" / "patches"
-    debian.mkdir(parents=True)
     originals = {
         "01-not-needed.patch": _debian_patch(b"Local path only", b"not-needed", 2, b"local"),
         "02-sent.patch": _debian_patch(b"Fix the offset", b"https://github.com/o/r/pull/5",
                                        6, b"fixed"),
         "03-not-sent.patch": _debian_patch(b"Not sent yet", b"no", 10, b"mine"),
     }
-    for name, data in originals.items():
-        (debian / name).write_bytes(data)
-    (debian / "series").write_bytes(b"".join(n.encode() + b"\n" for n in originals))
-    # The series is a real quilt series: quilt pushes it onto the upstream.
-    checkout = upstream_checkout(tmp_path, "deb-checkout")
-    env = dict(os.environ, QUILT_PATCHES=str(debian), QUILTRC="/dev/null")
-    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-    ok(root, "import", "quilt", str(tmp_path / "deb" / "debian"))
-    base = _base(root)
+    ok(root, "import", "quilt", str(debian_series_pushed_by_quilt(tmp_path, originals)))
     for name, original in originals.items():
         data = (root / "series/up" / name).read_bytes()
-        # Debian's header as it was, byte for byte; only the series' Upstream and Base join it.
-        kept = b"".join(line for line in data.splitlines(keepends=True)
-                        if line not in (b"Upstream: up\n", f"Base: {base}\n".encode()))
-        assert kept == original, data
+        assert as_debian_wrote_it(root, data) == original, data
         assert b"Upstream-Status" not in data, data
 
     listed = {p["name"]: p["status"] for p in json.loads(ok(root, "list", "--json").out)["patches"]}
@@ -1975,8 +1983,6 @@ def test_import_quilt_reads_deps_pseudo_headers_after_the_description(project, t
     and lint finds nothing to say of it. A paragraph of prose that begins like a field is
     still prose."""
     root = project
-    debian = tmp_path / "deb" / "debian" / "patches"
-    debian.mkdir(parents=True)
     originals = {
         "0001-not-needed.patch": _gbp_pq_patch(
             2, b"local", b"Bug-Debian: https://bugs.debian.org/1234567\n"
@@ -1988,23 +1994,11 @@ def test_import_quilt_reads_deps_pseudo_headers_after_the_description(project, t
             10, b"mine", b"Forwarded: not-needed, said the maintainer once,\nbut that was "
                          b"before the port.\n"),
     }
-    for name, data in originals.items():
-        (debian / name).write_bytes(data)
-    (debian / "series").write_bytes(b"".join(n.encode() + b"\n" for n in originals))
-    # A real quilt series: quilt pushes it onto the upstream.
-    checkout = upstream_checkout(tmp_path, "deb-checkout")
-    env = dict(os.environ, QUILT_PATCHES=str(debian), QUILTRC="/dev/null")
-    proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-    ok(root, "import", "quilt", str(tmp_path / "deb" / "debian"))
-    base = _base(root)
+    ok(root, "import", "quilt", str(debian_series_pushed_by_quilt(tmp_path, originals)))
     for name in ("0001-not-needed.patch", "0002-sent.patch"):
         data = (root / "series/up" / name).read_bytes()
         assert b"Upstream-Status" not in data, data
-        kept = b"".join(line for line in data.splitlines(keepends=True)
-                        if line not in (b"Upstream: up\n", f"Base: {base}\n".encode()))
-        assert kept == originals[name], data
+        assert as_debian_wrote_it(root, data) == originals[name], data
     assert b"\nUpstream-Status: Pending\n" in (root / "series/up/0003-prose.patch").read_bytes()
 
     listed = {p["name"]: p["status"] for p in json.loads(ok(root, "list", "--json").out)["patches"]}

@@ -194,13 +194,10 @@ def test_import_mbox_keeps_a_body_that_begins_like_a_header_field(project, tmp_p
     check_bodies_kept(root)
 
 
-def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(project,
-                                                                                tmp_path):
-    """A fork branch made on v0 changes line10; the pin (v1) has a line more at the top, so
-    the fix applies there at an offset, at one place. `import git v0..fix` wrote `Base:` the
-    pin and said only "imported": a claim that the diff (its index lines v0's blob, its line
-    numbers v0's) was made on the pin. Now the header records v0 and the import says so; a
-    commit made on the pin itself is still based on the pin, without a word."""
+def fix_made_on_an_older_release(project: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """The upstream gains a line at the top of a.py (v1, the pin now); a fork's branch `fix`,
+    made on the release before (v0), changes line10, which applies at the pin at an offset:
+    (v0, v1, the fork)."""
     upstream = tmp_path / "up-upstream"
     v0 = git(upstream, "rev-parse", "HEAD").strip()
     (upstream / "a.py").write_bytes(b"line0\n" + UPSTREAM_FILES["a.py"])
@@ -210,6 +207,17 @@ def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(pr
     git(clone, "checkout", "-q", "-b", "fix", v0)
     (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line10\n", b"line10 fixed\n"))
     commit_all(clone, "Fix line10")
+    return v0, v1, clone
+
+
+def test_a_branch_made_on_an_older_upstream_records_that_revision_as_its_base(project,
+                                                                                tmp_path):
+    """A fork branch made on v0 changes line10; the pin (v1) has a line more at the top, so
+    the fix applies there at an offset, at one place. `import git v0..fix` wrote `Base:` the
+    pin and said only "imported": a claim that the diff (its index lines v0's blob, its line
+    numbers v0's) was made on the pin. Now the header records v0 and the import says so; a
+    commit made on the pin itself is still based on the pin, without a word."""
+    v0, v1, clone = fix_made_on_an_older_release(project, tmp_path)
     run = ok(project, "import", "git", f"{v0}..fix", "--repo", str(clone), "--upstream", "up")
     assert f"imported up/fix-line10.patch (made on {v0[:12]}, not on the pin {v1[:12]}: its " \
         "Base says so; `patchforge edit fix-line10` + `refresh` makes it on the pin)" in run.out, \
@@ -229,15 +237,7 @@ def test_edit_and_refresh_of_a_patch_made_on_an_older_upstream_bases_it_on_the_p
     lint warns "Base ... is not the locked revision" until then: refresh wrote the diff made
     on the pin and left `Base:` naming v0, so the warning never went away and the header went
     on saying the diff was made on a revision it was not."""
-    upstream = tmp_path / "up-upstream"
-    v0 = git(upstream, "rev-parse", "HEAD").strip()
-    (upstream / "a.py").write_bytes(b"line0\n" + UPSTREAM_FILES["a.py"])
-    v1 = commit_all(upstream, "line0")
-    ok(project, "upstream", "pin", "up", "--at", "main")
-    clone = fork(tmp_path)
-    git(clone, "checkout", "-q", "-b", "fix", v0)
-    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line10\n", b"line10 fixed\n"))
-    commit_all(clone, "Fix line10")
+    v0, v1, clone = fix_made_on_an_older_release(project, tmp_path)
     ok(project, "import", "git", f"{v0}..fix", "--repo", str(clone), "--upstream", "up")
     assert "is not the locked revision" in run_cli(project, "lint").text
     ok(project, "edit", "fix-line10")
