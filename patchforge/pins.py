@@ -393,6 +393,24 @@ def other_locked_repository(project: Project, name: str, pin: UpstreamPin) -> st
     return locked
 
 
+def of_configured_repository(project: Project, store: UpstreamStore, name: str,
+                             pin: UpstreamPin) -> bool:
+    """Whether a pin the lock records from another repository (other_locked_repository) has a
+    commit the store knows as one of the configured repository's, without asking it (`verify`
+    reads the cache only; `fetch` and every command that brings the pins ask). True for any
+    other pin."""
+    if other_locked_repository(project, name, pin) is None:
+        return True
+    from patchforge.store.giturl import store_namespace
+
+    url = git_url_for(project, project.config.upstream(name).url or "")
+    try:
+        store.resolve_in(store_namespace(name, url), pin.commit)
+    except StoreError:
+        return False
+    return True
+
+
 def _where_sources_differ(project: Project, name: str, locked: str) -> str:
     """`upstream.lock:N: pins NAME from 'URL', but pyproject.toml:M configures 'URL'`."""
     from patchforge.formats.config import upstream_key_line

@@ -810,6 +810,45 @@ def test_plain_verify_fails_a_landed_fix_upstream_reverted_at_the_pin(tmp_path, 
     assert "mismatch" not in out and "NOT CHECKED" not in err, out + err
 
 
+def test_plain_verify_says_not_checked_of_a_pin_the_lock_records_from_another_repository(
+        tmp_path):
+    """fa dropped as landed at v2, the pin; a lock merged from a branch that pinned a fork's
+    commit (the configuration merged back to the upstream's): `verify` judged the fixes kept
+    under upstreamed/ at that commit, read from the cache, and said nothing of it, exit 0.
+    It says NOT CHECKED, naming `fetch`, which refuses the fork's commit; a lock that records
+    a mirror holding the pin's commit, which the cache knows as the upstream's, is judged."""
+    from helpers.project import OneUpstreamStack
+
+    base = b"".join(b"a line %d\n" % i for i in range(1, 21))
+    fixed = base.replace(b"a line 5\n", b"a line 5, fixed\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed}, "Fix a", tag="v2")
+    stack.landed_and_dropped("up=v2", "pkg/a.py")
+    config = stack.root / "patchforge.toml"
+    mine = config.read_text()
+    fork, mirror = tmp_path / "fork", tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", str(stack.up), str(fork))
+    git(tmp_path, "clone", "-q", "--bare", str(stack.up), str(mirror))
+    (fork / "pkg/b.py").write_bytes(b"fork only\n")
+    git(fork, "add", "-A")
+    git(fork, "commit", "-qm", "fork: its own file")
+    for other, at in ((fork, "main"), (mirror, "v2")):
+        config.write_text(mine.replace(f'url = "{stack.up}"', f'url = "{other}"'))
+        stack.cli("upstream", "pin", "up", "--at", at, "--force")
+        config.write_text(mine)
+        _, out, err = stack.cli("verify")
+        said = f"NOT CHECKED: whether up {at} still holds the fixes dropped as landed upstream"
+        if other == fork:
+            assert said in err and "another repository" in err and "`patchforge fetch up`" \
+                in err, err
+            _, _, err = stack.cli("fetch", expect=2)
+            assert "is not a commit of the configured repository" in err, err
+        else:
+            assert "NOT CHECKED" not in err and "mismatch" not in out, out + err
+
+
 def _partial_cache(stack, tmp_path, monkeypatch) -> None:
     """The store is a partial clone (its files come on first read): a fresh cache that has the
     locked commit and the series' files but not those of the fixes kept as landed, as one

@@ -204,7 +204,7 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
     """
     from patchforge.formats.patchfile import parse_patch_file
     from patchforge.overlay import fragment_profiles, sha256
-    from patchforge.pins import open_store
+    from patchforge.pins import of_configured_repository, open_store
     from patchforge.reverts import change_state, gone_upstream, kept_fixes
 
     kept = {upstream: dict(found) for upstream in project.upstream_names()
@@ -222,6 +222,14 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
                                  f"fixes dropped as landed upstream (series/{upstream}/"
                                  f"{KEPT_LANDINGS}/): the locked revision is not in the cache; "
                                  f"`patchforge fetch {upstream}` brings it")
+                    continue
+                if not of_configured_repository(project, store, upstream, pin):
+                    notes.append(f"NOT CHECKED: whether {upstream} {pin.label} still holds the "
+                                 f"fixes dropped as landed upstream (series/{upstream}/"
+                                 f"{KEPT_LANDINGS}/): upstream.lock records the pin from "
+                                 "another repository than the configured one, and the cache "
+                                 "does not know its commit as one of the configured one's; "
+                                 f"`patchforge fetch {upstream}` checks it")
                     continue
                 unread: list[tuple[str, str]] = []
                 gone += gone_upstream(project, store, upstream, pin.commit, unread=unread)
