@@ -270,6 +270,17 @@ def drop_when(patch: PatchFile, target: Target, forwarded: dict | None, *,
     except InvalidRequirement as exc:
         result["reason"] = f"not a requirement: {exc}"
         return result
+    # Only a version condition on the upstream is judged. A marker (`; python_version < "3"`)
+    # was dropped without a word, and would be the Python running patchforge's, never the
+    # deployment's; an extra or a URL says nothing of a version; with no version at all the
+    # condition was always true: each said "true: remove the fix".
+    unjudged = ("an environment marker" if requirement.marker is not None else
+                "an extra" if requirement.extras else "a URL" if requirement.url else
+                "no version" if not requirement.specifier else None)
+    if unjudged:
+        result["reason"] = (f"not a requirement on the upstream's version: it names {unjudged}, "
+                            "which patchforge does not judge")
+        return result
     from packaging.utils import canonicalize_name
 
     # `torch>=2.5` in a vllm patch says nothing about vllm's version: only a requirement on this

@@ -1042,6 +1042,24 @@ def test_drop_when_on_another_package_is_not_evaluated(stack, upstream):
     assert "not this upstream" in status.drop_when["reason"]
 
 
+@pytest.mark.parametrize("condition", ['up>=0.1; python_version < "3"', "up[extra]>=0.1",
+                                       "up @ https://example.org/up-0.34.0.whl", "up"])
+def test_drop_when_with_a_marker_an_extra_a_url_or_no_version_is_never_judged_true(
+        stack, upstream, condition):
+    """`Drop-When: up>=0.1; python_version < "3"` had its marker dropped without a word (and a
+    marker could only be the Python running patchforge's, never the deployment's), an extra or
+    a URL was ignored, and `Drop-When: up` with no version was always true: each was "true:
+    remove the fix" on a fix still needed. Each is never judged, said as not a requirement on
+    the upstream's version (lint's error), and asks nothing of the fix."""
+    upstream.commit({"README.md": b"release\n"}, "release")
+    git(upstream.path, "tag", "v0.34.0")
+    stack.add("fix.patch", the_fix(), extra=f"Drop-When: {condition}\n")
+    status = stack.status("v0.34.0")["fix.patch"]
+    assert status.drop_when["true"] is None, status.drop_when
+    assert status.drop_when["reason"].startswith("not a requirement on the upstream's version")
+    assert not status.attention
+
+
 # -- the command line: exit codes and one JSON document ----------------------------------------
 
 def test_json_document_and_exit_codes(stack, upstream):
