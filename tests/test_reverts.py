@@ -1027,3 +1027,77 @@ def test_a_bring_back_resolved_with_upstreams_file_for_one_the_fix_creates_keeps
     if upstreams == "same":
         stack.commit({"pkg/helper.py": None}, "No helper after all", tag="v4")
         stack.cli("status", "--against", "v4", expect=1)
+
+
+L25 = b"line 25 of the module under test\n"
+L26 = b"line 26 of the module under test\n"
+
+
+def _resolved_keeping_upstreams_side(stack, target_text: bytes) -> None:
+    """The stop's worktree file resolved the obvious way: the target's text (upstream's side,
+    its landed hunk included) with the fix's guard after line 25 again."""
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(
+        target_text.replace(L25, L25 + GUARD))
+
+
+def test_a_stop_resolved_on_a_fix_whose_other_hunk_landed_keeps_it_under_upstreamed(tmp_path):
+    """A fix of two hunks (line 5; a guard after line 25); upstream changes line 26, then lands
+    the line-5 hunk alone (v2): the rebase stops on the guard. Resolved the obvious way
+    (upstream's side, the guard again), `--continue` wrote the fix with the guard alone, "conflict
+    resolved by hand": the landed hunk was kept nowhere, and when upstream reverted its
+    landing, the rebase, status and lint exited 0. Now it is kept under upstreamed/, as the
+    rebase keeps the landed hunks of a fix that moves by itself, and the revert is said."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED.replace(L25, L25 + GUARD))
+    moved = BASE.replace(L26, b"twenty_six()\n")
+    stack.commit({"pkg/a.py": moved}, "Line 26")
+    landing = stack.commit({"pkg/a.py": moved.replace(
+        b"line 5 of the module under test\n", b"five = compute_it_properly()\n")},
+        "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    _resolved_keeping_upstreams_side(stack, git(stack.up, "show", "v2:pkg/a.py").encode())
+    summary = stack.rebase_json("--continue")
+    (entry,) = summary["patches"]
+    assert entry["action"] == "resolved", entry
+    assert f"1 of its 2 hunks landed upstream in {landing[:12]}, left so by the resolution: " \
+        "kept under upstreamed/" in entry["detail"], entry
+    resolved = stack.patch("up", "fa")
+    assert b"compute_it_properly" not in resolved and b"raise ValueError" in resolved, resolved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    assert b"+five = compute_it_properly()" in kept and b"raise ValueError" not in kept, kept
+    stack.cli("status")
+    revert = _revert(stack, landing, tag="v3")
+    _said_reverted(stack, "v3", revert)
+
+
+def test_a_bring_back_stop_resolved_on_a_fix_whose_other_hunk_landed_keeps_it(tmp_path):
+    """The same at a bring-back's stop: the fix set aside at v2 (upstream changed line 26),
+    its line-5 hunk landed meanwhile (v3); `bring-back` stops on the guard, resolved the
+    obvious way, `--continue` put the fix back with the guard alone and the landed hunk was
+    kept nowhere. Now it is kept under upstreamed/, the command says so, and the revert of
+    that landing is said."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED.replace(L25, L25 + GUARD))
+    moved = BASE.replace(L26, b"twenty_six()\n")
+    stack.commit({"pkg/a.py": moved}, "Line 26", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    landing = stack.commit({"pkg/a.py": moved.replace(
+        b"line 5 of the module under test\n", b"five = compute_it_properly()\n")},
+        "Compute it properly (#11)", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)  # the skipped fix needs attention
+    stack.cli("bring-back", "fa", expect=3)
+    _resolved_keeping_upstreams_side(stack, git(stack.up, "show", "v3:pkg/a.py").encode())
+    _, _, err = stack.cli("bring-back", "--continue")
+    assert f"1 of its 2 hunks landed upstream in {landing[:12]}, left so by the resolution: " \
+        "kept under upstreamed/" in err, err
+    assert stack.series("up") == ["fa.patch"]
+    resolved = stack.patch("up", "fa")
+    assert b"compute_it_properly" not in resolved and b"raise ValueError" in resolved, resolved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v3, commit:{landing}".encode() in kept, kept
+    assert b"+five = compute_it_properly()" in kept and b"raise ValueError" not in kept, kept
+    stack.cli("status")
+    revert = _revert(stack, landing, tag="v4")
+    _said_reverted(stack, "v4", revert)

@@ -1885,7 +1885,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                     upstream, file_name, fix.name, pin, result["detail"]))
             return result
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
-                                            judgement, before, pin.commit)
+                                            judgement, before, pin.commit,
+                                            _landed_at_stop(store, patch, judgement,
+                                                            judged_on, history))
     files = ", ".join(judgement.files) or "the fix's files"
     ways = ""
     moved = moved_away(judgement.evidence) if judgement.stop_kind == "unsure" else None
@@ -1985,12 +1987,29 @@ def _kept_as_landed(store: UpstreamStore, patch, judgement,
     return kept.with_field("Applied-Upstream", f"{target.label}, commit:{landing}"), landing
 
 
+def _landed_at_stop(store: UpstreamStore, patch, judgement, target, history):
+    """The hunks of a fix whose bring-back stops that landed upstream meanwhile
+    (rebase.journal.LandedHunks, with the commit that landed them), kept at --continue where
+    the resolution leaves them to upstream; None when none did."""
+    from patchforge.judge import where_landed
+    from patchforge.rebase.engine import landed_hunks
+
+    if not judgement.verdict.hunks_landed:
+        return None
+    try:
+        where, _ = where_landed(store, target, patch, judgement.verdict, history())
+    except PatchforgeError:
+        where = None
+    return landed_hunks(judgement.verdict, where)
+
+
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
-                          before, pin: str) -> tuple[Path, tuple | None]:
+                          before, pin: str, landed=None) -> tuple[Path, tuple | None]:
     """The worktree of a bring-back that stopped: HEAD holds the fix's files as the series
     leaves them on the pin, the working files the merge's result (conflict markers where git
-    could not merge). The state file says which skipped fix it brings back, as what. Returns
-    it, and where files found in its place were kept (worktree.keep_stray), if any."""
+    could not merge). The state file says which skipped fix it brings back, as what, and
+    which of its hunks had landed upstream (`landed`). Returns it, and where files found in
+    its place were kept (worktree.keep_stray), if any."""
     from patchforge.worktree import Worktree, files_at, keep_stray
 
     def base_mode(path: str) -> str | None:
@@ -2015,6 +2034,8 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
              "bring_back": fix.path.relative_to(project.root).as_posix(),
              "conflicts": list(judgement.files), "kind": judgement.stop_kind,
              "message": judgement.message}
+    if landed is not None:
+        state["landed"] = landed.to_json()
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     return work, kept
 
@@ -2152,6 +2173,19 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     data = new_patch.to_bytes()
     target = project.patch_path(upstream, file_name)
     parse_patch_file(data, str(target))
+    landed = _landed_left(store, patch, state, changes, label)
+    if landed is not None:
+        # Its hunks that had landed, left so by the resolution: with a file it creates that
+        # upstream made the same, one landed part (as `rebase --continue` keeps them).
+        kept, said = landed
+        for k, (where, part) in enumerate(parts):
+            if where == KEPT_LANDINGS:
+                created = parse_patch_file(part)
+                parts[k] = (where, created.with_remade_diff(created.diff + kept.diff).to_bytes())
+                break
+        else:
+            parts.append((KEPT_LANDINGS, kept.to_bytes()))
+        kept_said += f"; {said}, left so by the resolution: kept under upstreamed/"
     with RepoLock(project.state_dir):
         # The parts of it the resolution leaves to upstream's files, each under a name of its
         # own there (one this run wrote, cut short by a kill, reused): kept before the fix
@@ -2235,6 +2269,38 @@ def _created_files_left(store: UpstreamStore, project: Project, upstream: str, f
                  f"{pin.label}'s, as the resolution took it: the fix's version kept under "
                  "deleted/")
     return parts, said
+
+
+def _landed_left(store: UpstreamStore, patch, state: dict, changes,
+                 label: str) -> tuple[PatchFile, str] | None:
+    """The hunks of the fix a bring-back stopped on that had landed upstream (the state's
+    `landed`) and that its resolution leaves as upstream made them, as kept under
+    upstreamed/ (with `Applied-Upstream` naming the pin and the landing commit), and what to
+    say of them; None when none are left so. The resolved patch, the worktree's difference
+    from a base that has them, no longer holds them."""
+    from patchforge.rebase.engine import landed_part_left
+    from patchforge.rebase.journal import LandedHunks
+
+    if "landed" not in state:
+        return None
+    try:
+        landed = LandedHunks.from_json(state["landed"])
+    except (KeyError, TypeError, ValueError):
+        return None  # a state file changed by hand: nothing is kept, as before
+    files = {path: new for path, _, new, _, _ in changes}
+
+    def base(path: str) -> bytes | None:
+        return store.read_blob(state["base"], path)
+
+    left = landed_part_left(patch, landed,
+                            lambda path: files[path] if path in files else base(path), base)
+    if left is None:
+        return None
+    part, count = left
+    where = landed.landing
+    kept = part.with_field("Applied-Upstream", label + (f", commit:{where}" if where else ""))
+    shown = f" in {where[:12]}" if where else ""
+    return kept, f"{count} of its {landed.total} hunks landed upstream{shown}"
 
 
 def _brought_back(upstream: str, file_name: str, aside: str, pin, how: str) -> dict:

@@ -32,8 +32,9 @@ from patchforge.judge import (AMBIGUOUS_PLACE, OTHER_FUNCTION, HistoryIndex, Laz
                               moved_away, read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
-from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, PatchResult,
-                                       PlanStep, RebaseRun, Stop, UpstreamRun, confined_all)
+from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, LandedHunks,
+                                       PatchResult, PlanStep, RebaseRun, Stop, UpstreamRun,
+                                       confined_all)
 from patchforge.store.diff import FileChange, StartedDiffs, added_lines, conflict_markers_left
 
 if TYPE_CHECKING:
@@ -862,7 +863,7 @@ class Rebase:
         self._run_record.stopped = Stop(
             upstream, name, stop.kind, stop.files, stop.evidence, stop.message, base, old_base,
             str(work), keeps_free=_keeps_free_digest(self._old_patch(upstream, name))
-            if stop.kind == "invariant" else None)
+            if stop.kind == "invariant" else None, landed=stop.landed)
         self.journal.save()
         raise ConflictStop(
             f"{upstream}/{name}: {stop.message}",
@@ -968,9 +969,21 @@ class Rebase:
             elif kind == "unsure":
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"
+            landed = None
+            if verdict.hunks_landed and not self._run_record.dry_run:
+                # Its hunks that landed are in the stop's base: a resolution that leaves them
+                # so leaves them out of the resolved patch, and --continue keeps them.
+                try:
+                    where, _ = where_landed(self.store, target, patch, verdict,
+                                            self._history_index(upstream, target),
+                                            self._commits_touching(upstream, target, verdict),
+                                            pairs_made=self._pairs_made.get(upstream))
+                except PatchforgeError:
+                    where = None
+                landed = landed_hunks(verdict, where)
             return None, Blocked(kind, judgement.files, judgement.evidence, message,
                                  dict(judgement.after), dict(judgement.modes),
-                                 dict(judgement.bases))
+                                 dict(judgement.bases), landed)
         changes = judgement.changes
         new_patch = patch.with_field("Base", target.commit)
         if judgement.keeps_moved:
@@ -1338,6 +1351,9 @@ class Rebase:
             result = PatchResult(upstream, name, "resolved", detail,
                                  staged=self._stage(f"{upstream}/{name}", new_patch.to_bytes()))
             self._keep_created_files_left(result, patch, changes, target)
+            if stopped.landed is not None:
+                self._keep_hunks_left(result, self._old_patch(upstream, name), stopped,
+                                      files, target)
         entry.results.append(result)
         entry.position += 1
         return files, modes
@@ -1376,6 +1392,39 @@ class Rebase:
                               f"for {target.label}'s, as the resolution took it: the fix's "
                               "version kept under deleted/")
             result.dropped_part = self._stage(f"{upstream}/deleted/{name}", part.to_bytes())
+
+    def _keep_hunks_left(self, result: PatchResult, patch, stopped: Stop, files: dict,
+                         target) -> None:
+        """--continue on a patch some of whose hunks had landed upstream (the others stopped
+        it): those the resolution leaves as upstream made them are in the stop's base, so no
+        longer in the resolved patch, and are kept under upstreamed/ as the landed part of a
+        patch that moved by itself is (the result's detail says so; a later revert of that
+        landing is said). One the resolution changed or took out is the patch's own again."""
+        landed = stopped.landed
+        assert landed is not None
+
+        def base(path: str) -> bytes | None:
+            return self.store.read_blob(stopped.base, path)
+
+        left = landed_part_left(patch, landed,
+                                lambda path: files[path] if path in files else base(path), base)
+        if left is None:
+            return
+        part, count = left
+        where = landed.landing
+        kept = part.with_field("Applied-Upstream",
+                               target.label + (f", commit:{where}" if where else ""))
+        if result.landed_part is not None:
+            # A file it creates that upstream made the same is kept too: one landed part.
+            from patchforge.formats.patchfile import parse_patch_file
+
+            created = parse_patch_file(self.journal.staged_bytes(result.landed_part))
+            kept = created.with_remade_diff(created.diff + part.diff)
+        shown = f" in {where[:12]}" if where else ""
+        result.detail += (f"; {count} of its {landed.total} hunks landed upstream{shown}, "
+                          "left so by the resolution: kept under upstreamed/")
+        result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
+                                         kept.to_bytes())
 
     def _refuse_removals(self, stopped: Stop, changes, target, work: Path) -> None:
         """UsageError (the rebase still stopped, nothing written) when the resolution takes
@@ -1857,6 +1906,7 @@ class Rebase:
         summary = self._summary(written=False, kept=False)
         stop = self._run_record.stopped
         stopped = stop.to_json() if stop is not None else {}
+        stopped.pop("landed", None)  # the journal's, for --continue (as `staged` is)
         stopped["message"] = message
         summary["stopped"] = stopped
         return summary
@@ -2181,3 +2231,46 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
     if not sections:
         return None
     return patch.with_remade_diff(b"".join(sections))
+
+
+def landed_hunks(verdict, landing: str | None) -> LandedHunks | None:
+    """The hunks of a stopped patch that landed upstream (its verdict's), for --continue to
+    keep those the resolution leaves to upstream; None when none did."""
+    hunks = {fv.path: [hv.index for hv in fv.hunks if hv.landed] for fv in verdict.files}
+    hunks = {path: found for path, found in hunks.items() if found}
+    if not hunks:
+        return None
+    at = {fv.path: fv.target_path for fv in verdict.files
+          if fv.path in hunks and fv.target_path and fv.target_path != fv.path}
+    return LandedHunks(hunks, at, verdict.hunks_total, landing)
+
+
+def landed_part_left(patch, landed: LandedHunks, read,
+                     read_base) -> tuple[PatchFile, int] | None:
+    """The landed hunks of a stopped patch (`landed`) that its resolution leaves as upstream
+    made them, as landed_part keeps them, and how many: each one whose change is in the
+    stop's base (`read_base(path)`) and in the resolved file (`read(path)`: its content
+    after the resolution, None when absent), at the path the patch gives it, or where
+    upstream has it. One the resolution made again itself is in the resolved patch, and one
+    it took out is no longer upstream's. A file the patch creates is left to the rebase's
+    own check of created files (kept whole, or the fix's version under deleted/). None when
+    no hunk is left so."""
+    from patchforge.reverts import change_state
+
+    created = {fp.path for fp in patch.file_patches if fp.is_new}
+    renamed = {fp.old_path: fp.new_path for fp in patch.file_patches if fp.is_rename}
+    left: dict[str, list[int]] = {}
+    for path, indices in landed.hunks.items():
+        if path in created:
+            continue
+        places = [p for p in dict.fromkeys((renamed.get(path), landed.at.get(path), path)) if p]
+        for index in indices:
+            one = landed_part(patch, None, hunks={path: [index]})
+            if one is None or len(one.file_patches) != 1:
+                continue
+            if any(change_state(one.file_patches[0], read(place)) == "present" and
+                   change_state(one.file_patches[0], read_base(place)) == "present"
+                   for place in places):
+                left.setdefault(path, []).append(index)
+    part = landed_part(patch, None, hunks=left) if left else None
+    return None if part is None else (part, sum(map(len, left.values())))

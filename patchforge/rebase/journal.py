@@ -627,6 +627,38 @@ class Blocked:
     modes: dict[str, str] = field(default_factory=dict, repr=False)  # the modes it gives them
     # path -> what the patch was made on, for each file with conflict markers (judge.Judgement)
     bases: dict[str, bytes] = field(default_factory=dict, repr=False)
+    landed: LandedHunks | None = None  # its hunks landed upstream, the others stopped
+
+
+@record
+class LandedHunks:
+    """The hunks of a stopped fix that landed detection found upstream (the others did not
+    move): at `--continue`, those the resolution leaves as upstream made them are kept under
+    upstreamed/, as a moved patch's landed part is, since the resolved patch (the worktree's
+    difference from a base that has them) no longer holds them. `hunks`: a path of the patch
+    (a file it renames by its old one) -> the indices of its landed hunks; `at`: where the
+    target has such a file when upstream moved it; `total`: the patch's hunks; `landing`: the
+    commit that landed them, where found."""
+    hunks: dict[str, list[int]]
+    at: dict[str, str]
+    total: int
+    landing: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hunks": self.hunks, "at": self.at, "total": self.total,
+                "landing": self.landing}
+
+    @classmethod
+    def from_json(cls, doc: object) -> LandedHunks:
+        landed = _object(doc, "the landed hunks")
+        hunks = _object(landed.get("hunks"), "the landed hunks' files")
+        at = _object(landed.get("at", {}), "the landed hunks' places")
+        if not all(isinstance(v, list) and all(type(i) is int for i in v)
+                   for v in hunks.values()) or \
+                not all(isinstance(v, str) for v in at.values()):
+            raise ValueError("the landed hunks are not lists of hunk numbers by path")
+        return cls({str(k): list(v) for k, v in hunks.items()}, dict(at),
+                   _want(landed, "total", int), _want(landed, "landing", _OPTIONAL_STR))
 
 
 @record
@@ -647,13 +679,19 @@ class Stop:
     # change of the patch file a resume takes (its Keeps lines, where the upstream rightly
     # changed what they name).
     keeps_free: str | None = None
+    # The stopped patch's hunks that landed upstream (the others stopped): kept under
+    # upstreamed/ at --continue where the resolution leaves them to upstream.
+    landed: LandedHunks | None = None
 
     def to_json(self) -> dict[str, Any]:
-        doc = {"upstream": self.upstream, "name": self.name, "kind": self.kind,
-               "files": self.files, "evidence": self.evidence, "message": self.message,
-               "base": self.base, "old_base": self.old_base, "worktree": self.worktree}
+        doc: dict[str, Any] = {
+            "upstream": self.upstream, "name": self.name, "kind": self.kind,
+            "files": self.files, "evidence": self.evidence, "message": self.message,
+            "base": self.base, "old_base": self.old_base, "worktree": self.worktree}
         if self.keeps_free is not None:
             doc["keeps_free"] = self.keeps_free
+        if self.landed is not None:
+            doc["landed"] = self.landed.to_json()
         return doc
 
     @classmethod
@@ -665,7 +703,8 @@ class Stop:
                    _strings(stop, "evidence"), _want(stop, "message", str),
                    _want(stop, "base", str), old_base if isinstance(old_base, str) else None,
                    _want(stop, "worktree", str),
-                   keeps_free if isinstance(keeps_free, str) else None)
+                   keeps_free if isinstance(keeps_free, str) else None,
+                   LandedHunks.from_json(stop["landed"]) if "landed" in stop else None)
 
 
 @record
