@@ -527,7 +527,7 @@ def test_no_command_on_another_upstream_runs_beside_a_cut_short_write_out(tmp_pa
     `delete` of up's fixes ran (exit 0), then `rebase --abort` put back upstream.lock and
     series/history.jsonl as the write-out had kept them: up3's pin was gone while the
     configuration still named it, and the rename's and the delete's events were lost, without
-    a word. Each is refused (exit 2, naming the journal and both ways on, nothing written) until
+    a word; `ledger` wrote series/PATCHES.md of the half-written series. Each is refused (exit 2, naming the journal and both ways on, nothing written) until
     the write-out is finished or undone; then each runs and keeps its change."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     up = Upstream(tmp_path / "up", {"pkg/b.py": BASE, "pkg/c.py": b"x = 1\n"})
@@ -550,7 +550,7 @@ def test_no_command_on_another_upstream_runs_beside_a_cut_short_write_out(tmp_pa
     killed = files()
     commands = [["upstream", "add", "up3", "--git", str(up.path), "--at", up.base,
                  "--install-root", "/opt/three"],
-                ["rename", "fb", "fbren"], ["delete", "fc"]]
+                ["rename", "fb", "fbren"], ["delete", "fc"], ["ledger"]]
     for args in commands:
         refused = run_cli(root, *args)
         assert refused.rc == 2, (args, refused.text)

@@ -124,6 +124,7 @@ def ledger(app, check_only, as_json):
     """Regenerate series/PATCHES.md from the series, upstream.lock and series/history.jsonl."""
     from patchforge.fsutil import RepoLock
     from patchforge.ledger import ledger_findings, ledger_path, write_ledger
+    from patchforge.state import refuse_beside_cut_short_write_out
 
     project = app.project()
     rel = str(ledger_path(project).relative_to(project.root))
@@ -141,7 +142,13 @@ def ledger(app, check_only, as_json):
             sys.exit(EXIT_ATTENTION)
         return
     with RepoLock(project.state_dir, wait=30):
+        # A rebase cut short while writing out its result rewrites PATCHES.md whole when it
+        # is finished or undone, and the series is part old, part new until then: refused, as
+        # every other writer is. A stop (before the write-out) leaves the series as it was,
+        # whose ledger this is; the note says the rebase is stopped.
+        refuse_beside_cut_short_write_out(project, "ledger")
         changed = write_ledger(project)
+    announce_state_report(project, as_json=as_json)
     if as_json:
         emit_json({"path": rel, "ok": True, "changed": changed, "findings": []}, "ledger")
     else:
