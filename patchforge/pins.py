@@ -94,14 +94,15 @@ def bring_pins(project: Project, store: UpstreamStore,
             trees[pin.commit] = pin.tree
             brought.append(upstream)
         else:
-            check_locked_pin(project, upstream, pin, tree)
+            check_locked_pin(project, store, upstream, pin, tree)
             refuse_archive_layout(store, upstream, pin, tree)
     return brought
 
 
-def check_locked_pin(project: Project, name: str, pin: UpstreamPin, tree: str) -> None:
-    """The lock's `tree` is the tree of the commit beside it, and a wheel pin's `version` is
-    its wheel's, or the lock is refused (exit 2) naming upstream.lock and the line: a lock
+def check_locked_pin(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin,
+                     tree: str) -> None:
+    """The lock's `tree` is the tree of the commit beside it, and a pin's `label` and `version`
+    name that commit, or the lock is refused (exit 2) naming upstream.lock and the line: a lock
     whose commit was edited (by hand, or a merge that took one side's commit and the other's
     tree, or one side's `version` line and the other's source) says two revisions at once, and
     nothing may pick one of them silently (`Drop-When`, `status` and `bump` judge a pin by its
@@ -114,6 +115,7 @@ def check_locked_pin(project: Project, name: str, pin: UpstreamPin, tree: str) -
     _check_wheel_version(project, name, pin)
     note_other_locked_repository(project, name, pin)
     _refuse_other_package(project, name, pin)
+    _check_git_label(project, store, name, pin)
     check_image_pin(project)
 
 
@@ -144,19 +146,125 @@ def _refuse_other_package(project: Project, name: str, pin: UpstreamPin) -> None
 
 
 def _check_wheel_version(project: Project, name: str, pin: UpstreamPin) -> None:
-    if pin.kind != "wheel" or pin.version is None:
+    """A wheel pin's `version` and `label` are its wheel's (pin_for_spec writes the wheel's
+    version in all three): `label` names the import in the project's namespace of the store."""
+    if pin.kind != "wheel":
         return
     from patchforge.names import check_version
 
     wheel = pin.source["version"]
+    for key, said in (("version", pin.version), ("label", pin.label)):
+        if said is None:
+            continue
+        try:
+            same = check_version(said) == check_version(wheel)
+        except ValueError:
+            same = False
+        if not same:
+            _refuse_two_revisions(project, name, key,
+                                  f"{said!r} is not the version of the pinned wheel "
+                                  f"{pin.source['filename']} (source.version {wheel!r})")
+
+
+def _check_git_label(project: Project, store: UpstreamStore, name: str,
+                     pin: UpstreamPin) -> None:
+    """What a git pin's `label` says of its commit, checked where it is sure and costs no
+    fetch: a commit id (or a version's `+g<hex>` part) begins the locked commit; a `version`
+    beside a label that is a plain ref, commit or release is the one that label names (as
+    pin_for_spec writes it); a release label whose tag the store has (as last fetched) names
+    the locked commit, and a locked commit that the store has tagged as a final release (`v1`)
+    is not pinned under another final release's label (`v2`). A label naming an image, a branch or
+    another tag (a `nightly` that CI re-points) says nothing that can be checked without
+    asking the remote; nor does a store that fetched no tags (a fresh cache fetches the
+    locked commit by its id)."""
+    if pin.kind != "git":
+        return
+    from patchforge import targets
+
+    label = pin.label.strip()
     try:
-        same = check_version(pin.version) == check_version(wheel)
-    except ValueError:
-        same = False
-    if not same:
+        kind = targets.classify_spec(label)
+    except UsageError:
+        return
+    if kind in (targets.SpecKind.image, targets.SpecKind.nightly):
+        return  # the version came from the image's labels
+    expected = targets.version_from_spec(label)
+    if pin.version is not None and pin.version != expected:
         _refuse_two_revisions(project, name, "version",
-                              f"{pin.version!r} is not the version of the pinned wheel "
-                              f"{pin.source['filename']} (source.version {wheel!r})")
+                              f"{pin.version!r} is not the version the label {label!r} names "
+                              f"({'none' if expected is None else repr(expected)})")
+    if targets.split_ancestry(label)[1]:
+        return  # an ancestor of what the label names: walked, not named
+    said = label.lower() if kind is targets.SpecKind.commit else \
+        targets.commit_from_version(label) if kind is targets.SpecKind.version else None
+    if said is not None and not pin.commit.startswith(said.lower()):
+        _refuse_two_revisions(project, name, "label",
+                              f"{label!r} names commit {said}, not the locked commit "
+                              f"{pin.commit}")
+    if kind is not targets.SpecKind.version or said is not None:
+        return
+    from patchforge.store.giturl import store_namespace
+
+    upstream = project.config.upstream(name)
+    namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
+    base = f"refs/patchforge/remotes/{namespace}"
+    version = label[1:] if label.startswith("v") else label
+    tags = {tag: store.read_ref(f"{base}/tags/{tag}")
+            for tag in dict.fromkeys([label, f"v{version}", version])}
+    known = {tag: commit for tag, commit in tags.items() if commit is not None}
+    if pin.commit in known.values():
+        return
+    if known:
+        tag, commit = next(iter(known.items()))
+        why = f"tag {tag} names commit {commit}"
+        moved = tag
+    else:
+        # The label's tag was never fetched here (the pin was made elsewhere, or a merge took
+        # this commit from one side and the label from the other): the commit's own final
+        # release tags, when the store has any, say which release it is. Only final releases:
+        # a release candidate's commit is often the release's too (v2rc1 and v2 on one commit).
+        if not _final_release(version):
+            return
+        at = store.tags_at(namespace, pin.commit)
+        releases = [tag for tag in at if _final_release(targets.version_from_spec(tag))]
+        if not releases or any(_same_version(targets.version_from_spec(tag) or "", version)
+                               for tag in at):
+            return
+        tag = releases[0]
+        why = f"the locked commit {pin.commit} is tag {tag}"
+        moved = label
+    from patchforge.formats.lockfile import lock_line_of
+
+    raise ConfigError(f"upstreams.{name}.label: {why} (as the store last fetched it), not "
+                      f"{label}: the lock names two revisions",
+                      path=str(project.lock_path),
+                      line=lock_line_of(project.lock_path, f"upstreams.{name}.label"),
+                      hint=f"restore upstream.lock from version control; if tag {moved} was "
+                           f"moved upstream since the pin, re-pin {name} (`patchforge upstream "
+                           f"pin {name} --at {label} --force`), or pin the commit by its id")
+
+
+def _final_release(version: str | None) -> bool:
+    """A version with no pre-, post- or dev-release part and no local part (`2`, `0.33.0`)."""
+    from packaging.version import InvalidVersion, Version
+
+    if version is None:
+        return False
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return False
+    return not (parsed.is_prerelease or parsed.is_postrelease or parsed.local)
+
+
+def _same_version(one: str, other: str) -> bool:
+    """`1` and `1.0` are one release (PEP 440); what is no version, by its spelling."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(one) == Version(other)
+    except InvalidVersion:
+        return one == other
 
 
 def check_image_pin(project: Project) -> None:
@@ -332,7 +440,7 @@ def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
     """
     try:
         what = _bring_pinned(project, store, name, pin)
-        check_locked_pin(project, name, pin, store.tree_id(pin.commit))
+        check_locked_pin(project, store, name, pin, store.tree_id(pin.commit))
         refuse_archive_layout(store, name, pin)
         if pin.kind != "git":
             _label_pinned_import(store, import_namespace(project, project.config.upstream(name)),

@@ -938,7 +938,15 @@ def test_a_git_pin_must_be_a_commit_of_its_own_source(tmp_path):
     (b / "upstream.lock").write_text(json.dumps(doc))
     run = run_cli(b, "fetch")
     assert run.rc == 2 and f"the locked commit {fork} is not a commit of" in run.err
-    # overlays too, which took a commit the store held without asking whose it was.
+    # Still labelled v1, whose tag the store has at B's commit: refused by what only reads
+    # the pin too.
+    run = run_cli(b, "new", "fix", "--file", "a.py")
+    assert run.rc == 2 and "upstreams.vllm.label: tag v1 names commit" in run.err, run.err
+    # overlays too, which took a commit the store held without asking whose it was (labelled
+    # by a branch, which says nothing of the commit).
+    doc["upstreams"]["vllm"]["label"] = "main"
+    del doc["upstreams"]["vllm"]["version"]
+    (b / "upstream.lock").write_text(json.dumps(doc))
     ok(b, "new", "fix", "--file", "a.py")
     (b / ".patchforge/work/vllm/a.py").write_bytes(b"other, fixed\n")
     ok(b, "refresh")
@@ -1238,6 +1246,99 @@ def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
     doc["image"] = {"reference": "nightly-1", "tag": "nightly-1", "digest": digest_a}
     (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     assert run_cli(root, "status").rc == 1
+
+
+@pytest.mark.parametrize("edit", ["release-unfetched", "release-fetched", "version", "commit"])
+def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path, edit):
+    """upstream.lock whose commit is v1's but whose `label`/`version` say v2 (bumped by hand,
+    or a merge of two re-pins resolved line by line): `status` said `target v2` and judged
+    `Drop-When: vllm>=2` true on v1's files. What the label says is checked where it costs no
+    fetch: the commit's own release tag in the store (v1), the label's tag once the store has
+    it, a version beside the label, a commit id as the label. Refused, exit 2, naming
+    upstream.lock and the line, nothing written; `upstream pin --force` makes it whole."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\nb = 2\nc = 3\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 1\nb = 2\nc = 4\n"}, "v2")
+    git(upstream, "tag", "v2")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/vllm/a.py").write_bytes(b"a = 11\nb = 2\nc = 3\n")
+    ok(root, "refresh")
+    patch = root / "series/vllm/fix.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: vllm>=2\n\n", 1))
+    assert "Drop-When" not in ok(root, "status").out
+    if edit == "release-fetched":
+        run_cli(root, "status", "--against", "vllm=v2")  # the store has tag v2 now
+    doc = lock_doc(root)
+    key, said = {"release-unfetched": ("label", "the locked commit"),
+                 "release-fetched": ("label", f"tag v2 names commit {v2}"),
+                 "version": ("version", "'2' is not the version the label 'v1' names"),
+                 "commit": ("label", f"'{v2[:10]}' names commit {v2[:10]}, not the locked "
+                                     "commit")}[edit]
+    if edit == "version":
+        doc["upstreams"]["vllm"]["version"] = "2"
+    elif edit == "commit":
+        doc["upstreams"]["vllm"].update(label=v2[:10], version=None)
+        del doc["upstreams"]["vllm"]["version"]
+    else:
+        doc["upstreams"]["vllm"].update(label="v2", version="2")
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if text.startswith(f'      "{key}"'))
+    before = tree_bytes(root)
+    for command in (["status"], ["overlays"], ["lint", "--no-forge"], ["edit", "fix"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.{key}: " in run.err, (command, run.err)
+        assert said in run.err and "the lock names two revisions" in run.err, run.err
+        assert "target v2" not in run.text and "is true" not in run.text, run.text
+    assert tree_bytes(root) == before
+    ok(root, "upstream", "pin", "vllm", "--at", "v1", "--force")
+    assert "Drop-When" not in ok(root, "status").out
+
+
+def test_a_release_candidates_commit_pinned_as_the_release_is_one_revision(tmp_path):
+    """The commit of v2rc1 released as v2 (both tags on one commit): a lock a teammate re-pinned
+    at v2, read here where the store fetched only v2rc1, names one revision and is taken."""
+    from helpers.git import git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\n")
+    git(upstream, "tag", "v2rc1")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream), at="v2rc1")
+    git(upstream, "tag", "v2")
+    doc = lock_doc(root)
+    doc["upstreams"]["vllm"].update(label="v2", version="2")
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    ok(root, "status")
+    ok(root, "fetch")
+
+
+def test_a_wheel_pins_label_that_is_not_its_wheels_version_is_refused(tmp_path, monkeypatch):
+    """A wheel pin's `label` edited to 2.0 beside alpha 1.0's wheel: status said `target 2.0`,
+    and the project's namespace of the store labelled 1.0's import `2.0`, so a later
+    `import overlay --made-on 2.0` diffed against 1.0's files. Refused as its `version` is."""
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"tinypkg/__init__.py": b"V = 1\n"})
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    doc = lock_doc(tmp_path)
+    doc["upstreams"]["tiny"]["label"] = "2.0"
+    (tmp_path / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((tmp_path / "upstream.lock").read_text()
+                                           .splitlines(), 1) if '"label"' in text)
+    before = tree_bytes(tmp_path)
+    for command in (["status"], ["fetch"]):
+        run = run_cli(tmp_path, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.tiny.label: '2.0' is not the version of the " \
+               "pinned wheel tinypkg-1.0-py3-none-any.whl" in run.err, (command, run.err)
+        assert "target 2.0" not in run.text
+    assert tree_bytes(tmp_path) == before
 
 
 def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypatch):

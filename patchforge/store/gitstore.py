@@ -1144,6 +1144,14 @@ class UpstreamStore:
                 found.append((ref[len(prefix):], commit))
         return sorted(found)
 
+    def tags_at(self, upstream: str, commit: str) -> list[str]:
+        """The tags of source `upstream` (a store namespace) that name `commit`, as last
+        fetched, by name."""
+        check_upstream_name(upstream)
+        prefix = f"refs/patchforge/remotes/{upstream}/tags/"
+        out = self._out("for-each-ref", f"--points-at={commit}", "--format=%(refname)", prefix)
+        return sorted(ref[len(prefix):] for ref in out.splitlines() if ref.startswith(prefix))
+
     def commit_message(self, rev: str) -> bytes:
         got = self._cat.query([f"{rev}^{{commit}}"])[0]
         if got is None:
