@@ -2040,6 +2040,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              f"not executable, as {what} is "
                              "(`chmod +x` it, or run `patchforge overlays`)"))
         rows += _fragment_rows(project, manifest, shipped)
+        rows += series_since_overlays(project, manifest, profile)
         # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
         for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]
@@ -2163,6 +2164,53 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     count = len({(e["upstream"], e["path"]) for e in wanted})
     return (f"{installed} holds none of the {count} pre-images: give the upstream's "
             "install root (its site-packages) or an image's root file system")
+
+
+def series_since_overlays(project: Project, manifest: dict,
+                          profile: str | None = None) -> list[tuple[str, str, str]]:
+    """verify's rows for the fixes overlays/ were not made from: manifest.json names each
+    patch an overlay holds with the sha256 of its file, so a fix deleted (or renamed) since,
+    one changed since (an `edit` + `refresh`, a `git pull` of the stack) and one that joined
+    the series since are told from the patch files alone, without the upstream. The overlays
+    themselves are whole and as SHA256SUMS pins them, so verify said `ok` while a deleted fix
+    was deployed and the refreshed one was in no overlay. With `profile`, that profile's
+    overlays and the fixes for it only. A series that cannot be read says nothing here (lint
+    and status name it)."""
+    made: dict[str, dict[str, set[str]]] = {}
+    for entry in manifest["overlays"]:
+        if profile is None or entry.get("profile") in (None, profile):
+            holding = made.setdefault(entry["upstream"], {})
+            for held in entry["patches"]:
+                holding.setdefault(held["name"], set()).add(held["sha256"])
+    rows: list[tuple[str, str, str]] = []
+    again = "`patchforge overlays` makes them again"
+    for upstream in sorted(set(project.upstream_names()) | set(made)):
+        held_here = made.get(upstream, {})
+        try:
+            names = project.patch_names(upstream) if upstream in project.config.upstreams \
+                else []
+            series = [(name, project.read_patch(upstream, name),
+                       project.read_patch_bytes(upstream, name)) for name in names]
+        except PatchforgeError:
+            continue
+        for name, patch, raw in series:
+            # A fix with no change yet (`new`) is in no overlay; one for other profiles only
+            # is not in this profile's.
+            if not patch.file_patches or not applies_to_profile(patch, profile):
+                continue
+            rel = f"../series/{upstream}/{name}"
+            if name not in held_here:
+                rows.append((rel, "missing", "a fix of the series in no overlay: overlays/ were "
+                                             f"made before it joined the series; {again}"))
+            elif sha256(raw) not in held_here[name]:
+                rows.append((rel, "mismatch", "overlays/ hold another version of this fix (it "
+                                              f"changed since they were made); {again}"))
+        listed = {name for name, _, _ in series}
+        for name in sorted(set(held_here) - listed):
+            rows.append((f"../series/{upstream}/{name}", "mismatch",
+                         "no longer in the series (deleted or renamed since overlays/ were "
+                         f"made), yet overlays/ hold it; {again}"))
+    return rows
 
 
 def read_manifest(overlays_dir: Path) -> dict[str, Any]:

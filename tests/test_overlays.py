@@ -251,6 +251,58 @@ def test_check_reports_drift_and_passes_when_clean(stack):
     assert run.rc == 1 and "manifest.json" in run.text and "gfx942/up/pkg/b.py" in run.text
 
 
+def test_verify_and_check_fail_on_overlays_made_from_another_series(stack):
+    """overlays/ written, then the series changed without `overlays`: a fix refreshed (a
+    teammate's, pulled), a fix deleted, a new fix. The overlays on disk are whole and as
+    SHA256SUMS pins them, and `verify` and `check` exited 0 while the deployment had the old
+    version of the fix, the deleted one, and not the new one (only `overlays --check` said so).
+    Now each exits 1: verify names the patch file and what overlays/ hold of it, check says
+    overlays/ is not what the series makes. A profile's own verify looks at its fixes only."""
+    root = stack
+    ok(root, "overlays")
+    for command in (("verify",), ("check",)):
+        ok(root, *command)
+    patch = root / "series/up/all-b.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"y = 22", b"y = 23"))
+    run = run_cli(root, "verify")
+    assert run.rc == 1, run.text
+    assert "mismatch  ../series/up/all-b.patch  overlays/ hold another version of this fix" \
+        in run.out, run.out
+    run = run_cli(root, "check", "--json")
+    assert run.rc == 1, run.text
+    doc = json.loads(run.out)
+    assert schema_errors(doc, "check") == [] and doc["ok"] is False
+    assert any(note.startswith("overlays/ is not what the series makes") for note in doc["notes"])
+    ok(root, "overlays")
+    for command in (("verify",), ("check",)):
+        ok(root, *command)
+    fnuz = root / "series/up/fnuz.patch"  # gfx942's own fix
+    fnuz.write_bytes(fnuz.read_bytes().replace(b"+LINE3 gfx942", b"+LINE3 gfx942 again"))
+    ok(root, "verify", "--profile", "gfx950")
+    assert run_cli(root, "verify", "--profile", "gfx942").rc == 1
+    ok(root, "overlays")
+    ok(root, "delete", "all-b")
+    run = run_cli(root, "verify", "--json")
+    assert run.rc == 1, run.text
+    doc = json.loads(run.out)
+    assert schema_errors(doc, "verify") == []
+    assert [(r["path"], r["state"]) for r in doc["results"] if r["state"] != "ok"] == \
+        [("../series/up/all-b.patch", "mismatch")], doc
+    assert "no longer in the series" in run.out
+    assert run_cli(root, "check").rc == 1
+    ok(root, "overlays")
+    write_patch(root, "late", b"diff --git a/pkg/nofinal.txt b/pkg/nofinal.txt\n"
+                b"--- a/pkg/nofinal.txt\n+++ b/pkg/nofinal.txt\n@@ -1,3 +1,3 @@\n"
+                b" alpha\n-beta\n+BETA\n gamma\n\\ No newline at end of file\n")
+    run = run_cli(root, "verify")
+    assert run.rc == 1 and "missing  ../series/up/late.patch  a fix of the series in no overlay" \
+        in run.out, run.text
+    assert run_cli(root, "check").rc == 1
+    ok(root, "overlays")
+    for command in (("verify",), ("check",)):
+        ok(root, *command)
+
+
 def test_artifacts_are_pinned(stack):
     root = stack
     ok(root, "overlays")

@@ -49,6 +49,7 @@ def check(app, run, profile, as_json):
             unmounted_gone = gone_where_nothing_mounts(project, store)
             violations = [v for v in check_overlay_invariants(project, overlays, store=store)
                           if profile is None or v.profile in (profile, None)]
+            stale = _not_the_series(project, overlays, profile)
         results = run_checks(project, store, overlays, profile=profile) if run else []
     failed = [r for r in results if not r.ok]
     # A fix in no overlay: set aside under skipped/ (or a rebase stopped or in progress, the
@@ -58,7 +59,7 @@ def check(app, run, profile, as_json):
     lacking = [why for profile_, (_, _, whys) in sorted(overlays.landed.items(),
                                                         key=lambda item: item[0] or "")
                if profile is None or profile_ in (profile, None) for why in whys] \
-        + unmounted_gone
+        + unmounted_gone + stale
     ok = not violations and not failed and not attention and not lacking
     if as_json:
         emit_json({"ok": ok, "ran": run,
@@ -66,7 +67,7 @@ def check(app, run, profile, as_json):
                    "checks": [r.to_json() for r in results],
                    **({"notes": notes + lacking} if attention or lacking else {})}, "check")
     else:
-        for warning in overlays.warnings:
+        for warning in overlays.warnings + stale:
             click.echo(f"warning: {warning}", err=True)
         if violations:
             from patchforge.model.words import counted
@@ -83,6 +84,28 @@ def check(app, run, profile, as_json):
             _render_results(results, specs, profile, app)
     if not ok:
         sys.exit(EXIT_ATTENTION)
+
+
+def _not_the_series(project, overlays, profile) -> list[str]:
+    """What says that overlays/, where the stack makes them (a SHA256SUMS there), is not what
+    the series makes: the invariants and checks ran on the series' overlays, built here, and a
+    deployment has the ones on disk. A fix deleted, refreshed or added since `overlays` ran
+    was deployed (or not) while check said all was well. Empty when they agree; with
+    `profile`, that profile's files only."""
+    from patchforge.model.words import counted
+    from patchforge.overlay import check_overlays
+
+    if not (project.overlays_dir / "SHA256SUMS").exists():
+        return []
+    configured = set(project.config.profiles)
+    drifts = [d for d in check_overlays(project, overlays)
+              if profile is None or d.path.split("/", 1)[0] not in configured - {profile}]
+    if not drifts:
+        return []
+    return [f"overlays/ is not what the series makes ({counted(len(drifts), 'file')} differ"
+            + ("s" if len(drifts) == 1 else "") + ": `patchforge overlays --check` lists them): "
+            "checked on the series' overlays, which no deployment has until `patchforge "
+            "overlays` writes them"]
 
 
 def _render_results(results, specs, profile, app) -> None:
