@@ -1101,3 +1101,23 @@ def test_a_bring_back_stop_resolved_on_a_fix_whose_other_hunk_landed_keeps_it(tm
     stack.cli("status")
     revert = _revert(stack, landing, tag="v4")
     _said_reverted(stack, "v4", revert)
+
+
+def test_lint_names_a_kept_fix_it_cannot_judge_as_status_does(tmp_path):
+    """A fix kept as landed whose recorded landing commit this cache never saw (a teammate's
+    rebase onto a revision fetched on their machine only), on a pin that lacks its change:
+    `status` notes `NOT CHECKED` naming it, and `lint` said nothing at all (`lint: no
+    findings`, exit 0), a CI's lint step green on a fix nothing judged. Now lint warns, naming
+    the kept fix and why, the exit status unchanged as status's."""
+    stack, landing = _landed(tmp_path)
+    kept = stack.root / "series/up/upstreamed/fa.patch"
+    kept.write_bytes(kept.read_bytes().replace(landing.encode(), b"1234567" * 5 + b"12345"))
+    stack.cli("upstream", "pin", "up", "--at", "v1", "--force")
+    _, _, err = stack.cli("status")
+    assert "NOT CHECKED: whether up v1 still holds up/upstreamed/fa.patch" in err, err
+    lint = stack.json("lint", "--no-forge")
+    assert validation_errors(lint, "lint") == []
+    said = [f for f in lint["findings"] if f["patch"] == "up/upstreamed/fa.patch"]
+    assert [(f["severity"], f["check"]) for f in said] == [("warning", "series")], lint
+    assert said[0]["message"].startswith(
+        "NOT CHECKED: whether up v1 still holds up/upstreamed/fa.patch: "), said

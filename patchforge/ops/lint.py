@@ -227,8 +227,16 @@ def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
             continue
         from patchforge.reverts import gone_upstream
 
+        unread: list[tuple[str, str]] = []
         found += [Finding(f"{upstream}/upstreamed/{gone.name}", "series", gone.message())
-                  for gone in gone_upstream(project, store, upstream, pin.commit)]
+                  for gone in gone_upstream(project, store, upstream, pin.commit,
+                                            unread=unread)]
+        # One that could not be judged (offline, its files or the revision it landed in not
+        # in the cache) was said by nothing: `lint: no findings` while `status` noted it.
+        found += [Finding(f"{upstream}/upstreamed/{name}", "series",
+                          f"NOT CHECKED: whether {upstream} {pin.label} still holds "
+                          f"{upstream}/upstreamed/{name}: {' '.join(why.split())}", "warning")
+                  for name, why in unread]
     return found
 
 
