@@ -112,6 +112,19 @@ def test_clean_merging_rebase_that_loses_the_fix_stops_with_exit_3(tmp_path):
     assert stack.snapshot() == before
 
 
+def test_a_stop_on_a_keeps_line_prints_json_its_schema_takes(tmp_path):
+    """`rebase --json` at a stop on a Keeps: line gave the stop the journal's `keeps_free`
+    digest, a key the `stopped` object of rebase.schema.json does not allow: a CI job
+    validating the output failed on the one stop it most needs to read."""
+    from patchforge.formats.schemas import validation_errors
+    stack = OneUpstreamStack(tmp_path, {"pkg/ops.py": V1})
+    stack.add_fix("fnuz-scale", "pkg/ops.py", V1, FIXED, fields=KEEPS)
+    stack.commit({"pkg/ops.py": V2}, "v2: OCP writer", tag="v2")
+    document = stack.json("rebase", "--to", "v2", expect=3)
+    assert document["stopped"]["kind"] == "invariant", document
+    assert validation_errors(document, "rebase") == []
+
+
 def test_the_same_rebase_without_the_invariant_stops_on_the_function(tmp_path):
     """The control for the test above: without `Keeps:` the rebase does not put the fix into
     ocp_writer either (before: exit 0, the fix in ocp_writer, fnuz_writer keeping the wrong

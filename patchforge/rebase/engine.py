@@ -1906,7 +1906,9 @@ class Rebase:
         summary = self._summary(written=False, kept=False)
         stop = self._run_record.stopped
         stopped = stop.to_json() if stop is not None else {}
-        stopped.pop("landed", None)  # the journal's, for --continue (as `staged` is)
+        # The journal's own, for --continue (as `staged` is): no part of the stop users read.
+        stopped.pop("landed", None)
+        stopped.pop("keeps_free", None)
         stopped["message"] = message
         summary["stopped"] = stopped
         return summary
