@@ -96,21 +96,27 @@ def test_sourced_bash_script_fills_compreply(tmp_path):
     assert proc.stdout.splitlines() == ["status"]
 
 
-def test_bash_types_no_space_after_an_upstream_and_equals(tmp_path):
-    """`patchforge status --against u<TAB>` completed to `up= `: bash typed a space after the
-    one match, so the SPEC typed next was an argument of its own (`--against up= main`,
-    refused). The script now asks bash for no space after a value ending in `=`, and for the
-    usual space after any other (a command, a patch name)."""
+def _patchforge_on_path(tmp_path) -> dict[str, str]:
+    """An environment whose PATH has a `patchforge` running this checkout's code, as the
+    sourced bash script calls it by name."""
     from helpers.env import REPO_ROOT
-    from helpers.project import git_project
-
-    root, _ = git_project(tmp_path)
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shim = bindir / "patchforge"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
     shim.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+
+
+def test_bash_types_no_space_after_an_upstream_and_equals(tmp_path):
+    """`patchforge status --against u<TAB>` completed to `up= `: bash typed a space after the
+    one match, so the SPEC typed next was an argument of its own (`--against up= main`,
+    refused). The script now asks bash for no space after a value ending in `=`, and for the
+    usual space after any other (a command, a patch name)."""
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    env = _patchforge_on_path(tmp_path)
     script = (
         'source <(patchforge completion bash) || exit 9\n'
         'compopt() { echo "compopt $1 $2"; }  # bash allows it only while completing: recorded\n'
@@ -132,7 +138,6 @@ def test_bash_completes_the_profile_of_verify_and_the_fix_bring_back_takes(tmp_p
     `check --profile` gave the profiles; `bring-back <TAB>` gave nothing either, with a fix a
     rebase set aside in skipped/. Each now completes the project's own names: the profiles,
     and the fixes bring-back takes (not those in the series)."""
-    from helpers.env import REPO_ROOT
     from helpers.project import OneUpstreamStack
 
     base = b"".join(b"a line %d\n" % i for i in range(1, 11))
@@ -146,12 +151,7 @@ def test_bash_completes_the_profile_of_verify_and_the_fix_bring_back_takes(tmp_p
     stack.cli("rebase", "--to", "up=v2", expect=3)
     stack.cli("rebase", "--skip", expect=1)
     assert (stack.root / "series/up/skipped/fa.patch").is_file()
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shim = bindir / "patchforge"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
-    shim.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    env = _patchforge_on_path(tmp_path)
     script = (
         'source <(patchforge completion bash) || exit 9\n'
         'compopt() { :; }  # bash allows it only while completing\n'
