@@ -252,15 +252,26 @@ class Project:
             if resolved == allowed or allowed in resolved.parents:
                 return
         for owned in (self.series_root, self.overlays_dir, self.state_dir, self.lock_path,
-                      Path(self.config_path)):
+                      Path(self.config_path), *self._git_dirs()):
             owned = owned.resolve()
             if resolved == owned or owned in resolved.parents:
                 raise UsageError(f"{out}: the project's own {os.path.relpath(owned, self.root)} "
                                  "is never written by this command",
-                                 hint="name a file outside series/, overlays/ and .patchforge/")
+                                 hint="name a file outside series/, overlays/, .patchforge/ "
+                                      "and .git/")
         if not new_directory and not target.parent.is_dir():
             raise UsageError(f"cannot write {out}: the directory {target.parent} does not exist",
                              hint="create it first, or name another file")
+
+    def _git_dirs(self) -> list[Path]:
+        """The `.git` of the repository holding the project (the project's root or a directory
+        above it; a worktree's `.git` file counts too): `export --mbox .git/HEAD` or `status
+        --html .git/config` would break the repository the stack is kept in."""
+        root = Path(os.path.abspath(self.root))
+        for directory in (root, *root.parents):
+            if os.path.lexists(directory / ".git"):
+                return [directory / ".git"]
+        return []
 
     # --- reading ----------------------------------------------------------------------------
     @cached_property

@@ -1255,6 +1255,36 @@ def test_export_never_writes_over_the_project_and_refuses_a_missing_directory(pr
     assert not (tmp_path / "q2").exists()
 
 
+def test_export_and_status_html_never_write_into_the_stacks_git(project, tmp_path):
+    """`export --mbox .git/HEAD` replaced the repository's HEAD with a mailbox (`git status`:
+    "not a git repository"), exit 0; `status --html .git/config` its configuration. The
+    project's own files were refused, the repository holding them was not. Now `.git` (of
+    the project's root, or of a repository the project sits in) is refused as they are."""
+    root = project
+    git(root, "init", "-q")
+    head = (root / ".git" / "HEAD").read_bytes()
+    before = tree_bytes(root)
+    for command in (["export", "--mbox", ".git/HEAD"], ["export", "--mbox", ".git/new.mbox"],
+                    ["export", "--quilt", ".git/q"], ["status", "--html", ".git/config"]):
+        run = run_cli(root, *command, cwd=root)
+        assert run.rc == 2 and "never written" in run.err and ".git" in run.err, \
+            (command, run.text)
+        assert tree_bytes(root) == before, command
+    assert (root / ".git" / "HEAD").read_bytes() == head
+    assert not (root / ".git" / "q").exists()
+    git(root, "status", "--short")  # the repository still reads
+    # A project in a subdirectory of the repository: that repository's .git is refused too.
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    inner = outer / "stack"
+    root.rename(inner)
+    subprocess.run(["rm", "-rf", str(inner / ".git")], check=True)
+    run = run_cli(inner, "export", "--mbox", str(outer / ".git" / "HEAD"), cwd=inner)
+    assert run.rc == 2 and "never written" in run.err, run.text
+    assert b"ref:" in (outer / ".git" / "HEAD").read_bytes()
+
+
 def test_an_import_overlay_killed_is_finished_on_a_later_day(project, tmp_path, monkeypatch):
     """An `import overlay` killed after writing its patch file, before listing it, run again the
     next day: the patch it would write carries another Last-Update, and the rerun was refused
