@@ -118,6 +118,23 @@ def test_a_profile_named_like_an_upstream_is_refused_naming_its_line(tmp_path):
     assert err.value.line == 7 and "named like the upstream up" in str(err.value)
 
 
+@pytest.mark.parametrize("description", ["two\\nlines", "bell\\u0007", "esc\\u001b[31m"])
+def test_a_profile_description_with_a_control_character_is_refused_naming_its_line(
+        tmp_path, description):
+    """A profile's description went into the completion scripts' item lines as it was: a
+    newline in it made zsh offer a second, made-up profile (and an escape sequence reached
+    the terminal). A control character but a tab is refused at load, naming the line."""
+    path = tmp_path / "patchforge.toml"
+    path.write_text('[upstreams.up]\nkind = "dir"\npath = "/src"\n\n'
+                    f'[profiles]\ngfx942 = "MI300X"\ngfx950 = "{description}"\n')
+    run = run_cli(tmp_path, "list")
+    assert run.rc == 2, run.text
+    assert "patchforge.toml:7" in run.err and "control character" in run.err, run.err
+    path.write_text(path.read_text().replace(f'"{description}"', '"MI355X\\tgfx950"'))
+    with_tab = load_config(path)
+    assert with_tab.profiles["gfx950"] == "MI355X\tgfx950"
+
+
 @pytest.mark.parametrize("section", ["upstreams", "profiles"])
 def test_the_schema_and_the_code_refuse_the_same_upstream_and_profile_names(tmp_path, section):
     """config.schema.json is what an editor checks the table against: every upstream or
