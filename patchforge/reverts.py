@@ -19,7 +19,10 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   was), or, where a file's whole diff applies neither way, each hunk's old lines back where the
   hunk was with neighbours upstream edited since (below): its change is gone;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
-  form, moved it): superseded, nothing to say.
+  form, moved it): superseded, nothing to say. Unless the history since the landing has a
+  revert of it that nothing since put back, and the fix's place holds the old code changed
+  rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
+  edited those lines again, and it is said as reverted.
 
 A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
 of them at the one place where most of its context still holds: a neighbour line upstream
@@ -27,11 +30,12 @@ edited after the landing, or a line of another fix of the series in the kept dif
 must not turn a revert into "superseded". So "gone" is the fix's old code at its own place,
 which is not always the pre-image byte for byte.
 
-Only for a change gone does the history speak, and only to name the commit that took it out
-and to tell a revert from other work. The commits after the landing up to that revision that
-change the fix's files (side branches included: git's default history simplification hides a
-revert merged from a side branch) are read newest first; a commit after which the change is
-gone and before which it was not, and after which no later commit has it back, took it out.
+For a change gone the history speaks only to name the commit that took it out and to tell a
+revert from other work (for neither, only to find such a revert). The commits after the
+landing up to that revision that change the fix's files (side branches included: git's
+default history simplification hides a revert merged from a side branch) are read newest
+first; a commit after which the change is gone and before which it was not, and after
+which no later commit has it back, took it out.
 It is a revert when its message names the landing (`This reverts commit X` for a commit of
 the landing, or for the merge that brought it; or, in a message that says it reverts, the
 landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
@@ -69,6 +73,7 @@ MAX_COMMITS = 300
 _LANDED_COMMIT = on_first_use(r"\bcommit[:\s]\s*([0-9a-fA-F]{7,64})\b")
 _RECORDED_COMMIT = on_first_use(rb"(?m)^Applied-Upstream:[^\n]*\bcommit[:\s]")
 _REVERTS_COMMIT = on_first_use(rb"This reverts commit ([0-9a-fA-F]{7,64})")
+_SAYS_REVERT = on_first_use(rb"(?i)\brevert")
 _PR_IN_SUBJECT = on_first_use(rb"\(#(\d+)\)\s*$")
 _MERGED_PR = on_first_use(rb"^Merge pull request #(\d+)")
 _PR_URL = on_first_use(r"/pull/(\d+)/?\s*$")
@@ -610,6 +615,10 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         if renamed:
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
+    if state == "other":
+        # Neither there nor gone by the files: superseded, unless the history has a revert of
+        # the landing that nothing since put back (upstream then edited the old code again).
+        return _reverted_then_changed(store, fix, commit, landing, base, cache)
     if state != "gone":
         return None
 
@@ -690,6 +699,106 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing: str | None,
+                           base: str, cache: dict) -> LandingGone | None:
+    """A kept fix whose change `commit`'s files neither have nor have gone: a `reverted`
+    LandingGone when the history after its recorded landing up to `commit` has a revert of it
+    (taken as _judge takes one: a commit after which the change is gone and before which it
+    was not, whose message names the landing or whose change is the landing's exact reverse)
+    that no later commit put back (no commit after it has the change), and what is at the
+    fix's place now is the old code changed rather than the fix in another form
+    (_relanded). Else None: superseded, as before.
+
+    Upstream reverted the landing, then edited the same lines again: by the files alone that
+    was "superseded", and the revert said at the revision in between went silent at the next
+    one, every check green with the fix in no patch and no overlay. The cost falls on a
+    superseded fix only: one `git log` of its files since the landing, and, only when a
+    message there says it reverts something, the states of those commits."""
+    if landing is None:
+        return None  # (no landing recorded: nothing to name a revert of)
+    paths = _paths(fix)
+    log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
+    if not any(_SAYS_REVERT.search(message) for _, _, message in log):
+        return None
+    if not store.is_ancestor(landing, commit):
+        return None
+    if _fix_state(store, fix, landing, cache) == "gone":
+        return None  # its pre-image was there at the landing: landed in another form
+    landings = prs = None
+    for k, (sha, parents, message) in enumerate(log):  # newest first: the last revert
+        if not _SAYS_REVERT.search(message) or len(parents) != 1 or \
+                _fix_state(store, fix, sha, cache) != "gone" or \
+                _fix_state(store, fix, parents[0], cache) == "gone":
+            continue
+        if landings is None:
+            landings = _landing_commits(store, fix, landing, base)
+            prs = _pull_requests(store, fix, landing)
+        how = _names_landing(store, message, landing, landings, prs or set()) or \
+            _exact_reverse(store, fix, landing, sha)
+        if not how:
+            continue
+        since = [later for later, _, _ in log[:k] if store.is_ancestor(sha, later)]
+        if any(_fix_state(store, fix, later, cache) == "present" for later in since):
+            return None  # put back since (a revert of the revert), then changed: superseded
+        if not since or _relanded(fix, store.read_blobs(commit, paths)):
+            return None
+        return LandingGone(fix.upstream, fix.name, fix.path, "reverted", landing, sha,
+                           f"{how}; reverted, then changed: {since[0][:12]} changed that code "
+                           "since, and neither the fix's change nor the code it replaced is "
+                           "there as it was")
+    return None
+
+
+def _relanded(fix: _Fix, contents: dict) -> bool:
+    """Whether the fix's place in `contents` (a revision's files by path) holds the fix in
+    another form rather than the old code changed: each hunk's lines between its context
+    (found as _held finds a place) compared with the fix's `+` run and with its `-` run; a
+    hunk nearer its `+` run and none nearer its `-` run. A hunk whose place is not found
+    tells nothing, and no hunk telling is no re-landing: the revert stands."""
+    from difflib import SequenceMatcher
+
+    nearer_fix = nearer_old = False
+    for k, fp in enumerate(fix.files):
+        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
+                       None)
+        if content is None or fp.is_new or fp.is_delete or fp.binary is not None:
+            continue
+        lines = _Lines(content)
+        for hunk in fp.hunks:
+            old, new = hunk.old_lines(), hunk.new_lines()
+            lead, trail = hunk.leading_context, hunk.trailing_context
+            run = _between(lines, old[:lead], old[len(old) - trail:],
+                           max(len(old), len(new)) - lead - trail)
+            if run is None:
+                continue
+            here = b"".join(run)
+            to_fix = SequenceMatcher(None, here, b"".join(new[lead:len(new) - trail]),
+                                     autojunk=False).ratio()
+            to_old = SequenceMatcher(None, here, b"".join(old[lead:len(old) - trail]),
+                                     autojunk=False).ratio()
+            nearer_fix = nearer_fix or to_fix > to_old
+            nearer_old = nearer_old or to_old > to_fix
+    return nearer_fix and not nearer_old
+
+
+def _between(lines: _Lines, before: list[bytes], after: list[bytes],
+             size: int) -> list[bytes] | None:
+    """The lines between `before` (ending right above them) and `after` (starting right below
+    them) at the one place of the file where both hold, each whole, at most `size` + 10 lines
+    apart; None without context on both sides, or where no such place is one."""
+    if not before or not after:
+        return None
+    text = lines.lines
+    ends = [k + 1 for k in lines.at(before[-1])
+            if k + 1 >= len(before) and text[k + 1 - len(before):k + 1] == before]
+    starts = [k for k in lines.at(after[0]) if text[k:k + len(after)] == after]
+    found = [(end, start) for end in ends for start in starts if 0 <= start - end <= size + 10]
+    if len(found) != 1:
+        return None
+    end, start = found[0]
+    return text[end:start]
 
 
 def _landing_by_files(store: UpstreamStore, fix: _Fix, base: str, reference: str,

@@ -223,6 +223,63 @@ def test_a_fix_landed_again_in_another_form_after_its_revert_is_landed(tmp_path)
     assert revert
 
 
+
+TIDIED = BASE.replace(b"line 5 of the module under test\n",
+                      b"line 5 of the module under test, tidied\n")
+
+
+def test_a_revert_then_an_edit_of_the_same_line_is_still_said(tmp_path):
+    """Reverted at v3 (said), then upstream edits that same line at v4: by the files alone
+    neither the fix's change nor its old code is there ("superseded"), and `rebase --to v4`,
+    status, lint, check, overlays --check and verify all exited 0 with the fix in no patch
+    and no overlay. The revert the history holds is said still, as reverted then changed,
+    until `bring-back` (a stop: upstream changed the fix's line) puts the fix back."""
+    stack, landing = _landed(tmp_path)
+    revert = _revert(stack, landing, tag="v3")
+    stack.cli("status", "--against", "v3", expect=1)
+    tidy = stack.commit({"pkg/a.py": TIDIED}, "tidy line 5", tag="v4")
+    _said_reverted(stack, "v4", revert)
+    (said,) = stack.json("status", expect=1)["reverted"]
+    assert f"its message reverts {landing[:12]}" in said["detail"], said
+    assert f"reverted, then changed: {tidy[:12]} changed that code since" in said["detail"], said
+    stack.cli("overlays", expect=None)
+    for command in (("check",), ("overlays", "--check"), ("verify",)):
+        _, out, err = stack.cli(*command, expect=1)
+        assert "up/fa.patch" in out + err, (command, out + err)
+    stack.cli("bring-back", "up/fa.patch", expect=3)
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(FIXED)
+    stack.cli("bring-back", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    assert b"+five = compute_it_properly()" in stack.patch("up", "fa")
+    stack.cli("overlays")
+    document = stack.json("status")
+    assert document["reverted"] == [] and document["gone_upstream"] == []
+    assert stack.json("lint")["errors"] == 0
+
+
+def test_a_landing_changed_later_without_a_revert_of_it_stays_superseded(tmp_path):
+    """No noise: the landed line edited later by upstream says nothing, with a revert of
+    another commit of the file in between, and so does a revert of the landing that a revert
+    of the revert put back before the line was edited."""
+    stack, landing = _landed(tmp_path / "refactored")
+    other = stack.commit({"pkg/a.py": FIXED.replace(b"line 25 of the module",
+                                                    b"line twenty-five of the module")},
+                         "Rename a line", tag="v2b")
+    _revert(stack, other, tag="v2c")
+    stack.commit({"pkg/a.py": FIXED.replace(b"five = compute_it_properly()\n",
+                                            b"five = compute_it_properly()  # checked\n")},
+                 "tidy line 5", tag="v3")
+    assert _silent(stack, "v3")["gone_upstream"] == []
+
+    stack, landing = _landed(tmp_path / "relanded")
+    revert = _revert(stack, landing, tag="v3")
+    _revert(stack, revert, tag="v3b")
+    stack.commit({"pkg/a.py": FIXED.replace(b"five = compute_it_properly()\n",
+                                            b"five = compute_it_properly()  # checked\n")},
+                 "tidy line 5", tag="v4")
+    assert _silent(stack, "v4")["gone_upstream"] == []
+
+
 CODE = b"".join(b"step_%d = prepare(%d)\n" % (i, i) for i in range(1, 9)) + \
     b"if ready:\n    value = old_compute(step_1)\nelse:\n    value = None\nreturn value\n" + \
     b"".join(b"tail_%d = finish(%d)\n" % (i, i) for i in range(1, 9))
