@@ -500,18 +500,22 @@ def test_drop_when_that_cannot_be_evaluated_is_a_warning(env, tmp_path, monkeypa
     root = env.fresh(tmp_path, monkeypatch)
     add_patch_file(root, "up", "fix.patch", patch(FIELDS + b"Drop-When: up>=1.0\n"))
     lock = json.loads((root / "upstream.lock").read_text())
-    for version, reason in ((None, "the target's version is unknown"),
-                            ("nightly", "the target's version 'nightly' is not PEP 440")):
-        lock["upstreams"]["up"].pop("version", None)
-        if version:
-            lock["upstreams"]["up"]["version"] = version
-        (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-        _, doc = lint_json(root, "--no-forge")
-        (found,) = findings(doc, "drop-when", "fix.patch")
-        assert found["severity"] == "warning"
-        assert found["message"].startswith("Drop-When 'up>=1.0' cannot be evaluated for ")
-        assert found["message"].endswith(reason), found
-    lock["upstreams"]["up"]["version"] = "0.5"
+    lock["upstreams"]["up"].pop("version", None)  # a pin of a branch has none
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    _, doc = lint_json(root, "--no-forge")
+    (found,) = findings(doc, "drop-when", "fix.patch")
+    assert found["severity"] == "warning"
+    assert found["message"].startswith("Drop-When 'up>=1.0' cannot be evaluated for ")
+    assert found["message"].endswith("the target's version is unknown"), found
+    # A version the pin's label does not name (`nightly` on a pin of the branch `main`) is
+    # two revisions in one lock: refused before any fix is judged, naming the lock's line.
+    lock["upstreams"]["up"]["version"] = "nightly"
+    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    r = run_cli(root, "lint", "--no-forge")
+    assert r.rc == 2 and "upstream.lock:" in r.err and "'nightly' is not the version" in r.err, \
+        r.text
+    # A release before the one that makes the fix unneeded: nothing to say.
+    lock["upstreams"]["up"].update(label="v0.5", version="0.5")
     (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
     _, doc = lint_json(root, "--no-forge")
     assert findings(doc, "drop-when", "fix.patch") == []

@@ -64,10 +64,12 @@ def overlay_file(root: Path, path: str, upstream: str = "up") -> Path:
     return found[0]
 
 
-def verify_but_for_the_install_root(root: Path) -> None:
+def verify_but_for_the_install_root(root: Path, changed_since: tuple[str, ...] = ()) -> None:
     """`verify` on the template project (which has no install-root): every row ok but the
     compose file's, which mounts none of the overlay files (exit 1, said so); none of the
-    template's suites is about deployment, and the rest of verify must still pass."""
+    template's suites is about deployment, and the rest of verify must still pass. The
+    patch files in `changed_since` (`series/up/fix.patch`) changed after overlays/ was made:
+    verify names each as held by the overlays in another version."""
     import json
 
     from helpers.cli import run_cli
@@ -75,8 +77,11 @@ def verify_but_for_the_install_root(root: Path) -> None:
     run = run_cli(root, "verify", "--json")
     assert run.rc == 1, run.text
     bad = [r for r in json.loads(run.out)["results"] if r["state"] != "ok"]
-    assert [(r["path"], r["state"]) for r in bad] == [("compose.yaml", "mismatch")], bad
+    assert [(r["path"], r["state"]) for r in bad] == [("compose.yaml", "mismatch")] + [
+        (f"../{path}", "mismatch") for path in changed_since], bad
     assert "no install-root is configured" in bad[0]["detail"], bad
+    for row in bad[1:]:
+        assert "hold another version of this fix" in row["detail"], row
 
 
 def check_but_for_the_install_root(root: Path, upstream: str = "up") -> None:
