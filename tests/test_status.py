@@ -1341,6 +1341,44 @@ def test_a_patch_that_moves_unless_the_history_landed_it_is_asked_at_once(stack,
     assert [_judgement_fields(j) for j in settled] == [_judgement_fields(j) for j in immediate]
 
 
+def test_a_patch_that_moves_after_its_history_question_is_concluded_once(stack, upstream,
+                                                                        monkeypatch):
+    """A fix that applies only with fuzz (upstream edited the last context line of a hunk) moves,
+    so its history question is asked at once, before the next patch. The history does not
+    land it (it leaves the verdict's state and files, adding its word): the judgement made
+    before the question stands with the history's word in it, and the patch is concluded
+    once, not again (every step of it: the 3-way merge taken, the function check's diffs and
+    walks of the carried file), with the same judgement as concluding again gives."""
+    import patchforge.judge as judge
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.store.gitstore import UpstreamStore
+
+    base = upstream.head()
+    edited = BASE.replace(b"def scale_for(dtype):\n", b"def scale_for(dtype, device=None):\n")
+    target = upstream.commit({MAIN: edited}, "scale_for takes the device")
+    concluded = []
+    real = judge.SeriesJudge._conclude
+
+    def counting(self, name, *args, **kw):
+        concluded.append(name)
+        return real(self, name, *args, **kw)
+    monkeypatch.setattr(judge.SeriesJudge, "_conclude", counting)
+    stack.add("fix.patch", the_fix())
+    found = stack.status(target)["fix.patch"]
+    assert found.state == "fuzz", found.state
+    assert concluded == ["fix.patch"], concluded
+    # The judgement is the one concluded again with the history's word, field by field.
+    monkeypatch.setattr(judge.SeriesJudge, "_conclude", real)
+    series = [("fix.patch", parse_patch_file(the_fix(), "fix.patch"))]
+    store = UpstreamStore(upstream.path / ".git")
+    try:
+        immediate, settled, waited = _judged_both_ways(store, base, target, series, [MAIN])
+    finally:
+        store.close()
+    assert waited == 0 and immediate[0].outcome == "applies"
+    assert [_judgement_fields(j) for j in settled] == [_judgement_fields(j) for j in immediate]
+
+
 def test_a_history_question_left_for_later_gives_the_judgement_asked_at_once(tmp_path):
     """status judges a patch the content checks cannot decide without its history question
     when the judgement does not move the patch (SeriesJudge.judge(defer_history=True)), and
