@@ -111,6 +111,11 @@ class Judgement:
     keeps_moved: dict = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
     message: str = ""
+    # applies, conflict: the changes inside a hunk not landed whole that the target has made
+    # and the others not (apply.parts.changes_landed): a path of the patch -> {hunk index: the
+    # indices of those changes}. A rebase keeps them under upstreamed/ (the moved patch, a
+    # 3-way merge's, no longer holds them); status says the fix landed in part.
+    parts: dict = field(default_factory=dict)
 
     @property
     def rebase_action(self) -> str:
@@ -1333,6 +1338,7 @@ class SeriesJudge:
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
                              modes=new_modes, bases=bases, deleted_here=deleted_here,
+                             parts=self._changes_landed(patch, verdict),
                              message=message
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if repeated and all(r.own_at for r in repeated) and \
@@ -1382,7 +1388,7 @@ class SeriesJudge:
             _MOVING_STATE.get(verdict.state, verdict.state)
         judgement = Judgement(name, "applies", state,
                               verdict, how=how, before=before, after=after, changes=changes,
-                              modes=new_modes,
+                              modes=new_modes, parts=self._changes_landed(patch, verdict),
                               unchanged=unchanged and not merged_any, evidence=evidence,
                               message="placed by the 3-way merge (its context is at more "
                               "than one place of the file)" if mapped else
@@ -1422,6 +1428,28 @@ class SeriesJudge:
                                  "changed or moved the function the fix changes, and the place "
                                  "found for the fix is in another copy of its code")
         return judgement
+
+    def _changes_landed(self, patch, verdict) -> dict[str, dict[int, tuple[int, ...]]]:
+        """The changes inside hunks not landed whole that the target (with the series before
+        the patch) has made, the others not (Judgement.parts). Asked only of a hunk that does
+        not apply as it is: where its pre-image is there, none of its changes landed."""
+        from patchforge.apply.parts import changes_landed
+
+        found: dict[str, dict[int, tuple[int, ...]]] = {}
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fv.target_path is None or fp.binary is not None or fp.is_new or fp.is_delete \
+                    or fp.is_copy:
+                continue
+            asked = [hv for hv in fv.hunks if not hv.landed and not hv.ambiguous
+                     and hv.forward not in ("exact", "offset") and hv.index < len(fp.hunks)]
+            if not asked:
+                continue
+            current = self.read_current(fv.target_path)
+            for hv in asked:
+                changes = changes_landed(fp.hunks[hv.index], current)
+                if changes:
+                    found.setdefault(fv.path, {})[hv.index] = changes
+        return found
 
     def _other_functions(self, carried: list,
                          after: dict[str, bytes | None]) -> list[tuple[str, str]]:

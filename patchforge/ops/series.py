@@ -1841,7 +1841,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             new = patch if judgement.unchanged and base == pin.commit else \
                 patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
                     "Base", pin.commit)
-            landed = _kept_landed_part(store, patch, judgement.verdict, judged_on, history)
+            landed = _kept_landed_part(store, patch, judgement, judged_on, history)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
         # is this command's own, cut off by a kill before the series listed it: run again, it
@@ -1936,30 +1936,33 @@ def series_renames(prefix, patch, current: dict) -> dict[str, str]:
             and current.get(moved[fp.old_path]) is not None}
 
 
-def _kept_landed_part(store: UpstreamStore, patch, verdict, target,
+def _kept_landed_part(store: UpstreamStore, patch, judgement, target,
                       history) -> tuple[PatchFile, str] | None:
-    """A fix some of whose hunks upstream landed (a `partial` verdict) and which moves with
-    the rest: those hunks as a rebase keeps them under upstreamed/ (rebase.engine.landed_part,
-    with `Applied-Upstream: LABEL, commit:ID` naming the commit that landed them, found as the
-    rebase finds it), and what to say of them; None when none landed or they cannot be kept
-    so. `history()`: the HistoryIndex from the fix's base to the pin, or None."""
+    """A fix some of whose hunks upstream landed (a `partial` verdict), or some changes
+    inside a hunk (Judgement.parts), and which moves with the rest: those as a rebase keeps
+    them under upstreamed/ (rebase.engine.landed_part, with `Applied-Upstream: LABEL,
+    commit:ID` naming the commit that landed them, found as the rebase finds it), and what to
+    say of them; None when none landed or they cannot be kept so. `history()`: the
+    HistoryIndex from the fix's base to the pin, or None."""
     from patchforge.judge import where_landed
-    from patchforge.rebase.engine import landed_part
+    from patchforge.rebase.engine import landed_part, landed_words, part_landed_in
 
-    if verdict.state != "partial":
+    verdict, parts = judgement.verdict, judgement.parts
+    if verdict.state != "partial" and not parts:
         return None
-    part = landed_part(patch, verdict)
+    part = landed_part(patch, verdict, parts=parts)
     if part is None:
         return None
-    try:
-        where, _ = where_landed(store, target, patch, verdict, history())
-    except PatchforgeError:
-        where = None
+    if parts:
+        where = part_landed_in(store, target, judgement.name, part, history())
+    else:
+        try:
+            where, _ = where_landed(store, target, patch, verdict, history())
+        except PatchforgeError:
+            where = None
     kept = part.with_field("Applied-Upstream",
                            target.label + (f", commit:{where}" if where else ""))
-    shown = f" in {where[:12]}" if where else ""
-    return kept, f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks landed " \
-        f"upstream{shown}"
+    return kept, landed_words(patch, verdict, parts, where)
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,

@@ -1031,29 +1031,32 @@ class Rebase:
         result = PatchResult(upstream, name, action, detail,
                              verdict.evidence if verdict.state != "applies" else [],
                              staged=staged, changed=changed, changed_paths=tuple(changed))
-        if verdict.state == "partial":
-            self._keep_landed_part(result, patch, verdict, target)
+        if verdict.state == "partial" or judgement.parts:
+            self._keep_landed_part(result, patch, verdict, target, judgement.parts)
         return result, None
 
-    def _keep_landed_part(self, result: PatchResult, patch, verdict, target) -> None:
-        """A patch moved with some of its hunks landed upstream: the moved patch no longer
-        holds them, so they are kept under upstreamed/ as a fix landed whole is (its
-        Applied-Upstream naming the landing commit), and a later revert of that landing is
-        said (needs attention, `bring-back`) instead of the change going without a word."""
-        part = landed_part(patch, verdict)
+    def _keep_landed_part(self, result: PatchResult, patch, verdict, target,
+                          parts: dict) -> None:
+        """A patch moved with some of its hunks landed upstream, or some changes inside a hunk
+        (`parts`, Judgement.parts): the moved patch no longer holds them, so they are kept
+        under upstreamed/ as a fix landed whole is (its Applied-Upstream naming the landing
+        commit), and a later revert of that landing is said (needs attention, `bring-back`)
+        instead of the change going without a word."""
+        part = landed_part(patch, verdict, parts=parts)
         if part is None:
             return
-        where, _ = where_landed(self.store, target, patch, verdict,
-                                self._history_index(result.upstream, target),
-                                self._commits_touching(result.upstream, target, verdict),
-                                pairs_made=self._pairs_made.get(result.upstream))
+        if parts:
+            where = part_landed_in(self.store, target, result.name, part,
+                                   self._history_index(result.upstream, target))
+        else:
+            where, _ = where_landed(self.store, target, patch, verdict,
+                                    self._history_index(result.upstream, target),
+                                    self._commits_touching(result.upstream, target, verdict),
+                                    pairs_made=self._pairs_made.get(result.upstream))
         kept = part.with_field("Applied-Upstream",
                                target.label + (f", commit:{where}" if where else ""))
-        shown = f" in {where[:12]}" if where else ""
-        result.detail += (f"; {verdict.hunks_landed} of its {verdict.hunks_total} hunks landed "
-                          f"upstream{shown}: "
-                          + ("to be kept" if self._run_record.dry_run else "kept")
-                          + " under upstreamed/")
+        result.detail += f"; {landed_words(patch, verdict, parts, where)}: " + \
+            ("to be kept" if self._run_record.dry_run else "kept") + " under upstreamed/"
         result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
                                          kept.to_bytes())
 
@@ -2176,7 +2179,8 @@ def _keeps_free_digest(patch: PatchFile) -> str:
     return hashlib.sha256(patch.without_field("Keeps").to_bytes()).hexdigest()
 
 
-def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
+def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None,
+                parts: dict[str, dict[int, tuple[int, ...]]] | None = None):
     """The patch with only its hunks that landed upstream (a `partial` verdict's), or None
     when they cannot be kept so (a file it copies, part of a file it creates or deletes, a
     mode change): the form a landed fix is kept in under upstreamed/, on the patch's own base.
@@ -2185,8 +2189,11 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
     line stays). Elsewhere the `index` lines go (their post-image is the whole patch's), and
     each kept hunk's new line numbers follow the hunks left out before it. The landed hunks of
     a file it renames are kept as a change of the file at its old path: upstream landed them
-    there, without the rename (which stays the moved patch's)."""
+    there, without the rename (which stays the moved patch's). `parts`: the changes inside
+    hunks not landed whole that landed (Judgement.parts), each such hunk kept with those
+    changes alone (apply.parts.with_changes: on the patch's own base)."""
     from patchforge.apply.diffparse import format_file_patch, format_hunk
+    from patchforge.apply.parts import with_changes
     from patchforge.model.record import replace
 
     # (A verdict names each file by its path before the patch: a renamed file by its old one.)
@@ -2196,6 +2203,8 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
     sections = []
     for fp in patch.file_patches:
         wanted = landed.get(fp.source_path if fp.is_rename else fp.path) or set()
+        within = (parts or {}).get(fp.source_path if fp.is_rename else fp.path) or {}
+        wanted = wanted | set(within)
         if not wanted:
             continue
         head = None
@@ -2224,15 +2233,52 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None):
             if k not in wanted:
                 shift -= hunk.new_count - hunk.old_count
                 continue
-            first, _, rest = hunk.raw.partition(b"\n")
+            first = hunk.raw.partition(b"\n")[0]
             eol = b"\r\n" if first.endswith(b"\r") else b"\n"
+            # A hunk some of whose changes landed: those alone (the others' lines context).
+            kept = with_changes(hunk, within[k]) if k in within else hunk
+            rest = kept.raw.partition(b"\n")[2]
             header = (f"@@ -{hunk.old_start},{hunk.old_count} "
-                      f"+{hunk.new_start + shift},{hunk.new_count} @@").encode() + hunk.section
+                      f"+{hunk.new_start + shift},{kept.new_count} @@").encode() + hunk.section
             body.append(header + eol + rest)
+            shift -= hunk.new_count - kept.new_count
         sections.append(head + b"".join(body))
     if not sections:
         return None
     return patch.with_remade_diff(b"".join(sections))
+
+
+def part_landed_in(store, target, name: str, part, index) -> str | None:
+    """The commit that landed `part` (a patch's landed part with changes inside a hunk in it,
+    which the patch's own verdict does not count as landed): the part judged alone on the
+    target, then looked up as a landed fix is; None where that judgement is not `upstreamed`
+    or no commit is found."""
+    judged = SeriesJudge(store, target).assess(name, part)
+    if judged.state != "upstreamed":
+        return None
+    try:
+        return where_landed(store, target, part, judged, index)[0]
+    except PatchforgeError:
+        return None
+
+
+def landed_words(patch, verdict, parts: dict | None, where: str | None) -> str:
+    """What a rebase and bring-back say of a fix's landed part: "1 of its 2 hunks landed
+    upstream in C", or, with changes inside a hunk (`parts`, Judgement.parts), "landed in
+    part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in C"."""
+    shown = f" in {where[:12]}" if where else ""
+    if not parts:
+        return f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks landed upstream{shown}"
+    from patchforge.apply.parts import changes_of
+
+    said = [f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks"] \
+        if verdict.hunks_landed else []
+    for fp in patch.file_patches:
+        path = fp.source_path if fp.is_rename else fp.path
+        for index, changes in sorted((parts.get(path) or {}).items()):
+            said.append(f"{len(changes)} of the {len(changes_of(fp.hunks[index]))} changes "
+                         f"in its hunk {index + 1} ({path})")
+    return f"landed in part: {', '.join(said)} landed upstream{shown}"
 
 
 def landed_hunks(verdict, landing: str | None) -> LandedHunks | None:

@@ -1,0 +1,126 @@
+"""A fix whose one hunk holds two changes (lines 15 and 20, fewer than twice the context lines
+apart: git's diff makes them one hunk) and upstream lands one of them alone: the hunk is not
+landed, and a 3-way merge moves the fix with the other change only. The landed change is said
+("landed in part") and kept under upstreamed/ as a landed hunk is, so that a revert of it is
+said too. A hunk upstream took with changes of its own is never split. Real git upstreams,
+the CLI as a user runs it."""
+from __future__ import annotations
+
+from helpers.git import git
+from helpers.project import OneUpstreamStack
+from helpers.template import overlay_file
+
+BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 41))
+LINE_15 = (b"line 15 of the module under test\n", b"fifteen = better()\n")
+LINE_20 = (b"line 20 of the module under test\n", b"twenty = better()\n")
+HALF = BASE.replace(*LINE_15)
+FIXED = HALF.replace(*LINE_20)
+
+
+def _stack(tmp_path):
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    assert stack.patch("up", "fa").count(b"\n@@ ") == 1  # one hunk holds both changes
+    return stack
+
+
+def test_a_change_landed_inside_one_hunk_is_kept_under_upstreamed_and_its_revert_said(
+        tmp_path):
+    """Before, `rebase` said "3-way merged cleanly" and nothing more: the line-15 change was
+    in no patch and not under upstreamed/, and when upstream reverted it, status, the rebase
+    and lint exited 0 with the change in no patch and no overlay."""
+    stack = _stack(tmp_path)
+    landing = stack.commit({"pkg/a.py": HALF}, "Fifteen better (#14)", tag="v2")
+    _, out, _ = stack.cli("status", "--against", "v2", expect=1)
+    assert "landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, not the " \
+        "others" in out, out
+    _, out, _ = stack.cli("rebase", "--to", "v2")
+    assert "3-way merged cleanly; landed in part: 1 of the 2 changes in its hunk 1 " \
+        f"(pkg/a.py) landed upstream in {landing[:12]}: kept under upstreamed/" in out, out
+    moved = stack.patch("up", "fa")
+    assert b"+twenty = better()" in moved and b"fifteen" not in moved, moved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
+    # The kept part applies on the fix's own base (the other change's line its context).
+    assert b"\n line 20 of the module under test\n" in kept, kept
+    assert stack.cli("status")[0] == 0  # at v2 the landed change is there: nothing to say
+    stack.cli("overlays")
+    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED
+
+    git(stack.up, "revert", "--no-edit", landing)
+    git(stack.up, "tag", "v3")
+    revert = git(stack.up, "rev-parse", "HEAD").strip()
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert f"was reverted upstream in {revert[:12]}" in out, out
+    assert "`patchforge bring-back up/fa.patch` puts it back in the series" in out, out
+    summary = stack.rebase_json("--to", "v3", expect=1)
+    assert [g["by"] for g in summary["reverted"]] == [revert], summary
+    lint = stack.json("lint", expect=1)
+    assert [f["severity"] for f in lint["findings"]
+            if f["patch"] == "up/upstreamed/fa.patch"] == ["error"], lint
+    stack.cli("bring-back", "up/fa.patch")
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    assert stack.cli("status")[0] == 0
+    stack.cli("overlays")
+    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED
+
+
+def test_a_hunk_upstream_took_with_changes_of_its_own_is_not_split(tmp_path):
+    """Upstream made line 15 as the fix does and line 20 its own way: no mix of the hunk's
+    changes is in its file, so nothing is said landed in part, and nothing is kept."""
+    stack = _stack(tmp_path)
+    stack.commit({"pkg/a.py": HALF.replace(LINE_20[0], b"twenty = better(strict=True)\n")},
+                 "Fifteen and twenty better (#14)", tag="v2")
+    _, out, _ = stack.cli("status", "--against", "v2", expect=1)
+    assert "landed in part" not in out, out
+    _, out, err = stack.cli("rebase", "--to", "v2", expect=None)
+    assert "landed in part" not in out + err, out + err
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+
+
+def test_a_change_landed_inside_a_hunk_next_to_a_hunk_landed_whole_is_kept_with_it(tmp_path):
+    """A fix of two hunks (line 3; lines 15 and 20) whose first hunk and line-15 change landed:
+    both are kept in one part under upstreamed/, the rebase saying each."""
+    fixed = FIXED.replace(b"line 3 of the module under test\n", b"three = better()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    landing = stack.commit({"pkg/a.py": HALF.replace(b"line 3 of the module under test\n",
+                                                     b"three = better()\n")},
+                           "Three and fifteen better (#15)", tag="v2")
+    _, out, _ = stack.cli("rebase", "--to", "v2")
+    assert "landed in part: 1 of its 2 hunks, 1 of the 2 changes in its hunk 2 (pkg/a.py) " \
+        f"landed upstream in {landing[:12]}: kept under upstreamed/" in out, out
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert b"+three = better()" in kept and b"+fifteen = better()" in kept, kept
+    assert b"twenty" not in kept, kept
+    assert b"+twenty = better()" in stack.patch("up", "fa")
+    assert stack.cli("status")[0] == 0
+
+
+def test_a_skipped_fix_whose_change_inside_a_hunk_landed_meanwhile_is_brought_back_with_it_kept(
+        tmp_path):
+    """`bring-back` of a fix set aside (its guard's hunk stopped at v2) whose line-15 change
+    upstream landed meanwhile: the rest moves into the series, the landed change is kept under
+    upstreamed/, and the command says so."""
+    guard = b"line 35 of the module under test\n"
+    fixed = FIXED.replace(guard, guard + b"guard_thirty_five()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    stack.commit({"pkg/a.py": BASE.replace(b"line 36 of", b"LINE 36 of")}, "Line 36", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    stack.commit({"pkg/a.py": BASE}, "Line 36 back")
+    landing = stack.commit({"pkg/a.py": HALF}, "Fifteen better (#14)", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)  # the skipped fix needs attention
+    _, out, _ = stack.cli("bring-back", "fa")
+    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
+        f"{landing[:12]}: kept as series/up/upstreamed/fa.patch" in out, out
+    moved = stack.patch("up", "fa")
+    assert b"fifteen" not in moved and b"+twenty = better()" in moved, moved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
+    assert f"commit:{landing}".encode() in kept, kept
+    assert stack.cli("status")[0] == 0
+    stack.cli("overlays")
+    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == fixed
