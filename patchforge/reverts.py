@@ -190,6 +190,48 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
     return judge_many(store, upstream, items, commit, unread=unread)
 
 
+def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
+                      gone: list[LandingGone]) -> list[LandingGone]:
+    """Those of `gone` (fixes kept under upstreamed/ that a revision lacks) whose change the
+    series itself carries at the pin: every file change of the kept fix is in the series'
+    files there (the overlays'), and the pin's own files lack it. Such a kept file is a
+    leftover, not a fix in no overlay: a rebase undone with git in the stack's repository
+    (`git reset --hard` puts the series back with the whole fix, and leaves the new, untracked
+    upstreamed/ file where it is)."""
+    if not gone:
+        return []
+    from patchforge.formats.patchfile import parse_patch_file
+    from patchforge.stack import series_state
+
+    pin = project.lock.pin(upstream).commit
+    try:
+        state = series_state(project, store, upstream, strict=False)
+    except PatchforgeError:
+        return []
+    carried = []
+    for fix in gone:
+        try:
+            patch = parse_patch_file(read_kept(project, fix.path), fix.path)
+            files = [fp for fp in patch.file_patches if _judgeable(fp)]
+            if not files or not all(fp.path in state.current and
+                                    _file_state(fp, state.current[fp.path]) == "present"
+                                    for fp in files):
+                continue
+            upstreams = store.read_blobs(pin, [fp.path for fp in files])
+        except (PatchforgeError, OSError):
+            continue
+        if not all(_file_state(fp, upstreams.get(fp.path)) == "present" for fp in files):
+            carried.append(fix)  # (the pin has it itself: upstream's, not the series')
+    return carried
+
+
+def read_kept(project: Project, rel: str) -> bytes:
+    """A kept fix's bytes (`rel`: relative to the project root), never through a link."""
+    from patchforge.project import read_no_link
+
+    return read_no_link(project.root / rel)
+
+
 def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, bytes, dict]],
                commit: str, *, unread: list[tuple[str, str]] | None = None
                ) -> list[LandingGone]:

@@ -40,21 +40,36 @@ def upstreamed_gone(project: Project, store, targets,
     """The fixes under upstreamed/ whose change each target's files no longer have, judged at
     the target itself (the pin, or --against's revision): never from what an earlier command
     found at another revision. `unread` gets a `NOT CHECKED: ...` sentence for each fix that
-    could not be judged there (its files, or the revision it landed in, not in the cache)."""
+    could not be judged there (its files, or the revision it landed in, not in the cache), and
+    one for each the series itself carries (a leftover: leftover_said), which is not returned."""
     kept = [name for name in targets if (project.series_dir(name) / "upstreamed").is_dir()]
     if not kept:
         return []  # nothing kept: the check's module is not even loaded
-    from patchforge.reverts import gone_upstream
+    from patchforge.reverts import carried_by_series, gone_upstream
 
     found = []
     for name in kept:
         failed: list[tuple[str, str]] = []
-        found += gone_upstream(project, store, name, targets[name].commit, unread=failed)
+        gone = gone_upstream(project, store, name, targets[name].commit, unread=failed)
+        # One the series itself carries at the pin is in the overlays: a leftover (a rebase
+        # undone with git leaves its new upstreamed/ file), said, never "in no overlay".
+        carried = carried_by_series(project, store, name, gone)
+        found += [g for g in gone if g not in carried]
+        if unread is not None:
+            unread += [leftover_said(project, g) for g in carried]
         if unread is not None:
             unread += [f"NOT CHECKED: whether {name} {targets[name].label} still holds "
                        f"{name}/upstreamed/{fix}: {' '.join(why.split())}"
                        for fix, why in failed]
     return found
+
+
+def leftover_said(project: Project, gone) -> str:
+    """What status says of a kept fix the series itself carries (reverts.carried_by_series)."""
+    pin = project.lock.pin(gone.upstream)
+    return (f"{gone.path} is a leftover: the series carries its change at the pin "
+            f"({pin.label}), so the overlays have it; `patchforge delete "
+            f"{gone.upstream}/upstreamed/{gone.name}` takes the file out (kept under deleted/)")
 
 
 def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], strict: bool,

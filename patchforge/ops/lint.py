@@ -225,12 +225,21 @@ def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
         pin = project.lock.upstreams.get(upstream)
         if pin is None or not (project.series_dir(upstream) / "upstreamed").is_dir():
             continue
-        from patchforge.reverts import gone_upstream
+        from patchforge.reverts import carried_by_series, gone_upstream
 
         unread: list[tuple[str, str]] = []
-        found += [Finding(f"{upstream}/upstreamed/{gone.name}", "series", gone.message())
-                  for gone in gone_upstream(project, store, upstream, pin.commit,
-                                            unread=unread)]
+        gone = gone_upstream(project, store, upstream, pin.commit, unread=unread)
+        # One the series itself carries at the pin is in the overlays: a leftover file (a
+        # rebase undone with git leaves it), a warning naming the way to take it out.
+        carried = carried_by_series(project, store, upstream, gone)
+        found += [Finding(f"{upstream}/upstreamed/{g.name}", "series", g.message())
+                  for g in gone if g not in carried]
+        found += [Finding(f"{upstream}/upstreamed/{g.name}", "series",
+                          f"a leftover: the series carries its change at the pin "
+                          f"({pin.label}), so the overlays have it; `patchforge delete "
+                          f"{upstream}/upstreamed/{g.name}` takes the file out (kept under "
+                          "deleted/)", "warning")
+                  for g in carried]
         # One that could not be judged (offline, its files or the revision it landed in not
         # in the cache) was said by nothing: `lint: no findings` while `status` noted it.
         found += [Finding(f"{upstream}/upstreamed/{name}", "series",

@@ -1680,13 +1680,19 @@ def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
 
 
 def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
-                        file_name: str) -> bool:
+                        file_name: str, *, carried: list | None = None) -> bool:
     """Whether the fix kept as upstreamed/FILE_NAME is one whose change the pin's files no
-    longer have (reverts.gone_upstream): the fixes `bring-back` and `delete` take from there."""
-    from patchforge.reverts import gone_upstream
+    longer have (reverts.gone_upstream): the fixes `bring-back` and `delete` take from there.
+    `carried`, where given, gets it when the series itself carries its change at the pin
+    (reverts.carried_by_series: a leftover, nothing to bring back)."""
+    from patchforge.reverts import carried_by_series, gone_upstream
 
     pin = project.lock.pin(upstream)
-    return any(g.name == file_name for g in gone_upstream(project, store, upstream, pin.commit))
+    gone = [g for g in gone_upstream(project, store, upstream, pin.commit)
+            if g.name == file_name]
+    if gone and carried is not None:
+        carried += carried_by_series(project, store, upstream, gone)
+    return bool(gone)
 
 
 def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
@@ -1703,7 +1709,16 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
     require_state(project, "bring-back", [upstream], store=store)
     pin = project.lock.pin(upstream)
     aside = project.series_dir(upstream) / "upstreamed" / file_name
-    if not _landing_taken_back(project, store, upstream, file_name):
+    carried: list = []
+    taken_back = _landing_taken_back(project, store, upstream, file_name, carried=carried)
+    if carried:
+        raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
+                         f"the series carries its change at the pin ({pin.label}), so the "
+                         "overlays have it: nothing to bring back (a leftover, such as a "
+                         "rebase undone with git leaves)",
+                         hint=f"`patchforge delete {upstream}/upstreamed/{file_name}` takes the "
+                              "leftover out (kept under deleted/)")
+    if not taken_back:
         raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
                          f"upstream has its change at the pin ({pin.label}), or changed that "
                          "code otherwise: nothing to bring back",
