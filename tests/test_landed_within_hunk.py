@@ -124,3 +124,62 @@ def test_a_skipped_fix_whose_change_inside_a_hunk_landed_meanwhile_is_brought_ba
     assert stack.cli("status")[0] == 0
     stack.cli("overlays")
     assert overlay_file(stack.root, "pkg/a.py").read_bytes() == fixed
+
+
+def test_a_stop_resolved_on_a_fix_whose_change_inside_a_hunk_landed_keeps_it(tmp_path):
+    """A fix of lines 15 and 20 (one hunk) and 35 (another), upstream landing line 15 and
+    changing line 35 its own way: the rebase stops on line 35. Resolved the obvious way (the
+    worktree's file as the merge left it, line 35 made by hand), `--continue` writes the fix
+    with lines 20 and 35, and keeps the line-15 change under upstreamed/, saying so."""
+    line_35 = b"line 35 of the module under test\n"
+    fixed = FIXED.replace(line_35, b"thirty_five = better()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    theirs = HALF.replace(line_35, b"thirty_five = upstream()\n")
+    landing = stack.commit({"pkg/a.py": theirs}, "Fifteen better, 35 changed (#16)", tag="v2")
+    _, out, _ = stack.cli("status", "--against", "v2", expect=1)
+    assert "landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes" in out, out
+    stack.cli("rebase", "--to", "v2", expect=3)
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    assert b"<<<<<<<" in work.read_bytes()
+    work.write_bytes(theirs.replace(*LINE_20).replace(b"thirty_five = upstream()\n",
+                                                      b"thirty_five = better()\n"))
+    _, out, _ = stack.cli("rebase", "--continue")
+    assert "conflict resolved by hand; landed in part: 1 of the 2 changes in its hunk 1 " \
+        f"(pkg/a.py) landed upstream in {landing[:12]}, left so by the resolution: kept under " \
+        "upstreamed/" in out, out
+    moved = stack.patch("up", "fa")
+    assert b"fifteen" not in moved and b"+twenty = better()" in moved, moved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
+    assert f"commit:{landing}".encode() in kept, kept
+    assert stack.cli("status")[0] == 0
+
+
+def test_a_bring_back_stop_resolved_on_a_fix_whose_change_inside_a_hunk_landed_keeps_it(
+        tmp_path):
+    """The same at `bring-back --continue`: a fix set aside (its line-35 hunk stopped at v2)
+    whose line-15 change landed meanwhile while upstream changed line 35 its own way."""
+    line_35 = b"line 35 of the module under test\n"
+    fixed = FIXED.replace(line_35, b"thirty_five = better()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    stack.commit({"pkg/a.py": BASE.replace(line_35, b"thirty_five = first()\n")}, "35",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    theirs = HALF.replace(line_35, b"thirty_five = upstream()\n")
+    landing = stack.commit({"pkg/a.py": theirs}, "Fifteen better, 35 again (#16)", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)  # the skipped fix needs attention
+    stack.cli("bring-back", "fa", expect=3)
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(theirs.replace(*LINE_20).replace(b"thirty_five = upstream()\n",
+                                                      b"thirty_five = better()\n"))
+    _, out, err = stack.cli("bring-back", "--continue")
+    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
+        f"{landing[:12]}" in out + err, out + err
+    moved = stack.patch("up", "fa")
+    assert b"fifteen" not in moved and b"+twenty = better()" in moved, moved
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
+    assert stack.cli("status")[0] == 0

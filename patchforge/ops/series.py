@@ -2010,15 +2010,19 @@ def _landed_at_stop(store: UpstreamStore, patch, judgement, target, history):
     (rebase.journal.LandedHunks, with the commit that landed them), kept at --continue where
     the resolution leaves them to upstream; None when none did."""
     from patchforge.judge import where_landed
-    from patchforge.rebase.engine import landed_hunks
+    from patchforge.rebase.engine import landed_hunks, landed_part, part_landed_in
 
-    if not judgement.verdict.hunks_landed:
+    verdict, parts = judgement.verdict, judgement.parts
+    if not verdict.hunks_landed and not parts:
         return None
     try:
-        where, _ = where_landed(store, target, patch, judgement.verdict, history())
+        where = where_landed(store, target, patch, verdict, history())[0] \
+            if verdict.hunks_landed else \
+            part_landed_in(store, target, judgement.name,
+                           landed_part(patch, verdict, parts=parts), history())
     except PatchforgeError:
         where = None
-    return landed_hunks(judgement.verdict, where)
+    return landed_hunks(verdict, where, parts)
 
 
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
@@ -2314,11 +2318,12 @@ def _landed_left(store: UpstreamStore, patch, state: dict, changes,
                             lambda path: files[path] if path in files else base(path), base)
     if left is None:
         return None
-    part, count = left
+    from patchforge.rebase.engine import part_words
+
+    part, count, parts = left
     where = landed.landing
     kept = part.with_field("Applied-Upstream", label + (f", commit:{where}" if where else ""))
-    shown = f" in {where[:12]}" if where else ""
-    return kept, f"{count} of its {landed.total} hunks landed upstream{shown}"
+    return kept, part_words(patch, count, landed.total, parts, where)
 
 
 def _brought_back(upstream: str, file_name: str, aside: str, pin, how: str) -> dict:

@@ -970,17 +970,22 @@ class Rebase:
                 message += ": if the target has the fix, `--skip` sets the patch aside; " \
                     "if not, make its change in the worktree and --continue"
             landed = None
-            if verdict.hunks_landed and not self._run_record.dry_run:
-                # Its hunks that landed are in the stop's base: a resolution that leaves them
-                # so leaves them out of the resolved patch, and --continue keeps them.
+            if (verdict.hunks_landed or judgement.parts) and not self._run_record.dry_run:
+                # Its hunks that landed (and changes inside hunks: Judgement.parts) are in the
+                # stop's base: a resolution that leaves them so leaves them out of the
+                # resolved patch, and --continue keeps them.
                 try:
-                    where, _ = where_landed(self.store, target, patch, verdict,
-                                            self._history_index(upstream, target),
-                                            self._commits_touching(upstream, target, verdict),
-                                            pairs_made=self._pairs_made.get(upstream))
+                    where = where_landed(self.store, target, patch, verdict,
+                                         self._history_index(upstream, target),
+                                         self._commits_touching(upstream, target, verdict),
+                                         pairs_made=self._pairs_made.get(upstream))[0] \
+                        if verdict.hunks_landed else \
+                        part_landed_in(self.store, target, name,
+                                       landed_part(patch, verdict, parts=judgement.parts),
+                                       self._history_index(upstream, target))
                 except PatchforgeError:
                     where = None
-                landed = landed_hunks(verdict, where)
+                landed = landed_hunks(verdict, where, judgement.parts)
             return None, Blocked(kind, judgement.files, judgement.evidence, message,
                                  dict(judgement.after), dict(judgement.modes),
                                  dict(judgement.bases), landed)
@@ -1413,7 +1418,7 @@ class Rebase:
                                 lambda path: files[path] if path in files else base(path), base)
         if left is None:
             return
-        part, count = left
+        part, count, parts = left
         where = landed.landing
         kept = part.with_field("Applied-Upstream",
                                target.label + (f", commit:{where}" if where else ""))
@@ -1423,8 +1428,7 @@ class Rebase:
 
             created = parse_patch_file(self.journal.staged_bytes(result.landed_part))
             kept = created.with_remade_diff(created.diff + part.diff)
-        shown = f" in {where[:12]}" if where else ""
-        result.detail += (f"; {count} of its {landed.total} hunks landed upstream{shown}, "
+        result.detail += (f"; {part_words(patch, count, landed.total, parts, where)}, "
                           "left so by the resolution: kept under upstreamed/")
         result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
                                          kept.to_bytes())
@@ -2253,6 +2257,8 @@ def part_landed_in(store, target, name: str, part, index) -> str | None:
     which the patch's own verdict does not count as landed): the part judged alone on the
     target, then looked up as a landed fix is; None where that judgement is not `upstreamed`
     or no commit is found."""
+    if part is None:
+        return None
     judged = SeriesJudge(store, target).assess(name, part)
     if judged.state != "upstreamed":
         return None
@@ -2266,13 +2272,17 @@ def landed_words(patch, verdict, parts: dict | None, where: str | None) -> str:
     """What a rebase and bring-back say of a fix's landed part: "1 of its 2 hunks landed
     upstream in C", or, with changes inside a hunk (`parts`, Judgement.parts), "landed in
     part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in C"."""
+    return part_words(patch, verdict.hunks_landed, verdict.hunks_total, parts, where)
+
+
+def part_words(patch, landed: int, total: int, parts: dict | None, where: str | None) -> str:
+    """landed_words of `landed` hunks of `total` and `parts`."""
     shown = f" in {where[:12]}" if where else ""
     if not parts:
-        return f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks landed upstream{shown}"
+        return f"{landed} of its {total} hunks landed upstream{shown}"
     from patchforge.apply.parts import changes_of
 
-    said = [f"{verdict.hunks_landed} of its {verdict.hunks_total} hunks"] \
-        if verdict.hunks_landed else []
+    said = [f"{landed} of its {total} hunks"] if landed else []
     for fp in patch.file_patches:
         path = fp.source_path if fp.is_rename else fp.path
         for index, changes in sorted((parts.get(path) or {}).items()):
@@ -2281,44 +2291,58 @@ def landed_words(patch, verdict, parts: dict | None, where: str | None) -> str:
     return f"landed in part: {', '.join(said)} landed upstream{shown}"
 
 
-def landed_hunks(verdict, landing: str | None) -> LandedHunks | None:
-    """The hunks of a stopped patch that landed upstream (its verdict's), for --continue to
-    keep those the resolution leaves to upstream; None when none did."""
+def landed_hunks(verdict, landing: str | None, parts: dict | None = None) -> LandedHunks | None:
+    """The hunks of a stopped patch that landed upstream (its verdict's), and the changes
+    inside hunks that did (`parts`, Judgement.parts), for --continue to keep those the
+    resolution leaves to upstream; None when none did."""
     hunks = {fv.path: [hv.index for hv in fv.hunks if hv.landed] for fv in verdict.files}
     hunks = {path: found for path, found in hunks.items() if found}
-    if not hunks:
+    if not hunks and not parts:
         return None
     at = {fv.path: fv.target_path for fv in verdict.files
-          if fv.path in hunks and fv.target_path and fv.target_path != fv.path}
-    return LandedHunks(hunks, at, verdict.hunks_total, landing)
+          if (fv.path in hunks or fv.path in (parts or {})) and fv.target_path
+          and fv.target_path != fv.path}
+    return LandedHunks(hunks, at, verdict.hunks_total, landing,
+                       {path: {index: list(changes) for index, changes in found.items()}
+                        for path, found in (parts or {}).items()})
 
 
 def landed_part_left(patch, landed: LandedHunks, read,
-                     read_base) -> tuple[PatchFile, int] | None:
+                     read_base) -> tuple[PatchFile, int, dict] | None:
     """The landed hunks of a stopped patch (`landed`) that its resolution leaves as upstream
     made them, as landed_part keeps them, and how many: each one whose change is in the
     stop's base (`read_base(path)`) and in the resolved file (`read(path)`: its content
     after the resolution, None when absent), at the path the patch gives it, or where
     upstream has it. One the resolution made again itself is in the resolved patch, and one
     it took out is no longer upstream's. A file the patch creates is left to the rebase's
-    own check of created files (kept whole, or the fix's version under deleted/). None when
-    no hunk is left so."""
+    own check of created files (kept whole, or the fix's version under deleted/). The landed
+    changes inside hunks (`landed.parts`) alike, each the hunk with that change alone: the
+    third of what is returned names those left so. None when no hunk is left so."""
     from patchforge.reverts import change_state
 
     created = {fp.path for fp in patch.file_patches if fp.is_new}
     renamed = {fp.old_path: fp.new_path for fp in patch.file_patches if fp.is_rename}
     left: dict[str, list[int]] = {}
-    for path, indices in landed.hunks.items():
+    parts_left: dict[str, dict[int, tuple[int, ...]]] = {}
+    asked: list[tuple[str, int, tuple[int, ...] | None]] = [
+        (path, index, None) for path, indices in landed.hunks.items() for index in indices]
+    asked += [(path, index, tuple(changes)) for path, found in landed.parts.items()
+              for index, changes in found.items()]
+    for path, index, changes in asked:
         if path in created:
             continue
         places = [p for p in dict.fromkeys((renamed.get(path), landed.at.get(path), path)) if p]
-        for index in indices:
-            one = landed_part(patch, None, hunks={path: [index]})
-            if one is None or len(one.file_patches) != 1:
-                continue
-            if any(change_state(one.file_patches[0], read(place)) == "present" and
-                   change_state(one.file_patches[0], read_base(place)) == "present"
-                   for place in places):
+        one = landed_part(patch, None, hunks={path: [index]}) if changes is None else \
+            landed_part(patch, None, hunks={}, parts={path: {index: changes}})
+        if one is None or len(one.file_patches) != 1:
+            continue
+        if any(change_state(one.file_patches[0], read(place)) == "present" and
+               change_state(one.file_patches[0], read_base(place)) == "present"
+               for place in places):
+            if changes is None:
                 left.setdefault(path, []).append(index)
-    part = landed_part(patch, None, hunks=left) if left else None
-    return None if part is None else (part, sum(map(len, left.values())))
+            else:
+                parts_left.setdefault(path, {})[index] = changes
+    part = landed_part(patch, None, hunks=left, parts=parts_left) \
+        if left or parts_left else None
+    return None if part is None else (part, sum(map(len, left.values())), parts_left)

@@ -638,15 +638,22 @@ class LandedHunks:
     difference from a base that has them) no longer holds them. `hunks`: a path of the patch
     (a file it renames by its old one) -> the indices of its landed hunks; `at`: where the
     target has such a file when upstream moved it; `total`: the patch's hunks; `landing`: the
-    commit that landed them, where found."""
+    commit that landed them, where found. `parts`: the changes inside hunks not landed whole
+    that landed (judge.Judgement.parts: a path -> {hunk index: change indices})."""
     hunks: dict[str, list[int]]
     at: dict[str, str]
     total: int
     landing: str | None = None
+    parts: dict[str, dict[int, list[int]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"hunks": self.hunks, "at": self.at, "total": self.total,
-                "landing": self.landing}
+        doc: dict[str, Any] = {"hunks": self.hunks, "at": self.at, "total": self.total,
+                               "landing": self.landing}
+        if self.parts:
+            doc["parts"] = {path: {str(index): list(changes)
+                                   for index, changes in found.items()}
+                            for path, found in self.parts.items()}
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> LandedHunks:
@@ -657,8 +664,16 @@ class LandedHunks:
                    for v in hunks.values()) or \
                 not all(isinstance(v, str) for v in at.values()):
             raise ValueError("the landed hunks are not lists of hunk numbers by path")
+        parts = _object(landed.get("parts", {}), "the landed changes inside hunks")
+        if not all(isinstance(found, dict) and all(
+                isinstance(index, str) and index.isdigit() and isinstance(changes, list)
+                and all(type(i) is int for i in changes) for index, changes in found.items())
+                for found in parts.values()):
+            raise ValueError("the landed changes are not lists of change numbers by hunk")
         return cls({str(k): list(v) for k, v in hunks.items()}, dict(at),
-                   _want(landed, "total", int), _want(landed, "landing", _OPTIONAL_STR))
+                   _want(landed, "total", int), _want(landed, "landing", _OPTIONAL_STR),
+                   {str(path): {int(index): list(changes) for index, changes in found.items()}
+                    for path, found in parts.items()})
 
 
 @record
