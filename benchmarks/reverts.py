@@ -16,7 +16,10 @@ revision as `status` and `rebase --to` judge it.
 3. Cost: 30 landings judged at a revision 50 and 300 first-parent commits after them, all
    together as `status` judges what is kept under upstreamed/ (reverts.judge_many), median
    of `--runs` runs (a fresh store each run), and the same with the one revert among them. Run
-   `uptime` first; the machine's load moves these figures.
+   `uptime` first; the machine's load moves these figures: each time is given with its CPU
+   (this process and the git processes it waited for, the store's cat-file included where
+   the store is closed in the time: not in part 2's judging one by one), which the load
+   moves less. Part 2 also judges its landings together, as commands judge them.
 The repository is read, never written: `--repo` (default: the bare mirror the other benchmarks
 use, /work/.mirror/ROCm+aiter/repo).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,6 +40,13 @@ from patchforge.reverts import _file_state, _parse, judge_kept, judge_many  # no
 from patchforge.store.gitstore import UpstreamStore  # noqa: E402
 
 HAND_MADE = ("fc91146141", "be195d1638")
+
+
+def cpu_time() -> float:
+    """CPU seconds of this process and of the children it has waited for (git)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -137,8 +148,9 @@ def main() -> None:
         commits = git("rev-list", "--no-merges", "--max-count=2500", "HEAD").split()
         random.seed(args.seed)
         counts: dict[str, int] = {}
-        started = time.perf_counter()
-        for commit in random.sample(commits[200:], args.samples):
+        started, cpu_started = time.perf_counter(), cpu_time()
+        sample = random.sample(commits[200:], args.samples)
+        for commit in sample:
             found = judge(store, commit, head)
             kind = found if isinstance(found, str) else found.kind if found else "quiet"
             counts[kind] = counts.get(kind, 0) + 1
@@ -146,25 +158,39 @@ def main() -> None:
                 subject = git("log", "-1", "--format=%s", commit).strip()[:60]
                 print(f"  {commit[:10]} {subject!r}: {said(found)}")
         print("  " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) +
-              f" ({time.perf_counter() - started:.1f} s)")
+              f" ({time.perf_counter() - started:.1f} s, CPU {cpu_time() - cpu_started:.1f} s; "
+              "each judged alone, its fix file made in the time)")
+    # As commands judge what is kept under upstreamed/: all at once, in a fresh store.
+    items = [(f"{c[:10]}.patch", f"series/aiter/upstreamed/{c[:10]}.patch", kept(c), {})
+             for c in sample if kept(c) is not None]
+    with UpstreamStore(repo) as store:
+        started, cpu_started = time.perf_counter(), cpu_time()
+        together = judge_many(store, "aiter", items, head)
+        spent = time.perf_counter() - started
+    print(f"  the same {len(items)} judged together (reverts.judge_many, as status judges "
+          f"them): {len(together)} said ({', '.join(g.name[:10] for g in together)}) "
+          f"({spent:.1f} s, CPU {cpu_time() - cpu_started:.1f} s)")
 
     print("3. cost")
     first = git("rev-list", "--first-parent", "HEAD").split()
     pool = [c for c in git("rev-list", "--no-merges", f"{first[700]}..{first[320]}").split()]
     fixes = [c for c in pool if kept(c) is not None][:30]
     for width in (50, 300):
-        times = []
+        times, cpus = [], []
+        items = [(f"{c[:10]}.patch", f"series/aiter/upstreamed/{c[:10]}.patch", kept(c), {})
+                 for c in fixes]
         for _ in range(args.runs):
             with UpstreamStore(repo) as store:
-                start = time.perf_counter()
-                said_now = judge_many(store, "aiter", [
-                    (f"{c[:10]}.patch", f"series/aiter/upstreamed/{c[:10]}.patch", kept(c), {})
-                    for c in fixes], first[320 - width])
+                start, cpu_start = time.perf_counter(), cpu_time()
+                said_now = judge_many(store, "aiter", items, first[320 - width])
                 times.append(time.perf_counter() - start)
+            # (Taken once the store is closed: its cat-file's CPU is counted then.)
+            cpus.append(cpu_time() - cpu_start)
         gone = [said(found) for found in said_now]
         print(f"  30 landings judged {width} first-parent commits later: median "
               f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, max "
-              f"{max(times) * 1000:.0f}); said: {'; '.join(gone) or 'nothing'}")
+              f"{max(times) * 1000:.0f}), CPU median {statistics.median(cpus) * 1000:.0f} ms; "
+              f"said: {'; '.join(gone) or 'nothing'}")
     # A change found gone costs the history too: each revert said in part 1, judged at the
     # revert itself (the walk of landing..revert, the file states at its commits).
     costs = []

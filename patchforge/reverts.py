@@ -244,10 +244,16 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
         caches = _states_at(store, [fix for fix, _ in fixes], commit)
     except PatchforgeError:
         caches = [{} for _ in fixes]  # (each judged on its own below, as judge_kept does)
+    # The landings of the fixes whose change is not there whole: those that may ask the
+    # history since their landing, which is walked once for all of them when first asked.
+    landings = {landing for (fix, recorded), cache in zip(fixes, caches)
+                if cache.get(commit) != "present"
+                and (landing := _commit(store, _landing_of(fix, recorded)[0])) is not None}
+    history = _History(store, commit, landings) if landings else None
     found = []
     for (fix, recorded), cache in zip(fixes, caches):
         try:
-            gone = _judge(store, fix, commit, recorded, cache)
+            gone = _judge(store, fix, commit, recorded, cache, history)
         except PatchforgeError as exc:
             # Judged by the next command that can read its files (judge_kept); a caller that
             # must say what it did not check is told.
@@ -629,8 +635,10 @@ def _landing_of(fix: _Fix, recorded: dict) -> tuple[str | None, str | None]:
 
 
 def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
-           cache: dict[str, str] | None = None) -> LandingGone | None:
-    """`cache`: the fix's states at revisions already judged (_states_at's)."""
+           cache: dict[str, str] | None = None,
+           history: _History | None = None) -> LandingGone | None:
+    """`cache`: the fix's states at revisions already judged (_states_at's); `history`: the
+    walk since the kept fixes' landings judge_many shares among them."""
     cache = {} if cache is None else cache
     landed, dropped_at = _landing_of(fix, recorded)
     landing = _commit(store, landed)
@@ -660,7 +668,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     if state == "other":
         # Neither there nor gone by the files: superseded, unless the history has a revert of
         # the landing that nothing since put back (upstream then edited the old code again).
-        return _reverted_then_changed(store, fix, commit, landing, base, cache)
+        return _reverted_then_changed(store, fix, commit, landing, base, cache, history)
     if state != "gone":
         return None
 
@@ -744,7 +752,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
 
 
 def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing: str | None,
-                           base: str, cache: dict) -> LandingGone | None:
+                           base: str, cache: dict,
+                           history: _History | None = None) -> LandingGone | None:
     """A kept fix whose change `commit`'s files neither have nor have gone: a `reverted`
     LandingGone when the history after its recorded landing up to `commit` has a revert of it
     (taken as _judge takes one: a commit after which the change is gone and before which it
@@ -756,11 +765,24 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     Upstream reverted the landing, then edited the same lines again: by the files alone that
     was "superseded", and the revert said at the revision in between went silent at the next
     one, every check green with the fix in no patch and no overlay. The cost falls on a
-    superseded fix only: one `git log` of its files since the landing, and, only when a
-    message there says it reverts something, the states of those commits."""
+    superseded fix only: the commits since its landing that say they revert something and
+    change its files (`history`, one walk for all the kept fixes; else a `git log` of its
+    files), and the states of those commits; its own `git log` only when one of them is a
+    revert of it."""
     if landing is None:
         return None  # (no landing recorded: nothing to name a revert of)
     paths = _paths(fix)
+    named = _LandingNames(store, fix, landing, base)
+    said = history.reverts_after(landing, paths) if history is not None else None
+    if said is not None:
+        # Each commit that may be a revert of it told on its own, as the walk below tells it,
+        # which takes the first one (newest first) that is: with none of them a revert of
+        # it, nothing to say, without a walk of its own.
+        if not said or _fix_state(store, fix, landing, cache) == "gone":
+            return None
+        if not any(_revert_of(store, fix, sha, parents, message, named, cache)
+                   for sha, parents, message in said):
+            return None
     log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
     if not any(_SAYS_REVERT.search(message) for _, _, message in log):
         return None
@@ -768,20 +790,15 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
         return None
     if _fix_state(store, fix, landing, cache) == "gone":
         return None  # its pre-image was there at the landing: landed in another form
-    landings = prs = None
     for k, (sha, parents, message) in enumerate(log):  # newest first: the last revert
-        if not _SAYS_REVERT.search(message) or len(parents) != 1 or \
-                _fix_state(store, fix, sha, cache) != "gone" or \
-                _fix_state(store, fix, parents[0], cache) == "gone":
-            continue
-        if landings is None:
-            landings = _landing_commits(store, fix, landing, base)
-            prs = _pull_requests(store, fix, landing)
-        how = _names_landing(store, message, landing, landings, prs or set()) or \
-            _exact_reverse(store, fix, landing, sha)
+        how = _revert_of(store, fix, sha, parents, message, named, cache)
         if not how:
             continue
-        since = [later for later, _, _ in log[:k] if store.is_ancestor(sha, later)]
+        # (Read from the shared walk's parents when it told this fix's commits: a git
+        # process per commit was most of the cost of a revert found.)
+        since = [later for later, _, _ in log[:k]
+                 if (history.descends(later, sha) if history is not None and said is not None
+                     else store.is_ancestor(sha, later))]
         if any(_fix_state(store, fix, later, cache) == "present" for later in since):
             return None  # put back since (a revert of the revert), then changed: superseded
         if not since or _relanded(fix, store.read_blobs(commit, paths)):
@@ -793,15 +810,148 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     return None
 
 
+def _revert_of(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str], message: bytes,
+               named: _LandingNames, cache: dict) -> str | None:
+    """How the commit `sha` (its `parents` and `message`) reverted the fix's landing, or
+    None: its message says it reverts, it has one parent, the fix's change is gone after it
+    and was not before it, and its message names the landing or its change is the landing's
+    exact reverse (_LandingNames.how)."""
+    if not _SAYS_REVERT.search(message) or len(parents) != 1 or \
+            _fix_state(store, fix, sha, cache) != "gone" or \
+            _fix_state(store, fix, parents[0], cache) == "gone":
+        return None
+    return named.how(message, sha)
+
+
+class _LandingNames:
+    """What names a fix's landing in a revert (_names_landing, _exact_reverse): the commits
+    of the landing and its pull requests, asked of the store when first needed."""
+
+    def __init__(self, store: UpstreamStore, fix: _Fix, landing: str, base: str) -> None:
+        self.store, self.fix, self.landing, self.base = store, fix, landing, base
+        self._landings: list[str] | None = None
+        self._prs: set[bytes] = set()
+
+    def how(self, message: bytes, taker: str) -> str | None:
+        if self._landings is None:
+            self._landings = _landing_commits(self.store, self.fix, self.landing, self.base)
+            self._prs = _pull_requests(self.store, self.fix, self.landing)
+        return _names_landing(self.store, message, self.landing, self._landings, self._prs) \
+            or _exact_reverse(self.store, self.fix, self.landing, taker)
+
+
+# A path git reads as a pattern, not as itself (path_log's pathspecs are not literal).
+_GIT_PATTERN = on_first_use(r"[*?[\\]|^:")
+
+
+class _History:
+    """The commits after the kept fixes' landings up to the revision judged, read once for
+    all of them (judge_many): a fix whose change is neither there nor gone asks which commits
+    since its landing say they revert something and change its files. Asked of each fix, a
+    `git log` of its files since its landing compared trees at every commit of that range,
+    once per kept fix: 30 fixes 300 commits after their landings paid 30 such walks. Here
+    git reads the commits from the landings' common ancestor up to the revision once (their
+    messages and parents, no tree), and compares trees only at the few whose message says
+    revert (files_changed); each fix takes those after its own landing by the parents read.
+
+    What it gives is never less than the fix's own `git log` has among such commits (a commit
+    with one parent is in that log exactly when it is after the landing and changes one of
+    the files, or a directory git's pathspec names); where it cannot say so (no common
+    ancestor, a landing it was not asked about, a path git reads as a pattern or that is not
+    ASCII) it says None and the fix walks its own history, as before."""
+
+    def __init__(self, store: UpstreamStore, commit: str, landings: set[str]) -> None:
+        self.store, self.commit, self.landings = store, commit, landings
+        self.bottom: str | None = None
+        self.parents: dict[str, list[str]] = {}
+        self.reverts: list[tuple[str, list[str], bytes, set[str]]] = []
+        self._read = False
+        self._children: dict[str, list[str]] | None = None
+        self._after: dict[str, set[str]] = {}
+
+    def _walk(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        try:
+            bottom = self.store.common_ancestor([self.commit, *sorted(self.landings)])
+            if bottom is None:
+                return
+            log = self.store.commits_since(bottom, self.commit)
+            sayers = [(sha, parents, message) for sha, parents, message in log
+                      if len(parents) == 1 and _SAYS_REVERT.search(message)]
+            changed = self.store.files_changed([sha for sha, _, _ in sayers])
+        except PatchforgeError:
+            return  # (each fix walks its own history, and is told what went wrong there)
+        self.parents = {sha: parents for sha, parents, _ in log}
+        self.reverts = [(sha, parents, message, changed.get(sha, set()))
+                        for sha, parents, message in sayers]
+        self.bottom = bottom
+
+    def reverts_after(self, landing: str, paths: list[str]
+                      ) -> list[tuple[str, list[str], bytes]] | None:
+        """(commit, parents, message) of each commit with one parent after `landing` up to
+        the revision whose message says revert and that changes one of `paths`; [] when
+        `landing` is not in the revision's history; None when this walk cannot tell."""
+        if landing not in self.landings or \
+                any(not p.isascii() or _GIT_PATTERN.search(p) for p in paths):
+            return None
+        self._walk()
+        if self.bottom is None:
+            return None
+        if landing != self.bottom and landing not in self.parents:
+            # (The bottom is an ancestor of the landing and of the revision: a landing the
+            # walk did not reach is not in the revision's history.)
+            return []
+        wanted = set(paths)
+        return [(sha, parents, message) for sha, parents, message, files in self.reverts
+                if _names_any(files, wanted) and sha != landing
+                and landing not in self._descendants(sha)]
+
+    def descends(self, later: str, sha: str) -> bool:
+        """Whether `later` has `sha` in its history (both commits of the walk)."""
+        return later in self._descendants(sha)
+
+    def _descendants(self, sha: str) -> set[str]:
+        """The commits of the walk that have `sha` in their history."""
+        if sha not in self._after:
+            if self._children is None:
+                self._children = {}
+                for child, parents in self.parents.items():
+                    for parent in parents:
+                        self._children.setdefault(parent, []).append(child)
+            found: set[str] = set()
+            todo = [sha]
+            while todo:
+                for child in self._children.get(todo.pop(), ()):
+                    if child not in found:
+                        found.add(child)
+                        todo.append(child)
+            self._after[sha] = found
+        return self._after[sha]
+
+
+def _names_any(files: set[str], paths: set[str]) -> bool:
+    """Whether one of `files` is one of `paths` or under one of them (a directory), as git's
+    pathspec matches a path."""
+    for name in files:
+        if name in paths:
+            return True
+        cut = name.find("/")
+        while cut > 0:
+            if name[:cut] in paths:
+                return True
+            cut = name.find("/", cut + 1)
+    return False
+
+
 def _relanded(fix: _Fix, contents: dict) -> bool:
     """Whether the fix's place in `contents` (a revision's files by path) holds the fix in
     another form rather than the old code changed: each hunk's lines between its context
     (found as _held finds a place) compared with the fix's `+` run and with its `-` run; a
     hunk nearer its `+` run and none nearer its `-` run. A hunk whose place is not found
     tells nothing, and no hunk telling is no re-landing: the revert stands."""
-    from difflib import SequenceMatcher
-
-    nearer_fix = nearer_old = False
+    nearer_fix = False
     for k, fp in enumerate(fix.files):
         content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
                        None)
@@ -816,13 +966,100 @@ def _relanded(fix: _Fix, contents: dict) -> bool:
             if run is None:
                 continue
             here = b"".join(run)
-            to_fix = SequenceMatcher(None, here, b"".join(new[lead:len(new) - trail]),
-                                     autojunk=False).ratio()
-            to_old = SequenceMatcher(None, here, b"".join(old[lead:len(old) - trail]),
-                                     autojunk=False).ratio()
+            to_fix = _similarity(here, b"".join(new[lead:len(new) - trail]))
+            to_old = _similarity(here, b"".join(old[lead:len(old) - trail]))
+            if to_old > to_fix:
+                return False  # (one hunk nearer the old code: no re-landing, whatever follows)
             nearer_fix = nearer_fix or to_fix > to_old
-            nearer_old = nearer_old or to_old > to_fix
-    return nearer_fix and not nearer_old
+    return nearer_fix
+
+
+def _similarity(a: bytes, b: bytes) -> float:
+    """difflib.SequenceMatcher(None, a, b, autojunk=False).ratio(), the same number: twice
+    the bytes of the matching blocks over both lengths, each block the longest match of its
+    range (leftmost in `a`, then in `b`), the ranges on either side matched again. difflib
+    finds each longest match by every pair of equal bytes, time that grows with the product
+    of the lengths: two runs of 20 KB (a tuned kernel table a revert and an edit left
+    apart) took 12 s each. A large range's longest match is found here by a suffix
+    automaton of its `b` side (_longest_match), in time that grows with the lengths; a small
+    range is left to difflib's own, the same answer either way."""
+    from difflib import SequenceMatcher
+
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    total = 0
+    todo = [(0, len(a), 0, len(b))]
+    while todo:
+        alo, ahi, blo, bhi = todo.pop()
+        if (ahi - alo) * (bhi - blo) <= _SMALL_MATCH:
+            i, j, k = matcher.find_longest_match(alo, ahi, blo, bhi)
+        else:
+            i, j, k = _longest_match(a, b, alo, ahi, blo, bhi)
+        if k:
+            total += k
+            if alo < i and blo < j:
+                todo.append((alo, i, blo, j))
+            if i + k < ahi and j + k < bhi:
+                todo.append((i + k, ahi, j + k, bhi))
+    length = len(a) + len(b)
+    return 2.0 * total / length if length else 1.0
+
+
+# A range of this many pairs of bytes or fewer is left to difflib (a suffix automaton costs
+# more to build than difflib's pairs of a small range).
+_SMALL_MATCH = 40_000
+
+
+def _longest_match(a: bytes, b: bytes, alo: int, ahi: int, blo: int,
+                   bhi: int) -> tuple[int, int, int]:
+    """(i, j, k): a[i:i+k] == b[j:j+k], the longest such within a[alo:ahi] and b[blo:bhi],
+    the one starting first in `a`, then first in `b` (difflib's find_longest_match without
+    junk). The suffix automaton of b[blo:bhi] walked along a[alo:ahi] gives, at each byte,
+    the longest run ending there found in `b`; the first longest is the one starting first
+    in `a`, and its first place in `b` is where bytes.find finds it."""
+    link, size = [-1], [0]
+    moves: list[dict[int, int]] = [{}]
+    last = 0
+    for c in b[blo:bhi]:
+        cur = len(size)
+        size.append(size[last] + 1)
+        link.append(0)
+        moves.append({})
+        p = last
+        while p != -1 and c not in moves[p]:
+            moves[p][c] = cur
+            p = link[p]
+        if p != -1:
+            q = moves[p][c]
+            if size[p] + 1 == size[q]:
+                link[cur] = q
+            else:
+                clone = len(size)
+                size.append(size[p] + 1)
+                link.append(link[q])
+                moves.append(dict(moves[q]))
+                while p != -1 and moves[p].get(c) == q:
+                    moves[p][c] = clone
+                    p = link[p]
+                link[q] = link[cur] = clone
+        last = cur
+    state = run = best = 0
+    end = -1
+    for at in range(alo, ahi):
+        c = a[at]
+        while state and c not in moves[state]:
+            state = link[state]
+            run = size[state]
+        if c in moves[state]:
+            state = moves[state][c]
+            run += 1
+        else:
+            state = run = 0
+        if run > best:
+            best, end = run, at
+    if not best:
+        return alo, blo, 0
+    i = end - best + 1
+    return i, b.find(a[i:i + best], blo, bhi), best
 
 
 def _between(lines: _Lines, before: list[bytes], after: list[bytes],

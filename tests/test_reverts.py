@@ -280,6 +280,82 @@ def test_a_landing_changed_later_without_a_revert_of_it_stays_superseded(tmp_pat
     assert _silent(stack, "v4")["gone_upstream"] == []
 
 
+B_BASE = b"".join(b"entry %d of the other module\n" % i for i in range(1, 31))
+
+
+def test_kept_fixes_landed_apart_are_each_judged_by_the_commits_after_their_own_landing(
+        tmp_path):
+    """Two kept fixes landed at v2 and v3, the history since them read once for both: a
+    revert of another change of fb's file between the two landings, and later edits of both
+    fixes' lines, say nothing of fb; fa, reverted and then edited on a side branch merged
+    back, is said as reverted, named by its revert and by the edit after it."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": B_BASE})
+    b_fixed = B_BASE.replace(b"entry 7 of the other module\n", b"seven = checked(7)\n")
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    stack.add_fix("fb", "pkg/b.py", B_BASE, b_fixed)
+    landing = stack.commit({"pkg/a.py": FIXED}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    other = stack.commit({"pkg/b.py": B_BASE.replace(b"entry 20 ", b"entry twenty ")},
+                         "Rename entry 20")
+    _revert(stack, other)
+    b_landing = stack.commit({"pkg/b.py": b_fixed}, "Check seven (#12)", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    assert stack.series("up") == []
+    git(stack.up, "checkout", "-q", "-b", "side")
+    revert = _revert(stack, landing)
+    tidy = stack.commit({"pkg/a.py": TIDIED}, "tidy line 5")
+    git(stack.up, "checkout", "-q", "main")
+    stack.commit({"pkg/b.py": b_fixed.replace(b"checked(7)", b"checked(7, strict=True)")},
+                 "Stricter seven")
+    git(stack.up, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    git(stack.up, "tag", "v4")
+    merge = git(stack.up, "rev-parse", "v4").strip()
+    assert b_landing != landing and tidy != merge
+    _said_reverted(stack, "v4", revert)
+    (said,) = stack.json("status", expect=1)["reverted"]
+    assert f"its message reverts {landing[:12]}" in said["detail"], said
+    # (Newest first: the merge that brought the edit is named.)
+    assert f"reverted, then changed: {merge[:12]} changed that code since" in said["detail"], \
+        said
+
+
+def test_the_nearness_a_revert_then_change_is_judged_by_is_difflibs_ratio():
+    """Whether the fix's place holds the old code changed or the fix in another form is told
+    by difflib's ratio of the bytes (SequenceMatcher without junk), which took 12 s for a
+    20 KB run of a tuned kernel table; reverts._similarity gives the same number in time
+    that grows with the lengths. Compared here on runs made to be near each other, to share
+    nothing, to repeat a few bytes, and empty."""
+    import random
+    from difflib import SequenceMatcher
+
+    from patchforge import reverts
+
+    chance = random.Random(7)
+    table = b"".join(b"%d,%d,%d,kernel_%d_%s\n" % (m, n, k, m * n % 97,
+                                                   b"bf16" if k % 3 else b"fp8")
+                     for m in (1, 2, 4, 8, 16) for n in (128, 256, 512) for k in range(6))
+    pairs = [(b"", b""), (b"", b"x\n"), (b"abc", b"xyz"), (b"ab" * 300, b"ba" * 310),
+             (table, table), (table, table[::-1])]
+    for _ in range(40):
+        a = bytearray(table[:chance.randrange(200, len(table))])
+        b = bytearray(a)
+        for _ in range(chance.randrange(1, 30)):
+            at = chance.randrange(len(b))
+            b[at:at + chance.randrange(0, 4)] = bytes(chance.choice(b"0123456789,_\n")
+                                                     for _ in range(chance.randrange(0, 4)))
+        pairs.append((bytes(a), bytes(b)))
+    for a, b in pairs:
+        assert reverts._similarity(a, b) == \
+            SequenceMatcher(None, a, b, autojunk=False).ratio(), (a[:40], b[:40])
+    # (Every range asked by the automaton too, not only the large ones.)
+    for a, b in pairs[:12]:
+        matcher = SequenceMatcher(None, a, b, autojunk=False)
+        for alo, ahi, blo, bhi in ((0, len(a), 0, len(b)), (len(a) // 3, len(a), 5, len(b))):
+            want = matcher.find_longest_match(alo, ahi, blo, bhi)
+            got = reverts._longest_match(a, b, alo, ahi, blo, bhi)
+            assert got[2] == want.size and (not got[2] or got == tuple(want)), (got, want)
+
+
 CODE = b"".join(b"step_%d = prepare(%d)\n" % (i, i) for i in range(1, 9)) + \
     b"if ready:\n    value = old_compute(step_1)\nelse:\n    value = None\nreturn value\n" + \
     b"".join(b"tail_%d = finish(%d)\n" % (i, i) for i in range(1, 9))

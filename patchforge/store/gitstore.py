@@ -1610,6 +1610,55 @@ class UpstreamStore:
                 found.append((ids[0], ids[1:], message))
         return found
 
+    def commits_since(self, old: str, new: str) -> list[tuple[str, list[str], bytes]]:
+        """(commit, parents, message) of every commit after `old` up to `new`, side branches
+        included, in git's order: path_log's answer for every path at once, read from the
+        commits alone (no tree compared), for a caller that asks which of them change which
+        files only of the few it wants (files_changed)."""
+        out = self._run("log", "--format=%x00%H %P%n%B", f"{old}..{new}",
+                        what="reading upstream history").stdout
+        found = []
+        for record in out.split(b"\0")[1:]:
+            head, _, message = record.partition(b"\n")
+            ids = head.decode().split()
+            if ids:
+                found.append((ids[0], ids[1:], message))
+        return found
+
+    def common_ancestor(self, commits: list[str]) -> str | None:
+        """A commit that is an ancestor of each of `commits` (git's best common ancestor of
+        them all), None when they share no history."""
+        out = self._run("merge-base", "--octopus", *commits, ok=(0, 1),
+                        what="reading upstream history").stdout.split()
+        return out[0].decode() if out and _HEX40.fullmatch(out[0].decode()) else None
+
+    def files_changed(self, commits: list[str]) -> dict[str, set[str]]:
+        """The files each of `commits` (commits with one parent) changes against its parent,
+        no rename detection: one git process however many commits."""
+        if not commits:
+            return {}
+        out = self._run("diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames",
+                        input="".join(f"{c}\n" for c in commits).encode(),
+                        what="reading upstream history").stdout
+        found: dict[str, set[str]] = {c: set() for c in commits}
+        fields = out.split(b"\0")
+        current = None
+        k = 0
+        while k < len(fields):
+            field = fields[k]
+            if field.startswith(b":") and k + 1 < len(fields):
+                # (`:modes ids status`, then the one path: no renames asked for.)
+                if current is not None:
+                    found[current].add(decode_path(fields[k + 1]))
+                k += 2
+                continue
+            text = field.decode("ascii", "replace").strip()
+            if text:
+                current = text
+                found.setdefault(text, set())
+            k += 1
+        return found
+
     def earlier_versions(self, rev: str, path: str, limit: int) -> list[tuple[str, str, str]]:
         """The last `limit` commits up to `rev` that change `path` (first parents: the line of
         versions a release followed), newest first, each as (commit, its first parent, its
