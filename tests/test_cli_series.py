@@ -656,6 +656,31 @@ def test_move_after_and_first_and_failing_orders(project):
     assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
 
 
+def test_a_move_or_delete_leaving_a_patch_to_fuzz_says_so(project):
+    """`move five --first`, above the patch whose line is five's context, said `moved five`,
+    exit 0, and `delete one` said nothing of five either: five then applied only with fuzz,
+    which `status` reports as needing attention, `lint` as an error and `overlays` warns of
+    (GNU patch takes the hunk at a place its context no longer proves). Both now name it and
+    exit 1, as for a patch that no longer applies."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    # five's change is two lines below one's: one's LINE2 is part of five's context.
+    make_patch(root, "five", {"a.py": (b"line4\n", b"LINE4\n")})
+    assert ok(root, "status").rc == 0
+    run = run_cli(root, "move", "five", "--first")
+    assert run.rc == 1, run.text
+    assert "five.patch applies only with fuzz in the new order" in run.err, run.err
+    assert series(root) == b"five.patch\none.patch\n"  # moved all the same
+    assert run_cli(root, "status").rc == 1  # what the warning said
+    ok(root, "move", "five", "--after", "one")  # back: exact again, nothing said
+    run = run_cli(root, "delete", "one")
+    assert run.rc == 1, run.text
+    assert "five.patch applies only with fuzz without one" in run.err, run.err
+    assert "`patchforge edit five`" in run.err
+    assert series(root) == b"five.patch\n"  # deleted all the same
+    assert run_cli(root, "status").rc == 1
+
+
 def test_each_change_of_the_series_says_the_overlays_lag_until_regenerated(project):
     """refresh, rename, move and delete change the series without regenerating overlays/
     (its manifest names each patch of a file, in order, with its bytes), and said nothing of

@@ -432,6 +432,11 @@ def delete(app, name):
         click.echo(f"warning: {other} no longer applies without {name} (`patchforge edit "
                    f"{word(other)}` opens it on the series as it is now, to make "
                    f"its change again; the deleted fix is kept as {kept})", err=True)
+    for other in deleted.fuzzy:
+        click.echo(f"warning: {other} applies only with fuzz without {name} (its context is "
+                   f"lines {name} made; `patchforge edit {word(other)}` opens it on the series "
+                   f"as it is now, to make its change again; the deleted fix is kept as {kept})",
+                   err=True)
     for other, path, renamed in removals:
         what = f"renames {path} to {renamed}" if renamed else f"deletes {path}"
         click.echo(f"warning: without {name} the series {what} ({other}: {name} made it again), "
@@ -439,7 +444,7 @@ def delete(app, name):
                    f"(an overlay cannot delete a file in the image): `patchforge edit "
                    f"{word(other)}` and put {path} back, then "
                    f"`patchforge refresh` (the deleted fix is kept as {kept})", err=True)
-    if failing or removals:
+    if failing or removals or deleted.fuzzy:
         sys.exit(EXIT_ATTENTION)
 
 
@@ -472,9 +477,10 @@ def move(app, name, after, first):
         raise UsageError("give one of --after X or --first")
     project = app.project()
     ambiguous: dict = {}
+    fuzzy: list[str] = []
     with open_store(project, bring_pins=True) as store:
         failing = move_patch(project, store, name, after=after, first=first,
-                             ambiguous=ambiguous)
+                             ambiguous=ambiguous, fuzzy=fuzzy)
     click.echo(f"moved {name}")
     say_overlays_lag(project)
     # NAME as the user gave it found its patch; the others are named as `edit` takes them
@@ -491,7 +497,14 @@ def move(app, name, after, first):
                    f"{name} --after X` puts it elsewhere; `patchforge edit "
                    f"{word(other)}` opens that patch on the series as it is "
                    "now, to make its change again)", err=True)
-    if failing or ambiguous:
+    for other in fuzzy:
+        # As `status` judges it (needs attention): fuzz takes a hunk whose context lines no
+        # longer match, at a place nothing proves.
+        click.echo(f"warning: {other} applies only with fuzz in the new order (its context "
+                   f"lines are not there as it was made on them; `patchforge move {name} "
+                   f"--after X` puts it elsewhere; `patchforge edit {word(other)}` opens that "
+                   "patch on the series as it is now, to make its change again)", err=True)
+    if failing or ambiguous or fuzzy:
         sys.exit(EXIT_ATTENTION)
 
 

@@ -987,6 +987,8 @@ class Deleted:
     failing: list[str]
     removals: list[tuple[str, str, str | None]]
     upstream: str | None = None  # the series `failing` and `removals` are of
+    # The patches that applied exactly (or at an offset) with it and need fuzz without it
+    fuzzy: tuple[str, ...] = ()
 
 
 def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = None) -> Deleted:
@@ -1067,9 +1069,11 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             close_edit_if_moved(project, upstream, series.names, remaining.names)
             update_ledger(project)
             atomic_delete(source)
+    fuzzy: list[str] = []
     return Deleted("the series", kept,
-                   _broken_by_removal(project, store, upstream, before, file_name),
-                   _removals_left_by(project, store, upstream, before, file_name), upstream)
+                   _broken_by_removal(project, store, upstream, before, file_name, fuzzy),
+                   _removals_left_by(project, store, upstream, before, file_name), upstream,
+                   tuple(fuzzy))
 
 
 def _finish_cut_delete(project: Project, name: str,
@@ -1211,19 +1215,26 @@ def _readable_patches(project: Project, upstream: str, names: list[str]):
 
 
 def _broken_by_removal(project: Project, store: UpstreamStore | None, upstream: str,
-                       before, removed: str) -> list[str]:
-    """The patches that applied in the series `before` and no longer apply without `removed`.
-    Asked once the removal is written: a series that cannot be read or applied (a broken
-    patch, the delete's very reason maybe) is what `status` reports, never a reason to keep a
-    patch the user removed."""
+                       before, removed: str, fuzzy: list[str] | None = None) -> list[str]:
+    """The patches that applied in the series `before` and no longer apply without `removed`;
+    `fuzzy` gets those that applied without fuzz before and need it now (a later fix whose
+    context is a line `removed` made: GNU patch still takes it, at a place its context no
+    longer proves, and `status`, `lint` and `overlays` all say so). Asked once the removal is
+    written: a series that cannot be read or applied (a broken patch, the delete's very
+    reason maybe) is what `status` reports, never a reason to keep a patch the user removed."""
     after = [(n, patch) for n, patch in before or () if n != removed]
     if store is None or not after:
         return []
     try:
-        failing = failing_patches(project, store, upstream, after)
-        if failing:
-            already = set(failing_patches(project, store, upstream, before))
+        now_fuzzy: list[str] = []
+        failing = failing_patches(project, store, upstream, after, fuzzy=now_fuzzy)
+        if failing or now_fuzzy:
+            was_fuzzy: list[str] = []
+            already = set(failing_patches(project, store, upstream, before, fuzzy=was_fuzzy))
             failing = [name for name in failing if name not in already]
+            if fuzzy is not None:
+                fuzzy.extend(name for name in now_fuzzy
+                             if name not in already and name not in was_fuzzy)
     except PatchforgeError:
         return []
     return failing
@@ -1511,11 +1522,14 @@ def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
 
 
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
-               first: bool = False, ambiguous: dict | None = None) -> list[str]:
+               first: bool = False, ambiguous: dict | None = None,
+               fuzzy: list[str] | None = None) -> list[str]:
     """Move NAME after X (or first). Returns patches that no longer apply after the move;
     `ambiguous` gets the patches that apply in the new order at a place nearness to their
     header's line chose among several, in a file they were not made on ({name: [RepeatedPlace]}:
-    a patch moved below or above one that moves lines, whose change may go into a twin)."""
+    a patch moved below or above one that moves lines, whose change may go into a twin);
+    `fuzzy` the ones that apply in the new order only with fuzz (moved above the patch whose
+    lines are its context)."""
     upstream, file_name = project.find_patch(name)
     allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
@@ -1528,7 +1542,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
     # Which patches the new order breaks, asked before anything is written: a patch file that
     # cannot be read fails the move with the series as it was.
-    failing = _not_applying(project, store, upstream, moved.names, ambiguous) \
+    failing = _not_applying(project, store, upstream, moved.names, ambiguous, fuzzy) \
         if store is not None else []
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
@@ -1545,19 +1559,23 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
 
 
 def _not_applying(project: Project, store: UpstreamStore, upstream: str,
-                  names: list[str], ambiguous: dict | None = None) -> list[str]:
+                  names: list[str], ambiguous: dict | None = None,
+                  fuzzy: list[str] | None = None) -> list[str]:
     """The patches of the series `names` (in that order) that do not apply on the pin: a hunk
     fails, a file it changes is not there, or (in some profile's series) it creates a path
     already filled (stack.creation_collisions)."""
     return failing_patches(project, store, upstream,
-                           [(n, project.read_patch(upstream, n)) for n in names], ambiguous)
+                           [(n, project.read_patch(upstream, n)) for n in names], ambiguous,
+                           fuzzy=fuzzy)
 
 
 def failing_patches(project: Project, store: UpstreamStore, upstream: str, patches,
-                    ambiguous: dict | None = None) -> list[str]:
+                    ambiguous: dict | None = None, *,
+                    fuzzy: list[str] | None = None) -> list[str]:
     """The names of `patches` ([(name, PatchFile)], a series in that order) that do not apply
     on the pin, each on its base, or create a path already filled. `ambiguous` (when given)
-    gets those that apply at an ambiguous place (apply_series' `placement`)."""
+    gets those that apply at an ambiguous place (apply_series' `placement`), `fuzzy` those
+    that apply only with fuzz (which `status` says needs attention)."""
     from patchforge.stack import profile_collisions
 
     names = [name for name, _ in patches]
@@ -1567,6 +1585,8 @@ def failing_patches(project: Project, store: UpstreamStore, upstream: str, patch
                                  [profile_set(patch, configured) for _, patch in patches],
                                  strict=False, placement=ambiguous is not None)
     failing = {o.name for o in outcomes if not o.ok}
+    if fuzzy is not None:
+        fuzzy.extend(o.name for o in outcomes if o.ok and o.worst == "fuzz")
     if ambiguous is not None:
         ambiguous.update({o.name: o.ambiguous for o in outcomes if o.ok and o.ambiguous})
     failing |= {name for name, *_ in profile_collisions(project, store, pin.commit, patches)}
