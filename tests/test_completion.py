@@ -256,3 +256,46 @@ def test_zsh_and_fish_type_no_space_after_an_upstream_and_equals(tmp_path, shell
         == ["status", "--against", "up=main"]
     assert _typed_in(shell, root, tmp_path / "b", [b"patchforge stat\t", b"--json"]) \
         == ["status", "--json"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_zsh_and_fish_complete_an_option_written_with_equals(tmp_path, shell):
+    """`patchforge status --against=u<TAB>`, the `--name=value` form click takes: zsh put the
+    answer, `up=`, in place of the whole word, and the line ran `patchforge status up=main`
+    (the option gone, refused); fish offered nothing. Typed into the real shells, the word is
+    completed as written (bash breaks its words at `=` and always did)."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    assert _typed_in(shell, root, tmp_path / "a", [b"patchforge status --against=u\t",
+                                                   b"main"]) == ["status", "--against=up=main"]
+    assert _typed_in(shell, root, tmp_path / "b", [b"patchforge status --against u\t",
+                                                   b"main"]) == ["status", "--against", "up=main"]
+
+
+def test_bash_completes_the_upstream_bump_takes_and_the_commands_help_takes(tmp_path):
+    """`patchforge bump <TAB>` completed nothing, though bump's one argument is an upstream
+    (as `fetch`'s are, which completed), and `patchforge help reb<TAB>` nothing, though help
+    takes the command words `patchforge reb<TAB>` completes. Both complete now, in bash as
+    the script drives it."""
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    env = _patchforge_on_path(tmp_path)
+    script = (
+        'source <(patchforge completion bash) || exit 9\n'
+        'compopt() { :; }  # bash allows it only while completing\n'
+        'for words in "patchforge bump " "patchforge help reb" "patchforge help import o" '
+        '"patchforge help upstream p"; do\n'
+        '  read -r -a COMP_WORDS <<< "$words"; [ "${words: -1}" = " " ] && COMP_WORDS+=(""); '
+        'COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n'
+        '  COMPREPLY=(); _patchforge_completion patchforge\n'
+        '  echo "${COMPREPLY[*]}"\n'
+        'done\n'
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=root, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["up", "rebase", "overlay", "pin"], proc.stdout

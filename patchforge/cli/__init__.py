@@ -300,12 +300,13 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         else:
             from patchforge.cli.app import cli
 
-            if os.environ.get("_PATCHFORGE_COMPLETE", "").startswith("fish"):
-                # fish asks for completions: answered in patchforge's own form, the one its
-                # fish script reads (cmd_misc.fish_completion).
-                from patchforge.cli.cmd_misc import fish_completion
+            asked = os.environ.get("_PATCHFORGE_COMPLETE", "")
+            if asked.startswith(("fish", "zsh")):
+                # fish or zsh asks for completions: answered in patchforge's own form, the
+                # one its script reads (cmd_misc.fish_completion, zsh_completion).
+                from patchforge.cli.cmd_misc import fish_completion, zsh_completion
 
-                fish_completion()
+                (fish_completion if asked.startswith("fish") else zsh_completion)()
             rc = cli.main(args=argv, prog_name="patchforge", standalone_mode=False)
     except PatchforgeError as exc:
         echo(f"patchforge: error: {neutralize(str(exc))}", err=True)

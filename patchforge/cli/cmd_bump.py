@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import Progress, emit_json
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("upstream", required=False)
+@click.argument("upstream", required=False, shell_complete=complete_upstream)
 @click.option("--to", "spec", metavar="SPEC",
               help="Move to this target instead of the newest nightly.")
 @click.option("--image", "image", metavar="REPO",

@@ -25,7 +25,8 @@ def completion(shell):
     """
     from click.shell_completion import get_completion_class
 
-    comp_cls = fish_completion() if shell == "fish" else get_completion_class(shell)
+    comp_cls = {"fish": fish_completion, "zsh": zsh_completion}.get(
+        shell, lambda: get_completion_class(shell))()
     if comp_cls is None:  # click without this shell: say so rather than print nothing
         raise click.UsageError(f"this click has no completion support for {shell}")
     try:
@@ -113,6 +114,9 @@ def fish_completion():
     class PatchforgeFish(FishComplete):
         source_template = _FISH_SOURCE
 
+        def get_completions(self, args, incomplete):
+            return _option_joined(super().get_completions(args, incomplete), incomplete)
+
         def format_completion(self, item) -> str:
             line = f"{item.type},{item.value}"
             if item.help:
@@ -123,8 +127,53 @@ def fish_completion():
     return PatchforgeFish
 
 
+def zsh_completion():
+    """The completion class for zsh: click's, answering `--against=vl` with the whole word
+    (_option_joined), registered with click for the answer too."""
+    from click.shell_completion import ZshComplete, add_completion_class
+
+    class PatchforgeZsh(ZshComplete):
+        def get_completions(self, args, incomplete):
+            return _option_joined(super().get_completions(args, incomplete), incomplete)
+
+    add_completion_class(PatchforgeZsh, "zsh")
+    return PatchforgeZsh
+
+
+def _option_joined(items, incomplete: str):
+    """The values completing `--against=vl`, each as the word zsh and fish put in its place.
+    click splits an option's `--name=value` word and answers the value alone (`vllm=`): bash
+    breaks its words at `=` and completes the part after it, but zsh's `compadd -U` replaced
+    the whole word with it (the line became `patchforge status vllm=`, the option gone), and
+    fish, matching each answer against the word, offered none. A file or directory answer is
+    left to the shell's own path completion."""
+    if not (incomplete.startswith("-") and "=" in incomplete):
+        return items
+    from click.shell_completion import CompletionItem
+
+    option = incomplete.partition("=")[0]
+    return [CompletionItem(f"{option}={item.value}", type=item.type, help=item.help)
+            if item.type == "plain" else item for item in items]
+
+
+def _complete_command(ctx, param, incomplete):
+    """`help WORD...`: the commands (the subcommands of the group the words so far name), as
+    the same words complete after `patchforge` itself."""
+    from click.shell_completion import CompletionItem
+
+    group: click.Command | None = ctx.find_root().command
+    for word in ctx.params.get("words") or ():
+        group = group.get_command(ctx, word) if isinstance(group, click.Group) else None
+    if not isinstance(group, click.Group):
+        return []
+    found = ((name, group.get_command(ctx, name)) for name in group.list_commands(ctx)
+             if name.startswith(incomplete))
+    return [CompletionItem(name) for name, command in found
+            if command is not None and not command.hidden]
+
+
 @click.command("help")
-@click.argument("words", nargs=-1, metavar="[COMMAND]...")
+@click.argument("words", nargs=-1, metavar="[COMMAND]...", shell_complete=_complete_command)
 @click.pass_context
 def help_(ctx, words):
     """The help of COMMAND, as `patchforge COMMAND --help` gives it (`patchforge help rebase`,
