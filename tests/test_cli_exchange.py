@@ -631,6 +631,31 @@ def test_export_quilt_into_the_project_itself_says_what_is_in_the_way(project, t
     assert snapshot(root) == before
 
 
+def test_export_quilt_into_another_upstreams_own_series_is_refused_as_the_projects(
+        project, tmp_path):
+    """`export --quilt series/up --upstream up2`, a slip naming the project's own series
+    directory of the other upstream: it was refused as "series/up/series:1: lists
+    fix-line-three.patch, a patch of no series here ... (a directory of another quilt
+    stack?)", with the hint to move series/up/series away, the up series' own file. It is
+    refused as every directory of the project is, and nothing is written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "upstream", "add", "up2", "--git", str(tmp_path / "up-upstream"), "--at", "main",
+       "--install-root", "/opt/up2")
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    ok(root, "new", "fix-b", "--upstream", "up2", "--file", "pkg/b.py")
+    b_py = root / ".patchforge/work/up2/pkg/b.py"
+    b_py.write_bytes(b_py.read_bytes().replace(b"y = 2\n", b"y = 3\n"))
+    ok(root, "refresh")
+    before = snapshot(root)
+    run = run_cli(root, "export", "--quilt", str(root / "series/up"), "--upstream", "up2")
+    assert run.rc == 2, run.text
+    assert "series/up: the project's own series is never written by this command" in run.err, \
+        run.err
+    assert "another quilt stack" not in run.err and "away" not in run.err, run.err
+    assert snapshot(root) == before
+
+
 def test_export_quilt_names_with_a_space_in_sections_of_headers_only(project, tmp_path):
     """git writes `diff --git a/my file.py b/my file.py` unquoted; a section of headers only (a
     mode change, a pure rename, an empty file created or deleted) has no `---`/`+++` lines,

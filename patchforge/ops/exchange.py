@@ -2133,6 +2133,10 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             # GNU patch cuts a name with a space in a section of headers only: quoted here.
             patches.append((target / name, data[:len(data) - len(patch.diff)]
                             + for_gnu_patch(remade.get(name, patch.diff))))
+        # A directory of the project itself (another upstream's series/X, a slip) is refused
+        # as such before its own series file is read as another quilt stack's: that refusal
+        # called it "a patch of no series here" and said to move the series file away.
+        project.refuse_own_destination(target, new_directory=True)
         earlier = _read_export_record(target)
         taken = read_taken_record(target) if earlier is not None else {}
         _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile)
