@@ -730,7 +730,9 @@ def test_import_mbox_refuses_a_file_that_is_not_an_mbox_by_its_name(project, tmp
 def test_import_mbox_reads_an_mbox_given_through_a_pipe(project, tmp_path):
     """`import mbox <(git format-patch --stdout ...)`: the shell gives a /dev/fd/N path of a pipe,
     which was read for its first line and then handed to `git mailsplit`, in whose process it
-    names nothing: "not an mbox git can split: cannot stat /dev/fd/63", exit 2."""
+    names nothing: "not an mbox git can split: cannot stat /dev/fd/63", exit 2. Each fix's
+    Origin then named the pipe (`Origin: vendor, 63`, its descriptor's number): it names the
+    commit format-patch made the message of, as `import git` does."""
     root = project
     fork = fork_with_commits(tmp_path)
     proc = subprocess.run(
@@ -740,6 +742,10 @@ def test_import_mbox_reads_an_mbox_given_through_a_pipe(project, tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     listed = (root / "series" / "up" / "series").read_bytes().splitlines()
     assert len(listed) == 2, listed
+    commits = git(fork, "rev-list", "--reverse", "main..fixes").split()
+    for name, commit in zip(listed, commits):
+        header = (root / "series" / "up" / name.decode()).read_bytes().split(b"\n---\n")[0]
+        assert f"\nOrigin: vendor, commit {commit}\n".encode() in header, header
 
 
 def test_import_mbox_refuses_a_date_that_is_no_date_naming_the_message(project, tmp_path):

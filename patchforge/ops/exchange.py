@@ -10,6 +10,7 @@ import datetime as _dt
 import email.utils
 import hashlib
 import json
+import os
 import re
 import shlex
 import stat
@@ -1597,6 +1598,28 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
     return [n for n, _ in pending]
 
 
+def _names_a_file(mbox: Path) -> bool:
+    """Whether `mbox` is a file whose name says where the fixes came from: a pipe's path
+    (`import mbox <(git format-patch --stdout A..B)`, /dev/fd/63) names nothing."""
+    try:
+        return stat.S_ISREG(os.stat(mbox).st_mode)
+    except OSError:
+        return False
+
+
+# The line `git format-patch` begins each message with: the commit, and a date that is always
+# this one (the mbox's `From ` line, which mailsplit keeps).
+_FORMAT_PATCH_FROM = re.compile(rb"From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001\r?\n")
+
+
+def _piped_origin(message: Path) -> str:
+    """The Origin of a message read from a pipe: the commit format-patch made it of, as
+    `import git` says it; else only that it came in a mail."""
+    with open(message, "rb") as handle:
+        found = _FORMAT_PATCH_FROM.match(handle.readline())
+    return f"vendor, commit {found.group(1).decode()}" if found else "vendor, mbox"
+
+
 def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream: str) -> list[str]:
     """Each message of an mbox (git format-patch / send-email output) becomes a patch; git's own
     mailsplit and mailinfo take it apart. A message `export --mbox` wrote comes back as the
@@ -1626,8 +1649,10 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             reason = split.stderr.decode("utf-8", "replace").strip() or "unreadable"
             raise InputError(f"not an mbox git can split: {reason}", path=str(mbox),
                              hint="`git format-patch` output is an mbox")
+        named = _names_a_file(mbox)
         for message in sorted(p for p in tmp_path.iterdir() if p.name.isdigit()):
             source = f"{mbox} (message {int(message.name)})"
+            origin = f"vendor, {Path(mbox).name}" if named else _piped_origin(message)
             exported = _exported_patch(message, source, upstream, pin.commit)
             if exported is not None:
                 file_name, data = exported
@@ -1667,7 +1692,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                                      path=source, hint="remove it from the mail and import it "
                                                        "again")
             fields = [("Description", subject), ("Author", author),
-                      ("Origin", f"vendor, {Path(mbox).name}"), ("Upstream-Status", "Pending"),
+                      ("Origin", origin), ("Upstream-Status", "Pending"),
                       ("Upstream", upstream), ("Base", pin.commit), ("Last-Update", when)]
             # Parse the diff first, under the mbox's name, so that an error points into it.
             # A binary change must carry its data (`GIT binary patch`, as format-patch
@@ -1700,7 +1725,7 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
             if carried is not None:
                 data = _adopted(carried, upstream, pin.commit, (
                     ("Description", subject), ("Author", author),
-                    ("Origin", f"vendor, {Path(mbox).name}"))).to_bytes()
+                    ("Origin", origin))).to_bytes()
             else:
                 body = quote_diff_like(msg_file.read_bytes().strip())
                 data = render_patch_file(fields, body + b"\n" if body else b"", diff)
