@@ -1807,3 +1807,21 @@ def test_a_pull_request_address_of_another_repository_is_refused(clean):
     code, out, err = clean.bump("--open-pr")
     assert code == 2, err
     assert "https://github.com/mallory/elsewhere/pull/1" in err and "team/stack#1" in err, err
+
+
+def test_a_stack_pinned_through_an_image_is_told_its_repository_to_bump_from(clean):
+    """A stack pinned through a nightly image (upstream.lock's `image`) ran `bump --dry-run`
+    without `--image`: "no image repository to look for nightlies in", with the hint to give
+    one as if it had none. The hint names the pinned image's repository, as `--image` takes
+    it; nothing is written."""
+    code, out, err = cli_in_process(clean.root, "upstream", "pin", "vllm", "--at",
+                                    f"{clean.image_repo}:nightly-{clean.c0}", "--force")
+    assert code == 0, err
+    assert json.loads((clean.root / "upstream.lock").read_text())["image"]["reference"] \
+        == f"{clean.image_repo}:nightly-{clean.c0}"
+    before = snapshot(clean.root)
+    code, out, err = cli_in_process(clean.root, "bump", "vllm", "--dry-run")
+    assert code == 2, (out, err)
+    assert "no image repository to look for nightlies in" in err, err
+    assert f"`--image {clean.image_repo}` looks for nightlies in its repository" in err, err
+    assert snapshot(clean.root) == before

@@ -545,9 +545,17 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
                                     repository)
     else:
         if repository is None:
+            # A stack pinned through an image (`upstream add --at REPO:TAG`) was told to give
+            # a repository as if it had none: its own is the first way on.
+            pinned = project.lock.image
+            from patchforge.targets import image_repository_of
+
             raise UsageError("no image repository to look for nightlies in",
-                             hint="give --image REPO, set `image` in the configuration, "
-                                  "or name the target with --to SPEC")
+                             hint=(f"upstream.lock pins the image {pinned.reference}: "
+                                   f"`--image {image_repository_of(pinned.reference)}` looks "
+                                   "for nightlies in its repository; or " if pinned else "")
+                             + "give --image REPO, set `image` in the configuration, "
+                               "or name the target with --to SPEC")
         if registry is None:
             raise UsageError("finding the newest nightly needs the registry",
                              hint="run without --offline, or name the target with --to SPEC")
