@@ -183,3 +183,13 @@ def test_a_bring_back_stop_resolved_on_a_fix_whose_change_inside_a_hunk_landed_k
     kept = stack.patch("up", "fa", "upstreamed")
     assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
     assert stack.cli("status")[0] == 0
+
+
+def test_pr_says_a_change_inside_a_hunk_is_already_upstream(tmp_path):
+    """`pr --onto` a revision that has the line-15 change: the commit carries line 20 alone,
+    and the command says why ("3-way merged" was all it said)."""
+    stack = _stack(tmp_path)
+    stack.commit({"pkg/a.py": HALF}, "Fifteen better (#14)", tag="v2")
+    _, out, _ = stack.cli("pr", "fa", "--onto", "v2")
+    assert "3-way merged; landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, " \
+        "not the others" in out, out

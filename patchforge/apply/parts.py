@@ -108,3 +108,17 @@ def changes_landed(hunk: Hunk, content: bytes | None) -> tuple[int, ...] | None:
             return None
         found = tuple(keep)
     return found
+
+
+def parts_said(patch, parts: dict) -> str:
+    """What is said of a fix with changes inside a hunk landed upstream and others not
+    (judge.Judgement.parts: a path -> {hunk index: the changes landed}): "landed in part:
+    pkg/a.py hunk 1: upstream has 1 of its 2 changes, not the others" (`status --against`'s
+    evidence, `pr`'s detail)."""
+    said = []
+    for fp in patch.file_patches:
+        path = fp.source_path if fp.is_rename else fp.path
+        for index, changes in sorted((parts.get(path) or {}).items()):
+            said.append(f"{path} hunk {index + 1}: upstream has {len(changes)} of its "
+                        f"{len(changes_of(fp.hunks[index]))} changes, not the others")
+    return "landed in part: " + "; ".join(said)

@@ -249,7 +249,9 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                         name, project.patch_word(upstream, name)))
                 if judgement.parts:
                     # A change inside a hunk landed, another not: neither hunk check says it.
-                    status.evidence.insert(0, parts_landed_said(patch, judgement.parts))
+                    from patchforge.apply.parts import parts_said
+
+                    status.evidence.insert(0, parts_said(patch, judgement.parts))
                 if judgement.state == "conflict" and not status.evidence:
                     said = _merge_conflict_said(judgement, status.files)
                     if said:
@@ -325,21 +327,6 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     for commit in matches.get(id(status), []):
                         status.evidence.append(f"patch-id matches upstream commit {commit}")
     return out
-
-
-def parts_landed_said(patch, parts: dict) -> str:
-    """Status's words for a fix with changes inside a hunk landed upstream and others not
-    (Judgement.parts): "landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, not
-    the others"."""
-    from patchforge.apply.parts import changes_of
-
-    said = []
-    for fp in patch.file_patches:
-        path = fp.source_path if fp.is_rename else fp.path
-        for index, changes in sorted((parts.get(path) or {}).items()):
-            said.append(f"{path} hunk {index + 1}: upstream has {len(changes)} of its "
-                        f"{len(changes_of(fp.hunks[index]))} changes, not the others")
-    return "landed in part: " + "; ".join(said)
 
 
 def _merge_conflict_said(judgement, files: list[dict]) -> str | None:

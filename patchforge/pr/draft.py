@@ -239,6 +239,11 @@ def carry_onto(store: UpstreamStore, upstream: str, name: str, patch: PatchFile,
               "applies": "applies exactly"}[how]
     if verdict.state == "partial":
         detail += f"; {verdict.hunks_landed} of {verdict.hunks_total} hunks already upstream"
+    if judgement.parts:
+        # A change inside a hunk already upstream: the commit carries the others alone.
+        from patchforge.apply.parts import parts_said
+
+        detail += f"; {parts_said(patch, judgement.parts)}"
     if verdict.renames:
         detail += "; follows " + ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
     changes: dict[str, bytes | None] = {}
