@@ -880,13 +880,16 @@ def test_a_bring_back_continue_killed_at_a_write_is_finished_by_running_it_again
     assert project.cli("status")[0] == 0 and not project.work.exists()
 
 
-@pytest.mark.parametrize("nth", [1, 2, 3])
-def test_a_bring_back_killed_at_a_write_is_finished_by_running_it_again(tmp_path, nth):
-    """kill -9 at the nth rename of a `bring-back` that moves the fix cleanly (its file, the
+@pytest.mark.parametrize("fault", ["rename:1", "rename:2", "rename:3", "renamed:2"])
+def test_a_bring_back_killed_at_a_write_is_finished_by_running_it_again(tmp_path, fault):
+    """kill -9 at a rename of a `bring-back` that moves the fix cleanly (its file, the
     series, the ledger): run again, it ends with the fix in the series once under its own
     name. Killed after the fix's file was written but before the series listed it, the rerun
     took that name as another fix's and brought the fix back a second time as fix-a.2.patch,
-    leaving fix-a.patch unlisted beside it."""
+    leaving fix-a.patch unlisted beside it. Killed once the series listed it (`renamed:2`),
+    before it left skipped/, the rerun judged the skipped copy on a series that has its
+    change: "has landed upstream meanwhile", a copy kept under upstreamed/ as landed and a
+    landing in the history that never happened."""
     project = Project(tmp_path)
     project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
     target = project.up.commit({"pkg/mod.py": text({3: b"def f3():\n    return 33\n\n"})})
@@ -894,18 +897,22 @@ def test_a_bring_back_killed_at_a_write_is_finished_by_running_it_again(tmp_path
     project.cli("rebase", "--skip", expect=1)
     back = project.up.commit({"pkg/mod.py": BASE})  # upstream takes its change back
     project.cli("rebase", "--to", f"up={back}", expect=1)
-    env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}", "PATCHFORGE_FAULT_MODE": ""}
+    env = {**os.environ, "PATCHFORGE_FAULT": fault, "PATCHFORGE_FAULT_MODE": ""}
     proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
                            "bring-back", "fix-a"], capture_output=True, env=env)
     assert proc.returncode == 137, proc.stderr.decode()
     skipped = project.root / "series" / "up" / "skipped" / "fix-a.patch"
     assert skipped.exists() or "fix-a.patch" in project.series()
     if skipped.exists():
-        project.cli("bring-back", "fix-a")
+        _, out, err = project.cli("bring-back", "fix-a")
+        assert "landed" not in out + err and "back at the end of the series" in out, out + err
     assert project.series() == ["fix-a.patch"] and not skipped.exists()
-    assert sorted(p.name for p in (project.root / "series" / "up").glob("*.patch")) == \
+    assert sorted(p.relative_to(project.root / "series" / "up").as_posix()
+                  for p in (project.root / "series" / "up").rglob("*.patch")) == \
         ["fix-a.patch"]
     assert b"+    return -3" in project.patch("fix-a")
+    history = (project.root / "series" / "history.jsonl").read_text()
+    assert "upstreamed" not in history and "landed upstream" not in history, history
     assert project.cli("status")[0] == 0
 
 

@@ -1771,14 +1771,17 @@ def _without_landing(data: bytes, path: Path) -> bytes:
     return patch.without_field("Applied-Upstream").to_bytes()
 
 
-def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
+def bring_back(project: Project, store: UpstreamStore, name: str, *,
+               resume: bool = True) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
     judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
     cannot be moved cleanly, it stops the way a rebase does: a worktree with the files as far as
     the merge got (conflict markers), the fix staying in skipped/ until `bring-back --continue`
     takes the resolution (`bring_back_continue`) or `--abort` gives up (exit 3, ConflictStop).
 
-    The fix is written into the series before it leaves skipped/, so a kill never loses it."""
+    The fix is written into the series before it leaves skipped/, so a kill never loses it;
+    run again after a kill between the two, it finishes that run (`resume`: the series' last
+    patch may be that run's own, _cut_short_here)."""
     from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
                                   read_history)
 
@@ -1793,6 +1796,13 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
     if not base or not store.has_object(base):
         base = pin.commit  # its own base is unknown here: judge it as made on the pin
     judged_names = project.patch_names(upstream)
+    # A run a kill cut short after the series listed the fix, before it left skipped/: its
+    # patch is the series' last. Judged on the series with it, the fix would be "landed
+    # upstream meanwhile" (the series has its change) and a copy kept under upstreamed/ as
+    # landed; judged without it, the same move writes the same bytes, and the run finishes.
+    own = _cut_short_here(project, upstream, fix.name, judged_names) if resume else None
+    if own is not None:
+        judged_names = judged_names[:-1]
     prefix = [(n, project.read_patch(upstream, n)) for n in judged_names]
     refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
     judged_on = Target(upstream, base, pin.commit, pin.label, pin.version)
@@ -1815,7 +1825,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         before = base_state(lambda paths: store.read_blobs(pin.commit, paths), prefix,
                             configured, profile_set(patch, configured), strict=False)
     else:
-        before = series_state(project, store, upstream, strict=False)
+        before = series_state(project, store, upstream, strict=False, upto=len(prefix))
     renamed = series_renames(prefix, patch, before.current)
     judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
                         history=LazyHistory(history),
@@ -1832,6 +1842,17 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
                                sources={fix.name: (str(fix.path), raw)},
                                outcome="it stays in skipped/",
                                way_out=f"in {fix.path}, or leave it in skipped/")
+
+    def moved_fix():
+        """The fix as it joins the series (outcome "applies")."""
+        return patch if judgement.unchanged and base == pin.commit else \
+            patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
+                "Base", pin.commit)
+
+    if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
+                            read_no_link(project.patch_path(upstream, own))):
+        # Not what this fix moves to: another fix of its name, judged as any other.
+        return bring_back(project, store, name, resume=False)
     series = project.read_series(upstream)
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message, "files": judgement.files}
@@ -1840,6 +1861,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
         # Judged on the series and pin as read above: a series changed since (a `new` beside
         # this command) would lose its entry if the old one were written with the fix added.
         series = project.read_series(upstream)
+        if own is not None and series.names[-1:] == [own]:
+            series = series.removed(own)  # listed again at the end, where it is
         if series.names != judged_names or project.lock.pin(upstream).commit != pin.commit:
             raise UsageError(f"the {upstream} series changed while {fix.name} was being "
                              "judged (another patchforge command); it stays in skipped/",
@@ -1873,9 +1896,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
             return result
         new = landed = None
         if judgement.outcome == "applies":
-            new = patch if judgement.unchanged and base == pin.commit else \
-                patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
-                    "Base", pin.commit)
+            new = moved_fix()
             landed = _kept_landed_part(store, patch, judgement, judged_on, history)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
@@ -1949,6 +1970,23 @@ def bring_back(project: Project, store: UpstreamStore, name: str) -> dict:
              + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
                 f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _cut_short_here(project: Project, upstream: str, file_name: str,
+                    listed: list[str]) -> str | None:
+    """The series' last patch when it may be the one a `bring-back` of skipped/FILE_NAME wrote
+    before a kill stopped it short of taking the fix out of skipped/: named as bring-back names
+    it (FILE_NAME, or FILE_NAME numbered: NAME.2.patch), with its file there. The caller
+    judges the fix without it and takes it for that run's only where it holds the very bytes
+    the move makes."""
+    if not listed:
+        return None
+    last, stem = listed[-1], file_name.removesuffix(".patch")
+    numbered = last.startswith(stem + ".") and last.endswith(".patch") and \
+        last[len(stem) + 1:-len(".patch")].isdigit()
+    if last != file_name and not numbered:
+        return None
+    return last if project.patch_path(upstream, last).is_file() else None
 
 
 def series_renames(prefix, patch, current: dict) -> dict[str, str]:
