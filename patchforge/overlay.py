@@ -32,8 +32,8 @@ from patchforge.model.lock import ImagePin
 from patchforge.model.record import field, record
 from patchforge.model.words import counted
 from patchforge.patterns import on_first_use
-from patchforge.stack import (refuse_creation_collisions, refuse_linked_overlays,
-                              refuse_symlinked_paths)
+from patchforge.stack import (KEPT_IN_OVERLAYS, refuse_creation_collisions,
+                              refuse_linked_overlays, refuse_symlinked_paths)
 from patchforge.fsutil import (atomic_write, exchange, fault_point, fsync_dir, fsync_dirs, parse_json,
                               interrupts_deferred)
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 MANIFEST_VERSION = 1
 GENERATED_NAMES = ("SHA256SUMS", "manifest.json")
 ARTIFACTS_DIR = "artifacts"  # overlays/artifacts/<path>: copies of the declared artifacts
-KEEP_NAMES = {"README.md", ".gitignore"}  # user files that live in overlays/ and survive regeneration
+KEEP_NAMES = set(KEPT_IN_OVERLAYS)  # user files that live in overlays/ and survive regeneration
 # The baked form is a build output like the overlay files it copies: everything in it follows
 # from the committed SHA256SUMS and manifest.json, so it is checked where it exists and not
 # required to be committed.

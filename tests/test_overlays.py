@@ -916,6 +916,31 @@ def test_verify_says_where_a_link_leads_in_no_line_of_its_making_and_reads_no_fi
     ok(root, "verify")
 
 
+def test_a_fifo_kept_in_overlays_is_refused_before_anything_is_written(stack):
+    """overlays/README.md and overlays/.gitignore are the user's, kept across every
+    regeneration. A FIFO made there held `overlays` for ever (it read the file to carry it
+    over), and a rebase's write-out stopped half-way on it, its message Python's list of what
+    shutil could not copy (`[('/.../overlays/.gitignore', ...)]`), a rebase journal left. Both
+    are refused now before anything is written, exit 2, naming the FIFO."""
+    root = stack
+    ok(root, "overlays")
+    fifo = root / "overlays/.gitignore"
+    os.mkfifo(fifo)
+    before = tree_bytes(root)
+    label = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["label"]
+    for command in (["overlays"], ["rebase", "--to", f"up={label}"]):
+        proc = run_subprocess(root, *command, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, (command, err)
+        assert f"{fifo}: a FIFO, not a file" in err and "[(" not in err, (command, err)
+        assert tree_bytes(root) == before, command
+        assert not (root / ".patchforge/rebase").exists(), command
+    fifo.unlink()
+    fifo.write_bytes(b"/up/\n")
+    ok(root, "overlays")
+    assert fifo.read_bytes() == b"/up/\n"
+
+
 def test_sha256sum_checks_the_overlays_of_a_stack_whose_every_fix_landed(tmp_path):
     """`(cd overlays && sha256sum -c --strict SHA256SUMS)`, the check README, deployment.md and
     ci.md give a deployment, failed (exit 1, "no properly formatted checksum lines found") on
