@@ -6,9 +6,17 @@ set -uo pipefail
 set -f  # a command line is split into words, never globbed
 worst=0
 while IFS= read -r line; do
-  line="${line%%#*}"
   [ -z "${line//[[:space:]]/}" ] && continue
-  read -r -a words <<< "$line"
+  # Split as a shell splits a line, quotes and `#` comments included (`--html "my report.html"`
+  # is one word, without its quotes), but nothing expanded or run: Python's shlex.
+  # (A line holds no newline, so neither does a word: one word a line.)
+  if ! split=$(python3 -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1], comments=True)))' "$line" 2>&1); then
+    echo "::error title=patchforge::cannot read the command line: ${line} (${split##*: })"
+    [ 2 -gt "$worst" ] && worst=2
+    continue
+  fi
+  [ -z "$split" ] && continue
+  mapfile -t words <<< "$split"
   # The command is the first word after patchforge's own options (`--offline lint`,
   # `--root stack overlays --check`, `-q status`), which come before it.
   at=0

@@ -195,6 +195,26 @@ def test_the_action_finds_the_command_after_patchforges_own_options(tmp_path):
     assert summary.read_text().count("### patchforge ") == 2
 
 
+def test_the_action_splits_a_command_line_as_a_shell_does(tmp_path):
+    """`status --html "my report.html"` in `commands`: the action split lines at blanks only,
+    so patchforge got `"my` and `report.html"`, quotes and all (the report went to a file
+    named `"my`, with an extra argument refused). A line is split as a shell splits it, quotes
+    and `#` comments included, and nothing in it is expanded or run; a line that cannot be
+    split (an unclosed quote) is an error naming it, and the other lines still run."""
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    proc = _run_the_action(tmp_path, root, summary,
+                           'status --html "my report.html"  # the report\n'
+                           "list '$HOME' \"unclosed\nlist\n")
+    groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
+    assert groups == ["::group::patchforge status --html my report.html --format github",
+                      "::group::patchforge list"], proc.stdout
+    assert (root / "my report.html").is_file()
+    assert not list(root.glob('"*'))
+    assert "::error title=patchforge::cannot read the command line: list '$HOME' \"unclosed" \
+        in proc.stdout, proc.stdout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+
+
 def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
     """The action's cache defaulted to `${{ github.workspace }}/.cache/patchforge`, inside the
     checkout, whose files a pull request writes (a store.git/config of its choosing with
