@@ -175,8 +175,9 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     the locked commit, and a locked commit that the store has tagged as a final release (`v1`)
     is not pinned under another final release's label (`v2`). A label naming an image, a branch or
     another tag (a `nightly` that CI re-points) says nothing that can be checked without
-    asking the remote; nor does a store that fetched no tags (a fresh cache fetches the
-    locked commit by its id)."""
+    asking the remote; nor does a release the store has no tag of (a cache that fetches the
+    locked commit fetches the label's tag with it: _ensure_git_pin). A branch named like the
+    release at the locked commit is what the label names (the resolution takes one too)."""
     if pin.kind != "git":
         return
     from patchforge import targets
@@ -201,7 +202,8 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
         _refuse_two_revisions(project, name, "label",
                               f"{label!r} names commit {said}, not the locked commit "
                               f"{pin.commit}")
-    if kind is not targets.SpecKind.version or said is not None:
+    names = release_tag_names(label)
+    if not names:
         return
     from patchforge.store.giturl import store_namespace
 
@@ -209,14 +211,16 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
     base = f"refs/patchforge/remotes/{namespace}"
     version = label[1:] if label.startswith("v") else label
-    tags = {tag: store.read_ref(f"{base}/tags/{tag}")
-            for tag in dict.fromkeys([label, f"v{version}", version])}
+    tags = {tag: store.read_ref(f"{base}/tags/{tag}") for tag in names}
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
     if pin.commit in known.values():
         return
+    if any(store.read_ref(f"{base}/heads/{branch}") == pin.commit for branch in names):
+        return  # a branch named like a release (`v2`), which the resolution takes as well
     if known:
         tag, commit = next(iter(known.items()))
-        why = f"tag {tag} names commit {commit}"
+        why = (f"tag {tag} names commit {commit} (as the store last fetched it), not the "
+               f"locked commit {pin.commit}")
         moved = tag
     else:
         # The label's tag was never fetched here (the pin was made elsewhere, or a merge took
@@ -231,17 +235,42 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
                                for tag in at):
             return
         tag = releases[0]
-        why = f"the locked commit {pin.commit} is tag {tag}"
+        why = f"the locked commit {pin.commit} is tag {tag} (as the store last fetched it), " \
+              f"not {label}"
         moved = label
     from patchforge.formats.lockfile import lock_line_of
 
-    raise ConfigError(f"upstreams.{name}.label: {why} (as the store last fetched it), not "
-                      f"{label}: the lock names two revisions",
+    raise ConfigError(f"upstreams.{name}.label: {why}: the lock names two revisions",
                       path=str(project.lock_path),
                       line=lock_line_of(project.lock_path, f"upstreams.{name}.label"),
                       hint=f"restore upstream.lock from version control; if tag {moved} was "
                            f"moved upstream since the pin, re-pin {name} (`patchforge upstream "
                            f"pin {name} --at {label} --force`), or pin the commit by its id")
+
+
+def release_refs(label: str) -> list[str]:
+    """The full refs a git pin's release label may name: its tags and branches of those names
+    (release_tag_names)."""
+    names = release_tag_names(label)
+    return [f"refs/tags/{name}" for name in names] + [f"refs/heads/{name}" for name in names]
+
+
+def release_tag_names(label: str) -> list[str]:
+    """The names a git pin's release label (`v2`, `0.33.0`) may be, as its resolution tries
+    them (`v2`, `2`), a tag or else a branch; none for any other label (a branch, a commit,
+    `v2+gabc1234`, `v2~1`)."""
+    from patchforge import targets
+
+    label = label.strip()
+    try:
+        kind = targets.classify_spec(label)
+    except UsageError:
+        return []
+    if kind is not targets.SpecKind.version or targets.split_ancestry(label)[1] or \
+            targets.commit_from_version(label) is not None:
+        return []
+    version = label[1:] if label.startswith("v") else label
+    return list(dict.fromkeys([label, f"v{version}", version]))
 
 
 def _final_release(version: str | None) -> bool:
@@ -425,9 +454,17 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
         # Resolved through an image (a nightly tag, repo:tag, repo@digest): the lock pins the
         # image by digest too, as the seed stack does by hand.
         image = ImagePin(reference=spec, tag=resolved.image.tag, digest=resolved.image.digest)
-    return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=spec,
-                       source={"url": upstream.url},
-                       version=resolved.version or targets.version_from_spec(spec), image=image)
+    label = spec
+    if resolved.kind is targets.SpecKind.commit and \
+            not commit.startswith(resolved.spec.strip().lower()):
+        # The id of an annotated tag's own object (`git rev-parse --short v3`), which git
+        # takes for the commit it tags: the lock names that commit, as its label must.
+        label = commit
+    # An ancestor of a release (`v3~1`) is no release: no version, as the resolution says.
+    named = resolved.version or (None if targets.split_ancestry(spec.strip())[1]
+                                 else targets.version_from_spec(spec))
+    return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit), label=label,
+                       source={"url": upstream.url}, version=named, image=image)
 
 
 def ensure_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
@@ -630,7 +667,10 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
     url = git_url_for(project, upstream.url or pin.source["url"])
     present = store.has_object(pin.commit)
     try:
-        sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline)
+        # The label's release tag comes in the same fetch, when the source has it: a fresh
+        # cache, which fetches the commit by its id, checks the label as a warm one does.
+        sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline,
+                                   refs=tuple(release_refs(pin.label)))
     except StoreError as exc:
         if project.offline or isinstance(exc, StoreDamaged):
             raise

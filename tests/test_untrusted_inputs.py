@@ -1318,6 +1318,88 @@ def test_a_release_candidates_commit_pinned_as_the_release_is_one_revision(tmp_p
     ok(root, "fetch")
 
 
+def test_a_git_pins_release_label_is_checked_on_a_fresh_cache_too(tmp_path, monkeypatch):
+    """A lock whose commit is v1's labelled `v2`, read where the cache is fresh (a new clone, a
+    CI runner): the commit was fetched by its id, no tag came with it, and `status` said
+    `target v2` over v1's files and judged `Drop-When: vllm>=2` true. The label's tag is
+    fetched with the commit (the remote is asked anyway): refused, naming the line."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\nb = 2\nc = 3\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 1\nb = 2\nc = 4\n"}, "v2")
+    git(upstream, "tag", "-a", "-m", "release 2", "v2")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/vllm/a.py").write_bytes(b"a = 11\nb = 2\nc = 3\n")
+    ok(root, "refresh")
+    patch = root / "series/vllm/fix.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: vllm>=2\n\n", 1))
+    doc = lock_doc(root)
+    doc["upstreams"]["vllm"].update(label="v2", version="2")
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if text.startswith('      "label"'))
+    before = tree_bytes(root)
+    for n, command in enumerate((["status"], ["overlays"], ["fetch"], ["lint", "--no-forge"])):
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / f"fresh-{n}"))
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.label: tag v2 names commit {v2}" in \
+            run.err and "the lock names two revisions" in run.err, (command, run.err)
+        assert "target v2" not in run.text and "is true" not in run.text, run.text
+        # The next command of that cache refuses it again, from the store.
+        assert run_cli(root, *command).rc == 2
+    assert tree_bytes(root) == before
+    # A label the remote has no tag of says nothing to check: taken, as before.
+    doc["upstreams"]["vllm"].update(label="v7", version="7")
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-untagged"))
+    assert run_cli(root, "status").rc == 1
+
+
+@pytest.mark.parametrize("to", ["release", "release-branch", "commit", "short-commit",
+                                "tag-object-id", "ancestor", "branch"])
+def test_every_pin_patchforge_writes_is_taken_by_every_command(tmp_path, monkeypatch, to):
+    """The pins `rebase --to` writes pass the check of what a label says of its commit, in
+    the cache that made them and in a fresh one. `rebase --to v2` where v2 is a branch at
+    v1's commit wrote `label: v2` that every later command refused ("the locked commit is tag
+    v1"), and the id of an annotated tag's object (what `git rev-parse v3` prints) was written as the label of the commit it tags, which it does not begin: refused the
+    same, `rebase` included, until `upstream pin --force`."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    lines = b"a = 1\n\n\n\n\nx\ny\nz\n"
+    v1 = _tagged_repo(upstream, lines + b"b = 2\n")
+    git(upstream, "branch", "v2")  # named like a release, at v1's commit
+    commit_files(upstream, {"a.py": lines + b"b = 3\n"}, "three")
+    git(upstream, "tag", "-a", "-m", "release 3", "v3")
+    head = commit_files(upstream, {"a.py": lines + b"b = 4\n"}, "four")
+    spec = {"release": "v3", "release-branch": "v2", "commit": head, "short-commit": head[:9],
+            "tag-object-id": git(upstream, "rev-parse", "v3").strip(),
+            "ancestor": "v3~1", "branch": "main"}[to]
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/vllm/a.py").write_bytes(lines.replace(b"1", b"11") + b"b = 2\n")
+    ok(root, "refresh")
+    ok(root, "rebase", "--to", f"vllm={spec}")
+    pinned = lock_doc(root)["upstreams"]["vllm"]
+    assert pinned["commit"] != v1 or to in ("release-branch", "ancestor")
+    # An ancestor of a release is no release: `Drop-When` said v3~1's version was "3~1".
+    assert pinned.get("version") == {"release": "3", "release-branch": "2"}.get(to), pinned
+    for cache in ("made-them", "fresh"):
+        if cache == "fresh":
+            monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh"))
+        for command in (["status"], ["overlays"], ["lint", "--no-forge"], ["fetch"],
+                        ["edit", "fix"], ["refresh"]):
+            ok(root, *command)
+        assert "upstream.lock" not in run_cli(root, "verify").text
+    ok(root, "rebase", "--to", "vllm=v1")
+    assert lock_doc(root)["upstreams"]["vllm"]["commit"] == v1
+
+
 def test_a_wheel_pins_label_that_is_not_its_wheels_version_is_refused(tmp_path, monkeypatch):
     """A wheel pin's `label` edited to 2.0 beside alpha 1.0's wheel: status said `target 2.0`,
     and the project's namespace of the store labelled 1.0's import `2.0`, so a later

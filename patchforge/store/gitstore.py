@@ -1160,18 +1160,22 @@ class UpstreamStore:
 
     # ---- git upstreams
 
-    def fetch_git(self, upstream: str, url: str, refs: list[str]) -> None:
+    def fetch_git(self, upstream: str, url: str, refs: list[str], *,
+                  if_there: list[str] | tuple[str, ...] = ()) -> None:
         """Blob-less partial fetch of the named refs/commits into refs/patchforge/remotes/<u>/.
 
         A name is a branch, a tag, a full ref (`refs/...`) or a full 40-hex commit id. Blobs come
         later, on demand, from the remote configured as a promisor. Network commands keep the
         caller's ssh/askpass/proxy variables and their git configuration (git_network_env).
+        `if_there`: full refs fetched in the same fetch when the remote has them, and passed
+        over when it has not (one `ls-remote` asks).
         """
         check_upstream_name(upstream)
         with self.writing():
-            self._fetch_git(upstream, url, refs)
+            self._fetch_git(upstream, url, refs, list(if_there))
 
-    def _fetch_git(self, upstream: str, url: str, refs: list[str]) -> None:
+    def _fetch_git(self, upstream: str, url: str, refs: list[str],
+                   if_there: list[str] | None = None) -> None:
         shallow = shallow_local_repository(url)
         if shallow is not None:
             import shlex
@@ -1188,8 +1192,9 @@ class UpstreamStore:
         want_ids = [r for r in refs if _HEX40.fullmatch(r)]
         names = [r for r in refs if not _HEX40.fullmatch(r)]
         refspecs = []
-        if names:
-            patterns = []
+        if_there = [ref for ref in if_there or [] if ref.startswith("refs/")]
+        if names or if_there:
+            patterns = list(if_there)
             for name in names:
                 if name.startswith("refs/") or name == "HEAD":
                     patterns.append(name)
@@ -1206,6 +1211,8 @@ class UpstreamStore:
                     f"{redact(url)} could not be reached (the network, the URL or a "
                     "login)")) from None
             advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
+            refspecs += [f"+{ref}:{self._tracking_ref(upstream, ref)}" for ref in if_there
+                         if ref in advertised]
             for name in names:
                 candidates = [name] if name.startswith("refs/") or name == "HEAD" else \
                     [f"refs/heads/{name}", f"refs/tags/{name}"]

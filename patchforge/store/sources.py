@@ -565,7 +565,7 @@ def import_dir_upstream(store: UpstreamStore, name: str, path: Path,
 
 
 def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
-                       offline: bool = False) -> str:
+                       offline: bool = False, refs: tuple[str, ...] = ()) -> str:
     """The commit of `spec` (branch, tag, commit id) of a git upstream, fetching when needed.
 
     A full or abbreviated commit id already in the store is used without contacting the
@@ -583,8 +583,12 @@ def fetch_git_upstream(store: UpstreamStore, name: str, url: str, spec: str, *,
     (`git rev-parse X` looks in refs/tags before refs/heads), on the first use as on every
     later one (the first, which fetched both, took the branch, and later ones the stored tag);
     said on stderr, with `refs/heads/X` to name the branch.
+
+    `refs`: full refs fetched alongside a commit id the source is asked for, those the source
+    has (a pin's release label's tag: what the tag names is then known to the store, and
+    pins._check_git_label compares it with the pinned commit).
     """
-    commit = _git_revision(store, name, url, spec, offline=offline)
+    commit = _git_revision(store, name, url, spec, offline=offline, refs=refs)
     if "/" not in spec and spec != "HEAD" and \
             re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is None:
         _say_tag_and_branch(store, name, url, spec, commit)
@@ -613,7 +617,7 @@ def _say_tag_and_branch(store: UpstreamStore, upstream: str, url: str, spec: str
 
 
 def _git_revision(store: UpstreamStore, name: str, url: str, spec: str, *,
-                  offline: bool) -> str:
+                  offline: bool, refs: tuple[str, ...] = ()) -> str:
     """fetch_git_upstream's commit, without its warning."""
     upstream, name = name, store_namespace(name, url)
     is_id = re.fullmatch(r"[0-9a-fA-F]{7,40}", spec) is not None
@@ -656,7 +660,8 @@ def _git_revision(store: UpstreamStore, name: str, url: str, spec: str, *,
         # source has it is seen from its own branches and tags.
         _fetch_all_heads(store, name, url, tags=True)
     else:
-        store.fetch_git(name, url, [spec.lower() if is_id else spec])
+        store.fetch_git(name, url, [spec.lower() if is_id else spec],
+                        if_there=list(refs) if is_id else [])
     try:
         return store.resolve_in(name, spec)
     except RefNotFound:
