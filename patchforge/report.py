@@ -603,13 +603,38 @@ def _link_or_text(value: str) -> str:
     """A header value, with any http(s) URL in it made a link (everything else escaped)."""
     parts = []
     for word in str(value).split(" "):
-        stripped = word.strip("[]()<>,")
-        if _safe_url(stripped):
-            head, _, tail = word.partition(stripped)
-            parts.append(_e(head) + _link(stripped) + _e(tail))
+        head, url, tail = _url_of_word(word)
+        if _safe_url(url):
+            parts.append(_e(head) + _link(url) + _e(tail))
         else:
             parts.append(_e(word))
     return " ".join(parts).replace("\n", "<br>")
+
+
+def _url_of_word(word: str) -> tuple[str, str, str]:
+    """(what comes before, the URL, what comes after) of one word of a header: the brackets
+    written around a URL (`<URL>`, `(URL)`, `(see URL)`) and the punctuation of the sentence
+    after it (`URL,`) are not the URL's, while a closing bracket or quote that is
+    (`wiki/Foo_(bar)`, `?q=">`) stays in it: a link cut short opens another page than the one
+    the header names."""
+    lead = len(word) - len(word.lstrip("<(["))
+    head, url, tail = word[:lead], word[lead:], ""
+    opened = list(head)  # each bracket written before the URL closes once after it
+    while url:
+        last = url[-1]
+        opener = {">": "<", ")": "(", "]": "["}.get(last)
+        if last in ",.;:!?":
+            pass  # the sentence's
+        elif opener is not None and url.count(opener) < url.count(last) and \
+                (opener in opened or last != ">"):
+            # A bracket opened before the URL (`<URL>`, `(see URL)`); a `>` the URL holds
+            # itself (`?q=">`) stays in it.
+            if opener in opened:
+                opened.remove(opener)
+        else:
+            break
+        url, tail = url[:-1], last + tail
+    return head, url, tail
 
 
 def _forwarded_short(fw) -> str:

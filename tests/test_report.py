@@ -375,3 +375,56 @@ def test_report_shows_the_long_description_of_the_description_field(project, tmp
     section = section[:section.index("</section>")]
     assert ("The service drops &lt;b&gt;one&lt;/b&gt; request in ten at start-up.\n\n"
             "Three was too few.") in section, section
+
+
+@needs_chromium
+def test_a_bug_url_is_linked_whole_and_nothing_else_of_the_page_changes(project, tmp_path):
+    """A DEP-3 `Bug:` URL holding `">` (or ending in a bracket of its own, `Foo_(bar)`) was cut
+    short: its last characters were taken for punctuation, and the link opened another page
+    than the header names. The link, as Chromium reads the page, is the whole URL; brackets
+    around a URL and a sentence's comma after it are not part of it; a URL that is not
+    http(s) is no link; and the page is the one without the field but for its own line."""
+    from html.parser import HTMLParser
+
+    plain = tmp_path / "plain.html"
+    pf(project, "status", "--html", str(plain))
+    urls = ['https://bugs.example.org/show?id=7&q=">', "https://en.wikipedia.org/wiki/Foo_(bar)",
+            'https://bugs.example.org/a">b<"c']
+    value = (f"{urls[0]} {urls[1]} (see <{urls[2]}>, https://bugs.example.org/8.) "
+             "javascript:alert(1) file:///etc/passwd")
+    patch = project / "series" / "calc" / "more-retries.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"\n\n", f"\nBug: {value}\n\n".encode(), 1))
+    report = tmp_path / "report.html"
+    pf(project, "status", "--html", str(report))
+
+    class Fields(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.at, self.bug, self.links, self.text = None, None, [], {}
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "a" and self.at == "Bug":
+                self.links.append(dict(attrs).get("href"))
+            if tag in ("dt", "dd"):
+                self.at = tag if tag == "dt" else self.at
+
+        def handle_data(self, data):
+            if self.at == "dt":
+                self.at = data
+            elif self.at == "Bug":
+                self.text["Bug"] = self.text.get("Bug", "") + data
+
+        def handle_endtag(self, tag):
+            if tag == "dd":
+                self.at = None
+
+    _, dom = render_in_chromium(report, tmp_path)
+    fields = Fields()
+    fields.feed(dom)
+    assert fields.links == [*urls, "https://bugs.example.org/8"], fields.links
+    assert fields.text["Bug"] == value  # every character shown, nothing taken as markup
+    # The page is the one without the field, but for its line (and the patch's hash).
+    _, before = render_in_chromium(plain, tmp_path)
+    start = dom.index("<dt>Bug</dt>")
+    without = dom[:start] + dom[dom.index("</dd>", start) + len("</dd>"):]
+    assert re.sub(r"[0-9a-f]{12,64}", "H", without) == re.sub(r"[0-9a-f]{12,64}", "H", before)
