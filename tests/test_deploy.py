@@ -25,7 +25,17 @@ from helpers.env import REPO_ROOT
 from helpers.project import UPSTREAM_FILES, add_patch_file, git_project, patch_bytes
 
 INSTALL_ROOT = DEPLOY_ROOT
+IMAGE = "registry.example.com/rocm/vllm:nightly"
 
+
+def _lock_pins_an_image(root: Path, digest: str = "sha256:" + "ab" * 32) -> str:
+    """upstream.lock pins the nightly image IMAGE by `digest`, as `rebase --to REPO:TAG` pins
+    one; returns the digest."""
+    lock_path = root / "upstream.lock"
+    lock = json.loads(lock_path.read_text())
+    lock["image"] = {"reference": IMAGE, "tag": "nightly", "digest": digest}
+    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    return digest
 
 
 @pytest.fixture
@@ -300,14 +310,7 @@ def test_the_fragment_deploys_the_pinned_image_and_outlives_the_last_fix(stack):
     root = stack
     old = "sha256:" + "ab" * 32
     new = "sha256:" + "cd" * 32
-    lock_path = root / "upstream.lock"
-
-    def pin(digest: str) -> None:
-        lock = json.loads(lock_path.read_text())
-        lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                         "digest": digest}
-        lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-    pin(old)
+    _lock_pins_an_image(root, old)
     said = ok(root, "overlays").err
     assert "note: overlays/gfx942/compose.yaml now sets the inference service's image" in said
     assert "compose-image = false" in said and "note:" not in ok(root, "overlays").err
@@ -317,7 +320,7 @@ def test_the_fragment_deploys_the_pinned_image_and_outlives_the_last_fix(stack):
     model = json.loads(compose_config(root, *files).stdout)
     assert model["services"]["inference"]["image"] == f"registry.example.com/rocm/vllm@{old}"
     before = _config_hash(root, "gfx942")
-    pin(new)  # the stack moved to the next nightly; compose.yaml still names the old one
+    _lock_pins_an_image(root, new)  # the stack moved to the next nightly; compose.yaml still names the old one
     ok(root, "overlays")
     model = json.loads(compose_config(root, *files).stdout)
     assert model["services"]["inference"]["image"] == f"registry.example.com/rocm/vllm@{new}"
@@ -368,16 +371,11 @@ def test_dockerfile_bakes_the_overlays_into_the_pinned_image(stack, tmp_path, sh
         tools.mkdir()
         (tools / "sha256sum").symlink_to(busybox)
         env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
-    digest = "sha256:" + "ab" * 32
-    lock = json.loads((root / "upstream.lock").read_text())
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": digest}
-    (root / "upstream.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    digest = _lock_pins_an_image(root)
     ok(root, "overlays")
     overlays = root / "overlays"
     manifest = json.loads((overlays / "manifest.json").read_bytes())
-    assert manifest["image"] == {"reference": "registry.example.com/rocm/vllm:nightly",
-                                 "digest": digest}
+    assert manifest["image"] == {"reference": IMAGE, "digest": digest}
     sums = read_sums(overlays)
     for profile in ("gfx942", "gfx950"):
         structure = _dockerfile(overlays / profile / "Dockerfile")
@@ -505,11 +503,8 @@ def test_an_image_pin_never_adds_a_step_to_the_dockerfile(stack):
     Dockerfile's FROM line as it was: `sha256:...\\nRUN ...` added a step that every build of the
     Dockerfile ran. The lock is refused, naming the file and line, and nothing is written."""
     root = stack
-    lock = json.loads((root / "upstream.lock").read_text())
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": "sha256:" + "ab" * 32 + "\nRUN touch /tmp/pwned"}
-    text = json.dumps(lock, indent=2, sort_keys=True) + "\n"
-    (root / "upstream.lock").write_text(text)
+    _lock_pins_an_image(root, "sha256:" + "ab" * 32 + "\nRUN touch /tmp/pwned")
+    text = (root / "upstream.lock").read_text()
     run = run_cli(root, "overlays")
     line = next(n for n, ln in enumerate(text.splitlines(), 1) if '"digest"' in ln)
     assert run.rc == 2 and f"upstream.lock:{line}: image.digest" in run.err, run.err
@@ -544,12 +539,7 @@ def test_a_stack_compose_file_without_the_service_is_said_not_passed(stack):
     `overlays`, `verify` and `docker compose config` all passed. Both commands say it now,
     naming the file and the services it has; with the service named, every mount goes to it."""
     root = stack
-    lock_path = root / "upstream.lock"
-    lock = json.loads(lock_path.read_text())
-    digest = "sha256:" + "ab" * 32
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": digest}
-    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    digest = _lock_pins_an_image(root)
     (root / "compose.yaml").write_text(
         f"# the stack's deployment\nservices:\n  vllm:  # the server\n"
         f"    image: registry.example.com/rocm/vllm@{digest}\n  'db':\n    image: busybox\n"
@@ -940,11 +930,7 @@ def test_a_stack_compose_file_is_read_in_every_document_as_compose_merges_them(s
     file's lines) is not guessed at; and of several services, none is named as the one to
     set. Each file is checked against compose-go's own reading of it."""
     root = stack
-    lock_path = root / "upstream.lock"
-    lock = json.loads(lock_path.read_text())
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": "sha256:" + "ab" * 32}
-    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    _lock_pins_an_image(root)
     files = ("compose.yaml", "overlays/gfx942/compose.yaml")
 
     def read(text: str):
@@ -1022,12 +1008,7 @@ def test_the_stack_compose_files_services_are_read_as_compose_reads_them(stack, 
     file is read as compose-go reads it: the service named where compose has it, `verify`
     passing; another name said; services merged in from elsewhere not guessed at."""
     root = stack
-    lock_path = root / "upstream.lock"
-    lock = json.loads(lock_path.read_text())
-    digest = "sha256:" + "ab" * 32
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": digest}
-    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    _lock_pins_an_image(root)
     text = {**_COMPOSE_FILES_WRITTEN_OTHERWISE, **_COMPOSE_FILES_NOT_GUESSED}[how]
     files = ("compose.yaml", "overlays/gfx942/compose.yaml")
     for service in ("inference", "vllm"):
@@ -1111,12 +1092,7 @@ def test_the_compose_service_setting_is_said_where_a_standalone_configuration_ta
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
     stack.add_fix("fa", "pkg/a.py", base, base.replace(b"a line 5\n", b"a line 5, fa\n"))
     root = stack.root
-    lock_path = root / "upstream.lock"
-    lock = json.loads(lock_path.read_text())
-    digest = "sha256:" + "ab" * 32
-    lock["image"] = {"reference": "registry.example.com/rocm/vllm:nightly", "tag": "nightly",
-                     "digest": digest}
-    lock_path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    digest = _lock_pins_an_image(root)
     (root / "compose.yaml").write_text(f"services:\n  vllm:\n    image: registry.example.com/"
                                        f"rocm/vllm@{digest}\n")
     said = ok(root, "overlays").err
