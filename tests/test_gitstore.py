@@ -2023,8 +2023,9 @@ def test_range_diff_of_patches_moved_as_they_were_written_without_git(store, mer
     git's diffs of both show the same hunks but for their line numbers. Those diffs (the new
     one as the rebase's new diffs made it, the old one by a `git diff --no-index` of its
     own) show it, and the text is written without `git range-diff`, git's own byte for byte.
-    Where upstream renamed the function above a hunk (its function line differs), git's
-    range-diff is run and says so ('!'), the pair shown exact standing in."""
+    Where upstream renamed the function above a hunk (its function line differs), git says
+    so ('!') in a range-diff of that pair alone (the landed commit's diff shares no line with
+    it), and the whole chains' range-diff is not run."""
     from patchforge.store.diff import FileChange, StartedDiffs
 
     body = b"def f():\n" + b"".join(b"    x = %d\n" % i for i in range(1, 16))
@@ -2057,7 +2058,8 @@ def test_range_diff_of_patches_moved_as_they_were_written_without_git(store, mer
                              moved_exactly=frozenset({"moved", "other"}))
         assert importer._proc is None  # no range-diff started
         run.settle()
-        assert (importer._proc is None) == (mark == b"=")
+        assert importer._proc is None
+        assert (importer._changed is None) == (mark == b"=")
         assert run.result() == expected and _nothing_left(importer)
         assert [pair[2] for pair in _PAIR_LINE.findall(expected)] == [b"=", b"<", b"=", mark]
         assert len(importer._proven) == (mark == b"!")
@@ -2068,6 +2070,131 @@ def test_range_diff_of_patches_moved_as_they_were_written_without_git(store, mer
             run = importer.start(chains, made_hunks=hunks, moved_exactly=frozenset(moved))
             assert run.result() == expected
             assert importer._proc is not None
+
+
+def test_range_diff_of_changed_pairs_is_gits_whatever_the_chains_hold(store, merge_base,
+                                                                       monkeypatch):
+    """Patches that moved as they were but whose function line upstream renamed are git's
+    changed pairs ('!'). When every other pair is exact and no landed commit's files share
+    enough lines with such a patch's text to be paired in its place, `git range-diff` runs on
+    those pairs alone (with a smaller creation factor: a pair it makes then is one it makes at
+    the default, whatever the other costs) and its text for them goes into the written one.
+    Where a landed commit's files hold the patch's lines, or where git leaves a changed patch
+    unpaired, the whole range-diff is git's. Each text is git's own reading the commits, byte
+    for byte."""
+    from patchforge.store.diff import FileChange, StartedDiffs
+
+    def body(name: bytes, base: int) -> bytes:
+        return b"def %s():\n" % name + b"".join(b"    x = %d\n" % (base + i)
+                                                for i in range(1, 16))
+    f, g = body(b"f", 0), body(b"g", 100)
+    base = store.commit_files(merge_base, {"m/f.py": f, "m/g.py": g, "m/copy.py": f},
+                              message="f\n")
+    # upstream renames both functions (each hunk's function line)
+    renamed = {"m/f.py": f.replace(b"def f()", b"def f2()"),
+               "m/g.py": g.replace(b"def g()", b"def g2()")}
+    target = store.commit_files(base, renamed, message="target\n")
+
+    def fix(content: bytes, n: int) -> bytes:
+        return content.replace(b"x = %d\n" % n, b"fixed = %d\n" % n)
+    old_f, old_g = {"m/f.py": fix(f, 9)}, {"m/g.py": fix(g, 109)}
+    new_f, new_g = {"m/f.py": fix(renamed["m/f.py"], 9)}, {"m/g.py": fix(renamed["m/g.py"], 109)}
+    far = {"m/c.py": b"landed\n"}
+    # a landed change in a file holding the moved patch's lines (a copy of f.py)
+    near = {"m/copy.py": fix(f, 9).replace(b"fixed = 9", b"copied = 9")}
+    # the new side of a pair that is not the old one at all: git leaves both out
+    unlike = {"m/f.py": renamed["m/f.py"].replace(b"    x = ", b"    y = ")}
+    cases = [  # (old chain, new chain, the pairs' range-diff alone run, the whole one)
+        ([("far", far), ("f", old_f)], [("f", new_f)], True, False),
+        ([("f", old_f), ("far", far), ("g", old_g)], [("f", new_f), ("g", new_g)], True, False),
+        ([("near", near), ("f", old_f)], [("f", new_f)], False, True),
+        ([("far", far), ("f", old_f)], [("f", unlike)], True, True),
+    ]
+    for old, new, alone, whole in cases:
+        paths = ["m/copy.py", "m/f.py", "m/g.py"]
+        chains = [(base, paths, old), (target, paths, new)]
+        expected = _git_range_diff_of(store, chains, monkeypatch)
+        diffs = StartedDiffs([[FileChange(path, path, renamed[path], content)]
+                              for _, files in new for path, content in files.items()])
+        diffs.result()
+        importer = store.range_diff_import()
+        run = importer.start(chains, made_hunks=diffs.hunks_by_ids,
+                             moved_exactly=frozenset(name for name, _ in new))
+        run.settle()
+        assert (importer._changed is not None) == alone, (old, new)
+        assert run.result() == expected, expected.decode()
+        assert _nothing_left(importer)
+        assert (importer._proc is not None) == whole, (old, new)
+        assert (b" ! " in expected) == (new[0][1] is not unlike)
+        # ended early, before its diffs were read or while git runs on the pairs alone:
+        # nothing left behind
+        for settled in (False, True):
+            importer = store.range_diff_import()
+            run = importer.start(chains, made_hunks=diffs.hunks_by_ids,
+                                 moved_exactly=frozenset(name for name, _ in new))
+            if settled:
+                run.settle()
+            run.close()
+            assert _nothing_left(importer)
+
+
+def test_range_diff_of_changed_pairs_at_random_is_gits(store, merge_base, monkeypatch):
+    """Random series of one to three patches whose function line upstream renamed (git's
+    '!'), landed commits between them that change a copy of a patched file, make a file of
+    its lines or change another: the range-diff is git's own text, byte for byte, whether
+    the changed pairs were decided without git's whole run or left to it."""
+    import random
+
+    from patchforge.store.diff import FileChange, StartedDiffs
+
+    rng = random.Random(1905)
+
+    def body(k: int) -> bytes:
+        return b"def f%d():\n" % k + b"".join(b"    x = %d\n" % (100 * k + i)
+                                              for i in range(1, 16))
+    files = {f"m/f{k}.py": body(k) for k in range(3)}
+    files["m/copy.py"] = body(0)
+    base = store.commit_files(merge_base, files, message="f\n")
+    decided = whole = 0
+    for _ in range(10):
+        renamed = {path: content.replace(b"():\n", b"_new():\n", 1) if rng.random() < 0.8
+                   else b"# upstream\n" + content
+                   for path, content in files.items() if path != "m/copy.py"}
+        target = store.commit_files(base, renamed, message="target\n")
+        old, new = [], []
+        for k in rng.sample(range(3), rng.randint(1, 3)):
+            path, n = f"m/f{k}.py", 100 * k + rng.randint(4, 12)
+            old.append((f"p{k}", {path: files[path].replace(b"x = %d\n" % n, b"fixed\n")}))
+            new.append((f"p{k}", {path: renamed[path].replace(b"x = %d\n" % n, b"fixed\n")}))
+        copy = files["m/copy.py"]
+        for j in range(rng.randint(0, 3)):
+            lines = copy.splitlines(keepends=True)
+            kind = rng.choice(("copy", "made", "other"))
+            if kind == "copy":
+                at = rng.randrange(1, len(lines))
+                copy = b"".join(lines[:at] + [b"    landed = %d\n" % j] + lines[at + 1:])
+                change = {"m/copy.py": copy}
+            elif kind == "made":
+                change = {f"m/made{j}.py": b"".join(rng.sample(lines, 8))}
+            else:
+                change = {f"m/other{j}.py": b"other %d\n" % j}
+            old.insert(rng.randint(0, len(old)), (f"landed{j}", change))
+        paths = sorted(files)
+        chains = [(base, paths, old), (target, paths, new)]
+        expected = _git_range_diff_of(store, chains, monkeypatch)
+        diffs = StartedDiffs([[FileChange(path, path, renamed[path], content)]
+                              for _, changed in new for path, content in changed.items()])
+        diffs.result()
+        importer = store.range_diff_import()
+        run = importer.start(chains, made_hunks=diffs.hunks_by_ids,
+                             moved_exactly=frozenset(name for name, _ in new))
+        run.settle()
+        alone = importer._changed is not None
+        assert run.result() == expected, (old, new, expected.decode())
+        assert _nothing_left(importer)
+        decided += alone and importer._proc is None
+        whole += importer._proc is not None
+    assert decided and whole
 
 
 def test_kept_git_answers_are_bounded_apart_from_the_release_texts(store):

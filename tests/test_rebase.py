@@ -418,12 +418,13 @@ def test_a_clean_rebase_writes_gits_range_diff_without_running_it(stack, upstrea
     assert re.findall(r" ([=<]) ", written["range_diff"]) == ["<", "=", "=", "="]
 
 
-def test_a_moved_pair_whose_function_line_changed_leaves_the_range_diff_to_git_unproved(
+def test_a_moved_pair_whose_function_line_changed_is_shown_changed_by_git_alone(
         stack, upstream, monkeypatch):
     """Two patches moved by an offset; upstream renamed the function above one's hunk, so
     git's new diff of it has another heading and `git range-diff` shows the pair changed
-    (`!`). git's range-diff runs then, and the other pair's old contents are not diffed to
-    show it exact first (they were: a diff made for a text git writes all the same). The
+    (`!`). The other pair is shown exact by git's diffs of both pairs of contents (the old
+    ones diffed by the run's new diffs' process), the changed pair is git's whatever the
+    other costs, and git's range-diff runs on that pair alone, not on the whole chains. The
     text is git's, byte for byte."""
     from patchforge.store import rangediff
 
@@ -435,9 +436,15 @@ def test_a_moved_pair_whose_function_line_changed_leaves_the_range_diff_to_git_u
     copy = stack.root.parent / "copy"
     shutil.copytree(stack.root, copy, symlinks=True)
     started, batches = _watch_range_diff_git(monkeypatch)
+    alone = []
+    real_alone = rangediff._Changed.start
+    monkeypatch.setattr(rangediff._Changed, "start",
+                        lambda self, *args: alone.append(self.pairs) or real_alone(self, *args))
     written = stack.rebase_json("--to", f"up={new_commit}")
     assert [p["action"] for p in written["patches"]] == ["offset", "offset"]
-    assert started and batches == [2]  # the two new diffs, no old pair
+    assert not started and batches == [4]  # the two new diffs and their two old pairs
+    assert [[(a.name, b.name) for a, b in pairs] for pairs in alone] == \
+        [[("renamed.patch", "renamed.patch")]]
     assert re.findall(r" ([=!]) ", written["range_diff"]) == ["=", "!"]
     assert "    -@@ pkg/mod.py: def f19():\n    +@@ pkg/mod.py: def g19():\n" in \
         written["range_diff"]

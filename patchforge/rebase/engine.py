@@ -1018,10 +1018,11 @@ class Rebase:
             return PatchResult(upstream, name, "conflict", f"{detail}; {refused}",
                                verdict.evidence if verdict.state != "applies" else []), None
         # Its hunks applied without fuzz (at the place the merge's line map gave, for one
-        # "merged" by an ambiguous context): the range-diff's pair may be exact. (One whose
-        # pre-images are unchanged is: the same contents on both sides, nothing to prove.)
+        # "merged" by an ambiguous context): the range-diff's pair may be exact, or one git
+        # shows changed on its own (a function line renamed above a hunk: rangediff._Changed).
+        # (One whose pre-images are unchanged is exact: the same contents on both sides.)
         if verdict.state in ("applies", "offset") and action in ("clean", "offset", "merged") \
-                and not judgement.unchanged and _headings_kept(patch, changes):
+                and not judgement.unchanged:
             self._moved_exactly.setdefault(upstream, set()).add(name)
         # Unchanged pre-images: the old diff is still exact, byte for byte (its index lines too).
         staged = self._stage(rel, self._remembered(rel, new_patch)) if judgement.unchanged \
@@ -2001,28 +2002,6 @@ class Rebase:
                       for chain in (one.old, one.new)]
             importer = self.store.range_diff_import()
         return importer.start(chains)
-
-
-def _headings_kept(patch, changes) -> bool:
-    """Whether each hunk heading of `patch` (the text after its header's second `@@`: the
-    function line above the hunk, as git writes it) is a line (or the start of one: git cuts
-    it) of the file its new diff is made from (`changes`, by path). git takes a new hunk's
-    heading from there, and `git range-diff` shows a pair whose heading changed as changed
-    (`!`, a renamed function or base class): proving its other moved pairs exact
-    (RangeDiffImport.start) would then cost their old pairs' diffs for a text git writes
-    all the same. A guess either way (a heading of another tool, the function line above
-    the hunk another one now): False only keeps the pair from being proved."""
-    olds = {change.new_path: change.old for change in changes if change.new_path is not None}
-    for fp in patch.file_patches:
-        content = olds.get(fp.new_path) if fp.new_path is not None else None
-        if content is None:
-            continue
-        for hunk in fp.hunks:
-            heading = hunk.section[1:] if hunk.section.startswith(b" ") else hunk.section
-            if heading.strip() and not content.startswith(heading) and \
-                    b"\n" + heading not in content:
-                return False
-    return True
 
 
 class _RangeDiffs:

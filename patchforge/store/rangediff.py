@@ -149,6 +149,8 @@ class RangeDiffImport:
         self._ranges: list[str] = []  # the two chains' ranges, for git
         # New commits whose pair git's diffs showed exact though their contents differ
         self._proven: frozenset[str] = frozenset()
+        # git's range-diff of the changed pairs alone, under way (_Changed.start)
+        self._changed: _ChangedRun | None = None
         # The descriptor holding the lock of the cache's kept repository, when this run has it
         self._kept_lock: int | None = None
         try:
@@ -298,7 +300,8 @@ class RangeDiffImport:
         except OSError as exc:
             raise StoreError(f"cannot start the range-diff: {exc}") from exc
 
-    def _start_proofs(self, text: bytes, pairs: list, made_hunks: dict | None,
+    def _start_proofs(self, lines: list[str], pairs: list, where: dict[str, int],
+                      made_hunks: dict | None,
                       ask: Callable[[list[tuple[str, bytes, bytes]]], None] | None) -> list:
         """The diffs that show the pairs `pairs` ((old commit, new commit) of _written_text)
         exact started: git's hunks of each old commit's files (handed to `ask`, or one `git
@@ -309,10 +312,10 @@ class RangeDiffImport:
                 if before is not None and after is not None]
         if ask is not None and made_hunks is not None:
             ask(olds)
-            self._proof = (text, pairs, made_hunks, None)
+            self._proof = (lines, pairs, where, made_hunks, None)
             return pairs
         try:
-            self._proof = (text, pairs, made_hunks,
+            self._proof = (lines, pairs, where, made_hunks,
                            _GitHunks([(old, new) for _, old, new in olds]))
         except (OSError, StoreError):  # git's range-diff says it all the same
             return []
@@ -324,28 +327,43 @@ class RangeDiffImport:
 
     def _proved(self) -> bytes | None:
         """The written text when git's diffs show every pair of _start_proofs exact; None
-        when not: git's range-diff started then, the pairs shown exact standing in
-        (_stand_ins) so that it diffs only the others."""
+        when not: the pairs shown exact standing in (_stand_ins), git's range-diff of the
+        whole chains started then, or, where the pairs left are ones git must show changed
+        ('!') and pairs whatever its other costs (_Changed), git's range-diff of those pairs
+        alone."""
         assert self._proof is not None
-        text, pairs, made_hunks, olds = self._proof
+        lines, pairs, where, made_hunks, olds = self._proof
         self._proof = None
         hunks = olds.result() if olds is not None else None
         at, proven = 0, set()
+        changed = []  # (old commit, new commit, {path: (old hunks, new hunks)}) not exact
         for old, new in pairs:
             same = True
+            both = {}
             for path in sorted(old.changes):
                 mine = made_hunks.get(new.changes[path]) if made_hunks is not None else None
                 theirs = hunks[at] if hunks is not None else \
                     made_hunks.get(old.changes[path]) if made_hunks is not None else None
                 same = same and mine is not None and theirs is not None and \
                     _same_text(theirs, mine)
+                both[path] = (theirs, mine)
                 at += 1
             if same:
                 proven.add(new.commit)
-        if len(proven) == len(pairs):
-            self._text = text
-            return text
+            else:
+                changed.append((old, new, both))
+        if not changed:
+            self._text = "".join(lines).encode()
+            return self._text
         self._proven = frozenset(proven)
+        decided = _Changed.decide(self._made, changed, self._content)
+        if decided is not None:
+            try:
+                self._changed = decided.start(self._scratch, self._content, lines, where)
+                return None
+            except (OSError, StoreError):
+                self._changed = None
+                _empty_kept(self._scratch)
         self._start_git()
         return None
 
@@ -413,9 +431,12 @@ class RangeDiffImport:
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
             self._proc.wait()
+        if self._changed is not None:
+            self._changed.close()
+            self._changed = None
         if self._proof is not None:
-            if self._proof[3] is not None:
-                self._proof[3].close()
+            if self._proof[4] is not None:  # the old pairs' own diff process
+                self._proof[4].close()
             self._proof = None
         if self._kept_lock is not None:  # the cache's: emptied and left (once)
             assert self._tmp is not None
@@ -529,6 +550,12 @@ class RangeDiffRun:
         try:
             if importer._proof is not None and not importer._closed:
                 importer._proved()
+            if importer._changed is not None and not importer._closed:
+                importer._text = importer._changed.result()
+                importer._changed = None
+                if importer._text is None:  # git paired them otherwise: its whole range-diff
+                    _empty_kept(importer._scratch, strict=True)
+                    importer._start_git()
             if importer._text is not None and not importer._closed:
                 return importer._text
             if importer._closed or importer._proc is None or importer._tmp is None:
@@ -668,7 +695,7 @@ def _pack_objects(git_dir: Path) -> int | None:
 
 def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
                   store_git_dir: Path, moved_exactly: frozenset[str] | None = None
-                  ) -> bytes | tuple[bytes, list[tuple[_Made, _Made]]] | None:
+                  ) -> bytes | tuple[list[str], list[tuple[_Made, _Made]], dict[str, int]] | None:
     """`git range-diff`'s text of the two chains `made`, written here without git, when git's
     is known without reading the commits; None when it is not (git's range-diff is run then).
 
@@ -688,8 +715,10 @@ def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
     a printed one at that length, git is left to say how long.
 
     A patch of `moved_exactly` whose files are the old commit's, each changed in both (not
-    made, not deleted), may differ in contents: the text is returned with those pairs, (the
-    old commit, the new one), for git's diffs to show them exact (RangeDiffImport._start_proofs)."""
+    made, not deleted), may differ in contents: the text is returned as its lines with those
+    pairs, (the old commit, the new one), and each new commit's line, for git's diffs to show
+    them exact (RangeDiffImport._start_proofs) or the pairs git shows changed ('!') to be
+    decided (_Changed)."""
     (_, old), (_, new) = made
     if not old or not new:
         return None
@@ -730,6 +759,7 @@ def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
     shown = [False] * len(old)
     dashes = "-" * length
     lines = []
+    where: dict[str, int] = {}  # a new commit -> the index of its line
     i = j = 0
     # git's range-diff.c output(): the new chain's order, each old commit left out printed
     # once all the old commits before it were
@@ -743,12 +773,15 @@ def _written_text(made: list[tuple[str, list[_Made]]], objects: set[str],
             continue
         if j < len(new):
             at = partner[j]
+            where[new[j].commit] = len(lines)
             lines.append(f"{at + 1:>{width}}:  {old[at].commit[:length]} = "
                          f"{j + 1:>{width}}:  {new[j].commit[:length]} {new[j].name}\n")
             shown[at] = True
             j += 1
-    text = "".join(lines).encode()
-    return (text, unproved) if unproved else text
+    if unproved:
+        # each unproved pair's line, for a '!' and its diff to take its place (_Changed)
+        return lines, unproved, where
+    return "".join(lines).encode()
 
 
 # A hunk's header up to its second "@@": what `git range-diff` takes out of each hunk header
@@ -843,3 +876,283 @@ def _unique_at(printed: list[str], length: int, objects: set[str],
         if any(name.startswith(rest) and directory + name != oid for name in loose[directory]):
             return False
     return True
+
+
+# A path git writes as it is in a range-diff's `## path ##` and `@@ path:` lines (no quoting,
+# no space): any other leaves a changed pair to git's whole range-diff.
+_PLAIN_PATH = re.compile(r'[!#-\[\]-~]+\Z')
+# git range-diff's pair line: its number on the left, the status, its number on the right
+# (padded to the width of the larger number: fewer than the four spaces each line of a pair's
+# diff starts with, for fewer than a thousand pairs)
+_PAIR_HEAD = re.compile(rb" {0,2}([0-9]+|-):  (?:[0-9a-f]+|-+) ([=!<>]) +([0-9]+|-):  ")
+# git's default --creation-factor (range-diff.c: a commit's diff's size times it, over 100, is
+# what leaving it unpaired costs)
+_CREATION_FACTOR = 60
+
+
+def _patch_text(hunks_by_path: dict[str, bytes | None]) -> list[bytes] | None:
+    """The lines `git range-diff` weighs of a commit that changes each path of `hunks_by_path`
+    (none made or deleted) by git's hunks given (range-diff.c's read_patches: its diff part,
+    from the first `## path ##` on, each line counted in its size); None when a path or a
+    hunk line is one this does not write as git would."""
+    lines: list[bytes] = []
+    for path in sorted(hunks_by_path):
+        hunks = hunks_by_path[path]
+        if hunks is None or not _PLAIN_PATH.match(path) or not hunks.endswith(b"\n"):
+            return None
+        name = path.encode()
+        lines.append(b" ## %s ##" % name)
+        for line in hunks[:-1].split(b"\n"):
+            first = line[:1]
+            if first == b"@":
+                if not line.startswith(b"@@ "):
+                    return None
+                end = line.find(b"@@", 3)
+                if end < 0:
+                    return None
+                heading = line[end + 2:]
+                lines.append(b"@@ %s:%s" % (name, heading) if heading else b"@@")
+            elif first in (b" ", b"-", b"+"):
+                lines.append(line)
+            elif first == b"\\":
+                lines.append(b" " + line)
+            else:
+                return None
+    return lines
+
+
+def _counts(lines: list[bytes]) -> dict[bytes, int]:
+    counts: dict[bytes, int] = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    return counts
+
+
+def _lines_at_most(text: bytes, contents: list[bytes], want: int) -> int:
+    """How many lines of `contents` are `text`, counted up to `want` (at least as many:
+    `text` followed by a line end anywhere counts)."""
+    needle = text + b"\n"
+    found = 0
+    for data in contents:
+        at = data.find(needle)
+        while at >= 0:
+            found += 1
+            if found >= want:
+                return found
+            at = data.find(needle, at + len(needle))
+        if data and not data.endswith(b"\n") and (data == text or data.endswith(b"\n" + text)):
+            found += 1
+            if found >= want:
+                return found
+    return found
+
+
+def _shared_at_most(counts: dict[bytes, int], step: _Made,
+                    content: Callable[[str], bytes]) -> int:
+    """At most how many of the lines `counts` (a commit's range-diff lines, _patch_text) the
+    range-diff text of commit `step` can have in common with them, in any order, without
+    git's diff of it: its lines are its paths' `## ... ##` and `@@ path: ...` lines, `@@`,
+    each line of a file before it (' ' or '-') or after it (' ' or '+'), and git's notes
+    (no line end, a binary file)."""
+    paths = [path.encode("utf-8", "surrogateescape") for path in step.changes]
+    befores = [content(before) for before, _ in step.changes.values() if before is not None]
+    afters = [content(after) for _, after in step.changes.values() if after is not None]
+    total = 0
+    for line, want in counts.items():
+        can = 0
+        if line == b"@@" or line == b" \\ No newline at end of file" or \
+                line.startswith(b" Binary files ") or \
+                line.startswith((b" ## ", b"@@ ")) and any(path in line for path in paths):
+            can = want
+        kind, text = line[:1], line[1:]
+        if can < want:
+            if kind == b" ":  # (the files after it looked through only if before it has it)
+                before = _lines_at_most(text, befores, want)
+                can += before and min(before, _lines_at_most(text, afters, want))
+            elif kind == b"-":
+                can += _lines_at_most(text, befores, want)
+            elif kind == b"+":
+                can += _lines_at_most(text, afters, want)
+        total += min(can, want)
+    return total
+
+
+class _Changed:
+    """Pairs `git range-diff` shows changed ('!'), decided without its whole run.
+
+    When every other commit of the new chain is an exact pair (RangeDiffImport._proved), git
+    weighs each commit of the new chain left over (its pair here, `b`) against each old commit
+    left over: paired with old commit `a` it costs the size of the diff of their two texts
+    (`diffsize`), left out `b`'s own size times the creation factor over 100 (`f(b)`), and
+    each old commit left out `f(a)`; it takes the assignment of least cost (linear-assignment.c,
+    the exact pairs kept: every other cost is below theirs, COST_MAX). So `b` goes with its
+    own old commit `o` whatever the order git looks in when, for each `b`, `diffsize(o, b) -
+    f(o)` is below `f(b)` and below `diffsize(a, b) - f(a)` for every other old commit `a`
+    left over: no other assignment is as cheap. Those are shown without git's diff of any `a`:
+    - `diffsize(o, b)` at most: git's range-diff of the pairs alone, run with a smaller
+      creation factor `c` (the largest that lowers `f(o) + f(b)`), pairs them only where
+      `diffsize(o, b) <= fc(o) + fc(b)` (leaving one out is an assignment too), below `f(o) +
+      f(b)` by the choice of `c`;
+    - `diffsize(a, b)` at least: every line of `b`'s text not in the longest run of lines
+      both texts share, and every line of `a`'s: `|a| + |b| - 2 * shared`, where `shared` is
+      at most _shared_at_most (from `a`'s files), and `|a| - f(a)` at least that of a
+      one-line text.
+    That small run's text for each pair (the diff of the two commits' texts) is git's own, the
+    same in the whole run: a commit's text is its message, author and diff alone. Anything
+    else (a size not known, a bound not met, git pairing them otherwise) leaves the whole
+    range-diff to git."""
+
+    def __init__(self, pairs: list[tuple[_Made, _Made]], factor: int) -> None:
+        self.pairs = pairs  # (old commit, new commit), in the new chain's order
+        self.factor = factor
+
+    @classmethod
+    def decide(cls, made: list[tuple[str, list[_Made]]],
+               changed: list[tuple[_Made, _Made, dict[str, tuple[bytes | None, bytes | None]]]],
+               content: Callable[[str], bytes]) -> _Changed | None:
+        """The pairs `changed` ((old commit, new commit, per path git's hunks of the old and
+        the new pair of contents)) of chains `made` whose every other new commit is an
+        exact pair, when each is git's pair whatever its diff; else None."""
+        try:
+            return cls._decide(made, changed, content)
+        except KeyError:  # a content not in memory (a blob id of the store)
+            return None
+
+    @classmethod
+    def _decide(cls, made, changed, content) -> _Changed | None:
+        (_, old), (_, new) = made
+        paired = {step.name for step in new}
+        left = [step for step in old if step.name not in paired]
+        if any(not step.changes for step in left):
+            return None  # a commit without a diff: git weighs its whole text
+        for a, b, _ in changed:
+            for step in (a, b):
+                for oid in step.changes.values():
+                    content(oid[0]), content(oid[1])  # all in memory (KeyError if not)
+        texts = []
+        for a, b, both in changed:
+            mine = _patch_text({path: pair[0] for path, pair in both.items()})
+            theirs = _patch_text({path: pair[1] for path, pair in both.items()})
+            if mine is None or theirs is None:
+                return None
+            texts.append((mine, theirs))
+
+        def cost(size: int, factor: int = _CREATION_FACTOR) -> int:
+            return size * factor // 100
+
+        factor = _CREATION_FACTOR - 1
+        for mine, theirs in texts:
+            whole = cost(len(mine)) + cost(len(theirs))
+            while factor > 0 and cost(len(mine), factor) + cost(len(theirs), factor) >= whole:
+                factor -= 1
+            if factor <= 0:
+                return None
+        for k, (mine, theirs) in enumerate(texts):
+            counts = _counts(theirs)
+            # what pairing b with o costs beyond leaving o out, at most
+            at_most = cost(len(mine), factor) + cost(len(theirs), factor) - cost(len(mine))
+            for a in left:
+                shared = _shared_at_most(counts, a, content)
+                if len(theirs) - 2 * shared + 1 <= at_most:
+                    return None
+            for other, (mine2, _) in enumerate(texts):
+                if other != k:
+                    counts2 = _counts(mine2)
+                    shared = sum(min(n, counts2.get(line, 0)) for line, n in counts.items())
+                    if len(theirs) + len(mine2) - 2 * shared - cost(len(mine2)) <= at_most:
+                        return None
+        return cls([(a, b) for a, b, _ in changed], factor)
+
+    def start(self, scratch: Path, content: Callable[[str], bytes], lines: list[str],
+              where: dict[str, int]) -> _ChangedRun:
+        """Git's range-diff of the pairs alone started in `scratch` (empty of packs): each side a
+        chain of their commits, each made again on a tree holding its files as they were before
+        it (a merge of that tree between two, which `git range-diff` leaves out), with its own
+        message. `lines`, `where`: the whole text as _written_text wrote it."""
+        ident = ("%s <%s> %s" % IMPORT_IDENT).encode()
+        objects: dict[str, tuple] = {}
+        entries: dict[str, tuple | DeltaEntry] = {}
+        ranges = []
+        for side in (0, 1):
+            trees = _Trees(objects)
+            first = parent = ""
+            for pair in self.pairs:
+                step = pair[side]
+                for path, (before, _) in step.changes.items():
+                    assert before is not None, "a pair only changes files (_written_text)"
+                    trees.set(path.encode("utf-8", "surrogateescape"), before)
+                    entries.setdefault(before, stored_parts(b"blob", content(before)))
+                tree = trees.root()
+                if not first:
+                    raw = b"tree %s\nauthor %s\ncommitter %s\n\nbase\n" % (
+                        tree.encode(), ident, ident)
+                    first = object_id(b"commit", raw)
+                else:
+                    raw = b"tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nmerge\n" \
+                        % (tree.encode(), parent.encode(), first.encode(), ident, ident)
+                parent = object_id(b"commit", raw)
+                objects[parent] = stored_parts(b"commit", raw)
+                for path, (_, after) in step.changes.items():
+                    assert after is not None, "a pair only changes files (_written_text)"
+                    trees.set(path.encode("utf-8", "surrogateescape"), after)
+                    entries.setdefault(after, stored_parts(b"blob", content(after)))
+                raw = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (
+                    trees.root().encode(), parent.encode(), ident, ident) + \
+                    step.raw[step.raw.index(b"\n\n") + 2:]
+                parent = object_id(b"commit", raw)
+                objects[parent] = stored_parts(b"commit", raw)
+            ranges.append(f"{first}..{parent}")
+        entries.update(objects)
+        write_parts_pack(scratch, entries)
+        with open(scratch / "out", "wb") as out, open(scratch / "err", "wb") as err:
+            proc = start_git("range-diff", "--no-color", f"--creation-factor={self.factor}",
+                             *ranges, git_dir=scratch, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=err)
+        return _ChangedRun(self, proc, scratch, lines, where)
+
+
+class _ChangedRun:
+    """_Changed's git run under way: result() waits for it."""
+
+    def __init__(self, changed: _Changed, proc: subprocess.Popen, scratch: Path,
+                 lines: list[str], where: dict[str, int]) -> None:
+        self._changed, self._proc, self._scratch = changed, proc, scratch
+        self._lines, self._where = lines, where
+
+    def result(self) -> bytes | None:
+        """The whole range-diff's text, each changed pair's line with git's '!' and its diff;
+        None when git did not pair them one for one in order, or failed."""
+        if self._proc.wait() != 0:
+            return None
+        out = (self._scratch / "out").read_bytes()
+        pairs = self._changed.pairs
+        bodies: list[list[bytes]] = []
+        if not out.endswith(b"\n"):
+            return None
+        for line in out.split(b"\n")[:-1]:
+            head = _PAIR_HEAD.match(line)
+            if head is not None:
+                if head.group(2) != b"!" or head.group(1) != head.group(3) or \
+                        int(head.group(1)) != len(bodies) + 1:
+                    return None
+                bodies.append([])
+            elif not bodies or not line.startswith(b"    "):
+                return None
+            else:
+                bodies[-1].append(line + b"\n")
+        if len(bodies) != len(pairs) or not all(bodies):
+            return None
+        shown = {self._where[new.commit]: body for (_, new), body in zip(pairs, bodies)}
+        text = []
+        for k, written in enumerate(self._lines):
+            if k in shown:
+                text.append(written.replace(" = ", " ! ", 1).encode())
+                text.extend(shown[k])
+            else:
+                text.append(written.encode())
+        return b"".join(text)
+
+    def close(self) -> None:
+        if self._proc.returncode is None:
+            self._proc.kill()
+            self._proc.wait()
