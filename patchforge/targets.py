@@ -498,6 +498,11 @@ def _resolution_hint(spec: str, kind: SpecKind, upstream_kind: str, offline: boo
     is matched exactly), the advice of the errors met (a login, a remote that could not be
     reached: then not "check the name"), the network only when --offline kept it out."""
     parts = list(dict.fromkeys(met))
+    if kind is SpecKind.commit and upstream_kind not in ("wheel", "dir"):
+        # A tag or branch named by hex digits alone (a date tag, `20261205`) is read as a
+        # commit id, and was said to be no tag of an upstream that has it.
+        parts.append(f"{spec} is read as a commit id (7 to 40 hex digits): a tag or branch "
+                     f"of that name is named in full, `refs/tags/{spec}` or `refs/heads/{spec}`")
     if kind is SpecKind.version and upstream_kind == "wheel":
         full = full_release_version(spec)
         if full:

@@ -1300,6 +1300,27 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
     assert "Drop-When" not in ok(root, "status").out
 
 
+def test_a_tag_named_by_hex_digits_alone_is_hinted_by_its_full_name(tmp_path):
+    """An upstream tag `20261205` (a date tag: hex digits alone) is read as a commit id, and
+    `status --against up=20261205` said only that it is no commit, branch or tag of the
+    upstream, which has it, with "check the name". The hint names the tag in full now, and
+    that name, as printed, is the tag."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 2\n"}, "v2")
+    git(upstream, "tag", "20261205")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    run = run_cli(root, "status", "--against", "vllm=20261205")
+    assert run.rc == 2, run.text
+    hint = "a tag or branch of that name is named in full, `refs/tags/20261205`"
+    assert hint in " ".join(run.err.split()), run.err
+    run = run_cli(root, "status", "--against", "vllm=refs/tags/20261205")
+    assert run.rc in (0, 1) and v2[:12] in run.out, run.text
+
+
 def test_a_release_candidates_commit_pinned_as_the_release_is_one_revision(tmp_path):
     """The commit of v2rc1 released as v2 (both tags on one commit): a lock a teammate re-pinned
     at v2, read here where the store fetched only v2rc1, names one revision and is taken."""
