@@ -2041,6 +2041,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
                              "(`chmod +x` it, or run `patchforge overlays`)"))
         rows += _fragment_rows(project, manifest, shipped)
         rows += series_since_overlays(project, manifest, profile)
+        rows += pins_since_overlays(project, manifest, profile)
         # The artifacts themselves (what compose.yaml mounts from the project) against their pins.
         for artifact in manifest["artifacts"]:
             source = project.root / artifact["path"]
@@ -2164,6 +2165,37 @@ def _installed_hint(installed: Path, entries: list[dict[str, Any]],
     count = len({(e["upstream"], e["path"]) for e in wanted})
     return (f"{installed} holds none of the {count} pre-images: give the upstream's "
             "install root (its site-packages) or an image's root file system")
+
+
+def pins_since_overlays(project: Project, manifest: dict,
+                        profile: str | None = None) -> list[tuple[str, str, str]]:
+    """verify's rows for the upstreams whose overlays/ were made on another revision than the
+    one upstream.lock pins (`upstream pin --force`, a lock taken from another branch, without
+    `overlays` after it): each overlay file is the whole file as that revision has it, with the
+    series, so mounted on the pinned one it takes back upstream's own changes of the file,
+    while every file is whole and as SHA256SUMS pins it. With `profile`, the upstreams of that
+    profile's overlays only. An upstream the configuration or the lock no longer has says
+    nothing here (status and lint name it)."""
+    made: dict[str, dict] = manifest.get("upstreams") or {}
+    overlaid = sorted({entry["upstream"] for entry in manifest["overlays"]
+                       if profile is None or entry.get("profile") in (None, profile)})
+    rows: list[tuple[str, str, str]] = []
+    for upstream in overlaid:
+        made_on = made.get(upstream) or {}
+        if upstream not in project.config.upstreams or not made_on.get("commit"):
+            continue
+        try:
+            pin = project.lock.pin(upstream)
+        except PatchforgeError:
+            continue
+        if pin.commit == made_on["commit"]:
+            continue
+        rows.append(("manifest.json", "mismatch",
+                     f"{upstream}'s overlays were made on {made_on.get('label') or '?'} "
+                     f"({made_on['commit'][:12]}), but upstream.lock pins {pin.label} "
+                     f"({pin.commit[:12]}): deployed there, each takes back that revision's "
+                     "own changes of its file; `patchforge overlays` makes them again"))
+    return rows
 
 
 def series_since_overlays(project: Project, manifest: dict,

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from helpers.cli import ok, run_cli, run_subprocess
+from helpers.git import commit_files
 from helpers.deploy import A_DIFF, B_DIFF, NEW_DIFF
 from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
                              make_project, patch_bytes)
@@ -249,6 +250,33 @@ def test_check_reports_drift_and_passes_when_clean(stack):
     patch.write_bytes(patch.read_bytes().replace(b"y = 22", b"y = 23"))
     run = run_cli(root, "overlays", "--check")
     assert run.rc == 1 and "manifest.json" in run.text and "gfx942/up/pkg/b.py" in run.text
+
+
+def test_verify_fails_on_overlays_made_on_another_pin_than_the_lock(tmp_path):
+    """overlays/ written at the pin, then the pin moved without `overlays` (`upstream pin
+    --force`, the patches as they were): the overlay of a.py is the old revision's whole file
+    with the fix, which mounted on the new one takes back upstream's own change of line 20.
+    check, overlays --check and lint said so, while `verify` said every file `ok`, exit 0.
+    Now verify exits 1, naming the upstream, both revisions and `patchforge overlays`; after
+    `overlays` it passes again."""
+    root, _ = git_project(tmp_path, install_root=INSTALL_ROOT)
+    write_patch(root, "fix", A_DIFF)
+    ok(root, "overlays")
+    ok(root, "verify")
+    changed = UPSTREAM_FILES["a.py"].replace(b"line20\n", b"line20 changed upstream\n")
+    moved = commit_files(tmp_path / "up-upstream", {"a.py": changed}, "upstream: line 20")
+    ok(root, "upstream", "pin", "up", "--at", moved, "--force")
+    assert b"line20 changed upstream" not in (root / "overlays/up/a.py").read_bytes()
+    run = run_cli(root, "verify", "--json")
+    assert run.rc == 1, run.text
+    doc = json.loads(run.out)
+    assert schema_errors(doc, "verify") == []
+    (row,) = [r for r in doc["results"] if r["state"] != "ok"]
+    assert row["path"] == "manifest.json" and row["state"] == "mismatch", row
+    assert f"({moved[:12]})" in row["detail"] and row["detail"].startswith("up's overlays"), row
+    assert "`patchforge overlays` makes them again" in row["detail"], row
+    ok(root, "overlays")
+    ok(root, "verify")
 
 
 def test_verify_and_check_fail_on_overlays_made_from_another_series(stack):
