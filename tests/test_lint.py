@@ -189,6 +189,22 @@ def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity)
     assert rc == (1 if severity == "error" else 0)
 
 
+def test_a_base_written_short_or_in_capitals_is_said_so(env, tmp_path, monkeypatch):
+    """The locked commit as Base, abbreviated or in capitals: lint said "Base 9739b0b0604a is
+    not the locked revision 9739b0b0604a", two equal ids. It says what is wrong now."""
+    root = env.fresh(tmp_path, monkeypatch)
+    commit = json.loads((root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
+    path = add_patch_file(root, "up", "fix.patch", patch(FIELDS))
+    for base in (commit[:12], commit.upper()):
+        path.write_bytes(patch(FIELDS + b"Base: " + base.encode() + b"\n"))
+        rc, doc = lint_json(root, "--no-forge")
+        found = [f["message"] for f in findings(doc, "header", "fix.patch") if "Base" in
+                 f["message"]]
+        assert found == [f"Base {base} is the locked revision written short or in capitals: "
+                         f"write its full id, in lower case ({commit})"], doc
+        assert rc == 0, doc
+
+
 def test_a_deciding_field_written_twice_is_a_parse_error(env, tmp_path, monkeypatch):
     """A second Upstream (Base, Profiles, Drop-When) is refused when the patch is read, by
     every command: lint reports it as the patch's parse error, naming its line."""

@@ -656,8 +656,15 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
                                             "series"))
     base = patch.get("Base")
     if pin is not None and base and base.strip() != pin.commit:
-        out.append(Finding(label, "header", f"Base {base.strip()[:12]} is not the locked "
-                                            f"revision {pin.commit[:12]}", "warning"))
+        written = base.strip()
+        # The locked commit written short or in capitals read "Base 9739b0b0604a is not the
+        # locked revision 9739b0b0604a": said as what it is.
+        same = len(written) >= 7 and pin.commit.startswith(written.lower())
+        out.append(Finding(label, "header", f"Base {written[:40]} is the locked revision "
+                                            "written short or in capitals: write its full id, "
+                                            f"in lower case ({pin.commit})" if same else
+                           f"Base {written[:12]} is not the locked revision {pin.commit[:12]}",
+                           "warning"))
     if pin is not None and not base:
         out.append(Finding(label, "header", "no Base (the upstream commit the diff is against)",
                            "warning"))
