@@ -187,7 +187,16 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
         kind = targets.classify_spec(label)
     except UsageError:
         return
-    if kind in (targets.SpecKind.image, targets.SpecKind.nightly):
+    if kind is targets.SpecKind.nightly:
+        # `nightly-<40 hex>` names its commit as exactly as a commit id does (the resolution
+        # pins that very commit): checked as one, its version (from the image's labels) not.
+        named = label[len("nightly-"):]
+        if pin.commit != named:
+            _refuse_two_revisions(project, name, "label",
+                                  f"{label!r} names commit {named}, not the locked commit "
+                                  f"{pin.commit}")
+        return
+    if kind is targets.SpecKind.image:
         return  # the version came from the image's labels
     expected = targets.version_from_spec(label)
     if pin.version is not None and pin.version != expected:

@@ -1825,3 +1825,26 @@ def test_a_stack_pinned_through_an_image_is_told_its_repository_to_bump_from(cle
     assert "no image repository to look for nightlies in" in err, err
     assert f"`--image {clean.image_repo}` looks for nightlies in its repository" in err, err
     assert snapshot(clean.root) == before
+
+
+def test_the_pin_a_bump_writes_is_read_by_every_command_that_checks_its_label(clean):
+    """A git pin's label `nightly-<sha>` names its commit, and a lock where it names another
+    commit is refused: the pin `bump` itself writes (the label and the commit of one nightly)
+    is read by every command that checks it, and moving it by hand to another commit is not."""
+    code, out, err = clean.bump("--to", f"nightly-{clean.c3}", "--json")
+    assert code in (0, 1) and json.loads(out)["outcome"] == "moved", out + err
+    pin = json.loads((clean.root / "upstream.lock").read_text())["upstreams"]["vllm"]
+    assert (pin["label"], pin["commit"]) == (f"nightly-{clean.c3}", clean.c3)
+    for command in (("fetch",), ("status",), ("lint",), ("verify",), ("overlays", "--check")):
+        code, out, err = cli_in_process(clean.root, *command)
+        assert code in (0, 1), (command, out + err)
+        assert "names two revisions" not in err and "not the locked commit" not in err, err
+    # A merge of two bumps, resolved line by line: one side's commit (and tree), the other's label.
+    old_tree = git(clean.upstream.path, "rev-parse", f"{clean.c1}^{{tree}}").strip()
+    lock = (clean.root / "upstream.lock").read_text()
+    (clean.root / "upstream.lock").write_text(
+        lock.replace(f'"commit": "{clean.c3}"', f'"commit": "{clean.c1}"')
+        .replace(f'"tree": "{pin["tree"]}"', f'"tree": "{old_tree}"'))
+    code, out, err = cli_in_process(clean.root, "status")
+    assert code == 2 and f"names commit {clean.c3}, not the locked commit {clean.c1}" in err, \
+        out + err

@@ -1248,14 +1248,16 @@ def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
     assert run_cli(root, "status").rc == 1
 
 
-@pytest.mark.parametrize("edit", ["release-unfetched", "release-fetched", "version", "commit"])
+@pytest.mark.parametrize("edit", ["release-unfetched", "release-fetched", "version", "commit",
+                                  "nightly"])
 def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path, edit):
     """upstream.lock whose commit is v1's but whose `label`/`version` say v2 (bumped by hand,
     or a merge of two re-pins resolved line by line): `status` said `target v2` and judged
     `Drop-When: vllm>=2` true on v1's files. What the label says is checked where it costs no
     fetch: the commit's own release tag in the store (v1), the label's tag once the store has
-    it, a version beside the label, a commit id as the label. Refused, exit 2, naming
-    upstream.lock and the line, nothing written; `upstream pin --force` makes it whole."""
+    it, a version beside the label, a commit id (or `nightly-<sha>`, as bump writes it) as the
+    label. Refused, exit 2, naming upstream.lock and the line, nothing written; `upstream pin
+    --force` makes it whole."""
     from helpers.git import commit_files, git
 
     upstream = tmp_path / "up"
@@ -1277,11 +1279,14 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
                  "release-fetched": ("label", f"tag v2 names commit {v2}"),
                  "version": ("version", "'2' is not the version the label 'v1' names"),
                  "commit": ("label", f"'{v2[:10]}' names commit {v2[:10]}, not the locked "
-                                     "commit")}[edit]
+                                     "commit"),
+                 "nightly": ("label", f"'nightly-{v2}' names commit {v2}, not the locked "
+                                      "commit")}[edit]
     if edit == "version":
         doc["upstreams"]["vllm"]["version"] = "2"
-    elif edit == "commit":
-        doc["upstreams"]["vllm"].update(label=v2[:10], version=None)
+    elif edit in ("commit", "nightly"):
+        # (`nightly-<sha>`: the label bump writes, taken from the other side of a merge.)
+        doc["upstreams"]["vllm"].update(label=v2[:10] if edit == "commit" else f"nightly-{v2}")
         del doc["upstreams"]["vllm"]["version"]
     else:
         doc["upstreams"]["vllm"].update(label="v2", version="2")
@@ -1298,6 +1303,15 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
     assert tree_bytes(root) == before
     ok(root, "upstream", "pin", "vllm", "--at", "v1", "--force")
     assert "Drop-When" not in ok(root, "status").out
+    if edit == "nightly":  # the nightly pins patchforge writes itself are one revision
+        v1 = lock_doc(root)["upstreams"]["vllm"]["commit"]
+        ok(root, "upstream", "pin", "vllm", "--at", f"nightly-{v2}", "--force")
+        assert lock_doc(root)["upstreams"]["vllm"]["label"] == f"nightly-{v2}"
+        assert run_cli(root, "status").rc in (0, 1)
+        ok(root, "rebase", "--to", f"vllm=nightly-{v1}")
+        assert lock_doc(root)["upstreams"]["vllm"]["label"] == f"nightly-{v1}"
+        ok(root, "lint", "--no-forge")
+        assert run_cli(root, "status").rc in (0, 1)
 
 
 def test_a_tag_named_by_hex_digits_alone_is_hinted_by_its_full_name(tmp_path):
