@@ -57,7 +57,7 @@ import re
 from typing import TYPE_CHECKING
 
 from patchforge.errors import PatchforgeError
-from patchforge.model.record import record
+from patchforge.model.record import record, replace
 from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
@@ -105,6 +105,9 @@ class LandingGone:
     landed_in: str | None
     by: str | None  # the commit that took the change out
     detail: str
+    # A skipped fix has the same name, and `bring-back UPSTREAM/NAME` takes that one: this one
+    # is named `UPSTREAM/upstreamed/NAME`.
+    shadowed: bool = False
 
     @property
     def reverted(self) -> bool:
@@ -112,15 +115,24 @@ class LandingGone:
 
     def message(self) -> str:
         fix = f"{self.upstream}/{self.name}"
+        if self.shadowed:
+            return self._message(f"{self.upstream}/upstreamed/{self.name}") + \
+                f" (a skipped fix has its name too: series/{self.upstream}/skipped/" \
+                f"{self.name}, which `patchforge bring-back {fix}` or `patchforge delete " \
+                f"{fix}` takes out of the way first)"
+        return self._message(fix)
+
+    def _message(self, fix: str) -> str:
+        own = f"{self.upstream}/{self.name}"
         landed = f"landed in {self.landed_in[:12]}" if self.landed_in else "landed upstream"
         if self.kind == "reverted":
             assert self.by is not None
-            return (f"fix {fix} {landed} was reverted upstream in {self.by[:12]}: "
+            return (f"fix {own} {landed} was reverted upstream in {self.by[:12]}: "
                     f"`patchforge bring-back {fix}` puts it back in the series ({self.detail})")
         if self.kind == "before-landing":
-            return (f"fix {fix} {landed} is not in this revision ({self.detail}), and in no "
+            return (f"fix {own} {landed} is not in this revision ({self.detail}), and in no "
                     f"overlay: `patchforge bring-back {fix}` puts it back in the series")
-        return f"fix {fix} {landed} is no longer upstream: {self.detail}; " \
+        return f"fix {own} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
             f"{self.upstream}/upstreamed/{self.name}` keeps it under deleted/ if upstream's " \
             "other work replaced it"
@@ -187,7 +199,9 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
             # (The history is read only for a fix whose file does not name its landing.)
             recorded = _dropped_events(project)
         items.append((name, rel, data, recorded or {}))
-    return judge_many(store, upstream, items, commit, unread=unread)
+    gone = judge_many(store, upstream, items, commit, unread=unread)
+    skipped = project.series_dir(upstream) / "skipped"
+    return [replace(g, shadowed=True) if (skipped / g.name).exists() else g for g in gone]
 
 
 def carried_by_series(project: Project, store: UpstreamStore, upstream: str,

@@ -1254,3 +1254,37 @@ def test_lint_names_a_kept_fix_it_cannot_judge_as_status_does(tmp_path):
     assert [(f["severity"], f["check"]) for f in said] == [("warning", "series")], lint
     assert said[0]["message"].startswith(
         "NOT CHECKED: whether up v1 still holds up/upstreamed/fa.patch: "), said
+
+
+def test_a_reverted_landing_whose_name_a_skipped_fix_has_is_named_so_bring_back_takes_it(
+        tmp_path):
+    """fa landed (kept under upstreamed/), a later fix named fa again was set aside by `rebase
+    --skip`, then upstream reverted the landing. The hint said `bring-back up/fa.patch`, which
+    brings back the skipped fix instead, and no name took the reverted landing
+    (`bring-back up/upstreamed/fa.patch`: "no skipped fix named"). The hint names
+    `up/upstreamed/fa.patch` and the skipped fix in the way; bring-back takes that name, as
+    delete does, and puts the landing back once the skipped fix is out of the way."""
+    stack, landing = _landed(tmp_path)
+    shutil.rmtree(stack.root.parent / "diff-fa")  # the first fa's scratch directory
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    stack.commit({"pkg/b.py": b"b = 10\n"}, "Another b", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    revert = _revert(stack, landing, tag="v4")
+    stack.cli("rebase", "--to", "v4", expect=1)
+    _, out, _ = stack.cli("status", expect=1)
+    assert f"was reverted upstream in {revert[:12]}: `patchforge bring-back " \
+           "up/upstreamed/fa.patch` puts it back in the series" in out, out
+    assert "series/up/skipped/fa.patch" in out, out
+    before = stack.snapshot()
+    _, _, err = stack.cli("bring-back", "up/upstreamed/fa.patch", expect=2)
+    assert "series/up/skipped/fa.patch exists already" in err and \
+        "`patchforge delete up/fa.patch`" in err, err
+    assert stack.snapshot() == before
+    stack.cli("delete", "up/fa.patch")
+    stack.cli("bring-back", "up/upstreamed/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
+    assert b"+five = compute_it_properly()" in stack.patch("up", "fa")
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    stack.cli("status")

@@ -1715,12 +1715,14 @@ def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
     return bool(gone)
 
 
-def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
+def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
+                     kept: list[tuple[str, str]] | None = None):
     """A fix kept under upstreamed/ whose change the pin's files no longer have (upstream
     reverted it, or took it out otherwise: reverts.gone_upstream, judged at the pin) moved
     into skipped/, from where bring-back puts it back as it puts back any skipped fix. One
-    upstream still has is refused: nothing is moved."""
-    kept = _kept_upstreamed(project, name)
+    upstream still has is refused: nothing is moved. `kept`: the fix, when NAME named it as
+    `UPSTREAM/upstreamed/NAME` (_kept_landing_named)."""
+    kept = kept if kept is not None else _kept_upstreamed(project, name)
     if len(kept) > 1:
         raise UsageError(f"{name!r} is kept under upstreamed/ in several series "
                          f"({', '.join(u for u, _ in kept)}); say UPSTREAM/{name}")
@@ -1746,8 +1748,11 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str):
                               f"and run `patchforge bring-back {upstream}/{file_name}`")
     skipped = project.series_dir(upstream) / "skipped" / file_name
     if skipped.exists():
-        raise UsageError(f"series/{upstream}/skipped/{file_name} exists already",
-                         hint="bring that one back or move it away first")
+        raise UsageError(f"series/{upstream}/skipped/{file_name} exists already: a skipped fix "
+                         f"has the name of {upstream}/upstreamed/{file_name}",
+                         hint=f"bring that one back (`patchforge bring-back "
+                              f"{upstream}/{file_name}`) or delete it (`patchforge delete "
+                              f"{upstream}/{file_name}`, kept under deleted/) first")
     with RepoLock(project.state_dir), writing_project(project.root):
         data = _without_landing(read_no_link(aside), aside)
         skipped.parent.mkdir(exist_ok=True)
@@ -1785,8 +1790,12 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
                                   read_history)
 
-    fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
-        _kept_to_skipped(project, store, name)
+    landing = _kept_landing_named(project, name)  # `UPSTREAM/upstreamed/NAME`, as delete takes
+    if landing is not None:
+        fix = _kept_to_skipped(project, store, name, [landing])
+    else:
+        fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
+            _kept_to_skipped(project, store, name)
     upstream = fix.upstream
     allowed = require_state(project, "bring-back", [upstream], store=store)
     raw = read_no_link(fix.path)
