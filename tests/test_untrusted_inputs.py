@@ -2956,6 +2956,76 @@ def test_export_mbox_refuses_a_patch_whose_mail_would_carry_a_terminal_escape(tm
     assert not mbox.exists() and not quilt.exists()
 
 
+def test_a_cached_wheel_of_the_index_pip_conf_named_before_is_checked_against_the_one_named_now(
+        tmp_path, monkeypatch):
+    """Two package indexes on 127.0.0.1 serve toypkg-1.0-py3-none-any.whl with other bytes, and
+    pip's configuration file (PIP_CONFIG_FILE, where most people set their index) names A, then
+    B. The wheel cache's origin record stored only the PIP_* environment's index, empty both
+    times, so a project made after the switch pinned A's cached file without asking B: its
+    upstream.lock recorded a sha256 that B does not serve, and a colleague's `fetch` failed on
+    pip's hash check. pip's configuration files are part of the setting now: B is asked, its
+    file replaces the cached one with a warning, and the record keeps no password."""
+    from helpers.servers import Answer, TestServer
+
+    def index_serving(body: bytes):
+        built = build_wheel(tmp_path / f"built-{len(body)}", "toypkg", "1.0",
+                            {"toypkg/m.py": body}, origin=False)
+        data = built.read_bytes()
+        served = []
+
+        class Index(TestServer):
+            def route(self, method, path, query, req):
+                if path == "/simple/toypkg/":
+                    return Answer(200, (f'<html><body><a href="/files/{built.name}#sha256='
+                                        f'{hashlib.sha256(data).hexdigest()}">{built.name}</a>'
+                                        "</body></html>").encode(),
+                                  {"Content-Type": "text/html"})
+                if path == f"/files/{built.name}":
+                    served.append(built.name)
+                    return Answer(200, data, {"Content-Type": "application/octet-stream"})
+                return Answer(404, b"")
+        return Index(), hashlib.sha256(data).hexdigest(), served
+
+    index_a, digest_a, _ = index_serving(b"A = 1\n")
+    index_b, digest_b, served_b = index_serving(b"A = 22\n")
+    wheels = tmp_path / "wheels"
+    pip_conf = tmp_path / "pip.conf"
+    try:
+        for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+            monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv("PIP_FIND_LINKS", "")
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(pip_conf))
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+        pip_conf.write_text(f"[global]\nindex-url = {index_a.url}/simple\n")
+        first = tmp_path / "first"
+        ok(None, "init", "--standalone", str(first))
+        ok(first, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+           "--install-root", "/opt/site")
+        assert lock_doc(first)["upstreams"]["toy"]["source"]["sha256"] == digest_a
+        # The same file asked again while pip.conf names A: taken from the cache.
+        again = tmp_path / "again"
+        ok(None, "init", "--standalone", str(again))
+        run = run_cli(again, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site")
+        assert run.rc == 0 and "warning" not in run.err, run.text
+        host_b = index_b.url.split("//", 1)[1]
+        pip_conf.write_text(f"[global]\nindex-url = http://someone:secret@{host_b}/simple\n")
+        second = tmp_path / "second"
+        ok(None, "init", "--standalone", str(second))
+        run = run_cli(second, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site")
+        assert run.rc == 0, run.text
+        assert served_b == ["toypkg-1.0-py3-none-any.whl"], run.text
+        assert f"(sha256 {digest_a}) is not the file the package index serves (sha256 " \
+               f"{digest_b})" in " ".join(run.err.split()), run.err
+        assert lock_doc(second)["upstreams"]["toy"]["source"]["sha256"] == digest_b
+        record = (wheels / "toypkg-1.0-py3-none-any.whl.origin.json").read_text()
+        assert host_b in record and "secret" not in record, record
+    finally:
+        index_a.close()
+        index_b.close()
+
+
 def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monkeypatch):
     """The wheel cache (shared by projects and users) holds a toypkg 1.1 wheel that is not the
     one the package index (PEP 503's simple pages, over HTTP on 127.0.0.1) serves: a local

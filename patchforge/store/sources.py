@@ -169,12 +169,75 @@ ORIGIN_SUFFIX = ".origin.json"
 
 
 def pip_index_setting() -> str:
-    """Where the environment tells pip to find wheels (`PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`,
-    `PIP_FIND_LINKS`), without any user:password part; empty for pip's own configuration."""
+    """Where pip is told to find wheels, without any user:password part: the environment
+    (`PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`, `PIP_FIND_LINKS`), then what pip's configuration
+    files say of it (`_pip_config_index`). Only compared with the setting a record was written
+    under: an index named in pip.conf alone, changed there, is another index too."""
     from patchforge.store.giturl import redact
 
-    return " ".join(redact(part) for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
-                    for part in os.environ.get(key, "").split())
+    said = [redact(part) for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+            for part in os.environ.get(key, "").split()]
+    return " ".join(said + _pip_config_index())
+
+
+# What a pip configuration file says of where pip finds wheels, in the sections `pip download`
+# reads (`[global]`, then its own `[download]`).
+_PIP_INDEX_KEYS = ("index-url", "extra-index-url", "find-links", "no-index")
+
+
+def _pip_config_files() -> list[Path]:
+    """The configuration files pip reads (pip's own list: the system's, the user's, the
+    environment's, then $PIP_CONFIG_FILE; none at all when that is os.devnull). A file pip may
+    skip (the user's beside a $PIP_CONFIG_FILE) is listed anyway: one too many only has a
+    cached wheel checked against the index once more."""
+    named = os.environ.get("PIP_CONFIG_FILE")
+    if named == os.devnull:
+        return []
+    home = Path(os.path.expanduser("~"))
+    system = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
+    files = [Path(directory) / "pip" / "pip.conf" for directory in system.split(os.pathsep)
+             if directory] + [Path("/etc/pip.conf")]
+    files += [home / ".pip" / "pip.conf",
+              Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "pip" / "pip.conf",
+              Path(sys.prefix) / "pip.conf"]
+    if os.environ.get("VIRTUAL_ENV"):
+        files.append(Path(os.environ["VIRTUAL_ENV"]) / "pip.conf")
+    if named:
+        files.append(Path(named))
+    return list(dict.fromkeys(files))
+
+
+def _pip_config_index() -> list[str]:
+    """`FILE:[SECTION]KEY=VALUE` for each of _PIP_INDEX_KEYS pip's configuration files set
+    (values without user:password). A file that is no regular file is left to pip; one that
+    does not parse is said by its digest, so that any change to it is a change."""
+    import configparser
+
+    from patchforge.store.giturl import redact
+
+    said: list[str] = []
+    for path in _pip_config_files():
+        try:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > 1 << 20:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        parser = configparser.RawConfigParser(strict=False, interpolation=None)
+        try:
+            parser.read_string(data.decode("utf-8"), source=str(path))
+        except (UnicodeDecodeError, configparser.Error):
+            said.append(f"{path}:sha256={hashlib.sha256(data).hexdigest()}")
+            continue
+        for section in ("global", "download"):
+            if not parser.has_section(section):
+                continue
+            for key, value in parser.items(section):
+                if key.replace("_", "-").lower() in _PIP_INDEX_KEYS:
+                    said += [f"{path}:[{section}]{key}={redact(part)}"
+                             for part in (value or "").split()]
+    return said
 
 
 def record_wheel_origin(path: Path, sha256: str | None = None) -> None:
