@@ -199,7 +199,11 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     if kind is targets.SpecKind.image:
         return  # the version came from the image's labels
     expected = targets.version_from_spec(label)
-    if pin.version is not None and pin.version != expected:
+    # An ancestor of a release (`v2~1`) names no version; an earlier patchforge recorded the
+    # label's spelling (`2~1`), which names no other revision either.
+    legacy = label[1:] if label.startswith("v") else label
+    if pin.version is not None and pin.version != expected and \
+            not (targets.split_ancestry(label)[1] and pin.version == legacy):
         _refuse_two_revisions(project, name, "version",
                               f"{pin.version!r} is not the version the label {label!r} names "
                               f"({'none' if expected is None else repr(expected)})")

@@ -249,10 +249,11 @@ def commit_from_version(spec: str) -> str | None:
 
 
 def version_from_spec(spec: str) -> str | None:
-    """The version a SPEC names (a leading "v" dropped), or None when it names no version."""
+    """The version a SPEC names (a leading "v" dropped), or None when it names no version: an
+    ancestor of a release (`v2~1`) is not that release (its version was recorded as `2~1`)."""
     spec = spec.strip()
     try:
-        if classify_spec(spec) is not SpecKind.version:
+        if classify_spec(spec) is not SpecKind.version or split_ancestry(spec)[1]:
             return None
     except UsageError:
         return None

@@ -1314,6 +1314,31 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
         assert run_cli(root, "status").rc in (0, 1)
 
 
+def test_a_pin_at_an_ancestor_of_a_release_records_no_version(tmp_path):
+    """`upstream pin --at v2~1` (and `rebase --to up=v2~1`) recorded `"version": "2~1"`, which
+    is no version (PEP 440) and not the release's: the commit is an ancestor of v2. No version
+    is recorded now; a lock an earlier patchforge wrote so is still read as it was."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\n")
+    commit_files(upstream, {"a.py": b"a = 2\n"}, "v2")
+    git(upstream, "tag", "v2")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    ok(root, "upstream", "pin", "vllm", "--at", "v2~1", "--force")
+    pin = lock_doc(root)["upstreams"]["vllm"]
+    assert pin["label"] == "v2~1" and "version" not in pin, pin
+    doc = lock_doc(root)
+    doc["upstreams"]["vllm"]["version"] = "2~1"
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    ok(root, "status")
+    ok(root, "rebase", "--to", "vllm=v2")
+    ok(root, "rebase", "--to", "vllm=v2~1")
+    pin = lock_doc(root)["upstreams"]["vllm"]
+    assert pin["label"] == "v2~1" and "version" not in pin, pin
+
+
 def test_a_tag_named_by_hex_digits_alone_is_hinted_by_its_full_name(tmp_path):
     """An upstream tag `20261205` (a date tag: hex digits alone) is read as a commit id, and
     `status --against up=20261205` said only that it is no commit, branch or tag of the
