@@ -257,6 +257,30 @@ def test_a_revert_then_an_edit_of_the_same_line_is_still_said(tmp_path):
     assert stack.json("lint")["errors"] == 0
 
 
+def test_a_revert_by_hand_without_the_word_then_an_edit_is_still_said(tmp_path):
+    """The landing undone by hand (the old line typed back, a message that does not say
+    revert), then that line edited again: by the files neither the fix nor its old code is
+    there, and the history was asked only for commits whose message says revert, so every
+    check was green with the fix in no patch and no overlay. A commit that puts the fix's file
+    back as the landing found it, from exactly what the landing made, is asked too: said as
+    reverted (its change the landing's exact reverse), then changed. One that also changes
+    another line of the file is no reverse: nothing is said."""
+    stack, landing = _landed(tmp_path / "undone")
+    undo = stack.commit({"pkg/a.py": BASE}, "Go back to the plain computation", tag="v3")
+    tidy = stack.commit({"pkg/a.py": TIDIED}, "tidy line 5", tag="v4")
+    _said_reverted(stack, "v4", undo)
+    (said,) = stack.json("status", expect=1)["reverted"]
+    assert f"its change is the exact reverse of {landing[:12]}'s" in said["detail"], said
+    assert f"reverted, then changed: {tidy[:12]} changed that code since" in said["detail"], said
+
+    stack, landing = _landed(tmp_path / "reworked")
+    stack.commit({"pkg/a.py": BASE.replace(b"line 9 of the module", b"line nine of the module")},
+                 "Plain computation, and line nine", tag="v3")
+    stack.commit({"pkg/a.py": TIDIED.replace(b"line 9 of the module", b"line nine of the module")},
+                 "tidy line 5", tag="v4")
+    assert _silent(stack, "v4")["gone_upstream"] == []
+
+
 def test_a_landing_changed_later_without_a_revert_of_it_stays_superseded(tmp_path):
     """No noise: the landed line edited later by upstream says nothing, with a revert of
     another commit of the file in between, and so does a revert of the landing that a revert
