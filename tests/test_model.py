@@ -634,8 +634,12 @@ class StackModel(RuleBasedStateMachine):
                 assert b"interrupted" in proc.stderr
             if proc.returncode == 143:
                 assert how == "terminate" and b"terminated" in proc.stderr, proc.stderr
-            if proc.returncode != 137:  # a cleanup ran: it left no temporary file behind
-                assert self.temporary_files() <= earlier, proc.stderr.decode()
+            if proc.returncode != 137:
+                # A cleanup ran: it left no temporary file behind but the new files a rebase's
+                # write-out cut short between its renames still has to rename, which its
+                # journal names (`rebase --continue` renames them, `--abort` removes them).
+                assert self.temporary_files() <= earlier | self.journal_temporaries(), \
+                    proc.stderr.decode()
         else:
             assert proc.returncode in (0, 1, 2, 3), proc.stderr.decode()
         self.after_cut_short(command)
@@ -662,6 +666,16 @@ class StackModel(RuleBasedStateMachine):
         """The temporary files of atomic writes in the project (outside .patchforge/)."""
         return {p for p in self.root.rglob("*.tmp")
                 if ".patchforge" not in p.relative_to(self.root).parts}
+
+    def journal_temporaries(self) -> set[Path]:
+        """The new files a rebase journal's write-out plan names (`temp` beside each step's
+        path), as the journal on disk records them; none without a journal."""
+        journal = self.root / ".patchforge" / "rebase" / "journal.json"
+        if not journal.exists():
+            return set()
+        plan = json.loads(journal.read_bytes()).get("plan") or []
+        return {self.root / os.path.dirname(step["path"]) / step["temp"]
+                for step in plan if step.get("temp")}
 
     # --- the invariant ----------------------------------------------------------------------
     @invariant()

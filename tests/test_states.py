@@ -738,6 +738,65 @@ def test_sigterm_exits_143_names_the_journal_and_leaves_no_temporary_file(projec
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+def test_ctrl_c_between_the_write_outs_renames_leaves_only_what_the_journal_renames(
+        project, tmp_path):
+    """Ctrl-C at each rename of a rebase: the cleanup removes every temporary file the run
+    made, except, once the write-out has begun renaming, the new files its journal still
+    names; `rebase --abort` removes those and puts the series back, `rebase --continue`
+    renames them into place. None of them is ever a file nothing will rename."""
+    def three_fixes_and_a_target(project: Project) -> str:
+        for name, line in (("fix-a", 3), ("fix-b", 9), ("fix-c", 15)):
+            project.fix(name, {"pkg/mod.py": text({line: b"def f%d():\n    return -%d\n\n"
+                                                         % (line, line)})})
+        return project.up.commit({"pkg/other.py": b"x = 3\n"})
+
+    def temporaries(project: Project) -> set[Path]:
+        return {p for p in project.root.rglob("*.tmp")
+                if ".patchforge" not in p.relative_to(project.root).parts}
+
+    def named(project: Project) -> set[Path]:
+        journal = project.root / ".patchforge" / "rebase" / "journal.json"
+        plan = (json.loads(journal.read_bytes()).get("plan") or []) if journal.exists() else []
+        return {project.root / os.path.dirname(step["path"]) / step["temp"]
+                for step in plan if step.get("temp")}
+
+    def rebase_cut_short(project: Project, target: str, nth: int):
+        env = {**os.environ, "PATCHFORGE_FAULT": f"rename:{nth}",
+               "PATCHFORGE_FAULT_MODE": "interrupt"}
+        return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                               "rebase", "--to", f"up={target}"], capture_output=True, env=env)
+
+    target = three_fixes_and_a_target(project)
+    before = snapshot(project.root, skip_state=True)
+    left_to_rename = None
+    for nth in range(1, 40):
+        proc = rebase_cut_short(project, target, nth)
+        if proc.returncode == 0:
+            break  # past the run's last rename
+        assert proc.returncode == 130, proc.stderr.decode()
+        assert temporaries(project) <= named(project), (nth, proc.stderr.decode())
+        if temporaries(project) and left_to_rename is None:
+            left_to_rename = nth
+        if (project.root / ".patchforge" / "rebase" / "journal.json").exists():
+            project.cli("rebase", "--abort")
+        assert not temporaries(project), nth
+        assert snapshot(project.root, skip_state=True) == before, nth
+    else:
+        raise AssertionError("the rebase never ran to its end")
+    # The case itself, in a project made the same way: cut short between the renames, then
+    # finished by --continue.
+    assert left_to_rename is not None, "no interrupt fell between the write-out's renames"
+    again = Project(tmp_path / "again")
+    target = three_fixes_and_a_target(again)
+    proc = rebase_cut_short(again, target, left_to_rename)
+    assert proc.returncode == 130 and b"rebase --continue" in proc.stderr, proc.stderr
+    assert temporaries(again) and temporaries(again) <= named(again)
+    again.cli("rebase", "--continue")
+    assert not temporaries(again)
+    for name in ("fix-a", "fix-b", "fix-c"):
+        assert f"Base: {target}".encode() in again.patch(name)
+
+
 def _stopped(pid: int) -> bool:
     """True once the process `pid` is stopped (SIGSTOP): its state in /proc is T."""
     with open(f"/proc/{pid}/stat", "rb") as stat:

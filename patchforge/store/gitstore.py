@@ -190,6 +190,17 @@ _HEXABBREV = re.compile(r"[0-9a-fA-F]{4,40}")
 _BLOB_CACHE_BYTES = 256 << 20
 
 
+def _commit_records(out: bytes) -> list[tuple[str, list[str], bytes]]:
+    """(commit, parents, message) of each record of a `git log --format=%x00%H %P%n%B`."""
+    found = []
+    for record in out.split(b"\0")[1:]:
+        head, _, message = record.partition(b"\n")
+        ids = head.decode().split()
+        if ids:
+            found.append((ids[0], ids[1:], message))
+    return found
+
+
 class TransferProgress(Protocol):
     """What UpstreamStore.progress is told about long work (the command line's display is one)."""
 
@@ -1609,13 +1620,7 @@ class UpstreamStore:
             return []
         out = self._run("log", "--full-history", "--topo-order", "--format=%x00%H %P%n%B",
                         f"{old}..{new}", "--", *paths, what="reading upstream history").stdout
-        found = []
-        for record in out.split(b"\0")[1:]:
-            head, _, message = record.partition(b"\n")
-            ids = head.decode().split()
-            if ids:
-                found.append((ids[0], ids[1:], message))
-        return found
+        return _commit_records(out)
 
     def commits_since(self, old: str, new: str) -> list[tuple[str, list[str], bytes]]:
         """(commit, parents, message) of every commit after `old` up to `new`, side branches
@@ -1624,13 +1629,7 @@ class UpstreamStore:
         files only of the few it wants (files_changed)."""
         out = self._run("log", "--format=%x00%H %P%n%B", f"{old}..{new}",
                         what="reading upstream history").stdout
-        found = []
-        for record in out.split(b"\0")[1:]:
-            head, _, message = record.partition(b"\n")
-            ids = head.decode().split()
-            if ids:
-                found.append((ids[0], ids[1:], message))
-        return found
+        return _commit_records(out)
 
     def common_ancestor(self, commits: list[str]) -> str | None:
         """A commit that is an ancestor of each of `commits` (git's best common ancestor of
