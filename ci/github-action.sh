@@ -5,18 +5,39 @@
 set -uo pipefail
 set -f  # a command line is split into words, never globbed
 worst=0
+# Split a line as a shell splits it (quotes, backslashes, a `#` comment) with nothing in it
+# expanded or run: Python's shlex, with one difference from its own comments, which also cut
+# `out#1.html` to `out`: like a shell, a comment starts only where an unquoted word starts
+# with `#`. Blanks are space and tab, as for a shell. Words go out NUL-separated (an empty word
+# such as `--title ""` at the end of a line survives); the reason a line cannot be split
+# goes to stderr.
+split_line='
+import shlex, sys
+line = sys.argv[1]
+lex = shlex.shlex(line, posix=True)
+lex.whitespace, lex.whitespace_split, lex.commenters = " \t", True, ""
+words = []
+try:
+    while not line[lex.instream.tell():].lstrip(" \t").startswith("#"):
+        word = lex.get_token()
+        if word is None:
+            break
+        words.append(word)
+except ValueError as error:
+    sys.exit(str(error))
+sys.stdout.write("".join(word + "\0" for word in words))
+'
+words_file=$(mktemp)
+trap 'rm -f "$words_file"' EXIT
 while IFS= read -r line; do
   [ -z "${line//[[:space:]]/}" ] && continue
-  # Split as a shell splits a line, quotes and `#` comments included (`--html "my report.html"`
-  # is one word, without its quotes), but nothing expanded or run: Python's shlex.
-  # (A line holds no newline, so neither does a word: one word a line.)
-  if ! split=$(python3 -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1], comments=True)))' "$line" 2>&1); then
-    echo "::error title=patchforge::cannot read the command line: ${line} (${split##*: })"
+  if ! why=$(python3 -c "$split_line" "$line" 2>&1 >"$words_file"); then
+    echo "::error title=patchforge::cannot read the command line: ${line} (${why})"
     [ 2 -gt "$worst" ] && worst=2
     continue
   fi
-  [ -z "$split" ] && continue
-  mapfile -t words <<< "$split"
+  mapfile -d '' -t words < "$words_file"
+  [ "${#words[@]}" -eq 0 ] && continue
   # The command is the first word after patchforge's own options (`--offline lint`,
   # `--root stack overlays --check`, `-q status`), which come before it.
   at=0

@@ -129,8 +129,9 @@ def _project_with_a_bare_patch(tmp_path):
     return root, tmp_path / "summary.md"
 
 
-def _run_the_action(tmp_path, root, summary, commands: str):
-    """ci/github-action.sh as the runner runs it, with `patchforge` on PATH as this tree."""
+def _run_the_action(tmp_path, root, summary, commands: str, patchforge: str | None = None):
+    """ci/github-action.sh as the runner runs it, with `patchforge` on PATH as this tree (or
+    as the shell script `patchforge`, when given)."""
     import os
     import subprocess
     import sys
@@ -140,7 +141,7 @@ def _run_the_action(tmp_path, root, summary, commands: str):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     exe = bindir / "patchforge"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    exe.write_text(patchforge or f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
     exe.chmod(0o755)
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", GITHUB_STEP_SUMMARY=str(summary),
                COMMANDS=commands, PYTHONPATH=str(REPO_ROOT))
@@ -213,6 +214,64 @@ def test_the_action_splits_a_command_line_as_a_shell_does(tmp_path):
     assert "::error title=patchforge::cannot read the command line: list '$HOME' \"unclosed" \
         in proc.stdout, proc.stdout
     assert proc.returncode == 2, proc.stdout + proc.stderr
+
+
+def test_the_action_starts_a_comment_only_where_a_word_starts_with_a_hash(tmp_path):
+    """`status --html out#1.html --against up=v2` in `commands`: the action's split took every
+    `#` outside quotes for a comment, as Python's shlex does, so patchforge ran `status --html
+    out` against the pinned revision: the report went to `out`, and `--against up=v2` was
+    silently lost. As in a shell, a comment starts only where an unquoted word starts with `#`."""
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    upstream = tmp_path / "up-upstream"
+    (upstream / "later.txt").write_text("later\n")
+    git(upstream, "add", "later.txt")
+    git(upstream, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-qm", "v2")
+    git(upstream, "tag", "v2")
+    v2 = git(upstream, "rev-parse", "v2").strip()
+    proc = _run_the_action(tmp_path, root, summary,
+                           "status --html out#1.html --against up=v2  # against the next one\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "::group::patchforge status --html out#1.html --against up=v2 --format github" \
+        in proc.stdout, proc.stdout
+    assert f"up: target v2 {v2[:12]}" in proc.stdout, proc.stdout
+    assert (root / "out#1.html").is_file() and not (root / "out").exists()
+
+
+def test_the_actions_words_are_the_words_bash_makes_of_the_line(tmp_path):
+    """Each line's words, as patchforge gets them, are the words bash makes of the same line
+    (lines with nothing a shell would expand): a `#` inside a word or quoted is kept, a `#`
+    starting an unquoted word starts a comment, and an empty word at the end of a line
+    (`pr --title ""`) is still a word; the action's split lost it with the newlines `$(...)`
+    strips."""
+    import json
+    import subprocess
+    import sys
+
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    lines = ["list --html out#1.html --against up=v2",
+             "list '#' x",
+             "list a # a comment",
+             "list a\t#comment \"unclosed",
+             'pr --title ""',
+             "pr --title '' --body x",
+             "list \"a#b\" \\#c d\\ e 'x y'\"z\" \"\" #",
+             "list \"\"#x '' ",
+             "list \"a\\\"b\" \"c\\\\d\" 'e\\f'"]
+    record = tmp_path / "argv.jsonl"
+    recorder = (f'#!/bin/sh\nexec "{sys.executable}" -c "import json, sys; '
+                f'open(sys.argv[1], \'a\').write(json.dumps(sys.argv[2:]) + chr(10))" '
+                f'"{record}" "$@"\n')
+    proc = _run_the_action(tmp_path, root, summary, "\n".join(lines) + "\n", recorder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = [json.loads(line) for line in record.read_text().splitlines()]
+    # bash itself: each line as the arguments of a function that prints them NUL-separated.
+    wanted = []
+    for line in lines:
+        out = subprocess.run(["bash", "-c", 'set -f; words() { for w; do printf "%s\\0" "$w"; '
+                              'done; }; words ' + line], capture_output=True, check=True).stdout
+        wanted.append(out.decode().split("\0")[:-1])
+    assert got == wanted
+    assert wanted[4] == ["pr", "--title", ""] and wanted[0][2] == "out#1.html"
 
 
 def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
