@@ -53,7 +53,8 @@ while IFS= read -r line; do
     lint|status|overlays|verify) words+=(--format github) ;;
   esac
   echo "::group::patchforge ${words[*]}"
-  patchforge "${words[@]}"
+  # The lines still to run are on stdin: a command reading its own must not eat them.
+  patchforge "${words[@]}" </dev/null
   code=$?
   echo "::endgroup::"
   if [ "$code" -ne 0 ]; then

@@ -274,6 +274,18 @@ def test_the_actions_words_are_the_words_bash_makes_of_the_line(tmp_path):
     assert wanted[4] == ["pr", "--title", ""] and wanted[0][2] == "out#1.html"
 
 
+def test_a_command_that_reads_its_stdin_does_not_eat_the_actions_next_lines(tmp_path):
+    """A command of `commands` reading its standard input (`import mbox /dev/stdin`) read the
+    lines still to run, which the action reads from there: `list` and `lint` after it never ran,
+    and nothing said so. A command's stdin is empty; every line runs."""
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    proc = _run_the_action(tmp_path, root, summary, "import mbox /dev/stdin\nlist\nlint\n")
+    groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
+    assert groups == ["::group::patchforge import mbox /dev/stdin", "::group::patchforge list",
+                      "::group::patchforge lint --format github"], proc.stdout + proc.stderr
+    assert "::error title=patchforge lint::" in proc.stdout, proc.stdout
+
+
 def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
     """The action's cache defaulted to `${{ github.workspace }}/.cache/patchforge`, inside the
     checkout, whose files a pull request writes (a store.git/config of its choosing with
