@@ -228,8 +228,12 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
     if pin.commit in known.values():
         return
-    if any(store.read_ref(f"{base}/heads/{branch}") == pin.commit for branch in names):
-        return  # a branch named like a release (`v2`), which the resolution takes as well
+    if not known and any(store.read_ref(f"{base}/heads/{branch}") == pin.commit
+                         for branch in names):
+        # A branch named like a release (`v2`), which the resolution takes when the upstream
+        # has no tag of that name: a tag is taken first, so with one the branch is not what
+        # the label names.
+        return
     if known:
         tag, commit = next(iter(known.items()))
         why = (f"tag {tag} names commit {commit} (as the store last fetched it), not the "

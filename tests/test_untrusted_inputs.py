@@ -1419,6 +1419,40 @@ def test_a_git_pins_release_label_is_checked_on_a_fresh_cache_too(tmp_path, monk
     assert run_cli(root, "status").rc == 1
 
 
+def test_a_release_label_that_is_a_tag_and_a_branch_names_the_tag(tmp_path, monkeypatch):
+    """An upstream with both a tag `v2` and a branch `v2` at another commit: the label `v2`
+    resolves to the tag (as git's own rule has it). A lock labelled `v2` on the branch's
+    commit was taken, as if the branch were what the label names: the lock names two
+    revisions, and is refused, naming the line, in the cache that has both refs and in a
+    fresh one."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\nb = 2\n")
+    tagged = commit_files(upstream, {"a.py": b"a = 1\nb = 3\n"}, "two")
+    git(upstream, "tag", "-a", "-m", "release 2", "v2")
+    branched = commit_files(upstream, {"a.py": b"a = 1\nb = 4\n"}, "work")
+    git(upstream, "branch", "v2", branched)
+    root = tmp_path / "stack"
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cache"))
+    _git_stack(root, str(upstream), at="v2")
+    assert lock_doc(root)["upstreams"]["vllm"]["commit"] == tagged  # the tag, not the branch
+    doc = lock_doc(root)
+    doc["upstreams"]["vllm"].update(
+        commit=branched, tree=git(upstream, "rev-parse", f"{branched}^{{tree}}").strip())
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if text.startswith('      "label"'))
+    before = tree_bytes(root)
+    for cache in ("cache", "fresh"):
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / cache))
+        run = run_cli(root, "status")
+        assert run.rc == 2, (cache, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.label: tag v2 names commit {tagged}" in \
+            run.err and "the lock names two revisions" in run.err, (cache, run.err)
+    assert tree_bytes(root) == before
+
+
 @pytest.mark.parametrize("to", ["release", "release-branch", "commit", "short-commit",
                                 "tag-object-id", "ancestor", "branch"])
 def test_every_pin_patchforge_writes_is_taken_by_every_command(tmp_path, monkeypatch, to):
