@@ -3085,6 +3085,52 @@ def test_a_cached_wheel_of_the_index_pip_conf_named_before_is_checked_against_th
         index_b.close()
 
 
+def test_a_relative_pip_config_file_is_the_one_pip_reads(tmp_path, monkeypatch):
+    """PIP_CONFIG_FILE=pip.conf, relative to where patchforge is run, names the package index
+    (on 127.0.0.1). pip was started from a scratch directory of the wheel cache, where no such
+    file is, so it asked its default index while the wheel's origin record said pip.conf's:
+    the download failed, or took another index's file. pip is given the file's full path."""
+    from helpers.servers import Answer, TestServer
+
+    built = build_wheel(tmp_path / "built", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                        origin=False)
+    data = built.read_bytes()
+    served = []
+
+    class Index(TestServer):
+        def route(self, method, path, query, req):
+            if path == "/simple/toypkg/":
+                return Answer(200, (f'<html><body><a href="/files/{built.name}#sha256='
+                                    f'{hashlib.sha256(data).hexdigest()}">{built.name}</a>'
+                                    "</body></html>").encode(), {"Content-Type": "text/html"})
+            if path == f"/files/{built.name}":
+                served.append(built.name)
+                return Answer(200, data, {"Content-Type": "application/octet-stream"})
+            return Answer(404, b"")
+
+    index = Index()
+    try:
+        for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+            monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv("PIP_FIND_LINKS", "")
+        # Without the file, pip asks its default index: once, briefly.
+        monkeypatch.setenv("PIP_RETRIES", "0")
+        monkeypatch.setenv("PIP_TIMEOUT", "3")
+        monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+        (tmp_path / "pip.conf").write_text(f"[global]\nindex-url = {index.url}/simple\n")
+        monkeypatch.setenv("PIP_CONFIG_FILE", "pip.conf")
+        root = tmp_path / "stack"
+        ok(None, "init", "--standalone", str(root))
+        run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site", cwd=tmp_path)
+        assert run.rc == 0, run.text
+        assert served == [built.name], run.text
+        assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+            hashlib.sha256(data).hexdigest()
+    finally:
+        index.close()
+
+
 def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monkeypatch):
     """The wheel cache (shared by projects and users) holds a toypkg 1.1 wheel that is not the
     one the package index (PEP 503's simple pages, over HTTP on 127.0.0.1) serves: a local

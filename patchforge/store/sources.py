@@ -189,7 +189,9 @@ def _pip_config_files() -> list[Path]:
     """The configuration files pip reads (pip's own list: the system's, the user's, the
     environment's, then $PIP_CONFIG_FILE; none at all when that is os.devnull). A file pip may
     skip (the user's beside a $PIP_CONFIG_FILE) is listed anyway: one too many only has a
-    cached wheel checked against the index once more."""
+    cached wheel checked against the index once more. The environment's file is this
+    interpreter's (sys.prefix): a `pip` on PATH from another environment (pip_command, where
+    this one has no pip) reads its own prefix's pip.conf, which is not read here."""
     named = os.environ.get("PIP_CONFIG_FILE")
     if named == os.devnull:
         return []
@@ -417,8 +419,14 @@ def _pip_environment(environment) -> dict[str, str]:
     """pip's environment: the user's (index, proxy, certificates), with `-m pip` never importing
     from the current directory (PYTHONSAFEPATH) and require-virtualenv off. That guard is for
     installs; a download into our cache installs nothing, and with PIP_REQUIRE_VIRTUALENV set (a
-    common safeguard) every fetch outside a virtual environment failed."""
-    return {**environment, "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
+    common safeguard) every fetch outside a virtual environment failed. A relative
+    $PIP_CONFIG_FILE is made absolute: pip runs from a scratch directory, and would not find
+    the file that the wheel's origin record read (_pip_config_files), relative to ours."""
+    pip_env = {**environment, "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
+    named = pip_env.get("PIP_CONFIG_FILE")
+    if named and named != os.devnull:
+        pip_env["PIP_CONFIG_FILE"] = os.path.abspath(named)
+    return pip_env
 
 
 def _pip_download(package: str, version: str, directory: Path, *, filename: str | None = None,
