@@ -216,14 +216,14 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
                               f"{label!r} names commit {said}, not the locked commit "
                               f"{pin.commit}")
     names = release_tag_names(label)
-    if not names:
+    if not names or expected is None:  # names only for a release label, which has a version
         return
+    version = expected
     from patchforge.store.giturl import store_namespace
 
     upstream = project.config.upstream(name)
     namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
     base = f"refs/patchforge/remotes/{namespace}"
-    version = label[1:] if label.startswith("v") else label
     tags = {tag: store.read_ref(f"{base}/tags/{tag}") for tag in names}
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
     if pin.commit in known.values():
@@ -279,14 +279,9 @@ def release_tag_names(label: str) -> list[str]:
     from patchforge import targets
 
     label = label.strip()
-    try:
-        kind = targets.classify_spec(label)
-    except UsageError:
+    version = targets.version_from_spec(label)  # none for an ancestor (`v2~1`) or no release
+    if version is None or targets.commit_from_version(label) is not None:
         return []
-    if kind is not targets.SpecKind.version or targets.split_ancestry(label)[1] or \
-            targets.commit_from_version(label) is not None:
-        return []
-    version = label[1:] if label.startswith("v") else label
     return list(dict.fromkeys([label, f"v{version}", version]))
 
 

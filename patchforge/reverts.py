@@ -236,8 +236,9 @@ def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
             upstreams = store.read_blobs(pin, [fp.path for fp in files])
         except (PatchforgeError, OSError):
             continue
-        if not all(_file_state(fp, upstreams.get(fp.path)) == "present" for fp in files):
-            carried.append(fix)  # (the pin has it itself: upstream's, not the series')
+        if all(_file_state(fp, upstreams.get(fp.path)) == "present" for fp in files):
+            continue  # the pin has it itself: upstream's, not the series'
+        carried.append(fix)
     return carried
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from patchforge.apply.diffparse import Hunk, format_hunk, line_kind
+from patchforge.apply.diffparse import Hunk, format_hunk, line_content, line_kind
 from patchforge.model.record import replace
 
 # Past this many changes in one hunk the mixes (2**n) are not tried: nothing is said.
@@ -69,8 +69,7 @@ def with_changes(hunk: Hunk, keep: Collection[int]) -> Hunk:
 
 def _image(lines: list[bytes]) -> bytes:
     """The file bytes a hunk body's post-image is (its context and `+` lines)."""
-    return b"".join(b"\n" if line == b"\n" else line[1:] for line in lines
-                    if line_kind(line) != b"-")
+    return b"".join(line_content(line) for line in lines if line_kind(line) != b"-")
 
 
 def _places(content: bytes, image: bytes) -> int:
@@ -115,10 +114,18 @@ def parts_said(patch, parts: dict) -> str:
     (judge.Judgement.parts: a path -> {hunk index: the changes landed}): "landed in part:
     pkg/a.py hunk 1: upstream has 1 of its 2 changes, not the others" (`status --against`'s
     evidence, `pr`'s detail)."""
-    said = []
+    said = [f"{path} hunk {index + 1}: upstream has {landed} of its {total} changes, not the "
+            f"others" for path, index, landed, total in parts_landed(patch, parts)]
+    return "landed in part: " + "; ".join(said)
+
+
+def parts_landed(patch, parts: dict) -> list[tuple[str, int, int, int]]:
+    """(path, hunk index, changes landed, changes of the hunk) for each hunk of `patch` that
+    `parts` (judge.Judgement.parts) has, in the patch's order: what parts_said and a rebase's
+    words of a landed part (rebase.engine.part_words) say."""
+    found = []
     for fp in patch.file_patches:
         path = fp.source_path if fp.is_rename else fp.path
         for index, changes in sorted((parts.get(path) or {}).items()):
-            said.append(f"{path} hunk {index + 1}: upstream has {len(changes)} of its "
-                        f"{len(changes_of(fp.hunks[index]))} changes, not the others")
-    return "landed in part: " + "; ".join(said)
+            found.append((path, index, len(changes), len(changes_of(fp.hunks[index]))))
+    return found

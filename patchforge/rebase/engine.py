@@ -2259,14 +2259,11 @@ def part_words(patch, landed: int, total: int, parts: dict | None, where: str | 
     shown = f" in {where[:12]}" if where else ""
     if not parts:
         return f"{landed} of its {total} hunks landed upstream{shown}"
-    from patchforge.apply.parts import changes_of
+    from patchforge.apply.parts import parts_landed
 
     said = [f"{landed} of its {total} hunks"] if landed else []
-    for fp in patch.file_patches:
-        path = fp.source_path if fp.is_rename else fp.path
-        for index, changes in sorted((parts.get(path) or {}).items()):
-            said.append(f"{len(changes)} of the {len(changes_of(fp.hunks[index]))} changes "
-                         f"in its hunk {index + 1} ({path})")
+    said += [f"{made} of the {changes} changes in its hunk {index + 1} ({path})"
+             for path, index, made, changes in parts_landed(patch, parts)]
     return f"landed in part: {', '.join(said)} landed upstream{shown}"
 
 

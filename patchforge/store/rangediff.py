@@ -341,12 +341,12 @@ class RangeDiffImport:
             same = True
             both = {}
             for path in sorted(old.changes):
-                mine = made_hunks.get(new.changes[path]) if made_hunks is not None else None
-                theirs = hunks[at] if hunks is not None else \
+                new_hunks = made_hunks.get(new.changes[path]) if made_hunks is not None else None
+                old_hunks = hunks[at] if hunks is not None else \
                     made_hunks.get(old.changes[path]) if made_hunks is not None else None
-                same = same and mine is not None and theirs is not None and \
-                    _same_text(theirs, mine)
-                both[path] = (theirs, mine)
+                same = same and new_hunks is not None and old_hunks is not None and \
+                    _same_text(old_hunks, new_hunks)
+                both[path] = (old_hunks, new_hunks)
                 at += 1
             if same:
                 proven.add(new.commit)
@@ -1031,35 +1031,38 @@ class _Changed:
                     content(oid[0]), content(oid[1])  # all in memory (KeyError if not)
         texts = []
         for a, b, both in changed:
-            mine = _patch_text({path: pair[0] for path, pair in both.items()})
-            theirs = _patch_text({path: pair[1] for path, pair in both.items()})
-            if mine is None or theirs is None:
+            old_text = _patch_text({path: pair[0] for path, pair in both.items()})
+            new_text = _patch_text({path: pair[1] for path, pair in both.items()})
+            if old_text is None or new_text is None:
                 return None
-            texts.append((mine, theirs))
+            texts.append((old_text, new_text))
 
         def cost(size: int, factor: int = _CREATION_FACTOR) -> int:
             return size * factor // 100
 
         factor = _CREATION_FACTOR - 1
-        for mine, theirs in texts:
-            whole = cost(len(mine)) + cost(len(theirs))
-            while factor > 0 and cost(len(mine), factor) + cost(len(theirs), factor) >= whole:
+        for old_text, new_text in texts:
+            whole = cost(len(old_text)) + cost(len(new_text))
+            while factor > 0 and \
+                    cost(len(old_text), factor) + cost(len(new_text), factor) >= whole:
                 factor -= 1
             if factor <= 0:
                 return None
-        for k, (mine, theirs) in enumerate(texts):
-            counts = _counts(theirs)
+        for k, (old_text, new_text) in enumerate(texts):
+            counts = _counts(new_text)
             # what pairing b with o costs beyond leaving o out, at most
-            at_most = cost(len(mine), factor) + cost(len(theirs), factor) - cost(len(mine))
+            at_most = cost(len(old_text), factor) + cost(len(new_text), factor) - \
+                cost(len(old_text))
             for a in left:
                 shared = _shared_at_most(counts, a, content)
-                if len(theirs) - 2 * shared + 1 <= at_most:
+                if len(new_text) - 2 * shared + 1 <= at_most:
                     return None
-            for other, (mine2, _) in enumerate(texts):
+            for other, (old_text2, _) in enumerate(texts):
                 if other != k:
-                    counts2 = _counts(mine2)
+                    counts2 = _counts(old_text2)
                     shared = sum(min(n, counts2.get(line, 0)) for line, n in counts.items())
-                    if len(theirs) + len(mine2) - 2 * shared - cost(len(mine2)) <= at_most:
+                    if len(new_text) + len(old_text2) - 2 * shared - cost(len(old_text2)) <= \
+                            at_most:
                         return None
         return cls([(a, b) for a, b, _ in changed], factor)
 
