@@ -681,6 +681,24 @@ def test_a_move_or_delete_leaving_a_patch_to_fuzz_says_so(project):
     assert run_cli(root, "status").rc == 1
 
 
+def test_a_move_names_no_patch_that_needed_fuzz_before_it(project):
+    """five needs fuzz (moved above one, whose line is its context); moving seven, whose change
+    is elsewhere, said `five.patch applies only with fuzz in the new order`, exit 1, as if the
+    move had done it. A move names only the patches it leaves needing fuzz, as delete does."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "five", {"a.py": (b"line4\n", b"LINE4\n")})
+    assert run_cli(root, "move", "five", "--first").rc == 1  # five needs fuzz from here on
+    make_patch(root, "seven", {"a.py": (b"line9\n", b"LINE9\n")})
+    run = run_cli(root, "move", "seven", "--after", "five")
+    assert run.rc == 0, run.text
+    assert "fuzz" not in run.err, run.err
+    assert series(root) == b"five.patch\nseven.patch\none.patch\n"
+    assert run_cli(root, "status").rc == 1  # five still needs fuzz, as status says
+    run = run_cli(root, "move", "one", "--first")  # five exact again: nothing to name
+    assert run.rc == 0 and "fuzz" not in run.err, run.text
+
+
 def test_each_change_of_the_series_says_the_overlays_lag_until_regenerated(project):
     """refresh, rename, move and delete change the series without regenerating overlays/
     (its manifest names each patch of a file, in order, with its bytes), and said nothing of

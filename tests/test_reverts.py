@@ -1312,3 +1312,43 @@ def test_a_reverted_landing_whose_name_a_skipped_fix_has_is_named_so_bring_back_
     assert b"+five = compute_it_properly()" in stack.patch("up", "fa")
     assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
     stack.cli("status")
+
+
+def test_a_reverted_landing_brought_back_by_its_kept_name_behind_a_fix_of_its_name(tmp_path):
+    """fa landed (kept under upstreamed/), a new, different fix named fa again ends the series,
+    then upstream reverted the landing. `bring-back up/upstreamed/fa.patch` moved the landing
+    into skipped/, took the series' last patch (of its name) for a run cut short, found other
+    bytes there and asked again by `up/upstreamed/fa.patch`, which was gone: exit 2, "names no
+    one fix kept under upstreamed/", the fix left in skipped/. It is now put back beside the
+    other fa, both in the series."""
+    stack, landing = _landed(tmp_path)
+    shutil.rmtree(stack.root.parent / "diff-fa")  # the first fa's scratch directory
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    _revert(stack, landing, tag="v4")
+    stack.cli("rebase", "--to", "v4", expect=1)
+    other = stack.patch("up", "fa")
+    _, out, err = stack.cli("bring-back", "up/upstreamed/fa.patch")
+    series = stack.series("up")
+    assert len(series) == 2 and series[0] == "fa.patch", (series, out, err)
+    assert stack.patch("up", "fa") == other  # the other fa, as it was
+    assert series[1] == "fa.2.patch", series  # numbered beside the other fa
+    brought = (stack.root / "series/up" / series[1]).read_bytes()
+    assert b"+five = compute_it_properly()" in brought
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    assert not (stack.root / "series/up/skipped/fa.patch").exists()
+    stack.cli("status")
+
+
+def test_a_landing_name_whose_fix_is_in_skipped_says_the_name_that_takes_it(tmp_path):
+    """A landing a bring-back moved from upstreamed/ into skipped/ and then refused (its
+    patch unreadable, ...) is in skipped/; `bring-back up/upstreamed/fa.patch` again said only
+    "names no one fix kept under upstreamed/". It names where the fix is and the bring-back
+    that takes it."""
+    stack, _ = _landed(tmp_path)
+    (stack.root / "series/up/skipped").mkdir()
+    (stack.root / "series/up/upstreamed/fa.patch").rename(
+        stack.root / "series/up/skipped/fa.patch")
+    _, _, err = stack.cli("bring-back", "up/upstreamed/fa.patch", expect=2)
+    assert "names no one fix kept under upstreamed/" in err, err
+    assert "series/up/skipped/fa.patch has that name" in err and \
+        "`patchforge bring-back fa` takes it" in err, err

@@ -1529,7 +1529,7 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     header's line chose among several, in a file they were not made on ({name: [RepeatedPlace]}:
     a patch moved below or above one that moves lines, whose change may go into a twin);
     `fuzzy` the ones that apply in the new order only with fuzz (moved above the patch whose
-    lines are its context)."""
+    lines are its context) and without it in the order as it was."""
     upstream, file_name = project.find_patch(name)
     allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
@@ -1542,8 +1542,15 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
     # Which patches the new order breaks, asked before anything is written: a patch file that
     # cannot be read fails the move with the series as it was.
-    failing = _not_applying(project, store, upstream, moved.names, ambiguous, fuzzy) \
+    now_fuzzy: list[str] = []
+    failing = _not_applying(project, store, upstream, moved.names, ambiguous, now_fuzzy) \
         if store is not None else []
+    if now_fuzzy and fuzzy is not None:
+        # Named as the move's doing only where the order as it is takes it without fuzz: one
+        # that needed fuzz (or did not apply) before is status's to report, as delete says it.
+        was_fuzzy: list[str] = []
+        already = set(_not_applying(project, store, upstream, series.names, fuzzy=was_fuzzy))
+        fuzzy.extend(n for n in now_fuzzy if n not in already and n not in was_fuzzy)
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
         # The order was judged on the series as read above: one changed since (a `new` beside
@@ -1695,8 +1702,26 @@ def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
     if len(found) != 1:
         raise UsageError(f"{name!r} names no one fix kept under upstreamed/" if not found else
                          f"{name!r} is kept under upstreamed/ in several series "
-                         f"({', '.join(u for u, _ in found)}); say UPSTREAM/upstreamed/NAME")
+                         f"({', '.join(u for u, _ in found)}); say UPSTREAM/upstreamed/NAME",
+                         hint=_moved_to_skipped(project, upstream, file_name) if not found
+                         else None)
     return found[0]
+
+
+def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) -> str | None:
+    """Where a landing NAME named may be now: a bring-back that refused it after moving it
+    from upstreamed/ into skipped/ (a patch it could not read, a path it could not write)
+    left it there, and bring-back takes it by its skipped name."""
+    from patchforge.state import skipped_fixes
+
+    skipped = [f for f in skipped_fixes(project)
+               if f.name == file_name and upstream in (None, f.upstream)]
+    if len(skipped) != 1:
+        return None
+    fix = skipped[0]
+    return (f"series/{fix.upstream}/skipped/{file_name} has that name (a bring-back moves a "
+            f"landing there first): `patchforge bring-back "
+            f"{project.skipped_word(fix.upstream, file_name)}` takes it")
 
 
 def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
@@ -1860,8 +1885,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
 
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
-        # Not what this fix moves to: another fix of its name, judged as any other.
-        return bring_back(project, store, name, resume=False)
+        # Not what this fix moves to: another fix of its name, judged as any other. Asked by
+        # the name it has in skipped/ now: a fix NAME took from upstreamed/ is no longer there.
+        return bring_back(project, store, f"{upstream}/{fix.name}", resume=False)
     series = project.read_series(upstream)
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message, "files": judgement.files}
