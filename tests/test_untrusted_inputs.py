@@ -336,32 +336,43 @@ def test_a_release_the_index_does_not_have_gets_no_hint_to_name_it_in_full(evil)
     assert not marker.exists()
 
 
-def test_a_yanked_release_is_pinned_with_a_warning_giving_the_reason(tmp_path, monkeypatch):
-    """A package index (PEP 503's simple pages, over HTTP on 127.0.0.1) marks toypkg 1.0
-    yanked, with a reason. pip downloads an exact `==1.0` of it all the same, saying so on its
-    standard error only, which patchforge dropped: `upstream add --wheel toypkg --at 1.0`
-    pinned the withdrawn release, exit 0, without a word. A release not yanked says nothing."""
+def _simple_index(files: dict[str, bytes], served: list[str] | None = None,
+                  yanked: dict[str, str] | None = None):
+    """A package index for toypkg on 127.0.0.1 (PEP 503's simple pages, over HTTP) serving
+    `files` (wheel name -> bytes): its page links each with its sha256, marked yanked with
+    the reason `yanked` gives for its name; each file fetched is appended to `served`. The
+    caller closes it."""
     from helpers.servers import Answer, TestServer
-
-    files = {w.name: w.read_bytes() for w in (
-        build_wheel(tmp_path / "built", "toypkg", version, {"toypkg/m.py": body})
-        for version, body in (("1.0", b"A = 1\n"), ("1.1", b"A = 2\n")))}
 
     class Index(TestServer):
         def route(self, method, path, query, req):
             if path == "/simple/toypkg/":
                 links = "".join(
                     f'<a href="/files/{name}#sha256={hashlib.sha256(data).hexdigest()}"'
-                    + (' data-yanked="broken build: do not use"' if "-1.0-" in name else "")
+                    + (f' data-yanked="{yanked[name]}"' if yanked and name in yanked else "")
                     + f">{name}</a>\n" for name, data in sorted(files.items()))
                 return Answer(200, f"<html><body>{links}</body></html>".encode(),
                               {"Content-Type": "text/html"})
             name = path.rsplit("/", 1)[-1]
             if path.startswith("/files/") and name in files:
+                if served is not None:
+                    served.append(name)
                 return Answer(200, files[name], {"Content-Type": "application/octet-stream"})
             return Answer(404, b"")
 
-    index = Index()
+    return Index()
+
+
+def test_a_yanked_release_is_pinned_with_a_warning_giving_the_reason(tmp_path, monkeypatch):
+    """A package index (PEP 503's simple pages, over HTTP on 127.0.0.1) marks toypkg 1.0
+    yanked, with a reason. pip downloads an exact `==1.0` of it all the same, saying so on its
+    standard error only, which patchforge dropped: `upstream add --wheel toypkg --at 1.0`
+    pinned the withdrawn release, exit 0, without a word. A release not yanked says nothing."""
+    files = {w.name: w.read_bytes() for w in (
+        build_wheel(tmp_path / "built", "toypkg", version, {"toypkg/m.py": body})
+        for version, body in (("1.0", b"A = 1\n"), ("1.1", b"A = 2\n")))}
+    index = _simple_index(files, yanked={name: "broken build: do not use"
+                                         for name in files if "-1.0-" in name})
     try:
         monkeypatch.setenv("PIP_INDEX_URL", f"{index.url}/simple")
         monkeypatch.setenv("PIP_FIND_LINKS", "")
@@ -3024,26 +3035,12 @@ def test_a_cached_wheel_of_the_index_pip_conf_named_before_is_checked_against_th
     upstream.lock recorded a sha256 that B does not serve, and a colleague's `fetch` failed on
     pip's hash check. pip's configuration files are part of the setting now: B is asked, its
     file replaces the cached one with a warning, and the record keeps no password."""
-    from helpers.servers import Answer, TestServer
-
     def index_serving(body: bytes):
         built = build_wheel(tmp_path / f"built-{len(body)}", "toypkg", "1.0",
                             {"toypkg/m.py": body}, origin=False)
         data = built.read_bytes()
-        served = []
-
-        class Index(TestServer):
-            def route(self, method, path, query, req):
-                if path == "/simple/toypkg/":
-                    return Answer(200, (f'<html><body><a href="/files/{built.name}#sha256='
-                                        f'{hashlib.sha256(data).hexdigest()}">{built.name}</a>'
-                                        "</body></html>").encode(),
-                                  {"Content-Type": "text/html"})
-                if path == f"/files/{built.name}":
-                    served.append(built.name)
-                    return Answer(200, data, {"Content-Type": "application/octet-stream"})
-                return Answer(404, b"")
-        return Index(), hashlib.sha256(data).hexdigest(), served
+        served: list[str] = []
+        return _simple_index({built.name: data}, served), hashlib.sha256(data).hexdigest(), served
 
     index_a, digest_a, _ = index_serving(b"A = 1\n")
     index_b, digest_b, served_b = index_serving(b"A = 22\n")
@@ -3090,25 +3087,11 @@ def test_a_relative_pip_config_file_is_the_one_pip_reads(tmp_path, monkeypatch):
     (on 127.0.0.1). pip was started from a scratch directory of the wheel cache, where no such
     file is, so it asked its default index while the wheel's origin record said pip.conf's:
     the download failed, or took another index's file. pip is given the file's full path."""
-    from helpers.servers import Answer, TestServer
-
     built = build_wheel(tmp_path / "built", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
                         origin=False)
     data = built.read_bytes()
-    served = []
-
-    class Index(TestServer):
-        def route(self, method, path, query, req):
-            if path == "/simple/toypkg/":
-                return Answer(200, (f'<html><body><a href="/files/{built.name}#sha256='
-                                    f'{hashlib.sha256(data).hexdigest()}">{built.name}</a>'
-                                    "</body></html>").encode(), {"Content-Type": "text/html"})
-            if path == f"/files/{built.name}":
-                served.append(built.name)
-                return Answer(200, data, {"Content-Type": "application/octet-stream"})
-            return Answer(404, b"")
-
-    index = Index()
+    served: list[str] = []
+    index = _simple_index({built.name: data}, served)
     try:
         for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
             monkeypatch.delenv(key, raising=False)
@@ -3139,32 +3122,15 @@ def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monke
     colleague's `fetch` then failed on pip's hash check) and the overlays were made from that
     other file. Now pip is asked for the index's file, which replaces the cached one with a
     warning naming it; a wheel patchforge downloaded itself is taken from the cache again."""
-    from helpers.servers import Answer, TestServer
-
     files = {w.name: w.read_bytes() for w in (
         build_wheel(tmp_path / "built" / version, "toypkg", version, {"toypkg/m.py": body})
         for version, body in (("1.0", b"A = 1\n"), ("1.1", b"A = 2\n")))}
-    served = []
-
-    class Index(TestServer):
-        def route(self, method, path, query, req):
-            if path == "/simple/toypkg/":
-                links = "".join(
-                    f'<a href="/files/{name}#sha256={hashlib.sha256(data).hexdigest()}"'
-                    f">{name}</a>\n" for name, data in sorted(files.items()))
-                return Answer(200, f"<html><body>{links}</body></html>".encode(),
-                              {"Content-Type": "text/html"})
-            name = path.rsplit("/", 1)[-1]
-            if path.startswith("/files/") and name in files:
-                served.append(name)
-                return Answer(200, files[name], {"Content-Type": "application/octet-stream"})
-            return Answer(404, b"")
-
+    served: list[str] = []
     wheels = tmp_path / "wheels"
     other = build_wheel(wheels, "toypkg", "1.1", {"toypkg/m.py": b"A = 666\n"}, origin=False)
     other_digest = hashlib.sha256(other.read_bytes()).hexdigest()
     index_digest = hashlib.sha256(files[other.name]).hexdigest()
-    index = Index()
+    index = _simple_index(files, served)
     try:
         monkeypatch.setenv("PIP_INDEX_URL", f"{index.url}/simple")
         monkeypatch.setenv("PIP_FIND_LINKS", "")
