@@ -686,6 +686,26 @@ def _git_stack(root: Path, url: str, at: str = "v1") -> dict:
     return lock_doc(root)["upstreams"]["vllm"]
 
 
+def _stack_pinned_at_v1_with_a_fix_dropped_at_v2(tmp_path: Path, *tag_options: str):
+    """A git upstream with v1 and v2 (tagged with `tag_options`, e.g. `-a -m MSG` for an
+    annotated tag), a stack pinned at v1 whose one fix says `Drop-When: vllm>=2`: (the stack's
+    root, v2's commit)."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    _tagged_repo(upstream, b"a = 1\nb = 2\nc = 3\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 1\nb = 2\nc = 4\n"}, "v2")
+    git(upstream, "tag", *tag_options, "v2")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    ok(root, "new", "fix", "--file", "a.py")
+    (root / ".patchforge/work/vllm/a.py").write_bytes(b"a = 11\nb = 2\nc = 3\n")
+    ok(root, "refresh")
+    patch = root / "series/vllm/fix.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: vllm>=2\n\n", 1))
+    return root, v2
+
+
 @pytest.mark.parametrize("setting", [
     # patchforge's own upload-pack with a command in front: run by every blob fetch.
     ("remote.{ns}.uploadpack", "touch {marker}; git -c uploadpack.allowFilter=true "
@@ -1269,19 +1289,7 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
     it, a version beside the label, a commit id (or `nightly-<sha>`, as bump writes it) as the
     label. Refused, exit 2, naming upstream.lock and the line, nothing written; `upstream pin
     --force` makes it whole."""
-    from helpers.git import commit_files, git
-
-    upstream = tmp_path / "up"
-    _tagged_repo(upstream, b"a = 1\nb = 2\nc = 3\n")
-    v2 = commit_files(upstream, {"a.py": b"a = 1\nb = 2\nc = 4\n"}, "v2")
-    git(upstream, "tag", "v2")
-    root = tmp_path / "stack"
-    _git_stack(root, str(upstream))
-    ok(root, "new", "fix", "--file", "a.py")
-    (root / ".patchforge/work/vllm/a.py").write_bytes(b"a = 11\nb = 2\nc = 3\n")
-    ok(root, "refresh")
-    patch = root / "series/vllm/fix.patch"
-    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: vllm>=2\n\n", 1))
+    root, v2 = _stack_pinned_at_v1_with_a_fix_dropped_at_v2(tmp_path)
     assert "Drop-When" not in ok(root, "status").out
     if edit == "release-fetched":
         run_cli(root, "status", "--against", "vllm=v2")  # the store has tag v2 now
@@ -1394,19 +1402,7 @@ def test_a_git_pins_release_label_is_checked_on_a_fresh_cache_too(tmp_path, monk
     CI runner): the commit was fetched by its id, no tag came with it, and `status` said
     `target v2` over v1's files and judged `Drop-When: vllm>=2` true. The label's tag is
     fetched with the commit (the remote is asked anyway): refused, naming the line."""
-    from helpers.git import commit_files, git
-
-    upstream = tmp_path / "up"
-    _tagged_repo(upstream, b"a = 1\nb = 2\nc = 3\n")
-    v2 = commit_files(upstream, {"a.py": b"a = 1\nb = 2\nc = 4\n"}, "v2")
-    git(upstream, "tag", "-a", "-m", "release 2", "v2")
-    root = tmp_path / "stack"
-    _git_stack(root, str(upstream))
-    ok(root, "new", "fix", "--file", "a.py")
-    (root / ".patchforge/work/vllm/a.py").write_bytes(b"a = 11\nb = 2\nc = 3\n")
-    ok(root, "refresh")
-    patch = root / "series/vllm/fix.patch"
-    patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nDrop-When: vllm>=2\n\n", 1))
+    root, v2 = _stack_pinned_at_v1_with_a_fix_dropped_at_v2(tmp_path, "-a", "-m", "release 2")
     doc = lock_doc(root)
     doc["upstreams"]["vllm"].update(label="v2", version="2")
     (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
