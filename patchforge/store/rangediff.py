@@ -30,6 +30,11 @@ def quote_fastimport(raw: bytes) -> bytes:
     return quote_c_path(raw, quote_high=False)
 
 
+# A tree or commit made for a chain: (its kind, its raw bytes), its pack entry made from them
+# only when a pack is written.
+_Raw = tuple[bytes, bytes]
+
+
 class _Trees:
     """A tree of files (path -> blob id) changed a few paths at a time: after each change only
     the directories on the changed paths are made again, in git's tree format (as
@@ -37,9 +42,9 @@ class _Trees:
     from its own entries (a child directory's entry holds the child's last id, so an unchanged
     subtree is never visited) in the order each directory keeps (a name is put in its place
     when it comes, not the whole directory sorted again for every commit). New trees go into
-    `objects` (id -> objects.stored_parts)."""
+    `objects` (id -> (b"tree", its raw bytes): _Raw, packed only if a pack is written)."""
 
-    def __init__(self, objects: dict[str, tuple]) -> None:
+    def __init__(self, objects: dict[str, _Raw]) -> None:
         self.objects = objects
         # directory ("" or "a/b/") -> sort key -> raw entry, for its files and (as "name/")
         # its non-empty subdirectories; and the directory's sort keys, in order
@@ -82,7 +87,7 @@ class _Trees:
             if order:
                 raw = b"".join(map(self.entries[directory].__getitem__, order))
                 oid = object_id(b"tree", raw)
-                self.objects[oid] = stored_parts(b"tree", raw)
+                self.objects[oid] = (b"tree", raw)
             self.ids[directory] = oid
             if directory:
                 parent, _, name = directory[:-1].rpartition(b"/")
@@ -132,7 +137,9 @@ class RangeDiffImport:
         # handed over
         self._contents: dict[str, tuple[bytes, tuple | None]] = {}
         self._base_contents: dict[str, bytes] = {}  # the chains' bases' contents, by id
-        self._objects: dict[str, tuple] = {}  # trees and commits: id -> objects.stored_parts
+        # Trees and commits: id -> (kind, raw bytes), made pack entries (stored_parts) only when
+        # a pack is written: a text written without git (_written_text) needs their ids alone.
+        self._objects: dict[str, _Raw] = {}
         # id(content) -> (content, its blob id), for contents handed over more than once: a
         # patch that meets its files as the old series had them gives the new chain the very
         # bytes object the old chain got (the walk's applications are shared), so it is not
@@ -216,8 +223,9 @@ class RangeDiffImport:
             else:
                 entries[oid] = stored_parts(b"blob", data)
             placed[id(data)] = oid
-        for oid, parts in self._objects.items():
-            entries.setdefault(oid, parts)
+        for oid, (kind, raw) in self._objects.items():
+            if oid not in entries:
+                entries[oid] = stored_parts(kind, raw)
         return entries
 
     def range_diff(self, chains: list[tuple[str, list[str], list]]) -> bytes:
@@ -414,7 +422,7 @@ class RangeDiffImport:
                    + f"author {ident}\ncommitter {ident}\n\n").encode() \
                 + f"{name}\n".encode("utf-8", "surrogateescape")
             commit = object_id(b"commit", raw)
-            self._objects[commit] = stored_parts(b"commit", raw)
+            self._objects[commit] = (b"commit", raw)
             if parent is not None:
                 made.append(_Made(name, commit, parent, tree, raw, changes))
             first, parent = first or commit, commit
@@ -1073,7 +1081,7 @@ class _Changed:
         it (a merge of that tree between two, which `git range-diff` leaves out), with its own
         message. `lines`, `where`: the whole text as _written_text wrote it."""
         ident = ("%s <%s> %s" % IMPORT_IDENT).encode()
-        objects: dict[str, tuple] = {}
+        objects: dict[str, _Raw] = {}
         entries: dict[str, tuple | DeltaEntry] = {}
         ranges = []
         for side in (0, 1):
@@ -1094,7 +1102,7 @@ class _Changed:
                     raw = b"tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nmerge\n" \
                         % (tree.encode(), parent.encode(), first.encode(), ident, ident)
                 parent = object_id(b"commit", raw)
-                objects[parent] = stored_parts(b"commit", raw)
+                objects[parent] = (b"commit", raw)
                 for path, (_, after) in step.changes.items():
                     assert after is not None, "a pair only changes files (_written_text)"
                     trees.set(path.encode("utf-8", "surrogateescape"), after)
@@ -1103,9 +1111,9 @@ class _Changed:
                     trees.root().encode(), parent.encode(), ident, ident) + \
                     step.raw[step.raw.index(b"\n\n") + 2:]
                 parent = object_id(b"commit", raw)
-                objects[parent] = stored_parts(b"commit", raw)
+                objects[parent] = (b"commit", raw)
             ranges.append(f"{first}..{parent}")
-        entries.update(objects)
+        entries.update((oid, stored_parts(kind, raw)) for oid, (kind, raw) in objects.items())
         write_parts_pack(scratch, entries)
         with open(scratch / "out", "wb") as out, open(scratch / "err", "wb") as err:
             proc = start_git("range-diff", "--no-color", f"--creation-factor={self.factor}",
