@@ -525,18 +525,23 @@ def make_project(env: dict, project: Path, source: Path, scratch: Path, base: st
     return why or None
 
 
-def pf_status(env: dict, project: Path, target: str) -> tuple[list[str], list[str], float]:
-    """(state per patch in series order, evidence decided, seconds)."""
+def pf_status(env: dict, project: Path, target: str
+              ) -> tuple[list[str], list[str], float, list[str]]:
+    """(state per patch in series order, evidence decided, seconds, what the status says of a
+    change inside a hunk landed per patch: "landed in part: ..." or "")."""
     start = time.perf_counter()
     got = pf(env, "--root", str(project), "status", "--against", target, "--json", check=False)
     seconds = time.perf_counter() - start
     if got.returncode not in (0, 1):
-        return [f"error {got.returncode}"], [got.stderr.decode(errors="replace")[-300:]], seconds
+        return [f"error {got.returncode}"], [got.stderr.decode(errors="replace")[-300:]], \
+            seconds, []
     doc = json.loads(got.stdout)
     patches = doc.get("patches", doc) if isinstance(doc, dict) else doc
     states = [p["state"] for p in patches]
     decided = [p.get("decided_by") or "" for p in patches]
-    return states, decided, seconds
+    within = [next((e for e in p.get("evidence") or [] if e.startswith("landed in part: ")), "")
+              for p in patches]
+    return states, decided, seconds, within
 
 
 def git_cherry(scratch: Git, target: str, tip: str, base: str) -> tuple[list[bool], float]:
@@ -643,11 +648,11 @@ def main(argv: list[str] | None = None) -> int:
         refused = make_project(env, project, source, scratch_dir, case.base or base, case)
         cherry, git_s = git_cherry(scratch, target, case.tip, case.base or base)
         if refused:
-            states, decided, pf_s = ["refused"] * len(case.truth), [refused], 0.0
+            states, decided, pf_s, within = ["refused"] * len(case.truth), [refused], 0.0, []
         else:
-            states, decided, pf_s = pf_status(env, project, target)
+            states, decided, pf_s, within = pf_status(env, project, target)
         return {"case": case, "pf": states, "decided": decided, "git": cherry,
-                "pf_seconds": pf_s, "git_seconds": git_s}
+                "pf_seconds": pf_s, "git_seconds": git_s, "within": within}
 
     log(f"running {len(cases)} cases")
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
@@ -661,6 +666,9 @@ def report(results: list[dict], args, source: Path, base: str, target: str) -> i
                                   "pf_fp": 0, "pf_partial": 0, "git_tp": 0, "git_fp": 0}
                               for k in kinds}
     wrong: list[str] = []
+    # Patches said to have a change inside a hunk landed, the others not (apply/parts.py):
+    # no state of their own (landed counts only whole patches), each to be looked at.
+    within: list[str] = []
     decided: dict[str, int] = {}
     pf_time = git_time = 0.0
     for r in results:
@@ -685,6 +693,11 @@ def report(results: list[dict], args, source: Path, base: str, target: str) -> i
                 row["git_tp"] += 1
             if git_says[i] and not truth:
                 row["git_fp"] += 1
+            said = (r.get("within") or [])[i:i + 1]
+            if said and said[0]:
+                within.append(f"patchforge {pf_states[i]:10} truth="
+                              f"{'landed' if truth else 'not':6} {case.id} #{i + 1}: "
+                              f"{said[0]}")
             if pf_landed != truth:
                 wrong.append(f"patchforge {pf_states[i]:10} truth={'landed' if truth else 'not':6}"
                              f" {case.id} #{i + 1}: {case.note[:70]}"
@@ -726,12 +739,15 @@ def report(results: list[dict], args, source: Path, base: str, target: str) -> i
     if decided:
         print("decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(
             decided.items(), key=lambda kv: -kv[1])))
+    print(f"a change inside a hunk said landed (landed in part): {len(within)} patches")
     if args.verbose:
         for line in wrong:
             print("  " + line)
+        for line in within:
+            print("  in part: " + line)
     if args.json:
         args.json.write_text(json.dumps({"table": table, "total": total, "wrong": wrong,
-                                         "decided": decided}, indent=1))
+                                         "decided": decided, "within": within}, indent=1))
     return 0
 
 

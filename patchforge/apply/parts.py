@@ -9,9 +9,15 @@ other changes' removed lines are its context), the form a landed part is kept in
 
 A change is a run of `-`/`+` lines between context lines. Found only by exact lines: the file
 has, at exactly one place, the hunk's lines with some of its changes made and the others not,
-and neither the hunk's pre-image nor its post-image. A change taken with changes of upstream's
-own (reformatted, or a context line between them changed too) matches no such mix: nothing is
-said of it (the hunk's own verdict stands).
+and neither the hunk's pre-image nor its post-image. Where no mix and neither image is there at
+all (upstream edited a context line between the changes too: a fix of lines 15 and 20 whose
+line-15 change landed in the commit that also changed line 17), each change is aligned on its
+own (`_aligned`): its lines made or not between its own two nearest context lines, at exactly
+one place in the file and in one form only, the places in the hunk's order and as far apart as
+in the hunk (give or take MAX_DRIFT lines), and no change left unmade has its added lines
+anywhere in the file. A change taken with changes of upstream's own (reformatted, one change
+made another way), one whose own context line upstream changed, a line found twice, or code
+moved away from the rest: nothing is said of it (the hunk's own verdict stands).
 """
 from __future__ import annotations
 
@@ -22,6 +28,10 @@ from patchforge.model.record import replace
 
 # Past this many changes in one hunk the mixes (2**n) are not tried: nothing is said.
 MAX_CHANGES = 6
+# How many lines more or fewer than the hunk has between two of its changes the file may have
+# there, each change aligned on its own: upstream's edit of the lines between (a line added or
+# taken out, a comment); farther apart, the code was moved, and the changes are not one place's.
+MAX_DRIFT = 6
 
 
 def changes_of(hunk: Hunk) -> list[tuple[int, int]]:
@@ -88,7 +98,8 @@ def _places(content: bytes, image: bytes) -> int:
 def changes_landed(hunk: Hunk, content: bytes | None) -> tuple[int, ...] | None:
     """The changes of a hunk of two or more that `content` has made, the others not: the one
     mix of them (some, not all) whose lines `content` has, at one place, where it has neither
-    the hunk's pre-image nor its post-image. None otherwise: one change, more than
+    the hunk's pre-image nor its post-image; where it has no mix and neither image at all, the
+    changes each aligned on its own (`_aligned`). None otherwise: one change, more than
     MAX_CHANGES, a "no newline" end, two mixes there, a mix at two places, or none."""
     if content is None or hunk.old_no_newline or hunk.new_no_newline:
         return None
@@ -106,6 +117,59 @@ def changes_landed(hunk: Hunk, content: bytes | None) -> tuple[int, ...] | None:
         if mask in (0, everything) or there > 1 or found is not None:
             return None
         found = tuple(keep)
+    return found if found is not None else _aligned(hunk, runs, content)
+
+
+def _aligned(hunk: Hunk, runs: list[tuple[int, int]], content: bytes) -> tuple[int, ...] | None:
+    """The changes `content` has made, the others not, each change aligned on its own: its
+    removed lines (not made) or its added lines (made) between the context line just above it
+    and the one just below, found at exactly one line start of `content`, in one of the two
+    forms only. None unless every change is so found, some made and some not, in the hunk's
+    order with as many lines between each two as the hunk has (give or take MAX_DRIFT), and no
+    change left unmade has its added lines anywhere in `content` (upstream may have made it
+    elsewhere, or its own way). Asked where no mix of the changes is there whole: upstream
+    edited the lines between them."""
+    lines = hunk.lines
+    readings = []  # (made, the line (from 1) in `content` of its context line above, its lines)
+    for first, end in runs:
+        if first == 0 or end == len(lines):
+            return None  # a change at the hunk's edge has no own context line on that side
+        above, below = line_content(lines[first - 1]), line_content(lines[end])
+        if not above.endswith(b"\n") or not below.endswith(b"\n"):
+            return None
+        hits = []
+        for done, kind in ((False, b"-"), (True, b"+")):
+            side = b"".join(line_content(line) for line in lines[first:end]
+                            if line_kind(line) == kind)
+            for at in _starts(content, above + side + below):
+                hits.append((done, content.count(b"\n", 0, at) + 1, side.count(b"\n")))
+        if len(hits) != 1:
+            return None  # not there, or two readings (two places, or both forms)
+        readings.append(hits[0])
+    made = tuple(n for n, (done, _, _) in enumerate(readings) if done)
+    if not made or len(made) == len(runs):
+        return None
+    for n in range(1, len(runs)):
+        between = runs[n][0] - runs[n - 1][1]
+        there = readings[n][1] - (readings[n - 1][1] + readings[n - 1][2])
+        if there < 1 or abs(there - between) > MAX_DRIFT:
+            return None
+    for n, (first, end) in enumerate(runs):
+        added = b"".join(line_content(line) for line in lines[first:end]
+                         if line_kind(line) == b"+")
+        if n not in made and added and _places(content, added):
+            return None
+    return made
+
+
+def _starts(content: bytes, image: bytes) -> list[int]:
+    """The offsets of the line starts of `content` at which `image` is, up to two."""
+    found: list[int] = []
+    at = content.find(image)
+    while at >= 0 and len(found) < 2:
+        if at == 0 or content[at - 1] == 0x0A:
+            found.append(at)
+        at = content.find(image, at + 1)
     return found
 
 
