@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from patchforge.reverts import _file_state, _parse, judge_kept, judge_many  # noqa: E402
+from patchforge.reverts import _file_state, _parse, judge_many  # noqa: E402
 from patchforge.store.gitstore import UpstreamStore  # noqa: E402
 
 HAND_MADE = ("fc91146141", "be195d1638")
@@ -84,8 +84,10 @@ def main() -> None:
         data = kept(commit)
         if data is None:
             return "no text change"
-        return judge_kept(store, "aiter", f"{commit[:10]}.patch",
-                          f"series/aiter/upstreamed/{commit[:10]}.patch", data, at)
+        found = judge_many(store, "aiter", [(f"{commit[:10]}.patch",
+                                             f"series/aiter/upstreamed/{commit[:10]}.patch",
+                                             data, {})], at)
+        return found[0] if found else None
 
     def said(found) -> str:
         if found is None:

@@ -252,15 +252,20 @@ def read_kept(project: Project, rel: str) -> bytes:
 def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, bytes, dict]],
                commit: str, *, unread: list[tuple[str, str]] | None = None
                ) -> list[LandingGone]:
-    """judge_kept of each (name, rel, data, recorded) at `commit`, what is said: the same
-    answers, the files of all read together and the own-place diffs all of them ask for at
-    `commit` made in one git process (_states_at)."""
+    """Each kept fix of `items` (its name, its file `rel`, that file's bytes, `recorded`)
+    judged at `commit`: what is said of those whose change is gone (LandingGone); nothing of
+    one whose change is there, or upstream changed the code otherwise, or whose files cannot
+    be read (offline, a revision without them: judged by the next command that can read them,
+    never said from a guess; named in `unread` where given). `recorded`: ledger.departures(),
+    for a fix without its landing commit in Applied-Upstream. The files of all are read
+    together, the own-place diffs all of them ask for at `commit` made in one git process
+    (_states_at), and the history since their landings walked once (_History)."""
     fixes = [(fix, recorded) for name, rel, data, recorded in items
              if (fix := _parse(upstream, name, rel, data)) is not None]
     try:
         caches = _states_at(store, [fix for fix, _ in fixes], commit)
     except PatchforgeError:
-        caches = [{} for _ in fixes]  # (each judged on its own below, as judge_kept does)
+        caches = [{} for _ in fixes]  # (each then reads its own files below)
     # The landings of the fixes whose change is not there whole: those that may ask the
     # history since their landing, which is walked once for all of them when first asked.
     landings = {landing for (fix, recorded), cache in zip(fixes, caches)
@@ -272,30 +277,14 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
         try:
             gone = _judge(store, fix, commit, recorded, cache, history)
         except PatchforgeError as exc:
-            # Judged by the next command that can read its files (judge_kept); a caller that
-            # must say what it did not check is told.
+            # Judged by the next command that can read its files; a caller that must say
+            # what it did not check is told.
             if unread is not None:
                 unread.append((fix.name, str(exc)))
             continue
         if gone is not None:
             found.append(gone)
     return found
-
-
-def judge_kept(store: UpstreamStore, upstream: str, name: str, rel: str, data: bytes,
-               commit: str, recorded: dict | None = None) -> LandingGone | None:
-    """One kept fix (`data`, the file at `rel`) judged at `commit`: None when its change is
-    there, or upstream changed the code otherwise, or nothing can be read (offline, a
-    revision without its files: judged by the next command that can read them, never said
-    from a guess). `recorded`: ledger.departures(), for a fix without its landing commit in
-    Applied-Upstream."""
-    fix = _parse(upstream, name, rel, data)
-    if fix is None:
-        return None
-    try:
-        return _judge(store, fix, commit, recorded or {})
-    except PatchforgeError:
-        return None
 
 
 def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
