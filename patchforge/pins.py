@@ -411,21 +411,14 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
         kind = targets.classify_spec(spec)
         image = None
         if kind.name == "version":
-            version = _wheel_version(spec)
-            try:
-                commit, tree, wheel = sources.import_wheel_upstream(
-                    store, upstream.name, upstream.package, version, offline=project.offline,
-                    namespace=import_namespace(project, upstream))
-            except StoreError as exc:
-                full = targets.full_release_version(spec)
-                # pip takes 0.33 for 0.33.0, but the wheel and the pin say 0.33.0: said when a
-                # wheel of the full version came (or is cached), not when the index has no
-                # such release at all (the hint then sent people after a version that is not
-                # there either). Both `--against NAME=SPEC` and `upstream add --at SPEC` come here.
-                if full and ("not a wheel of" in exc.message
-                             or sources.cached_wheels(upstream.package, full)):
-                    exc.hint = f"a wheel version is named in full: {full}, not {spec}"
-                raise
+            # Any spelling of the version (`0.33`, `0.33.0`, `v0.33.0`, `00.33`) takes its
+            # wheel, and the pin records the wheel's own normalized version (WheelFile.version):
+            # one file is one import and one label, however it was asked for. Both
+            # `--against NAME=SPEC` and `upstream add --at SPEC` come here.
+            commit, tree, wheel = sources.import_wheel_upstream(
+                store, upstream.name, upstream.package, _wheel_version(spec),
+                offline=project.offline, namespace=import_namespace(project, upstream))
+            version = wheel.version
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.
             resolved, wheel, version = targets.resolve_wheel_target(project, store, upstream,
@@ -629,7 +622,7 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
         commit, _, _ = sources.import_wheel_upstream(
             store, name, pin.source["package"], pin.source["version"],
             pin_sha256=pin.source["sha256"], filename=pin.source["filename"],
-            offline=project.offline)
+            offline=project.offline, label=pin.source["version"])
         what = "imported"
     elif pin.kind == "dir":
         # The configured directory: refuse_pin_of_another_kind refused a lock naming another.

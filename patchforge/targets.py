@@ -489,40 +489,26 @@ class _WheelResolver:
             offline=bool(getattr(self.project, "offline", False)),
             namespace=None if root is None else
             sources.wheel_namespace(root, self.upstream.name, self.upstream.package))
-        self.version = version
+        self.version = self.wheel.version  # the one spelling a pin records
         return commit, tree
 
 
 def _resolution_hint(spec: str, kind: SpecKind, upstream_kind: str, offline: bool,
                      met: list[str], *, unreachable: bool = False) -> str:
-    """What to try next: the full version for a short one (`0.33` -> `0.33.0`: a wheel version
-    is matched exactly), the advice of the errors met (a login, a remote that could not be
-    reached: then not "check the name"), the network only when --offline kept it out."""
+    """What to try next: the advice of the errors met (a login, a remote that could not be
+    reached: then not "check the name"), the network only when --offline kept it out. (A
+    wheel version needs no other spelling: `0.33` takes the 0.33.0 wheel, as pip's `==`.)"""
     parts = list(dict.fromkeys(met))
     if kind is SpecKind.commit and upstream_kind not in ("wheel", "dir"):
         # A tag or branch named by hex digits alone (a date tag, `20261205`) is read as a
         # commit id, and was said to be no tag of an upstream that has it.
         parts.append(f"{spec} is read as a commit id (7 to 40 hex digits): a tag or branch "
                      f"of that name is named in full, `refs/tags/{spec}` or `refs/heads/{spec}`")
-    if kind is SpecKind.version and upstream_kind == "wheel":
-        full = full_release_version(spec)
-        if full:
-            parts.append(f"a wheel version is matched exactly: did you mean {full}?")
     if offline:
         parts.append("run without --offline to fetch it")
     elif not unreachable:
         parts.append("check the name")
     return "; ".join(parts)
-
-
-def full_release_version(spec: str) -> str | None:
-    """`0.33` -> `0.33.0`, `v1` -> `1.0.0`; None when SPEC already has three release parts or
-    is not a plain release."""
-    match = re.fullmatch(r"v?(\d+)(?:\.(\d+))?", spec.strip())
-    if not match:
-        return None
-    major, minor = match.group(1), match.group(2) or "0"
-    return f"{major}.{minor}.0"
 
 
 class _ProjectStoreResolver:

@@ -772,23 +772,63 @@ def test_init_writes_gitattributes_that_git_merges_history_by_union(tmp_path):
     assert _add_missing_lines(tmp_path / ".gitattributes", GITATTRIBUTES_LINES) is False
 
 
-def test_short_wheel_version_suggests_the_full_one(tmp_path, monkeypatch):
+def test_spellings_of_one_wheel_version_pin_one_file_as_one_import(tmp_path, monkeypatch):
+    """`--at 01.1` was recorded as typed and imported the 1.1 wheel as another commit than
+    `--at 1.1` (the import's label is in its commit): one file, two pins, which status and
+    rebase took for two versions. `--at 1.2` was refused for the 1.2.0 wheel, which PEP 440
+    and pip's `==` take as equal. Now every spelling pins the wheel's own normalized version,
+    one commit; and a lock an earlier patchforge wrote with `01.1` still reads, in a new cache
+    too (its import made again under the lock's spelling, the same commit)."""
     wheels = tmp_path / "wheels"
-    build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 1\n"})
+    build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/__init__.py": b"VALUE = 1\n"})
+    build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 2\n"})
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
-    ok(None, "init", "--standalone", cwd=tmp_path)
-    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.2.0")
-    run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.2")
-    assert run.rc == 2
-    assert "hint: a wheel version is named in full: 1.2.0, not 1.2" in run.err
-    # `upstream add` takes the version with --at: the hint names no NAME=SPEC form.
-    run = run_cli(tmp_path, "--offline", "upstream", "add", "tiny2", "--wheel", "tinypkg",
-                  "--at", "1.2")
-    assert run.rc == 2
-    assert "hint: a wheel version is named in full: 1.2.0, not 1.2" in run.err
-    # A full version gets no such suggestion.
-    run = run_cli(tmp_path, "--offline", "status", "--against", "tiny=1.3.0")
-    assert run.rc == 2 and "named in full" not in run.err
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+
+    def pinned() -> tuple[str, str, str, str]:
+        pin = json.loads((root / "upstream.lock").read_bytes())["upstreams"]["tiny"]
+        return pin["commit"], pin["label"], pin["version"], pin["source"]["version"]
+
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "01.1",
+       "--install-root", "/opt/tiny")
+    first = pinned()
+    assert first[1:] == ("1.1", "1.1", "1.1"), first
+    for spelling in ("1.1", "v1.1", "1.1.0"):
+        ok(root, "upstream", "pin", "tiny", "--at", spelling, "--force")
+        assert pinned() == first, spelling
+    # A target of another spelling is the pinned commit, not another import of the file.
+    run = ok(root, "--offline", "status", "--against", "tiny=01.1.0")
+    assert f"tiny: target 1.1 {first[0][:12]}\n" in run.out, run.out
+    for spelling in ("1.2", "v1.2", "1.2.0"):
+        run = ok(root, "--offline", "upstream", "pin", "tiny", "--at", spelling, "--force")
+        assert pinned()[1:] == ("1.2.0", "1.2.0", "1.2.0"), (spelling, run.err)
+    second = pinned()
+    run = run_cli(root, "--offline", "status", "--against", "tiny=1.3")
+    assert run.rc == 2 and "named in full" not in run.err and "did you mean" not in run.err
+
+    # upstream.lock as an earlier patchforge wrote `--at 01.1` (byte for byte, as compared
+    # when this test was written): the spelling in all three places, and the commit of an
+    # import labelled so (its message names the label).
+    ok(root, "upstream", "pin", "tiny", "--at", "1.1", "--force")
+    commit = git_bytes(root, "--git-dir", str(Path(os.environ["PATCHFORGE_CACHE"]) /
+                                              "store.git"), "cat-file", "commit", first[0])
+    assert b"\npatchforge import of tiny 1.1\n" in commit
+    scratch = tmp_path / "scratch"
+    git(tmp_path, "init", "-q", str(scratch))
+    old_commit = git(scratch, "hash-object", "-t", "commit", "--stdin", input=commit.replace(
+        b"\npatchforge import of tiny 1.1\n", b"\npatchforge import of tiny 01.1\n")).strip()
+    lock = (root / "upstream.lock").read_text()
+    lock = lock.replace(first[0], old_commit).replace('"1.1"', '"01.1"')
+    (root / "upstream.lock").write_text(lock)
+    shutil.rmtree(Path(os.environ["PATCHFORGE_CACHE"]) / "store.git")
+    said = "".join(ok(root, "--offline", *args).text for args in (
+        ("fetch",), ("status",), ("overlays",), ("upstream", "list")))
+    assert "01.1" in said and old_commit[:12] in said, said
+    assert (root / "upstream.lock").read_text() == lock
+    # Moving on from it records the one spelling again.
+    ok(root, "--offline", "upstream", "pin", "tiny", "--at", "1.2", "--force")
+    assert pinned() == second
 
 
 def _fetch_in_a_new_cache(root: Path, index: Path, *args: str, terminal: bool) -> tuple[int, str]:

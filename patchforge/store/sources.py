@@ -33,16 +33,29 @@ class WheelFile:
     filename: str
     sha256: str
 
+    @property
+    def version(self) -> str:
+        """The wheel's version as its file name says it, in PEP 440's normalized form: the one
+        spelling of it a pin records (`01.1` and `1.1` are one file, one import)."""
+        from patchforge import names
+
+        return names.parse_wheel_name(self.filename).version
+
 
 def normalize_dist_name(name: str) -> str:
     """The form of a distribution name in wheel file names (PEP 427/503), lower-cased."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _normalize_version(version: str) -> str:
-    # Enough for matching cached files: pip writes the normalized version, users type it with
-    # an optional leading "v" or in another case. Anything subtler goes through pip again.
-    return version.strip().lower().lstrip("v").replace("-", "_")
+def same_version(one: str, other: str) -> bool:
+    """Whether two spellings name one version, as PEP 440 (and pip's `==`) compares them:
+    `1.0`, `1.0.0`, `v1.0` and `01.0` are one; what is no version, by its spelling."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(one) == Version(other)
+    except InvalidVersion:
+        return one.strip().lower() == other.strip().lower()
 
 
 def file_sha256(path: Path) -> str:
@@ -85,15 +98,14 @@ def cached_wheels(package: str, version: str, directory: Path | None = None) -> 
     directory = Path(directory) if directory is not None else wheels_dir()
     if not directory.is_dir():
         return []
-    want_name, want_version = normalize_dist_name(package), _normalize_version(version)
+    want_name = normalize_dist_name(package)
     found = []
     for path in directory.glob("*.whl"):
         parts = path.name[:-len(".whl")].split("-")
         # {dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl
         if len(parts) not in (5, 6):
             continue
-        if normalize_dist_name(parts[0]) == want_name and \
-                _normalize_version(parts[1]) == want_version:
+        if normalize_dist_name(parts[0]) == want_name and same_version(parts[1], version):
             found.append(path)
     return sorted(found)
 
@@ -343,7 +355,8 @@ def _checked_wheel_request(package: str, version: str,
         version = names.check_version(version)
         if filename is not None:
             wheel = names.parse_wheel_name(filename)
-            if not names.same_distribution(wheel.name, package) or wheel.version != version:
+            if not names.same_distribution(wheel.name, package) or \
+                    not same_version(wheel.version, version):
                 raise ValueError(f"the wheel file {filename!r} is not {package} {version}")
     except ValueError as exc:
         raise StoreError(f"refusing to fetch a wheel: {exc}",
@@ -597,17 +610,21 @@ def dir_namespace(project_root: Path, upstream: str, path: Path) -> str:
 
 def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version: str,
                           pin_sha256: str | None = None, *, filename: str | None = None,
-                          offline: bool = False,
-                          namespace: str | None = None) -> tuple[str, str, WheelFile]:
-    """Fetch (or reuse) a wheel and import it as upstream `name` labelled `version` (under the
-    project's `namespace` too: `wheel_namespace`).
+                          offline: bool = False, namespace: str | None = None,
+                          label: str | None = None) -> tuple[str, str, WheelFile]:
+    """Fetch (or reuse) a wheel of `version` (any spelling PEP 440 takes as equal) and import
+    it as upstream `name` (under the project's `namespace` too: `wheel_namespace`), labelled
+    `label`: by default the wheel's own normalized version (WheelFile.version), so that two
+    spellings of one version are one import, one commit. A lock's pin passes the label it
+    recorded: a lock written with another spelling (`01.1`) names the import made under it.
 
     An earlier import of the same file (same sha256 in its commit message: the commit is made
-    from the wheel alone, so any project's is the same) is reused, so a second run costs a hash
-    of the wheel, not an import.
+    from the wheel and its label alone, so any project's is the same) is reused, so a second
+    run costs a hash of the wheel, not an import.
     """
     wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, filename=filename,
                         offline=offline, progress=store.progress)
+    version = wheel.version if label is None else label
     candidates = [store.import_ref(namespace, version)] if namespace is not None else []
     for previous in candidates + [store.shared_import_ref(name, version)]:
         if previous is None or \
