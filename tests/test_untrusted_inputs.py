@@ -3110,6 +3110,88 @@ def test_a_relative_pip_config_file_is_the_one_pip_reads(tmp_path, monkeypatch):
         index.close()
 
 
+def _no_pip_index(monkeypatch, tmp_path) -> None:
+    """pip told of no index but what a test names: none of this machine's configuration."""
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
+                "PIP_CERT", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_TIMEOUT", "3")
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+
+
+@pytest.mark.parametrize("where", ["environment", "pip.conf"])
+def test_a_relative_find_links_directory_is_the_one_pip_reads(tmp_path, monkeypatch, where):
+    """PIP_FIND_LINKS=found (or `find-links = found` in the pip.conf PIP_CONFIG_FILE names), a
+    directory relative to where patchforge is run, with no index: pip, started from a scratch
+    directory of the wheel cache, found no such directory ("Location 'found' is ignored") and
+    no wheel, while the wheel's origin record named it; `upstream add` failed. pip is given
+    the directory's full path, and the origin record names it so."""
+    _no_pip_index(monkeypatch, tmp_path)
+    built = build_wheel(tmp_path / "found", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                        origin=False)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    if where == "environment":
+        monkeypatch.setenv("PIP_FIND_LINKS", "found")
+    else:
+        (tmp_path / "pip.conf").write_text("[download]\nfind-links = found\n")
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "pip.conf"))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                  "--install-root", "/opt/site", cwd=tmp_path)
+    assert run.rc == 0, run.text
+    assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+        hashlib.sha256(built.read_bytes()).hexdigest()
+    record = json.loads((tmp_path / "wheels" / (built.name + ".origin.json")).read_bytes())
+    assert str(tmp_path / "found") in record["index"], record
+
+
+def test_a_relative_certificate_file_is_the_one_pip_reads(tmp_path, monkeypatch):
+    """PIP_CERT=ca.pem, relative to where patchforge is run, is the certificate of a package
+    index served over HTTPS on 127.0.0.1: pip, started from a scratch directory of the wheel
+    cache, could not open it ("Could not find a suitable TLS CA certificate bundle") and the
+    download failed. pip is given the file's full path."""
+    import ssl
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl to make the index's certificate")
+    # A certificate authority of the test's own, and the index's certificate it signs.
+    for args in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                  "/CN=patchforge test CA", "-keyout", "ca-key.pem", "-out", "ca.pem"],
+                 ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                  "-keyout", "key.pem", "-out", "index.csr"],
+                 ["x509", "-req", "-in", "index.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
+                  "-CAcreateserial", "-days", "2", "-extfile", "san.cnf", "-out", "index.pem"]):
+        (tmp_path / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=tmp_path)
+    _no_pip_index(monkeypatch, tmp_path)
+    # (requests takes these over pip's own --cert: a machine's bundle would hide the test's.)
+    for key in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(key, raising=False)
+    built = build_wheel(tmp_path / "built", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                        origin=False)
+    served: list[str] = []
+    index = _simple_index({built.name: built.read_bytes()}, served)
+    try:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tmp_path / "index.pem", tmp_path / "key.pem")
+        index.httpd.socket = context.wrap_socket(index.httpd.socket, server_side=True)
+        url = index.url.replace("http://", "https://")
+        monkeypatch.setenv("PIP_INDEX_URL", f"{url}/simple")
+        monkeypatch.setenv("PIP_CERT", "ca.pem")
+        root = tmp_path / "stack"
+        ok(None, "init", "--standalone", str(root))
+        run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site", cwd=tmp_path)
+        assert run.rc == 0, run.text
+        assert served == [built.name], run.text
+    finally:
+        index.close()
+
+
 def test_a_cached_wheel_the_index_does_not_serve_is_never_pinned(tmp_path, monkeypatch):
     """The wheel cache (shared by projects and users) holds a toypkg 1.1 wheel that is not the
     one the package index (PEP 503's simple pages, over HTTP on 127.0.0.1) serves: a local

@@ -187,9 +187,35 @@ def pip_index_setting() -> str:
     under: an index named in pip.conf alone, changed there, is another index too."""
     from patchforge.store.giturl import redact
 
-    said = [redact(part) for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
-            for part in os.environ.get(key, "").split()]
+    said = [redact(part) for key in ("index-url", "extra-index-url", "find-links")
+            for part in _absolute_pip_value(key, os.environ.get(_pip_variable(key), "")).split()]
     return " ".join(said + _pip_config_index())
+
+
+# pip settings that hold paths (a find-links or index directory, a certificate, a constraint
+# file), which pip reads from its working directory when they are relative. The pip patchforge
+# runs works in a scratch directory of the wheel cache: each such path, in the environment or a
+# configuration file, is given to it absolute, from patchforge's working directory, which is
+# also how the wheel's origin record names it. A leading `~` is pip's to expand; a URL is none.
+_PIP_PATH_LISTS = ("extra-index-url", "find-links", "constraint")
+_PIP_PATH_SETTINGS = ("index-url", "cert", "client-cert", "cache-dir", "log") + _PIP_PATH_LISTS
+
+
+def _pip_variable(key: str) -> str:
+    """`find-links` -> `PIP_FIND_LINKS`."""
+    return "PIP_" + key.upper().replace("-", "_")
+
+
+def _absolute_pip_value(key: str, value: str) -> str:
+    """A pip setting's value with each relative path in it made absolute (_PIP_PATH_SETTINGS)."""
+    if key not in _PIP_PATH_SETTINGS:
+        return value
+    parts = value.split() if key in _PIP_PATH_LISTS else [value]
+    absolute = [os.path.abspath(part) if part.strip() and not os.path.isabs(part)
+                and not part.startswith("~")
+                and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", part) else part
+                for part in parts]
+    return " ".join(absolute) if absolute != parts else value
 
 
 # What a pip configuration file says of where pip finds wheels, in the sections `pip download`
@@ -249,9 +275,36 @@ def _pip_config_index() -> list[str]:
                 continue
             for key, value in parser.items(section):
                 if key.replace("_", "-").lower() in _PIP_INDEX_KEYS:
+                    value = _absolute_pip_value(key.replace("_", "-").lower(), value or "")
                     said += [f"{path}:[{section}]{key}={redact(part)}"
-                             for part in (value or "").split()]
+                             for part in value.split()]
     return said
+
+
+def _pip_config_paths() -> dict[str, str]:
+    """The path settings (_PIP_PATH_SETTINGS) pip's configuration files give `pip download`
+    that hold a relative path, as pip takes them: a later file's over an earlier's, `[download]`
+    over `[global]`. {key: value}."""
+    import configparser
+
+    found: dict[tuple[str, str], str] = {}
+    for path in _pip_config_files():
+        try:
+            if not path.is_file():
+                continue
+            parser = configparser.RawConfigParser(strict=False, interpolation=None)
+            parser.read_string(path.read_bytes().decode("utf-8"), source=str(path))
+        except (OSError, UnicodeDecodeError, configparser.Error):
+            continue  # pip says what is wrong with it
+        for section in ("global", "download"):
+            if parser.has_section(section):
+                for key, value in parser.items(section):
+                    key = key.replace("_", "-").lower().lstrip("-")
+                    if key in _PIP_PATH_SETTINGS:
+                        found[(section, key)] = value or ""
+    taken = {key: value for (section, key), value in found.items() if section == "global"}
+    taken.update({key: value for (section, key), value in found.items() if section == "download"})
+    return {key: value for key, value in taken.items() if _absolute_pip_value(key, value) != value}
 
 
 def record_wheel_origin(path: Path, sha256: str | None = None) -> None:
@@ -434,11 +487,18 @@ def _pip_environment(environment) -> dict[str, str]:
     installs; a download into our cache installs nothing, and with PIP_REQUIRE_VIRTUALENV set (a
     common safeguard) every fetch outside a virtual environment failed. A relative
     $PIP_CONFIG_FILE is made absolute: pip runs from a scratch directory, and would not find
-    the file that the wheel's origin record read (_pip_config_files), relative to ours."""
+    the file that the wheel's origin record read (_pip_config_files), relative to ours. So is
+    every relative path a pip setting holds (_PIP_PATH_SETTINGS: $PIP_FIND_LINKS, $PIP_CERT,
+    and those of the configuration files, given to pip as the variable that overrides them)."""
     pip_env = {**environment, "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
     named = pip_env.get("PIP_CONFIG_FILE")
     if named and named != os.devnull:
         pip_env["PIP_CONFIG_FILE"] = os.path.abspath(named)
+    for key, value in _pip_config_paths().items():
+        pip_env.setdefault(_pip_variable(key), value)  # the environment's own wins, as in pip
+    for key in _PIP_PATH_SETTINGS:
+        if pip_env.get(_pip_variable(key)):
+            pip_env[_pip_variable(key)] = _absolute_pip_value(key, pip_env[_pip_variable(key)])
     return pip_env
 
 
