@@ -656,6 +656,38 @@ def test_move_after_and_first_and_failing_orders(project):
     assert series(root) == b"four.patch\none.patch\nthree.patch\ntwo.patch\n"
 
 
+def test_a_move_names_as_its_doing_only_the_patches_it_breaks(project):
+    """four builds on one's change and was moved above it: it does not apply. Moving seven,
+    whose change is elsewhere, said `four.patch does not apply in the new order`, as if the
+    move had broken it (`delete` names only what it breaks). Now the move says four still does
+    not apply, as before the move, and exits 1 all the same: the series it leaves is one
+    `overlays` refuses, which a silent exit 0 would hide."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "four", {"a.py": (b"LINE2\n", b"LINE2 again\n")})
+    assert run_cli(root, "move", "four", "--first").rc == 1  # four fails from here on
+    make_patch(root, "seven", {"pkg/b.py": (b"y = 2\n", b"y = 3\n")})
+    run = run_cli(root, "move", "seven", "--first")
+    assert run.rc == 1, run.text
+    assert "does not apply in the new order" not in run.err, run.err
+    assert "warning: four.patch still does not apply, as before the move (`patchforge edit " \
+        "four`" in run.err, run.err
+    assert series(root) == b"seven.patch\nfour.patch\none.patch\n"
+    # A move that breaks one and leaves the other broken says each as it is.
+    ok(root, "move", "four", "--after", "one")
+    make_patch(root, "nine", {"a.py": (b"LINE2 again\n", b"LINE2 thrice\n")})
+    run = run_cli(root, "move", "nine", "--first")
+    assert run.rc == 1 and "nine.patch does not apply in the new order" in run.err, run.err
+    assert "still does not apply" not in run.err, run.err
+    run = run_cli(root, "move", "four", "--first")
+    assert run.rc == 1, run.text
+    assert "four.patch does not apply in the new order" in run.err, run.err
+    assert "nine.patch still does not apply, as before the move" in run.err, run.err
+    run = run_cli(root, "move", "four", "--after", "one")
+    assert run.rc == 1 and "nine.patch still does not apply" in run.err, run.text
+    assert "four" not in run.err, run.err
+
+
 def test_a_move_or_delete_leaving_a_patch_to_fuzz_says_so(project):
     """`move five --first`, above the patch whose line is five's context, said `moved five`,
     exit 0, and `delete one` said nothing of five either: five then applied only with fuzz,

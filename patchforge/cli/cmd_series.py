@@ -478,9 +478,10 @@ def move(app, name, after, first):
     project = app.project()
     ambiguous: dict = {}
     fuzzy: list[str] = []
+    still_failing: list[str] = []
     with open_store(project, bring_pins=True) as store:
         failing = move_patch(project, store, name, after=after, first=first,
-                             ambiguous=ambiguous, fuzzy=fuzzy)
+                             ambiguous=ambiguous, fuzzy=fuzzy, still_failing=still_failing)
     click.echo(f"moved {name}")
     say_overlays_lag(project)
     # NAME as the user gave it found its patch; the others are named as `edit` takes them
@@ -504,7 +505,13 @@ def move(app, name, after, first):
                    f"lines are not there as it was made on them; `patchforge move {name} "
                    f"--after X` puts it elsewhere; `patchforge edit {word(other)}` opens that "
                    "patch on the series as it is now, to make its change again)", err=True)
-    if failing or ambiguous or fuzzy:
+    for other in still_failing:
+        # Not the move's doing, and not to be left unsaid either: the series it leaves is
+        # still one `overlays` refuses.
+        click.echo(f"warning: {other} still does not apply, as before the move (`patchforge "
+                   f"edit {word(other)}` opens that patch on the series as it is now, to make "
+                   "its change again)", err=True)
+    if failing or ambiguous or fuzzy or still_failing:
         sys.exit(EXIT_ATTENTION)
 
 

@@ -1523,13 +1523,17 @@ def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
 
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
                first: bool = False, ambiguous: dict | None = None,
-               fuzzy: list[str] | None = None) -> list[str]:
-    """Move NAME after X (or first). Returns patches that no longer apply after the move;
-    `ambiguous` gets the patches that apply in the new order at a place nearness to their
-    header's line chose among several, in a file they were not made on ({name: [RepeatedPlace]}:
-    a patch moved below or above one that moves lines, whose change may go into a twin);
-    `fuzzy` the ones that apply in the new order only with fuzz (moved above the patch whose
-    lines are its context) and without it in the order as it was."""
+               fuzzy: list[str] | None = None,
+               still_failing: list[str] | None = None) -> list[str]:
+    """Move NAME after X (or first). Returns patches that no longer apply after the move (the
+    move's doing: they applied in the order as it was); `still_failing` gets those that do not
+    apply in the new order and did not in the old either (the move changed nothing of theirs,
+    but leaves them failing); `ambiguous` gets the patches that apply in the new order at a
+    place nearness to their header's line chose among several, in a file they were not made
+    on ({name: [RepeatedPlace]}: a patch moved below or above one that moves lines, whose
+    change may go into a twin); `fuzzy` the ones that apply in the new order only with fuzz
+    (moved above the patch whose lines are its context) and without it in the order as it
+    was."""
     upstream, file_name = project.find_patch(name)
     allowed = require_state(project, "move", [upstream], store=store)
     series = project.read_series(upstream)
@@ -1545,12 +1549,16 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     now_fuzzy: list[str] = []
     failing = _not_applying(project, store, upstream, moved.names, ambiguous, now_fuzzy) \
         if store is not None else []
-    if now_fuzzy and fuzzy is not None:
-        # Named as the move's doing only where the order as it is takes it without fuzz: one
-        # that needed fuzz (or did not apply) before is status's to report, as delete says it.
+    if failing or (now_fuzzy and fuzzy is not None):
+        # Named as the move's doing only where the order as it is takes it (without fuzz): a
+        # patch that did not apply before the move was named as one the move broke.
         was_fuzzy: list[str] = []
         already = set(_not_applying(project, store, upstream, series.names, fuzzy=was_fuzzy))
-        fuzzy.extend(n for n in now_fuzzy if n not in already and n not in was_fuzzy)
+        if fuzzy is not None:
+            fuzzy.extend(n for n in now_fuzzy if n not in already and n not in was_fuzzy)
+        if still_failing is not None:
+            still_failing.extend(n for n in failing if n in already)
+        failing = [n for n in failing if n not in already]
     with RepoLock(project.state_dir):
         require_state_still(project, "move", [upstream], allowed, store=store)
         # The order was judged on the series as read above: one changed since (a `new` beside
