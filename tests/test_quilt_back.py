@@ -1546,6 +1546,36 @@ def test_a_quilt_series_changing_a_file_empty_at_the_pin_imports_as_that_change(
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
 
 
+def test_an_export_says_where_each_fix_its_series_no_longer_lists_is(stack, tmp_path):
+    """After an export, a rebase set fix-a aside (skipped/: it conflicts with the new
+    release, and `bring-back` puts it back), fix-d landed upstream and fix-b was deleted. The
+    next export said of each "(deleted, renamed or landed since)": of a fix waiting to be
+    brought back, as if it were gone. Each is now said as what it is."""
+    from helpers.git import commit_files
+
+    root, base = stack
+    exported, _, _ = to_quilt(root, base, tmp_path)
+    upstream = tmp_path / "up-upstream"
+    commit_files(upstream, {"a.py": A.replace(b"line3\n", b"line3 otherwise\n")
+                            .replace(b"line18\n", b"line18 fixed\n")}, "v2", tag="v2")
+    assert run_cli(root, "rebase", "--to", "up=v2").rc == 3  # stops on fix-a
+    assert run_cli(root, "rebase", "--skip").rc == 1  # (a fix set aside needs attention)
+    assert (root / "series/up/skipped/fix-a.patch").is_file()
+    assert (root / "series/up/upstreamed/fix-d.patch").is_file()
+    ok(root, "delete", "fix-b")
+    run = ok(root, "export", "--quilt", str(exported))
+    said = " ".join(run.err.split())
+    listed = f"note: {exported / 'series'} no longer lists up/"
+    assert listed + "fix-a.patch (no longer in the up series (set aside in " \
+        "series/up/skipped/ by a rebase: `patchforge bring-back fix-a` puts it back)); its " \
+        "file is left there, unlisted" in said, said
+    assert listed + "fix-d.patch (no longer in the up series (landed upstream since, kept in " \
+        "series/up/upstreamed/))" in said, said
+    assert listed + "fix-b.patch (no longer in the up series (deleted since, kept in " \
+        "series/up/deleted/))" in said, said
+    assert "deleted, renamed or landed since" not in said, said
+
+
 def test_an_export_says_which_patches_its_series_leaves_out(tmp_path, monkeypatch):
     """`export --quilt DIR --profile gfx950` into the directory a whole-series export wrote:
     DIR/series no longer listed fix-942 (gfx942 only), its file left there, and the export

@@ -2075,6 +2075,22 @@ def as_the_stack_has_them(project: Project, store: UpstreamStore, upstream: str,
     return diffs, kept
 
 
+def _where_now(project: Project, upstream: str, name: str) -> str:
+    """Where a fix an earlier export listed is, now that the series does not list it: set
+    aside by a rebase (skipped/, which `bring-back` takes), landed upstream (upstreamed/),
+    deleted (deleted/); else renamed or removed by hand. Said, so that an export never names
+    a fix waiting to be brought back as one that is gone."""
+    if (project.series_dir(upstream) / "skipped" / name).is_file():
+        return (f"set aside in series/{upstream}/skipped/ by a rebase: `patchforge bring-back "
+                f"{project.skipped_word(upstream, name)}` puts it back")
+    places = [place for _, place, kept in project.kept_aside(upstream, name) if kept == name]
+    if "upstreamed" in places:
+        return f"landed upstream since, kept in series/{upstream}/upstreamed/"
+    if "deleted" in places:
+        return f"deleted since, kept in series/{upstream}/deleted/"
+    return "renamed or removed since"
+
+
 def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                  profile: str | None = None, store: UpstreamStore | None = None,
                  placed: dict[str, tuple[list[str], list[str]]] | None = None,
@@ -2136,7 +2152,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                 if name in names:
                     continue
                 why = f"not in {profile}'s series" if name in every else \
-                    f"no longer in the {upstream} series (deleted, renamed or landed since)"
+                    f"no longer in the {upstream} series ({_where_now(project, upstream, name)})"
                 left.append((upstream, name, target / "series", why, name in listed_before))
         if profile is None and profile_bases_differ(
                 [(n, project.read_patch(upstream, n)) for n in names],
