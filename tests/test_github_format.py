@@ -274,6 +274,43 @@ def test_the_actions_words_are_the_words_bash_makes_of_the_line(tmp_path):
     assert wanted[4] == ["pr", "--title", ""] and wanted[0][2] == "out#1.html"
 
 
+def test_a_line_ending_in_a_backslash_goes_on_on_the_next_line_as_in_bash(tmp_path):
+    """`status --against up=v2 \\` then `--html report.html` in `commands`: the action
+    refused the first line ("cannot read the command line ... No escaped character") and ran
+    the second alone as a command of its own. As in a shell, the line goes on on the next one;
+    each command's words are the words bash makes of the same text read as a script."""
+    import json
+    import subprocess
+    import sys
+
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    commands = ["list a \\\n  b \"c \\\nd\" 'e\\' f",
+                "list x # a comment \\",
+                "list y\\\\",
+                "list 'q \\' \\\n\n",
+                "list\\\n --html out.html",
+                "list z \\"]
+    text = "\n".join(commands) + "\n"
+    record = tmp_path / "argv.jsonl"
+    recorder = (f'#!/bin/sh\nexec "{sys.executable}" -c "import json, sys; '
+                f'open(sys.argv[1], \'a\').write(json.dumps(sys.argv[2:]) + chr(10))" '
+                f'"{record}" "$@"\n')
+    proc = _run_the_action(tmp_path, root, summary, text, recorder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cannot read" not in proc.stdout, proc.stdout
+    got = [json.loads(line) for line in record.read_text().splitlines()]
+    script = "set -f\nwords() { printf '%s\\0' \"$@\"; printf '\\1'; }\n" + \
+        "".join(f"words {command}\n" for command in commands)
+    out = subprocess.run(["bash"], input=script.encode(), capture_output=True,
+                         check=True).stdout.decode()
+    wanted = [chunk.split("\0")[:-1] for chunk in out.split("\1")[:-1]]
+    assert got == wanted, (got, wanted)
+    assert wanted[0] == ["list", "a", "b", "c d", "e\\", "f"] and wanted[-1] == ["list", "z"]
+    assert wanted[4] == ["list", "--html", "out.html"]
+    groups = [line for line in proc.stdout.splitlines() if line.startswith("::group::")]
+    assert "::group::patchforge list --html out.html" in groups, groups
+
+
 def test_a_command_that_reads_its_stdin_does_not_eat_the_actions_next_lines(tmp_path):
     """A command of `commands` reading its standard input (`import mbox /dev/stdin`) read the
     lines still to run, which the action reads from there: `list` and `lint` after it never ran,
@@ -316,6 +353,58 @@ def test_the_actions_cache_is_outside_the_checkout_unless_chosen(tmp_path):
         proc = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True,
                               text=True, timeout=60)
         assert proc.returncode == 0 and proc.stdout.strip() == wanted, proc.stdout + proc.stderr
+
+
+def test_the_actions_cache_is_the_one_the_jobs_later_steps_use(tmp_path):
+    """`cache: DIR` set PATCHFORGE_CACHE for the action's own step only, while it put
+    `patchforge` on the PATH of the job's later steps: a `run: patchforge --offline status`
+    after it used ~/.cache/patchforge, empty, and failed (online, it fetched everything again
+    into a cache actions/cache did not keep). The action's step, run by bash as the runner runs
+    it, now sets it in $GITHUB_ENV, which the runner reads into the later steps' environment;
+    a cache input holding a line break (which would set another variable there) is refused."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from helpers.env import REPO_ROOT
+
+    root, summary = _project_with_a_bare_patch(tmp_path)
+    step = yaml.safe_load((REPO_ROOT / "action.yml").read_text())["runs"]["steps"][-1]
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "patchforge").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    (bindir / "patchforge").chmod(0o755)
+    home = tmp_path / "home"
+    chosen = tmp_path / "chosen-cache"
+    github_env = tmp_path / "github_env"
+    github_env.write_text("")
+    job = {k: v for k, v in os.environ.items() if k not in ("PATCHFORGE_CACHE", "XDG_CACHE_HOME")}
+    job.update(HOME=str(home), PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT),
+               GITHUB_STEP_SUMMARY=str(summary), GITHUB_ENV=str(github_env))
+    action = dict(job, GITHUB_ACTION_PATH=str(REPO_ROOT), COMMANDS="fetch\n",
+                  CACHE_INPUT=str(chosen))
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], env=action, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (chosen / "store.git").is_dir()
+    # The runner: each NAME=value line of $GITHUB_ENV goes into the later steps' environment.
+    later = dict(job)
+    for line in github_env.read_text().splitlines():
+        name, _, value = line.partition("=")
+        later[name] = value
+    proc = subprocess.run(["bash", "-e", "-c", "patchforge --offline status"], env=later,
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1) and "up: target" in proc.stdout, proc.stdout + proc.stderr
+    assert not (home / ".cache" / "patchforge").exists()
+    github_env.write_text("")
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=root, capture_output=True,
+                          text=True, timeout=300,
+                          env=dict(action, CACHE_INPUT=f"{chosen}\nLD_PRELOAD=/tmp/x.so"))
+    assert proc.returncode == 2 and "the cache input holds a line break" in proc.stdout, \
+        proc.stdout + proc.stderr
+    assert github_env.read_text() == ""
 
 
 def test_a_summary_file_that_cannot_be_written_is_named_as_such(tmp_path, monkeypatch):
