@@ -322,6 +322,57 @@ def test_a_rename_of_the_fix_being_edited_cut_short_anywhere_keeps_the_edit(
     assert hits >= 10
 
 
+def test_a_rename_killed_then_a_refresh_of_the_old_name_is_finished_by_the_next_rename(
+        env, tmp_path, monkeypatch):
+    """`rename fix better` killed (as SIGKILL would) while `fix` is being edited, then
+    `refresh`, then the same rename: killed after better.patch was written and before the
+    series named it, the refresh changed fix.patch, and the copy of it from before the
+    refresh, unlisted, made the rename again say "better.patch already exists" without saying
+    what it was. The rename's journal says: the next rename takes its copy away and renames
+    the fix as it is now. At every kill point the rename then ends with better.patch listed,
+    holding the refresh's change, and no file of either name left unlisted."""
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    assert run_cli(prepared, "edit", "fix").rc == 0
+    met_the_copy = 0
+    for n in range(1, 50):
+        root = tmp_path / f"write-{n}"
+        shutil.copytree(prepared, root, symlinks=True)
+        series = root / "series" / "up"
+        proc = run_subprocess(root, "rename", "fix", "better", env={"PATCHFORGE_FAULT": f"write:{n}"})
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, (n, proc.stderr.decode())
+        met_the_copy += (series / "better.patch").exists() and \
+            b"better.patch" not in (series / "series").read_bytes()
+        work = root / ".patchforge" / "work" / "up" / "a.txt"
+        work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
+        refreshed = run_cli(root, "refresh")
+        again = run_cli(root, "rename", "fix", "better")
+        assert again.rc == 0 or b"fix.patch" not in (series / "series").read_bytes(), \
+            (n, refreshed.text, again.text)
+        if refreshed.rc != 0:  # the series named better already: the rename finishes first
+            assert "finished by running it again" in refreshed.err, (n, refreshed.text)
+            assert run_cli(root, "refresh").rc == 0, n
+        listed = (series / "series").read_bytes().split()
+        assert listed == [b"better.patch", b"other.patch"], (n, listed)
+        assert sorted(p.name for p in series.glob("*.patch")) == ["better.patch", "other.patch"]
+        assert b"+LINE5\n" in (series / "better.patch").read_bytes(), n
+        assert not (root / ".patchforge" / "rename.json").exists(), n
+        shutil.rmtree(root)
+    else:
+        pytest.fail("the fault never stopped firing")
+    assert met_the_copy, "no kill left better.patch unlisted"
+    # A file of NEW's name the journal does not explain (put there by hand, or left by an
+    # earlier patchforge) is never taken away: the refusal says what it is and the way on.
+    series = prepared / "series" / "up"
+    (series / "better.patch").write_bytes(b"my notes\n")
+    refused = run_cli(prepared, "rename", "fix", "better")
+    assert refused.rc == 2 and "better.patch already exists in series/up/, though the up " \
+        "series does not list it" in refused.err, refused.text
+    assert "cut short" in refused.err and "rm series/up/better.patch" in refused.err
+    assert (series / "better.patch").read_bytes() == b"my notes\n"
+
+
 def test_an_edit_left_on_the_old_name_of_a_cut_rename_goes_to_the_new_name_when_it_is_run_again(
         env, tmp_path, monkeypatch):
     """What a rename cut short by an earlier patchforge could leave: the series lists NEW, OLD's

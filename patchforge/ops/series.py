@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 from contextlib import contextmanager
 from functools import cache
@@ -1314,11 +1315,19 @@ def _delete_kept_landing(project: Project, upstream: str, file_name: str,
                                                 store), [], [])
 
 
+# What a rename is writing (upstream, OLD, NEW, the sha256 of NEW's bytes), kept under the
+# state directory from before NEW's file is written until the rename is whole: a kill before
+# the series names NEW leaves NEW's file unlisted, and a `refresh` of OLD meanwhile (an edit
+# may be open) makes it differ from OLD, so that by its bytes alone it was "already there".
+RENAME_JOURNAL = "rename.json"
+
+
 def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     """Write NEW, list it in OLD's place, remove OLD. A write that fails before the series
     names NEW takes NEW away again (the project is as it was); a kill leaves NEW unlisted
     beside OLD, or OLD unlisted beside NEW, both the same bytes, and running the same rename
-    again finishes it."""
+    again finishes it. The next rename takes away the unlisted NEW a kill left, which the
+    journal (RENAME_JOURNAL) says is its copy, even after OLD was refreshed since."""
     new_upstream, new = in_series_of(project, new, None, "NEW")
     new_file = patch_file_name(checked_new_patch_name(new))
     try:
@@ -1336,13 +1345,21 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
     new_path = project.patch_path(upstream, new_file)
     with RepoLock(project.state_dir):
         require_state_still(project, "rename", [upstream], allowed)
+        _settle_cut_rename(project)
         _refuse_gone(project, upstream, old_file)
         # Read under the lock: a refresh (an edit may be open) may have written it meanwhile.
         data = project.read_patch_bytes(upstream, old_file)
         # NEW may be there only as the unlisted copy an earlier run of this rename wrote.
-        if new_file == old_file or new_file in project.patch_names(upstream) or \
-                (new_path.exists() and _file_bytes(new_path) != data):
+        if new_file == old_file or new_file in project.patch_names(upstream):
             raise UsageError(f"{new_file} already exists")
+        if new_path.exists() and _file_bytes(new_path) != data:
+            where = f"series/{upstream}/"
+            raise UsageError(
+                f"{new_file} already exists in {where}, though the {upstream} series does not "
+                "list it", hint=f"it may be a copy a `patchforge rename` cut short left, from "
+                f"before {old_file} was changed (`diff {shlex.quote(where + old_file)} "
+                f"{shlex.quote(where + new_file)}`): then remove it (`rm "
+                f"{shlex.quote(where + new_file)}`) and rename again; else choose another name")
         refuse_name_of_another_series(project, upstream, new_file)
         refuse_skipped_name(project, new_file)
         refuse_case_twin(project, upstream, new_file, same=old_file)
@@ -1350,6 +1367,10 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         with writing_project(project.root):  # never NEW or OLD unlisted beside the other
             series_path = project.series_path(upstream)
             listed = series_path.read_bytes()
+            journal = project.state_dir / RENAME_JOURNAL
+            atomic_write(journal, (json.dumps({
+                "upstream": upstream, "old": old_file, "new": new_file,
+                "sha256": __import__("hashlib").sha256(data).hexdigest()}) + "\n").encode())
             atomic_write(new_path, data)
             try:
                 atomic_write(series_path,
@@ -1362,7 +1383,43 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
                 raise
             _record_or_undo(project, upstream, old_file, new_file, listed)
             _end_rename(project, upstream, old_file, new_file)
+            atomic_delete(journal)
     return upstream, new_file
+
+
+def _settle_cut_rename(project: Project) -> None:
+    """Under the lock, before a rename writes: the rename the journal (RENAME_JOURNAL) says a
+    kill cut short. Before its series named NEW, it left NEW's file unlisted beside OLD, the
+    journal's bytes (OLD's then; a refresh of OLD since may have changed OLD): that copy goes,
+    the rename undone. After, the series names NEW, and the same rename run again finishes it
+    (_finish_cut_rename): nothing of it is undone. Either way the journal goes. A NEW file
+    with other bytes than the journal's, or listed anywhere, is never touched."""
+    import hashlib
+
+    from patchforge.fsutil import parse_json
+
+    path = project.state_dir / RENAME_JOURNAL
+    try:
+        record = parse_json(path.read_bytes())
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        record = None
+    fields = ("upstream", "old", "new", "sha256")
+    if isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields) and \
+            record["upstream"] in project.upstream_names() and \
+            re.fullmatch(r"[^/\x00]+\.patch", record["new"]) and record["new"] != record["old"]:
+        upstream, new_file = record["upstream"], record["new"]
+        names = project.patch_names(upstream)
+        new_path = project.patch_path(upstream, new_file)
+        data = _file_bytes(new_path) if new_path.is_file() and not new_path.is_symlink() \
+            else None
+        if data is not None and new_file not in names and record["old"] in names and \
+                hashlib.sha256(data).hexdigest() == record["sha256"]:
+            with writing_project(project.root):
+                atomic_delete(new_path)
+    with writing_project(project.root):
+        atomic_delete(path)
 
 
 def _refuse_gone(project: Project, upstream: str, file_name: str) -> None:
@@ -1404,6 +1461,7 @@ def _finish_cut_rename(project: Project, old: str, new_file: str,
                 _history_reads(project)
                 with writing_project(project.root):
                     _end_rename(project, upstream, old_file, new_file)
+                    atomic_delete(project.state_dir / RENAME_JOURNAL)
             return upstream, new_file
     return None
 
