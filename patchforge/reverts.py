@@ -778,7 +778,7 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     if landing is None:
         return None  # (no landing recorded: nothing to name a revert of)
     paths = _paths(fix)
-    named = _LandingNames(store, fix, landing, base)
+    named = _LandingNames(store, fix, landing, base, cache)
     said = history.reverts_after(landing, fix) if history is not None else None
     if said is not None:
         # Each commit that may be a revert of it told on its own, as the walk below tells it,
@@ -834,23 +834,28 @@ def _revert_of(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str], me
 
 def _may_undo(sha: str, parents: list[str], message: bytes, named: _LandingNames) -> bool:
     """Whether a commit may be a revert of the landing, to be told by the files (_revert_of):
-    it has one parent, and its message says it reverts something or it put back by hand
+    it has one parent, and its message says it reverts something, or it put back by hand
     each of the fix's files as the landing found it, from exactly what the landing made of
-    it (_LandingNames.put_back_by): a revert made without `git revert` and without the word.
-    A reverse made by hand after other edits of those files is not looked for here (its
-    change compared with the landing's at every commit that changes them would cost a git
-    process each)."""
+    it (_LandingNames.put_back_by), or it took the fix's change out by hand after other edits
+    of those files (_LandingNames.takes_out: the change whole before it, the old code back
+    after it): a revert made without `git revert` and without the word. The cheaper asks
+    first: the message, then the trees, then the files (read at the commits that change each
+    of the fix's files, only for a fix neither there nor gone). _revert_of then takes it only
+    where its change is the landing's exact reverse."""
     if len(parents) != 1:
         return False
-    return bool(_SAYS_REVERT.search(message)) or named.put_back_by(sha, parents[0])
+    return bool(_SAYS_REVERT.search(message)) or named.put_back_by(sha, parents[0]) or \
+        named.takes_out(sha, parents[0])
 
 
 class _LandingNames:
     """What names a fix's landing in a revert (_names_landing, _exact_reverse): the commits
     of the landing and its pull requests, asked of the store when first needed."""
 
-    def __init__(self, store: UpstreamStore, fix: _Fix, landing: str, base: str) -> None:
+    def __init__(self, store: UpstreamStore, fix: _Fix, landing: str, base: str,
+                 cache: dict) -> None:
         self.store, self.fix, self.landing, self.base = store, fix, landing, base
+        self.cache = cache  # the fix's states by revision (_fix_state's)
         self._landings: list[str] | None = None
         self._prs: set[bytes] = set()
         self._made: tuple[dict, dict] | None = None
@@ -883,6 +888,14 @@ class _LandingNames:
                        for p in self.fix.aliases[k]):
                 return False
         return True
+
+    def takes_out(self, sha: str, parent: str) -> bool:
+        """Whether the fix's change is there whole at `parent` and its old code back at
+        `sha` (_fix_state): the fix's lines taken out by hand after other edits of its files,
+        which put_back_by cannot tell from the trees (the files are no longer the blobs the
+        landing made). Told from the files at both revisions, each read once."""
+        return _fix_state(self.store, self.fix, sha, self.cache) == "gone" and \
+            _fix_state(self.store, self.fix, parent, self.cache) == "present"
 
 
 # A path git reads as a pattern, not as itself (path_log's pathspecs are not literal).

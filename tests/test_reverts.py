@@ -281,6 +281,36 @@ def test_a_revert_by_hand_without_the_word_then_an_edit_is_still_said(tmp_path):
     assert _silent(stack, "v4")["gone_upstream"] == []
 
 
+def test_a_revert_by_hand_after_other_edits_of_the_file_then_an_edit_is_still_said(tmp_path):
+    """Upstream edits another line of the fix's file (line 25), then takes the fix's line
+    out by hand (the old line typed back, a message without the word revert), then edits
+    that line again: the commit that took it out did not put the file back as the landing
+    found it (line 25 stays edited), so it was never asked, and every check was green with
+    the fix in no patch and no overlay. A commit before which the fix is there whole and
+    after which its old code is back is asked too: said as reverted (its change the
+    landing's exact reverse), then changed. One that also changes another line is no
+    reverse: nothing is said."""
+    reworded = (b"line 25 of the module under test\n", b"line 25, reworded\n")
+    stack, landing = _landed(tmp_path / "undone")
+    stack.commit({"pkg/a.py": FIXED.replace(*reworded)}, "Reword line 25")
+    undo = stack.commit({"pkg/a.py": BASE.replace(*reworded)},
+                        "Go back to the plain computation", tag="v3")
+    tidy = stack.commit({"pkg/a.py": TIDIED.replace(*reworded)}, "tidy line 5", tag="v4")
+    _said_reverted(stack, "v4", undo)
+    (said,) = stack.json("status", expect=1)["reverted"]
+    assert f"its change is the exact reverse of {landing[:12]}'s" in said["detail"], said
+    assert f"reverted, then changed: {tidy[:12]} changed that code since" in said["detail"], said
+
+    stack, landing = _landed(tmp_path / "reworked")
+    stack.commit({"pkg/a.py": FIXED.replace(*reworded)}, "Reword line 25")
+    nine = (b"line 9 of the module", b"line nine of the module")
+    stack.commit({"pkg/a.py": BASE.replace(*reworded).replace(*nine)},
+                 "Plain computation, and line nine", tag="v3")
+    stack.commit({"pkg/a.py": TIDIED.replace(*reworded).replace(*nine)}, "tidy line 5",
+                 tag="v4")
+    assert _silent(stack, "v4")["gone_upstream"] == []
+
+
 def test_a_landing_changed_later_without_a_revert_of_it_stays_superseded(tmp_path):
     """No noise: the landed line edited later by upstream says nothing, with a revert of
     another commit of the file in between, and so does a revert of the landing that a revert
