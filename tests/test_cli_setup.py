@@ -782,6 +782,9 @@ def test_spellings_of_one_wheel_version_pin_one_file_as_one_import(tmp_path, mon
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/__init__.py": b"VALUE = 1\n"})
     build_wheel(wheels, "tinypkg", "1.2.0", {"tinypkg/__init__.py": b"VALUE = 2\n"})
+    # A file named like a wheel of 1.1 that no wheel's name can be (a build tag starts with
+    # a digit), first by name: not a cached wheel of 1.1, never taken for one.
+    shutil.copy(wheels / "tinypkg-1.1-py3-none-any.whl", wheels / "tinypkg-1.1-a1-py3-none-any.whl")
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
     root = tmp_path / "stack"
     ok(None, "init", "--standalone", str(root))

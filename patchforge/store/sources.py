@@ -94,18 +94,21 @@ def wheel_sha256(path: Path) -> str:
 
 
 def cached_wheels(package: str, version: str, directory: Path | None = None) -> list[Path]:
-    """Cached wheel files of `package`==`version`, sorted by name."""
+    """Cached wheel files of `package`==`version`, sorted by name. A file whose name is no
+    wheel's (`tinypkg-1.0-x1-py3-none-any.whl`: a build tag starts with a digit) is none:
+    pip would not take it either, and a pin records the version its name says."""
+    from patchforge import names
+
     directory = Path(directory) if directory is not None else wheels_dir()
     if not directory.is_dir():
         return []
-    want_name = normalize_dist_name(package)
     found = []
     for path in directory.glob("*.whl"):
-        parts = path.name[:-len(".whl")].split("-")
-        # {dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl
-        if len(parts) not in (5, 6):
+        try:
+            wheel = names.parse_wheel_name(path.name)
+        except ValueError:
             continue
-        if normalize_dist_name(parts[0]) == want_name and same_version(parts[1], version):
+        if names.same_distribution(wheel.name, package) and same_version(wheel.version, version):
             found.append(path)
     return sorted(found)
 
