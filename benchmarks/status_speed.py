@@ -34,7 +34,8 @@ the same run (e.g. an earlier commit, `git archive REV | tar -x -C DIR`), altern
 first, for before/after figures taken side by side. Both must give the same answer.
 
 What a command keeps in the cache's `kept/` for the next one (a release's loose code, git's
-answers about the history between a pin and a target) is read back by every run after the
+answers about the history between a pin and a target, and about contents: its 3-way merges
+and own-place diffs, `kept/contents/`) is read back by every run after the
 untimed one. `--first-asking` empties `kept/` before each patchforge run instead: the figure of
 the first command to ask about a target (a nightly asked about once), next to git's.
 """

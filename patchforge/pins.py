@@ -39,6 +39,7 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
     cache) is brought in first, as `overlays` and `status` do: a command that reads the pinned
     files (edit, new, add, refresh, move, delete, imports) must never take a revision it does
     not have for one without files."""
+    from patchforge.store.diff import KeptAnswers, keeping_answers
     from patchforge.store.gitstore import UpstreamStore
 
     store = UpstreamStore.open()
@@ -47,6 +48,10 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
     # configuration and series, and the first object is answered at once (a rebase's first
     # read waited 1-2 ms for git to start).
     store.start_reading()
+    # git's answers about contents alone (3-way merges, own places' diffs) that an earlier
+    # command kept answer this one's, which keeps its own for later ones (in the cache).
+    answers = KeptAnswers(store.git_dir.parent)
+    before = keeping_answers(answers)
     try:
         for upstream in project.upstream_names():
             # An open edit's or stop's base commit, made in a cache that is gone: back first.
@@ -58,9 +63,11 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
                                None if bring_pins is True else list(bring_pins))
         yield store
     finally:
+        keeping_answers(before)
         if store.progress is not None:
             store.progress.done()
         store.close()
+        answers.bound()
 
 
 def bring_missing_pins(project: Project, store: UpstreamStore,

@@ -8,8 +8,11 @@ there without the change, so the fix is kept. Real git upstreams, real commands:
 --against`, `rebase --to`, `overlays`."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
+from patchforge.store.gitstore import cache_dir
 from helpers.project import OneUpstreamStack
 from helpers.upstream import diff_of
 
@@ -217,6 +220,8 @@ def test_the_own_places_of_a_walks_landed_files_are_one_git_diff(tmp_path, monke
     # its file as upstream has it.
     assert git_diffs_run(trace) == 1
     trace.unlink()
+    # The rebase's own diffs counted, not the status's answers kept for the next command.
+    shutil.rmtree(cache_dir() / "kept" / "contents", ignore_errors=True)
     summary = stack.rebase_json("--to", "up=v2")
     assert [p["action"] for p in summary["patches"]] == \
         ["dropped"] * 3 + ["offset", "dropped"], summary["patches"]
@@ -492,7 +497,10 @@ def test_the_kept_fixes_own_places_a_status_asks_are_one_git_diff(tmp_path, monk
     under upstreamed/; upstream then comments the lines around the place in quant_fp8_a (no
     change made there): each kept fix's change applies in reverse only, and its context is
     in the file twice, so its own place is asked (git's diff of the file at the fix's Base).
-    A status makes those diffs in one git process, not one per fix; all stay quiet."""
+    A status makes those diffs in one git process, not one per fix; all stay quiet. Their
+    change blocks are a function of the files alone: kept in the cache (`kept/contents/`),
+    the next status takes them from there, starting no diff, and says the same; blocks cut
+    short or damaged are asked of git again, and kept whole again."""
     names = ["k", "m", "n"]
     v1 = {f"{n}.py": k_py(block("quant_fp8_a"), PADS, block("quant_fp8_b")) for n in names}
     landed = k_py(block("quant_fp8_a"), PADS, fixed_block("quant_fp8_b", "addition"))
@@ -506,12 +514,28 @@ def test_the_kept_fixes_own_places_a_status_asks_are_one_git_diff(tmp_path, monk
               fixed_block("quant_fp8_b", "addition"))
     stack.commit({f"{n}.py": v3 for n in names}, "comments in quant_fp8_a", tag="v3")
     stack.rebase_json("--to", "up=v3")
+    # (The rebase's diffs of the same files, kept for the next command: the status's own
+    # counted here.)
+    shutil.rmtree(cache_dir() / "kept" / "contents", ignore_errors=True)
     trace = tmp_path / "trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
-    document = stack.json("status")
-    monkeypatch.delenv("GIT_TRACE")
+
+    def status() -> tuple[dict, int]:
+        trace.unlink(missing_ok=True)
+        return stack.json("status"), git_diffs_run(trace)
+
+    document, diffs = status()
     assert document["reverted"] == [] and document["gone_upstream"] == [], document
-    assert git_diffs_run(trace) == 1
+    assert diffs == 1
+    assert status() == (document, 0)
+    kept = sorted((cache_dir() / "kept" / "contents").iterdir())
+    wholes = [p.read_bytes() for p in kept]
+    for damaged in (lambda whole: whole[:-3], lambda whole: whole[:-1] + bytes([whole[-1] ^ 1])):
+        for path, whole in zip(kept, wholes):
+            path.write_bytes(damaged(whole))
+        assert status() == (document, 1)
+        assert [p.read_bytes() for p in kept] == wholes
+    monkeypatch.delenv("GIT_TRACE")
 
 
 # The same added code found by post-image containment (whitespace ignored) at an indented

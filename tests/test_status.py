@@ -528,6 +528,94 @@ def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path
         assert [p.read_bytes() for p in made] == wholes
 
 
+def test_a_second_status_reads_its_merges_back(stack, upstream, tmp_path):
+    """A 3-way merge's answer (`git merge-file` of three contents) is a function of those
+    contents, the labels, the style and git: the first `status --against` keeps each merge's
+    answer in the cache (`kept/contents/`), and the next one of the same target takes it from
+    there, starting no merge, and says the same. An answer cut short, damaged or gone is
+    asked of git again, and kept whole again."""
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    conflict = upstream.commit({MAIN: text, "pkg/other.py": b"VALUE = 2\n"},
+                               "rewrite row_offset")
+    stack.add("fix.patch", the_fix())
+    other = b"VALUE = 1\n"
+    stack.add("other.patch", file_diff("pkg/other.py", other, b"VALUE = 3\n"))
+
+    def status() -> tuple[bytes, int]:
+        trace = tmp_path / "trace.json"
+        trace.unlink(missing_ok=True)
+        proc = run_subprocess(stack.root, "status", "--against", f"up={conflict}", "--json",
+                              env={"GIT_TRACE2_EVENT": str(trace)})
+        assert proc.returncode == 1, proc.stderr
+        started = [json.loads(line) for line in trace.read_text().splitlines()]
+        return proc.stdout, sum(" merge-file " in " ".join(e["argv"]) for e in started
+                                if e["event"] == "start")
+
+    first, merges = status()
+    said = {p["name"]: p["state"] for p in json.loads(first)["patches"]}
+    assert said == {"fix.patch": "conflict", "other.patch": "conflict"}, said
+    assert merges == 2
+    assert status() == (first, 0)
+    kept = sorted((cache_dir() / "kept" / "contents").iterdir())
+    assert len(kept) == merges, kept
+    wholes = [p.read_bytes() for p in kept]
+    for damaged in (lambda whole: whole[:len(whole) // 2],
+                    lambda whole: whole[:-2] + bytes([whole[-2] ^ 1]) + whole[-1:],
+                    lambda whole: b""):
+        for path, whole in zip(kept, wholes):
+            path.write_bytes(damaged(whole))
+        assert status() == (first, merges)
+        assert [p.read_bytes() for p in kept] == wholes
+    for path in kept:
+        path.unlink()
+    assert status() == (first, merges)
+    assert [p.read_bytes() for p in kept] == wholes
+
+
+def test_the_kept_merges_are_bounded_by_count_and_bytes(stack, upstream, monkeypatch):
+    """`kept/contents/` keeps the answers last made or read, as many as KeptAnswers.AT_MOST
+    and BYTES_AT_MOST allow; the others are removed when a command that kept one ends."""
+    from patchforge.store.diff import KeptAnswers
+
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    conflict = upstream.commit({MAIN: text, "pkg/other.py": b"VALUE = 2\n"},
+                               "rewrite row_offset")
+    stack.add("fix.patch", the_fix())
+    stack.add("other.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"))
+    kept = cache_dir() / "kept" / "contents"
+    assert stack.status(conflict)["other.patch"].state == "conflict"
+    assert len(list(kept.iterdir())) == 2
+    shutil.rmtree(kept)
+    monkeypatch.setattr(KeptAnswers, "AT_MOST", 1)
+    assert stack.status(conflict)["other.patch"].state == "conflict"
+    assert len(list(kept.iterdir())) == 1
+    shutil.rmtree(kept)
+    monkeypatch.setattr(KeptAnswers, "AT_MOST", 512)
+    monkeypatch.setattr(KeptAnswers, "BYTES_AT_MOST", 100)  # one merge's answer is larger
+    assert stack.status(conflict)["fix.patch"].state == "conflict"
+    sizes = [p.stat().st_size for p in kept.iterdir()]
+    assert len(sizes) <= 1 and sum(sizes) <= 100, sizes
+
+
+def test_a_merge_answers_alike_whatever_the_repository_it_runs_in_configures(tmp_path,
+                                                                            monkeypatch):
+    """A merge's answer is kept by its contents, labels and style alone: a command run inside
+    a repository whose configuration sets `merge.conflictStyle` (which `git merge-file` reads
+    there) still gets the default style's markers, never that repository's."""
+    from patchforge.store.diff import merge_file
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "config", "merge.conflictStyle", "diff3")
+    monkeypatch.chdir(repo)
+    clean, merged = merge_file(b"a\nb\nc\n", b"a\nB\nc\n", b"a\nb2\nc\n")
+    assert not clean
+    assert b"|||||||" not in merged and b"<<<<<<< upstream\nB\n=======\nb2\n>>>>>>> patch\n" \
+        in merged, merged
+    assert b"||||||| base\nb\n" in merge_file(b"a\nb\nc\n", b"a\nB\nc\n", b"a\nb2\nc\n",
+                                                 diff3=True)[1]
+
+
 def test_landed_in_squash_merge_with_other_files_and_hunks(stack, upstream):
     def squash(text):
         text = fixed(text).replace(b'    if device.type != "cuda":\n',

@@ -1921,6 +1921,8 @@ class UpstreamStore:
             with os.scandir(directory) as entries:
                 for entry in entries:
                     try:
+                        if entry.is_dir(follow_symlinks=False):
+                            continue  # `contents/`: bounded apart (store.diff.KeptAnswers)
                         used = entry.stat(follow_symlinks=False).st_mtime_ns
                     except OSError:
                         continue  # removed meanwhile
