@@ -2499,15 +2499,20 @@ NOT_AT_BASE = ("is not in the base either (nor made by an earlier patch): the pa
 
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
                  find_rename, apply=apply_file_patch,
-                 places: PlaceDiffs | None = None) -> PatchVerdict:
+                 places: PlaceDiffs | None = None, obsolete_hunks: bool = True) -> PatchVerdict:
     """Judge one patch against the target.
 
     read_base(path) -> bytes|None: the file at the patch's base; read_current(path): the file in
     the target with the earlier patches of the series applied; exists_in_target(path) -> bool;
     find_rename(path) -> new path | None (rename detection between base and target); apply:
     how a whole file patch is applied, places: where own places' diffs come from (see
-    assess_file).
+    assess_file). `obsolete_hunks` False: a patch that a file gone upstream makes obsolete
+    (whatever its hunks say) has none of its hunks judged, its files' verdicts without hunks
+    and its evidence the files' own lines (gone, renamed), for a caller that shows no hunk.
     """
+    unjudged = not obsolete_hunks and any(
+        not fp.is_new and not fp.is_delete and not exists_in_target(fp.source_path)
+        and find_rename(fp.source_path) is None for fp in patch.file_patches)
     files: list[FileVerdict] = []
     renames: dict[str, str] = {}
     evidence: list[str] = []
@@ -2538,7 +2543,9 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
                 evidence.append(f"{path} was renamed upstream to {moved}")
                 fp = replace(fp, old_path=moved, new_path=moved if fp.new_path == path
                              else fp.new_path)
-            if fp.binary is not None:
+            if unjudged:
+                verdict = FileVerdict(path, target_path)
+            elif fp.binary is not None:
                 verdict = assess_binary_file(fp, read_current(target_path))
             else:
                 verdict = assess_file(fp, read_base(path) if not fp.is_new else None,

@@ -303,11 +303,15 @@ class SeriesJudge:
                  stop_files: bool = True, fetched: bool = False,
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
                  lazy_old: bool = False, past_keeps_stops: bool = False,
-                 pairs_made: dict | None = None) -> None:
+                 pairs_made: dict | None = None, obsolete_hunks: bool = True) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
         self.target = target
+        # Whether the hunks of a patch a gone file makes obsolete are judged (each with its
+        # evidence, as `status --json` shows them), or left (detect.assess_patch's
+        # `obsolete_hunks`: status's table shows one line of evidence, the gone file's).
+        self.obsolete_hunks = obsolete_hunks
         # The file applications, made once for the walk: the squash check's replay of the old
         # series, the walk's own (pass_old) and each 3-way merge's patched side are the same
         # applications of the same patches to the same contents; so is landed detection's
@@ -383,7 +387,11 @@ class SeriesJudge:
         from the patch being judged on, the files as the walk has them now (PlaceDiffs)."""
         if self.target.commit == self.target.base_commit:
             return []  # every file as the patch found it: nothing can have landed
-        rest = [fp for _, patch in self._walk[self._walk_at:] for fp in patch.file_patches
+        # (Without `obsolete_hunks`, a patch a gone file makes obsolete asks for no own place:
+        # its files are not offered. One the walk then meets otherwise asks for its own.)
+        rest = [fp for _, patch in self._walk[self._walk_at:]
+                if self.obsolete_hunks or not self._gone_file(patch)
+                for fp in patch.file_patches
                 if not (fp.is_new or fp.is_delete or fp.binary is not None)]
         paths = list(dict.fromkeys(fp.source_path for fp in rest))
         # Read together (the walk reads them anyway, the store keeps them).
@@ -474,6 +482,12 @@ class SeriesJudge:
     def exists(self, path: str) -> bool:
         return self.read_current(path) is not None
 
+    def _gone_file(self, patch) -> bool:
+        """Whether a file `patch` changes (not one it makes or deletes) is gone from the
+        target as the walk has it now, not renamed: detect.assess_patch's obsolete patch."""
+        return any(not fp.is_new and not fp.is_delete and not self.exists(fp.source_path)
+                   and self.find_rename(fp.source_path) is None for fp in patch.file_patches)
+
     def find_rename(self, path: str) -> str | None:
         if self.target.base_commit == self.target.commit:
             return None
@@ -505,7 +519,8 @@ class SeriesJudge:
         return assess_patch(
             name, patch, read_base=read_base,
             read_current=self.read_current, exists_in_target=self.exists,
-            find_rename=self.find_rename, apply=self.applications, places=self.places)
+            find_rename=self.find_rename, apply=self.applications, places=self.places,
+            obsolete_hunks=self.obsolete_hunks)
 
     def with_history(self, name: str, patch, verdict):
         """`verdict` (content_verdict's) with the history's word when it is undecided

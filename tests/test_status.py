@@ -597,6 +597,41 @@ def test_the_kept_merges_are_bounded_by_count_and_bytes(stack, upstream, monkeyp
     assert len(sizes) <= 1 and sum(sizes) <= 100, sizes
 
 
+def test_a_plain_status_judges_no_hunk_of_a_patch_a_gone_file_makes_obsolete(stack, upstream,
+                                                                            tmp_path):
+    """A patch one of whose files upstream deleted is obsolete whatever its other hunks say,
+    and the table shows one line of evidence for it: the gone file. A plain `status` leaves
+    those hunks unjudged (here the fix landed in its other file, beside a line upstream
+    changed: no 3-way merge of landed detection is started for it), and says what it said;
+    `--json`, which shows every hunk, still judges each."""
+    text = FIXED.replace(b"def scale_for(dtype):", b"def scale_for(dtype, kind=None):")
+    target = upstream.commit({MAIN: text, "pkg/other.py": None}, "drop other.py, the fix")
+    stack.add("fix.patch", the_fix() + file_diff("pkg/other.py", b"VALUE = 1\n",
+                                                  b"VALUE = 2\n"))
+
+    def status(*more: str) -> tuple[str, int]:
+        trace = tmp_path / "trace.json"
+        trace.unlink(missing_ok=True)
+        proc = run_subprocess(stack.root, "status", "--against", f"up={target}", *more,
+                              env={"GIT_TRACE2_EVENT": str(trace)})
+        assert proc.returncode == 1, proc.stderr
+        started = [json.loads(line) for line in trace.read_text().splitlines()]
+        return proc.stdout.decode(), sum(" merge-file " in " ".join(e["argv"]) for e in started
+                                if e["event"] == "start")
+
+    table, merges = status()
+    row = [line for line in table.splitlines() if "fix.patch" in line]
+    assert len(row) == 1 and row[0].split()[1:] == [
+        "obsolete", "pkg/other.py", "is", "gone", "upstream", "(deleted,", "not", "renamed)"], \
+        table
+    assert merges == 0
+    document, merges = status("--json")
+    [found] = json.loads(document)["patches"]
+    assert found["state"] == "obsolete" and merges >= 1, (found, merges)
+    assert found["evidence"][0] == "pkg/other.py is gone upstream (deleted, not renamed)"
+    assert [h["landed"] for f in found["files"] for h in f["hunks"]] == ["certain"] * 2, found
+
+
 def test_a_merge_answers_alike_whatever_the_repository_it_runs_in_configures(tmp_path,
                                                                             monkeypatch):
     """A merge's answer is kept by its contents, labels and style alone: a command run inside

@@ -107,7 +107,12 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         with app.reading():
             notes, busy, skipped = announce_state_report(project, as_json=as_json)
             targets = resolve_targets(project, store, wanted, resolved=resolved)
-            results = series_status(project, store, targets, forge=forge, lookups=asked)
+            # The table shows a patch's first line of evidence: a patch a gone file makes
+            # obsolete is not judged hunk by hunk for it (the document and the other formats
+            # show every hunk).
+            results = series_status(project, store, targets, forge=forge, lookups=asked,
+                                    every_hunk=as_json or bool(html_out)
+                                    or output_format != "text")
             document: dict[str, Any] = {
                 "targets": {name: {"base": t.base_commit, "commit": t.commit, "label": t.label,
                                    "version": t.version} for name, t in targets.items()},

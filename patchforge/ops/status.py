@@ -150,9 +150,12 @@ def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, pat
 
 
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
-                  upstreams: list[str] | None = None, lookups=None) -> list[PatchStatus]:
+                  upstreams: list[str] | None = None, lookups=None,
+                  every_hunk: bool = True) -> list[PatchStatus]:
     """Each patch of the series judged against its upstream's target; `lookups`: the forge's
-    answers asked ahead (forwarded.ask_forge_ahead), else asked here."""
+    answers asked ahead (forwarded.ask_forge_ahead), else asked here. `every_hunk` False (a
+    caller that shows each patch's first line of evidence only: status's table): the hunks
+    of a patch a gone file makes obsolete are not judged, nor in its `files`."""
     from patchforge.apply.series import profile_bases_differ, unknown_profiles
 
     out: list[PatchStatus] = []
@@ -211,7 +214,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 return SeriesJudge(store, target, stop_files=False, history=lazy,
                                    renames=(set(paths), renames.result)
                                    if renames is not None else None, lazy_old=True,
-                                   past_keeps_stops=True)
+                                   past_keeps_stops=True, obsolete_hunks=every_hunk)
 
             if profile_bases_differ(patches, configured_profiles):
                 # Each patch judged on its own base (its profiles' common series), as a rebase
