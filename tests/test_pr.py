@@ -1029,6 +1029,62 @@ def test_out_never_writes_into_the_projects_own_files(stack, tmp_path):
         assert (out / "PR.md").is_file()
 
 
+def _second_fix(stack) -> None:
+    """A second fix of the series, to another file of the upstream: readme-fixed.patch."""
+    diff = (b"diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+            b"@@ -1 +1 @@\n-upstream\n+upstream, fixed\n")
+    (stack["root"] / "series/up/readme-fixed.patch").write_bytes(
+        b"Description: readme: say it is fixed\nAuthor: Ada Lovelace <ada@example.com>\n"
+        b"Upstream-Status: Pending\nUpstream: up\nBase: " + stack["base"].encode()
+        + b"\n\n---\n" + diff)
+    (stack["root"] / "series/up/series").write_bytes(b"ck-a8w4-gfx950.patch\nreadme-fixed.patch\n")
+
+
+def test_out_holding_another_fixs_draft_is_refused(stack, monkeypatch, tmp_path):
+    """`pr A --out DIR`, A's PR.md filled in there, then `pr B --out DIR --push --open`: B's
+    pull request was opened with A's description (PR.md kept as changed by hand, so sent).
+    Now refused, exit 2, naming A's draft, before anything is written, pushed or opened; so is
+    a directory holding the record of another fix's pull request. A directory of its own
+    drafts B with its own words; another fix's draft with nothing of that fix's in it (a dry
+    run's, as written) is written over, as before."""
+    forge = stack["forge"]
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    _second_fix(stack)
+    fork = str(stack["fork"])
+    out = tmp_path / "drafts"
+    assert run_pr(stack, "ck-a8w4-gfx950", "--out", str(out)).rc == 0
+    body = out / "PR.md"
+    body.write_text(body.read_text().replace("## Test Plan\n", "## Test Plan\n\nRan the MoE "
+                                             "suite on MI355X TP4.\n", 1))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    branches = fork_branches(stack["fork"])
+    result = run_pr(stack, "readme-fixed", "--out", str(out), "--push", fork, "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 2, result.text
+    assert "up/ck-a8w4-gfx950.patch" in result.err and "PR.md" in result.err, result.err
+    assert "nothing was written" in result.err and str(out / "readme-fixed") in result.err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert fork_branches(stack["fork"]) == branches
+    assert not [r for r in forge.requests if r.method in ("POST", "PATCH")]
+    # In a directory of its own, it goes with its own description.
+    own = out / "readme-fixed"
+    result = run_pr(stack, "readme-fixed", "--out", str(own), "--push", fork, "--open",
+                    "--fork-owner", "ada")
+    assert result.rc == 0, result.text
+    sent = json.loads([r for r in forge.requests if r.method == "POST"][-1].body)
+    assert sent["title"] == "readme: say it is fixed" and "MoE suite" not in sent["body"]
+    # The record of its pull request is not another fix's to write over.
+    result = run_pr(stack, "ck-a8w4-gfx950", "--out", str(own))
+    assert result.rc == 2 and "acme/up#1" in result.err, result.text
+    assert json.loads((own / "pr.json").read_text())["patch"] == "readme-fixed.patch"
+    # A dry run's draft of another fix, as written, is a scratch directory.
+    scratch = tmp_path / "scratch"
+    assert run_pr(stack, "ck-a8w4-gfx950", "--out", str(scratch)).rc == 0
+    result = run_pr(stack, "readme-fixed", "--out", str(scratch))
+    assert result.rc == 0, result.text
+    assert json.loads((scratch / "pr.json").read_text())["patch"] == "readme-fixed.patch"
+
+
 def test_a_description_git_am_would_read_as_a_mail_header_is_refused(stack, tmp_path):
     """A description whose first line begins `From:` (or Subject:, Date:) is an in-body header
     to `git am`: the format-patch file gave another author, or none ('empty ident name'), and

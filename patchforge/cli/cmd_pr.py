@@ -82,6 +82,7 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
         if draft.state != "ready":
             return _not_ready(project, draft, document, as_json)
         out = out_dir or submit.default_out_dir(project, draft)
+        submit.refuse_another_fixs_draft(project, out, draft)
         last_sent = submit.recorded_sent_body(out, draft)  # before pr.json is written again
         # The fix's pull request, kept across the runs that open none: what tells a later
         # push of another fix that this branch is taken.

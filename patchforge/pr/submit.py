@@ -103,6 +103,44 @@ def _drafted_for(out_dir: Path) -> tuple[str, str] | None:
     return (upstream, name) if isinstance(upstream, str) and isinstance(name, str) else None
 
 
+def refuse_another_fixs_draft(project: Project, out_dir: Path, draft: Draft) -> None:
+    """Refuse (exit 2, nothing written) an `--out` directory that holds another fix's draft
+    (its pr.json names that fix) with something of that fix's in it: a PR.md changed by hand,
+    which was kept and sent as this fix's pull request's description, or the record of that
+    fix's pull request, which was read as this fix's and written over. A draft of another fix
+    with neither is written over, as a dry run's scratch directory is. A fix renamed since its
+    draft was made is the same fix where its Forwarded names the pull request pr.json records."""
+    out_dir = Path(out_dir)
+    held = _drafted_for(out_dir)
+    if held is None or held == (draft.upstream, draft.name):
+        return
+    record_path = out_dir / "pr.json"
+    recorded = _recorded_pull(record_path)
+    own = _forwarded_pull(project.patch_path(draft.upstream, draft.name))
+    if recorded is not None and own is not None and \
+            (recorded[0][0].lower(), recorded[0][1]) == own:
+        return
+    try:
+        body = (out_dir / "PR.md").read_bytes()
+    except OSError:
+        body = None
+    edited = body is not None and hashlib.sha256(body).hexdigest() not in \
+        set(_recorded_bodies(str(record_path))) - {None}
+    if not edited and recorded is None:
+        return
+    upstream, name = held
+    what = [] if not edited else [f"its PR.md, changed by hand (which would be sent as "
+                                  f"{draft.upstream}/{draft.name}'s description)"]
+    if recorded is not None:
+        (repo, number), _ = recorded
+        what.append(f"the record of its pull request {repo}#{number}")
+    raise UsageError(
+        f"{out_dir} holds the pull request draft of {upstream}/{name} (its pr.json), not of "
+        f"{draft.upstream}/{draft.name}, with {' and '.join(what)}; nothing was written",
+        hint=f"give each fix a directory of its own (`--out {out_dir / draft.stem}`), or leave "
+             "--out out (the default is .patchforge/pr/<upstream>/<name>/)")
+
+
 def out_paths(out_dir: Path, draft: Draft) -> dict[str, str]:
     out_dir = Path(out_dir)
     return {"patch": str(out_dir / draft.patch_file_name), "body": str(out_dir / "PR.md"),
