@@ -1662,6 +1662,28 @@ def test_a_wheel_upstreams_move_stopped_and_continued_is_proposed_as_the_move(
     assert len(stack.sent_bodies()) == 1
 
 
+def test_a_move_finished_by_hand_is_never_said_to_be_clean(
+        tmp_path, registry_server, forge_server, monkeypatch):
+    """`bump --open-pr` stopped on a conflict, the person resolved it, `rebase --continue`,
+    then the command the stop names: the pull request's title counted nothing and its body
+    said "The stack moved cleanly." above a table with the fix "resolved by hand", the one
+    change the reviewer has to read. The title counts it and the verdict names it now."""
+    stack = WheelStack(tmp_path, registry_server, forge_server, monkeypatch, conflict=True)
+    assert stack.bump("--open-pr")[0] == 1
+    work = stack.root / ".patchforge" / "work" / "tiny" / CALC
+    work.write_bytes(stack.later.replace(b"b = 20\n", b"b = 22\n"))
+    code, _, err = cli_in_process(stack.root, "rebase", "--continue")
+    assert code == 0, err
+    code, out, err = stack.bump("--to", stack.tag, "--open-pr")
+    assert code == 0, out + err
+    (body,) = stack.sent_bodies()
+    assert "moved cleanly" not in body, body[:600]
+    assert "the rebase was finished by hand: `fix-b.patch` resolved by hand" in body, body[:600]
+    (title,) = [json.loads(r.body)["title"] for r in stack.forge.requests
+                if r.method == "POST" and r.body and b'"title"' in r.body]
+    assert title.endswith("(1 resolved by hand)"), title
+
+
 def test_a_wheel_upstreams_clean_move_not_proposed_yet_is_proposed_as_the_move(
         tmp_path, registry_server, forge_server, monkeypatch):
     """A wheel upstream, a clean `bump` run as a look (no --open-pr). The next `bump` did not

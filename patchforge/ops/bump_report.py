@@ -49,6 +49,8 @@ def title(doc: dict) -> str:
         parts.append(f"{counts['skipped']} set aside")
     if counts.get("conflict"):
         parts.append(f"{counts['conflict']} in conflict")
+    if counts.get("resolved"):
+        parts.append(f"{counts['resolved']} resolved by hand")
     return f"Bump {doc['upstream']} to {where}" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -80,6 +82,13 @@ def verdict(doc: dict) -> str:
         if outcome == "moved":  # a move finished by hand before this look (ops.bump)
             return "Dry run: the stack was moved already, the rebase finished by hand."
         return "Dry run: the stack would move cleanly; nothing was written." + unpinned
+    resolved = [fix["name"] for fix in doc["fixes"] if fix["outcome"] == "resolved"]
+    if resolved:
+        # A stop finished by hand (`rebase --continue`), proposed now: the move was not clean,
+        # and the resolution is what the reviewer has to read.
+        return ("The stack moved; the rebase was finished by hand: "
+                + ", ".join(_code(name) for name in resolved)
+                + " resolved by hand (see the range-diff)." + unpinned)
     return "The stack moved cleanly." + unpinned
 
 
