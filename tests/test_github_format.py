@@ -407,6 +407,51 @@ def test_the_actions_cache_is_the_one_the_jobs_later_steps_use(tmp_path):
     assert github_env.read_text() == ""
 
 
+def test_the_action_puts_only_patchforge_on_the_jobs_path(tmp_path):
+    """action.yml's install step put its venv's whole bin/ on $GITHUB_PATH: every later step
+    of the user's job (`python -m pytest`, `pip install ...`, after actions/setup-python too)
+    ran the venv's python and pip, which hold none of the job's packages. Only `patchforge`
+    goes on the job's PATH now, and it runs. (The runner's python3 and pip are stood in for by
+    scripts that make a venv's layout: the step itself is what is run, as the runner runs it.)"""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+
+    from helpers.env import REPO_ROOT
+
+    action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    (step,) = [s for s in action["runs"]["steps"] if "GITHUB_PATH" in s.get("run", "")]
+    # The venv's python: `-m pip install --quiet PATH` puts the patchforge command beside it,
+    # as pip installs a console script.
+    venv_python = tmp_path / "venv-python"
+    venv_python.write_text('#!/bin/sh\nhere=$(dirname "$0")\n'
+                           'printf \'#!/bin/sh\\necho patchforge from %s\\n\' "$5" > "$here/patchforge"\n'
+                           'chmod +x "$here/patchforge"\n')
+    # The runner's python3: `-m venv DIR` makes a venv's bin/ (python, python3, pip).
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\nset -e\nmkdir -p "$3/bin"\ncp "{venv_python}" "$3/bin/python"\n'
+                      'chmod +x "$3/bin/python"\nln -s python "$3/bin/python3"\n'
+                      'ln -s python "$3/bin/pip"\n')
+    python.chmod(0o755)
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    github_path = tmp_path / "github_path"
+    env = dict(os.environ, PYTHON=str(python), RUNNER_TEMP=str(runner),
+               GITHUB_PATH=str(github_path), GITHUB_ACTION_PATH=str(REPO_ROOT))
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    added = [Path(line) for line in github_path.read_text().splitlines()]
+    assert added, "nothing on the job's PATH"
+    on_path = {p.name for d in added for p in d.iterdir()}
+    assert on_path == {"patchforge"}, on_path
+    ran = subprocess.run(["patchforge"], env=dict(os.environ, PATH=":".join(map(str, added))),
+                         capture_output=True, text=True, timeout=60)
+    assert ran.stdout.strip() == f"patchforge from {REPO_ROOT}", ran.stdout + ran.stderr
+
+
 def test_a_summary_file_that_cannot_be_written_is_named_as_such(tmp_path, monkeypatch):
     """GITHUB_STEP_SUMMARY naming a directory (or a missing one) said only "Is a directory:
     PATH" and "run the command again"; it names the variable and what to do, exit 2."""
