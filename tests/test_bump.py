@@ -1109,7 +1109,7 @@ def test_a_bump_whose_pull_request_cannot_be_made_here_is_refused_before_it_move
     detached HEAD: a CI checkout of a tag or of a pull request's merge commit, no remote
     `origin`) moved and wrote the stack, then failed (exit 2) with a hint that the forge
     would open its pull request once it answered. Refused now before anything moves, naming
-    what is missing."""
+    what is missing; and so is its dry run."""
     import shutil
 
     if checkout == "not a repository":
@@ -1124,6 +1124,12 @@ def test_a_bump_whose_pull_request_cannot_be_made_here_is_refused_before_it_move
     assert {"not a repository": "is in none", "detached HEAD": "HEAD is detached",
             "no remote": "has no remote 'origin'"}[checkout] in err, err
     assert "forge answers" not in err and snapshot(clean.root) == before
+    # Its dry run (actions/bump's `dry-run: "true"`, with open-pr at its default) failed after
+    # the look without the remote, saying "the stack moved to ... and the report is kept" of
+    # a stack that had not moved and a report never written: it says what the run will meet.
+    code, out, err = clean.bump("--dry-run", "--open-pr")
+    assert code == 2 and "nothing was moved" in err and "stack moved" not in err, out + err
+    assert snapshot(clean.root) == before
 
 
 def test_a_clean_move_run_again_for_its_tag_is_up_to_date_and_proposed_as_the_move(clean):

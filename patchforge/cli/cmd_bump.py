@@ -49,12 +49,15 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
     registry = None if project.offline else default_registry(project)
     forge = make_forge(project)
     lock = contextlib.nullcontext() if dry_run else RepoLock(project.state_dir)
-    if open_pr and not dry_run:
+    if open_pr:
         from patchforge.pr.stack import require_committable, require_identity, require_pushable
 
+        # A dry run says what the run will meet: without the remote, its plan of the pull
+        # request failed after the look, saying the stack had moved.
         require_pushable(project, remote)
-        require_committable(project)
-        require_identity(project)
+        if not dry_run:
+            require_committable(project)
+            require_identity(project)
     progress = Progress("rebasing")
 
     def keep(doc: dict, text: str) -> None:
@@ -120,7 +123,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
             proposed["pull_request"] = _open_pr(project, forge, proposed,
                                                 render_markdown(proposed), remote, dry_run)
         except PatchforgeError as exc:
-            if proposed.get("target") is None or proposed.get("outcome") == "stopped":
+            if proposed.get("target") is None or proposed.get("outcome") == "stopped" or \
+                    dry_run and proposed is document:
                 raise
             if not as_json:
                 click.echo(markdown, nl=False)
