@@ -89,6 +89,37 @@ def test_import_overlay_regenerates_the_overlay_byte_exact(project, tmp_path):
     assert b"-line1\n+LINE1\n" in (root / "series/up/fix-a2.patch").read_bytes()
 
 
+def test_import_overlay_whose_line_ends_were_converted_says_so(project, tmp_path):
+    """A hand-kept overlay whose line ends a Windows checkout or an editor made CRLF (the
+    tutorial's step 1, `import overlay patches/*.py`): a one-line fix was imported as a patch
+    rewriting every line, exit 0, nothing said, and it then conflicted with any upstream
+    change to the file. It is imported as it is (bytes are the user's), and a note says
+    why the patch is the whole file and how to import the change alone; run as the note
+    says, the patch is the one line. One CRLF line of a change is no such thing."""
+    root = project
+    overlay = tmp_path / "a.py.overlay"
+    fixed = UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\n")
+    overlay.write_bytes(fixed.replace(b"\n", b"\r\n"))
+    run = ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+             "--name", "fix-a")
+    assert f"note: {overlay} ends its lines with CRLF where a.py at " in run.err, run.err
+    (command,) = [c for c in re.findall(r"`([^`]*)`", run.err) if c.startswith("sed ")]
+    assert b"+line7 fixed\r\n" in (root / "series/up/fix-a.patch").read_bytes()
+    ok(root, "delete", "fix-a")
+    subprocess.run(command, shell=True, check=True)
+    assert overlay.read_bytes() == fixed
+    again = ok(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
+               "--name", "fix-a")
+    assert "line ends" not in again.err and "ends its lines" not in again.err, again.err
+    assert ok(root, "list").text.count("+1/-1") == 1
+    # A change that is one CRLF line, and a CRLF file kept CRLF, are said nothing of.
+    crlf = tmp_path / "crlf.overlay"
+    crlf.write_bytes(UPSTREAM_FILES["pkg/crlf.txt"].replace(b"two\r\n", b"TWO\r\n"))
+    run = ok(root, "import", "overlay", str(crlf), "--upstream", "up", "--path",
+             "pkg/crlf.txt", "--name", "fix-crlf")
+    assert "ends its lines" not in run.err, run.err
+
+
 def test_import_overlay_made_from_the_upstream_file_never_undoes_the_series(project, tmp_path):
     """An overlay made from the upstream's file, of a file a patch of the series already
     changes: its diff from the series' file undid that patch's change, so the overlays and every

@@ -678,6 +678,16 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         raise UsageError(f"{overlay} is identical to {path} at {pin.label}: nothing to import "
                          "(the fix may have landed upstream)")
     _refuse_leaving_profiles(others, path, old, new, overlay)
+    if old is not None:
+        ends = _line_ends_changed(old, new)
+        if ends is not None:
+            notes.append(f"{overlay} ends its lines with {ends[1]} where {path} at {pin.label} "
+                         f"ends them with {ends[0]} (a Windows checkout, an editor): the patch "
+                         f"changes every such line, and conflicts with any upstream change to "
+                         f"the file; to import the change alone, `patchforge delete {name}`, "
+                         f"give the overlay {ends[0]} line ends "
+                         + ("(`sed -i 's/\\r$//' " if ends[0] == "LF" else "(`sed -i 's/$/\\r/' ")
+                         + f"{shlex.quote(str(overlay))}`) and import it again")
     entry = store.entry(pin.commit, path)
     mode = entry[0] if entry else "100644"
     diff = make_diff([FileChange.at(path, old, new, mode, mode)])
@@ -699,6 +709,24 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
 
         forget_before_rebase(project, moved[0])
     return file_name, "; ".join(notes) or None
+
+
+def _line_ends_changed(old: bytes, new: bytes) -> tuple[str, str] | None:
+    """("LF", "CRLF") or the reverse when most of the lines of `new` end otherwise than every
+    line of `old` does: an overlay whose line ends a Windows checkout or an editor converted,
+    whose patch rewrites the whole file for a change of a line or two. None otherwise (a
+    file of mixed ends, one line changed to CRLF: the change itself)."""
+    def shares(data: bytes) -> tuple[int, int]:
+        return data.count(b"\r\n"), data.count(b"\n")
+
+    (old_crlf, old_lines), (new_crlf, new_lines) = shares(old), shares(new)
+    if not old_lines or not new_lines:
+        return None
+    if old_crlf == 0 and new_crlf * 2 > new_lines:
+        return "LF", "CRLF"
+    if old_crlf == old_lines and new_crlf * 2 < new_lines:
+        return "CRLF", "LF"
+    return None
 
 
 # How many earlier versions of a file an import looks at for the one an overlay was made on.
