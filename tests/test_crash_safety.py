@@ -347,6 +347,13 @@ def test_a_rename_killed_then_a_refresh_of_the_old_name_is_finished_by_the_next_
         work = root / ".patchforge" / "work" / "up" / "a.txt"
         work.write_bytes(work.read_bytes().replace(b"line5\n", b"LINE5\n"))
         refreshed = run_cli(root, "refresh")
+        if (series / "better.patch").exists() and \
+                b"better.patch" not in (series / "series").read_bytes():
+            # status and lint say what the file is, never "list it" (the fix twice).
+            said = "the copy of fix.patch a `patchforge rename fix better` cut short left"
+            for command in ("status", "lint"):
+                run = run_cli(root, command)
+                assert said in run.text and "list it" not in run.text, (n, run.text)
         again = run_cli(root, "rename", "fix", "better")
         assert again.rc == 0 or b"fix.patch" not in (series / "series").read_bytes(), \
             (n, refreshed.text, again.text)

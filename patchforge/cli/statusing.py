@@ -203,6 +203,8 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         for fix in document["gone_upstream"]:
             echo(gone_line(fix, app.color))
         configured = set(project.upstream_names())
+        from patchforge.ops.series import cut_rename_words
+
         for fix in document["unlisted"]:
             if fix["upstream"] not in configured:
                 echo(paint(f"not in any series (needs attention): {fix['path']}: "
@@ -218,9 +220,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                            f"and list it in series/{fix['upstream']}/series, or move it to "
                            f"series/{fix['upstream']}/deleted/", "yellow", app.color))
                 continue
-            echo(paint(f"not in the series (needs attention): {fix['path']}: list it in "
-                       f"series/{fix['upstream']}/series, or move it to "
-                       f"series/{fix['upstream']}/deleted/", "yellow", app.color))
+            left = cut_rename_words(project, fix["upstream"], fix["name"])
+            echo(paint(f"not in the series (needs attention): {fix['path']}: " + (
+                left or f"list it in series/{fix['upstream']}/series, or move it to "
+                        f"series/{fix['upstream']}/deleted/"), "yellow", app.color))
         # Everything the document's needs_attention counts, each once: the patches, the fixes
         # set aside in skipped/, the patch files no series lists and the landings taken back.
         attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \

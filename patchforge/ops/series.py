@@ -1394,32 +1394,58 @@ def _settle_cut_rename(project: Project) -> None:
     the rename undone. After, the series names NEW, and the same rename run again finishes it
     (_finish_cut_rename): nothing of it is undone. Either way the journal goes. A NEW file
     with other bytes than the journal's, or listed anywhere, is never touched."""
+    path = project.state_dir / RENAME_JOURNAL
+    if not path.exists():
+        return
+    left = cut_rename_copy(project)
+    with writing_project(project.root):
+        if left is not None:
+            atomic_delete(project.patch_path(left[0], left[2]))
+        atomic_delete(path)
+
+
+def cut_rename_copy(project: Project) -> tuple[str, str, str] | None:
+    """(upstream, OLD, NEW) when the rename journal (RENAME_JOURNAL) says NEW's file, beside
+    a series that lists OLD and not NEW, is the copy a rename of OLD to NEW cut short left:
+    its bytes are those the rename wrote. None otherwise (no journal, or it does not read)."""
     import hashlib
 
     from patchforge.fsutil import parse_json
 
-    path = project.state_dir / RENAME_JOURNAL
     try:
-        record = parse_json(path.read_bytes())
-    except FileNotFoundError:
-        return
+        record = parse_json((project.state_dir / RENAME_JOURNAL).read_bytes())
     except (OSError, ValueError):
-        record = None
+        return None
     fields = ("upstream", "old", "new", "sha256")
-    if isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields) and \
-            record["upstream"] in project.upstream_names() and \
-            re.fullmatch(r"[^/\x00]+\.patch", record["new"]) and record["new"] != record["old"]:
-        upstream, new_file = record["upstream"], record["new"]
+    if not (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields)
+            and record["upstream"] in project.upstream_names()
+            and re.fullmatch(r"[^/\x00]+\.patch", record["new"])
+            and record["new"] != record["old"]):
+        return None
+    upstream, old_file, new_file = record["upstream"], record["old"], record["new"]
+    try:
         names = project.patch_names(upstream)
-        new_path = project.patch_path(upstream, new_file)
-        data = _file_bytes(new_path) if new_path.is_file() and not new_path.is_symlink() \
-            else None
-        if data is not None and new_file not in names and record["old"] in names and \
-                hashlib.sha256(data).hexdigest() == record["sha256"]:
-            with writing_project(project.root):
-                atomic_delete(new_path)
-    with writing_project(project.root):
-        atomic_delete(path)
+    except InputError:
+        return None
+    new_path = project.patch_path(upstream, new_file)
+    data = _file_bytes(new_path) if new_path.is_file() and not new_path.is_symlink() else None
+    if data is None or new_file in names or old_file not in names or \
+            hashlib.sha256(data).hexdigest() != record["sha256"]:
+        return None
+    return upstream, old_file, new_file
+
+
+def cut_rename_words(project: Project, upstream: str, file_name: str) -> str | None:
+    """What to say of `file_name`, a patch file `upstream`'s series does not list, when it is
+    the copy a rename cut short left (cut_rename_copy): never "list it", which would apply the
+    fix twice. None for any other file."""
+    left = cut_rename_copy(project)
+    if left is None or left[0] != upstream or left[2] != file_name:
+        return None
+    old, new = (name.removesuffix(".patch") for name in left[1:])
+    return (f"the copy of {left[1]} a `patchforge rename {old} {new}` cut short left (the "
+            f"fix is {left[1]}, in the series): `patchforge rename {old} {new}` takes the copy "
+            f"away and renames the fix as it is now")
 
 
 def _refuse_gone(project: Project, upstream: str, file_name: str) -> None:
