@@ -1372,3 +1372,21 @@ def test_an_upstream_named_like_another_with_json_added_is_refused(tmp_path):
     assert run.rc == 2 and "'up.json'" in run.err and ".patchforge/work/up.json" in run.err, \
         run.err
     assert snapshot(root) == before
+
+
+def test_a_move_to_where_the_patch_is_says_nothing_moved(project):
+    """`move NAME --after X` with NAME right after X already (or `--first` of the first)
+    printed "moved NAME" and the note that overlays/ was not regenerated after a change of
+    the series, while nothing was written. It says it is there already, exit 0, no note."""
+    root = project
+    make_patch(root, "one", {"a.py": (b"line2\n", b"LINE2\n")})
+    make_patch(root, "two", {"a.py": (b"line10\n", b"LINE10\n")})
+    ok(root, "overlays")
+    before = snapshot(root)
+    for args in (("two", "--after", "one"), ("one", "--first")):
+        run = ok(root, "move", *args)
+        assert "already: nothing to move" in run.text and "moved" not in run.text, run.text
+        assert "not regenerated" not in run.text, run.text
+        assert snapshot(root) == before
+    run = ok(root, "move", "one", "--after", "two")
+    assert "moved one" in run.text and "not regenerated" in run.text, run.text

@@ -482,6 +482,12 @@ def move(app, name, after, first):
     with open_store(project, bring_pins=True) as store:
         failing = move_patch(project, store, name, after=after, first=first,
                              ambiguous=ambiguous, fuzzy=fuzzy, still_failing=still_failing)
+    if failing is None:
+        # As `git rebase` of a branch already there: said, and nothing changed (it said
+        # "moved" and that overlays/ was not regenerated after a change of the series).
+        where = "first" if first else f"after {after}"
+        click.echo(f"{name} is {where} already: nothing to move")
+        return
     click.echo(f"moved {name}")
     say_overlays_lag(project)
     # NAME as the user gave it found its patch; the others are named as `edit` takes them

@@ -1608,9 +1608,10 @@ def _in_another_series(project: Project, upstream: str, file_name: str) -> str:
 def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str | None = None,
                first: bool = False, ambiguous: dict | None = None,
                fuzzy: list[str] | None = None,
-               still_failing: list[str] | None = None) -> list[str]:
+               still_failing: list[str] | None = None) -> list[str] | None:
     """Move NAME after X (or first). Returns patches that no longer apply after the move (the
-    move's doing: they applied in the order as it was); `still_failing` gets those that do not
+    move's doing: they applied in the order as it was; None when NAME is there already: nothing
+    is written); `still_failing` gets those that do not
     apply in the new order and did not in the old either (the move changed nothing of theirs,
     but leaves them failing); `ambiguous` gets the patches that apply in the new order at a
     place nearness to their header's line chose among several, in a file they were not made
@@ -1628,6 +1629,8 @@ def move_patch(project: Project, store: UpstreamStore, name: str, *, after: str 
     elif not first:
         raise UsageError("say where: --after X or --first")
     moved = series.removed(file_name).inserted(file_name, after=after, first=first)
+    if moved.names == series.names:
+        return None  # already there: nothing is written, and nothing changes
     # Which patches the new order breaks, asked before anything is written: a patch file that
     # cannot be read fails the move with the series as it was.
     now_fuzzy: list[str] = []
