@@ -535,3 +535,62 @@ def test_a_summary_path_among_the_project_files_is_refused(tmp_path):
     proc = run(outside, "lint", "--no-forge", "--format", "github")
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert outside.read_text().startswith("### patchforge lint")
+
+
+def test_the_documented_workflow_never_runs_the_dispatch_input(tmp_path):
+    """docs/ci.md's scheduled job pasted the workflow_dispatch input `against` into its
+    scripts (`echo "spec=${{ inputs.against || ... }}"`, `status --against ${{ ... }}`): GitHub
+    puts a `${{ }}` into the script's text before bash reads it, so an input holding a quote ran
+    what followed it. Each step is run here as the runner runs it, its `${{ }}` filled in as
+    GitHub fills them, with a hostile input: it reaches patchforge as one word, and runs nothing."""
+    import os
+    import subprocess
+
+    import yaml
+
+    from helpers.env import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "ci.md").read_text()
+    block = text.split("## Example workflow")[1].split("```yaml\n", 1)[1].split("```\n", 1)[0]
+    job = yaml.safe_load(block)["jobs"]["upstream-watch"]
+    given = 'x" ; echo INJECTED ; echo "'
+    outputs: dict[str, dict[str, str]] = {}
+
+    def fill(value: str) -> str:
+        def one(match: re.Match) -> str:
+            expression = match.group(1).strip()
+            if expression.startswith("inputs.against"):
+                return given
+            step = re.fullmatch(r"steps\.(\w+)\.outputs\.(\w+)", expression)
+            if step:
+                return outputs.get(step.group(1), {}).get(step.group(2), "")
+            return ""
+        return re.sub(r"\$\{\{(.*?)\}\}", one, value)
+
+    calls = tmp_path / "calls"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "patchforge").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{calls}"\n'
+                                       'echo "--" >> "' + str(calls) + '"\n')
+    (bindir / "patchforge").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+           **{k: fill(str(v)) for k, v in (job.get("env") or {}).items()}}
+    ran = 0
+    for step in job["steps"]:
+        if "run" not in step:
+            continue
+        output = tmp_path / "output"
+        output.write_text("")
+        step_env = {**env, **{k: fill(str(v)) for k, v in (step.get("env") or {}).items()},
+                    "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp_path / "sum")}
+        proc = subprocess.run(["bash", "-e", "-c", fill(step["run"])], cwd=tmp_path,
+                              env=step_env, capture_output=True, text=True, timeout=60)
+        assert "INJECTED" not in proc.stdout + proc.stderr, (step.get("name"), proc.stdout)
+        outputs[step.get("id", "")] = dict(line.split("=", 1) for line in
+                                          output.read_text().splitlines() if "=" in line)
+        ran += 1
+    assert ran >= 2
+    words = calls.read_text().splitlines()
+    for option in ("--against", "--to"):
+        assert words.count(option) >= 1 and all(words[i + 1] == given for i, w in
+                                                 enumerate(words) if w == option), words
