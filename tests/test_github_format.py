@@ -594,3 +594,42 @@ def test_the_documented_workflow_never_runs_the_dispatch_input(tmp_path):
     for option in ("--against", "--to"):
         assert words.count(option) >= 1 and all(words[i + 1] == given for i, w in
                                                  enumerate(words) if w == option), words
+
+
+def test_the_pre_commit_hooks_of_a_stack_in_a_subdirectory_as_the_docs_give_them(tmp_path):
+    """A stack in `stack/` of its repository: pre-commit runs a hook at the repository's
+    root, "no patchforge configuration ... pass --root DIR", and `args: [--root, stack]` lands
+    after the command: "No such option '--root'", exit 2, and docs/ci.md said nothing of it.
+    The hooks' own ids with the `entry:` docs/ci.md gives, run as pre-commit runs them (at
+    the root, `entry` split as a shell splits it, `args` after it), check the stack."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    import yaml
+
+    from helpers.env import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "ci.md").read_text()
+    hooks = [yaml.safe_load(block)["hooks"] for block in
+             re.findall(r"```yaml\n(.*?)```", text, re.S)
+             if "entry:" in block and "patchforge-lint" in block]
+    assert hooks, "docs/ci.md gives no entry: for a stack in a subdirectory"
+    ids = {hook["id"] for hook in yaml.safe_load(
+        (REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    stack, _ = git_project(repo)
+    stack = stack.rename(repo / "stack")
+    ok(stack, "overlays")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "patchforge").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchforge "$@"\n')
+    (bindir / "patchforge").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    for hook in hooks[0]:
+        assert hook["id"] in ids
+        proc = subprocess.run(shlex.split(hook["entry"]) + list(hook.get("args", [])),
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (hook, proc.stdout + proc.stderr)
