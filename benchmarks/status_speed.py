@@ -4,7 +4,7 @@
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
         [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
         [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread] [--by-name]
-        [--first-asking]
+        [--first-asking] [--plain]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -38,6 +38,10 @@ answers about the history between a pin and a target, and about contents: its 3-
 and own-place diffs, `kept/contents/`) is read back by every run after the
 untimed one. `--first-asking` empties `kept/` before each patchforge run instead: the figure of
 the first command to ask about a target (a nightly asked about once), next to git's.
+
+`--plain` times the command as a user types it, `patchforge status --against TARGET` (the
+table; hunks a gone file makes obsolete are not judged, since no line of the table shows
+them), and checks its answer with one more, untimed, `--json` run of each source tree.
 """
 from __future__ import annotations
 
@@ -83,8 +87,9 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
         commit = git(args.repo, "rev-parse", f"{target}^{{commit}}").decode().strip()
         behind = git(args.repo, "rev-list", "--count",
                      f"{info['base']}..{commit}").decode().strip()
-        pf_argv = [sys.executable, "-m", "patchforge", "--root", str(project), "status",
-                   "--against", target if args.by_name else commit, "--json"]
+        json_argv = [sys.executable, "-m", "patchforge", "--root", str(project), "status",
+                     "--against", target if args.by_name else commit, "--json"]
+        pf_argv = json_argv[:-1] if args.plain else json_argv
         git_argv = ["git", "cherry", commit, info["tip"], info["base"]]
         walls: dict[str, list[float]] = {label: [] for label, _ in codes + [("git", None)]}
         cpus: dict[str, list[float]] = {label: [] for label in walls}
@@ -102,6 +107,13 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
                 if run:
                     walls[label].append(wall)
                     cpus[label].append(cpu)
+                if args.plain and run < args.runs:
+                    continue
+                if args.plain:  # the answer, compared below, from one untimed `--json` run
+                    proc = subprocess.run(json_argv, capture_output=True, env=envs[label],
+                                          cwd=project)
+                    if proc.returncode not in (0, 1):
+                        raise RuntimeError(proc.stderr.decode(errors="replace")[-2000:])
                 patches = json.loads(proc.stdout)["patches"]
                 landed[label] = sum(p["state"] == "upstreamed" for p in patches)
                 answers[label] = json.dumps([(p["name"], p["state"], p["rebase"])
@@ -142,6 +154,9 @@ def main(argv=None) -> int:
     parser.add_argument("--first-asking", action="store_true",
                         help="empty the cache's kept/ before each patchforge run: the first "
                              "command asking about a target")
+    parser.add_argument("--plain", action="store_true",
+                        help="time `status --against TARGET` as typed (the table), not "
+                             "`--json`; the answers are compared by one untimed --json run")
     args = parser.parse_args(argv)
     if args.repo is None:
         parser.error("--repo DIR (a clone of github.com/ROCm/aiter) or PATCHFORGE_BENCH_AITER")
@@ -151,7 +166,8 @@ def main(argv=None) -> int:
     rows = []
     for branch, targets in series:
         rows += measure(args, build_series(args.repo.resolve(), branch), targets)
-    print(f"status --against next to git cherry, median of {args.runs} runs"
+    print(f"status --against{'' if args.plain else ' --json'} next to git cherry, "
+          f"median of {args.runs} runs"
           + (" (first asking: the cache's kept/ emptied before each patchforge run)"
              if args.first_asking else ""))
     print("| series | target | commits base..target | code | patchforge wall | git cherry wall | "
