@@ -70,11 +70,36 @@ def _kept_lines(hunk: Hunk, keep: Collection[int]) -> list[bytes]:
 
 def with_changes(hunk: Hunk, keep: Collection[int]) -> Hunk:
     """The hunk with only the changes `keep` names, on the same pre-image (its old lines and
-    numbers unchanged, its new count following)."""
-    lines = tuple(_kept_lines(hunk, keep))
+    numbers, but the context beyond the hunk's own on either side, unchanged; its new count
+    following).
+
+    The changes left out become context, which must not make one side's context longer than
+    the diff's: unequal context says the hunk is at the file's start or end (GNU patch, git
+    apply and our own apply read it so), and the hunk of a `return` line kept with the `x = 0`
+    line above it as five lines of context failed to apply in reverse where it had landed."""
+    lines = list(_kept_lines(hunk, keep))
+    context = max(hunk.leading_context, hunk.trailing_context)
+    lead = _run_of_context(lines) - hunk.leading_context \
+        if hunk.leading_context == context else 0
+    trail = _run_of_context(lines[::-1]) - hunk.trailing_context \
+        if hunk.trailing_context == context else 0
+    lines = lines[lead:len(lines) - trail]
+    old_count = sum(1 for line in lines if line_kind(line) != b"+")
     new_count = sum(1 for line in lines if line_kind(line) != b"-")
-    made = replace(hunk, lines=lines, new_count=new_count, raw=b"")
+    made = replace(hunk, lines=tuple(lines), old_start=hunk.old_start + lead,
+                   new_start=hunk.new_start + lead, old_count=old_count, new_count=new_count,
+                   raw=b"")
     return replace(made, raw=format_hunk(made))
+
+
+def _run_of_context(lines: list[bytes]) -> int:
+    """How many context lines `lines` starts with."""
+    n = 0
+    for line in lines:
+        if line_kind(line) != b" ":
+            break
+        n += 1
+    return n
 
 
 def _image(lines: list[bytes]) -> bytes:

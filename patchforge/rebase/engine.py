@@ -2221,10 +2221,11 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None,
             # A hunk some of whose changes landed: those alone (the others' lines context).
             kept = with_changes(hunk, within[k]) if k in within else hunk
             rest = kept.raw.partition(b"\n")[2]
-            header = (f"@@ -{hunk.old_start},{hunk.old_count} "
-                      f"+{hunk.new_start + shift},{kept.new_count} @@").encode() + hunk.section
+            # (with_changes may trim context the left-out changes became: its own numbers.)
+            header = (f"@@ -{kept.old_start},{kept.old_count} "
+                      f"+{kept.new_start + shift},{kept.new_count} @@").encode() + hunk.section
             body.append(header + eol + rest)
-            shift -= hunk.new_count - kept.new_count
+            shift -= (hunk.new_count - hunk.old_count) - (kept.new_count - kept.old_count)
         sections.append(head + b"".join(body))
     if not sections:
         return None
