@@ -299,3 +299,23 @@ def test_bash_completes_the_upstream_bump_takes_and_the_commands_help_takes(tmp_
                           cwd=root, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["up", "rebase", "overlay", "pin"], proc.stdout
+
+
+def test_the_zsh_line_the_help_gives_works_in_a_zshrc_without_compinit(tmp_path):
+    """`completion --help`: `eval "$(patchforge completion zsh)"` (in ~/.zshrc). In a ~/.zshrc
+    without compinit before it (zsh's own default has none) it said "command not found:
+    compdef" at every start, exit 127, and completed nothing. The script loads compinit where
+    it is not loaded, and registers the completion."""
+    from helpers.env import REPO_ROOT
+
+    zsh = shutil.which("zsh")
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), ZDOTDIR=str(home), PYTHONPATH=str(REPO_ROOT))
+    line = f'eval "$({sys.executable} -m patchforge completion zsh)"'
+    proc = subprocess.run([zsh, "-f", "-c", line + '\nprint -r -- "registered=$_comps[patchforge]"'],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "compdef" not in proc.stderr, proc.stdout + proc.stderr
+    assert "registered=_patchforge_completion" in proc.stdout, proc.stdout

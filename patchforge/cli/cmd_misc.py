@@ -36,7 +36,7 @@ def completion(shell):
     if shell == "bash":
         source = _bash_no_space_after_equals(source)
     if shell == "zsh":
-        source = _zsh_no_space_after_equals(source)
+        source = _zsh_with_compinit(_zsh_no_space_after_equals(source))
     click.echo(source)
 
 
@@ -76,6 +76,21 @@ def _zsh_no_space_after_equals(source: str) -> str:
         "        compadd -U -V unsorted -S '' -a completions_to_go_on\n"
         "    fi\n"), 1).replace("    local -a completions\n",
                              "    local -a completions\n    local -a completions_to_go_on\n", 1)
+
+
+# `compdef` comes with zsh's completion system (compinit): the line the help gives, in a
+# ~/.zshrc without compinit (zsh's own default has none), said "command not found: compdef" at
+# every start and completed nothing. The script loads it where it is not loaded yet (`-i`:
+# without asking about directories others can write, whose files it then leaves out).
+_ZSH_COMPDEF = "    compdef _patchforge_completion patchforge\n"
+
+
+def _zsh_with_compinit(source: str) -> str:
+    if _ZSH_COMPDEF not in source:  # another click's script: as it is
+        return source
+    return source.replace(_ZSH_COMPDEF, "    (( $+functions[compdef] )) || "
+                                        "{ autoload -Uz compinit && compinit -i }\n"
+                          + _ZSH_COMPDEF, 1)
 
 
 # fish: click's own script (click 8.4) splits its answer's lines into words, so that every
