@@ -193,6 +193,13 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     try:
         kind = targets.classify_spec(label)
     except UsageError:
+        # A label no SPEC reads (`v1..v9`, `v9^{}`: every pin patchforge writes is labelled
+        # by the SPEC it resolved) names no revision and so no version: a `version` beside it
+        # would be compared with nothing, and Drop-When judged by it.
+        if pin.version is not None:
+            _refuse_two_revisions(project, name, "version",
+                                  f"{pin.version!r} is not the version the label {label!r} "
+                                  "names (it is no SPEC, and names none)")
         return
     if kind is targets.SpecKind.nightly:
         # `nightly-<40 hex>` names its commit as exactly as a commit id does (the resolution
@@ -235,11 +242,14 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
     if pin.commit in known.values():
         return
-    if not known and any(store.read_ref(f"{base}/heads/{branch}") == pin.commit
-                         for branch in names):
+    heads = [head for head in (store.read_ref(f"{base}/heads/{branch}") for branch in names)
+             if head is not None]
+    if not known and any(head == pin.commit or store.is_ancestor(pin.commit, head)
+                         for head in heads):
         # A branch named like a release (`v2`), which the resolution takes when the upstream
         # has no tag of that name: a tag is taken first, so with one the branch is not what
-        # the label names.
+        # the label names. A branch moves on: the commit it had when pinned is one of its
+        # history (as for a pin labelled `main`).
         return
     if known:
         tag, commit = next(iter(known.items()))

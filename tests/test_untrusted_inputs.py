@@ -1280,15 +1280,16 @@ def test_a_wheel_pin_whose_version_is_not_its_wheels_is_refused_naming_its_line(
 
 
 @pytest.mark.parametrize("edit", ["release-unfetched", "release-fetched", "version", "commit",
-                                  "nightly"])
+                                  "nightly", "no-spec"])
 def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path, edit):
     """upstream.lock whose commit is v1's but whose `label`/`version` say v2 (bumped by hand,
     or a merge of two re-pins resolved line by line): `status` said `target v2` and judged
     `Drop-When: vllm>=2` true on v1's files. What the label says is checked where it costs no
     fetch: the commit's own release tag in the store (v1), the label's tag once the store has
     it, a version beside the label, a commit id (or `nightly-<sha>`, as bump writes it) as the
-    label. Refused, exit 2, naming upstream.lock and the line, nothing written; `upstream pin
-    --force` makes it whole."""
+    label. A label no SPEC reads (`v1..v2`) names no version, and a version beside it was
+    compared with nothing. Refused, exit 2, naming upstream.lock and the line, nothing written;
+    `upstream pin --force` makes it whole."""
     root, v2 = _stack_pinned_at_v1_with_a_fix_dropped_at_v2(tmp_path)
     assert "Drop-When" not in ok(root, "status").out
     if edit == "release-fetched":
@@ -1300,9 +1301,13 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
                  "commit": ("label", f"'{v2[:10]}' names commit {v2[:10]}, not the locked "
                                      "commit"),
                  "nightly": ("label", f"'nightly-{v2}' names commit {v2}, not the locked "
-                                      "commit")}[edit]
+                                      "commit"),
+                 "no-spec": ("version", "'2' is not the version the label 'v1..v2' names (it "
+                                        "is no SPEC, and names none)")}[edit]
     if edit == "version":
         doc["upstreams"]["vllm"]["version"] = "2"
+    elif edit == "no-spec":
+        doc["upstreams"]["vllm"].update(label="v1..v2", version="2")
     elif edit in ("commit", "nightly"):
         # (`nightly-<sha>`: the label bump writes, taken from the other side of a merge.)
         doc["upstreams"]["vllm"].update(label=v2[:10] if edit == "commit" else f"nightly-{v2}")
@@ -1318,7 +1323,8 @@ def test_a_git_pins_label_or_version_naming_another_revision_is_refused(tmp_path
         assert run.rc == 2, (command, run.text)
         assert f"upstream.lock:{line}: upstreams.vllm.{key}: " in run.err, (command, run.err)
         assert said in run.err and "the lock names two revisions" in run.err, run.err
-        assert "target v2" not in run.text and "is true" not in run.text, run.text
+        assert "target v2" not in run.text and "target v1..v2" not in run.text and \
+            "is true" not in run.text, run.text
     assert tree_bytes(root) == before
     ok(root, "upstream", "pin", "vllm", "--at", "v1", "--force")
     assert "Drop-When" not in ok(root, "status").out
@@ -1419,10 +1425,23 @@ def test_a_git_pins_release_label_is_checked_on_a_fresh_cache_too(tmp_path, monk
         # The next command of that cache refuses it again, from the store.
         assert run_cli(root, *command).rc == 2
     assert tree_bytes(root) == before
-    # A label the remote has no tag of says nothing to check: taken, as before.
+    # A label the remote has no tag of (`v7`): the commit's own tags come with it, and the
+    # commit is v1, as the cache that fetched v1's tag refused it; a fresh cache took it,
+    # said `target v7` and judged `Drop-When: vllm>=2` true on v1's files.
     doc["upstreams"]["vllm"].update(label="v7", version="7")
     (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-untagged"))
+    for cache in ("fresh-untagged", "fresh-untagged"):  # fresh, then as that fetch left it
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / cache))
+        run = run_cli(root, "status")
+        assert run.rc == 2, (cache, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.label: the locked commit " in run.err \
+            and "is tag v1 (as the store last fetched it), not v7" in run.err, run.err
+        assert "target v7" not in run.text and "is true" not in run.text, run.text
+    # A commit the remote has no tag of says nothing to check: taken, as before.
+    from helpers.git import git
+
+    git(tmp_path / "up", "tag", "-d", "v1")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-no-tag-of-v1"))
     assert run_cli(root, "status").rc == 1
 
 
@@ -1458,6 +1477,44 @@ def test_a_release_label_that_is_a_tag_and_a_branch_names_the_tag(tmp_path, monk
         assert f"upstream.lock:{line}: upstreams.vllm.label: tag v2 names commit {tagged}" in \
             run.err and "the lock names two revisions" in run.err, (cache, run.err)
     assert tree_bytes(root) == before
+
+
+def test_a_pin_on_a_release_named_branch_is_taken_after_the_branch_moves(tmp_path, monkeypatch):
+    """An upstream with a branch `v2` (no tag of that name) at v1's tagged commit: `rebase
+    --to v2` pins it, labelled `v2`. The branch then moves on upstream, and the store fetches
+    it (`status --against v2`): the unchanged lock was refused by every command from then on
+    ("the locked commit is tag v1, not v2"). A branch label names a commit of the branch's
+    history, as for `main`; one the branch never had is still refused."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    v1 = _tagged_repo(upstream, b"a = 1\nb = 2\n")
+    git(upstream, "branch", "v2", v1)
+    root = tmp_path / "stack"
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cache"))
+    _git_stack(root, str(upstream))
+    off = commit_files(upstream, {"a.py": b"a = 1\nb = 5\n"}, "elsewhere")  # on main
+    ok(root, "rebase", "--to", "v2")
+    pinned = lock_doc(root)
+    assert (pinned["upstreams"]["vllm"]["label"], pinned["upstreams"]["vllm"]["commit"]) == \
+        ("v2", v1)
+    git(upstream, "checkout", "-q", "v2")
+    commit_files(upstream, {"a.py": b"a = 1\nb = 3\n"}, "on the release branch")
+    ok(root, "status", "--against", "vllm=v2")  # the store has the moved branch now
+    assert lock_doc(root) == pinned
+    for cache in ("cache", "fresh"):
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / cache))
+        for command in (["status"], ["overlays"], ["lint", "--no-forge"]):
+            run = run_cli(root, *command)
+            assert run.rc == 0, (cache, command, run.text)
+    # A commit the branch never had, under its label, names two revisions.
+    doc = json.loads(json.dumps(pinned))
+    doc["upstreams"]["vllm"].update(
+        commit=off, tree=git(upstream, "rev-parse", f"{off}^{{tree}}").strip())
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    git(upstream, "tag", "v1.5", off)
+    run = run_cli(root, "status")
+    assert run.rc == 2 and "the lock names two revisions" in run.err, run.text
 
 
 @pytest.mark.parametrize("to", ["release", "release-branch", "commit", "short-commit",

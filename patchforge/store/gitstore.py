@@ -1179,7 +1179,8 @@ class UpstreamStore:
         later, on demand, from the remote configured as a promisor. Network commands keep the
         caller's ssh/askpass/proxy variables and their git configuration (git_network_env).
         `if_there`: full refs fetched in the same fetch when the remote has them, and passed
-        over when it has not (one `ls-remote` asks).
+        over when it has not (one `ls-remote` asks); given with a commit id, the tags the
+        remote has of that commit come too.
         """
         check_upstream_name(upstream)
         with self.writing():
@@ -1206,6 +1207,11 @@ class UpstreamStore:
         if_there = [ref for ref in if_there or [] if ref.startswith("refs/")]
         if names or if_there:
             patterns = list(if_there)
+            if want_ids:
+                # The tags of the commits asked for by id come too (their names are listed
+                # in the same answer): a pin's release label is checked against what the
+                # commit is (its own release tag) in a fresh cache as in one that fetched it.
+                patterns.append("refs/tags/*")
             for name in names:
                 if name.startswith("refs/") or name == "HEAD":
                     patterns.append(name)
@@ -1221,9 +1227,12 @@ class UpstreamStore:
                 raise RemoteUnreachable(exc.message, hint=exc.hint or (
                     f"{redact(url)} could not be reached (the network, the URL or a "
                     "login)")) from None
-            advertised = {line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line}
-            refspecs += [f"+{ref}:{self._tracking_ref(upstream, ref)}" for ref in if_there
-                         if ref in advertised]
+            listed = [tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
+            advertised = {ref for _, ref in listed}
+            at_wanted = [ref.removesuffix("^{}") for oid, ref in listed
+                         if oid in want_ids and ref.startswith("refs/tags/")] if if_there else []
+            refspecs += [f"+{ref}:{self._tracking_ref(upstream, ref)}"
+                         for ref in dict.fromkeys(if_there + at_wanted) if ref in advertised]
             for name in names:
                 candidates = [name] if name.startswith("refs/") or name == "HEAD" else \
                     [f"refs/heads/{name}", f"refs/tags/{name}"]
