@@ -2574,6 +2574,40 @@ def test_a_terminal_escape_is_refused_by_every_command_that_writes_a_header_from
     assert "\x1b" not in run.err and "\x9b" not in run.err
 
 
+def test_a_terminal_escape_in_the_authors_name_or_email_is_refused_naming_where_it_came_from(
+        tmp_path, monkeypatch):
+    """`new` and `import overlay` write the Author from GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL, else
+    git's user.name/user.email: a terminal escape there went into the patch file, exit 0, and
+    `lint` then failed the stack on it (`new -m` with the same character is refused). Refused
+    now, exit 2, naming the variable or the git setting, nothing written."""
+    from helpers.git import git
+
+    root, _ = git_project(tmp_path)
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(b"line1\nLINE2\n" + b"".join(b"line%d\n" % i for i in range(3, 21)))
+    before = tree_bytes(root, skip=(".patchforge",))
+    config = tmp_path / "gitconfig"
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    for variable, value, source in (
+            ("GIT_AUTHOR_NAME", "A " + ESCAPES, "GIT_AUTHOR_NAME"),
+            ("GIT_AUTHOR_EMAIL", "a\x1b@example.com", "GIT_AUTHOR_EMAIL"),
+            ("GIT_AUTHOR_NAME", None, "git's user.name")):
+        monkeypatch.setenv("GIT_AUTHOR_NAME", "A")
+        monkeypatch.setenv("GIT_AUTHOR_EMAIL", "a@example.com")
+        if value is None:
+            monkeypatch.delenv(variable)
+            git(tmp_path, "config", "--file", str(config), "user.name", "A \x9b31m B")
+        else:
+            monkeypatch.setenv(variable, value)
+        for command in (["new", "fix", "--no-edit"],
+                        ["import", "overlay", str(overlay), "--path", "a.py", "--name", "fix"]):
+            run = run_cli(root, *command)
+            assert run.rc == 2, (source, command, run.text)
+            assert f"the author's {source} holds a control character" in run.err, run.err
+            assert "\x1b" not in run.err and "\x9b" not in run.err
+            assert tree_bytes(root, skip=(".patchforge",)) == before, (source, command)
+
+
 def test_pr_refuses_a_header_holding_a_terminal_escape(tmp_path):
     """A header written by hand with a terminal escape sequence (`lint` flags it): `pr` made
     the upstream commit with it in its subject (format-patch's `Subject:` and the branch

@@ -69,14 +69,25 @@ UNKNOWN_AUTHOR = ("Unknown", "unknown@localhost")
 def default_author() -> str:
     """`Name <email>` for a patch's Author: GIT_AUTHOR_NAME/EMAIL, else git's user.name and
     user.email, else UNKNOWN_AUTHOR's part (said by unknown_author_note)."""
-    name = os.environ.get("GIT_AUTHOR_NAME")
-    email = os.environ.get("GIT_AUTHOR_EMAIL")
-    if not (name and email):
-        def cfg(key):
+    parts = []  # (where the part came from, the part): the name, then the email
+    for variable, key, unknown in (("GIT_AUTHOR_NAME", "user.name", UNKNOWN_AUTHOR[0]),
+                                   ("GIT_AUTHOR_EMAIL", "user.email", UNKNOWN_AUTHOR[1])):
+        value = os.environ.get(variable)
+        if value:
+            parts.append((variable, value))
+        else:
             out = run_git("config", "--get", key, user_config=True, ok=None)
-            return out.stdout.decode("utf-8", "replace").strip() or None
-        name = name or cfg("user.name") or UNKNOWN_AUTHOR[0]
-        email = email or cfg("user.email") or UNKNOWN_AUTHOR[1]
+            parts.append((f"git's {key}",
+                          out.stdout.decode("utf-8", "replace").strip() or unknown))
+    for source, value in parts:
+        # Written into the patch as it is, as `-m` would be: a terminal showing the patch
+        # (`cat`, `git log -p`, the mail `export` makes) would act on a control character.
+        char = control_character(value)
+        if char is not None:
+            raise UsageError(f"the author's {source} holds a control character ({char}), "
+                             "which a terminal showing the patch would act on",
+                             hint=f"set {source} without it")
+    (_, name), (_, email) = parts
     return f"{name} <{email}>"
 
 
