@@ -181,6 +181,21 @@ def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
     return found
 
 
+def unparsed_kept(project: Project, upstream: str) -> list[tuple[str, str]]:
+    """(file name, the parse error naming its file and line) of each fix under
+    series/<upstream>/upstreamed/ that does not parse: judged by nothing (_parse)."""
+    from patchforge.formats.patchfile import parse_patch_file
+
+    found = []
+    for name, data in kept_fixes(project, upstream):
+        rel = (project.series_dir(upstream) / "upstreamed" / name).relative_to(project.root)
+        try:
+            list(parse_patch_file(data, str(project.root / rel)).file_patches)
+        except PatchforgeError as exc:
+            found.append((name, str(exc)))
+    return found
+
+
 def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
                   skip: frozenset[str] = frozenset(),
                   unread: list[tuple[str, str]] | None = None) -> list[LandingGone]:
@@ -294,7 +309,7 @@ def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
         patch = parse_patch_file(data, rel)
         file_patches = list(patch.file_patches)
     except PatchforgeError:
-        return None  # lint reports a kept file that does not parse
+        return None  # lint reports a kept file that does not parse (unparsed_kept)
     files = [fp for fp in file_patches if _judgeable(fp)]
     if not files:
         return None

@@ -2608,6 +2608,40 @@ def test_a_terminal_escape_in_the_authors_name_or_email_is_refused_naming_where_
             assert tree_bytes(root, skip=(".patchforge",)) == before, (source, command)
 
 
+def test_a_kept_fix_that_does_not_parse_is_named_never_taken_for_landed(tmp_path):
+    """A file under upstreamed/ whose diff patchforge refuses (a hunk cut short, a path with
+    `..`: edited by hand, a merge) was judged by nothing and said by nobody: lint exit 0, and
+    `bring-back` said "upstream has its change at the pin", `delete` "the pin still has its
+    change", neither checked. lint names it now (an error, the file and line), bring-back
+    refuses it naming the line, and delete takes it out (kept under deleted/)."""
+    root, base = git_project(tmp_path)
+    kept = root / "series" / "up" / "upstreamed"
+    kept.mkdir(parents=True)
+    header = (f"Description: kept\nAuthor: A <a@example.com>\nOrigin: vendor\n"
+              f"Upstream-Status: Accepted\nUpstream: up\nBase: {base}\n\nWhy.\n---\n").encode()
+    (kept / "cut.patch").write_bytes(header + b"diff --git a/a.py b/a.py\n--- a/a.py\n"
+                                     b"+++ b/a.py\n@@ -1,9 +1,9 @@\n-line1\n")
+    (kept / "evil.patch").write_bytes(
+        header + b"diff --git a/../out.py b/../out.py\nnew file mode 100644\n--- /dev/null\n"
+        b"+++ b/../out.py\n@@ -0,0 +1 @@\n+landed\n")
+    run = run_cli(root, "lint", "--no-forge", "--json")
+    assert run.rc == 1, run.text
+    found = {f["patch"]: f for f in json.loads(run.out)["findings"]}
+    for name, line in (("cut", 13), ("evil", 10)):
+        finding = found[f"up/upstreamed/{name}.patch"]
+        assert (finding["check"], finding["severity"]) == ("parse", "error"), finding
+        assert f"{kept / name}.patch:{line}: " in finding["message"], finding
+    before = tree_bytes(root, skip=(".patchforge",))
+    run = run_cli(root, "bring-back", "up/upstreamed/cut")
+    assert run.rc == 2 and f"{kept / 'cut.patch'}:13: " in run.err, run.text
+    assert "has its change" not in run.err
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    data = (kept / "evil.patch").read_bytes()
+    ok(root, "delete", "up/upstreamed/evil")
+    assert not (kept / "evil.patch").exists()
+    assert (root / "series" / "up" / "deleted" / "evil.patch").read_bytes() == data
+
+
 def test_pr_refuses_a_header_holding_a_terminal_escape(tmp_path):
     """A header written by hand with a terminal escape sequence (`lint` flags it): `pr` made
     the upstream commit with it in its subject (format-patch's `Subject:` and the branch

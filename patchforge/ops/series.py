@@ -1024,7 +1024,12 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
             return finished
         raise
     if named is not None:
-        if store is None or not _landing_taken_back(project, store, *named):
+        from patchforge.reverts import unparsed_kept
+
+        # One that does not parse is judged by nothing: taken out (kept under deleted/), as
+        # lint's finding on it says.
+        unparsed = named[1] in dict(unparsed_kept(project, named[0]))
+        if not unparsed and (store is None or not _landing_taken_back(project, store, *named)):
             raise UsageError(f"{named[0]}/upstreamed/{named[1]}: the pin still has its change "
                              "(or upstream changed that code otherwise): nothing to delete")
         return _delete_kept_landing(project, *named, store)
@@ -1862,6 +1867,9 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
     require_state(project, "bring-back", [upstream], store=store)
     pin = project.lock.pin(upstream)
     aside = project.series_dir(upstream) / "upstreamed" / file_name
+    # One that does not parse is judged by nothing: said as what it is, never as "upstream
+    # has its change".
+    list(parse_patch_file(read_no_link(aside), str(aside)).file_patches)
     carried: list = []
     taken_back = _landing_taken_back(project, store, upstream, file_name, carried=carried)
     if carried:
