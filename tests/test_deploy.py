@@ -1104,3 +1104,35 @@ def test_the_compose_service_setting_is_said_where_a_standalone_configuration_ta
     model = json.loads(compose_config(root, "compose.yaml", "overlays/compose.yaml").stdout)
     assert set(model["services"]) == {"vllm"}
     assert run_cli(root, "verify").rc == 0
+
+
+def test_the_env_way_is_checked_as_the_deployment_page_says(example, tmp_path):
+    """docs/deployment.md offers `COMPOSE_FILE=...` in `.env` "so that a plain `docker compose
+    up -d` picks it up". Run from a subdirectory of the stack, compose found compose.yaml above
+    it but not the `.env`, and the service ran with no fix, nothing said. The page says where
+    to run it and gives the check; run as written, the check finds the fragment's label from
+    the stack's root and nothing from a subdirectory."""
+    page = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    (line,) = [b.strip() for b in re.findall(r"```sh\n(.*?)```", page, re.S)
+               if "COMPOSE_FILE=" in b and ">> .env" in b]
+    checks = [b.strip() for b in re.findall(r"```sh\n(.*?)```", page, re.S)
+              if b.strip().startswith("docker compose config") and "patchforge.overlays" in b]
+    assert checks, "the page gives no check of what compose takes"
+    host = tmp_path / "host"
+    host.mkdir()
+    shutil.copytree(example / "overlays", host / "overlays")
+    (host / "series").mkdir()
+    (host / "compose.yaml").write_text("services:\n  inference:\n    image: busybox\n")
+    subprocess.run(["sh", "-c", line], cwd=host, check=True)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "docker").write_text(f'#!/bin/sh\n[ "$1" = compose ] && shift\n'
+                                   f'exec "{compose_binary()}" "$@"\n')
+    (bindir / "docker").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    env.pop("COMPOSE_FILE", None)
+    found = {where: subprocess.run(["sh", "-c", checks[0]], cwd=host / where, env=env,
+                                   capture_output=True, text=True, timeout=120)
+             for where in (".", "series")}
+    assert found["."].returncode == 0 and "patchforge.overlays" in found["."].stdout, found["."]
+    assert found["series"].returncode != 0 and not found["series"].stdout, found["series"]
