@@ -33,8 +33,8 @@ from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_oid,
-                                   blocks_of_file_diff, decode_path, diff_header, is_binary,
-                                   split_at_file_headers, git_output_path, make_diffs,
+                                   blocks_of_file_diff, check_path, decode_path, diff_header,
+                                   is_binary, split_at_file_headers, git_output_path, make_diffs,
                                    merge_file, merges_as_binary)
 
 if TYPE_CHECKING:
@@ -63,6 +63,29 @@ _COMMITS_AND_FILES = re.compile(rb"\n(?:([0-9a-f]{40})(?=\n)|diff --git )")
 # and a revert's message line (messages are indented).
 _RAW_PATHS = re.compile(rb"\t([^\n]*)")
 _REVERT_LINES = on_first_use(rb"\n    This reverts commit ([0-9a-f]{7,40})")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+def _tree_path(path: str) -> bool:
+    """Whether the store looks `path` up in a tree (store.diff.check_path takes it)."""
+    try:
+        check_path(path)
+    except StoreError:
+        return False
+    return True
+
+
+def _git_mode(entry: tuple[str, str] | None) -> tuple[str, str] | None:
+    """A tree entry (mode, id) with its mode as git's output gives it (cache.h's canon_mode:
+    a file 100644 or 100755 by its owner's execute bit, whatever else an old tree's mode
+    says; a symbolic link 120000; anything else a submodule, 160000)."""
+    if entry is None:
+        return None
+    mode = int(entry[0], 8)
+    kind = mode & 0o170000
+    canonical = ("100755" if mode & 0o100 else "100644") if kind == 0o100000 else \
+        "120000" if kind == 0o120000 else "160000"
+    return canonical, entry[1]
 
 
 @record
@@ -1792,7 +1815,20 @@ def carry_moved(patches, own, position, judges, before: dict,
     return None
 
 
-def read_history(store: UpstreamStore, target: Target) -> bytes | None:
+@record
+class OneCommitWalk:
+    """read_history's answer for a target whose one parent is the base (a release-per-commit
+    history, a rebase onto the next commit): the range is that commit alone, and its walk is
+    made by HistoryIndex from the two trees' entries of the series' paths, which the store
+    reads anyway. Git's walk, which lists every file of the commit (1,271 paths for a vllm
+    release), is asked only by a question about the commit's other files."""
+
+    commit: str
+    parent: str
+    message: bytes  # the commit's message, as its object holds it
+
+
+def read_history(store: UpstreamStore, target: Target) -> bytes | OneCommitWalk | None:
     """The walk of the history from base to target a HistoryIndex is made from
     (`store.range_changes`, no path limit), None without history. It needs no patch: a caller
     can start it on a second thread before the series is even parsed.
@@ -1800,14 +1836,20 @@ def read_history(store: UpstreamStore, target: Target) -> bytes | None:
     The walk runs first: it tells whether the base is an ancestor of the target (`_history`)
     by itself (range_changes), which a git process before it asked at the cost of a walk of
     its own. When it is not (a target on another branch, a wheel's root commit), the walk
-    listed nothing and is dropped."""
+    listed nothing and is dropped. A target whose one parent is the base is no walk at all
+    (OneCommitWalk): its commit object, read by cat-file, says so."""
     if target.base_commit == target.commit:
         return None
+    if _HEX40.fullmatch(target.base_commit):
+        only = store.only_parent(target.commit)
+        if only is not None and only[0] == target.base_commit:
+            return OneCommitWalk(target.commit, only[0], only[1])
     changes = store.range_changes(target.base_commit, target.commit)
     return changes if _history(store, target) else None
 
 
-def series_history_index(store: UpstreamStore, target: Target, walk: Callable[[], bytes | None],
+def series_history_index(store: UpstreamStore, target: Target,
+                         walk: Callable[[], bytes | OneCommitWalk | None],
                          patches, squash: SquashPaths | None = None) -> "HistoryIndex | None":
     """HistoryIndex of the series' files from the history `walk()` returns (read_history's),
     None without history; with the diffs the squash check (series_landings) asks for read
@@ -2558,7 +2600,7 @@ class HistoryIndex:
     LANDING_READ_ALONG = 8
 
     def __init__(self, store: UpstreamStore, target: Target, paths: list[str], *,
-                 changes: bytes | None = None) -> None:
+                 changes: bytes | OneCommitWalk | None = None) -> None:
         """`changes`: read_history's walk of base..target when the caller has it already."""
         self.store = store
         self.target = target
@@ -2589,6 +2631,9 @@ class HistoryIndex:
         # commit can put code in, _may_put_in); (commit, diff header) -> that file's blocks
         # (_blocks_holding)
         self._raw: dict[str, tuple[bytes, int, int]] = {}
+        # A one-commit range whose `_raw` lists the series' paths alone (OneCommitWalk): git's
+        # walk of the commit's every file is asked when a question needs them (_whole_raw).
+        self._paths_only: OneCommitWalk | None = None
         self._changes: dict[str, list] = {}
         self._loose: dict[str, bytes | None] = {}
         self._loose_binary: dict[str, bytes] = {}
@@ -2816,7 +2861,7 @@ class HistoryIndex:
         when no file's content after these commits can hold the first of `codes` (put_in then
         finds it put in nowhere, whatever the other blocks are: _may_put_in)."""
         asked = {diff_header(path) for path in paths}
-        if codes is not None and commit in self._raw:
+        if codes is not None and commit in self._whole_raw():
             ones = [commit, *self.beside(commit)]
             held = self._blocks_holding(ones, codes, asked)
             return tuple(block for one in ones for blocks in held[one].values()
@@ -2851,7 +2896,7 @@ class HistoryIndex:
         for one in commits:
             files = self._changes.get(one)
             if files is None:
-                files = self._changes[one] = _raw_changes(*self._raw[one])
+                files = self._changes[one] = _raw_changes(*self._whole_raw()[one])
             changes[one] = files
         self._read_loose(changes, leaving, after=True)
         if not any(self._may_put_in(wanted[0], link, new)
@@ -3155,7 +3200,7 @@ class HistoryIndex:
         # release's 1,246: `git diff-tree -r` listing them again cost the first command asking
         # about it a git process of 22 million instructions); a commit it does not hold, a
         # merge, is listed by git.
-        raw = self._raw.get(commit)
+        raw = self._whole_raw().get(commit)
         blob_of = _new_blobs(*raw) if raw is not None else self.store.new_blobs(commit)
         blobs = self.store.history_blobs({oid: (commit, path) for path, oid in blob_of.items()})
         texts: dict[str, bytes] = {}
@@ -3276,7 +3321,8 @@ class HistoryIndex:
             self._add_chunks(text, from_log=False)
         self._loaded.update(paths)
 
-    def _walk_without_pathspec(self, changes: bytes | None) -> dict[str, set[str]] | None:
+    def _walk_without_pathspec(self, changes: bytes | OneCommitWalk | None
+                               ) -> dict[str, set[str]] | None:
         """The commits `git log -p -- <paths>` shows (newest first into `_order`, reverts into
         `_reverts`) with the paths each changes, from the same walk without a pathspec; None
         when a merge has a parent outside the range (where git's rule for showing it depends
@@ -3285,6 +3331,13 @@ class HistoryIndex:
         walk: dict[str, tuple[list[str], set[str]]] = {}  # in git's order, newest first
         reverts: dict[str, list[str]] = {}
         raw_lines: dict[str, tuple[bytes, int, int]] = {}  # (`_raw`)
+        if isinstance(changes, OneCommitWalk):
+            # (Not for a name no tree can hold: git's walk says what it says of it.)
+            one = changes
+            changes = self._one_commit_walk(one) if all(_tree_path(path) for path in self.paths) \
+                else None
+            if changes is not None:
+                self._paths_only = one
         if changes is None:
             changes = self.store.range_changes(self.target.base_commit, self.target.commit)
         # Commit by commit, each one's lines searched by C loops (bytes.find, regular
@@ -3345,6 +3398,46 @@ class HistoryIndex:
             if commit in touched and commit in reverts:
                 self._reverts[commit] = reverts[commit]
         return touched
+
+    def _one_commit_walk(self, one: OneCommitWalk) -> bytes:
+        """What the range's walk (store.range_changes) says of the one commit of `one` for the
+        series' paths: its header and message, then a `:` line for each of the paths whose
+        entry (mode and id, a submodule's too) the commit changes, as `git log --raw
+        --no-renames` lists them (a path that is a directory, or under a file, on one side is
+        absent there; each side's entries are read from the trees, no git process)."""
+        before = self.store.entries(one.parent, self.paths, links=True)
+        after = self.store.entries(one.commit, self.paths, links=True)
+        lines = [b"commit %s %s" % (one.commit.encode(), one.parent.encode())]
+        # `%w(0,4,4)%B`: each line of the message indented, an empty one too; then the
+        # format's line end, and the empty line before the `:` lines.
+        message = one.message[:-1] if one.message.endswith(b"\n") else one.message
+        lines += [b"    " + line for line in message.split(b"\n")] if message else []
+        lines += [b"", b""]
+        absent = ("000000", "0" * 40)
+        for name, path in sorted((git_output_path(os.fsencode(path)), path)
+                                 for path in self.paths):
+            old, new = _git_mode(before[path]), _git_mode(after[path])
+            if old == new:
+                continue
+            status = b"A" if old is None else b"D" if new is None else \
+                b"M" if old[0][:2] == new[0][:2] else b"T"
+            (old_mode, old_id), (new_mode, new_id) = old or absent, new or absent
+            lines.append(b":%s %s %s %s %s\t%s" % (old_mode.encode(), new_mode.encode(),
+                                                    old_id.encode(), new_id.encode(), status,
+                                                    name))
+        return b"\n".join(lines) + b"\n"
+
+    def _whole_raw(self) -> dict[str, tuple[bytes, int, int]]:
+        """`_raw` with every file of each commit: for a one-commit range (OneCommitWalk),
+        git's walk of it is asked now, once (and kept, as status asks it), and its `:` lines
+        replace those of the series' paths alone. The commits and the paths each touches
+        stay as they were made: the walk lists the same for the series' paths."""
+        one = self._paths_only
+        if one is not None:
+            self._paths_only = None
+            walk = self.store.range_changes(self.target.base_commit, self.target.commit)
+            self._raw = {one.commit: (walk, walk.find(b"\n:"), len(walk))}
+        return self._raw
 
     def _read_log_patches(self) -> dict[str, set[str]]:
         """Every diff of the paths from one `git log -p` (newest first into `_order`): the

@@ -261,6 +261,85 @@ def test_history_read_without_a_pathspec_on_odd_paths_and_changes(tmp_path):
     assert touched == set(paths)  # each of them, in a commit the walk found
 
 
+def test_a_one_commit_history_read_from_its_trees_is_git_s_walk(tmp_path):
+    """A target whose one parent is the base is read without git's walk (`git log --raw`,
+    which lists every file of a release): its series paths' changes come from the two trees.
+    On one commit making every kind of change git's `--raw` lines tell (a change, an addition,
+    a deletion, a mode-only change, a file turned into a symlink, a file turned into a
+    directory and a directory into a file, a submodule moved, names git quotes, a path that
+    stays as it was) with a revert's message, the index holds what it holds when read from
+    git's walk of the range: the commits, the paths each touches, the reverts, the `:` lines
+    of the series' paths byte for byte, and, once a question needs the commit's every file,
+    git's own walk."""
+    from helpers.git import commit_files, git
+    from patchforge.judge import HistoryIndex, OneCommitWalk, Target, _raw_changes, read_history
+    from patchforge.store.gitstore import UpstreamStore
+
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    odd = ["del\x7fx.py", os.fsdecode(b"raw\xff.py"), "tab\tname.py", "caf\u00e9.py"]
+    reverted = commit_files(repo, {"old.txt": b"o\n"}, "to be reverted")
+    files = {**{name: b"v1\n" for name in odd}, "a.py": b"a\n", "gone.py": b"g\n",
+             "m.py": b"m\n", "ln.py": b"l\n", "fd.py": b"f\n", "blocked/x.py": b"x\n",
+             "same.py": b"s\n", "other.txt": b"t\n"}
+    commit_files(repo, files, "files")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{reverted},sub")
+    git(repo, "commit", "-q", "-m", "a submodule")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    for name in odd:
+        (repo / name).write_bytes(b"v2\n")
+    (repo / "a.py").write_bytes(b"a2\n")
+    (repo / "gone.py").unlink()
+    (repo / "new.py").write_bytes(b"n\n")
+    os.chmod(repo / "m.py", 0o755)
+    (repo / "ln.py").unlink()
+    os.symlink("a.py", repo / "ln.py")
+    (repo / "fd.py").unlink()
+    (repo / "fd.py").mkdir()
+    (repo / "fd.py" / "inner.py").write_bytes(b"i\n")
+    (repo / "blocked" / "x.py").unlink()
+    (repo / "blocked").rmdir()
+    (repo / "blocked").write_bytes(b"a file now\n")
+    (repo / "other.txt").write_bytes(b"t2\n")
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{base},sub")
+    git(repo, "commit", "-q", "--cleanup=verbatim", "-F", "-",
+        input=b"Revert \"to be reverted\"\n\nThis reverts commit %s.\r\n" % reverted.encode())
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    paths = sorted([*odd, "a.py", "gone.py", "new.py", "m.py", "ln.py", "fd.py", "fd.py/inner.py",
+                    "blocked/x.py", "blocked", "same.py", "sub", "nowhere/y.py"])
+    store = UpstreamStore(repo / ".git")
+    try:
+        target = Target("up", base, tip, tip, None)
+        walk = read_history(store, target)
+        assert isinstance(walk, OneCommitWalk)
+        assert store.is_ancestor(base, tip)
+        trees = HistoryIndex(store, target, paths, changes=walk)
+        git_walk = store.range_changes(base, tip)
+        walked = HistoryIndex(store, target, paths, changes=git_walk)
+        assert trees._order == walked._order == [tip]
+        assert trees.log == walked.log
+        assert set(trees.log[0][1]) == set(paths) - {"same.py", "nowhere/y.py"}
+        assert trees._reverts == walked._reverts == {tip: [reverted]}
+        assert trees._range == walked._range and trees.beside(tip) == []
+        for first in (False, True):
+            assert trees._versions([tip], paths, first=first) == \
+                walked._versions([tip], paths, first=first)
+        # The `:` lines of the series' paths are git's, modes, ids and status letters alike.
+        own = trees._raw[tip][0]
+        series_lines = [line for line in git_walk.split(b"\n") if line.startswith(b":") and
+                        _raw_changes(b"\n" + line, 0, len(line) + 1)[0][3] in paths]
+        assert [line for line in own.split(b"\n") if line.startswith(b":")] == \
+            sorted(series_lines, key=lambda line: line.split(b"\t", 1)[1])
+        assert len(series_lines) == len(trees.log[0][1])
+        # A question about the commit's every file reads git's walk of it.
+        assert _raw_changes(*trees._whole_raw()[tip]) == _raw_changes(*walked._raw[tip])
+        assert any(change[3] == "other.txt" for change in _raw_changes(*trees._raw[tip]))
+    finally:
+        store.close()
+
+
 def test_squash_candidate_runs_are_those_of_patches_inside_a_commit():
     """The squash check's candidate runs (judge._candidate_runs), counted through the patches
     on each path a commit touches, are the runs of consecutive patches whose files that

@@ -269,6 +269,44 @@ def test_a_first_rebase_reads_its_landed_files_history_with_the_own_places(tmp_p
     assert stack.series("up") == []
 
 
+def history_walks_run(trace) -> int:
+    """The `git log` processes (the range's walk) in GIT_TRACE's file `trace`."""
+    return sum("trace: built-in: git log" in line
+               for line in trace.read_text().splitlines()) if trace.exists() else 0
+
+
+def test_a_first_rebase_onto_the_next_commit_walks_no_history(tmp_path, monkeypatch):
+    """Upstream's next commit lands one fix and changes the other's file elsewhere: the
+    target's one parent is the pin, so `status --against` and the rebase, each the first
+    command asking about it, take what that commit changes in the series' files from the two
+    trees, and start no `git log` walking the range (which lists every file the commit
+    changes: 1,271 for a vllm release). The verdicts are the walk's: landed in that commit,
+    dropped; the other fix moved."""
+    v1 = {"a.py": k_py(PADS, block("quant_a")), "b.py": k_py(PADS, block("quant_b"))}
+    stack = OneUpstreamStack(tmp_path, v1)
+    stack.add_fix("fix-a", "a.py", v1["a.py"], k_py(PADS, fixed_block("quant_a", "addition")))
+    stack.add_fix("fix-b", "b.py", v1["b.py"], k_py(PADS, fixed_block("quant_b", "addition")))
+    top = [b"# generated\n"] * 30
+    made = stack.commit({"a.py": k_py(top, PADS, fixed_block("quant_a", "addition")),
+                         "b.py": k_py(top, PADS, block("quant_b")),
+                         **{f"other{n}.py": b"x = %d\n" % n for n in range(20)}},
+                        "nan_to_num in quant_a (#9)", tag="v2")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    status = stack.json("status", "--against", "up=v2", expect=1)
+    assert history_walks_run(trace) == 0
+    said = {p["name"]: (p["state"], p["rebase"]) for p in status["patches"]}
+    assert said == {"fix-a.patch": ("upstreamed", "drop"), "fix-b.patch": ("offset", "move")}
+    trace.unlink()
+    shutil.rmtree(cache_dir() / "kept", ignore_errors=True)
+    summary = stack.rebase_json("--to", "up=v2")
+    assert history_walks_run(trace) == 0
+    monkeypatch.delenv("GIT_TRACE")
+    assert [(p["name"], p["action"], p["landed_in"]) for p in summary["patches"]] == \
+        [("fix-a.patch", "dropped", made), ("fix-b.patch", "offset", None)], summary["patches"]
+    assert stack.series("up") == ["fix-b.patch"]
+
+
 KEEPS_B = b"Keeps: k.py: re:def quant_fp8_b(?:.*\\n){5}        scale = 240\\.0\n"
 
 

@@ -761,10 +761,11 @@ class UpstreamStore:
         """(mode, blob id) of a file at `rev`, None when absent or a directory."""
         return self.entries(rev, [path])[path]
 
-    def entries(self, rev: str, paths: list[str], *,
-                directories: bool = False) -> dict[str, tuple[str, str] | None]:
+    def entries(self, rev: str, paths: list[str], *, directories: bool = False,
+                links: bool = False) -> dict[str, tuple[str, str] | None]:
         """entry() of several paths, their directories asked of cat-file in one round. With
-        `directories`, a directory is an entry too (mode 040000) instead of None."""
+        `directories`, a directory is an entry too (mode 040000) instead of None; with
+        `links`, a submodule (mode 160000, its commit's id)."""
         split = {path: self._split(path) for path in paths}
         if _HEX40.fullmatch(rev):
             # Directories read already are answered without the lock, as read_blobs answers
@@ -775,9 +776,9 @@ class UpstreamStore:
             except KeyError:
                 pass
             else:
-                return self._entries_in(trees, split, directories)
+                return self._entries_in(trees, split, directories, links)
         with self._lock:
-            return self._entries(rev, split, directories)
+            return self._entries(rev, split, directories, links)
 
     def read_trees_ahead(self, revs: list[str], paths) -> None:
         """Ask git now for the trees entries() will read for `paths` (and every directory on
@@ -810,13 +811,14 @@ class UpstreamStore:
         return decode_path(raw_parent), name
 
     def _entries(self, rev: str, split: dict[str, tuple[str, bytes]],
-                 directories: bool) -> dict[str, tuple[str, str] | None]:
+                 directories: bool, links: bool = False) -> dict[str, tuple[str, str] | None]:
         return self._entries_in(self._trees_of(rev, sorted({parent for parent, _ in
                                                             split.values()})),
-                                split, directories)
+                                split, directories, links)
 
     def _entries_in(self, trees: dict[str, str | None], split: dict[str, tuple[str, bytes]],
-                    directories: bool) -> dict[str, tuple[str, str] | None]:
+                    directories: bool,
+                    links: bool = False) -> dict[str, tuple[str, str] | None]:
         """_entries' answer from the trees of the paths' directories (directory -> tree id)."""
         found: dict[str, tuple[str, str] | None] = {}
         for path, (parent, name) in split.items():
@@ -825,8 +827,8 @@ class UpstreamStore:
             if directories and hit is not None and hit[0] == "40000":
                 found[path] = ("040000", hit[1])
                 continue
-            found[path] = None if hit is None or hit[0] in ("40000", "160000") else \
-                (hit[0].rjust(6, "0"), hit[1])
+            found[path] = None if hit is None or hit[0] == "40000" or \
+                (hit[0] == "160000" and not links) else (hit[0].rjust(6, "0"), hit[1])
         return found
 
     def _trees_of(self, rev: str, directories: list[str]) -> dict[str, str | None]:
@@ -1720,6 +1722,28 @@ class UpstreamStore:
                         "--diff-filter=A", "--no-commit-id", f"{commit}^", commit,
                         what="reading upstream history").stdout
         return sorted(decode_path(name) for name in out.split(b"\0") if name)
+
+    def only_parent(self, commit: str) -> tuple[str, bytes] | None:
+        """(its one parent, its message) of `commit` (a full id), read from the commit object
+        by cat-file, no git process; None for a merge, a root commit, one the store lacks, or
+        in a shallow store (where git's walks take a commit at the shallow edge for a root,
+        whatever parent its object names; or with grafts, which git's walks follow). The
+        parent is its ancestor: is_ancestor answers so without asking git."""
+        if not _HEX40.fullmatch(commit) or (self.git_dir / "shallow").exists() or \
+                (self.git_dir / "info" / "grafts").exists():
+            return None
+        got = self._cat.query([f"{commit}^{{commit}}"])[0]
+        if got is None or got[1] != "commit":
+            return None
+        header, _, message = got[2].partition(b"\n\n")
+        # (A header's continued line, a signature's, starts with a space.)
+        parents = [line[len(b"parent "):].decode() for line in header.split(b"\n")
+                   if line.startswith(b"parent ")]
+        if len(parents) != 1 or not _HEX40.fullmatch(parents[0]):
+            return None
+        with self._lock:
+            self._ancestry[(parents[0], commit)] = True
+        return parents[0], message
 
     def is_ancestor(self, a: str, b: str) -> bool:
         # Ancestry of two commit ids never changes: ask git once per pair (status asks the same
