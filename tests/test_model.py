@@ -1,9 +1,12 @@
 """Model-based test (Hypothesis stateful testing): random sequences of what a user does to a
 stack, on a real small git upstream, with the invariant checked after every step:
 
-  every fix ever added is in exactly one of the series, upstreamed/, skipped/ or deleted/, with
-  the content the user last refreshed, and applying the series (with `git apply`) on the pinned
-  upstream gives exactly the pinned files with those fixes in them.
+  every change of every fix ever added (each line it changes, its script) is in exactly one of
+  the series, skipped/, deleted/, or upstreamed/ with the upstream at the pin holding it, with
+  the content the user last refreshed; a change kept under upstreamed/ that the pin lacks is
+  said (`status` exits 1 naming it among the landings taken back); and applying the series
+  (with `git apply`) on the pinned upstream gives exactly the pinned files with those changes
+  in them.
 
 Steps: new, edit + change + refresh, an edit left with unrefreshed changes, delete, rename, move,
 upstream commits (a conflict on a fix's line, the fix landing verbatim, a rename, a deletion, an
@@ -22,7 +25,14 @@ one, and the version in the series (or the only place) is intact", never "none".
 
 A fix is a token `# FIX<k> v<n>` appended to the `return` line of a function only it touches, so
 its content and version can be read from any patch file, and the expected result of the series
-computed from the pinned files alone. Some fixes also add an executable script of their own
+computed from the pinned files alone. Some fixes change two lines of their function (the token
+on its `x = 0` line too, one line apart: two changes in one hunk of git's diff), which upstream
+may land in part (one of the two, exactly as the fix has it). Upstream also takes a landing
+back (a commit saying it reverts the landing, or one putting the old lines back by hand with a
+message that does not say so) and changes a landed line again (before or after such a revert),
+and a rebase onto a landing in part is undone with `git reset --hard` of the stack's repository
+(the new `upstreamed/` file left untracked: `status` must call it a leftover; it is deleted).
+A landing taken back is brought back (`bring-back up/NAME`). Some fixes also add an executable script of their own
 (`bin/fix<k>.sh`, mode 100755, the token in it too), and upstream sometimes makes one of its
 files executable: the series applied with `git apply` must then also give every file the mode it
 should have (a script stays executable through every rebase, refresh and bring-back; a file
@@ -54,7 +64,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis import HealthCheck, Phase, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from helpers.cli import run_cli
@@ -67,17 +77,47 @@ PLACES = ("upstreamed", "skipped", "deleted")
 
 
 def initial_file(names: list[str]) -> bytes:
-    return b"".join(f"def {n}():\n    x = 0\n    return {i}\n\n\n".encode()
+    return b"".join(f"def {n}():\n    x = 0\n    y = x\n    return {i}\n\n\n".encode()
                     for i, n in enumerate(names))
 
 
-def with_token(content: bytes, slot: str, token: bytes | None) -> bytes:
-    """`content` with the return line of function `slot` carrying `token` (None: no token)."""
-    pattern = re.compile(rb"(def " + slot.encode() + rb"\(\):\n    x = 0\n    return [^\n#]*?)"
-                         rb"(  # FIX\d+ v\d+)?\n")
-    replacement = (lambda m: m.group(1) + b"  " + token + b"\n") if token else \
-        (lambda m: m.group(1) + b"\n")
-    return pattern.sub(replacement, content, count=1)
+def function_pattern(slot: str) -> re.Pattern:
+    """Function `slot`: its `x = 0` line (1: the line, 2: a token on it), its `y = x` line (3),
+    its `return` line (4: the line, 5: a token on it)."""
+    return re.compile(rb"def " + slot.encode() + rb"\(\):\n(    x = 0)(  # FIX\d+ v\d+)?\n"
+                      rb"(    y = x\n)(    return [^\n#]*?)(  # FIX\d+ v\d+)?\n")
+
+
+def with_token(content: bytes, slot: str, token: bytes | None, part: str = "ret") -> bytes:
+    """`content` with the `part` line of function `slot` (its `return` line, "ret", or its
+    `x = 0` line, "x") carrying `token` (None: no token); the other line as it is."""
+    def replacement(m: re.Match) -> bytes:
+        groups = [m.group(k) or b"" for k in range(1, 6)]
+        at = 1 if part == "x" else 4
+        groups[at] = b"  " + token if token else b""
+        return b"def " + slot.encode() + b"():\n" + groups[0] + groups[1] + b"\n" + groups[2] + \
+            groups[3] + groups[4] + b"\n"
+    return function_pattern(slot).sub(replacement, content, count=1)
+
+
+def part_of(line: bytes) -> str:
+    """Which change of a fix a line carrying its token is: "x" (its `x = 0` line), "ret" (its
+    `return` line), "script" (its script's line)."""
+    if b"x = 0" in line:
+        return "x"
+    return "script" if b"echo fixed" in line else "ret"
+
+
+def tokens_of(data: bytes, *, added: bool = True) -> set[tuple[int, str, int]]:
+    """(fix, part, version) of every line of `data` carrying a token (with `added`, of the
+    `+` lines of a patch only)."""
+    found = set()
+    for line in data.splitlines():
+        if added and not line.startswith(b"+"):
+            continue
+        for fix, version in TOKEN.findall(line):
+            found.add((int(fix), part_of(line), int(version)))
+    return found
 
 
 def take_upstream_side(content: bytes) -> bytes:
@@ -117,6 +157,17 @@ class StackModel(RuleBasedStateMachine):
         self.renamed = 0
         self.scripts: set[int] = set()  # fixes that add an executable script of their own
         self.other: tuple[Path, Upstream] | None = None  # a second stack on the same cache
+        # The changes of each fix: its `return` line ("ret"), for some also its `x = 0` line
+        # ("x", one line apart: both in one hunk), and "script" for a fix with a script.
+        self.parts: dict[int, tuple[str, ...]] = {}
+        self.cv: dict[tuple[int, str], int] = {}  # (fix, change) -> the version last refreshed
+        # Upstream's landings of fixes (whole or in part): what a revert of one takes back.
+        self.landings: list[dict] = []
+        # Functions whose landing was taken out by hand in a way no command can tell from
+        # other work once the code changes again (see reverts_a_landing): left as they are.
+        self.fragile: set[str] = set()
+        self.pinned_cache: tuple[str, dict[str, bytes]] | None = None
+        self.leftovers: set[str] = set()  # the deleted/ files of leftovers deleted
 
     def teardown(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -174,6 +225,43 @@ class StackModel(RuleBasedStateMachine):
     def pin(self) -> str:
         return json.loads((self.root / "upstream.lock").read_text())["upstreams"]["up"]["commit"]
 
+    def made(self, fix: int, version: int, parts) -> None:
+        """The fix's `parts` (changes) were refreshed at `version`."""
+        self.version[fix] = version
+        for part in parts:
+            self.cv[(fix, part)] = version
+
+    def note_refreshed(self, name: str) -> None:
+        """What a patch of the series holds now is the version last refreshed of its changes."""
+        path = self.series_dir / name
+        if not path.exists():
+            return
+        for fix, part, version in tokens_of(path.read_bytes()):
+            if fix in self.version:
+                self.made(fix, version, (part,))
+
+    def patches_of(self, fix: int) -> list[str]:
+        """The listed patches holding a change of `fix`."""
+        return [name for name, data in self.listed_data() if fix in {f for f, _, _ in tokens_of(data)}]
+
+    def listed_data(self) -> list[tuple[str, bytes]]:
+        return [(name, (self.series_dir / name).read_bytes()) for name in self.listed()
+                if (self.series_dir / name).exists()]
+
+    def pinned_files(self) -> dict[str, bytes]:
+        """The files of the upstream at the pin."""
+        pin = self.pin()
+        if self.pinned_cache is None or self.pinned_cache[0] != pin:
+            tree = self.tmp / "pinned"
+            shutil.rmtree(tree, ignore_errors=True)
+            tree.mkdir()
+            archive = subprocess.run(["git", "archive", pin], cwd=self.up.path, check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+            self.pinned_cache = (pin, {p.relative_to(tree).as_posix(): p.read_bytes()
+                                       for p in tree.rglob("*") if p.is_file()})
+        return self.pinned_cache[1]
+
     def find_in_worktree(self, slot: str) -> Path | None:
         for path in sorted(self.work.rglob("*.py")):
             if f"def {slot}():".encode() in path.read_bytes():
@@ -182,19 +270,29 @@ class StackModel(RuleBasedStateMachine):
 
     # --- the user's steps -------------------------------------------------------------------
     @initialize(data=st.data(), count=st.integers(2, 4),
-                start=st.sampled_from(["idle", "stopped", "skipped"]))
+                start=st.sampled_from(["idle", "stopped", "skipped", "landed in part",
+                                       "taken back"]))
     def a_few_fixes(self, data, count, start) -> None:
-        for _ in range(count):
-            self.new_fix(data, data.draw(st.booleans()))
-        if start != "idle":
+        for k in range(count):
+            # (The first fix changes two lines where a run starts from one landed in part.)
+            self.new_fix(data, data.draw(st.booleans()),
+                         data.draw(st.booleans()) or (k == 0 and "landed" in start or
+                                                      start == "taken back"))
+        if start in ("landed in part", "taken back"):
+            # Or from a landing of one of the two changes of a fix's hunk (kept under
+            # upstreamed/), and upstream taking that landing back.
+            self.upstream_moves_then_rebase(data, "landed in part")
+            if start == "taken back":
+                self.upstream_moves_then_rebase(data, "reverts a landing")
+        elif start != "idle":
             # Most runs start from a rebase stopped on a conflict (orders matter most there),
             # or from a fix it set aside (which a bring-back then meets in conflict).
             self.upstream_moves_then_rebase(data, "conflict")
             if start == "skipped":
                 self.skip()
 
-    @rule(data=st.data(), script=st.booleans())
-    def new_fix(self, data, script) -> None:
+    @rule(data=st.data(), script=st.booleans(), two=st.booleans())
+    def new_fix(self, data, script, two=False) -> None:
         owned = set(self.slot.values())
         pinned = {slot for path in SLOTS for slot in SLOTS[path]}
         free = sorted(pinned - owned)
@@ -215,6 +313,12 @@ class StackModel(RuleBasedStateMachine):
             self.ok("delete", f"fix{fix}")
             return
         target.write_bytes(with_token(target.read_bytes(), slot, f"# FIX{fix} v0".encode()))
+        parts = ("ret",)
+        if two:
+            # Two changes one line apart: one hunk of git's diff, which upstream may land in part.
+            target.write_bytes(with_token(target.read_bytes(), slot, f"# FIX{fix} v0".encode(),
+                                          "x"))
+            parts = ("x", "ret")
         if script:
             # The fix also adds a script of its own: made in the worktree, chmod +x, added.
             path = self.work / script_path(fix)
@@ -224,27 +328,36 @@ class StackModel(RuleBasedStateMachine):
             self.ok("add", script_path(fix))
             self.scripts.add(fix)
         self.ok("refresh")
-        self.version[fix], self.slot[fix] = 0, slot
+        self.slot[fix] = slot
+        self.parts[fix] = parts + (("script",) if script else ())
+        self.made(fix, 0, self.parts[fix])
         # The edit stays open (refreshed), as a user leaves it.
 
-    def edit_with_change(self, data, fixes) -> tuple[str, int] | None:
-        """`edit` of a fix drawn from `fixes`, its next version written in the worktree:
-        (its patch name, the fix), or None when the edit was refused."""
+    def edit_with_change(self, data, fixes) -> tuple[str, int, tuple[str, ...]] | None:
+        """`edit` of a fix drawn from `fixes`, its next version written in the worktree on
+        the changes its patch holds: (its patch name, the fix, those changes), or None when the
+        edit was refused. (A fix whose changes are in two patches, one brought back from
+        upstreamed/ beside the other, is not edited: its versions differ.)"""
+        fixes = {name: fix for name, fix in fixes.items() if len(self.patches_of(fix)) == 1}
+        if not fixes:
+            return None
         name = data.draw(st.sampled_from(sorted(fixes)))
         fix = fixes[name]
+        parts = tuple(sorted({part for f, part, _ in tokens_of((self.series_dir / name).read_bytes())
+                              if f == fix}))
         result = self.cli("edit", name)
         self.allowed(result, 0, 2)
         if result.rc != 0:
             return None
         target = self.find_in_worktree(self.slot[fix])
-        if target is None:
+        if target is None or parts == ("script",):
             # The fix's change to its function landed upstream, its script did not: the rebase
             # kept the script alone (a partial landing). Nothing of the model's to edit.
-            assert fix in self.scripts, f"{name}: the worktree has no {self.slot[fix]}()"
+            assert parts == ("script",), f"{name}: the worktree has no {self.slot[fix]}()"
             self.ok("edit", "--close")
             return None
-        self.write_fix(target, fix, self.version[fix] + 1)
-        return name, fix
+        self.write_fix(target, fix, {part: self.version[fix] + 1 for part in parts})
+        return name, fix, parts
 
     @rule(data=st.data(), refresh=st.booleans())
     def edit_fix(self, data, refresh) -> None:
@@ -254,11 +367,11 @@ class StackModel(RuleBasedStateMachine):
         edited = self.edit_with_change(data, fixes)
         if edited is None:
             return
-        _, fix = edited
+        _, fix, parts = edited
         new_version = self.version[fix] + 1
         if refresh:
             self.ok("refresh")
-            self.version[fix] = new_version
+            self.made(fix, new_version, parts)
         # else: the edit stays open with a change not refreshed; nothing may reset it, and
         # the model's version stays the refreshed one.
 
@@ -278,10 +391,7 @@ class StackModel(RuleBasedStateMachine):
             self.allowed(closed, 0)
             return
         self.allowed(result, 0, 1)
-        data = (self.series_dir / name).read_bytes()
-        fix = self.fix_of(data)
-        if fix is not None:
-            self.version[fix] = int(PLUS_TOKEN.findall(data)[0][1])
+        self.note_refreshed(name)
 
     @rule(data=st.data())
     def pull_a_teammates_version_while_editing(self, data) -> None:
@@ -295,13 +405,15 @@ class StackModel(RuleBasedStateMachine):
         edited = self.edit_with_change(data, fixes)
         if edited is None:
             return
-        name, fix = edited
+        name, fix, parts = edited
         path = self.series_dir / name
         version = self.version[fix] + 50
-        pulled = re.sub(rb"# FIX%d v\d+" % fix, b"# FIX%d v%d" % (fix, version), path.read_bytes())
+        # (On its `+` lines only: a context line may be upstream's, a landed part of the fix.)
+        pulled = re.sub(rb"(?m)^(\+[^\n]*# FIX%d v)\d+" % fix, rb"\g<1>%d" % version,
+                        path.read_bytes())
         path.write_bytes(pulled)  # what the pull brings
         event("a fix pulled while its edit is open")
-        self.version[fix] = version
+        self.made(fix, version, parts)
         result = self.cli("refresh")
         assert result.rc == 2 and "changed since `edit` opened it" in result.err, result.text
         self.ok("edit", "--close", "--discard")
@@ -333,7 +445,8 @@ class StackModel(RuleBasedStateMachine):
         self.allowed(result, 0, 2)
         if result.rc == 0:
             self.next_fix += 1
-            self.version[fix], self.slot[fix] = 0, slot
+            self.slot[fix], self.parts[fix] = slot, ("ret",)
+            self.made(fix, 0, ("ret",))
 
     @property
     def all_slots(self) -> set[str]:
@@ -413,47 +526,122 @@ class StackModel(RuleBasedStateMachine):
             name = data.draw(st.sampled_from(sorted(fixes)))
             self.allowed(self.cli("move", name, "--first"), 0, 1, 2)
 
-    def write_fix(self, target: Path, fix: int, version: int, *, resolve: bool = False) -> None:
-        """FIX<fix> at `version` in the worktree: in `target` (the file of its function; with
-        `resolve`, upstream's side of each conflict first), and in its script if it has one."""
+    def write_fix(self, target: Path, fix: int, versions: dict[str, int], *,
+                  resolve: bool = False) -> None:
+        """The changes of FIX<fix> `versions` names, each at its version, in the worktree: in
+        `target` (the file of its function; with `resolve`, upstream's side of each conflict
+        first), and in its script."""
         content = target.read_bytes()
         if resolve:
             content = take_upstream_side(content)
-        target.write_bytes(with_token(content, self.slot[fix], f"# FIX{fix} v{version}".encode()))
+        for part in ("x", "ret"):
+            if part in versions:
+                content = with_token(content, self.slot[fix],
+                                     f"# FIX{fix} v{versions[part]}".encode(), part)
+        target.write_bytes(content)
         script = self.work / script_path(fix)
-        if fix in self.scripts and script.is_file():
-            script.write_bytes(script_of(fix, version))
+        if "script" in versions and script.is_file():
+            script.write_bytes(script_of(fix, versions["script"]))
+
+    def versions_in(self, patch: Path, fix: int) -> dict[str, int]:
+        """The changes of `fix` a patch file holds and the version the model has for each."""
+        return {part: self.cv.get((fix, part), version)
+                for f, part, version in tokens_of(patch.read_bytes()) if f == fix}
 
     @rule(data=st.data(), kind=st.sampled_from(["conflict", "landed", "rename", "delete",
-                                                  "unrelated", "chmod"]))
+                                                  "unrelated", "chmod", "landed in part",
+                                                  "reverts a landing", "changes a landed line"]))
     def upstream_moves_then_rebase(self, data, kind) -> None:
+        self.move_upstream(data, kind)
+
+    def move_upstream(self, data, kind):
+        """Upstream commits a change of `kind`, then `rebase --to` its head: the rebase's
+        result (None when there was nothing to do)."""
         path = data.draw(st.sampled_from(sorted(self.head_files)))
         content = self.head_files[path]
         slots = [s for s in re.findall(rb"def (\w+)\(\):", content)]
         changes: dict[str, bytes | None] = {}
         renames: dict[str, str] = {}
+        message = kind
+        landing = None
         if kind == "conflict" and slots:
             # Mostly on a line a fix of the series changes: that is what stops a rebase.
             fixed = sorted(s.encode() for f, s in self.slot.items()
                            if f in set(self.series_fixes().values()) and s.encode() in slots)
             slot = data.draw(st.sampled_from(fixed or slots)).decode()
-            changes[path] = re.sub(rb"(def " + slot.encode() + rb"\(\):\n    x = 0\n    return \d+)",
-                                   lambda m: m.group(1) + b"7", content, count=1)
-        elif kind == "landed":
-            owned = {fix: slot for fix, slot in self.slot.items()
-                     if f"def {slot}():".encode() in content}
-            in_series = set(self.series_fixes().values())
-            candidates = sorted(f for f in owned if f in in_series)
+            if slot in self.fragile:
+                return
+            changes[path] = self.return_changed(content, slot)
+        elif kind in ("landed", "landed in part"):
+            # The fix's changes as its patch has them, every one of them ("landed"), or one
+            # of the two changes of its hunk ("landed in part").
+            candidates = []
+            for name, data_ in self.listed_data():
+                fix = self.fix_of(data_)
+                at = [p for p, c in sorted(self.head_files.items())
+                      if fix is not None and f"def {self.slot[fix]}():".encode() in c]
+                if not at or len(self.patches_of(fix)) != 1:
+                    continue
+                held = {part: v for f, part, v in tokens_of(data_) if f == fix and part != "script"}
+                if (kind == "landed" and held) or {"x", "ret"} <= set(held):
+                    candidates.append((fix, held, at[0]))
             if not candidates:
                 return
-            fix = data.draw(st.sampled_from(candidates))
-            changes[path] = with_token(content, self.slot[fix],
-                                       f"# FIX{fix} v{self.version[fix]}".encode())
+            fix, held, path = data.draw(st.sampled_from(candidates))
+            content = self.head_files[path]
+            if kind == "landed in part":
+                part = data.draw(st.sampled_from(["x", "ret"]))
+                held = {part: held[part]}
+            new = content
+            for part, version in held.items():
+                new = with_token(new, self.slot[fix], f"# FIX{fix} v{version}".encode(), part)
+            changes[path] = new
+            landing = {"path": path, "slot": self.slot[fix], "before": content, "after": new}
+        elif kind == "reverts a landing":
+            # A landing taken back, by a commit saying so (`git revert`) or by hand (the old
+            # lines typed back, a message that does not say revert), its lines as it left them.
+            intact = [landing for landing in self.landings if landing["path"] in self.head_files
+                      and self.function(landing["after"], landing["slot"]) is not None
+                      and self.function(landing["after"], landing["slot"])
+                      in self.head_files[landing["path"]]]
+            if not intact:
+                return
+            landing = data.draw(st.sampled_from(intact))
+            path, content, slot = landing["path"], self.head_files[landing["path"]], landing["slot"]
+            changes[path] = content.replace(self.function(landing["after"], slot),
+                                            self.function(landing["before"], slot), 1)
+            if data.draw(st.booleans()):
+                message = f'Revert "{landing["message"]}"\n\nThis reverts commit {landing["commit"]}.\n'
+            else:
+                message = "Go back to the plain computation"
+                if content != landing["after"]:
+                    # By hand after other edits of the file: no command can tell it from other
+                    # work once the code changes again (docs/reference.md, "Reverted, then
+                    # changed": a reverse made by hand is one only when it puts the file back
+                    # as the landing found it, from exactly what it made). It is said as taken
+                    # out until then; the model changes that code no more.
+                    self.fragile.add(slot)
+            landing = None
+        elif kind == "changes a landed line":
+            # Upstream changes the code of a landing again (its tokens kept, or taken back by
+            # a revert before): the `return` line of the function.
+            touched = sorted({landing["slot"] for landing in self.landings
+                              if landing["path"] in self.head_files and landing["slot"]
+                              not in self.fragile and
+                              f"def {landing['slot']}():".encode() in self.head_files[landing["path"]]})
+            if not touched:
+                return
+            slot = data.draw(st.sampled_from(touched))
+            path = next(p for p, c in self.head_files.items() if f"def {slot}():".encode() in c)
+            changes[path] = self.return_changed(self.head_files[path], slot)
         elif kind == "rename":
             self.renamed += 1
             new_path = f"{path[:-3]}_{self.renamed}.py"
             renames[path] = new_path
             self.head_files[new_path] = self.head_files.pop(path)
+            for landing in self.landings:
+                if landing["path"] == path:
+                    landing["path"] = new_path
             path = new_path
         elif kind == "delete" and len(self.head_files) > 1:
             changes[path] = None
@@ -463,14 +651,72 @@ class StackModel(RuleBasedStateMachine):
             os.chmod(self.up.path / path, 0o755)
         else:
             changes[path] = b"# upstream note\n" + content
-        self.up.commit(changes, kind, renames)
+        if not changes and not renames:
+            return
+        commit = self.up.commit(changes, message, renames)
+        event(f"upstream: {kind}" + (" (by hand)" if message.startswith("Go back") else ""))
+        if landing is not None:
+            self.landings.append({**landing, "commit": commit, "message": message})
         for changed, new in changes.items():
             if new is None:
                 self.head_files.pop(changed, None)
             else:
                 self.head_files[changed] = new
         result = self.cli("rebase", "--to", f"up={self.up.head()}")
-        self.allowed(result, self.finished(), 2, 3)
+        # 1 also where a landing kept under upstreamed/ was taken back (it needs attention).
+        self.allowed(result, self.finished(), 2, 3, *((1,) if self.landings else ()))
+        return result
+
+    @rule(data=st.data())
+    def a_rebase_undone_with_git(self, data) -> None:
+        """The stack is a git repository. A rebase onto upstream's landing of part of a fix is
+        undone with `git reset --hard`: the series and the lock are back, with the whole fix,
+        and the new `upstreamed/` file, untracked, stays. The series carries that change at
+        the pin: `status` says the kept file is a leftover, with the `delete` that takes it
+        out, which the user runs."""
+        if self.stopped() or self.bringing_back() or \
+                (self.root / ".patchforge" / "rebase" / "journal.json").exists() or \
+                (self.root / ".patchforge" / "work" / "up.json").exists():
+            return
+        if not (self.root / ".git").exists():
+            subprocess.run(["git", "init", "-q"], cwd=self.root, check=True)
+        subprocess.run(["git", "add", "-A"], cwd=self.root, check=True)
+        subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@example.com", "commit",
+                        "-q", "--allow-empty", "-m", "stack"], cwd=self.root, check=True)
+        kept = set((self.series_dir / "upstreamed").glob("*.patch"))
+        result = self.move_upstream(data, "landed in part")
+        if result is None:
+            return
+        if result.rc == 3:
+            self.ok("rebase", "--abort")
+            return
+        if result.rc not in (0, 1):
+            return
+        subprocess.run(["git", "reset", "-q", "--hard"], cwd=self.root, check=True)
+        left = sorted(set((self.series_dir / "upstreamed").glob("*.patch")) - kept)
+        event(f"a rebase undone with git, {len(left)} kept file(s) left")
+        if not left:
+            return
+        said = self.cli("status")
+        for path in left:
+            assert f"series/up/upstreamed/{path.name} is a leftover" in said.err and \
+                f"patchforge delete up/upstreamed/{path.name}" in said.err, said.text
+            deleted = self.series_dir / "deleted"
+            before = set(deleted.glob("*.patch")) if deleted.is_dir() else set()
+            self.ok("delete", f"up/upstreamed/{path.name}")
+            self.leftovers |= {p.name for p in set(deleted.glob("*.patch")) - before}
+
+    @staticmethod
+    def function(content: bytes, slot: str) -> bytes | None:
+        """The lines of function `slot` in `content` (its `def` line to its `return` line)."""
+        found = function_pattern(slot).search(content)
+        return found.group(0) if found else None
+
+    @staticmethod
+    def return_changed(content: bytes, slot: str) -> bytes:
+        """`content` with the number function `slot` returns changed (its tokens kept)."""
+        return re.sub(rb"(def " + slot.encode() + rb"\(\):\n    x = 0[^\n]*\n    y = x\n"
+                      rb"    return \d+)", lambda m: m.group(1) + b"7", content, count=1)
 
     def resolve(self) -> bool:
         """Resolve a stop the way a user would: upstream's side, then the fix's change again."""
@@ -483,7 +729,8 @@ class StackModel(RuleBasedStateMachine):
         target = self.find_in_worktree(self.slot[fix])
         if target is None:
             return False
-        self.write_fix(target, fix, self.version[fix], resolve=True)
+        self.write_fix(target, fix, self.versions_in(self.series_dir / stopped["name"], fix),
+                       resolve=True)
         return True
 
     @rule()
@@ -532,14 +779,24 @@ class StackModel(RuleBasedStateMachine):
         state = json.loads(path.read_text()) if path.exists() else None
         return state if state and state.get("bring_back") else None
 
-    @rule(data=st.data(), then=st.sampled_from(["resolve", "abort", "leave"]))
-    def bring_back(self, data, then) -> None:
-        skipped = self.skipped()
-        if not skipped:
-            return
-        name = data.draw(st.sampled_from(skipped))
+    @rule(data=st.data(), then=st.sampled_from(["resolve", "abort", "leave"]),
+          taken_back=st.booleans())
+    def bring_back(self, data, then, taken_back=False) -> None:
+        """`bring-back` of a fix set aside under skipped/, or (`taken_back`) of a landing kept
+        under upstreamed/ that upstream took back at the pin (`up/NAME`)."""
+        if taken_back:
+            taken = self.taken_back()
+            if not taken:
+                return
+            name = f"up/{data.draw(st.sampled_from(sorted(taken)))}"
+        else:
+            skipped = self.skipped()
+            if not skipped:
+                return
+            name = data.draw(st.sampled_from(skipped))
         result = self.cli("bring-back", name)
-        self.allowed(result, 0, 2, 3)
+        # (1: a kept landing brought back while a fix is set aside under skipped/.)
+        self.allowed(result, 0, 2, 3, *((1,) if taken_back else ()))
         if result.rc != 3:
             return
         # A stop like a rebase's: the fix stays in skipped/ until the bring-back is finished.
@@ -564,7 +821,8 @@ class StackModel(RuleBasedStateMachine):
         if target is None:  # the fix's file is gone upstream: nothing to resolve it in
             self.ok("bring-back", "--abort")
             return
-        self.write_fix(target, fix, self.version[fix], resolve=True)
+        self.write_fix(target, fix, self.versions_in(self.root / state["bring_back"], fix),
+                       resolve=True)
         # 2: a scratch file is in the worktree (listed and refused, never taken).
         self.allowed(self.cli("bring-back", "--continue"), 0, 2)
 
@@ -680,43 +938,76 @@ class StackModel(RuleBasedStateMachine):
     # --- the invariant ----------------------------------------------------------------------
     @invariant()
     def no_fix_is_lost(self) -> None:
-        places: dict[int, list[tuple[str, int]]] = {fix: [] for fix in self.version}
+        """Every change of every fix (each line it changes, its script) is in exactly one
+        place: the series (at the version last refreshed), skipped/, deleted/, or upstreamed/
+        with the upstream at the pin holding it (or no longer having its function at all);
+        a change kept under upstreamed/ that the pin no longer has is said: `status` exits 1
+        naming it as taken back."""
+        places: dict[tuple[int, str], list[tuple[str, int, str]]] = {}
         listed = self.listed()
         assert len(listed) == len(set(listed)), f"a patch listed twice: {listed}"
         for name in listed:
             path = self.series_dir / name
             assert path.exists(), f"{name} is listed but missing"
-            for fix, version in sorted(set(PLUS_TOKEN.findall(path.read_bytes()))):
-                places.setdefault(int(fix), []).append(("series", int(version)))
+            for fix, part, version in sorted(tokens_of(path.read_bytes())):
+                places.setdefault((fix, part), []).append(("series", version, name))
         for where in PLACES:
             for path in sorted((self.series_dir / where).glob("*.patch")) \
                     if (self.series_dir / where).is_dir() else []:
-                for fix, version in sorted(set(PLUS_TOKEN.findall(path.read_bytes()))):
-                    places.setdefault(int(fix), []).append((where, int(version)))
-        for fix, found in places.items():
-            if fix not in self.version:
-                continue
-            assert found, f"FIX{fix} is lost: in neither the series nor " + ", ".join(PLACES)
-            if not self.cut_short:
-                # A fix landed in part is in two places by design: the hunks that landed kept
-                # under upstreamed/, the rest in the series (or where the user or a rebase put
-                # it since: skipped/, deleted/). That none of the landed hunks stayed in the
-                # series is seen by the_series_gives_what_was_refreshed (it would not apply at
-                # the pin). Anything else twice is a fix in several places.
-                wheres = [where for where, _ in found]
-                landed_in_part = ("upstreamed" in wheres
-                                  and len(wheres) - wheres.count("upstreamed") <= 1
-                                  and len({version for _, version in found}) == 1)
-                assert len(found) == 1 or landed_in_part, \
-                    f"FIX{fix} is in several places: {found}"
-            current = [v for _, v in found]
-            assert self.version[fix] in current, \
-                f"FIX{fix}: the last refreshed version is v{self.version[fix]}, found {found}"
+                for fix, part, version in sorted(tokens_of(path.read_bytes())):
+                    places.setdefault((fix, part), []).append((where, version, path.name))
+        for fix in self.version:
+            for part in self.parts.get(fix, ("ret",)):
+                found = places.get((fix, part), [])
+                assert found, f"FIX{fix} ({part}) is lost: in neither the series nor " + \
+                    ", ".join(PLACES)
+                if any(where != "deleted" for where, _, _ in found):
+                    # A leftover kept file `delete`d as `status` said (a_rebase_undone_with_git)
+                    # is no place of a change the series has.
+                    found = [(where, version, name) for where, version, name in found
+                             if where != "deleted" or name not in self.leftovers]
+                if len(found) > 1:
+                    found = [place for place in found if place[0] != "deleted"
+                             or place[2] not in self.leftovers] or found
+                if not self.cut_short:
+                    # (An interrupted command may leave a copy behind: see the docstring.)
+                    assert len(found) == 1, f"FIX{fix} ({part}) is in several places: {found}"
+                assert self.cv[(fix, part)] in [v for _, v, _ in found], \
+                    f"FIX{fix} ({part}): the last refreshed version is v{self.cv[(fix, part)]}, " \
+                    f"found {found}"
+        taken = self.taken_back()
+        if taken:
+            event("a landing taken back at the pin")
+            result = self.cli("status", "--json")
+            said = {entry["name"] for entry in json.loads(result.stdout)["reverted"]} \
+                if result.stdout.strip() else set()
+            assert result.rc == 1 and set(taken) <= said, \
+                f"upstream at the pin lacks {sorted(taken)}, kept under upstreamed/, and " \
+                f"status says nothing of it (exit {result.rc}, said {sorted(said)})\n{result.text}"
+
+    def taken_back(self) -> dict[str, list[tuple[int, str, int]]]:
+        """The patches under upstreamed/ holding a change the upstream at the pin lacks, while
+        it has the function of it: name -> those changes."""
+        directory = self.series_dir / "upstreamed"
+        if not directory.is_dir():
+            return {}
+        pinned = self.pinned_files()
+        held = set()
+        for content in pinned.values():
+            held |= tokens_of(content, added=False)
+        everything = b"".join(pinned.values())
+        out: dict[str, list[tuple[int, str, int]]] = {}
+        for path in sorted(directory.glob("*.patch")):
+            for fix, part, version in sorted(tokens_of(path.read_bytes())):
+                if fix in self.slot and part != "script" and (fix, part, version) not in held \
+                        and f"def {self.slot[fix]}():".encode() in everything:
+                    out.setdefault(path.name, []).append((fix, part, version))
+        return out
 
     @invariant()
     def the_series_gives_what_was_refreshed(self) -> None:
         """The series, applied with git apply on the pinned upstream, gives the pinned files
-        with exactly the series' fixes in them (the version last refreshed)."""
+        with exactly the series' changes in them (the version last refreshed of each)."""
         pin = self.pin()
         tree = self.tmp / "apply"
         shutil.rmtree(tree, ignore_errors=True)
@@ -733,16 +1024,18 @@ class StackModel(RuleBasedStateMachine):
             proc = subprocess.run(["git", "apply", "-"], cwd=tree, input=data,
                                   capture_output=True)
             assert proc.returncode == 0, f"{name} does not apply on the pin: {proc.stderr!r}"
-            fix = self.fix_of(data)
-            if fix is None:
-                continue
-            if fix in self.scripts:
-                expected[script_path(fix)] = script_of(fix, self.version[fix])
-                modes[script_path(fix)] = "100755"
-            for path, content in expected.items():
-                if f"def {self.slot[fix]}():".encode() in content:
-                    expected[path] = with_token(content, self.slot[fix],
-                                                f"# FIX{fix} v{self.version[fix]}".encode())
+            for fix, part, _ in sorted(tokens_of(data)):
+                if fix not in self.version:
+                    continue
+                version = self.cv.get((fix, part), self.version[fix])
+                if part == "script":
+                    expected[script_path(fix)] = script_of(fix, version)
+                    modes[script_path(fix)] = "100755"
+                    continue
+                for path, content in expected.items():
+                    if f"def {self.slot[fix]}():".encode() in content:
+                        expected[path] = with_token(content, self.slot[fix],
+                                                    f"# FIX{fix} v{version}".encode(), part)
         got = {p.relative_to(tree).as_posix(): p.read_bytes() for p in tree.rglob("*")
                if p.is_file()}
         assert got == expected, "applying the series does not give what was refreshed"
@@ -766,5 +1059,6 @@ StackModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("PATCHFORGE_MODEL_EXAMPLES", "10")),
     stateful_step_count=16, deadline=None,
     derandomize=os.environ.get("PATCHFORGE_MODEL_DERANDOMIZE", "1") != "0",
+    phases=[p for p in Phase if p != Phase.shrink or os.environ.get("PATCHFORGE_MODEL_SHRINK") != "0"],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_no_fix_is_lost_whatever_the_order = StackModel.TestCase

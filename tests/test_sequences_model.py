@@ -22,8 +22,9 @@ gives what was refreshed):
 - a command that refuses (exit 2), and a read-only command whatever its answer, changes
   nothing in the project (series/, the lock, overlays/, an open stop's or edit's worktree,
   the rebase journal);
-- a green `overlays --check`, `verify` or `check` means overlays/ holds every fix of the
-  series at the version last refreshed, and no other;
+- a green `overlays --check`, `verify` or `check` means overlays/ holds every change of the
+  series at the version last refreshed, and no other but those upstream has at the pin, and
+  that no landing kept under upstreamed/ was taken back at the pin;
 - no command says all is well when it is not: with a rebase stopped or in progress, a
   bring-back stopped, or a fix set aside in skipped/, `status`, `lint` and `overlays --check`
   exit 1, and every read-only command the reference lists as saying so prints a `note:`
@@ -49,7 +50,7 @@ from hypothesis.stateful import invariant, rule
 
 from helpers.cli import run_cli
 from helpers.upstream import Upstream
-from test_model import PLUS_TOKEN, TOKEN, StackModel, with_token
+from test_model import PLUS_TOKEN, TOKEN, StackModel, tokens_of, with_token
 
 # The read-only commands the reference's table of states says speak of a stop, a rebase in
 # progress, a bring-back, an open edit and a skipped fix ("yes, says so").
@@ -92,19 +93,25 @@ class SequencesModel(StackModel):
         overlays = self.root / "overlays"
         if not (overlays / "SHA256SUMS").exists():
             return
-        held: dict[int, set[int]] = {}
+        held: set[tuple[int, str, int]] = set()
         for path in overlays.rglob("*"):
             if path.is_file() and not path.is_symlink() and path.suffix in (".py", ".sh"):
-                for fix, version in TOKEN.findall(path.read_bytes()):
-                    held.setdefault(int(fix), set()).add(int(version))
-        listed = {fix: self.version[fix] for fix in self.series_fixes().values()
+                held |= tokens_of(path.read_bytes(), added=False)
+        # (A change upstream landed is in the pinned files, so in the overlays of them too.)
+        pinned = set()
+        for content in self.pinned_files().values():
+            pinned |= tokens_of(content, added=False)
+        listed = {(fix, part, self.cv.get((fix, part), self.version[fix]))
+                  for _, data in self.listed_data() for fix, part, _ in tokens_of(data)
                   if fix in self.version}
-        for fix, version in listed.items():
-            assert version in held.get(fix, set()), \
-                f"`{command}` exit 0, but FIX{fix} v{version} is in no overlay ({held})\n{text}"
-        for fix, versions in held.items():
-            assert listed.get(fix) is not None and versions == {listed[fix]}, \
-                f"`{command}` exit 0, but overlays hold FIX{fix} {versions}, series {listed}\n{text}"
+        assert listed <= held, \
+            f"`{command}` exit 0, but {sorted(listed - held)} are in no overlay\n{text}"
+        assert held - pinned <= listed, \
+            f"`{command}` exit 0, but overlays hold {sorted(held - pinned - listed)}, " \
+            f"series {sorted(listed)}\n{text}"
+        taken = self.taken_back()
+        assert not taken, f"`{command}` exit 0, but the pin lacks {taken}, kept under " \
+            f"upstreamed/ (no overlay has it)\n{text}"
 
     def snapshot(self) -> dict[str, tuple[int, bytes]]:
         """Every file of the project (but UNWATCHED): its mode and a digest of its bytes."""
@@ -250,7 +257,8 @@ class SequencesModel(StackModel):
         if result.rc == 0:
             assert not (state["rebase"] or state["bringing"]), result.text
             self.next_fix += 1
-            self.version[fix], self.slot[fix] = 0, slot
+            self.slot[fix], self.parts[fix] = slot, ("ret",)
+            self.made(fix, 0, ("ret",))
             want = (other / "series" / "up" / f"fix{fix}.patch").read_bytes()
             got = (self.series_dir / f"fix{fix}.patch").read_bytes()
             assert PLUS_TOKEN.findall(got) == PLUS_TOKEN.findall(want)
@@ -373,7 +381,8 @@ class SequencesModel(StackModel):
         for name, fix in self.series_fixes().items():
             versions = {int(v) for _, v in PLUS_TOKEN.findall((self.series_dir / name).read_bytes())}
             if self.pending.get(fix) in versions:
-                self.version[fix] = self.pending.pop(fix)
+                self.pending.pop(fix)
+                self.note_refreshed(name)
         if command[0] == "new" and f"{command[1]}.patch" in self.listed():
             # Ctrl-C during `new`: the empty patch was made; the user takes it out again.
             self.allowed(self.cli("edit", "--close"), 0, 2)
