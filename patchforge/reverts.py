@@ -207,6 +207,17 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
     kept = [(name, data) for name, data in kept_fixes(project, upstream) if name not in skip]
     if not kept:
         return []
+    from patchforge.state import cut_short_write_out
+
+    cut_short = cut_short_write_out(project)
+    if cut_short is not None and upstream in cut_short[1]:
+        # A rebase of this upstream was cut short while writing out its result: the kept
+        # files, the series and the lock are part old, part new (a landed part kept under
+        # upstreamed/ while the lock still pins the old revision), so a judgement would call
+        # a fix the series holds "in no overlay" and name a bring-back the rebase refuses.
+        # Every command says the write-out is in progress and needs attention; the kept
+        # fixes are judged once `rebase --continue` or `--abort` has ended it.
+        return []
     items = []
     recorded: dict | None = None
     for name, data in kept:

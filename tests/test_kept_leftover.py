@@ -53,3 +53,49 @@ def test_a_kept_part_the_series_still_carries_is_a_leftover_not_an_alarm(tmp_pat
     assert not kept.exists() and stack.series("up") == ["fa.patch"]
     _, out, err = stack.cli("status")
     assert "leftover" not in err, err
+
+
+def test_a_rebase_cut_short_in_its_write_out_names_no_bring_back_of_its_landed_part(tmp_path):
+    """A rebase killed in its write-out after it kept a fix's landed part under upstreamed/
+    and before upstream.lock pins the new revision: the kept part, judged at the old pin, was
+    said "before its landing (needs attention): ... in no overlay: `patchforge bring-back
+    up/fa.patch` puts it back", by status, lint, check and verify, and that bring-back is
+    refused while the rebase is in progress (the fix is in the half-written series). Every
+    command still says the write-out is in progress, and `--continue` finishes it."""
+    import json
+    import shutil
+
+    from helpers.cli import run_faulted_copy, run_subprocess
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": BASE.replace(*FIVE)}, "Compute it properly (#11)", tag="v2")
+    kept_while_writing = 0
+    for n in range(1, 40):
+        root = tmp_path / f"cut-{n}"
+        proc = run_faulted_copy(stack.root, root, "rebase", "--to", "v2", fault=f"rename:{n}")
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, proc.stderr.decode()
+        journal = root / ".patchforge" / "rebase" / "journal.json"
+        kept = root / "series" / "up" / "upstreamed" / "fa.patch"
+        if not (journal.exists() and json.loads(journal.read_bytes())["phase"] == "committing"
+                and kept.exists()):
+            shutil.rmtree(root)
+            continue
+        kept_while_writing += 1
+        for args in (("status",), ("lint", "--no-forge"), ("check",), ("verify",)):
+            said = run_subprocess(root, *args)
+            text = (said.stdout + said.stderr).decode()
+            # (verify checks overlays/ against the manifest: once the write-out renamed both,
+            # they agree, and it says so beside the note.)
+            assert said.returncode == 1 or args == ("verify",) and said.returncode == 0, \
+                (n, args, said.returncode, text)
+            assert "bring-back" not in text and "in no overlay" not in text, (n, args, text)
+            assert "rebase --continue" in text, (n, args, text)
+        run_subprocess(root, "rebase", "--continue", expect=0)
+        assert b"five = compute_it_properly()" in kept.read_bytes()
+        run_subprocess(root, "status", expect=0)
+        shutil.rmtree(root)
+    assert kept_while_writing, "no kill point left the landed part kept during the write-out"
