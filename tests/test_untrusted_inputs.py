@@ -3273,6 +3273,47 @@ def test_a_relative_find_links_directory_is_the_one_pip_reads(tmp_path, monkeypa
     assert str(tmp_path / "found") in record["index"], record
 
 
+@pytest.mark.parametrize("pip_config_file", [True, False])
+def test_the_users_pip_conf_is_read_only_where_pip_reads_it(tmp_path, monkeypatch,
+                                                             pip_config_file):
+    """The user's pip.conf holds `find-links = ../userwheels` (relative), and PIP_CONFIG_FILE
+    names a file of the machine's own: pip then skips the user's file, finds no wheel, and
+    patchforge handed pip that find-links anyway (as a PIP_FIND_LINKS made absolute), so it
+    pinned a wheel pip itself, run the same way, never finds. Without PIP_CONFIG_FILE pip
+    reads the user's file, and so does patchforge. Real pip is asked, from the same place."""
+    _no_pip_index(monkeypatch, tmp_path)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    home = tmp_path / "home"
+    (home / ".config" / "pip").mkdir(parents=True)
+    (home / ".config" / "pip" / "pip.conf").write_text("[global]\nfind-links = ../userwheels\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    if pip_config_file:
+        (tmp_path / "ci.conf").write_text("[global]\nno-index = true\n")
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "ci.conf"))
+    else:
+        monkeypatch.delenv("PIP_CONFIG_FILE")
+    built = build_wheel(tmp_path / "userwheels", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                        origin=False)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    pip = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d",
+                          str(tmp_path / "pip-out"), "toypkg==1.0"],
+                         cwd=root, capture_output=True, text=True)
+    assert (pip.returncode == 0) is not pip_config_file, pip.stdout + pip.stderr
+    run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                  "--install-root", "/opt/site", cwd=root)
+    if pip_config_file:
+        assert run.rc != 0, run.text
+        assert "No matching distribution found for toypkg==1.0" in run.text, run.text
+        assert "toy" not in lock_doc(root).get("upstreams", {})
+        assert not list((tmp_path / "wheels").glob("*.whl"))
+    else:
+        assert run.rc == 0, run.text
+        assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+            hashlib.sha256(built.read_bytes()).hexdigest()
+
+
 def test_a_relative_certificate_file_is_the_one_pip_reads(tmp_path, monkeypatch):
     """PIP_CERT=ca.pem, relative to where patchforge is run, is the certificate of a package
     index served over HTTPS on 127.0.0.1: pip, started from a scratch directory of the wheel

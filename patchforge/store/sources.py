@@ -227,27 +227,34 @@ _PIP_INDEX_KEYS = ("index-url", "extra-index-url", "find-links", "no-index")
 
 
 def _pip_config_files() -> list[Path]:
-    """The configuration files pip reads (pip's own list: the system's, the user's, the
-    environment's, then $PIP_CONFIG_FILE; none at all when that is os.devnull). A file pip may
-    skip (the user's beside a $PIP_CONFIG_FILE) is listed anyway: one too many only has a
-    cached wheel checked against the index once more. The environment's file is this
-    interpreter's (sys.prefix): a `pip` on PATH from another environment (pip_command, where
-    this one has no pip) reads its own prefix's pip.conf, which is not read here."""
+    """The configuration files pip reads, in pip's order (a later file's setting over an
+    earlier's): the system's ($XDG_CONFIG_DIRS/pip/pip.conf, /etc/pip.conf), the user's
+    (~/.pip/pip.conf, $XDG_CONFIG_HOME/pip/pip.conf) unless $PIP_CONFIG_FILE names a file that
+    exists, the environment's (sys.prefix), then $PIP_CONFIG_FILE; none at all when that is
+    os.devnull. Exactly pip's list (pip's Configuration.iter_config_files): its settings are
+    handed to pip (_pip_environment), so a file pip skips must not be read. PIP_ISOLATED_MODE
+    does not make pip skip the user's files (only `--isolated` on its command line does, which
+    patchforge never passes). The environment's file is this interpreter's: a `pip` on PATH
+    from another environment (pip_command, where this one has no pip) reads its own prefix's
+    pip.conf, which is not read here."""
     named = os.environ.get("PIP_CONFIG_FILE")
     if named == os.devnull:
         return []
     home = Path(os.path.expanduser("~"))
-    system = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
-    files = [Path(directory) / "pip" / "pip.conf" for directory in system.split(os.pathsep)
+    system = os.environ.get("XDG_CONFIG_DIRS", "")
+    files = [Path(directory) / "pip" / "pip.conf"
+             for directory in (system if system.strip() else "/etc/xdg").split(os.pathsep)
              if directory] + [Path("/etc/pip.conf")]
-    files += [home / ".pip" / "pip.conf",
-              Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "pip" / "pip.conf",
-              Path(sys.prefix) / "pip.conf"]
-    if os.environ.get("VIRTUAL_ENV"):
-        files.append(Path(os.environ["VIRTUAL_ENV"]) / "pip.conf")
+    if not (named and os.path.exists(named)):
+        user = os.environ.get("XDG_CONFIG_HOME", "")
+        files += [home / ".pip" / "pip.conf",
+                  Path(user if user.strip() else home / ".config") / "pip" / "pip.conf"]
+    files.append(Path(sys.prefix) / "pip.conf")
     if named:
         files.append(Path(named))
-    return list(dict.fromkeys(files))
+    # A file listed twice (PIP_CONFIG_FILE=/etc/pip.conf) is read twice by pip, the later
+    # reading winning: kept in its last place.
+    return list(dict.fromkeys(files[::-1]))[::-1]
 
 
 def _pip_config_index() -> list[str]:
