@@ -416,6 +416,15 @@ def refuse_unwritable_label(upstream: str, spec: str) -> None:
                          hint="name that revision by its 40-hex commit id")
 
 
+def _locked_wheel_source(project: Project, upstream) -> dict | None:
+    """The `source` of upstream.lock's pin of wheel upstream `upstream` (its package's), or
+    None."""
+    pin = project.lock.upstreams.get(upstream.name)
+    if pin is None or pin.kind != "wheel" or pin.source.get("package") != upstream.package:
+        return None
+    return pin.source
+
+
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
     from patchforge import targets
@@ -432,14 +441,19 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
             # wheel, and the pin records the wheel's own normalized version (WheelFile.version):
             # one file is one import and one label, however it was asked for. Both
             # `--against NAME=SPEC` and `upstream add --at SPEC` come here.
+            # The file upstream.lock pins keeps the lock's label (sources.wheel_label): one an
+            # earlier patchforge wrote with another spelling (`01.1`) names the import made
+            # under it, another commit than `1.1`'s; a target of that file is the pin itself.
+            pinned = _locked_wheel_source(project, upstream)
             commit, tree, wheel = sources.import_wheel_upstream(
                 store, upstream.name, upstream.package, _wheel_version(spec),
-                offline=project.offline, namespace=import_namespace(project, upstream))
-            version = wheel.version
+                offline=project.offline, namespace=import_namespace(project, upstream),
+                pinned=pinned)
+            version = sources.wheel_label(wheel, pinned)
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.
-            resolved, wheel, version = targets.resolve_wheel_target(project, store, upstream,
-                                                                    spec)
+            resolved, wheel, version = targets.resolve_wheel_target(
+                project, store, upstream, spec, pinned=_locked_wheel_source(project, upstream))
             assert resolved.commit is not None and resolved.tree is not None  # or it raised
             commit, tree = resolved.commit, resolved.tree
             if resolved.image is not None:

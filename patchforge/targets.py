@@ -473,8 +473,10 @@ class _WheelResolver:
     """The StoreResolver of a wheel upstream: a version (e.g. from an image's labels) becomes the
     deterministic import of that wheel; the wheel file is kept for the pin's source."""
 
-    def __init__(self, project: Any, store: Any, upstream: Any) -> None:
+    def __init__(self, project: Any, store: Any, upstream: Any,
+                 pinned: dict | None = None) -> None:
         self.project, self.store, self.upstream = project, store, upstream
+        self.pinned = pinned  # upstream.lock's pin's source: its file keeps the pin's label
         self.wheel: Any = None
         self.version: str | None = None
 
@@ -488,8 +490,9 @@ class _WheelResolver:
             self.store, self.upstream.name, self.upstream.package, version,
             offline=bool(getattr(self.project, "offline", False)),
             namespace=None if root is None else
-            sources.wheel_namespace(root, self.upstream.name, self.upstream.package))
-        self.version = self.wheel.version  # the one spelling a pin records
+            sources.wheel_namespace(root, self.upstream.name, self.upstream.package),
+            pinned=self.pinned)
+        self.version = sources.wheel_label(self.wheel, self.pinned)  # the one a pin records
         return commit, tree
 
 
@@ -571,12 +574,13 @@ def resolve_git_target(project: Any, store: Any, upstream: Any, spec: str) -> Re
     return target
 
 
-def resolve_wheel_target(project: Any, store: Any, upstream: Any,
-                         spec: str) -> tuple[ResolvedTarget, Any, str]:
+def resolve_wheel_target(project: Any, store: Any, upstream: Any, spec: str, *,
+                         pinned: dict | None = None) -> tuple[ResolvedTarget, Any, str]:
     """A wheel upstream's SPEC that is not a plain version (an image whose labels name the
-    version): (target, the wheel file, the version)."""
+    version): (target, the wheel file, the version). `pinned`: the source of upstream.lock's
+    pin, whose file keeps the pin's label (sources.wheel_label)."""
     registry, image_repository = _registry_for(project, spec)
-    resolver = _WheelResolver(project, store, upstream)
+    resolver = _WheelResolver(project, store, upstream, pinned)
     target = resolve_target(spec, upstream, store_resolver=resolver, registry=registry,
                             image_repository=image_repository)
     if resolver.wheel is None or resolver.version is None:

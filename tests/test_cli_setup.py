@@ -810,21 +810,8 @@ def test_spellings_of_one_wheel_version_pin_one_file_as_one_import(tmp_path, mon
     run = run_cli(root, "--offline", "status", "--against", "tiny=1.3")
     assert run.rc == 2 and "named in full" not in run.err and "did you mean" not in run.err
 
-    # upstream.lock as an earlier patchforge wrote `--at 01.1` (byte for byte, as compared
-    # when this test was written): the spelling in all three places, and the commit of an
-    # import labelled so (its message names the label).
     ok(root, "upstream", "pin", "tiny", "--at", "1.1", "--force")
-    commit = git_bytes(root, "--git-dir", str(Path(os.environ["PATCHFORGE_CACHE"]) /
-                                              "store.git"), "cat-file", "commit", first[0])
-    assert b"\npatchforge import of tiny 1.1\n" in commit
-    scratch = tmp_path / "scratch"
-    git(tmp_path, "init", "-q", str(scratch))
-    old_commit = git(scratch, "hash-object", "-t", "commit", "--stdin", input=commit.replace(
-        b"\npatchforge import of tiny 1.1\n", b"\npatchforge import of tiny 01.1\n")).strip()
-    lock = (root / "upstream.lock").read_text()
-    lock = lock.replace(first[0], old_commit).replace('"1.1"', '"01.1"')
-    (root / "upstream.lock").write_text(lock)
-    shutil.rmtree(Path(os.environ["PATCHFORGE_CACHE"]) / "store.git")
+    old_commit, lock = _lock_written_for_01_1(tmp_path, root)
     said = "".join(ok(root, "--offline", *args).text for args in (
         ("fetch",), ("status",), ("overlays",), ("upstream", "list")))
     assert "01.1" in said and old_commit[:12] in said, said
@@ -832,6 +819,53 @@ def test_spellings_of_one_wheel_version_pin_one_file_as_one_import(tmp_path, mon
     # Moving on from it records the one spelling again.
     ok(root, "--offline", "upstream", "pin", "tiny", "--at", "1.2", "--force")
     assert pinned() == second
+
+
+def _lock_written_for_01_1(tmp_path: Path, root: Path) -> tuple[str, str]:
+    """Turn `root`'s upstream.lock, pinning wheel upstream `tiny` at 1.1, into the one an
+    earlier patchforge wrote for `--at 01.1` (byte for byte, as compared when this was written):
+    the spelling in label, version and source.version, and the commit of an import labelled so
+    (its message names the label); then remove the store. (that commit, the lock's text)"""
+    pinned = json.loads((root / "upstream.lock").read_bytes())["upstreams"]["tiny"]["commit"]
+    commit = git_bytes(root, "--git-dir", str(Path(os.environ["PATCHFORGE_CACHE"]) /
+                                              "store.git"), "cat-file", "commit", pinned)
+    assert b"\npatchforge import of tiny 1.1\n" in commit
+    scratch = tmp_path / "scratch"
+    git(tmp_path, "init", "-q", str(scratch))
+    old_commit = git(scratch, "hash-object", "-t", "commit", "--stdin", input=commit.replace(
+        b"\npatchforge import of tiny 1.1\n", b"\npatchforge import of tiny 01.1\n")).strip()
+    lock = (root / "upstream.lock").read_text()
+    lock = lock.replace(pinned, old_commit).replace('"1.1"', '"01.1"')
+    (root / "upstream.lock").write_text(lock)
+    shutil.rmtree(Path(os.environ["PATCHFORGE_CACHE"]) / "store.git")
+    return old_commit, lock
+
+
+@pytest.mark.parametrize("spelling", ["01.1", "1.1"])
+def test_a_target_of_an_earlier_locks_pinned_version_is_the_pin(tmp_path, monkeypatch,
+                                                                 spelling):
+    """A lock an earlier patchforge wrote for `--at 01.1` pins the import labelled 01.1. A
+    target of that version, spelled so or normalized, was imported under `1.1`: another commit
+    of the same file, which `status --against` showed as a new revision ("target 1.1 ...
+    (series based on ...)") and `rebase --to` moved the lock to. It is the pin itself."""
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/__init__.py": b"VALUE = 1\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.1",
+       "--install-root", "/opt/tiny")
+    old_commit, lock = _lock_written_for_01_1(tmp_path, root)
+    ok(root, "--offline", "fetch")
+    (tmp_path / "overlay.py").write_bytes(b"VALUE = 2\n")
+    ok(root, "--offline", "import", "overlay", str(tmp_path / "overlay.py"),
+       "--path", "tinypkg/__init__.py", "--name", "fix")
+    run = ok(root, "--offline", "status", "--against", f"tiny={spelling}")
+    assert f"tiny: target 01.1 {old_commit[:12]}\n" in run.out, run.out
+    assert "series based on" not in run.out, run.out
+    run = ok(root, "--offline", "rebase", "--to", f"tiny={spelling}")
+    assert f"01.1 ({old_commit[:12]}) -> 01.1 ({old_commit[:12]})" in run.text, run.text
+    assert (root / "upstream.lock").read_text() == lock
 
 
 def _fetch_in_a_new_cache(root: Path, index: Path, *args: str, terminal: bool) -> tuple[int, str]:

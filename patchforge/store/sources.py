@@ -678,15 +678,28 @@ def dir_namespace(project_root: Path, upstream: str, path: Path) -> str:
                             os.path.abspath(Path(project_root) / path))
 
 
+def wheel_label(wheel: WheelFile, pinned: dict | None) -> str:
+    """The label `wheel` is imported and pinned under: its own normalized version
+    (WheelFile.version), so that two spellings of one version are one import, one commit; but
+    the file upstream.lock pins (`pinned`: that pin's source, same sha256) keeps the pin's
+    label, which a lock written by an earlier patchforge spelled otherwise (`01.1`): a target
+    of that file is the pin itself, not another import of it."""
+    if pinned is not None and pinned.get("sha256") == wheel.sha256 and \
+            isinstance(pinned.get("version"), str):
+        return pinned["version"]
+    return wheel.version
+
+
 def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version: str,
                           pin_sha256: str | None = None, *, filename: str | None = None,
                           offline: bool = False, namespace: str | None = None,
-                          label: str | None = None) -> tuple[str, str, WheelFile]:
+                          label: str | None = None,
+                          pinned: dict | None = None) -> tuple[str, str, WheelFile]:
     """Fetch (or reuse) a wheel of `version` (any spelling PEP 440 takes as equal) and import
     it as upstream `name` (under the project's `namespace` too: `wheel_namespace`), labelled
-    `label`: by default the wheel's own normalized version (WheelFile.version), so that two
-    spellings of one version are one import, one commit. A lock's pin passes the label it
-    recorded: a lock written with another spelling (`01.1`) names the import made under it.
+    `label`: by default `wheel_label` (the wheel's own normalized version, or the label of the
+    lock's pin `pinned` of the same file). A lock's pin passes the label it recorded: a lock
+    written with another spelling (`01.1`) names the import made under it.
 
     An earlier import of the same file (same sha256 in its commit message: the commit is made
     from the wheel and its label alone, so any project's is the same) is reused, so a second
@@ -694,7 +707,7 @@ def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version
     """
     wheel = fetch_wheel(package, version, pin_sha256=pin_sha256, filename=filename,
                         offline=offline, progress=store.progress)
-    version = wheel.version if label is None else label
+    version = wheel_label(wheel, pinned) if label is None else label
     candidates = [store.import_ref(namespace, version)] if namespace is not None else []
     for previous in candidates + [store.shared_import_ref(name, version)]:
         if previous is None or \
