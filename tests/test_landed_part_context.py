@@ -3,8 +3,13 @@ of git's diff; upstream lands line 20 alone): the kept part is the hunk with tha
 the other change's lines its context. Made so, it had five lines of context before the change
 and three after, which patch tools read as a hunk at the file's end: it applied nowhere, so no
 landing commit was found, and a revert of the landing, or the file left behind by a rebase
-undone with git, went without a word. Real git upstreams, the CLI as a user runs it."""
+undone with git, went without a word. The same at the file's start: a hunk at line 1 whose
+later change lands alone. Real git upstreams, the CLI as a user runs it."""
 from __future__ import annotations
+
+import subprocess
+
+import pytest
 
 from helpers.git import git
 from helpers.project import OneUpstreamStack
@@ -69,3 +74,49 @@ def test_the_last_change_of_a_hunk_kept_by_a_rebase_undone_with_git_is_a_leftove
 def hunk_file(kept: bytes) -> bytes:
     """The diff of a kept patch file (from its `diff --git` line)."""
     return kept[kept.index(b"diff --git"):]
+
+
+EDGE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 21))
+LINE_1 = (b"line 1 of the module under test\n", b"one = better()\n")
+LINE_8 = (b"line 8 of the module under test\n", b"eight = better()\n")
+LINE_13 = (b"line 13 of the module under test\n", b"thirteen = better()\n")
+LINE_20 = (b"line 20 of the module under test\n", b"twenty = better()\n")
+
+
+@pytest.mark.parametrize("edge, left_out, landed_alone", [
+    ("start", LINE_1, LINE_8),  # the hunk has no context before line 1; line 8's change lands
+    ("end", LINE_20, LINE_13),  # nor after line 20; line 13's change lands
+])
+def test_a_change_landed_alone_in_a_hunk_at_the_files_edge_then_reverted_is_said(
+        tmp_path, edge, left_out, landed_alone):
+    """A hunk at the file's start (end) whose other change, the one at the edge, is left out.
+    At the start it was kept at line 1 with that change's lines as seven lines of context
+    before the landed change against three after, which GNU patch reads as a hunk at the file's
+    END: it applied nowhere. Before: the rebase said "landed upstream: kept under upstreamed/"
+    without the commit, and `status --against` a revert of the landing said the fix applies,
+    the revert unsaid. At the end the long side (after the change) was not at line 1, so the
+    part was placed already; it is kept here as the same guarantee's other edge."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": EDGE, "pkg/b.py": b"b = 1\n"})
+    landed = EDGE.replace(*landed_alone)
+    stack.add_fix("fa", "pkg/a.py", EDGE, landed.replace(*left_out))
+    hunks = stack.patch("up", "fa")
+    assert hunks.count(b"\n@@ ") == 1, hunks  # one hunk holds both changes
+    assert (b"\n@@ -1," in hunks) == (edge == "start"), hunks
+    landing = stack.commit({"pkg/a.py": landed}, "Better (#15)", tag="v2")
+    _, out, _ = stack.cli("rebase", "--to", "v2")
+    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
+        f"{landing[:12]}: kept under upstreamed/" in out, out
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    # GNU patch takes the kept part back out of the file it landed in.
+    landed_file = tmp_path / "landed.py"
+    landed_file.write_bytes(landed)
+    gnu = subprocess.run(["patch", "-s", "-R", "--dry-run", str(landed_file)],
+                         input=hunk_file(kept), capture_output=True)
+    assert gnu.returncode == 0, gnu.stdout + gnu.stderr
+
+    stack.commit({"pkg/a.py": EDGE}, "Revert better", tag="v3")
+    revert = git(stack.up, "rev-parse", "HEAD").strip()
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert f"fix up/fa.patch landed in {landing[:12]} was reverted upstream in {revert[:12]}" \
+        in out, out

@@ -73,16 +73,18 @@ def with_changes(hunk: Hunk, keep: Collection[int]) -> Hunk:
     numbers, but the context beyond the hunk's own on either side, unchanged; its new count
     following).
 
-    The changes left out become context, which must not make one side's context longer than
-    the diff's: unequal context says the hunk is at the file's start or end (GNU patch, git
-    apply and our own apply read it so), and the hunk of a `return` line kept with the `x = 0`
-    line above it as five lines of context failed to apply in reverse where it had landed."""
+    The changes left out become context, which must not make either side's context longer
+    than the diff's (the hunk's longer side): unequal context says the hunk is at the file's
+    start or end (GNU patch, git apply and our own apply read it so), and the hunk of a
+    `return` line kept with the `x = 0` line above it as five lines of context failed to apply
+    in reverse where it had landed. So on both sides, the edge-of-file one too: a hunk at line 1
+    whose first change is left out is kept at line 1 only while its context there stays shorter
+    than after it (it still says "the file's start"), else trimmed to as much as after it, and
+    then placed as a hunk in mid-file is; the same at the file's end."""
     lines = list(_kept_lines(hunk, keep))
     context = max(hunk.leading_context, hunk.trailing_context)
-    lead = _run_of_context(lines) - hunk.leading_context \
-        if hunk.leading_context == context else 0
-    trail = _run_of_context(lines[::-1]) - hunk.trailing_context \
-        if hunk.trailing_context == context else 0
+    lead = max(_run_of_context(lines) - context, 0)
+    trail = max(_run_of_context(lines[::-1]) - context, 0)
     lines = lines[lead:len(lines) - trail]
     old_count = sum(1 for line in lines if line_kind(line) != b"+")
     new_count = sum(1 for line in lines if line_kind(line) != b"-")
