@@ -27,7 +27,7 @@ from patchforge.errors import LockedError, PartlyWritten, UsageError
 # PATCHFORGE_FAULT_MODE=stop: "lock:N" stops it just before its N-th take of the project lock,
 # so a test can run a second command in between ("config:N", before the N-th write of a store
 # remote's configuration; "forget:N", before the N-th removal of a rebase journal; "keep:N",
-# before the N-th rename of a text kept in the cache, store.keep_text). "name:N+"
+# before the N-th rename of a text or answer kept in the cache, store.kept.keep). "name:N+"
 # fires at the N-th call and every one after it (a disk that keeps failing: the putting back of
 # a failed command's writes fails too). Never set in normal use.
 _FAULT_COUNTS: dict[str, int] = {}

@@ -572,6 +572,73 @@ def test_a_second_status_reads_its_merges_back(stack, upstream, tmp_path):
     assert [p.read_bytes() for p in kept] == wholes
 
 
+def test_a_status_stopped_while_keeping_a_merge_keeps_no_part_of_it(stack, upstream):
+    """A merge's answer is written to `kept/contents/` as the store's other kept answers are
+    (one write, with its fault point): a status interrupted there (Ctrl-C) leaves no part of
+    the answer, one whose disk fails there says the same as ever and keeps nothing, and the
+    next status keeps each whole."""
+    text = BASE.replace(FIX2_OLD, b"    return row * stride + 0  # differs upstream\n")
+    conflict = upstream.commit({MAIN: text, "pkg/other.py": b"VALUE = 2\n"},
+                               "rewrite row_offset")
+    stack.add("fix.patch", the_fix())
+    stack.add("other.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 3\n"))
+    contents = cache_dir() / "kept" / "contents"
+    command = ("status", "--against", f"up={conflict}", "--json")
+    first = run_subprocess(stack.root, *command, expect=1).stdout
+    kept = {p.name: p.read_bytes() for p in contents.iterdir()}
+    assert len(kept) == 2, kept
+    shutil.rmtree(contents)  # the history's answers and release texts stay: read back
+    stopped = run_subprocess(stack.root, *command, env={"PATCHFORGE_FAULT": "keep:1",
+                                                        "PATCHFORGE_FAULT_MODE": "interrupt"})
+    assert stopped.returncode == 130, stopped.stderr
+    assert list(contents.iterdir()) == []
+    failing = run_subprocess(stack.root, *command, expect=1,
+                             env={"PATCHFORGE_FAULT": "keep:1+", "PATCHFORGE_FAULT_MODE": "raise"})
+    assert failing.stdout == first
+    assert list(contents.iterdir()) == []
+    assert run_subprocess(stack.root, *command, expect=1).stdout == first
+    assert {p.name: p.read_bytes() for p in contents.iterdir()} == kept
+
+
+def test_an_answer_kept_under_other_arguments_or_another_format_is_not_read(tmp_path,
+                                                                            monkeypatch):
+    """A kept answer is named by the exact arguments git was asked with and by the version of
+    how patchforge names and reads kept answers: one kept by a patchforge that asked git
+    otherwise (another diff algorithm), or read its output otherwise, is never taken for
+    git's answer now. Real git, a real cache directory."""
+    from patchforge.store import diff
+
+    a = b"}\nreturn\n{\nx = 1\n{\ny = 2\ny = 2\ny = 2\n\ny = 2\n}\n{\n"
+    b = b"y = 2\n{\ny = 2\ny = 2\nreturn\n{\n\ny = 2\nx = 1\n\n}\nreturn\n"
+    answers = diff.KeptAnswers(tmp_path)
+    monkeypatch.setattr(diff, "_kept", answers)
+    myers = diff.changed_blocks([(a, b)])
+    assert diff.changed_blocks([(a, b)]) == myers and len(list(answers.directory.iterdir())) == 1
+    patience = tuple("--diff-algorithm=patience" if o.startswith("--diff-algorithm") else o
+                     for o in diff.DIFF_OPTIONS)
+    monkeypatch.setattr(diff, "DIFF_OPTIONS", patience)
+    monkeypatch.setattr(diff, "_kept", None)
+    asked = diff.changed_blocks([(a, b)])
+    assert asked != myers  # the two algorithms answer these contents differently
+    monkeypatch.setattr(diff, "_kept", answers)
+    assert diff.changed_blocks([(a, b)]) == asked
+    assert len(list(answers.directory.iterdir())) == 2
+    for merge in (diff.FileMerge(a, b, a + b"tail\n", ("o", "b", "t")),
+                  diff.FileMerge(a, b, a + b"tail\n", ("o", "b", "t"), diff3=True)):
+        merge.result()
+        merge.close()
+    assert len(list(answers.directory.iterdir())) == 4
+    # Another version of the naming or the reading: nothing kept before is read.
+    from patchforge.store import kept
+
+    monkeypatch.setattr(kept, "FORMAT", kept.FORMAT + 1)
+    assert diff.changed_blocks([(a, b)]) == asked
+    merge = diff.FileMerge(a, b, a + b"tail\n", ("o", "b", "t"))
+    merge.result()
+    merge.close()
+    assert len(list(answers.directory.iterdir())) == 6
+
+
 def test_the_kept_merges_are_bounded_by_count_and_bytes(stack, upstream, monkeypatch):
     """`kept/contents/` keeps the answers last made or read, as many as KeptAnswers.AT_MOST
     and BYTES_AT_MOST allow; the others are removed when a command that kept one ends."""

@@ -19,6 +19,7 @@ from patchforge import tempfiles
 from patchforge.errors import StoreError
 from patchforge.model.record import record
 from patchforge.patterns import on_first_use
+from patchforge.store import kept as kept_files
 from patchforge.store.git import StartedGit, run_git, scratch_dir, start_git
 
 NULL_OID = "0" * 40
@@ -360,12 +361,17 @@ class FileMerge:
             # labels or the conflict style. (Larger files git refuses: left to it.)
             self._answer = (True, ours)
             return
-        # An earlier command's merge of the same three contents answers it (KeptAnswers).
+        # The style pinned (`--diff3` overrides it): inside a repository git reads its
+        # `merge.conflictStyle`, and the answer must be the three contents' alone.
+        args = ("-c", "merge.conflictStyle=merge", "merge-file", "-p",
+                *(["--diff3"] if diff3 else []),
+                "-L", labels[0], "-L", labels[1], "-L", labels[2])
+        # An earlier command's merge of the same three contents answers it (KeptAnswers): the
+        # answer as kept, `1` (clean) or `0`, then the merged text (reading version 1).
         self._kept = _kept
         self._name = ""
         if self._kept is not None:
-            self._name = self._kept.name_of(("merge-file", "diff3" if diff3 else "merge",
-                                             *labels), (base, ours, theirs))
+            self._name = self._kept.name_of("merge-file", ("1", *args), (base, ours, theirs))
             found = self._kept.answer(self._name)
             if found is not None and found[:1] in (b"0", b"1"):
                 self._answer = (found[:1] == b"1", found[1:])
@@ -381,12 +387,7 @@ class FileMerge:
             # The merge goes to a file, not a pipe: a pipe's buffer would hold the process up
             # until the answer is read.
             with open(os.path.join(self._tmp, "merged"), "wb") as out:
-                # The style pinned (`--diff3` overrides it): inside a repository git reads
-                # its `merge.conflictStyle`, and the answer must be the three contents' alone.
-                self._proc = start_git("-c", "merge.conflictStyle=merge",
-                                       "merge-file", "-p", *(["--diff3"] if diff3 else []),
-                                       "-L", labels[0], "-L", labels[1], "-L", labels[2],
-                                       *paths, stdin=subprocess.DEVNULL, stdout=out)
+                self._proc = start_git(*args, *paths, stdin=subprocess.DEVNULL, stdout=out)
         except BaseException:
             self.close()
             raise
@@ -419,50 +420,31 @@ class FileMerge:
 class KeptAnswers:
     """git's answers about contents alone, kept in the cache (`<cache>/kept/contents/`) for the
     next command: a 3-way merge (FileMerge) and the change blocks of a batch of pairs
-    (changed_blocks) are functions of their contents, their options and git, which an
-    answer's file name is a digest of (SHA-256). A status asked again of the same series and
-    target (or after a patch near its end was edited) asks git again only where the inputs
-    changed: on a 93-patch AITER series 70 `git merge-file` and the own places' diffs, about
-    a quarter of the command's CPU. Each file: `kept <CRC-32> <length>`, then the answer;
-    one cut short or damaged is asked of git again. The AT_MOST most recently used are kept,
-    within BYTES_AT_MOST (`bound`, when the command's store closes); a cache that cannot be
-    written keeps nothing and says nothing."""
+    (changed_blocks) are functions of their contents, the exact arguments git is asked with,
+    how patchforge reads git's output, and git, which an answer's name is a digest of
+    (store.kept.answer_name). A status asked again of the same series and target (or after a
+    patch near its end was edited) asks git again only where the inputs changed: on a 93-patch
+    AITER series 70 `git merge-file` and the own places' diffs, about a quarter of the
+    command's CPU. Named, written, checked and bounded as the store's other kept answers
+    (store.kept): one cut short or damaged is asked of git again. The AT_MOST most recently
+    used are kept, within BYTES_AT_MOST (`bound`, when the command's store closes); a cache
+    that cannot be written keeps nothing and says nothing."""
 
     AT_MOST = 512
     BYTES_AT_MOST = 64 << 20  # one status of a 93-patch AITER series keeps about 10 MB
     DIR = "kept/contents"
-    _HEADER = b"kept"
-    # A temporary file older than this is a killed write's (see UpstreamStore.keep_text).
-    _TEMP_STALE_S = 3600
 
     def __init__(self, cache: Path) -> None:
-        from patchforge.store.git import git_executable
-
         self.directory = cache / self.DIR
         self._wrote = False
-        executable = git_executable()
-        try:
-            found = os.stat(executable)
-            self._git = f"{executable}\0{found.st_size}\0{found.st_mtime_ns}"
-        except OSError:
-            self._git = executable
 
-    def name_of(self, question: tuple[str, ...], contents: Iterable[bytes]) -> str:
-        """The name of the answer to `question` (its kind and options) about `contents`: a
-        digest of git, the question and each content with its length."""
-        import hashlib  # here: only a question that reaches git is named by it
-
-        digest = hashlib.sha256("\0".join((self._git, *question)).encode(
-            "utf-8", "surrogateescape"))
-        for content in contents:
-            digest.update(b"\0%d\0" % len(content))
-            digest.update(content)
-        return digest.hexdigest()[:40]
+    def name_of(self, kind: str, args: tuple[str, ...], contents: Iterable[bytes]) -> str:
+        """The name of the answer of kind `kind` to git's arguments `args` (with the version of
+        the caller's reading of git's output) about `contents`."""
+        return kept_files.answer_name(kind, args, contents)
 
     def answer(self, name: str) -> bytes | None:
         """The kept answer `name`, marked used now; None without a whole one."""
-        import zlib
-
         try:
             with open(self.directory / name, "rb") as f:
                 data = f.read()
@@ -470,79 +452,19 @@ class KeptAnswers:
                     os.utime(f.fileno())
         except OSError:
             return None
-        at = data.find(b"\n") + 1
-        fields = data[:at - 1].split(b" ") if at else []
-        if len(fields) != 3 or fields[0] != self._HEADER or \
-                fields[2] != b"%d" % (len(data) - at):
-            return None
-        out = data[at:]
-        return out if fields[1] == b"%08x" % zlib.crc32(out) else None
+        return kept_files.answer_of(data)
 
     def keep(self, name: str, parts: list[bytes]) -> None:
-        """Keep `parts`, one after the other, as answer `name`: a temporary file renamed over
-        it, not synced."""
-        import zlib
-
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfiles.make_temp(self.directory, f".{name}.")
-        except OSError:
-            return
-        crc = 0
-        for part in parts:
-            crc = zlib.crc32(part, crc)
-        try:
-            try:
-                for part in (b"%s %08x %d\n" % (self._HEADER, crc, sum(map(len, parts))),
-                             *parts):
-                    view = memoryview(part)
-                    while view:
-                        view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.directory / name)
-        except BaseException as exc:  # (Ctrl-C too: no temporary file is left behind)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            if not isinstance(exc, OSError):
-                raise
-            return
-        self._wrote = True
+        """Keep `parts`, one after the other, as answer `name` (store.kept.keep)."""
+        if kept_files.keep(self.directory, name, kept_files.answer_parts(parts)):
+            self._wrote = True
 
     def bound(self) -> None:
         """After a command that kept answers: remove all but the AT_MOST most recently used
         (by modification time: written, or read by `answer`) that fit in BYTES_AT_MOST
-        together, and killed writes' temporary files. Safe beside other commands on the
-        cache, as UpstreamStore._bound_kept is."""
-        if not self._wrote:
-            return
-        import time
-
-        answers: list[tuple[int, int, str]] = []
-        removed: list[str] = []
-        stale_before = time.time_ns() - self._TEMP_STALE_S * 1_000_000_000
-        try:
-            with os.scandir(self.directory) as entries:
-                for entry in entries:
-                    try:
-                        found = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # removed meanwhile
-                    if not entry.name.startswith("."):
-                        answers.append((found.st_mtime_ns, found.st_size, entry.name))
-                    elif found.st_mtime_ns < stale_before:
-                        removed.append(entry.name)
-        except OSError:
-            return
-        answers.sort(reverse=True)
-        total = 0
-        for count, (_, size, name) in enumerate(answers):
-            total += size
-            if count >= self.AT_MOST or total > self.BYTES_AT_MOST:
-                removed.append(name)
-        for name in removed:
-            with contextlib.suppress(OSError):
-                os.unlink(self.directory / name)
+        together, and killed writes' temporary files (store.kept.bound)."""
+        if self._wrote:
+            kept_files.bound(self.directory, lambda name: 0, [(self.AT_MOST, self.BYTES_AT_MOST)])
 
 
 # The kept answers FileMerge and changed_blocks ask first and keep git's answers in: those
@@ -634,6 +556,11 @@ _HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _INDEX_IDS = re.compile(rb"^index ([0-9a-f]{40})\.\.([0-9a-f]{40})(?: [0-7]+)?$", re.M)
 
 
+# The version of changed_blocks' reading of git's diff into blocks and of the blocks' layout
+# as kept: part of a kept answer's name.
+_BLOCKS_READING = 1
+
+
 def changed_blocks(pairs: list[tuple[bytes, bytes]]
                    ) -> list[list[tuple[int, int, int, int]] | None]:
     """Where git's diff of `old` to `new` (text; DIFF_OPTIONS) changes lines, for each (old,
@@ -647,7 +574,11 @@ def changed_blocks(pairs: list[tuple[bytes, bytes]]
     if kept is not None and pairs:
         # An earlier command's diff of the same pairs answers it (KeptAnswers): the blocks as
         # numbers, per pair its count (-1: binary) and then its blocks' four ends.
-        name = kept.name_of(("changed-blocks", sys.byteorder),
+        # Named by the arguments _GitHunks gives git and the version of the reading of its
+        # output (_blocks_of_hunks, is_binary's choice of binary pairs, the numbers' layout):
+        # raise _BLOCKS_READING with any change to that reading.
+        name = kept.name_of("changed-blocks", (str(_BLOCKS_READING), sys.byteorder,
+                                               *_GitHunks.arguments()),
                             (side for pair in pairs for side in pair))
         answer = kept.answer(name)
         if answer is not None:
@@ -864,12 +795,15 @@ class _GitHunks:
             attributes.write_bytes(b"".join(b"o/%d binary\nn/%d binary\n" % (i, i)
                                             for i in binary))
             self._git = StartedGit("-c", f"core.attributesFile={attributes}",
-                                   "-c", "core.compression=9", "diff", "--no-index",
-                                   *DIFF_OPTIONS, "--binary", "--", "o", "n",
-                                   cwd=root, ok=(0, 1))
+                                   *self.arguments(), "--", "o", "n", cwd=root, ok=(0, 1))
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def arguments() -> tuple[str, ...]:
+        """git's arguments for the diff (after the attributes file, before the two sides)."""
+        return ("-c", "core.compression=9", "diff", "--no-index", *DIFF_OPTIONS, "--binary")
 
     def result(self) -> list[bytes]:
         result = [b""] * self._count

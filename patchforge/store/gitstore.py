@@ -41,10 +41,12 @@ from patchforge.fsutil import fault_point, holder_named, read_holder, write_hold
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
-                                  damage_error, git_executable, is_offline, run_git)
+                                  damage_error, is_offline, run_git)
 from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
                                      shallow_local_repository)
-from patchforge.store.objects import commit_bytes, edit_tree, write_loose, write_parts
+from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as keep_file
+from patchforge.store.kept import bound as bound_kept
+from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config
 
@@ -234,58 +236,6 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
             return True
         at = walk.find(needle, end)
     return False
-
-
-# The first line of a git answer kept in the cache (_answer_kept): its CRC-32 and length.
-_KEPT_ANSWER = b"patchforge-git-answer"
-
-
-def _answer_name(kind: str, args: tuple[str, ...], input: bytes = b"") -> str:
-    """The kept file's name of git's answer to `args` with `input` on its standard input
-    (UpstreamStore._answer_of_two_commits, start_commit_patches): `kind`, then a digest of the
-    arguments, the input and the git that answers (its path, size and modification time: an
-    upgrade of git asks again)."""
-    import hashlib  # here: only the kept answers are named by it
-
-    executable = git_executable()
-    try:
-        found = os.stat(executable)
-        identity = f"{executable}\0{found.st_size}\0{found.st_mtime_ns}"
-    except OSError:
-        identity = executable
-    digest = hashlib.sha256("\0".join((identity, *args)).encode("utf-8", "surrogateescape"))
-    digest.update(b"\0%d\0" % len(input) + input)
-    return f"git-{kind}-{digest.hexdigest()[:40]}"
-
-
-def _answer_kept(out: bytes) -> list[bytes]:
-    """git's answer `out` as a kept file's parts (keep_text's): a first line with its CRC-32
-    and length, then `out`."""
-    import zlib
-
-    return [b"%s %08x %d\n" % (_KEPT_ANSWER, zlib.crc32(out), len(out)), out]
-
-
-def _kept_answer(data: bytes | mmap.mmap | None) -> bytes | None:
-    """The answer an _answer_kept file (`data`: kept_text's) holds, None unless it is such a
-    file whole (it is not synced: a crash can leave a short or empty one, which its length
-    and CRC-32 tell). A mapped file is closed: the answer is copied out of it."""
-    import zlib
-
-    if data is None:
-        return None
-    try:
-        if data[:len(_KEPT_ANSWER) + 1] != _KEPT_ANSWER + b" ":
-            return None
-        at = data.find(b"\n") + 1
-        fields = data[len(_KEPT_ANSWER) + 1:at - 1].split(b" ")
-        if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at):
-            return None
-        out = data[at:]
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
-    return out if fields[0] == b"%08x" % zlib.crc32(out) else None
 
 
 class HistoryDiffs:
@@ -1811,13 +1761,13 @@ class UpstreamStore:
         (a ref moves) are always asked of git."""
         name = None
         if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
-            name = _answer_name(kind, args)
-            kept = _kept_answer(self.kept_text(name))
+            name = answer_name(kind, args)
+            kept = answer_of(self.kept_text(name))
             if kept is not None:
                 return kept
         out = self._run(*args, what=what, spool=spool).stdout
         if name is not None:
-            self.keep_text(name, _answer_kept(out))
+            self.keep_text(name, answer_parts([out]))
         return out
 
     def commit_patches(self, commits: list[str], paths: list[str]) -> bytes:
@@ -1838,13 +1788,13 @@ class UpstreamStore:
         if not all(_HEX40.fullmatch(commit) for commit in commits):
             return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
                                            what="reading upstream history"))
-        name = _answer_name("diffs", args, input)
-        kept = _kept_answer(self.kept_text(name))
+        name = answer_name("diffs", args, (input,))
+        kept = answer_of(self.kept_text(name))
         if kept is not None:
             return HistoryDiffs(kept)
         return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
                                      what="reading upstream history"),
-                          lambda out: self.keep_text(name, _answer_kept(out)))
+                          lambda out: self.keep_text(name, answer_parts([out])))
 
     def new_contents(self, commit: str) -> dict[str, bytes]:
         """Each file `commit` (not a merge) adds or changes, with its content after it (no
@@ -1884,9 +1834,6 @@ class UpstreamStore:
     # they never push a release's text out: the KEPT_ANSWERS_AT_MOST last used.
     KEPT_ANSWERS_AT_MOST = 64
     _KEPT_ANSWER_PREFIX = "git-"
-    # A temporary file of keep_text's older than this is a killed write's (a write takes
-    # seconds): removed with the texts beyond KEPT_AT_MOST.
-    _KEPT_TEMP_STALE_S = 3600
 
     def kept_text(self, name: str) -> bytes | mmap.mmap | None:
         """The bytes keep_text(name) wrote last, None when there are none (or they cannot be
@@ -1918,63 +1865,20 @@ class UpstreamStore:
         what is kept only spares the next command work."""
         assert self._KEPT_NAME.fullmatch(name), name
         directory = self.git_dir.parent / self.KEPT_DIR
-        try:
-            directory.mkdir(exist_ok=True)
-            fd, tmp = tempfiles.make_temp(directory, f".{name}.")
-        except OSError:
-            return
-        try:
-            try:
-                write_parts(fd, list(parts))
-            finally:
-                os.close(fd)
-            fault_point("keep")
-            os.replace(tmp, directory / name)
-        except BaseException as exc:  # (Ctrl-C too: no temporary file is left behind)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            if not isinstance(exc, OSError):
-                raise
-            return
-        self._bound_kept(directory, name)
+        if keep_file(directory, name, parts):
+            self._bound_kept(directory, name)
 
     def _bound_kept(self, directory: Path, written: str) -> None:
         """Remove the texts beyond the KEPT_AT_MOST most recently used (by modification time:
         made, or read by kept_text), and git's answers beyond the KEPT_ANSWERS_AT_MOST (counted
-        apart), never `written`, and killed writes' temporary files.
-        Safe beside other commands on the cache: a reader that opened a text before its removal
-        reads it whole (the name goes, not the bytes), and one that finds it gone makes it
-        again; two commands bounding at once remove the same ones (each removal is one unlink,
-        a name already gone is skipped)."""
-        texts: list[tuple[int, str]] = []
-        answers: list[tuple[int, str]] = []
-        removed: list[str] = []
-        stale_before = time.time_ns() - self._KEPT_TEMP_STALE_S * 1_000_000_000
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            continue  # `contents/`: bounded apart (store.diff.KeptAnswers)
-                        used = entry.stat(follow_symlinks=False).st_mtime_ns
-                    except OSError:
-                        continue  # removed meanwhile
-                    if self._KEPT_NAME.fullmatch(entry.name):
-                        if entry.name != written:
-                            (answers if entry.name.startswith(self._KEPT_ANSWER_PREFIX)
-                             else texts).append((used, entry.name))
-                    elif entry.name.startswith(".") and used < stale_before:
-                        removed.append(entry.name)
-        except OSError:
-            return
-        answer = written.startswith(self._KEPT_ANSWER_PREFIX)
-        for kind, at_most, mine in ((texts, self.KEPT_AT_MOST, not answer),
-                                    (answers, self.KEPT_ANSWERS_AT_MOST, answer)):
-            kind.sort(reverse=True)
-            removed += [name for _, name in kind[at_most - mine:]]  # (`written` is one)
-        for name in removed:
-            with contextlib.suppress(OSError):
-                os.unlink(directory / name)
+        apart), never `written`, and killed writes' temporary files (store.kept.bound)."""
+        def group_of(name: str) -> int | None:
+            if not self._KEPT_NAME.fullmatch(name):
+                return None
+            return 1 if name.startswith(self._KEPT_ANSWER_PREFIX) else 0
+
+        bound_kept(directory, group_of, [(self.KEPT_AT_MOST, None),
+                                         (self.KEPT_ANSWERS_AT_MOST, None)], written)
 
     def fetch_history_blobs(self, where: dict[str, tuple[str, str]]) -> None:
         """Bring these blobs of the history (`where` as history_blobs') into a partial store
