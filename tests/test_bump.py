@@ -311,6 +311,31 @@ def test_dry_run_writes_nothing_and_plans_the_move(clean):
     assert [r.method for r in clean.forge.requests if r.method != "GET"] == []
 
 
+def test_the_images_created_text_is_shown_in_the_report_never_rendered(clean):
+    # Whoever built the nightly chose its `created`: a link, a remote image, HTML, a line
+    # break and a terminal escape in it reached the pull request's body as Markdown.
+    created = ("2026-09-12T05:27:48Z | [click](https://evil.example/x) "
+               "![t](https://evil.example/pixel.png) <img src=x>\n## Injected\x1b[31m")
+    files = {p: clean.upstream.read(p, clean.c3) for p in (ATTN, OTHER)}
+    clean.registry.push_image(REPO, f"nightly-{clean.c3}",
+                              {"vllm.commit": clean.c3, "org.opencontainers.image.version":
+                               "0.0.dev"}, created=created, layers=(layer(files),))
+    code, out, err = clean.bump("--dry-run")
+    assert code == 0, err
+    lines = out.splitlines()
+    # One code span, the whole text in it, shown: the pipe escaped for the table, the line
+    # break and the escape written visible.
+    assert ("| published | `2026-09-12T05:27:48Z \\| [click](https://evil.example/x) "
+            "![t](https://evil.example/pixel.png) <img src=x>\\x0a## Injected\\x1b[31m` |"
+            ) in lines
+    assert [line for line in lines if "evil.example" in line or "Injected" in line] == \
+        [line for line in lines if line.startswith("| published |")]
+    # The document keeps the value as the registry served it.
+    code, out, err = clean.bump("--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["target"]["published"] == created
+
+
 @pytest.mark.parametrize("url, opened", [
     ("git@github.com:team/stack.git", True),
     ("ssh://git@ssh.github.com:443/team/stack.git", True),
@@ -407,15 +432,16 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     doc["fixes"][0]["evidence"].append(hostile)
     doc["search"] = {"listed": 2, "nightly": 2, "repository": "r", "newer": ["t"],
                      "not_newer": 0, "skipped": [{"tag": "t", "reason": hostile}]}
-    # So does the image's `created` (any string a registry serves; a `|` would end the table's
-    # cell), and a check's files (named by patches): both were written raw.
+    # So does a check's files (named by patches): they were written raw. The image's `created`
+    # (any string a registry serves) is a code span: shown, none of it rendered (the test
+    # below meets it through the command).
     doc["target"]["published"] = "2026-09-12T05:27:48Z " + hostile + " | x"
     doc["checks"]["results"][0]["files"] = [hostile]
-    rendered = render_markdown(doc)
+    lines = render_markdown(doc).splitlines()
+    assert "| published | `2026-09-12T05:27:48Z <!-- <img src=x> <details> \\| x` |" in lines
+    rendered = "\n".join(line for line in lines if not line.startswith("| published |"))
     assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
-    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 5
-    assert "| published | 2026-09-12T05:27:48Z &lt;!-- &lt;img src=x> &lt;details> \\| x |" \
-        in rendered.splitlines()
+    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 4
     # The range-diff's block is closed only after the whole range-diff, whatever runs of
     # backticks it quotes (a failed range-diff says git's message, a line of its own).
     text = "(no range-diff: git said\n```\n" + hostile + "\n`````\nand more)"

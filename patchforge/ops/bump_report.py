@@ -6,6 +6,7 @@ the time or the machine, so the same run gives the same bytes (tests compare a g
 """
 from __future__ import annotations
 
+import re
 import shlex
 
 from patchforge.formats.markdown import code_fence, code_span, escape_html
@@ -25,6 +26,18 @@ def _code(text) -> str:
 def _cell(text: str) -> str:
     """A table cell: pipes escaped, line breaks made <br>, so a long evidence line stays one row."""
     return str(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _shown(text) -> str:
+    """A value a registry chose (the image's `created`) as a table cell that shows it and
+    renders none of it: a code span, so a Markdown link or image in it is text (escaping `<`
+    left `[x](url)` and `![t](url)` a link and a remote image in the pull request), its control
+    characters and line breaks written visible (`\\x0a`), its pipes escaped (a table ends a
+    cell at one even inside code)."""
+    if not text:
+        return "-"
+    visible = re.sub("[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return code_span(visible).replace("|", "\\|")
 
 
 def _from(pin: dict) -> str:
@@ -103,7 +116,7 @@ def render_markdown(doc: dict) -> str:
             out.append(f"| image | {_code(target['reference'])} |")
         out += [f"| tag | {_code(target.get('tag'))} |",
                 f"| digest | {_code(target.get('digest'))} |",
-                f"| published | {_cell(_text(target.get('published') or '-'))} |",
+                f"| published | {_shown(target.get('published'))} |",
                 f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
                 f"| from | {_from(doc['from'])} |"]
         pin = target.get("pin")
