@@ -1370,15 +1370,62 @@ def test_a_reverted_landing_brought_back_by_its_kept_name_behind_a_fix_of_its_na
 
 
 def test_a_landing_name_whose_fix_is_in_skipped_says_the_name_that_takes_it(tmp_path):
-    """A landing a bring-back moved from upstreamed/ into skipped/ and then refused (its
-    patch unreadable, ...) is in skipped/; `bring-back up/upstreamed/fa.patch` again said only
-    "names no one fix kept under upstreamed/". It names where the fix is and the bring-back
-    that takes it."""
+    """`bring-back up/upstreamed/fa.patch` where no landing fa is kept, and a fix fa a rebase
+    set aside is in skipped/: that fix is no landing, so it is not taken by this name, and
+    the refusal said only "names no one fix kept under upstreamed/". It names where the fix
+    is and the bring-back that takes it, nothing written."""
     stack, _ = _landed(tmp_path)
-    (stack.root / "series/up/skipped").mkdir()
-    (stack.root / "series/up/upstreamed/fa.patch").rename(
-        stack.root / "series/up/skipped/fa.patch")
+    shutil.rmtree(stack.root.parent / "diff-fa")  # the first fa's scratch directory
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    stack.commit({"pkg/b.py": b"b = 10\n"}, "Another b", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    (stack.root / "series/up/upstreamed/fa.patch").unlink()  # taken out by hand
+    before = stack.snapshot()
     _, _, err = stack.cli("bring-back", "up/upstreamed/fa.patch", expect=2)
     assert "names no one fix kept under upstreamed/" in err, err
     assert "series/up/skipped/fa.patch has that name" in err and \
         "`patchforge bring-back fa` takes it" in err, err
+    assert stack.snapshot() == before
+
+
+def test_a_bring_back_of_a_landing_killed_at_any_write_is_finished_by_the_same_command(
+        tmp_path, monkeypatch):
+    """`bring-back up/upstreamed/fa.patch` of a landing upstream reverted, killed at each
+    rename (PATCHFORGE_FAULT, exit 137, as kill -9). Killed once it had moved the landing into
+    skipped/, the same command run again was refused ("names no one fix kept under
+    upstreamed/"), while `bring-back fa` finished it. Now the command as typed finishes the
+    move to the clean run's files."""
+    from helpers.cli import run_subprocess
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    stack, landing = _landed(tmp_path / "stack")
+    _revert(stack, landing, tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    args = ("bring-back", "up/upstreamed/fa.patch")
+
+    def series_files(root) -> dict:
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted((root / "series").rglob("*"))
+                if p.is_file() and not p.name.startswith(".")}
+
+    clean = tmp_path / "clean"
+    shutil.copytree(stack.root, clean, symlinks=True)
+    run_subprocess(clean, *args, expect=0)
+    done = series_files(clean)
+    assert "series/up/fa.patch" in done and "series/up/skipped/fa.patch" not in done
+    cut_short = 0
+    for n in range(1, 20):
+        root = tmp_path / f"rename-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        if run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"rename:{n}"}
+                          ).returncode == 0:
+            break
+        if (root / "series/up/upstreamed/fa.patch").exists() or \
+                not (root / "series/up/skipped/fa.patch").exists():
+            continue  # killed before the landing left upstreamed/, or after it left skipped/
+        cut_short += 1
+        again = run_subprocess(root, *args)
+        assert again.returncode == 0, (n, again.stderr.decode())
+        assert series_files(root) == done, n
+    assert cut_short >= 2

@@ -1819,6 +1819,37 @@ def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
     return found[0]
 
 
+def _landing_moved_to_skipped(project: Project, name: str):
+    """The skipped fix `bring-back UPSTREAM/upstreamed/NAME` run again takes: that run moved
+    the landing from upstreamed/ into skipped/ first, and a kill (or a refusal after it) left
+    it there, no landing of that name kept any more. Taken only where the history's latest
+    event of the fix is no set-aside (a rebase's or `rebase --skip`'s): a skipped fix of that
+    name is then this move's, not one set aside, which the refusal names instead. None for
+    any other NAME."""
+    from patchforge.ledger import latest_events
+    from patchforge.state import skipped_fixes
+
+    head, sep, tail = name.rpartition("upstreamed/")
+    if not sep or (head and not head.endswith("/")) or "/" in tail or not tail:
+        return None
+    upstream = head[:-1] or None
+    if upstream is None and KEPT_LANDINGS in project.config.upstreams:
+        return None  # ambiguous: _kept_landing_named says so
+    file_name = patch_file_name(tail)
+    if any(place == "upstreamed" and kept == file_name
+           for _, place, kept in project.kept_aside(upstream, file_name)):
+        return None
+    skipped = [f for f in skipped_fixes(project)
+               if f.name == file_name and upstream in (None, f.upstream)]
+    if len(skipped) != 1:
+        return None
+    latest = latest_events(project, skipped[0].upstream, file_name)[:1]
+    if latest and (latest[0].get("event") == "skipped"
+                   or latest[0].get("destination") == "skipped"):
+        return None
+    return skipped[0]
+
+
 def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) -> str | None:
     """Where a landing NAME named may be now: a bring-back that refused it after moving it
     from upstreamed/ into skipped/ (a patch it could not read, a path it could not write)
@@ -1929,8 +1960,11 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
                                   read_history)
 
-    landing = _kept_landing_named(project, name)  # `UPSTREAM/upstreamed/NAME`, as delete takes
-    if landing is not None:
+    moved = _landing_moved_to_skipped(project, name)
+    landing = None if moved else _kept_landing_named(project, name)  # as delete takes it
+    if moved is not None:
+        fix = moved  # `UPSTREAM/upstreamed/NAME` run again: the landing left for skipped/
+    elif landing is not None:
         fix = _kept_to_skipped(project, store, name, [landing])
     else:
         fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
