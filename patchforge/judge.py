@@ -1756,15 +1756,17 @@ def carry_old(patches, own, position, judges, old_before: dict) -> None:
     did (apply.chains.carry_files of its files on its own chain's old series: `old_before`
     before it, that judge's old series after it); where that does not go, by its diff (the
     old pin's overlays failed there)."""
-    from patchforge.apply.chains import carry_files
+    from patchforge.apply.chains import carry_files, patch_renames
 
     name, patch = patches[position]
     judge = judges[own[position]][0]
     paths = sorted(old_before)
+    renames = patch_renames(patch)
     for chosen, (other, held) in judges.items():
         if chosen == own[position] or position not in held:
             continue
-        files, stuck = carry_files(paths, old_before.get, judge.old_file, other.old_file)
+        files, stuck = carry_files(paths, old_before.get, judge.old_file, other.old_file,
+                                   renames)
         if stuck is None:
             other.take_old(files, judge)
         else:
@@ -1794,15 +1796,18 @@ def carry_moved(patches, own, position, judges, before: dict,
     positions)}) that holds it (apply.chains.carry_files). One that does not go into a chain is
     (path, the message naming that chain and the patches there it meets), and is carried
     nowhere."""
-    from patchforge.apply.chains import ChainProblem, carry_files, met_in_chain
+    from patchforge.apply.chains import ChainProblem, carry_files, met_in_chain, patch_renames
 
     own_judge = judges[own[position]][0]
     paths = sorted(after)
     carried = []
+    # The patch's renames, where its moved files still have both paths (a file renamed
+    # upstream meanwhile moved it elsewhere: carry_files checks each pair against the files).
+    renames = patch_renames(patches[position][1])
     for chosen, (other, held) in judges.items():
         if chosen == own[position] or position not in held:
             continue
-        files, stuck = carry_files(paths, before.get, after.get, other.read_current)
+        files, stuck = carry_files(paths, before.get, after.get, other.read_current, renames)
         if stuck is not None:
             problem = ChainProblem(patches[position][0], chosen, stuck,
                                    met_in_chain(patches, own, held, position, stuck))

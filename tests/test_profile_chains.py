@@ -235,3 +235,33 @@ def test_a_profile_fix_made_after_a_fix_for_every_profile_in_repeated_code_sits_
     assert overlay(stack, "gfx942") == b"".join(expected)
     stack.cli("overlays", "--check")
     assert lint_problems(stack) == []
+
+
+def test_a_fix_renaming_a_file_a_profile_fix_changed_goes_into_that_profiles_series(tmp_path):
+    """fix-b (gfx942) changes line 10 of pkg/b.py; rename-b, for every profile, renames pkg/b.py
+    to pkg/b2.py and changes line 28, far from it. `git apply` takes the two on gfx942's
+    series (b2.py then has both changes), while status called rename-b a conflict ("does not
+    apply in the series of gfx942: it changes lines of pkg/b.py that fix-b.patch (gfx942)
+    changed") and lint an error: each path was judged alone, and the file renamed away, which
+    gfx942's series holds changed, "did not go in". A rename is one change of two paths now:
+    gfx942's file is merged onto the new path."""
+    import subprocess
+
+    base = b"".join(b"bline %d\n" % i for i in range(1, 31))
+    stack = OneUpstreamStack(tmp_path, {"pkg/b.py": base}, profiles=PROFILES)
+    stack.add_fix("fix-b", "pkg/b.py", base, base.replace(b"bline 10\n", b"bline 10 fixed\n"),
+                  fields="Profiles: gfx942\n")
+    data = stack.add_patch("up", "rename-b", {
+        "pkg/b.py": None, "pkg/b2.py": base.replace(b"bline 28\n", b"bline 28 renamed\n")})
+    assert b"rename from pkg/b.py\nrename to pkg/b2.py\n" in data
+    # What git apply does with gfx942's series: both changes, in the renamed file.
+    work = tmp_path / "gfx942"
+    subprocess.run(["git", "clone", "-q", str(stack.up), str(work)], check=True)
+    subprocess.run(["git", "apply", str(stack.root / "series/up/fix-b.patch"),
+                    str(stack.root / "series/up/rename-b.patch")], cwd=work, check=True)
+    assert (work / "pkg/b2.py").read_bytes() == base.replace(
+        b"bline 10\n", b"bline 10 fixed\n").replace(b"bline 28\n", b"bline 28 renamed\n")
+    states = {p["name"]: (p["state"], p.get("reason")) for p in stack.json("status")["patches"]}
+    assert {n: s for n, (s, _) in states.items()} == \
+        {"fix-b.patch": "applies", "rename-b.patch": "applies"}, states
+    assert [f for f in lint_problems(stack) if f["severity"] == "error"] == []

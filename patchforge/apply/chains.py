@@ -41,17 +41,43 @@ def carry_file(before: bytes | None, after: bytes | None,
 
 def carry_files(paths, before: Callable[[str], bytes | None],
                 after: Callable[[str], bytes | None],
-                ours: Callable[[str], bytes | None]) -> tuple[dict[str, bytes | None], str | None]:
+                ours: Callable[[str], bytes | None],
+                renames: dict[str, str] | None = None,
+                ) -> tuple[dict[str, bytes | None], str | None]:
     """({path: content}, None) for a patch carried into another chain, each of its files
     (`paths`: those it changes, created, deleted or renamed away included) by carry_file, or
-    ({}, the first path that does not go in: nothing is carried then)."""
+    ({}, the first path that does not go in: nothing is carried then). A file the patch renames
+    (`renames`: old path -> new, patch_renames) is one change of two paths, as `git apply`
+    takes it: the other chain's file at the old path, changed there by a patch of its own, is
+    merged with the patch's onto the new path and leaves the old one (judged path by path, the
+    old path "did not go in": the patch removes a file the chain holds differently)."""
     files: dict[str, bytes | None] = {}
+    for old, new in (renames or {}).items():
+        if old not in paths or new not in paths:
+            continue
+        theirs, was = ours(old), before(old)
+        if theirs is None or was is None or after(old) is not None or before(new) is not None \
+                or ours(new) is not None or theirs == was:
+            continue  # not a rename there, or the chain holds the base's file: path by path
+        ok, content = carry_file(was, after(new), theirs)
+        if not ok:
+            return {}, old
+        files[old], files[new] = None, content
     for path in paths:
+        if path in files:
+            continue
         ok, content = carry_file(before(path), after(path), ours(path))
         if not ok:
             return {}, path
         files[path] = content
     return files, None
+
+
+def patch_renames(patch) -> dict[str, str]:
+    """The files `patch` renames: old path -> new path."""
+    return {fp.old_path: fp.new_path for fp in patch.file_patches
+            if getattr(fp, "is_rename", False) and fp.old_path and fp.new_path
+            and fp.old_path != fp.new_path}
 
 
 def profiles_note(chosen: frozenset[str] | None) -> str:
@@ -219,7 +245,7 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
             if chosen == own[position] or position not in found.held[chosen]:
                 continue
             fill(state, paths)
-            stuck = carry_into(state, name, paths, before, mine)
+            stuck = carry_into(state, name, paths, before, mine, patch_renames(patch))
             if stuck is not None:
                 found.problems.append(ChainProblem(
                     name, chosen, stuck,
@@ -230,12 +256,12 @@ def apply_on_chains(read_base: Callable[[list[str]], dict[str, bytes | None]],
 
 
 def carry_into(state: SeriesState, name: str, paths, before: dict[str, bytes | None],
-               mine: SeriesState) -> str | None:
+               mine: SeriesState, renames: dict[str, str] | None = None) -> str | None:
     """Carry the patch `name` into the chain `state` (its files `paths` already read there):
     `before` its files on its own base without it, `mine` its own chain's state with it
     (carry_files; the modes and origins it gives come along). Returns None, or the first path
     that does not go in, `state` then left as it was."""
-    files, stuck = carry_files(paths, before.get, mine.current.get, state.current.get)
+    files, stuck = carry_files(paths, before.get, mine.current.get, state.current.get, renames)
     if stuck is not None:
         return stuck
     for path, content in files.items():
