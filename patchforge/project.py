@@ -162,7 +162,10 @@ class Project:
                                             or find_config_table(candidate) is not None):
                     if candidate.name == STANDALONE:
                         refuse_second_config(root)
-                    return cls(root.resolve(), candidate.resolve(), offline)
+                    # The file by its name in the project, as find_root gives it: a link
+                    # (patchforge.toml -> ../shared.toml) was taken by its target's name, which
+                    # decides the format, and said to have "no [tool.patchforge] table".
+                    return cls(root.resolve(), root.resolve() / candidate.name, offline)
             raise UsageError(f"no patchforge configuration in {root}",
                              hint="run `patchforge init` there first")
         directory, config = find_root(Path.cwd())

@@ -489,3 +489,30 @@ def test_a_configuration_nested_too_deep_is_refused_naming_its_file(tmp_path):
     run = run_cli(None, "list", cwd=tmp_path)
     assert run.rc == 2, run.err
     assert f"{config}: not valid TOML: nested deeper than patchforge reads" in run.err
+
+
+def test_a_configuration_that_is_a_link_to_a_file_of_another_name_is_read_by_its_own_name(
+        tmp_path):
+    """patchforge.toml a symbolic link to a file of another name (`../shared.toml`, kept beside
+    several projects). Found from the current directory it was read as patchforge.toml; named
+    by --root it was taken by the target's name, read as a pyproject.toml and said to have "no
+    [tool.patchforge] table". Now both read it as patchforge.toml, and `upstream add` appends
+    to the file the link names, the link kept."""
+    from helpers.upstream import Upstream
+
+    root = tmp_path / "project"
+    assert run_cli(None, "init", "--standalone", str(root)).rc == 0
+    shared = tmp_path / "shared.toml"
+    (root / "patchforge.toml").rename(shared)
+    (root / "patchforge.toml").symlink_to("../shared.toml")
+    for where, cwd in ((root, None), (None, root)):
+        run = run_cli(where, "status", cwd=cwd)
+        assert run.rc == 0, run.text
+        assert "table" not in run.err, run.err
+    upstream = Upstream(tmp_path / "up-upstream", {"a.py": b"a\n"}, message="initial")
+    run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+                  "--install-root", "/opt/up")
+    assert run.rc == 0, run.text
+    assert (root / "patchforge.toml").is_symlink()
+    assert tomllib.loads(shared.read_text())["upstreams"]["up"]["install-root"] == "/opt/up"
+    assert run_cli(root, "status").rc == 0

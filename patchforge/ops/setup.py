@@ -282,7 +282,9 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         # simply overwrites; the reverse would leave a configured upstream with no pin.
         with writing_project(project.root):  # readers see both files or neither
             write_lock(project.lock_path, lock)
-            atomic_write(project.config_path, new_config)
+            # Through a link the user made (patchforge.toml -> ../shared.toml): the file
+            # it names is written, and the link stays one.
+            atomic_write(project.config_path.resolve(), new_config)
             project.__dict__.pop("config", None)
             series_changed(project)
     return pin
