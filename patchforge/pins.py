@@ -221,8 +221,10 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
         _refuse_two_revisions(project, name, "version",
                               f"{pin.version!r} is not the version the label {label!r} names "
                               f"({'none' if expected is None else repr(expected)})")
-    if targets.split_ancestry(label)[1]:
-        return  # an ancestor of what the label names: walked, not named
+    stem, ancestry = targets.split_ancestry(label)
+    if ancestry:
+        _check_ancestor_label(project, store, name, pin, stem, ancestry)
+        return
     said = label.lower() if kind is targets.SpecKind.commit else \
         targets.commit_from_version(label) if kind is targets.SpecKind.version else None
     if said is not None and not pin.commit.startswith(said.lower()):
@@ -280,6 +282,42 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
                       hint=f"restore upstream.lock from version control; if tag {moved} was "
                            f"moved upstream since the pin, re-pin {name} (`patchforge upstream "
                            f"pin {name} --at {label} --force`), or pin the commit by its id")
+
+
+def _check_ancestor_label(project: Project, store: UpstreamStore, name: str,
+                          pin: UpstreamPin, stem: str, ancestry: str) -> None:
+    """A label naming an ancestor of a release (`v3~1`, as `rebase --to up=v3~1` writes it)
+    names the commit the store's tag of that release walks back to: one lookup, no fetch
+    (the store holds every commit of a fetched tag's history). Unchecked before, a lock
+    labelled `v3~1` over another commit was read, and the target named wrongly. A branch's
+    ancestor is not checked (the branch moves on, as for a label naming it), nor a commit
+    id's (its commit is walked from, not to), nor a release the store has no tag of."""
+    names = release_tag_names(stem)
+    if not names:
+        return
+    from patchforge.store.giturl import store_namespace
+
+    upstream = project.config.upstream(name)
+    namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
+    found = next(((tag, commit) for tag, commit in
+                  ((tag, store.read_ref(f"refs/patchforge/remotes/{namespace}/tags/{tag}"))
+                   for tag in names) if commit is not None), None)
+    if found is None:
+        return
+    tag, commit = found
+    try:
+        walked = store.resolve(f"{commit}{ancestry}")
+    except StoreDamaged:
+        raise
+    except StoreError:
+        walked = None  # (`v1~9` past the first commit)
+    if walked == pin.commit:
+        return
+    label = f"{stem}{ancestry}"
+    said = f"names commit {walked}" if walked is not None else "names no commit"
+    _refuse_two_revisions(project, name, "label",
+                          f"{label!r} {said} (tag {tag} is commit {commit} as the store last "
+                          f"fetched it), not the locked commit {pin.commit}")
 
 
 def release_refs(label: str) -> list[str]:

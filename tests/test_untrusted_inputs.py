@@ -1364,6 +1364,42 @@ def test_a_pin_at_an_ancestor_of_a_release_records_no_version(tmp_path):
     assert pin["label"] == "v2~1" and "version" not in pin, pin
 
 
+def test_a_label_naming_an_ancestor_of_a_release_is_checked_against_the_stored_tag(tmp_path):
+    """A lock labelled `v3~1` (as `rebase --to up=v3~1` writes it, no version) over v1's
+    commit, where v3~1 is v2 and the store holds tag v3: read before (an ancestor label was
+    never checked), `status` said `target v3~1` and judged v1's files. Refused now, naming the
+    line and the commit the label names; a pin patchforge wrote at `v3~1` is still read."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    v1 = _tagged_repo(upstream, b"a = 1\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 2\n"}, "v2")
+    git(upstream, "tag", "v2")
+    commit_files(upstream, {"a.py": b"a = 3\n"}, "v3")
+    git(upstream, "tag", "v3")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    assert run_cli(root, "status", "--against", "vllm=v3").rc in (0, 1)  # the store has v3
+    doc = lock_doc(root)
+    assert doc["upstreams"]["vllm"]["commit"] == v1
+    doc["upstreams"]["vllm"]["label"] = "v3~1"
+    doc["upstreams"]["vllm"].pop("version", None)
+    (root / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
+                if text.startswith('      "label"'))
+    for command in (["status"], ["fetch"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.vllm.label: 'v3~1' names commit {v2}" in \
+            run.err and "the lock names two revisions" in run.err, (command, run.err)
+    ok(root, "upstream", "pin", "vllm", "--at", "v3~1", "--force")
+    pin = lock_doc(root)["upstreams"]["vllm"]
+    assert pin["label"] == "v3~1" and pin["commit"] == v2, pin
+    ok(root, "status")
+    ok(root, "rebase", "--to", "vllm=v3~2")
+    assert lock_doc(root)["upstreams"]["vllm"]["commit"] == v1
+
+
 def test_a_tag_named_by_hex_digits_alone_is_hinted_by_its_full_name(tmp_path):
     """An upstream tag `20261205` (a date tag: hex digits alone) is read as a commit id, and
     `status --against up=20261205` said only that it is no commit, branch or tag of the
