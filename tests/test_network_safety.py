@@ -341,3 +341,49 @@ def test_a_git_remote_that_stops_answering_is_given_up_and_never_blamed_on_the_l
         assert "re-pin" not in err and "is not a commit of" not in err, err
     finally:
         server.close()
+
+
+def test_a_file_of_one_git_upstream_is_never_asked_of_another_upstreams_server(tmp_path,
+                                                                                monkeypatch):
+    """Two git upstreams in one cache: `a` served over http on 127.0.0.1, then `z`, a local
+    repository. The store is a blob-less partial clone of both, and a file is fetched when a
+    command first reads it. Before, that fetch asked every upstream's remote in turn, `a`'s
+    first: z's blob ids went to a's server, and with that server holding the request (GitHub
+    from a network that reaches only an internal mirror), every command on `z` waited for
+    git's low-speed timeout, two minutes. Now only the remote of the upstream the revision is
+    of is asked: status and overlays of z's fixes make no request to a's server."""
+    from helpers.git import git
+    from helpers.project import UPSTREAM_FILES, add_git_upstream, make_project, patch_bytes
+    from helpers.servers import GitHttpServer
+    from helpers.upstream import Upstream
+
+    a = Upstream(tmp_path / "a-upstream", {"x.py": b"x\n"}, message="a: initial")
+    z = Upstream(tmp_path / "z-upstream", UPSTREAM_FILES, message="z: initial")
+    server = GitHttpServer(a.path)
+    try:
+        root = make_project(tmp_path / "project", pyproject=True)
+        add_git_upstream(root, "a", server.repo_url, "main")
+        add_git_upstream(root, "z", str(z.path), "main", install_root="/opt/z")
+
+        def fix(name: str, rel: str, new: bytes) -> None:
+            (z.path / rel).write_bytes(new)
+            diff = git(z.path, "diff", "--", rel).encode()
+            git(z.path, "checkout", "--", rel)
+            add_patch_file(root, "z", name, patch_bytes("z", z.base, name, diff))
+
+        # From here a's server takes each request and answers nothing for a minute.
+        server.misbehave("slow", path="/repo.git/", delay=60, times=100)
+        monkeypatch.setenv("GIT_HTTP_LOW_SPEED_TIME", "2")
+        server.requests.clear()
+        fix("one.patch", "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+        run = run_cli(root, "status")
+        assert run.rc in (0, 1), run.text
+        assert "one.patch" in run.text, run.text
+        assert server.paths() == [], server.paths()
+        fix("two.patch", "pkg/b.py", b"x = 1\ny = 20\nz = 3\n")
+        run = run_cli(root, "overlays")
+        assert run.rc == 0, run.text
+        assert b"y = 20" in (root / "overlays" / "z" / "pkg" / "b.py").read_bytes()
+        assert server.paths() == [], server.paths()
+    finally:
+        server.close()

@@ -336,6 +336,9 @@ class UpstreamStore:
         self._tree_cache: dict[str, dict[bytes, tuple[str, str]]] = {}
         self._dir_trees: dict[tuple[str, str], str | None] = {}
         self._partial = False
+        # Revisions (sorted commit ids) -> the upstreams (store namespaces) whose fetched
+        # refs reach them (_owning_remotes): reachability from refs only ever grows.
+        self._owners: dict[tuple[str, ...], set[str]] = {}
         self._blobs: dict[str, dict[str, bytes | None]] = {}  # commit -> path -> content
         self._blob_ids: dict[str, bytes] = {}  # blob id -> content, for the same reads
         self._blob_bytes = 0
@@ -657,7 +660,8 @@ class UpstreamStore:
             lost = sorted({entry[1] for entry in entries.values()
                            if entry is not None and entry[1] not in self._blob_ids})
             if lost:
-                self._bring_lost(lost)
+                self._bring_lost(lost, {entry[1]: (rev, path) for path, entry in entries.items()
+                                        if entry is not None})
             for path, entry in entries.items():
                 if entry is not None and entry[1] not in self._blob_ids:
                     raise _lost(rev, path, entry[1])
@@ -670,7 +674,7 @@ class UpstreamStore:
             return found
         return {p: cache[p] for p in paths}
 
-    def _bring_lost(self, oids: list[str]) -> None:
+    def _bring_lost(self, oids: list[str], where: dict[str, tuple[str, str]]) -> None:
         """Blobs the trees list that cat-file did not give, asked once more before they are
         called lost. Two commands on a new cache at once: this process's cat-file can start
         before another process has made the store partial, and then neither knows the
@@ -679,7 +683,7 @@ class UpstreamStore:
         A partial store online fetches them here, and a new cat-file (which reads the
         configuration and the packs afresh) is asked."""
         if self._is_partial() and not is_offline():
-            self._fetch_missing(set(oids))
+            self._fetch_missing(set(oids), where)
         self._cat.restart()
         for oid, answer in zip(oids, self._cat.query(oids)):
             if answer is not None and answer[1] == "blob":
@@ -933,10 +937,12 @@ class UpstreamStore:
                 self._checks.append((frozenset(asked), self._start_missing(asked)))
 
     def _prefetch(self, rev: str, paths: list[str]) -> None:
-        """Bring the missing blobs of `paths` at `rev` with one fetch instead of one per blob.
-        Offline, a single file is checked too: git's own fetch on demand is refused then, and
-        cat-file would report the file's blob as missing, as if the file were not there."""
-        if len(paths) >= 2 or is_offline():
+        """Bring the missing blobs of a partial store's `paths` at `rev` with one fetch instead
+        of one per blob, from the upstream the revision is of (_owning_remotes). A single file
+        too: left to git's own fetch on demand, it was asked of every upstream's remote in
+        turn (and offline, git refuses that fetch and cat-file would report the file's blob
+        as missing, as if the file were not there)."""
+        if self._is_partial():
             self.prefetch([(rev, paths)])
 
     def _fetch_missing(self, wanted: set[str],
@@ -960,7 +966,7 @@ class UpstreamStore:
                              "(a partial clone brings files when they are first read)",
                              hint="run the command once without --offline, or `patchforge "
                                   "fetch` (it brings the files the series touches)")
-        for remote in self._promisor_remotes() if missing else ():
+        for remote in self._owning_remotes(missing, where) if missing else ():
             if not missing:
                 break
             self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
@@ -971,6 +977,35 @@ class UpstreamStore:
         # Objects never leave the store: remember the present ones, so that reading the same
         # files again (every patch of a series on one file) costs no `rev-list` process.
         self._present.update(wanted.difference(missing))
+
+    def _owning_remotes(self, missing: list[str],
+                        where: dict[str, tuple[str, str]] | None) -> list[str]:
+        """The promisor remotes a fetch of `missing` asks, in the store's order: those of the
+        upstreams whose fetched refs reach the revisions the blobs were read at (`where`).
+        Every upstream of the cache is a promisor remote of the one store, and git asks each
+        in turn until one has the blobs: a file of an internal upstream was asked first of
+        another upstream's server (its ids sent there), and a server that did not answer
+        (GitHub from a network reaching only the internal mirror) held the command for the
+        low-speed timeout, two minutes. All of them only when the owner cannot be told (a
+        blob read by tree, or at a commit no upstream's ref reaches)."""
+        remotes = self._promisor_remotes()
+        if len(remotes) < 2 or not where or any(m not in where for m in missing):
+            return remotes
+        revs = sorted({where[m][0] for m in missing})
+        key = tuple(revs)
+        owners = self._owners.get(key)
+        if owners is None:
+            # One walk for all of them (the contains memo is shared), against the remotes'
+            # refs only: run only when blobs are missing, that is before a network fetch.
+            got = self._run("for-each-ref", *(f"--contains={r}" for r in revs),
+                            "--format=%(refname)", "--", "refs/patchforge/remotes/",
+                            ok=(0, 1, 128, 129))
+            found = {line.split("/")[3] for line in
+                     got.stdout.decode("utf-8", "replace").splitlines()
+                     if line.count("/") >= 4} if got.returncode == 0 else set()
+            owners = self._owners[key] = found
+        mine = [remote for remote in remotes if remote in owners]
+        return mine or remotes
 
     def _is_partial(self) -> bool:
         """Whether the store holds a promisor pack (a partial clone). Only a yes is remembered:
