@@ -2497,6 +2497,15 @@ NOT_AT_BASE = ("is not in the base either (nor made by an earlier patch): the pa
                "apply where it was made (patches are -p1: a/<path>)")
 
 
+def gone_file(patch: PatchFile, exists_in_target: Callable[[str], bool],
+              find_rename: Callable[[str], str | None]) -> bool:
+    """Whether a file `patch` changes (not one it makes or deletes) is gone from the target,
+    not renamed: what makes assess_patch call the patch obsolete, whatever its hunks say
+    (its `file ... is gone upstream` evidence), for a caller that need not judge its hunks."""
+    return any(not fp.is_new and not fp.is_delete and not exists_in_target(fp.source_path)
+               and find_rename(fp.source_path) is None for fp in patch.file_patches)
+
+
 def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists_in_target,
                  find_rename, apply=apply_file_patch,
                  places: PlaceDiffs | None = None, obsolete_hunks: bool = True) -> PatchVerdict:
@@ -2510,9 +2519,7 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
     (whatever its hunks say) has none of its hunks judged, its files' verdicts without hunks
     and its evidence the files' own lines (gone, renamed), for a caller that shows no hunk.
     """
-    unjudged = not obsolete_hunks and any(
-        not fp.is_new and not fp.is_delete and not exists_in_target(fp.source_path)
-        and find_rename(fp.source_path) is None for fp in patch.file_patches)
+    unjudged = not obsolete_hunks and gone_file(patch, exists_in_target, find_rename)
     files: list[FileVerdict] = []
     renames: dict[str, str] = {}
     evidence: list[str] = []

@@ -21,7 +21,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
-                               assess_patch, created_identically, spaced_literals)
+                               assess_patch, created_identically, gone_file, spaced_literals)
 from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 blocks_of_file_patch, blocks_of_git_diff, code_lines, code_of,
@@ -507,9 +507,8 @@ class SeriesJudge:
 
     def _gone_file(self, patch) -> bool:
         """Whether a file `patch` changes (not one it makes or deletes) is gone from the
-        target as the walk has it now, not renamed: detect.assess_patch's obsolete patch."""
-        return any(not fp.is_new and not fp.is_delete and not self.exists(fp.source_path)
-                   and self.find_rename(fp.source_path) is None for fp in patch.file_patches)
+        target as the walk has it now, not renamed (detect.gone_file)."""
+        return gone_file(patch, self.exists, self.find_rename)
 
     def find_rename(self, path: str) -> str | None:
         if self.target.base_commit == self.target.commit:

@@ -123,8 +123,10 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
             proposed["pull_request"] = _open_pr(project, forge, proposed,
                                                 render_markdown(proposed), remote, dry_run)
         except PatchforgeError as exc:
+            # A dry run moved nothing (and proposes no earlier report: `unopened` is None),
+            # so the hint must not say the stack moved.
             if proposed.get("target") is None or proposed.get("outcome") == "stopped" or \
-                    dry_run and proposed is document:
+                    dry_run:
                 raise
             if not as_json:
                 click.echo(markdown, nl=False)

@@ -130,6 +130,8 @@ def list_series(project: Project) -> list[PatchSummary]:
 
 
 def show_patch(project: Project, name: str) -> dict:
+    import hashlib
+
     from patchforge.apply.stats import diffstat
 
     upstream, file_name = project.find_patch(name)
@@ -142,7 +144,7 @@ def show_patch(project: Project, name: str) -> dict:
         "header": [{"name": f.name, "value": f.value} for f in patch.fields],
         "description": patch.description.decode("utf-8", "replace"),
         "files": [{"path": p, "added": a, "removed": r} for p, a, r in diffstat(patch.diff)],
-        "sha256": __import__("hashlib").sha256(raw).hexdigest(),
+        "sha256": hashlib.sha256(raw).hexdigest(),
         "raw": raw,
         "diff": patch.diff,
     }
@@ -1381,12 +1383,14 @@ def rename_patch(project: Project, old: str, new: str) -> tuple[str, str]:
         refuse_case_twin(project, upstream, new_file, same=old_file)
         _history_reads(project)
         with writing_project(project.root):  # never NEW or OLD unlisted beside the other
+            import hashlib  # here: only the rename journal is named by it
+
             series_path = project.series_path(upstream)
             listed = series_path.read_bytes()
             journal = project.state_dir / RENAME_JOURNAL
             atomic_write(journal, (json.dumps({
                 "upstream": upstream, "old": old_file, "new": new_file,
-                "sha256": __import__("hashlib").sha256(data).hexdigest()}) + "\n").encode())
+                "sha256": hashlib.sha256(data).hexdigest()}) + "\n").encode())
             atomic_write(new_path, data)
             try:
                 atomic_write(series_path,
