@@ -6,22 +6,10 @@ said too. A hunk upstream took with changes of its own is never split. Real git 
 the CLI as a user runs it."""
 from __future__ import annotations
 
-from helpers.git import git
 from helpers.project import OneUpstreamStack
 from helpers.template import overlay_file
-
-BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 41))
-LINE_15 = (b"line 15 of the module under test\n", b"fifteen = better()\n")
-LINE_20 = (b"line 20 of the module under test\n", b"twenty = better()\n")
-HALF = BASE.replace(*LINE_15)
-FIXED = HALF.replace(*LINE_20)
-
-
-def _stack(tmp_path):
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
-    assert stack.patch("up", "fa").count(b"\n@@ ") == 1  # one hunk holds both changes
-    return stack
+from helpers.within_hunk import (BASE, FIXED, HALF, LINE_20, landed_part_kept_then_reverted,
+                                 within_hunk_stack)
 
 
 def test_a_change_landed_inside_one_hunk_is_kept_under_upstreamed_and_its_revert_said(
@@ -29,48 +17,13 @@ def test_a_change_landed_inside_one_hunk_is_kept_under_upstreamed_and_its_revert
     """Before, `rebase` said "3-way merged cleanly" and nothing more: the line-15 change was
     in no patch and not under upstreamed/, and when upstream reverted it, status, the rebase
     and lint exited 0 with the change in no patch and no overlay."""
-    stack = _stack(tmp_path)
-    landing = stack.commit({"pkg/a.py": HALF}, "Fifteen better (#14)", tag="v2")
-    _, out, _ = stack.cli("status", "--against", "v2", expect=1)
-    assert "landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, not the " \
-        "others" in out, out
-    _, out, _ = stack.cli("rebase", "--to", "v2")
-    assert "3-way merged cleanly; landed in part: 1 of the 2 changes in its hunk 1 " \
-        f"(pkg/a.py) landed upstream in {landing[:12]}: kept under upstreamed/" in out, out
-    moved = stack.patch("up", "fa")
-    assert b"+twenty = better()" in moved and b"fifteen" not in moved, moved
-    kept = stack.patch("up", "fa", "upstreamed")
-    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
-    assert b"+fifteen = better()" in kept and b"twenty" not in kept, kept
-    # The kept part is on the fix's own base, with the hunk's own context on each side (the
-    # other change's line, five lines below, is past it: test_landed_part_context.py).
-    assert b"\n@@ -12,7 +12,7 @@" in kept and b"line 20" not in kept, kept
-    assert stack.cli("status")[0] == 0  # at v2 the landed change is there: nothing to say
-    stack.cli("overlays")
-    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED
-
-    git(stack.up, "revert", "--no-edit", landing)
-    git(stack.up, "tag", "v3")
-    revert = git(stack.up, "rev-parse", "HEAD").strip()
-    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
-    assert f"was reverted upstream in {revert[:12]}" in out, out
-    assert "`patchforge bring-back up/fa.patch` puts it back in the series" in out, out
-    summary = stack.rebase_json("--to", "v3", expect=1)
-    assert [g["by"] for g in summary["reverted"]] == [revert], summary
-    lint = stack.json("lint", expect=1)
-    assert [f["severity"] for f in lint["findings"]
-            if f["patch"] == "up/upstreamed/fa.patch"] == ["error"], lint
-    stack.cli("bring-back", "up/fa.patch")
-    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
-    assert stack.cli("status")[0] == 0
-    stack.cli("overlays")
-    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED
+    landed_part_kept_then_reverted(within_hunk_stack(tmp_path), HALF)
 
 
 def test_a_hunk_upstream_took_with_changes_of_its_own_is_not_split(tmp_path):
     """Upstream made line 15 as the fix does and line 20 its own way: no mix of the hunk's
     changes is in its file, so nothing is said landed in part, and nothing is kept."""
-    stack = _stack(tmp_path)
+    stack = within_hunk_stack(tmp_path)
     stack.commit({"pkg/a.py": HALF.replace(LINE_20[0], b"twenty = better(strict=True)\n")},
                  "Fifteen and twenty better (#14)", tag="v2")
     _, out, _ = stack.cli("status", "--against", "v2", expect=1)
@@ -189,7 +142,7 @@ def test_a_bring_back_stop_resolved_on_a_fix_whose_change_inside_a_hunk_landed_k
 def test_pr_says_a_change_inside_a_hunk_is_already_upstream(tmp_path):
     """`pr --onto` a revision that has the line-15 change: the commit carries line 20 alone,
     and the command says why ("3-way merged" was all it said)."""
-    stack = _stack(tmp_path)
+    stack = within_hunk_stack(tmp_path)
     stack.commit({"pkg/a.py": HALF}, "Fifteen better (#14)", tag="v2")
     _, out, _ = stack.cli("pr", "fa", "--onto", "v2")
     assert "3-way merged; landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, " \

@@ -8,24 +8,12 @@ runs it."""
 from __future__ import annotations
 
 import pytest
-from helpers.git import git
-from helpers.project import OneUpstreamStack
-from helpers.template import overlay_file
+from helpers.within_hunk import (HALF, LINE_15, LINE_20, landed_part_kept_then_reverted,
+                                 within_hunk_stack)
 
-BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 41))
-LINE_15 = (b"line 15 of the module under test\n", b"fifteen = compute_it_the_better_way()\n")
 LINE_17 = (b"line 17 of the module under test\n", b"seventeen = tidied_by_upstream()\n")
-LINE_20 = (b"line 20 of the module under test\n", b"twenty = compute_it_the_better_way()\n")
-FIXED = BASE.replace(*LINE_15).replace(*LINE_20)
 # Upstream's commit: the line-15 change of the fix, and its own edit of line 17 between.
-LANDED = BASE.replace(*LINE_15).replace(*LINE_17)
-
-
-def _stack(tmp_path):
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
-    assert stack.patch("up", "fa").count(b"\n@@ ") == 1  # one hunk holds both changes
-    return stack
+LANDED = HALF.replace(*LINE_17)
 
 
 def test_a_change_landed_inside_a_hunk_with_a_line_between_edited_is_kept_and_its_revert_said(
@@ -34,36 +22,7 @@ def test_a_change_landed_inside_a_hunk_with_a_line_between_edited_is_kept_and_it
     cleanly" and nothing more: the line-15 change in no patch and not under upstreamed/, and
     when upstream reverted it, status said only "fuzz" of the fix, the change in no patch and
     no overlay."""
-    stack = _stack(tmp_path)
-    landing = stack.commit({"pkg/a.py": LANDED}, "Fifteen better, seventeen tidied (#14)",
-                           tag="v2")
-    _, out, _ = stack.cli("status", "--against", "v2", expect=1)
-    assert "landed in part: pkg/a.py hunk 1: upstream has 1 of its 2 changes, not the " \
-        "others" in out, out
-    _, out, _ = stack.cli("rebase", "--to", "v2")
-    assert "3-way merged cleanly; landed in part: 1 of the 2 changes in its hunk 1 " \
-        f"(pkg/a.py) landed upstream in {landing[:12]}: kept under upstreamed/" in out, out
-    moved = stack.patch("up", "fa")
-    assert b"+twenty = compute" in moved and b"fifteen" not in moved, moved
-    kept = stack.patch("up", "fa", "upstreamed")
-    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
-    assert b"+fifteen = compute" in kept and b"twenty" not in kept, kept
-    assert stack.cli("status")[0] == 0  # at v2 the landed change is there: nothing to say
-    stack.cli("overlays")
-    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED.replace(*LINE_17)
-
-    git(stack.up, "revert", "--no-edit", landing)
-    git(stack.up, "tag", "v3")
-    revert = git(stack.up, "rev-parse", "HEAD").strip()
-    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
-    assert f"was reverted upstream in {revert[:12]}" in out, out
-    summary = stack.rebase_json("--to", "v3", expect=1)
-    assert [g["by"] for g in summary["reverted"]] == [revert], summary
-    stack.cli("bring-back", "up/fa.patch")
-    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
-    assert stack.cli("status")[0] == 0
-    stack.cli("overlays")
-    assert overlay_file(stack.root, "pkg/a.py").read_bytes() == FIXED
+    landed_part_kept_then_reverted(within_hunk_stack(tmp_path), LANDED)
 
 
 TWICE_MADE = b"line 14 of the module under test\n" + LINE_15[1] + \
@@ -94,7 +53,7 @@ def test_a_change_aligned_on_its_own_is_not_said_where_two_readings_exist(tmp_pa
     """Where upstream also edited a line between the changes, each change is aligned on its
     own only where that leaves one reading: none of these says "landed in part", and the
     rebase keeps nothing under upstreamed/."""
-    stack = _stack(tmp_path)
+    stack = within_hunk_stack(tmp_path)
     stack.commit({"pkg/a.py": NOT_SPLIT[why]}, "Upstream's own work (#15)", tag="v2")
     _, out, err = stack.cli("status", "--against", "v2", expect=None)
     assert "landed in part" not in out + err, out + err

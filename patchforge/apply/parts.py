@@ -111,13 +111,16 @@ def _image(lines: list[bytes]) -> bytes:
 
 def _places(content: bytes, image: bytes) -> int:
     """At how many line starts of `content` `image` is (0, 1, or 2 for more)."""
-    found = 0
+    return len(_starts(content, image))
+
+
+def _starts(content: bytes, image: bytes) -> list[int]:
+    """The offsets of the line starts of `content` at which `image` is, up to two."""
+    found: list[int] = []
     at = content.find(image)
-    while at >= 0:
+    while at >= 0 and len(found) < 2:
         if at == 0 or content[at - 1] == 0x0A:
-            found += 1
-            if found == 2:
-                break
+            found.append(at)
         at = content.find(image, at + 1)
     return found
 
@@ -187,17 +190,6 @@ def _aligned(hunk: Hunk, runs: list[tuple[int, int]], content: bytes) -> tuple[i
         if n not in made and added and _places(content, added):
             return None
     return made
-
-
-def _starts(content: bytes, image: bytes) -> list[int]:
-    """The offsets of the line starts of `content` at which `image` is, up to two."""
-    found: list[int] = []
-    at = content.find(image)
-    while at >= 0 and len(found) < 2:
-        if at == 0 or content[at - 1] == 0x0A:
-            found.append(at)
-        at = content.find(image, at + 1)
-    return found
 
 
 def parts_said(patch, parts: dict) -> str:
