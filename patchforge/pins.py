@@ -735,6 +735,7 @@ def _label_pinned_import(store: UpstreamStore, namespace: str, pin: UpstreamPin)
 
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                     pin: UpstreamPin) -> str:
+    from patchforge import targets
     from patchforge.store import sources
     from patchforge.store.giturl import redact
 
@@ -743,8 +744,10 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
     try:
         # The label's release tag comes in the same fetch, when the source has it: a fresh
         # cache, which fetches the commit by its id, checks the label as a warm one does.
+        # An ancestor label (`v3~1`) is checked against its release's tag: that tag comes too.
         sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline,
-                                   refs=tuple(release_refs(pin.label)))
+                                   refs=tuple(release_refs(
+                                       targets.split_ancestry(pin.label.strip())[0])))
     except StoreError as exc:
         if project.offline or isinstance(exc, StoreDamaged):
             raise

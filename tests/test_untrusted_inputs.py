@@ -1380,6 +1380,38 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_against_the_stored_t
     root = tmp_path / "stack"
     _git_stack(root, str(upstream))
     assert run_cli(root, "status", "--against", "vllm=v3").rc in (0, 1)  # the store has v3
+    _lock_labelled_v3_1_is_refused(root, v1, v2)
+    ok(root, "upstream", "pin", "vllm", "--at", "v3~1", "--force")
+    pin = lock_doc(root)["upstreams"]["vllm"]
+    assert pin["label"] == "v3~1" and pin["commit"] == v2, pin
+    ok(root, "status")
+    ok(root, "rebase", "--to", "vllm=v3~2")
+    assert lock_doc(root)["upstreams"]["vllm"]["commit"] == v1
+
+
+def test_a_label_naming_an_ancestor_of_a_release_is_checked_on_a_fresh_cache_too(
+        tmp_path, monkeypatch):
+    """The same lock, `v3~1` over v1's commit, read where the cache is fresh (CI, a new
+    clone): the commit is fetched by its id, and v3's tag came with it only for a label naming
+    v3 itself, so `status` said `target v3~1` over v1 with exit 0 where a warm cache refused
+    it. The release's tag now comes in the same fetch, and both caches refuse it alike."""
+    from helpers.git import commit_files, git
+
+    upstream = tmp_path / "up"
+    v1 = _tagged_repo(upstream, b"a = 1\n")
+    v2 = commit_files(upstream, {"a.py": b"a = 2\n"}, "v2")
+    git(upstream, "tag", "v2")
+    commit_files(upstream, {"a.py": b"a = 3\n"}, "v3")
+    git(upstream, "tag", "v3")
+    root = tmp_path / "stack"
+    _git_stack(root, str(upstream))
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh"))
+    _lock_labelled_v3_1_is_refused(root, v1, v2)
+
+
+def _lock_labelled_v3_1_is_refused(root, v1: str, v2: str) -> None:
+    """Write upstream.lock's pin of v1 labelled `v3~1` (no version); `status` and `fetch`
+    refuse it, naming the label's line and v2, the commit the label names."""
     doc = lock_doc(root)
     assert doc["upstreams"]["vllm"]["commit"] == v1
     doc["upstreams"]["vllm"]["label"] = "v3~1"
@@ -1392,12 +1424,6 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_against_the_stored_t
         assert run.rc == 2, (command, run.text)
         assert f"upstream.lock:{line}: upstreams.vllm.label: 'v3~1' names commit {v2}" in \
             run.err and "the lock names two revisions" in run.err, (command, run.err)
-    ok(root, "upstream", "pin", "vllm", "--at", "v3~1", "--force")
-    pin = lock_doc(root)["upstreams"]["vllm"]
-    assert pin["label"] == "v3~1" and pin["commit"] == v2, pin
-    ok(root, "status")
-    ok(root, "rebase", "--to", "vllm=v3~2")
-    assert lock_doc(root)["upstreams"]["vllm"]["commit"] == v1
 
 
 def test_a_tag_named_by_hex_digits_alone_is_hinted_by_its_full_name(tmp_path):
