@@ -1369,16 +1369,7 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_against_the_stored_t
     commit, where v3~1 is v2 and the store holds tag v3: read before (an ancestor label was
     never checked), `status` said `target v3~1` and judged v1's files. Refused now, naming the
     line and the commit the label names; a pin patchforge wrote at `v3~1` is still read."""
-    from helpers.git import commit_files, git
-
-    upstream = tmp_path / "up"
-    v1 = _tagged_repo(upstream, b"a = 1\n")
-    v2 = commit_files(upstream, {"a.py": b"a = 2\n"}, "v2")
-    git(upstream, "tag", "v2")
-    commit_files(upstream, {"a.py": b"a = 3\n"}, "v3")
-    git(upstream, "tag", "v3")
-    root = tmp_path / "stack"
-    _git_stack(root, str(upstream))
+    root, v1, v2 = _stack_pinned_at_v1_of_tags_v1_v2_v3(tmp_path)
     assert run_cli(root, "status", "--against", "vllm=v3").rc in (0, 1)  # the store has v3
     _lock_labelled_v3_1_is_refused(root, v1, v2)
     ok(root, "upstream", "pin", "vllm", "--at", "v3~1", "--force")
@@ -1395,6 +1386,13 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_on_a_fresh_cache_too
     clone): the commit is fetched by its id, and v3's tag came with it only for a label naming
     v3 itself, so `status` said `target v3~1` over v1 with exit 0 where a warm cache refused
     it. The release's tag now comes in the same fetch, and both caches refuse it alike."""
+    root, v1, v2 = _stack_pinned_at_v1_of_tags_v1_v2_v3(tmp_path)
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh"))
+    _lock_labelled_v3_1_is_refused(root, v1, v2)
+
+
+def _stack_pinned_at_v1_of_tags_v1_v2_v3(tmp_path) -> tuple[Path, str, str]:
+    """A stack pinned at v1 of an upstream tagged v1, v2, v3 (one commit each): (root, v1, v2)."""
     from helpers.git import commit_files, git
 
     upstream = tmp_path / "up"
@@ -1405,8 +1403,7 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_on_a_fresh_cache_too
     git(upstream, "tag", "v3")
     root = tmp_path / "stack"
     _git_stack(root, str(upstream))
-    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh"))
-    _lock_labelled_v3_1_is_refused(root, v1, v2)
+    return root, v1, v2
 
 
 def _lock_labelled_v3_1_is_refused(root, v1: str, v2: str) -> None:
