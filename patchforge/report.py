@@ -176,6 +176,11 @@ def render_html_report(project: Project, status_document: dict) -> str:
     for entry in [*(doc.get("reverted") or []), *(doc.get("gone_upstream") or [])]:
         if isinstance(entry, dict) and isinstance(entry.get("message"), str):
             w(f"<div class=\"banner bad\">{_e(entry['message'])}</div>\n")
+    # One kept there that does not parse: judged by nothing.
+    for entry in doc.get("unparsed") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            w(f"<div class=\"banner bad\">NOT CHECKED: {_e(entry.get('path'))} is judged "
+              f"by nothing: {_e(entry['message'])}</div>\n")
     if attention:
         w(f"<div class=\"banner bad\">{need_attention(len(attention), len(patches))}"
           "</div>\n")

@@ -196,6 +196,18 @@ def unparsed_kept(project: Project, upstream: str) -> list[tuple[str, str]]:
     return found
 
 
+def unparsed_said(project: Project, upstreams) -> list[dict[str, str]]:
+    """{upstream, name, path, message} of each fix kept under upstreamed/ of `upstreams` that
+    does not parse (unparsed_kept): what lint, status and check say of it. It is judged by
+    nothing, so a landing taken back upstream would go unsaid: each needs attention."""
+    return [{"upstream": upstream, "name": name,
+             "path": (project.series_dir(upstream) / "upstreamed" / name).relative_to(
+                 project.root).as_posix(),
+             "message": f"{why}: restore it from version control, or `patchforge delete "
+                        f"{upstream}/upstreamed/{name}` takes it out (kept under deleted/)"}
+            for upstream in upstreams for name, why in unparsed_kept(project, upstream)]
+
+
 def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
                   skip: frozenset[str] = frozenset(),
                   unread: list[tuple[str, str]] | None = None) -> list[LandingGone]:

@@ -2690,6 +2690,31 @@ def test_a_kept_fix_that_does_not_parse_is_named_never_taken_for_landed(tmp_path
         finding = found[f"up/upstreamed/{name}.patch"]
         assert (finding["check"], finding["severity"]) == ("parse", "error"), finding
         assert f"{kept / name}.patch:{line}: " in finding["message"], finding
+    # status and check, a CI gate's commands, said nothing and exited 0 on it: a kept fix
+    # nobody can judge (a landing upstream takes back goes unsaid) needs attention there too.
+    run = run_cli(root, "status")
+    assert run.rc == 1, run.text
+    for name, line in (("cut", 13), ("evil", 10)):
+        assert f"NOT CHECKED (needs attention): up/upstreamed/{name}.patch is judged by " \
+               f"nothing: {kept / name}.patch:{line}: " in run.out, run.text
+    run = run_cli(root, "status", "--json", "--html", str(tmp_path / "report.html"))
+    assert run.rc == 1, run.text
+    document = json.loads(run.out)
+    assert document["needs_attention"] is True
+    unparsed = {u["path"]: u for u in document["unparsed"]}
+    assert set(unparsed) == {"series/up/upstreamed/cut.patch", "series/up/upstreamed/evil.patch"}
+    assert f"{kept / 'cut'}.patch:13: " in unparsed["series/up/upstreamed/cut.patch"]["message"]
+    assert "series/up/upstreamed/evil.patch is judged by nothing" in \
+        (tmp_path / "report.html").read_text()
+    run = run_cli(root, "check")
+    assert run.rc == 1, run.text
+    assert f"NOT CHECKED: up/upstreamed/cut.patch is judged by nothing: {kept / 'cut'}.patch:13: " \
+        in run.err, run.text
+    run = run_cli(root, "check", "--json")
+    assert run.rc == 1, run.text
+    document = json.loads(run.out)
+    assert document["ok"] is False
+    assert any(f"{kept / 'evil'}.patch:10: " in note for note in document["notes"]), document
     before = tree_bytes(root, skip=(".patchforge",))
     run = run_cli(root, "bring-back", "up/upstreamed/cut")
     assert run.rc == 2 and f"{kept / 'cut.patch'}:13: " in run.err, run.text

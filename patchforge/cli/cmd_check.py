@@ -47,6 +47,13 @@ def check(app, run, profile, as_json):
             from patchforge.landings import gone_where_nothing_mounts
 
             unmounted_gone = gone_where_nothing_mounts(project, store)
+            # A fix kept as landed that does not parse is judged by nothing: whether the pin
+            # still has its change is not known.
+            from patchforge.reverts import unparsed_said
+
+            unparsed = [f"NOT CHECKED: {said['upstream']}/upstreamed/{said['name']} is "
+                        f"judged by nothing: {said['message']}"
+                        for said in unparsed_said(project, project.lock.upstreams)]
             violations = [v for v in check_overlay_invariants(project, overlays, store=store)
                           if profile is None or v.profile in (profile, None)]
             stale = _not_the_series(project, overlays, profile)
@@ -59,7 +66,7 @@ def check(app, run, profile, as_json):
     lacking = [why for profile_, (_, _, whys) in sorted(overlays.landed.items(),
                                                         key=lambda item: item[0] or "")
                if profile is None or profile_ in (profile, None) for why in whys] \
-        + unmounted_gone + stale
+        + unmounted_gone + unparsed + stale
     ok = not violations and not failed and not attention and not lacking
     if as_json:
         emit_json({"ok": ok, "ran": run,
@@ -67,7 +74,7 @@ def check(app, run, profile, as_json):
                    "checks": [r.to_json() for r in results],
                    **({"notes": notes + lacking} if attention or lacking else {})}, "check")
     else:
-        for warning in overlays.warnings + stale:
+        for warning in overlays.warnings + unparsed + stale:
             click.echo(f"warning: {warning}", err=True)
         if violations:
             from patchforge.model.words import counted

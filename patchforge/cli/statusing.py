@@ -64,6 +64,17 @@ def upstreamed_gone(project: Project, store, targets,
     return found
 
 
+def unparsed_upstreamed(project: Project, targets) -> list[dict[str, str]]:
+    """The fixes kept under upstreamed/ of the targets' upstreams that do not parse
+    (reverts.unparsed_said), without loading the module when nothing is kept."""
+    kept = [name for name in targets if (project.series_dir(name) / "upstreamed").is_dir()]
+    if not kept:
+        return []
+    from patchforge.reverts import unparsed_said
+
+    return unparsed_said(project, kept)
+
+
 def leftover_said(project: Project, gone) -> str:
     """What status says of a kept fix the series itself carries (reverts.carried_by_series)."""
     pin = project.lock.pin(gone.upstream)
@@ -141,7 +152,11 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         say_notes(unread, as_json=as_json)
         document["reverted"] = [g.to_json() for g in gone if g.reverted]
         document["gone_upstream"] = [g.to_json() for g in gone if not g.reverted]
-    busy = busy or bool(document["unlisted"]) or bool(gone)
+        # A kept fix that does not parse is judged by nothing: whether the target still has
+        # its change is not known, and a CI gate that went green on it could lose the fix
+        # unsaid. It needs attention until it is restored or deleted.
+        document["unparsed"] = unparsed_upstreamed(project, targets)
+    busy = busy or bool(document["unlisted"]) or bool(gone) or bool(document["unparsed"])
     # The exit status is this too (1), with --strict also a patch that applies only with fuzz.
     document["needs_attention"] = document["needs_attention"] or busy
     if html_out:
@@ -202,6 +217,10 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                        app.color))
         for fix in document["gone_upstream"]:
             echo(gone_line(fix, app.color))
+        for fix in document["unparsed"]:
+            echo(paint(f"NOT CHECKED (needs attention): {fix['upstream']}/upstreamed/"
+                       f"{fix['name']} is judged by nothing: {fix['message']}", "yellow",
+                       app.color))
         configured = set(project.upstream_names())
         from patchforge.ops.series import cut_rename_words
 
@@ -228,7 +247,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         # set aside in skipped/, the patch files no series lists and the landings taken back.
         attention = sum(1 for r in results if r.attention) + len(document["skipped"]) + \
             len(document["unlisted"]) + len(document["reverted"]) + \
-            len(document["gone_upstream"])
+            len(document["gone_upstream"]) + len(document["unparsed"])
         from patchforge.report import all_apply, need_attention
 
         if attention:
@@ -260,7 +279,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                  "`--dry-run` it moves the series", err=True)
     if output_format == "github":
         _github(project, targets, results,
-                [*document["reverted"], *document["gone_upstream"]])
+                [*document["reverted"], *document["gone_upstream"], *document["unparsed"]])
     if document["needs_attention"] or (strict and any(r.state in STRICT_STATES
                                                       for r in results)):
         sys.exit(EXIT_ATTENTION)
@@ -317,7 +336,8 @@ def _failing_hunks(files: list[dict]) -> list[str]:
 
 def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
     """The step summary and annotations; `taken_back`: the fixes kept under upstreamed/ whose
-    landing the target took back (each needs attention: in no overlay)."""
+    landing the target took back (each needs attention: in no overlay), and those that do not
+    parse (judged by nothing)."""
     from patchforge.cli import github
 
     items = [("error", fix["message"], fix["path"], f"patchforge status: {fix['path']}")

@@ -225,14 +225,12 @@ def _reverted_upstream(project: Project, store: UpstreamStore) -> list[Finding]:
         pin = project.lock.upstreams.get(upstream)
         if pin is None or not (project.series_dir(upstream) / "upstreamed").is_dir():
             continue
-        from patchforge.reverts import carried_by_series, gone_upstream, unparsed_kept
+        from patchforge.reverts import carried_by_series, gone_upstream, unparsed_said
 
         # One that does not parse (a hunk cut short, a path with `..`: edited by hand, a
         # merge) is judged by nothing, and was passed over without a word.
-        found += [Finding(f"{upstream}/upstreamed/{name}", "parse",
-                          f"{why}: restore it from version control, or `patchforge delete "
-                          f"{upstream}/upstreamed/{name}` takes it out (kept under deleted/)")
-                  for name, why in unparsed_kept(project, upstream)]
+        found += [Finding(f"{upstream}/upstreamed/{said['name']}", "parse", said["message"])
+                  for said in unparsed_said(project, [upstream])]
 
         unread: list[tuple[str, str]] = []
         gone = gone_upstream(project, store, upstream, pin.commit, unread=unread)
