@@ -1,6 +1,7 @@
 """Reading [tool.patchforge] / patchforge.toml: the model, and errors with file and line."""
 from __future__ import annotations
 
+import subprocess
 import tomllib
 
 import pytest
@@ -496,23 +497,48 @@ def test_a_configuration_that_is_a_link_to_a_file_of_another_name_is_read_by_its
     """patchforge.toml a symbolic link to a file of another name (`../shared.toml`, kept beside
     several projects). Found from the current directory it was read as patchforge.toml; named
     by --root it was taken by the target's name, read as a pyproject.toml and said to have "no
-    [tool.patchforge] table". Now both read it as patchforge.toml, and `upstream add` appends
-    to the file the link names, the link kept."""
+    [tool.patchforge] table". Now both read it as patchforge.toml.
+
+    `upstream add` appended to the file the link names: a second project linking the same file
+    was then configured with an upstream its own lock does not pin (each project has its own
+    upstream.lock). It is refused now, naming the link and the two ways on, nothing written;
+    the first way (a copy of its own) then adds the upstream to this project alone."""
     from helpers.upstream import Upstream
 
-    root = tmp_path / "project"
-    assert run_cli(None, "init", "--standalone", str(root)).rc == 0
     shared = tmp_path / "shared.toml"
-    (root / "patchforge.toml").rename(shared)
-    (root / "patchforge.toml").symlink_to("../shared.toml")
+    roots = [tmp_path / "project", tmp_path / "other"]
+    for root in roots:
+        assert run_cli(None, "init", "--standalone", str(root)).rc == 0
+        (root / "patchforge.toml").rename(shared)
+        (root / "patchforge.toml").symlink_to("../shared.toml")
+    root = roots[0]
     for where, cwd in ((root, None), (None, root)):
         run = run_cli(where, "status", cwd=cwd)
         assert run.rc == 0, run.text
         assert "table" not in run.err, run.err
     upstream = Upstream(tmp_path / "up-upstream", {"a.py": b"a\n"}, message="initial")
-    run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
-                  "--install-root", "/opt/up")
-    assert run.rc == 0, run.text
+    before = shared.read_bytes(), (root / "upstream.lock").read_bytes()
+    add = ("upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+           "--install-root", "/opt/up")
+    run = run_cli(root, *add)
+    assert run.rc == 2, run.text
+    assert f"patchforge.toml is a link to {shared}" in run.err, run.err
+    assert "nothing was written" in run.err, run.err
+    assert f"cp --remove-destination {shared} {root / 'patchforge.toml'}" in run.err, run.err
+    assert f"add its [upstreams.up] table to {shared}" in run.err, run.err
+    assert "`patchforge upstream pin up --at main`" in run.err, run.err
     assert (root / "patchforge.toml").is_symlink()
-    assert tomllib.loads(shared.read_text())["upstreams"]["up"]["install-root"] == "/opt/up"
-    assert run_cli(root, "status").rc == 0
+    assert (shared.read_bytes(), (root / "upstream.lock").read_bytes()) == before
+    for each in roots:
+        assert run_cli(each, "status").rc == 0
+    # The way on the hint names: a copy of its own, then the same command.
+    subprocess.run(["cp", "--remove-destination", str(shared), str(root / "patchforge.toml")],
+                   check=True)
+    run = run_cli(root, *add)
+    assert run.rc == 0, run.text
+    assert tomllib.loads((root / "patchforge.toml").read_text())["upstreams"]["up"][
+        "install-root"] == "/opt/up"
+    assert shared.read_bytes() == before[0]
+    assert (roots[1] / "patchforge.toml").is_symlink()
+    for each in roots:
+        assert run_cli(each, "status").rc == 0

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from patchforge.errors import ConfigError, StoreDamaged, StoreError, UsageError
 from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
                                        find_config_table, starting_config_text, table_prefix,
-                                       upstream_table_text, validate_config_table)
+                                       toml_key, upstream_table_text, validate_config_table)
 from patchforge.formats.lockfile import write_lock
 from patchforge.fsutil import RepoLock, atomic_write, writing_project
 from patchforge.model.config import UpstreamConfig
@@ -261,6 +261,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
     if twin is not None:
         raise UsageError(twin)
     _refuse_bad_values(upstream)
+    _refuse_shared_config(project, upstream.name, spec)
     with RepoLock(project.state_dir), open_store(project) as store:
         from patchforge.stack import require_readable_history, series_changed
         from patchforge.state import refuse_beside_cut_short_write_out
@@ -282,12 +283,33 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         # simply overwrites; the reverse would leave a configured upstream with no pin.
         with writing_project(project.root):  # readers see both files or neither
             write_lock(project.lock_path, lock)
-            # Through a link the user made (patchforge.toml -> ../shared.toml): the file
-            # it names is written, and the link stays one.
-            atomic_write(project.config_path.resolve(), new_config)
+            atomic_write(project.config_path, new_config)
             project.__dict__.pop("config", None)
             series_changed(project)
     return pin
+
+
+def _refuse_shared_config(project: Project, name: str, spec: str) -> None:
+    """Refuse `upstream add` when the configuration is a link (patchforge.toml ->
+    ../shared.toml, one file beside several projects): written through it, every project
+    linking the file was configured with the upstream and only this one's lock pinned it (the
+    lock is each project's own); renamed over, the link became a file without a word."""
+    import shlex
+
+    path = project.config_path
+    if not path.is_symlink():
+        return
+    target = path.resolve()
+    raise UsageError(
+        f"{path.name} is a link to {target}, which every project linking it reads, each with "
+        f"its own upstream.lock: `upstream add` would configure {name!r} there and pin it in "
+        "this project only; nothing was written",
+        hint=f"to give this project a configuration of its own, replace the link by a copy "
+             f"(`cp --remove-destination {shlex.quote(str(target))} "
+             f"{shlex.quote(str(path))}`) and run the command again; to add the upstream to "
+             f"every project sharing the file, add its [{table_prefix(path)}upstreams."
+             f"{toml_key(name)}] table to {target} and pin it in each: `patchforge upstream "
+             f"pin {shlex.quote(name)} --at {shlex.quote(spec)}`")
 
 
 def fetch(project: Project, names: list[str] | None = None, *,
