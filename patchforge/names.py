@@ -249,7 +249,7 @@ def parse_wheel_name(filename: object) -> WheelName:
     path, nothing but the characters wheel names use."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-    if not isinstance(filename, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.whl",
+    if not isinstance(filename, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl",
                                                          filename):
         raise ValueError(f"{filename!r} is not a wheel file name")
     try:

@@ -868,6 +868,81 @@ def test_a_target_of_an_earlier_locks_pinned_version_is_the_pin(tmp_path, monkey
     assert (root / "upstream.lock").read_text() == lock
 
 
+def _pip_told_of(monkeypatch, tmp_path: Path, index: Path) -> None:
+    """pip finds wheels in the find-links directory `index` alone; the wheel cache is empty."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+
+
+def test_a_release_beside_its_local_build_is_pinned_and_fetched(tmp_path, monkeypatch):
+    """An index with toypkg 2.0 and a local build of it, 2.0+rocm.1 (as PyPI beside a ROCm
+    index serves torch or vllm): pip's `==2.0` takes local builds too and prefers them, so
+    `upstream add --at 2.0` was refused ("gave toypkg-2.0+rocm.1-..., not a wheel of toypkg
+    2.0"), and a lock pinning the 2.0 file, made before the local build was published, failed
+    `fetch` in a new cache on pip's hash check ("someone may have tampered with them"). The
+    lock's very file is asked for, and `--at 2.0` takes 2.0's; a local build alone is named."""
+    index = tmp_path / "index"
+    release = build_wheel(index, "toypkg", "2.0", {"toypkg/m.py": b"A = 1\n"}, origin=False)
+    _pip_told_of(monkeypatch, tmp_path, index)
+    early = tmp_path / "early"
+    ok(None, "init", "--standalone", str(early))
+    ok(early, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "2.0",
+       "--install-root", "/opt/site")
+    build_wheel(index, "toypkg", "2.0+rocm.1", {"toypkg/m.py": b"A = 2\n"}, origin=False)
+    digest = hashlib.sha256(release.read_bytes()).hexdigest()
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "2.0",
+       "--install-root", "/opt/site")
+    source = lock_doc(root)["upstreams"]["toy"]["source"]
+    assert (source["filename"], source["sha256"]) == (release.name, digest), source
+    # The early lock, fetched where nothing is cached: pip is asked for that file.
+    code, err = _fetch_in_a_new_cache(early, index, terminal=False)
+    assert code == 0, err
+    # The local build named in full is pinned; alone on the index, `--at 2.0` names it.
+    ok(root, "upstream", "pin", "toy", "--at", "2.0+rocm.1", "--force")
+    assert lock_doc(root)["upstreams"]["toy"]["label"] == "2.0+rocm.1"
+    release.unlink()
+    shutil.rmtree(tmp_path / "wheels")
+    run = run_cli(root, "upstream", "pin", "toy", "--at", "2.0", "--force")
+    assert run.rc == 2, run.text
+    said = " ".join(run.err.split())
+    assert "toypkg 2.0+rocm.1, a local build of 2.0, and the index has no file of 2.0 " \
+           "itself" in said and "(2.0+rocm.1)" in said, run.err
+
+
+def test_a_wheel_version_with_an_epoch_is_pinned(tmp_path, monkeypatch):
+    """A version with an epoch (`1!2.0`, PEP 440), whose wheel pip downloads and installs,
+    was refused: "pip download toypkg==1!2.0 gave toypkg-1!2.0-py3-none-any.whl, not a wheel
+    of toypkg 1!2.0" (a wheel's name was not to hold `!`). It is pinned, judged against
+    another epoch version, and fetched again in a new cache."""
+    index = tmp_path / "index"
+    middle = b"".join(b"x%d = 0\n" % n for n in range(8))
+    build_wheel(index, "toypkg", "1!2.0", {"toypkg/m.py": b"A = 1\n" + middle + b"B = 2\n"},
+                origin=False)
+    build_wheel(index, "toypkg", "1!3.0", {"toypkg/m.py": b"A = 1\n" + middle + b"B = 3\n"},
+                origin=False)
+    _pip_told_of(monkeypatch, tmp_path, index)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1!2.0",
+       "--install-root", "/opt/site")
+    pin = lock_doc(root)["upstreams"]["toy"]
+    assert (pin["label"], pin["source"]["filename"]) == \
+        ("1!2.0", "toypkg-1!2.0-py3-none-any.whl"), pin
+    (tmp_path / "m.py").write_bytes(b"A = 5\n" + middle + b"B = 2\n")
+    ok(root, "import", "overlay", str(tmp_path / "m.py"), "--path", "toypkg/m.py",
+       "--name", "fix")
+    run = ok(root, "status", "--against", "toy=1!3.0")
+    assert "toy: target 1!3.0 " in run.out and "toy/fix.patch  applies" in run.out, run.out
+    code, err = _fetch_in_a_new_cache(root, index, terminal=False)
+    assert code == 0, err
+
+
 def _fetch_in_a_new_cache(root: Path, index: Path, *args: str, terminal: bool) -> tuple[int, str]:
     """`patchforge ARGS fetch` as a child process with a cold cache of its own (the wheel
     downloaded again by pip from the find-links directory `index`): (exit code, what it wrote on

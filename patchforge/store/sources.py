@@ -529,36 +529,34 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
                          f"({exc.strerror or exc})",
                          hint="point PATCHFORGE_WHEELS at a directory patchforge may write"
                          ) from None
+    from patchforge import names
+
     try:
-        requirement = f"{package}=={version}"
-        if sha256 is not None:
-            # pip's hash-checking mode: pip itself refuses any file with another digest.
-            requirement += f" --hash=sha256:{sha256}"
-        requirements = scratch / "requirements.txt"
-        requirements.write_text(requirement + "\n")
-        command = pip_command() + [
-            "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
-            "--no-input", "--progress-bar", "off", "-q", "-d", str(scratch / "out")]
         if filename is not None:
-            command += _tag_options(filename)
-        command += ["-r", str(requirements)]
-        if progress is not None:
-            progress.step(f"downloading {package} {version} with pip")
-        try:
-            with _DownloadWatch(scratch / "tmp", progress) as watched:
-                # Run from our own scratch directory, never the project's: what a stack's
-                # repository holds is never imported by the pip we start.
-                proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
-                                      cwd=scratch, env=_pip_environment(watched or os.environ))
-        except OSError as exc:
-            raise StoreError(f"cannot run pip: {exc}") from exc
-        if proc.returncode != 0:
-            err = [_shorter_version_list(line) for line in
-                   proc.stderr.decode("utf-8", "replace").strip().splitlines()]
-            raise StoreError(f"pip download {package}=={version} failed: "
-                             + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
-                             hint="check the package name, version and pip's index configuration")
+            # The very file a lock names: its version as the file spells it, matched exactly
+            # (`===`). pip's `==2.0` also takes a local build (`2.0+rocm.1`, PEP 440) and
+            # prefers it, which an index beside 2.0 then made pip's hash check refuse.
+            proc = _run_pip_download(package, f"==={names.parse_wheel_name(filename).version}",
+                                     version, scratch, filename=filename, sha256=sha256,
+                                     progress=progress)
+        else:
+            proc = _run_pip_download(package, f"=={version}", version, scratch,
+                                     progress=progress)
         arrived = sorted((scratch / "out").iterdir()) if (scratch / "out").is_dir() else []
+        local = _local_build_of(arrived, version)
+        if filename is None and local is not None:
+            # `==2.0` took a local build of 2.0 (`2.0+rocm.1`), which pip prefers: the release
+            # itself is asked for by its own spelling, when the index has it.
+            tempfiles.remove_tree(scratch / "out", ignore_errors=True)
+            try:
+                proc = _run_pip_download(package, f"==={names.check_version(version)}",
+                                         version, scratch, progress=progress)
+            except StoreError:
+                raise StoreError(
+                    f"pip download {package}=={version} gives {package} {local}, a local build "
+                    f"of {version}, and the index has no file of {version} itself",
+                    hint=f"name that build in full ({local}) to pin it") from None
+            arrived = sorted((scratch / "out").iterdir()) if (scratch / "out").is_dir() else []
         wanted = [p for p in arrived if p.name == filename] if filename else \
             [p for p in arrived if p.name.endswith(".whl")]
         if len(arrived) != 1 or len(wanted) != 1:
@@ -583,6 +581,62 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
         return target
     finally:
         tempfiles.remove_tree(scratch, ignore_errors=True)
+
+
+def _run_pip_download(package: str, specifier: str, version: str, scratch: Path, *,
+                      filename: str | None = None, sha256: str | None = None,
+                      progress: TransferProgress | None = None) -> subprocess.CompletedProcess:
+    """Run `pip download` of `package` `specifier` (binary wheels only, no dependencies) into
+    `scratch`/out; pip's failure is a StoreError naming `version` as asked."""
+    requirement = f"{package}{specifier}"
+    if sha256 is not None:
+        # pip's hash-checking mode: pip itself refuses any file with another digest.
+        requirement += f" --hash=sha256:{sha256}"
+    requirements = scratch / "requirements.txt"
+    requirements.write_text(requirement + "\n")
+    command = pip_command() + [
+        "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
+        "--no-input", "--progress-bar", "off", "-q", "-d", str(scratch / "out")]
+    if filename is not None:
+        command += _tag_options(filename)
+    command += ["-r", str(requirements)]
+    if progress is not None:
+        progress.step(f"downloading {package} {version} with pip")
+    try:
+        with _DownloadWatch(scratch / "tmp", progress) as watched:
+            # Run from our own scratch directory, never the project's: what a stack's
+            # repository holds is never imported by the pip we start.
+            proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
+                                  cwd=scratch, env=_pip_environment(watched or os.environ))
+    except OSError as exc:
+        raise StoreError(f"cannot run pip: {exc}") from exc
+    if proc.returncode != 0:
+        err = [_shorter_version_list(line) for line in
+               proc.stderr.decode("utf-8", "replace").strip().splitlines()]
+        raise StoreError(f"pip download {package}=={version} failed: "
+                         + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
+                         hint="check the package name, version and pip's index configuration")
+    return proc
+
+
+def _local_build_of(arrived: list[Path], version: str) -> str | None:
+    """The version of the one wheel in `arrived` when it is a local build (`2.0+rocm.1`) of
+    `version` asked without a local part (`2.0`), which pip's `==` takes too; else None."""
+    from packaging.version import InvalidVersion, Version
+
+    from patchforge import names
+
+    wheels = [path for path in arrived if path.name.endswith(".whl")]
+    if len(wheels) != 1 or len(arrived) != 1:
+        return None
+    try:
+        got = Version(names.parse_wheel_name(wheels[0].name).version)
+        asked = Version(version)
+    except (ValueError, InvalidVersion):
+        return None
+    if asked.local is None and got.local is not None and got.public == asked.public:
+        return str(got)
+    return None
 
 
 def _say_yanked(package: str, version: str, stderr: bytes) -> None:
