@@ -1339,12 +1339,14 @@ def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str, *,
         if len(made) != 1:
             return None
         # Each of the fix's hunks by the lines it adds (or, adding none, removes), blank ones
-        # aside (a blank line tells no hunk from another); each must be carried by a hunk of
-        # the landing: a hunk of the fix that landed in an earlier commit (a fix landed in
-        # two) is not in this one's change, and the fix would be kept without it.
+        # aside (a blank line tells no hunk from another); each of those lines must be carried
+        # by the landing: a hunk of the fix, or a line of one, that landed in an earlier
+        # commit (a fix landed in two) is not in this one's change, and the fix would be kept
+        # without it (a revert of that earlier commit never said).
         marks = [_marks(h) for h in fp.hunks]
         landed = [_marks(h) for h in made[0].hunks]
-        if not all(any(mark & other for other in landed) for mark in marks if mark):
+        every = frozenset().union(*landed)
+        if not all(mark <= every for mark in marks if mark):
             return None
         carried = tuple(h for h, other in zip(made[0].hunks, landed)
                         if any(mark & other for mark in marks))

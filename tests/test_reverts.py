@@ -493,6 +493,31 @@ def test_a_fix_landed_in_two_commits_both_reverted_is_a_revert(tmp_path):
     _said_reverted(stack, "v3", revert)
 
 
+def test_a_fix_whose_two_lines_of_one_hunk_landed_in_two_commits_is_kept_whole(tmp_path):
+    """The fix changes two lines three apart (one hunk); upstream lands the first in one commit,
+    the second in the next, and a rebase moves past both. The fix was kept under upstreamed/
+    as the second commit made it: its second line alone. Upstream then reverted both commits;
+    `bring-back`, as status said, put back that one line, and the fix's first line was in no
+    patch, no overlay and no kept file. The kept fix holds both lines (its own diff), and
+    comes back whole."""
+    both = FIXED.replace(b"line 8 of the module under test\n", b"eight = also_fixed()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    first = stack.commit({"pkg/a.py": FIXED}, "Compute five properly")
+    second = stack.commit({"pkg/a.py": both}, "Compute eight properly", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    kept = (stack.root / "series/up/upstreamed/fa.patch").read_bytes()
+    assert b"\n+five = compute_it_properly()\n" in kept and b"\n+eight = also_fixed()\n" in kept, \
+        kept.decode()
+    _revert(stack, second)
+    revert = _revert(stack, first, tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    back = stack.patch("up", "fa")
+    assert b"\n+five = compute_it_properly()\n" in back and b"\n+eight = also_fixed()\n" in back, \
+        (revert, back.decode())
+
+
 def test_a_revert_hidden_by_history_simplification_is_found(tmp_path):
     """(i) The landing is reverted on a side branch (with more work), and main makes the same
     content by hand in a commit that names nothing; the merge leaves the file as main had
