@@ -422,7 +422,8 @@ class KeptAnswers:
     next command: a 3-way merge (FileMerge) and the change blocks of a batch of pairs
     (changed_blocks) are functions of their contents, the exact arguments git is asked with,
     how patchforge reads git's output, and git, which an answer's name is a digest of
-    (store.kept.answer_name). A status asked again of the same series and target (or after a
+    (store.kept.answer_name). (A few of patchforge's own answers about contents named by
+    their blob ids are kept here too: judge.HistoryIndex's files that cannot hold a code.) A status asked again of the same series and target (or after a
     patch near its end was edited) asks git again only where the inputs changed: on a 93-patch
     AITER series 70 `git merge-file` and the own places' diffs, about a quarter of the
     command's CPU. Named, written, checked and bounded as the store's other kept answers
@@ -478,6 +479,13 @@ def keeping_answers(kept: KeptAnswers | None) -> KeptAnswers | None:
     global _kept
     before, _kept = _kept, kept
     return before
+
+
+def kept_answers() -> KeptAnswers | None:
+    """The kept answers of the command's store while it is open (keeping_answers), else None:
+    for an answer of patchforge's own that is a function of contents alone (named by their
+    blob ids, say), kept beside git's."""
+    return _kept
 
 
 def merge_can_give_ours(base: bytes, ours: bytes, theirs: bytes) -> bool:
