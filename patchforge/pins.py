@@ -232,9 +232,11 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
                               f"{label!r} names commit {said}, not the locked commit "
                               f"{pin.commit}")
     names = release_tag_names(label)
-    if not names or expected is None:  # names only for a release label, which has a version
-        return
-    version = expected
+    full = _full_release_tag(label)
+    if not names or (expected is None and full is None):
+        return  # names only for a release label (`v2`, or in full `refs/tags/v2`)
+    version = expected or targets.version_from_spec(full or "")
+    assert version is not None  # (a release's)
     from patchforge.store.giturl import store_namespace
 
     upstream = project.config.upstream(name)
@@ -244,8 +246,9 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
     if pin.commit in known.values():
         return
+    # A tag named in full (`refs/tags/v2`) is no branch.
     heads = [head for head in (store.read_ref(f"{base}/heads/{branch}") for branch in names)
-             if head is not None]
+             if head is not None] if full is None else []
     if not known and any(head == pin.commit or store.is_ancestor(pin.commit, head)
                          for head in heads):
         # A branch named like a release (`v2`), which the resolution takes when the upstream
@@ -322,18 +325,36 @@ def _check_ancestor_label(project: Project, store: UpstreamStore, name: str,
 
 def release_refs(label: str) -> list[str]:
     """The full refs a git pin's release label may name: its tags and branches of those names
-    (release_tag_names)."""
+    (release_tag_names); a release's tag named in full (`refs/tags/v2`), that tag alone."""
     names = release_tag_names(label)
+    if _full_release_tag(label) is not None:
+        return [f"refs/tags/{name}" for name in names]
     return [f"refs/tags/{name}" for name in names] + [f"refs/heads/{name}" for name in names]
+
+
+def _full_release_tag(label: str) -> str | None:
+    """`v2` for a label naming a release's tag in full (`refs/tags/v2`, as `rebase --to
+    up=refs/tags/v2` writes it), else None: another tag (`refs/tags/nightly`, which CI moves)
+    says no more than its short name does."""
+    label = label.strip()
+    if not label.startswith("refs/tags/"):
+        return None
+    tag = label[len("refs/tags/"):]
+    return tag if _release_names(tag) else None
 
 
 def release_tag_names(label: str) -> list[str]:
     """The names a git pin's release label (`v2`, `0.33.0`) may be, as its resolution tries
     them (`v2`, `2`), a tag or else a branch; none for any other label (a branch, a commit,
-    `v2+gabc1234`, `v2~1`)."""
+    `v2+gabc1234`, `v2~1`). A release's tag named in full (`refs/tags/v2`) is that tag alone."""
+    full = _full_release_tag(label)
+    return [full] if full is not None else _release_names(label.strip())
+
+
+def _release_names(label: str) -> list[str]:
+    """release_tag_names of a label that is no full ref name."""
     from patchforge import targets
 
-    label = label.strip()
     version = targets.version_from_spec(label)  # none for an ancestor (`v2~1`) or no release
     if version is None or targets.commit_from_version(label) is not None:
         return []

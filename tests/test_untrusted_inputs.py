@@ -1391,6 +1391,43 @@ def test_a_label_naming_an_ancestor_of_a_release_is_checked_on_a_fresh_cache_too
     _lock_labelled_v3_1_is_refused(root, v1, v2)
 
 
+@pytest.mark.parametrize("cache", ["warm", "fresh"])
+def test_a_label_naming_a_releases_tag_in_full_is_checked(tmp_path, monkeypatch, cache):
+    """`rebase --to up=refs/tags/v2` writes the label `refs/tags/v2` (no version). A lock
+    labelled `refs/tags/v3` (or `refs/tags/v3~1`) over v1's commit was never checked, on a
+    cache holding tag v3 or a fresh one: `status` said `target refs/tags/v3`, exit 0, and
+    judged v1's files, where `v3` and `v3~1` are refused. Refused alike now, naming the label's
+    line; the pins patchforge writes at `refs/tags/v2` and `refs/tags/v3~1` are still read."""
+    root, v1, v2 = _stack_pinned_at_v1_of_tags_v1_v2_v3(tmp_path)
+    if cache == "warm":
+        assert run_cli(root, "status", "--against", "vllm=v3").rc in (0, 1)  # the store has v3
+    else:
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh"))
+    path = root / "upstream.lock"
+    written = path.read_text()
+    for label, names in (("refs/tags/v3", "tag v3 names commit "),
+                         ("refs/tags/v3~1", f"'refs/tags/v3~1' names commit {v2}")):
+        doc = json.loads(written)
+        doc["upstreams"]["vllm"]["label"] = label
+        doc["upstreams"]["vllm"].pop("version", None)
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                    if text.startswith('      "label"'))
+        for command in (["status"], ["fetch"]):
+            run = run_cli(root, *command)
+            assert run.rc == 2, (label, command, run.text)
+            said = " ".join(run.err.split())
+            assert f"upstream.lock:{line}: upstreams.vllm.label: {names}" in said and \
+                "the lock names two revisions" in said, (label, command, run.err)
+    path.write_text(written)
+    for spec, commit in (("refs/tags/v2", v2), ("refs/tags/v3~1", v2)):
+        ok(root, "upstream", "pin", "vllm", "--at", spec, "--force")
+        pin = lock_doc(root)["upstreams"]["vllm"]
+        assert (pin["label"], pin["commit"]) == (spec, commit), pin
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / f"again-{len(spec)}"))
+        assert f"vllm: target {spec} {commit[:12]}" in ok(root, "status").out
+
+
 def _stack_pinned_at_v1_of_tags_v1_v2_v3(tmp_path) -> tuple[Path, str, str]:
     """A stack pinned at v1 of an upstream tagged v1, v2, v3 (one commit each): (root, v1, v2)."""
     from helpers.git import commit_files, git
