@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -336,6 +337,46 @@ def test_the_images_created_text_is_shown_in_the_report_never_rendered(clean):
     assert json.loads(out)["target"]["published"] == created
 
 
+def test_what_a_registry_and_a_forge_answer_is_shown_in_the_report_never_rendered(clean):
+    """Text a registry or a forge chose reaches the report's cells: a nightly's image index
+    naming its platforms (quoted in the reason it was skipped), a forge's answer about a pull
+    request (quoted in the fix's evidence). Only `<` was escaped there: a `[x](url)` was a
+    link in the stack's pull request and the job summary, `![t](url)` a remote image, a line
+    break then `## x` a heading of its own, a `|` a cell end. Each is shown exactly now,
+    rendered as nothing; GitHub's own autolinks (`https://`, `www.`) are stopped too."""
+    from markdown_it import MarkdownIt
+
+    hostile = ("[click](https://evil.example/x) ![t](https://evil.example/p.png) "
+               "<img src=x> www.evil.example *b* `c` _u_ ~~s~~ &amp; | cut\n## Injected")
+    # The newest nightly, as a registry may serve it: an index whose one image is of a
+    # platform named by that text (no linux/amd64 in it): skipped, the reason naming it.
+    clean.registry.push_image(REPO, f"nightly-{clean.m9}", {"vllm.commit": clean.m9},
+                              platforms=((hostile, "arm64"),))
+    # The forge answers a state no pull request has: the fix's evidence quotes it.
+    clean.forge.pulls[("vllm-project/vllm", 8)]["state"] = "[x](//evil.example)"
+    code, report, err = clean.bump("--dry-run")
+    assert code == 0, err
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(report)
+    assert "<img" not in page and "Injected</h" not in page, page
+    # (The links are the report's own: the pull requests the fixes landed through.)
+    assert all(href.startswith("https://github.com/vllm-project/vllm/pull/")
+               for href in re.findall(r'<a href="([^"]*)"', page)), page
+    # The skip reason shows the text exactly, control characters written visible.
+    shown = hostile.replace("<", "&lt;").replace(">", "&gt;").replace("&amp;", "&amp;amp;") \
+        .replace("\n", "\\x0a")
+    assert shown in page, page
+    assert "state &#x27;[x](//evil.example)&#x27;" in page or \
+        "state '[x](//evil.example)'" in page, page
+    # The headings and table rows are the report's own: none made by the text.
+    assert page.count("<h2>") == 1 and page.count("<h3>") == report.count("\n### ")
+    rows = [line for line in report.splitlines() if line.startswith("| ")]
+    assert page.count("<tr>") == len(rows)
+    # GitHub links a bare URL and `www.` by itself (markdown-it's CommonMark does not): the
+    # Markdown holds neither outside code.
+    assert "s://evil" not in report and "www.evil" not in report, report
+    assert "https\\://evil.example/x" in report and "www\\.evil.example" in report, report
+
+
 @pytest.mark.parametrize("url, opened", [
     ("git@github.com:team/stack.git", True),
     ("ssh://git@ssh.github.com:443/team/stack.git", True),
@@ -439,9 +480,14 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     doc["checks"]["results"][0]["files"] = [hostile]
     lines = render_markdown(doc).splitlines()
     assert "| published | `2026-09-12T05:27:48Z <!-- <img src=x> <details> \\| x` |" in lines
-    rendered = "\n".join(line for line in lines if not line.startswith("| published |"))
+    # Rendered as CommonMark with raw HTML, as the forge renders it: the text shown, obeyed
+    # nowhere.
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(
+        render_markdown(doc))
     assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
-    assert rendered.count("&lt;!-- &lt;img src=x> &lt;details>") == 4
+    assert rendered.count("&lt;!-- &lt;img src=x&gt; &lt;details&gt;") == 5
     # The range-diff's block is closed only after the whole range-diff, whatever runs of
     # backticks it quotes (a failed range-diff says git's message, a line of its own).
     text = "(no range-diff: git said\n```\n" + hostile + "\n`````\nand more)"
@@ -453,6 +499,17 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     again = json.loads(out)
     assert again["outcome"] == "up-to-date" and again["pull_request"]["action"] == "updated"
     assert len([r for r in clean.forge.requests if r.method == "POST"]) == 1
+
+
+def _shown(markdown: str) -> str:
+    """The text a reader sees of `markdown`, rendered as CommonMark with tables (the notes are
+    escaped so that nothing in them renders: read as shown, not as written)."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    page = MarkdownIt("commonmark").enable("table").render(markdown)
+    return html.unescape(re.sub(r"<[^>]*>", "", page))
 
 
 def _fenced_blocks(markdown: str) -> list[str]:
@@ -1287,12 +1344,12 @@ def test_a_fix_an_earlier_rebase_set_aside_is_named_by_the_next_bump_and_needs_a
         assert doc["outcome"] == ("planned" if dry else "moved"), doc["outcome"]
         assert [n for n in doc["notes"] if said in n], doc["notes"]
         from patchforge.ops.bump_report import render_markdown
-        assert said in render_markdown(doc)
-    assert said in (scenario.root / ".patchforge/bump/report.md").read_text()
+        assert said in _shown(render_markdown(doc))
+    assert said in _shown((scenario.root / ".patchforge/bump/report.md").read_text())
     assert (scenario.root / "series/vllm/skipped/block-size.patch").is_file()
     # Up to date: still named, still a person's to do.
     code, out, err = scenario.bump()
-    assert code == 1 and said in out and "nothing to move" in out, out + err
+    assert code == 1 and said in _shown(out) and "nothing to move" in out, out + err
 
 
 def test_a_real_bump_stopped_on_a_fix_marks_that_fix_as_the_dry_run_does(

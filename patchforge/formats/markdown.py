@@ -5,6 +5,8 @@ GitHub renders raw HTML in Markdown: a description holding `<!--` hides everythi
 `<details>` or `<img>` changes the page. `escape_html` turns every `<` that would open a tag or
 a comment into `&lt;` (which renders as `<`), outside code: fenced blocks and inline code spans
 show their text literally and are left alone, and so are autolinks (`<https://...>`).
+Text another party chose (a registry's, a forge's answer), which no reader wants rendered at
+all, is shown exactly by `literal_text` (everything escaped) or `literal_span` (a code span).
 """
 from __future__ import annotations
 
@@ -78,3 +80,36 @@ def code_fence(text: str) -> str:
 
 def _longest_backticks(text: str) -> int:
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+
+# What text another party chose (a registry's answer, a forge's) can make of Markdown inline:
+# a link or image (`[`, `]`), emphasis (`*`, `_`, `~`), code (`` ` ``), HTML and autolinks
+# (`<`, `>`), an entity (`&`), a table's cell end (`|`), an escape (`\`); and a URL or `www.`
+# GitHub links by itself (its extended autolinks: a backslash before `:` or `.` stops them).
+_INLINE = on_first_use(r"[\\`*_\[\]<>&|~]|(?<=[A-Za-z])(?=://)|(?<=\bwww)(?=\.)", re.I)
+# At the start of a line: a heading, a quote, a list item, a setext underline.
+_LEADING = on_first_use(r"^(?:[#>+=-]|(?<=^)\d+(?=[.)]))")
+_CONTROL = on_first_use("[\x00-\x1f\x7f-\x9f]")
+
+
+def literal_text(text) -> str:
+    """`text` as Markdown that shows it exactly and makes nothing of it: every character
+    CommonMark or GitHub could take for markup backslash-escaped (which renders as the
+    character), line breaks and control characters written visible (`\\x0a`), so it stays one
+    line of a table cell or of a quote. For text someone else chose (a registry's error, a
+    forge's answer): escaping `<` alone left `[x](url)` a link, `![t](url)` a remote image and
+    `## x` after a line break a heading."""
+    text = _INLINE.sub(lambda m: "\\" + m.group(), str(text))
+    text = _LEADING.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit()
+                        else "\\" + m.group(), text, count=1)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def literal_span(text, *, cell: bool) -> str:
+    """`text` as one code span that shows it whole and renders none of it (code_span), its
+    line breaks and control characters written visible (`\\x0a`); in a table `cell`, its
+    pipes escaped too (a table ends a cell at one even inside code, and takes `\\|` there for
+    `|`; outside a table the backslash would show)."""
+    span = code_span(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text)))
+    return span.replace("|", "\\|") if cell else span

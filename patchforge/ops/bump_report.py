@@ -9,41 +9,41 @@ from __future__ import annotations
 import re
 import shlex
 
-from patchforge.formats.markdown import code_fence, code_span, escape_html
+from patchforge.formats.markdown import code_fence, literal_span, literal_text
 from patchforge.model.words import counted
+
+# A pull request's address as patchforge makes it (the forge's host, the upstream's
+# repository, a number): shown as a link. Any other text is shown as text.
+_PULL_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
+                       r"/pull/[0-9]+")
 
 
 def _text(text) -> str:
-    """Text from patches, git or a registry's answers, placed outside code: GitHub renders raw
-    HTML in a pull request's body, so a `<` that would open a tag or comment is escaped."""
-    return escape_html(str(text))
+    """Text from patches, git, a registry's or a forge's answers, placed outside code: shown
+    exactly, never rendered (formats.markdown.literal_text). GitHub renders Markdown and raw
+    HTML in a pull request's body and a job summary: a `[x](url)` a registry's error quoted
+    was a link, `![t](url)` a remote image, a line break and `## x` a heading."""
+    return literal_text(text)
 
 
 def _code(text) -> str:
-    return code_span(str(text)) if text else "-"
-
-
-def _cell(text: str) -> str:
-    """A table cell: pipes escaped, line breaks made <br>, so a long evidence line stays one row."""
-    return str(text).replace("|", "\\|").replace("\n", "<br>")
+    """A value (a tag, a digest, a name) as a code span, outside a table."""
+    return literal_span(text, cell=False) if text else "-"
 
 
 def _shown(text) -> str:
-    """A value a registry chose (the image's `created`) as a table cell that shows it and
-    renders none of it: a code span, so a Markdown link or image in it is text (escaping `<`
-    left `[x](url)` and `![t](url)` a link and a remote image in the pull request), its control
-    characters and line breaks written visible (`\\x0a`), its pipes escaped (a table ends a
-    cell at one even inside code)."""
-    if not text:
-        return "-"
-    visible = re.sub("[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
-    return code_span(visible).replace("|", "\\|")
+    """A value a registry or the stack chose (a tag, a digest, the image's `created`) as a
+    table cell that shows it and renders none of it: a code span, its control characters and
+    line breaks written visible (`\\x0a`), its pipes escaped (a table ends a cell at one even
+    inside code)."""
+    return literal_span(text, cell=True) if text else "-"
 
 
 def _from(pin: dict) -> str:
+    """A pin, in a table cell."""
     if pin["label"] == pin["commit"]:
-        return _code(pin["commit"])
-    return f"{_code(pin['label'])} ({_code(pin['commit'][:12])})"
+        return _shown(pin["commit"])
+    return f"{_shown(pin['label'])} ({_shown(pin['commit'][:12])})"
 
 
 def title(doc: dict) -> str:
@@ -78,15 +78,16 @@ def verdict(doc: dict) -> str:
         f"image {_code(dropped)}: see the notes."
     if outcome == "up-to-date":
         # Named with --to (a move finished by hand, proposed now): it is that target.
-        return (f"The stack is on {where} already: nothing to move." if where else
+        return (f"The stack is on {_text(where)} already: nothing to move." if where else
                 "The stack is on the newest nightly already: nothing to move.")
     if outcome == "stopped":
         stopped = (doc.get("rebase") or {}).get("stopped") or {}
-        return ("**A person is needed.** The rebase stopped: " + stopped.get("message", "")
+        command = (f"patchforge bump {shlex.quote(doc['upstream'])} --to "
+                   f"{shlex.quote(target.get('spec') or where)} --open-pr")
+        return ("**A person is needed.** The rebase stopped: "
+                + _text(stopped.get("message", ""))
                 + ". Resolve it, then `patchforge rebase --continue` (or `--skip`, `--abort`); "
-                f"`patchforge bump {shlex.quote(doc['upstream'])} --to "
-                f"{shlex.quote(target.get('spec') or where)} --open-pr` then proposes the move "
-                "as it was finished.")
+                f"{_code(command)} then proposes the move as it was finished.")
     if doc["needs_person"]:
         lead = "**A person is needed**" + (" (dry run: nothing was written)"
                                            if doc["dry_run"] else "")
@@ -108,16 +109,16 @@ def verdict(doc: dict) -> str:
 def render_markdown(doc: dict) -> str:
     if "error" in doc and "fixes" not in doc:
         return _render_error(doc["error"])
-    out: list[str] = [f"## {title(doc)}", ""]
+    out: list[str] = [f"## {_text(title(doc))}", ""]
     target = doc.get("target")
     if target:
         out += ["| | |", "|---|---|"]
         if target.get("reference"):
-            out.append(f"| image | {_code(target['reference'])} |")
-        out += [f"| tag | {_code(target.get('tag'))} |",
-                f"| digest | {_code(target.get('digest'))} |",
+            out.append(f"| image | {_shown(target['reference'])} |")
+        out += [f"| tag | {_shown(target.get('tag'))} |",
+                f"| digest | {_shown(target.get('digest'))} |",
                 f"| published | {_shown(target.get('published'))} |",
-                f"| {doc['upstream']} commit | {_code(target.get('commit'))} |",
+                f"| {_text(doc['upstream'])} commit | {_shown(target.get('commit'))} |",
                 f"| from | {_from(doc['from'])} |"]
         pin = target.get("pin")
         if pin and pin.get("commit") != target.get("commit"):
@@ -130,14 +131,15 @@ def render_markdown(doc: dict) -> str:
         for fix in doc["fixes"]:
             evidence = []
             if fix.get("landed_in"):
-                through = f" through {fix['landed_through']}" if fix.get("landed_through") else ""
-                evidence.append(f"landed in {_code(fix['landed_in'][:12])}{through}")
+                through = f" through {_pull_request(fix['landed_through'])}" \
+                    if fix.get("landed_through") else ""
+                evidence.append(f"landed in {_shown(fix['landed_in'][:12])}{through}")
             if fix.get("pull_request"):
-                evidence.append(fix["pull_request"]["sentence"])
-            evidence += fix["evidence"]
+                evidence.append(_text(fix["pull_request"]["sentence"]))
+            evidence += map(_text, fix["evidence"])
             outcome = fix["summary"] + (" ⚠" if fix["needs_person"] else "")
-            out.append(f"| {_code(fix['name'])} | {_cell(_text(outcome))} | "
-                       f"{_cell('<br>'.join(map(_text, evidence)) or '-')} |")
+            out.append(f"| {_shown(fix['name'])} | {_text(outcome)} | "
+                       f"{'<br>'.join(evidence) or '-'} |")
         out.append("")
     rebase = doc.get("rebase")
     if rebase and rebase.get("range_diff"):
@@ -197,6 +199,12 @@ def render_markdown(doc: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _pull_request(url: str) -> str:
+    """A landing's pull request: a link when it is an address as patchforge makes it, else
+    its text, shown as text."""
+    return f"<{url}>" if _PULL_URL.fullmatch(url) else _text(url)
+
+
 def _render_error(error: dict) -> str:
     """`bump --json`'s error document (error.schema.json) as the summary's section: the bump
     action renders whatever the run printed, and an error document made it fail with a
@@ -204,7 +212,7 @@ def _render_error(error: dict) -> str:
     where = f" ({error['file']}" + (f", line {error['line']}" if error.get("line") else "") \
         + ")" if error.get("file") else ""
     out = [f"## Bump failed (exit {error.get('exit_code', 2)})", "",
-           escape_html(str(error.get("message", ""))) + where]
+           _text(error.get("message", "")) + _text(where)]
     if error.get("hint"):
-        out += ["", f"hint: {escape_html(str(error['hint']))}"]
+        out += ["", f"hint: {_text(error['hint'])}"]
     return "\n".join(out) + "\n"
