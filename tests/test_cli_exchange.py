@@ -1374,17 +1374,23 @@ def test_an_import_overlay_killed_is_finished_on_a_later_day(project, tmp_path, 
     assert (project / "series/up/series").read_bytes().count(b"fix-a.patch\n") == 1
 
 
+def _imported_beside_a_quilt_directory(root: Path, tmp_path: Path) -> tuple[list[str], Path]:
+    """The fork's fixes imported into `root`'s series: (their names, an empty directory to
+    export into)."""
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    exported = tmp_path / "quilt-patches"
+    exported.mkdir()
+    return (root / "series/up/series").read_text().split(), exported
+
+
 def test_export_quilt_never_unlists_another_stacks_patches(project, tmp_path):
     """`export --quilt DIR` over a directory of another quilt stack replaced its series file,
     leaving that stack's patch there and unlisted without a word. Refused, naming the line,
     with nothing written; an earlier export of this series (a patch since renamed or deleted)
     is still replaced, and quilt takes the result."""
     root = project
-    fork = fork_with_commits(tmp_path)
-    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
-    names = (root / "series/up/series").read_text().split()
-    exported = tmp_path / "quilt-patches"
-    exported.mkdir()
+    names, exported = _imported_beside_a_quilt_directory(root, tmp_path)
     (exported / "theirs.patch").write_bytes(b"--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+x\n")
     (exported / "series").write_bytes(b"# their stack\ntheirs.patch -p1\n")
     refused = run_cli(root, "export", "--quilt", str(exported))
@@ -1405,6 +1411,45 @@ def test_export_quilt_never_unlists_another_stacks_patches(project, tmp_path):
     env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
     proc = subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_export_quilt_never_overwrites_a_same_named_patch_no_export_wrote(project, tmp_path):
+    """A file in DIR named like a patch of the series that no export wrote (another stack's
+    fix.patch, one written by hand) was replaced without a word when DIR held no export
+    record, and refused as "changed since patchforge exported it" when the record did not name
+    it. Refused now, naming the file and `--force`, nothing written; a file that is the
+    series' own patch (an export by a version that kept no record) is replaced as before, and
+    `--force` replaces the other."""
+    root = project
+    names, exported = _imported_beside_a_quilt_directory(root, tmp_path)
+    theirs = b"--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+theirs\n"
+    (exported / names[0]).write_bytes(theirs)
+    # An old export's file (no record then): the series' own patch.
+    (exported / names[1]).write_bytes((root / "series/up" / names[1]).read_bytes())
+    before = tree_bytes(exported)
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2, refused.text
+    assert f"{exported / names[0]}: a patch file no export of this project wrote " \
+           f"({exported} holds no export record)" in refused.err, refused.err
+    assert "nothing was written" in refused.err and "--force" in refused.err, refused.err
+    assert tree_bytes(exported) == before
+    # With a record that does not name it (a fix added since the last export, whose name a
+    # file written by hand in DIR has): refused alike, naming the record.
+    (exported / names[0]).unlink()
+    ok(root, "export", "--quilt", str(exported))
+    ok(root, "rename", names[0], "added")
+    (exported / "added.patch").write_bytes(theirs)
+    before = tree_bytes(exported)
+    refused = run_cli(root, "export", "--quilt", str(exported))
+    assert refused.rc == 2, refused.text
+    assert f"{exported / 'added.patch'}: a patch file no export of this project wrote " \
+           f"({exported / '.patchforge-export'} does not name it)" in refused.err, refused.err
+    assert tree_bytes(exported) == before
+    run = run_cli(root, "export", "--quilt", str(exported), "--force")
+    assert run.rc == 0, run.text
+    assert (exported / "added.patch").read_bytes() != theirs
+    assert (exported / "series").read_text().split() == \
+        (root / "series/up/series").read_text().split()
 
 
 def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp_path):

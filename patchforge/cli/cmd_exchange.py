@@ -222,8 +222,11 @@ def _only_upstream(project: Project) -> str:
 @click.option("--profile", metavar="P", shell_complete=complete_profile,
               help="Only the patches of this profile's series, the stack its overlays are "
                    "made from (quilt and git am apply every patch in one stack).")
+@click.option("--force", is_flag=True,
+              help="--quilt: replace a patch file of the same name in DIR that no export "
+                   "wrote (refused without it).")
 @click.pass_obj
-def export(app, quilt_dir, mbox_file, upstream, profile):
+def export(app, quilt_dir, mbox_file, upstream, profile, force):
     """Hand the series to quilt or git am.
 
     --quilt DIR writes one quilt series (DIR/<upstream>/ each when several upstreams have
@@ -260,7 +263,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile):
             left: list = []
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,
                                                                         upstream, profile,
-                                                                        store, placed, left)
+                                                                        store, placed, left,
+                                                                        force)
             click.echo(f"wrote {counted(len(written), 'file')} to {quilt_dir}", err=to_stdout)
             for name, patch, series_file, why, before in left:
                 click.echo(f"note: {series_file} no longer lists {name}/{patch} ({why}); its "

@@ -2122,7 +2122,8 @@ def _where_now(project: Project, upstream: str, name: str) -> str:
 def export_quilt(project: Project, directory: Path, upstream: str | None = None,
                  profile: str | None = None, store: UpstreamStore | None = None,
                  placed: dict[str, tuple[list[str], list[str]]] | None = None,
-                 left: list[tuple[str, str, Path, str, bool]] | None = None
+                 left: list[tuple[str, str, Path, str, bool]] | None = None,
+                 force: bool = False
                  ) -> tuple[list[Path], list[str], list[str], list[tuple[str, str]]]:
     """quilt's layout: DIR/series and the patch files (DIR/<upstream>/ when there are several;
     `upstream` names the one series to export, as DIR/series). With `profile`, the patches of
@@ -2150,7 +2151,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
 
     Beside them goes `EXPORT_RECORD`, what this export wrote (each patch's name and sha256), so
     that the next export into DIR knows its own files from anyone else's (see
-    `_refuse_losing_others`)."""
+    `_refuse_losing_others`; `force` replaces a same-named file no export wrote)."""
     files: list[tuple[Path, bytes]] = []
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
                         dict[str, dict[str, dict]], list[str]]] = []
@@ -2208,7 +2209,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         project.refuse_own_destination(target, new_directory=True)
         earlier = _read_export_record(target)
         taken = read_taken_record(target) if earlier is not None else {}
-        _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile)
+        _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile,
+                              force)
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
@@ -2454,7 +2456,7 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                           patches: list[tuple[Path, bytes]],
                           earlier: dict[str, list[str]] | None,
                           taken: dict[str, dict[str, dict]],
-                          profile: str | None = None) -> None:
+                          profile: str | None = None, force: bool = False) -> None:
     """`export --quilt DIR` replaces DIR/series and the patch files of its names. Refused
     (UsageError naming the file, and the series line) when that would lose a patch that is not
     this project's, or not as the last export wrote it:
@@ -2470,10 +2472,13 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
       export of another `profile`'s series) is said to be that, with the way to take the change
       back (`import quilt DIR --update`).
 
+    - a patch file of a name this export writes that no export wrote (no record names it, or
+      DIR has no record: another quilt stack's, one written by hand, an old export's) and that
+      holds neither what this export writes nor the series' own patch; `force` replaces it.
+
     Without a record (DIR was never exported to, or by an earlier version), a listed patch is
     this project's when its name is one the upstream's series directory has anywhere (listed,
-    deleted/, upstreamed/, skipped/) or its bytes are written now, and the files of this
-    export's names are replaced as before."""
+    deleted/, upstreamed/, skipped/) or its bytes are written now."""
     def recorded(name: str, data: bytes) -> bool:
         if earlier is None:
             return False
@@ -2485,8 +2490,6 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                             lambda: series_holdings(project, upstream)) is False
 
     for path, data in patches:
-        if earlier is None:
-            break
         try:
             there = path.read_bytes()
         except FileNotFoundError:
@@ -2495,6 +2498,23 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
             raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
                 from None
         if there == data:
+            continue
+        if (earlier is None or path.name not in earlier and path.name not in taken) \
+                and there != project.read_patch_bytes(upstream, path.name):
+            # A file of that name no export wrote (another quilt stack's patch, one written
+            # by hand, an export by a version that kept no record) that holds neither what
+            # this export writes nor the series' own patch: replaced, it was lost unsaid.
+            if force:
+                continue
+            raise UsageError(
+                f"{path}: a patch file no export of this project wrote ("
+                + (f"{target} holds no export record" if earlier is None else
+                   f"{target / EXPORT_RECORD} does not name it")
+                + f"), and it differs from {project.patch_path(upstream, path.name)}; the "
+                "export would overwrite it, so nothing was written",
+                hint=f"to keep it, move it out of {target} (or export to another directory); "
+                     "to replace it, export again with --force")
+        if earlier is None:
             continue
         # Quilt's file an import took back is the series' own, unless the series went back
         # to the patch that import replaced: then the change is in DIR alone.
