@@ -5,6 +5,7 @@ sent to another host. The HTTP client's own behaviour is tested in test_http.py,
 test_registry.py; this is what a user sees."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -352,6 +353,64 @@ def test_a_file_of_one_git_upstream_is_never_asked_of_another_upstreams_server(t
     from a network that reaches only an internal mirror), every command on `z` waited for
     git's low-speed timeout, two minutes. Now only the remote of the upstream the revision is
     of is asked: status and overlays of z's fixes make no request to a's server."""
+    from helpers.project import UPSTREAM_FILES
+
+    with _z_beside_a_on_a_server(tmp_path) as (root, z, server, fix):
+        # From here a's server takes each request and answers nothing for a minute.
+        server.misbehave("slow", path="/repo.git/", delay=60, times=100)
+        monkeypatch.setenv("GIT_HTTP_LOW_SPEED_TIME", "2")
+        server.requests.clear()
+        fix("one.patch", "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+        run = run_cli(root, "status")
+        assert run.rc in (0, 1), run.text
+        assert "one.patch" in run.text, run.text
+        assert server.paths() == [], server.paths()
+        fix("two.patch", "pkg/b.py", b"x = 1\ny = 20\nz = 3\n")
+        run = run_cli(root, "overlays")
+        assert run.rc == 0, run.text
+        assert b"y = 20" in (root / "overlays" / "z" / "pkg" / "b.py").read_bytes()
+        assert server.paths() == [], server.paths()
+
+
+def test_gits_own_fetch_of_a_file_of_one_upstream_never_asks_another_upstreams_server(
+        tmp_path, monkeypatch):
+    """The fetch patchforge asks for goes to the owning upstream's remote; but a git process
+    that finds a file missing by itself (a rename's similarity, `-M`, reading both files of a
+    pair the partial store never fetched) fetched it from every promisor remote in turn, the
+    first configured upstream's server first. With that server taking requests and answering
+    nothing, `status --against` and `rebase --to` of the other upstream's move waited for
+    git's low-speed timeout (two minutes by default) on it. Now such a process is allowed the
+    owner's remote alone: a's server gets no request, and z's rename is still followed."""
+    from helpers.git import git
+    from helpers.project import UPSTREAM_FILES
+
+    with _z_beside_a_on_a_server(tmp_path) as (root, z, server, fix):
+        fix("one.patch", "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+        assert run_cli(root, "status").rc == 0
+        # z moves a.py, changing a line of it: git's rename detection reads both files.
+        (z.path / "moved.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line9\n",
+                                                                         b"LINE9\n"))
+        git(z.path, "rm", "-q", "a.py")
+        git(z.path, "add", "moved.py")
+        git(z.path, "commit", "-q", "-m", "z: move a.py")
+        # From here a's server takes each request and answers nothing for a minute.
+        server.misbehave("slow", path="/repo.git/", delay=60, times=100)
+        monkeypatch.setenv("GIT_HTTP_LOW_SPEED_TIME", "2")
+        server.requests.clear()
+        run = run_cli(root, "status", "--against", "z=main")
+        assert run.rc == 0, run.text
+        assert server.paths() == [], server.paths()
+        run = run_cli(root, "rebase", "--to", "z=main")
+        assert run.rc == 0, run.text
+        assert "follows a.py -> moved.py" in run.out, run.text
+        assert server.paths() == [], server.paths()
+
+
+@contextlib.contextmanager
+def _z_beside_a_on_a_server(tmp_path):
+    """A project with two git upstreams in one cache: `a` served over http on 127.0.0.1, then
+    `z`, a local repository. Yields (root, z, a's server, fix), `fix(name, rel, new)` adding
+    z's patch NAME that makes REL `new`; the server is closed after."""
     from helpers.git import git
     from helpers.project import UPSTREAM_FILES, add_git_upstream, make_project, patch_bytes
     from helpers.servers import GitHttpServer
@@ -371,19 +430,6 @@ def test_a_file_of_one_git_upstream_is_never_asked_of_another_upstreams_server(t
             git(z.path, "checkout", "--", rel)
             add_patch_file(root, "z", name, patch_bytes("z", z.base, name, diff))
 
-        # From here a's server takes each request and answers nothing for a minute.
-        server.misbehave("slow", path="/repo.git/", delay=60, times=100)
-        monkeypatch.setenv("GIT_HTTP_LOW_SPEED_TIME", "2")
-        server.requests.clear()
-        fix("one.patch", "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
-        run = run_cli(root, "status")
-        assert run.rc in (0, 1), run.text
-        assert "one.patch" in run.text, run.text
-        assert server.paths() == [], server.paths()
-        fix("two.patch", "pkg/b.py", b"x = 1\ny = 20\nz = 3\n")
-        run = run_cli(root, "overlays")
-        assert run.rc == 0, run.text
-        assert b"y = 20" in (root / "overlays" / "z" / "pkg" / "b.py").read_bytes()
-        assert server.paths() == [], server.paths()
+        yield root, z, server, fix
     finally:
         server.close()

@@ -292,7 +292,8 @@ class StartedGit:
     programs sync; its output, which can be large, stays in the temporary directory."""
 
     def __init__(self, *args: str, git_dir: Path | None = None, cwd: Path | str | None = None,
-                 input: bytes = b"", what: str | None = None, ok: tuple[int, ...] = (0,)) -> None:
+                 input: bytes = b"", what: str | None = None, ok: tuple[int, ...] = (0,),
+                 env: dict[str, str] | None = None) -> None:
         self._what = what or f"git {args[0]}"
         self._git_dir = git_dir
         self._ok = ok
@@ -307,7 +308,7 @@ class StartedGit:
                 stdin.seek(0)
                 self._proc = subprocess.Popen(git_command(*args, git_dir=git_dir), cwd=cwd,
                                               stdin=stdin, stdout=self._out, stderr=self._err,
-                                              env=git_env())
+                                              env=git_env(env))
         except BaseException:
             self.close()
             raise

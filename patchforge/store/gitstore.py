@@ -48,7 +48,7 @@ from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as 
 from patchforge.store.kept import bound as bound_kept
 from patchforge.store.objects import commit_bytes, edit_tree, write_loose
 from patchforge.store.rangediff import RangeDiffImport
-from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config
+from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config, store_remotes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -304,6 +304,13 @@ def _lost(rev: str, path: str, oid: str) -> StoreError:
                            "a cache removed while a command ran leaves it so")
 
 
+# Where _only_owner_fetches sends git's own fetches from another upstream's remote: a local
+# path that is no repository, so the fetch fails at once without the network, after it has
+# read the ids git writes to it. (A transport git may not use failed before reading them: git,
+# still writing, died of the closed pipe, and the diff with it.)
+_NO_REPOSITORY = "/dev/null/patchforge-not-this-upstream"
+
+
 class UpstreamStore:
     """The bare repository `<cache>/store.git`.
 
@@ -339,6 +346,9 @@ class UpstreamStore:
         # Revisions (sorted commit ids) -> the upstreams (store namespaces) whose fetched
         # refs reach them (_owning_remotes): reachability from refs only ever grows.
         self._owners: dict[tuple[str, ...], set[str]] = {}
+        # The promisor remotes and their URLs, read once for _only_owner_fetches (a remote
+        # added later is then not shut out: as before, never less).
+        self._remotes: tuple[list[str], dict[str, list[str]]] | None = None
         self._blobs: dict[str, dict[str, bytes | None]] = {}  # commit -> path -> content
         self._blob_ids: dict[str, bytes] = {}  # blob id -> content, for the same reads
         self._blob_bytes = 0
@@ -991,12 +1001,17 @@ class UpstreamStore:
         remotes = self._promisor_remotes()
         if len(remotes) < 2 or not where or any(m not in where for m in missing):
             return remotes
-        revs = sorted({where[m][0] for m in missing})
+        owners = self._owners_of(sorted({where[m][0] for m in missing}))
+        mine = [remote for remote in remotes if remote in owners]
+        return mine or remotes
+
+    def _owners_of(self, revs: list[str]) -> set[str]:
+        """The remotes whose fetched refs reach any of `revs` (the upstreams they are of)."""
         key = tuple(revs)
         owners = self._owners.get(key)
         if owners is None:
             # One walk for all of them (the contains memo is shared), against the remotes'
-            # refs only: run only when blobs are missing, that is before a network fetch.
+            # refs only: run only before a fetch or a git process that may fetch.
             got = self._run("for-each-ref", *(f"--contains={r}" for r in revs),
                             "--format=%(refname)", "--", "refs/patchforge/remotes/",
                             ok=(0, 1, 128, 129))
@@ -1004,8 +1019,38 @@ class UpstreamStore:
                      got.stdout.decode("utf-8", "replace").splitlines()
                      if line.count("/") >= 4} if got.returncode == 0 else set()
             owners = self._owners[key] = found
-        mine = [remote for remote in remotes if remote in owners]
-        return mine or remotes
+        return owners
+
+    def _only_owner_fetches(self, revs: list[str]) -> dict[str, str]:
+        """The environment of a git process that reads files of `revs` and may find one the
+        partial store lacks (a diff of its own: `-M`'s rename detection, `log -p`, a
+        format-patch): git then fetches it by itself from each promisor remote in turn, every
+        upstream's, and a file of an internal upstream went to another upstream's server
+        first (its ids sent there), which, not answering, held the command for git's
+        low-speed timeout. For that process the other upstreams' remotes are made unusable:
+        their URLs rewritten (`url.<base>.insteadOf`) to a path that is no repository
+        (_NO_REPOSITORY), so git gives up on each at once and asks the owner's. The
+        owner's own URL is rewritten to itself: another remote's URL that is the start of it
+        (`/srv/z` beside `/srv/z-mirror`) must not take it too. {} when the store is complete,
+        has one remote, or the owner cannot be told (then every remote, as git does)."""
+        if not self._is_partial():
+            return {}
+        if self._remotes is None:
+            self._remotes = store_remotes(self.git_dir)
+        remotes, urls = self._remotes
+        if len(remotes) < 2:
+            return {}
+        owners = self._owners_of(revs) & set(remotes)
+        if not owners or owners == set(remotes):
+            return {}
+        rules = [(url, url) for remote in sorted(owners) for url in urls.get(remote, [])]
+        rules += [(_NO_REPOSITORY, url) for remote in remotes if remote not in owners
+                  for url in urls.get(remote, [])]
+        env = {"GIT_CONFIG_COUNT": str(len(rules))}
+        for k, (base, prefix) in enumerate(rules):
+            env[f"GIT_CONFIG_KEY_{k}"] = f"url.{base}.insteadOf"
+            env[f"GIT_CONFIG_VALUE_{k}"] = prefix
+        return env
 
     def _is_partial(self) -> bool:
         """Whether the store holds a promisor pack (a partial clone). Only a yes is remembered:
@@ -1583,7 +1628,8 @@ class UpstreamStore:
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
             out = self._answer_of_two_commits(
                 "renames", old, new, ("diff-tree", "-r", "-z", "-M", "--name-status",
-                                      "--diff-filter=R", old, new), what="finding renames")
+                                      "--diff-filter=R", old, new), what="finding renames",
+                reads=[new])
             fields = out.split(b"\0")
             found: dict[str, str] = {}
             i = 0
@@ -1760,7 +1806,7 @@ class UpstreamStore:
         return self._run("log", "-p", *DIFF_OPTIONS, "--format=commit %H%n%w(0,4,4)%B",
                          "--ancestry-path", "--topo-order",
                          f"{old}..{new}", "--", *paths, what="reading upstream history",
-                         spool=True).stdout
+                         spool=True, env=self._only_owner_fetches([new])).stdout
 
     def range_changes(self, old: str, new: str) -> bytes:
         """`git log --raw -m` of the commits after `old` up to `new` (`log_patches`' walk and
@@ -1785,7 +1831,8 @@ class UpstreamStore:
         return out
 
     def _answer_of_two_commits(self, kind: str, old: str, new: str, args: tuple[str, ...], *,
-                               what: str, spool: bool = False) -> bytes:
+                               what: str, spool: bool = False,
+                               reads: list[str] | None = None) -> bytes:
         """git's output for `args`, a question about the commits `old` and `new` alone (the
         range's walk, the rename pairing): kept in the cache (keep_text) once asked, and read
         back by the next command asking it, with no git process. Two commit ids name the same
@@ -1800,7 +1847,9 @@ class UpstreamStore:
             kept = answer_of(self.kept_text(name))
             if kept is not None:
                 return kept
-        out = self._run(*args, what=what, spool=spool).stdout
+        # (`reads`: the revisions whose files git reads, fetching any missing by itself.)
+        out = self._run(*args, what=what, spool=spool,
+                        env=self._only_owner_fetches(reads) if reads else None).stdout
         if name is not None:
             self.keep_text(name, answer_parts([out]))
         return out
@@ -1822,13 +1871,15 @@ class UpstreamStore:
         input = "".join(f"{c}\n" for c in commits).encode()
         if not all(_HEX40.fullmatch(commit) for commit in commits):
             return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
-                                           what="reading upstream history"))
+                                           what="reading upstream history",
+                                           env=self._only_owner_fetches(commits[:1])))
         name = answer_name("diffs", args, (input,))
         kept = answer_of(self.kept_text(name))
         if kept is not None:
             return HistoryDiffs(kept)
         return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
-                                     what="reading upstream history"),
+                                     what="reading upstream history",
+                                     env=self._only_owner_fetches(commits[:1])),
                           lambda out: self.keep_text(name, answer_parts([out])))
 
     def new_contents(self, commit: str) -> dict[str, bytes]:
@@ -2050,14 +2101,16 @@ class UpstreamStore:
         return self._run("--literal-pathspecs", "diff-tree", "--stdin", "-p", "--no-color",
                          "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index", "--",
                          *paths, input="".join(f"{c}\n" for c in commits).encode(),
-                         what="reading upstream history").stdout
+                         what="reading upstream history",
+                         env=self._only_owner_fetches(commits[:1])).stdout
 
     def commit_file_patches(self, commit: str, paths: list[str]) -> bytes:
         """commit_patches([commit], paths) with `paths` taken as they are (a name starting with
         `:` or holding `*` is no pathspec magic or pattern): any file's name can be asked."""
         return self._run("--literal-pathspecs", "diff-tree", "-p", "--no-color",
                          "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index",
-                         commit, "--", *paths, what="reading upstream history").stdout
+                         commit, "--", *paths, what="reading upstream history",
+                         env=self._only_owner_fetches([commit])).stdout
 
     def share_history(self, a: str, b: str) -> bool:
         """Whether commits `a` and `b` have a common ancestor (`git merge-base`): an import of
@@ -2093,7 +2146,7 @@ class UpstreamStore:
                          "--no-signature", "--binary", "--full-index", "--no-numbered",
                          "--subject-prefix=PATCH",
                          "--no-thread", "--encode-email-headers", "--stat=80", "--no-color",
-                         what="git format-patch").stdout
+                         what="git format-patch", env=self._only_owner_fetches([commit])).stdout
 
     def remote_head_branch(self, url: str, *, what: str) -> str | None:
         """The branch a remote's HEAD points to (`git ls-remote --symref URL HEAD`), if any."""

@@ -69,6 +69,33 @@ def check_store_config(git_dir: Path) -> None:
             raise _refused(where, f"`{key} = {value}` {problem}")
 
 
+def store_remotes(git_dir: Path) -> tuple[list[str], dict[str, list[str]]]:
+    """The store's promisor remotes, in the file's order (the order git asks them in), and
+    each remote's URLs: read from the file, with no git process (git is asked only of a file
+    not in the form `git config` writes)."""
+    path = git_dir / "config"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return [], {}
+    except (OSError, UnicodeDecodeError):
+        text = None
+    entries = _parse(text) if text is not None else None
+    if entries is None:
+        entries = _ask_git(git_dir, path)
+    promisors: list[str] = []
+    urls: dict[str, list[str]] = {}
+    for key, value, _ in entries:
+        name, _, field = key.removeprefix("remote.").rpartition(".")
+        if not key.startswith("remote.") or not name:
+            continue
+        if field == "promisor" and value.lower() in ("true", "1", "yes", "on"):
+            promisors.append(name)
+        elif field == "url":
+            urls.setdefault(name, []).append(value)
+    return promisors, urls
+
+
 def _parse(text: str) -> list[tuple[str, str, int]] | None:
     """(key, value, line) of each setting, when every line has the form `git config` writes;
     None otherwise (git reads it then)."""
