@@ -33,12 +33,7 @@ def test_the_last_change_of_a_hunk_landed_alone_then_reverted_is_said(tmp_path):
     and after `git revert` of the landing, `rebase --to` and `status` exited 0 with the
     line-20 change in no patch and no overlay."""
     stack = _stack(tmp_path)
-    landing = stack.commit({"pkg/a.py": LANDED}, "Twenty better (#14)", tag="v2")
-    _, out, _ = stack.cli("rebase", "--to", "v2")
-    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
-        f"{landing[:12]}: kept under upstreamed/" in out, out
-    kept = stack.patch("up", "fa", "upstreamed")
-    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    landing, kept = _landed_in_part(stack, LANDED, "Twenty better (#14)")
     hunk = kept[kept.index(b"\n@@ ") + 1:]
     # As much context before the change as after it (three lines: git's own diff's).
     assert hunk.startswith(b"@@ -17,7 +17,7 @@"), hunk
@@ -69,6 +64,19 @@ def test_the_last_change_of_a_hunk_kept_by_a_rebase_undone_with_git_is_a_leftove
     _, _, err = stack.cli("status")
     assert "note: series/up/upstreamed/fa.patch is a leftover: the series carries its change " \
         "at the pin (v1)" in err, err
+
+
+def _landed_in_part(stack, landed: bytes, message: str) -> tuple[str, bytes]:
+    """Upstream lands one of fa's two changes in its hunk of pkg/a.py (tagged v2), and the
+    stack is rebased onto it: (the landing commit, fa's kept part under upstreamed/), after
+    the rebase has said so, naming the commit, and the kept part records it."""
+    landing = stack.commit({"pkg/a.py": landed}, message, tag="v2")
+    _, out, _ = stack.cli("rebase", "--to", "v2")
+    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
+        f"{landing[:12]}: kept under upstreamed/" in out, out
+    kept = stack.patch("up", "fa", "upstreamed")
+    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    return landing, kept
 
 
 def hunk_file(kept: bytes) -> bytes:
@@ -102,12 +110,7 @@ def test_a_change_landed_alone_in_a_hunk_at_the_files_edge_then_reverted_is_said
     hunks = stack.patch("up", "fa")
     assert hunks.count(b"\n@@ ") == 1, hunks  # one hunk holds both changes
     assert (b"\n@@ -1," in hunks) == (edge == "start"), hunks
-    landing = stack.commit({"pkg/a.py": landed}, "Better (#15)", tag="v2")
-    _, out, _ = stack.cli("rebase", "--to", "v2")
-    assert "landed in part: 1 of the 2 changes in its hunk 1 (pkg/a.py) landed upstream in " \
-        f"{landing[:12]}: kept under upstreamed/" in out, out
-    kept = stack.patch("up", "fa", "upstreamed")
-    assert f"Applied-Upstream: v2, commit:{landing}".encode() in kept, kept
+    landing, kept = _landed_in_part(stack, landed, "Better (#15)")
     # GNU patch takes the kept part back out of the file it landed in.
     landed_file = tmp_path / "landed.py"
     landed_file.write_bytes(landed)

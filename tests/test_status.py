@@ -501,14 +501,7 @@ def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path
     stack.add("fix.patch", the_fix())
 
     def status() -> tuple[bytes, list[str]]:
-        trace = tmp_path / "trace.json"
-        trace.unlink(missing_ok=True)
-        proc = run_subprocess(stack.root, "status", "--against", f"up={target}", "--json",
-                              env={"GIT_TRACE2_EVENT": str(trace)})
-        assert proc.returncode == 1, proc.stderr
-        started = [json.loads(line) for line in trace.read_text().splitlines()]
-        return proc.stdout, [" ".join(e["argv"]) for e in started if e["event"] == "start"
-                             and " diff-tree --stdin -p " in " ".join(e["argv"])]
+        return _status_traced(stack.root, target, tmp_path, " diff-tree --stdin -p ")
 
     first, asked = status()
     [found] = json.loads(first)["patches"]
@@ -528,6 +521,19 @@ def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path
         assert [p.read_bytes() for p in made] == wholes
 
 
+def _status_traced(root, target: str, tmp_path, words: str) -> tuple[bytes, list[str]]:
+    """`status --against up=TARGET --json` (exit 1) in a process of its own, traced by git:
+    its output, and the command lines of the git processes it started that hold `words`."""
+    trace = tmp_path / "trace.json"
+    trace.unlink(missing_ok=True)
+    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json",
+                          env={"GIT_TRACE2_EVENT": str(trace)})
+    assert proc.returncode == 1, proc.stderr
+    started = [json.loads(line) for line in trace.read_text().splitlines()]
+    return proc.stdout, [" ".join(e["argv"]) for e in started if e["event"] == "start"
+                         and words in " ".join(e["argv"])]
+
+
 def test_a_second_status_reads_its_merges_back(stack, upstream, tmp_path):
     """A 3-way merge's answer (`git merge-file` of three contents) is a function of those
     contents, the labels, the style and git: the first `status --against` keeps each merge's
@@ -542,14 +548,8 @@ def test_a_second_status_reads_its_merges_back(stack, upstream, tmp_path):
     stack.add("other.patch", file_diff("pkg/other.py", other, b"VALUE = 3\n"))
 
     def status() -> tuple[bytes, int]:
-        trace = tmp_path / "trace.json"
-        trace.unlink(missing_ok=True)
-        proc = run_subprocess(stack.root, "status", "--against", f"up={conflict}", "--json",
-                              env={"GIT_TRACE2_EVENT": str(trace)})
-        assert proc.returncode == 1, proc.stderr
-        started = [json.loads(line) for line in trace.read_text().splitlines()]
-        return proc.stdout, sum(" merge-file " in " ".join(e["argv"]) for e in started
-                                if e["event"] == "start")
+        out, merging = _status_traced(stack.root, conflict, tmp_path, " merge-file ")
+        return out, len(merging)
 
     first, merges = status()
     said = {p["name"]: p["state"] for p in json.loads(first)["patches"]}
