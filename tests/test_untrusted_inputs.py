@@ -3394,6 +3394,52 @@ def test_a_relative_find_links_directory_is_the_one_pip_reads(tmp_path, monkeypa
     assert str(tmp_path / "found") in record["index"], record
 
 
+@pytest.mark.parametrize("spelling", ["PIP_find_links", "--find-links", "relative"])
+def test_pips_wheel_source_spelled_as_pip_also_reads_it_is_the_origin_records(
+        tmp_path, monkeypatch, spelling):
+    """pip reads any case after `PIP_` (`PIP_find_links`) and a configuration key written
+    `--find-links` as `find-links`; the wheel's origin record read only `PIP_FIND_LINKS` and
+    `find-links`. A wheel cached from directory A was then pinned, exit 0 and no word, after
+    pip was pointed at B that way: B, which serves another file of that name, never asked (with
+    `PIP_FIND_LINKS=B` B's file replaces the cached one, with a warning). And a relative
+    `PIP_find_links=found` reached pip as it was, read from pip's scratch directory, where it
+    is not. pip's own reading of the names is the record's, and a relative path is made
+    absolute in any spelling."""
+    _no_pip_index(monkeypatch, tmp_path)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.chdir(tmp_path)
+    a = build_wheel(tmp_path / "A", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"}, origin=False)
+    b = build_wheel(tmp_path / "B", "toypkg", "1.0", {"toypkg/m.py": b"A = 2\n"}, origin=False)
+    if spelling == "relative":
+        (tmp_path / "found").mkdir()
+        shutil.copy(a, tmp_path / "found" / a.name)
+    conf = tmp_path / "pip.conf"
+
+    def told_of(where: str) -> None:
+        if spelling == "--find-links":
+            conf.write_text(f"[global]\n--find-links = {where}\n")
+            monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+        else:
+            monkeypatch.setenv("PIP_find_links", where)
+
+    def pinned(name: str, rc: int = 0) -> str:
+        root = tmp_path / name
+        ok(None, "init", "--standalone", str(root))
+        run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                      "--install-root", "/opt/site", cwd=tmp_path)
+        assert run.rc == rc, run.text
+        return lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] if rc == 0 else run.err
+
+    told_of("found" if spelling == "relative" else str(tmp_path / "A"))
+    assert pinned("first") == hashlib.sha256(a.read_bytes()).hexdigest()
+    if spelling == "relative":
+        record = json.loads((tmp_path / "wheels" / (a.name + ".origin.json")).read_bytes())
+        assert str(tmp_path / "found") in record["index"], record
+        return
+    told_of(str(tmp_path / "B"))
+    assert pinned("second") == hashlib.sha256(b.read_bytes()).hexdigest()
+
+
 @pytest.mark.parametrize("pip_config_file", [True, False])
 def test_the_users_pip_conf_is_read_only_where_pip_reads_it(tmp_path, monkeypatch,
                                                              pip_config_file):

@@ -190,8 +190,9 @@ def pip_index_setting() -> str:
     under: an index named in pip.conf alone, changed there, is another index too."""
     from patchforge.store.giturl import redact
 
+    variables = _pip_variables(os.environ)
     said = [redact(part) for key in ("index-url", "extra-index-url", "find-links")
-            for part in _absolute_pip_value(key, os.environ.get(_pip_variable(key), "")).split()]
+            for part in _absolute_pip_value(key, variables.get(key, "")).split()]
     return " ".join(said + _pip_config_index())
 
 
@@ -207,6 +208,21 @@ _PIP_PATH_SETTINGS = ("index-url", "cert", "client-cert", "cache-dir", "log") + 
 def _pip_variable(key: str) -> str:
     """`find-links` -> `PIP_FIND_LINKS`."""
     return "PIP_" + key.upper().replace("-", "_")
+
+
+def _pip_key(name: str) -> str:
+    """A setting's name as pip reads it from a configuration file or after `PIP_` in the
+    environment (pip's configuration._normalize_name): `PIP_find_links`, `Find_Links` and
+    `--find-links` are all `find-links`."""
+    name = name.lower().replace("_", "-")
+    return name[2:] if name.startswith("--") else name
+
+
+def _pip_variables(environment) -> dict[str, str]:
+    """The settings the PIP_* variables of `environment` give pip, by _pip_key (a later
+    variable naming the same setting over an earlier, as pip reads them)."""
+    return {_pip_key(key[4:]): value for key, value in environment.items()
+            if key.startswith("PIP_")}
 
 
 def _absolute_pip_value(key: str, value: str) -> str:
@@ -284,8 +300,8 @@ def _pip_config_index() -> list[str]:
             if not parser.has_section(section):
                 continue
             for key, value in parser.items(section):
-                if key.replace("_", "-").lower() in _PIP_INDEX_KEYS:
-                    value = _absolute_pip_value(key.replace("_", "-").lower(), value or "")
+                if _pip_key(key) in _PIP_INDEX_KEYS:
+                    value = _absolute_pip_value(_pip_key(key), value or "")
                     said += [f"{path}:[{section}]{key}={redact(part)}"
                              for part in value.split()]
     return said
@@ -309,7 +325,7 @@ def _pip_config_paths() -> dict[str, str]:
         for section in ("global", "download"):
             if parser.has_section(section):
                 for key, value in parser.items(section):
-                    key = key.replace("_", "-").lower().lstrip("-")
+                    key = _pip_key(key)
                     if key in _PIP_PATH_SETTINGS:
                         found[(section, key)] = value or ""
     taken = {key: value for (section, key), value in found.items() if section == "global"}
@@ -501,6 +517,16 @@ def _pip_environment(environment) -> dict[str, str]:
     every relative path a pip setting holds (_PIP_PATH_SETTINGS: $PIP_FIND_LINKS, $PIP_CERT,
     and those of the configuration files, given to pip as the variable that overrides them)."""
     pip_env = {**environment, "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
+    # A path setting in another spelling pip reads (`PIP_find_links`) under its own name, as
+    # pip takes it, so that it is made absolute as the origin record names it.
+    variables = _pip_variables(pip_env)
+    for key in _PIP_PATH_SETTINGS:
+        spellings = [name for name in pip_env if name.startswith("PIP_") and
+                     _pip_key(name[4:]) == key and name != _pip_variable(key)]
+        for name in spellings:
+            del pip_env[name]
+        if spellings:
+            pip_env[_pip_variable(key)] = variables[key]
     named = pip_env.get("PIP_CONFIG_FILE")
     if named and named != os.devnull:
         pip_env["PIP_CONFIG_FILE"] = os.path.abspath(named)
