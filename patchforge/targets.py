@@ -159,6 +159,14 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
                                  f"upstream; an upstream is named with `=`: {named}={rest}",
                                  hint=f"`{named}={rest}` (or `{named}={spec}` if {spec} is an "
                                       "image's name and tag)")
+            if spec in upstream_names:
+                # `--against vllm`: the upstream named, its SPEC left out; `aiter=vllm or
+                # vllm=vllm` was the form suggested.
+                raise UsageError(f"{spec!r} is an upstream's name, with no SPEC: name the "
+                                 f"revision to judge or move it against with `=`: {spec}=SPEC",
+                                 hint=f"`{spec}=SPEC`, SPEC a version, tag, commit, "
+                                      "`nightly-<sha>` or image (an upstream not named stays "
+                                      "at its pin)")
             names = " or ".join(f"{n}={spec}" for n in sorted(upstream_names)) or \
                 f"NAME={spec}"
             raise UsageError(f"a bare SPEC ({bare[0]!r}) is only allowed with exactly one "

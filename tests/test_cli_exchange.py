@@ -2246,3 +2246,58 @@ def test_an_export_record_nested_too_deep_is_named_never_an_internal_error(proje
     assert run.rc == 2, run.text
     assert f"{record}: not the record `patchforge export --quilt` writes" in run.err, run.err
     assert snapshot(root) == before and record.read_bytes() == b"[" * 100000 + b"]" * 100000
+
+
+def test_a_subjects_own_bracketed_tags_survive_import_mbox_and_export(project, tmp_path):
+    """A commit `[ROCm][Bugfix] Fix line three` (vLLM's title convention), imported from
+    `git format-patch` output, became the fix `Fix line three`: mailinfo took every bracketed
+    group off the Subject, as plain `git am` does, while `import git` of the same commit kept
+    them. `list` and `export --mbox` took them off a fix's Description too, so `git am
+    --keep-non-patch` of the export could not give them back. Only `[PATCH ...]` goes now."""
+    subject = "[ROCm][Bugfix] Fix line three"
+    fork, _ = their_commit(tmp_path, "a.py", UPSTREAM_FILES["a.py"].replace(b"line3\n", b"L3\n"),
+                           subject, branch="fixes")
+    mbox = tmp_path / "fixes.mbox"
+    mbox.write_bytes(subprocess.run(["git", "format-patch", "--stdout", "-v2", "main..fixes"],
+                                    cwd=fork, check=True, capture_output=True).stdout)
+    assert f"Subject: [PATCH v2] {subject}\n".encode() in mbox.read_bytes()
+    ok(project, "import", "mbox", str(mbox))
+    other = make_project(tmp_path / "other", pyproject=True)
+    add_git_upstream(other, "up", tmp_path / "up-upstream", "main")
+    ok(other, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    for root in (project, other):
+        [name] = (root / "series/up/series").read_text().split()
+        assert name == "rocm-bugfix-fix-line-three.patch"
+        assert f"Description: {subject}\n".encode() in (root / "series/up" / name).read_bytes()
+        assert json.loads(ok(root, "list", "--json").out)["patches"][0]["subject"] == subject
+    out = tmp_path / "out.mbox"
+    ok(project, "export", "--mbox", str(out))
+    assert f"Subject: [PATCH] {subject}\n".encode() in out.read_bytes()
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    proc = subprocess.run(["git", "am", "-q", "--keep-non-patch", str(out)], cwd=checkout,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert git(checkout, "log", "-1", "--format=%s").strip() == subject
+
+
+def test_import_overlay_given_the_files_place_in_the_image_names_the_path_meant(project,
+                                                                                tmp_path):
+    """A hand-kept overlay's mount list names where the file goes in the image; given as
+    `--path` (install-root and path), it was refused as an "unsafe path ... absolute path" that
+    "a patch may only touch files inside its upstream", with no word of the path meant. It
+    names the install-root and the path inside the upstream, nothing written, and that path,
+    given as the hint says, imports the overlay."""
+    overlay = tmp_path / "a.py.overlay"
+    overlay.write_bytes(UPSTREAM_FILES["a.py"].replace(b"line7\n", b"line7 fixed\n"))
+    before = snapshot(project)
+    refused = run_cli(project, "import", "overlay", str(overlay), "--upstream", "up", "--path",
+                      "/usr/lib/python3/site-packages/a.py", "--name", "fix-a")
+    assert refused.rc == 2, refused.text
+    assert ("is where the file is in the image (up's install-root "
+            "/usr/lib/python3/site-packages and its path): --path is the path inside the "
+            "upstream, 'a.py'") in refused.err, refused.err
+    assert snapshot(project) == before
+    (hinted,) = re.findall(r"hint: --path (\S+)", refused.err)
+    ok(project, "import", "overlay", str(overlay), "--upstream", "up", "--path", hinted,
+       "--name", "fix-a")
+    assert overlay_tree(project) == {"a.py": overlay.read_bytes()}

@@ -1516,3 +1516,24 @@ def test_a_fix_named_as_no_branch_can_be_is_said_before_the_push_and_not_made_ag
     pushed = run_pr(stack, name, "--push", str(fork))
     assert pushed.rc == 0, pushed.text
     assert f"refs/heads/patchforge/{name}" in fork_branches(fork)
+
+
+def test_a_subjects_own_bracketed_tags_are_the_pull_requests_title(stack, monkeypatch):
+    """vLLM titles its pull requests `[ROCm][Bugfix] ...`. A fix whose Description begins so was
+    sent as `Fix ...`: the title, the commit's subject and the format-patch file's Subject lost
+    the tags, as if they were a mailer's `[PATCH]`. Only a `[PATCH ...]` group goes; the
+    author's tags are the title the forge gets."""
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-1")
+    patch = stack["patch"]
+    patch.write_bytes(patch.read_bytes().replace(
+        b"Description: attn: select", b"Description: [PATCH v2] [ROCm][Bugfix] attn: select"))
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
+                    "--fork-owner", "ada", "--json")
+    assert result.rc == 0, result.text
+    title = "[ROCm][Bugfix] attn: select the CK a8w4 experts on gfx950"
+    sent = json.loads([r for r in stack["forge"].requests if r.method == "POST"][-1].body)
+    assert sent["title"] == title
+    branch = "refs/heads/patchforge/ck-a8w4-gfx950"
+    assert show(stack["fork"], "%s", branch).strip() == title
+    mail = stack["root"] / ".patchforge/pr/up/ck-a8w4-gfx950/0001-ck-a8w4-gfx950.patch"
+    assert f"Subject: [PATCH] {title}\n".encode() in mail.read_bytes()

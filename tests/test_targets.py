@@ -553,3 +553,23 @@ def test_an_upstream_and_its_spec_given_as_two_words_are_told_as_one(tmp_path):
         ok(stack.root, *fixed)
     ok(stack.root, "rebase", "--to", "up=v2")
     assert stack.lock()["upstreams"]["up"]["commit"] == second
+
+
+def test_an_upstreams_name_without_its_spec_is_told_so(tmp_path):
+    """`status --against up` (and `rebase --to up`) in a stack of two upstreams, the SPEC left
+    out: it was read as the SPEC 'up' and the hint offered `other=up or up=up`. It says now
+    that `up` is an upstream's name and how a SPEC is given to it, with nothing written."""
+    from helpers.cli import run_cli
+    from helpers.project import OneUpstreamStack, add_git_upstream
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    add_git_upstream(stack.root, "other", stack.up, "v2")
+    before = stack.snapshot()
+    for args in (("status", "--against", "up"), ("rebase", "--to", "up", "--dry-run"),
+                 ("rebase", "--to", "up")):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2, refused.text
+        assert "'up' is an upstream's name, with no SPEC" in refused.err, refused.err
+        assert "`up=SPEC`" in refused.err and "up=up" not in refused.err, refused.err
+    assert stack.snapshot() == before

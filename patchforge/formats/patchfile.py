@@ -40,7 +40,11 @@ _PSEUDO_NAMES = frozenset({"forwarded", "applied-upstream", "bug", "origin", "la
 _FIELD_RE = re.compile(rb"^([A-Za-z0-9][A-Za-z0-9_-]*):(?:[ \t]|\r?\n|$)")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _MBOX_FROM_RE = re.compile(rb"^From \S+ ")
-_PATCH_PREFIX_RE = re.compile(r"^(?:\s*\[[^\]]*\])+\s*")
+# The groups a mailer puts before a subject: the leading bracketed groups up to the last one
+# holding `PATCH` (`[PATCH v2 1/3]`, `[RFC PATCH]`, `[RFC][PATCH 1/2]`). The groups after it,
+# or a subject's with none (`[ROCm][Bugfix] Fix ...`, as vLLM titles pull requests), are the
+# author's text, kept as `git am --keep-non-patch` (`git mailinfo -b`) keeps them.
+_PATCH_PREFIX_RE = re.compile(r"^(?:\s*\[[^\]]*\])*?(?:\s*\[[^\]]*PATCH[^\]]*\])+\s*")
 # What GNU patch, git apply or quilt could take for the start of a diff, a hunk or an ed/normal
 # diff. GNU patch skips leading blanks (and 'X') when looking for headers, so they are skipped here
 # too before matching.
@@ -440,7 +444,8 @@ class PatchFile:
     @property
     def subject(self) -> str | None:
         """The one-line summary: the first line of Description, or the (unfolded, decoded) email
-        Subject with a "[PATCH n/m]" prefix stripped."""
+        Subject with its "[PATCH n/m]" prefix stripped (a bracketed tag of the author's own,
+        `[ROCm]`, stays: it is part of the title a pull request or a commit carries)."""
         for f in self.fields:
             if _canon(f.name) != "description":
                 continue

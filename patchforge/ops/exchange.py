@@ -559,8 +559,15 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         # The fix's Description, as `new -m` refuses it: a terminal showing the patch acts on it.
         raise UsageError(f"-m holds a control character ({char}), which a terminal showing "
                          "the patch would act on", hint="give the description without it")
-    project.config.upstream(upstream)
+    root = project.config.upstream(upstream).install_root
     pin = project.lock.pin(upstream)
+    if root and path.startswith(root.rstrip("/") + "/"):
+        # The overlay's place in the image, as a hand-kept mount list names it: refused as an
+        # "absolute path" a patch may not touch, with no word of the path meant.
+        inside = path[len(root.rstrip("/")) + 1:].lstrip("/")
+        raise UsageError(f"--path {path!r} is where the file is in the image ({upstream}'s "
+                         f"install-root {root} and its path): --path is the path inside the "
+                         f"upstream, {inside!r}", hint=f"--path {shlex.quote(inside)}")
     validate_path(path, source=str(overlay))
     # A directory of the upstream, or a path under one of its files, is no file an overlay
     # can be (`--create` wrote a patch creating it, which every overlay then refused).
@@ -1691,7 +1698,10 @@ def import_mbox(project: Project, store: UpstreamStore, mbox: Path, *, upstream:
                 sources[file_name] = (source, None)
                 continue
             msg_file, patch_file = tmp_path / f"{message.name}.msg", tmp_path / f"{message.name}.diff"
-            info = _git("mailinfo", "--scissors", str(msg_file), str(patch_file),
+            # -b: only the `[PATCH ...]` groups leave the Subject, as `git am --keep-non-patch`
+            # takes it; plain mailinfo also took the author's `[ROCm][Bugfix]` tags, which
+            # `import git` of the same commits keeps (and the pull request's title needs).
+            info = _git("mailinfo", "-b", "--scissors", str(msg_file), str(patch_file),
                         input=message.read_bytes()).decode("utf-8", "surrogateescape")
             headers = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
             diff = _strip_separator(patch_file.read_bytes())
