@@ -3440,6 +3440,31 @@ def test_pips_wheel_source_spelled_as_pip_also_reads_it_is_the_origin_records(
     assert pinned("second") == hashlib.sha256(b.read_bytes()).hexdigest()
 
 
+def test_a_relative_xdg_config_home_names_the_pip_conf_pip_reads(tmp_path, monkeypatch):
+    """XDG_CONFIG_HOME=cfg, relative to where patchforge is run, holds the pip.conf naming the
+    find-links directory: pip run there downloads the wheel, but the pip patchforge starts, from
+    a scratch directory of the wheel cache, found no such file, and `upstream add` failed
+    "Could not find a version", while the origin record named that file's find-links. pip is
+    given the directory's full path."""
+    _no_pip_index(monkeypatch, tmp_path)
+    monkeypatch.delenv("PIP_CONFIG_FILE")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", "cfg")
+    monkeypatch.chdir(tmp_path)
+    built = build_wheel(tmp_path / "A", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                        origin=False)
+    (tmp_path / "cfg" / "pip").mkdir(parents=True)
+    (tmp_path / "cfg" / "pip" / "pip.conf").write_text(f"[global]\nfind-links = {built.parent}\n")
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                  "--install-root", "/opt/site", cwd=tmp_path)
+    assert run.rc == 0, run.text
+    assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+        hashlib.sha256(built.read_bytes()).hexdigest()
+
+
 @pytest.mark.parametrize("pip_config_file", [True, False])
 def test_the_users_pip_conf_is_read_only_where_pip_reads_it(tmp_path, monkeypatch,
                                                              pip_config_file):

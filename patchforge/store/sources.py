@@ -530,6 +530,15 @@ def _pip_environment(environment) -> dict[str, str]:
     named = pip_env.get("PIP_CONFIG_FILE")
     if named and named != os.devnull:
         pip_env["PIP_CONFIG_FILE"] = os.path.abspath(named)
+    # So are the directories pip finds the user's and the system's pip.conf under
+    # (_pip_config_files reads them from here), when relative.
+    for variable in ("HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS"):
+        value = pip_env.get(variable)
+        if value and value.strip():
+            parts = value.split(os.pathsep) if variable == "XDG_CONFIG_DIRS" else [value]
+            pip_env[variable] = os.pathsep.join(
+                os.path.abspath(part) if part and not os.path.isabs(part) else part
+                for part in parts)
     for key, value in _pip_config_paths().items():
         pip_env.setdefault(_pip_variable(key), value)  # the environment's own wins, as in pip
     for key in _PIP_PATH_SETTINGS:
