@@ -1263,10 +1263,13 @@ def _names_landing(store: UpstreamStore, message: bytes, landing: str, landings:
 
 def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) -> str | None:
     """Whether the taker's change to the fix's files is the exact reverse of the landing
-    commit's change to them (a revert made by hand), whitespace aside. A taker that deletes a
-    file the fix created and adds a file anywhere is a move (with an edit below git's rename
+    commit's change to them (a revert made by hand), whitespace aside; or, where the landing
+    also changed other lines of a file, the exact reverse of the landing's blocks that are the
+    fix's own (the fix's lines taken out by hand, the landing's other work kept): the fix's
+    blocks, in order among the landing's, and nothing else. A taker that deletes a file the
+    fix created and adds a file anywhere is a move (with an edit below git's rename
     similarity, or not), not a revert."""
-    from patchforge.history import blocks_of_git_diff, reverse
+    from patchforge.history import blocks_of_file_patch, blocks_of_git_diff, reverse
 
     if any(fp.is_new for fp in fix.files) and store.added_files(taker):
         return None
@@ -1283,12 +1286,20 @@ def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) ->
             if found:
                 blocks[current][found[2].decode("utf-8", "surrogateescape")] = \
                     blocks_of_git_diff(part)
+    own_lines = False
     for k, fp in enumerate(fix.files):
         made = blocks[landing].get(fp.path)
         undone = next((blocks[taker][p] for p in fix.aliases[k] if p in blocks[taker]), None)
-        if not made or undone is None or undone != reverse(made):
+        if not made or undone is None:
             return None
-    return f"its change is the exact reverse of {landing[:12]}'s"
+        if undone != reverse(made):
+            own = () if fp.is_binary or fp.is_new or fp.is_delete else blocks_of_file_patch(fp)
+            rest = iter(made)  # (each of the fix's blocks a block of the landing, in order)
+            if not own or reverse(undone) != own or not all(block in rest for block in own):
+                return None
+            own_lines = True
+    return f"its change is the exact reverse of {landing[:12]}'s" + \
+        (" change to the fix's lines" if own_lines else "")
 
 
 def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str, *,

@@ -311,6 +311,48 @@ def test_a_revert_by_hand_after_other_edits_of_the_file_then_an_edit_is_still_sa
     assert _silent(stack, "v4")["gone_upstream"] == []
 
 
+def test_a_revert_by_hand_of_only_the_fixs_lines_of_a_wider_landing_is_said(tmp_path):
+    """The landing commit changes the fix's line 5 and, as other work, line 20 of the same
+    file; upstream then takes out the fix's line only, by hand (the old line typed back, a
+    message without the word revert), line 20 kept. Its change was compared with the
+    landing's whole change, never its exact reverse: at the revision after it the fix was
+    "taken out as part of other work", and once upstream edited line 5 again every check was
+    green with the fix in no patch and no overlay. A change that is the exact reverse of the
+    landing's blocks that are the fix's own is a revert of it: said as reverted, then
+    changed. One that also changes another line is no reverse: nothing is said once line 5
+    is edited again."""
+    twenty = (b"line 20 of the module under test\n", b"line 20, made wider\n")
+    for place, undone in (("undone", BASE), ("reworked", BASE.replace(
+            b"line 9 of the module", b"line nine of the module"))):
+        stack = OneUpstreamStack(tmp_path / place, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+        stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+        landing = stack.commit({"pkg/a.py": FIXED.replace(*twenty)},
+                               "Compute it properly, and a wider line 20 (#11)", tag="v2")
+        stack.cli("rebase", "--to", "v2")
+        assert f"commit:{landing}".encode() in \
+            (stack.root / "series/up/upstreamed/fa.patch").read_bytes()
+        undo = stack.commit({"pkg/a.py": undone.replace(*twenty)},
+                            "Go back to the plain computation", tag="v3")
+        tidy = stack.commit({"pkg/a.py": undone.replace(*twenty).replace(
+            b"line 5 of the module under test\n", b"line 5 of the module under test, tidied\n")},
+            "tidy line 5", tag="v4")
+        if place == "reworked":
+            document = stack.json("status", "--against", "v3", expect=1)
+            assert document["reverted"] == [] and \
+                [g["by"] for g in document["gone_upstream"]] == [undo], document
+            assert _silent(stack, "v4")["gone_upstream"] == []
+            continue
+        document = stack.json("status", "--against", "v3", expect=1)
+        assert [(g["kind"], g["by"]) for g in document["reverted"]] == [("reverted", undo)], \
+            document
+        _said_reverted(stack, "v4", undo)
+        (said,) = stack.json("status", expect=1)["reverted"]
+        assert f"its change is the exact reverse of {landing[:12]}'s change to the fix's lines" \
+            in said["detail"], said
+        assert f"reverted, then changed: {tidy[:12]} changed that code since" in \
+            said["detail"], said
+
+
 def test_a_landing_changed_later_without_a_revert_of_it_stays_superseded(tmp_path):
     """No noise: the landed line edited later by upstream says nothing, with a revert of
     another commit of the file in between, and so does a revert of the landing that a revert
