@@ -425,18 +425,30 @@ def latest_events(project: Project, upstream: str, name: str) -> list[dict]:
             and name in (past.get("patch"), past.get(RENAMED_FROM))]
 
 
-def record_brought_back(project: Project, event: dict) -> None:
+def record_brought_back(project: Project, event: dict, *, ledger: bool = True) -> None:
     """`bring-back`'s event (a fix back in the series from skipped/), once: a run that a kill
     cut short after the fix left skipped/ finishes its job again, and records it only where
-    the history's latest event of the fix is not this one already. Regenerates the ledger
-    either way, in a stack that keeps one (ledger.record_series_event)."""
-    latest = latest_events(project, event["upstream"], event["patch"])[:1] \
-        if ledger_path(project).exists() else []
-    if latest and latest[0].get("event") == BROUGHT_BACK and \
-            latest[0].get("to") == event.get("to"):
-        update_ledger(project)
+    the history's latest event of the fix is not this one already (brought_back_recorded).
+    Regenerates the ledger either way, in a stack that keeps one (ledger.record_series_event);
+    not with `ledger` False, for a caller that writes it after the fix left skipped/ (the
+    ledger lists what is there)."""
+    if not ledger_path(project).exists():
+        return
+    if brought_back_recorded(project, event):
+        if ledger:
+            update_ledger(project)
+    elif ledger:
+        record_event(project, event)
     else:
-        record_series_event(project, event)
+        _append(project, [_complete(event)])
+
+
+def brought_back_recorded(project: Project, event: dict) -> bool:
+    """Whether the history's latest event of the fix `event` names is that bring-back's (its
+    return to the series at the same revision)."""
+    latest = latest_events(project, event["upstream"], event["patch"])[:1]
+    return bool(latest) and latest[0].get("event") == BROUGHT_BACK and \
+        latest[0].get("to") == event.get("to")
 
 
 def rename_recorded(project: Project, upstream: str, old: str, new: str) -> bool:

@@ -1456,6 +1456,36 @@ def test_a_landing_name_whose_fix_is_in_skipped_says_the_name_that_takes_it(tmp_
     assert stack.snapshot() == before
 
 
+@pytest.mark.parametrize("history", ["gone", "emptied"])
+def test_a_landing_name_without_a_history_to_tell_takes_no_skipped_fix(tmp_path, history):
+    """As above, with the history that told the fix a rebase set aside from a landing a
+    bring-back moved there gone (an old project without series/history.jsonl) or emptied (a
+    copy that lost its lines): `bring-back up/upstreamed/fa.patch` took the set-aside fix for the
+    landing and put it back in the series, by a name that says it is none. Now it is
+    refused, naming the skipped fix and the `bring-back fa` that takes it, nothing written;
+    that command then takes it (a stop: upstream changed its line since)."""
+    stack, _ = _landed(tmp_path)
+    shutil.rmtree(stack.root.parent / "diff-fa")  # the first fa's scratch directory
+    stack.add_fix("fa", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    stack.commit({"pkg/b.py": b"b = 10\n"}, "Another b", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    (stack.root / "series/up/upstreamed/fa.patch").unlink()  # taken out by hand
+    path = stack.root / "series/history.jsonl"
+    if history == "gone":
+        path.unlink()
+    else:
+        path.write_bytes(b"")
+    before = stack.snapshot()
+    _, _, err = stack.cli("bring-back", "up/upstreamed/fa.patch", expect=2)
+    assert "names no one fix kept under upstreamed/" in err, err
+    assert "series/up/skipped/fa.patch has that name" in err and \
+        "`patchforge bring-back fa` takes it" in err, err
+    assert stack.snapshot() == before
+    _, _, err = stack.cli("bring-back", "fa", expect=3)
+    assert "up/fa.patch does not move onto v3 cleanly: conflict in pkg/b.py" in err, err
+
+
 def test_a_bring_back_of_a_landing_killed_at_any_write_is_finished_by_the_same_command(
         tmp_path, monkeypatch):
     """`bring-back up/upstreamed/fa.patch` of a landing upstream reverted, killed at each

@@ -1827,10 +1827,12 @@ def _landing_moved_to_skipped(project: Project, name: str):
     """The skipped fix `bring-back UPSTREAM/upstreamed/NAME` run again takes: that run moved
     the landing from upstreamed/ into skipped/ first, and a kill (or a refusal after it) left
     it there, no landing of that name kept any more. Taken only where the history's latest
-    event of the fix is no set-aside (a rebase's or `rebase --skip`'s): a skipped fix of that
-    name is then this move's, not one set aside, which the refusal names instead. None for
-    any other NAME."""
-    from patchforge.ledger import latest_events
+    event of the fix says it was kept under upstreamed/ (its drop as landed), or left it in
+    the series that lists it still (a landed part kept, the fix staying): a skipped fix of
+    that name is then this move's. Not a set-aside (a rebase's or `rebase --skip`'s), and not
+    where the history has no event of it (cut, or never kept): the refusal names the `bring-
+    back NAME` that takes the skipped fix instead. None for any other NAME."""
+    from patchforge.ledger import DEPARTURE_EVENTS, latest_events
     from patchforge.state import skipped_fixes
 
     head, sep, tail = name.rpartition("upstreamed/")
@@ -1847,11 +1849,24 @@ def _landing_moved_to_skipped(project: Project, name: str):
                if f.name == file_name and upstream in (None, f.upstream)]
     if len(skipped) != 1:
         return None
+    # Taken on what the history says last of the fix, never on its silence: a history cut
+    # short or never kept (an old project) took a fix a rebase set aside for the landing, and
+    # brought it back by a name that says it is none. Without an event of it the refusal
+    # names `bring-back NAME`, which takes the skipped fix for what it is.
     latest = latest_events(project, skipped[0].upstream, file_name)[:1]
-    if latest and (latest[0].get("event") == "skipped"
-                   or latest[0].get("destination") == "skipped"):
+    if not latest or latest[0].get("event") == "skipped" or \
+            latest[0].get("destination") == "skipped":
         return None
-    return skipped[0]
+    if latest[0].get("destination") == KEPT_LANDINGS:
+        return skipped[0]  # it landed, and was kept under upstreamed/ since
+    # Its last event leaves it in the series (a landed part kept under upstreamed/, the fix
+    # staying; or this bring-back's own return, recorded before the fix left skipped/): only
+    # while the series lists it, which a fix set aside since (its event cut) it does not.
+    try:
+        listed = file_name in project.patch_names(skipped[0].upstream)
+    except PatchforgeError:
+        return None
+    return skipped[0] if listed and latest[0].get("event") not in DEPARTURE_EVENTS else None
 
 
 def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) -> str | None:
@@ -1921,7 +1936,11 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
                          hint=f"to put it back anyway, move it into series/{upstream}/skipped/ "
                               f"and run `patchforge bring-back {upstream}/{file_name}`")
     skipped = project.series_dir(upstream) / "skipped" / file_name
-    if skipped.exists():
+    # A copy there holding exactly what this move writes is its own, left by a kill before
+    # the landing left upstreamed/: the move is finished, not refused as another fix's name.
+    if skipped.exists() and not (skipped.is_file() and not skipped.is_symlink() and
+                                 read_no_link(skipped) ==
+                                 _without_landing(read_no_link(aside), aside)):
         raise UsageError(f"series/{upstream}/skipped/{file_name} exists already: a skipped fix "
                          f"has the name of {upstream}/upstreamed/{file_name}",
                          hint=f"bring that one back (`patchforge bring-back "
@@ -1964,6 +1983,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
                                   read_history)
 
+    finished = _ledger_left_behind(project, name)
+    if finished is not None:
+        return finished
     moved = _landing_moved_to_skipped(project, name)
     landing = None if moved else _kept_landing_named(project, name)  # as delete takes it
     if moved is not None:
@@ -2109,9 +2131,13 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
                 result["detail"] += f"; {landed[1]}: kept as " + \
                     kept_at.relative_to(project.root).as_posix()
                 result["landed_part"] = kept_at.relative_to(project.root).as_posix()
+            from patchforge.ledger import (history_path, ledger_path, record_brought_back,
+                                           update_ledger)
+
             with _all_or_nothing(project, upstream,
                                  [*([kept_at] if kept_at else []), target,
-                                  project.series_path(upstream), fix.path],
+                                  project.series_path(upstream), history_path(project),
+                                  ledger_path(project), fix.path],
                                  finish=f"run `patchforge bring-back "
                                         f"{project.skipped_word(upstream, fix.name)}` again"):
                 if kept_at is not None and landed is not None:
@@ -2120,12 +2146,18 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
                 atomic_write(target, new.to_bytes())
                 atomic_write(project.series_path(upstream),
                              series.inserted(file_name).to_bytes())
-                atomic_delete(fix.path)
-                # Its history goes on (the ledger's said it was skipped, and nothing after).
-                from patchforge.ledger import record_brought_back
-
+                # Its history goes on (the ledger's said it was skipped, and nothing after),
+                # recorded while the fix is still in skipped/: killed after the fix left
+                # skipped/ and before its return was recorded, the run again found no skipped
+                # fix of that name and was refused, the history saying it set aside. Killed
+                # anywhere before the fix leaves skipped/, the run again finishes the move
+                # (_cut_short_here) and records the event once (record_brought_back); killed
+                # after, before the ledger (which lists what skipped/ holds) is written, the
+                # history's event says so and the run again writes it (_ledger_left_behind).
                 record_brought_back(project, _brought_back(
-                    upstream, file_name, fix.name, pin, result["detail"]))
+                    upstream, file_name, fix.name, pin, result["detail"]), ledger=False)
+                atomic_delete(fix.path)
+                update_ledger(project)
             return result
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
                                             judgement, before, pin.commit,
@@ -2157,6 +2189,57 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
              + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
                 f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _ledger_left_behind(project: Project, name: str) -> dict | None:
+    """A bring-back of NAME (`NAME`, `UPSTREAM/NAME` or `UPSTREAM/upstreamed/NAME`) that a
+    kill cut short after the fix left skipped/, its return in the history, before the ledger
+    was written: with no fix of that name in skipped/ or under upstreamed/, the series listing
+    it and the history's latest event of it its return at the pin, the ledger is written (the
+    run's last step) and the result said as the run's. None where there is nothing to finish
+    (the ledger in step too): the command goes on, and says what it says of the name."""
+    from patchforge.ledger import brought_back_recorded, update_ledger
+    from patchforge.state import skipped_fixes
+
+    head, sep, tail = name.rpartition("upstreamed/")
+    if sep and (not head or head.endswith("/")) and tail and "/" not in tail:
+        upstream, stem = head[:-1] or None, tail
+    else:
+        upstream, stem = name.split("/", 1) if "/" in name else (None, name)
+    try:
+        file_name = patch_file_name(stem)
+        upstreams = [upstream] if upstream else project.upstream_names()
+        if upstream is not None and upstream not in project.config.upstreams:
+            return None
+        skipped = [f for f in skipped_fixes(project) if f.name == file_name]
+    except PatchforgeError:
+        return None  # (the command goes on, and says what is wrong)
+    found = []
+    for each in upstreams:
+        if any(f.upstream == each for f in skipped) or any(
+                place == KEPT_LANDINGS and kept == file_name
+                for _, place, kept in project.kept_aside(each, file_name)):
+            return None
+        try:
+            listed = file_name in project.patch_names(each)
+        except PatchforgeError:
+            continue
+        pin = project.lock.pin(each)
+        if listed and brought_back_recorded(project, {
+                "upstream": each, "patch": file_name,
+                "to": {"label": pin.label, "commit": pin.commit}}):
+            found.append(each)
+    if len(found) != 1:
+        return None
+    upstream = found[0]
+    with RepoLock(project.state_dir), writing_project(project.root):
+        if not update_ledger(project):
+            return None
+    path = project.patch_path(upstream, file_name)
+    return {"upstream": upstream, "name": file_name, "outcome": "applies", "state": "applies",
+            "detail": "its return was recorded by a run cut short before the ledger; the "
+                      "ledger is written now", "files": [],
+            "path": path.relative_to(project.root).as_posix()}
 
 
 def _cut_short_here(project: Project, upstream: str, file_name: str,

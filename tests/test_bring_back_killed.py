@@ -1,0 +1,86 @@
+"""`bring-back` killed (kill -9, at each of its renames and directory syncs) and run again as
+typed: whatever point the kill cut it at, the rerun ends with the files a run never killed
+writes, the series' history and ledger included. Both ways in: a fix a rebase set aside
+(`bring-back NAME`) and a landing upstream took back (`bring-back UPSTREAM/upstreamed/NAME`,
+which moves the landing into skipped/ first). Real git, the CLI in its own process, the
+fault points of patchforge/fsutil.py."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from helpers.cli import run_subprocess
+from helpers.git import git
+from helpers.project import OneUpstreamStack
+
+BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 31))
+FIXED = BASE.replace(b"line 5 of the module under test\n", b"five = compute_it_properly()\n")
+OTHER = BASE.replace(b"line 5 of the module under test\n", b"five = compute_it_otherwise()\n")
+
+
+def _series_files(root) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted((root / "series").rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def _set_aside(tmp_path):
+    """A fix `fa` a rebase set aside (upstream changed its line at v2), upstream's change
+    taken back at v3 and the pin moved there: `bring-back fa` moves it back cleanly."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    stack.commit({"pkg/a.py": OTHER}, "Compute it otherwise", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    stack.commit({"pkg/a.py": BASE}, "Back to the plain computation", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    return stack, ("bring-back", "fa")
+
+
+def _landing_reverted(tmp_path):
+    """A fix `fa` landed at v2 (kept under upstreamed/), `git revert` of it at v3 and the pin
+    moved there: `bring-back up/upstreamed/fa.patch` moves it back."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/a.py", BASE, FIXED)
+    landing = stack.commit({"pkg/a.py": FIXED}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    git(stack.up, "revert", "--no-edit", landing)
+    git(stack.up, "tag", "v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    return stack, ("bring-back", "up/upstreamed/fa.patch")
+
+
+@pytest.mark.parametrize("made", [_set_aside, _landing_reverted])
+def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, monkeypatch,
+                                                                    made):
+    """Killed after the fix left skipped/ and before the history recorded its return, the
+    rerun was refused ("no skipped fix", "names no one fix kept under upstreamed/"): the fix
+    was in the series, but its history still said it was set aside (or landed), status and
+    the ledger with it, and no command took it on. Now the rerun records the return the
+    killed run did not, and every point of the kill ends as the run never killed."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    stack, args = made(tmp_path / "stack")
+    clean = tmp_path / "clean"
+    shutil.copytree(stack.root, clean, symlinks=True)
+    run_subprocess(clean, *args, expect=0)
+    done = _series_files(clean)
+    assert "series/up/fa.patch" in done and b"brought-back" in done["series/history.jsonl"]
+    cut_short = 0
+    for step in ("rename", "dirsync"):
+        for n in range(1, 30):
+            root = tmp_path / f"{step}-{n}"
+            shutil.copytree(stack.root, root, symlinks=True)
+            if run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"{step}:{n}"}
+                              ).returncode == 0:
+                break
+            if _series_files(root) == done:
+                continue  # killed after its last write
+            cut_short += 1
+            again = run_subprocess(root, *args)
+            assert again.returncode == 0, (step, n, again.stderr.decode())
+            assert _series_files(root) == done, (step, n)
+            assert run_subprocess(root, "status").returncode == 0, (step, n)
+    assert cut_short >= 3
