@@ -265,3 +265,45 @@ def test_a_fix_renaming_a_file_a_profile_fix_changed_goes_into_that_profiles_ser
     assert {n: s for n, (s, _) in states.items()} == \
         {"fix-b.patch": "applies", "rename-b.patch": "applies"}, states
     assert [f for f in lint_problems(stack) if f["severity"] == "error"] == []
+
+
+def test_an_imported_commit_renaming_a_file_a_profile_fix_changed_is_a_rename(tmp_path):
+    """As above, the rename made as a commit (`git mv pkg/b.py pkg/b2.py`, line 28 changed)
+    and brought in by `import git`: the patch deleted pkg/b.py and created pkg/b2.py whole,
+    so gfx942's fix-b met it (status: conflict, lint: error) where `git apply` of the rename
+    merges. The commit is imported as `git format-patch -M` writes it: a rename with git's
+    similarity, that GNU patch and `git apply` read as one (b2.py with both changes, no
+    b.py), and that goes into gfx942's series."""
+    import subprocess
+
+    from helpers.git import git
+
+    base = b"".join(b"bline %d\n" % i for i in range(1, 31))
+    stack = OneUpstreamStack(tmp_path, {"pkg/b.py": base}, profiles=PROFILES)
+    stack.add_fix("fix-b", "pkg/b.py", base, base.replace(b"bline 10\n", b"bline 10 fixed\n"),
+                  fields="Profiles: gfx942\n")
+    fork = tmp_path / "fork"
+    subprocess.run(["git", "clone", "-q", str(stack.up), str(fork)], check=True)
+    git(fork, "mv", "pkg/b.py", "pkg/b2.py")
+    (fork / "pkg/b2.py").write_bytes(base.replace(b"bline 28\n", b"bline 28 renamed\n"))
+    git(fork, "commit", "-qam", "Move b to b2")
+    stack.cli("import", "git", "HEAD~1..HEAD", "--repo", str(fork))
+    data = (stack.root / "series/up/move-b-to-b2.patch").read_bytes()
+    theirs = subprocess.run(["git", "format-patch", "-M", "--stdout", "HEAD~1"], cwd=fork,
+                            check=True, capture_output=True).stdout
+    said = theirs.split(b"\ndiff --git ", 1)[1].split(b"\nindex ", 1)[0]
+    assert b"diff --git " + said in data, (said, data)
+    assert b"similarity index 93%\nrename from pkg/b.py\nrename to pkg/b2.py\n" in data, data
+    both = base.replace(b"bline 10\n", b"bline 10 fixed\n").replace(b"bline 28\n",
+                                                                    b"bline 28 renamed\n")
+    for tool in (["git", "apply"], ["patch", "-p1", "--batch", "-i"]):
+        work = tmp_path / tool[0]
+        subprocess.run(["git", "clone", "-q", str(stack.up), str(work)], check=True)
+        for name in ("fix-b", "move-b-to-b2"):
+            subprocess.run([*tool, str(stack.root / f"series/up/{name}.patch")], cwd=work,
+                           check=True, capture_output=True)
+        assert (work / "pkg/b2.py").read_bytes() == both, tool
+        assert not (work / "pkg/b.py").exists(), tool
+    states = {p["name"]: p["state"] for p in stack.json("status")["patches"]}
+    assert states == {"fix-b.patch": "applies", "move-b-to-b2.patch": "applies"}, states
+    assert [f for f in lint_problems(stack) if f["severity"] == "error"] == []

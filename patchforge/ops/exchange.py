@@ -1352,7 +1352,8 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     for commit in commits:
         if commit.root:
             _refuse_root_with_upstream_files(store, pin.commit, commit, Path(repo), rev_range)
-    diffs = [make_diff(FileChange.at(d.path, d.old, d.new, d.old_mode, d.new_mode)
+    # (A rename keeps its two paths: the patch `git format-patch -M` writes of the commit.)
+    diffs = [make_diff(FileChange(d.old_path, d.new_path, d.old, d.new, d.old_mode, d.new_mode)
                        for d in commit.deltas) for commit in commits]
     # The range's commits are made on its first commit's parent, not on the pin: a commit
     # whose diff meets other files on the pin than the ones it was made on (its `index` lines

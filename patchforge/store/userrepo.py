@@ -70,8 +70,9 @@ def read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
     """The commits of RANGE in REPO_DIR, oldest first, with their file contents (a range with
     a merge commit is refused).
 
-    Renames are reported as a deletion plus an addition (rename detection off), so that the
-    patch made from them never depends on a similarity heuristic.
+    A file renamed is one change of two paths, paired as `git format-patch -M` pairs them
+    (git's rename detection, its default similarity): a deletion plus a creation met a
+    profile's fix of the old file as a conflict where `git apply` of the rename merges.
     """
     if rev_range.startswith("-"):
         # `git rev-list` would take it for an option (`--output=FILE` writes a file, `--all`
@@ -104,38 +105,45 @@ def commit_named(sha: str, subject: str) -> str:
 class _RawChange:
     """One file of a commit's change as `git diff-tree -z --raw` gives it: the modes and blob
     ids of both sides, git's status letter, the path (decoded with surrogateescape: its
-    bytes are kept whatever its encoding)."""
+    bytes are kept whatever its encoding); a rename (`R`) also its old path, `source`."""
     old_mode: str
     new_mode: str
     old_blob: str
     new_blob: str
     status: str
     path: str
+    source: str | None = None
 
 
 def _raw_changes(repo, commit, repo_dir: Path) -> list[_RawChange]:
     """The commit's own change, parent to commit (a root commit: every file it holds, added,
-    as `git format-patch --root` writes it), rename detection off. Read as bytes, separated
-    by NULs: GitPython's parse of the same output decodes it as UTF-8 (a commit adding a
-    file of a Latin-1 name lost all its changes: an empty patch, exit 0) and cut a name at a
-    newline (the fix became a patch of another file)."""
+    as `git format-patch --root` writes it), a rename paired as `git format-patch -M` pairs
+    it (`-M`: git's default similarity, whatever the repository's `diff.renames` says; no
+    copies). Read as bytes, separated by NULs: GitPython's parse of the same output decodes
+    it as UTF-8 (a commit adding a file of a Latin-1 name lost all its changes: an empty
+    patch, exit 0) and cut a name at a newline (the fix became a patch of another file)."""
     import git
 
     against = [commit.parents[0].hexsha] if commit.parents else ["--root"]
     try:
-        raw = repo.git.execute(["git", "diff-tree", "-z", "-r", "--raw", "--no-renames",
+        raw = repo.git.execute(["git", "diff-tree", "-z", "-r", "--raw", "-M",
                                 "--full-index", "--no-commit-id", *against, commit.hexsha],
                                stdout_as_string=False)
     except git.GitCommandError as exc:
         raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: "
                          f"{_git_says(exc)}") from None
-    fields = raw.split(b"\0")
+    fields = iter(raw.split(b"\0"))
     changes = []
-    for meta, path in zip(fields[0::2], fields[1::2]):
+    for meta in fields:
+        if not meta:
+            break  # (the NUL that ends the last path)
         old_mode, new_mode, old_blob, new_blob, status = meta.lstrip(b":").split(b" ")
+        letter = status.decode()[:1]
+        # A rename's record names two paths, its old one first.
+        source = next(fields).decode("utf-8", "surrogateescape") if letter == "R" else None
         changes.append(_RawChange(old_mode.decode(), new_mode.decode(), old_blob.decode(),
-                                  new_blob.decode(), status.decode()[:1],
-                                  path.decode("utf-8", "surrogateescape")))
+                                  new_blob.decode(), letter,
+                                  next(fields).decode("utf-8", "surrogateescape"), source))
     return changes
 
 
@@ -177,7 +185,7 @@ def _delta(repo, commit, change: _RawChange, repo_dir: Path, rev_range: str) -> 
     except ValueError as exc:  # GitPython's word for an object the repository lacks
         raise UsageError(f"cannot read {change.path} of commit {commit.hexsha} in "
                          f"{repo_dir}: {exc}") from None
-    return FileDelta(old_path=None if added else change.path,
+    return FileDelta(old_path=None if added else change.source or change.path,
                      new_path=None if deleted else change.path, old=old, new=new,
                      old_mode=change.new_mode if added else change.old_mode,
                      new_mode=change.old_mode if deleted else change.new_mode)
@@ -198,9 +206,11 @@ def _refuse_unsupported(change: _RawChange, commit, repo_dir: Path, rev_range: s
         why = (f"turns {path} from a symlink into a file" if change.old_mode == "120000"
                else f"turns {path} from a file into a symlink") + \
             ": a patch of the series cannot change a file's type"
-    elif any(c in path for c in "\n\r"):
+    elif any(c in name for name in (path, change.source or "") for c in "\n\r"):
         from patchforge.store.diff import quote_c_path
 
+        path = next(name for name in (path, change.source or "") if "\n" in name or
+                    "\r" in name)  # (a rename's old path, where it is that one)
         quoted = quote_c_path(path.encode("utf-8", "surrogateescape")).decode("utf-8",
                                                                               "replace")
         why = (f"changes {quoted}: a file name with a newline cannot be carried by a patch "
