@@ -868,6 +868,43 @@ def test_overlays_interrupted_at_either_rename_leaves_a_whole_set_without_recove
         check_but_for_the_install_root(root)
 
 
+def test_a_rename_killed_after_the_series_named_new_says_what_the_old_file_is(
+        env, tmp_path, monkeypatch):
+    """`rename fix better` killed (as SIGKILL would) after the series named better.patch and
+    before fix.patch went: status and lint called fix.patch a patch file to "list it in
+    series/up/series", which would apply the fix twice. They name it as the old name the
+    rename left, and the same rename run again finishes it."""
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    met = 0
+    for step in ("renamed", "rename", "dirsync"):
+        for n in range(1, 10):
+            root = tmp_path / f"{step}-{n}"
+            shutil.copytree(prepared, root, symlinks=True)
+            series = root / "series" / "up"
+            proc = run_subprocess(root, "rename", "fix", "better",
+                                  env={"PATCHFORGE_FAULT": f"{step}:{n}"})
+            if proc.returncode == 0:
+                break
+            assert proc.returncode == 137, (step, n, proc.stderr.decode())
+            if (series / "fix.patch").exists() and \
+                    b"better.patch" in (series / "series").read_bytes():
+                met += 1
+                said = "the old name of better.patch, which a `patchforge rename fix better` " \
+                    "cut short after the series named better.patch left"
+                for command in ("status", "lint"):
+                    run = run_cli(root, command)
+                    assert run.rc == 1 and said in run.text and "list it" not in run.text \
+                        and "add it" not in run.text, (step, n, command, run.text)
+                assert run_cli(root, "rename", "fix", "better").rc == 0, (step, n)
+                assert (series / "series").read_bytes().split() == \
+                    [b"better.patch", b"other.patch"], (step, n)
+                assert sorted(p.name for p in series.glob("*.patch")) == \
+                    ["better.patch", "other.patch"], (step, n)
+                assert run_cli(root, "status").rc == 0, (step, n)
+            shutil.rmtree(root)
+    assert met, "no kill left fix.patch beside a series naming better.patch"
+
+
 def test_overlays_killed_at_either_rename_leaves_a_whole_set_without_recovery(
         env, tmp_path, monkeypatch):
     """A kill -9 between the swap's two renames left no overlays/ at all until the next

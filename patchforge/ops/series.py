@@ -1460,12 +1460,48 @@ def cut_rename_words(project: Project, upstream: str, file_name: str) -> str | N
     the copy a rename cut short left (cut_rename_copy): never "list it", which would apply the
     fix twice. None for any other file."""
     left = cut_rename_copy(project)
-    if left is None or left[0] != upstream or left[2] != file_name:
+    if left is not None and left[0] == upstream and left[2] == file_name:
+        old, new = (name.removesuffix(".patch") for name in left[1:])
+        return (f"the copy of {left[1]} a `patchforge rename {old} {new}` cut short left (the "
+                f"fix is {left[1]}, in the series): `patchforge rename {old} {new}` takes the "
+                f"copy away and renames the fix as it is now")
+    left = cut_rename_old(project)
+    if left is not None and left[0] == upstream and left[1] == file_name:
+        old, new = (name.removesuffix(".patch") for name in left[1:])
+        return (f"the old name of {left[2]}, which a `patchforge rename {old} {new}` cut short "
+                f"after the series named {left[2]} left (the fix is {left[2]}, in the series; "
+                f"listed too, it would be applied twice): `patchforge rename {old} {new}` "
+                f"finishes the rename")
+    return None
+
+
+def cut_rename_old(project: Project) -> tuple[str, str, str] | None:
+    """(upstream, OLD, NEW) when the rename journal (RENAME_JOURNAL) names a rename of OLD to
+    NEW that a kill cut short after the series named NEW: OLD's file is still there, unlisted,
+    with NEW's bytes (what `rename OLD NEW` run again finishes: _finish_cut_rename). None
+    otherwise."""
+    from patchforge.fsutil import parse_json
+
+    try:
+        record = parse_json((project.state_dir / RENAME_JOURNAL).read_bytes())
+    except (OSError, ValueError):
         return None
-    old, new = (name.removesuffix(".patch") for name in left[1:])
-    return (f"the copy of {left[1]} a `patchforge rename {old} {new}` cut short left (the "
-            f"fix is {left[1]}, in the series): `patchforge rename {old} {new}` takes the copy "
-            f"away and renames the fix as it is now")
+    fields = ("upstream", "old", "new")
+    if not (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields)
+            and record["upstream"] in project.upstream_names()
+            and all(re.fullmatch(r"[^/\x00]+\.patch", record[k]) for k in ("old", "new"))
+            and record["new"] != record["old"]):
+        return None
+    upstream, old_file, new_file = record["upstream"], record["old"], record["new"]
+    try:
+        names = project.patch_names(upstream)
+    except InputError:
+        return None
+    old_path, new_path = (project.patch_path(upstream, name) for name in (old_file, new_file))
+    if old_file in names or new_file not in names or not old_path.is_file() or \
+            old_path.is_symlink() or _file_bytes(old_path) != _file_bytes(new_path):
+        return None
+    return upstream, old_file, new_file
 
 
 def _refuse_gone(project: Project, upstream: str, file_name: str) -> None:
