@@ -422,7 +422,7 @@ def _lines_state(fp: FilePatch, content: bytes | None) -> str:
     states = {state for _, state in found or ()}
     if found is None or "other" in states:
         return "other"
-    return "gone" if "gone" in states else "present" if states else "other"
+    return "gone" if states & {"gone", "partly"} else "present" if states else "other"
 
 
 def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] | None:
@@ -453,8 +453,10 @@ def _back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> list[str]:
             back += [fp.path] if whole == "gone" else []
             continue
         for number, state in _hunk_states(fp, content) or ():
-            there = there or state == "present"
-            back += [f"{fp.path} hunk {number}"] if state == "gone" else []
+            there = there or state in ("present", "partly")
+            back += [f"{fp.path} hunk {number}" + (" (some of its changes)" if state ==
+                                                   "partly" else "")] \
+                if state in ("gone", "partly") else []
     return back if there else []
 
 
@@ -483,10 +485,10 @@ class _Lines:
 
 
 def _hunk_state(lines: _Lines, hunk) -> str | None:
-    """present | gone | other for one hunk by its changed lines alone: the run from its first
-    to its last changed line (the `+` side for present, the `-` side for gone) found at one
-    place of the file with most of the hunk's context around it (`_held`). None for a hunk
-    without a change."""
+    """present | gone | partly | other for one hunk by its changed lines alone: the run from
+    its first to its last changed line (the `+` side for present, the `-` side for gone, some
+    of its changes made and the others not for partly) found at one place of the file with
+    most of the hunk's context around it (`_held`). None for a hunk without a change."""
     old, new = hunk.old_lines(), hunk.new_lines()
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
@@ -495,7 +497,52 @@ def _hunk_state(lines: _Lines, hunk) -> str | None:
         return "present"  # (both held, the same code twice: taken as present, as above)
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
         return "gone"
-    return "other"
+    # Some of the hunk's changes made and the others not (upstream took one change of the
+    # hunk back, or landed it in two commits and reverted one): its old code is back there,
+    # the fix is not whole. As landed detection tells a change landed alone inside a hunk:
+    # such a mix held at exactly one place, no more than six changes, no other mix held.
+    mixes = [run for run in _mixed_runs(hunk) if _held(lines, old[:lead], run,
+                                                       old[len(old) - trail:])]
+    return "partly" if len(mixes) == 1 else "other"
+
+
+def _mixed_runs(hunk) -> list[list[bytes]]:
+    """The lines from a hunk's first changed line to its last with some of its changes (runs
+    of `-`/`+` lines between context lines) made and the others not, each such mix (none for
+    a hunk of one change, of more than six, or with a line without its newline)."""
+    from patchforge.apply.diffparse import line_kind
+
+    if hunk.old_no_newline or hunk.new_no_newline:
+        return []
+    parts: list = []  # a context line (bytes), or a change: [old lines, new lines]
+    for line in hunk.lines:
+        kind = line_kind(line)
+        content = line[1:] if line != b"\n" else line
+        if kind == b" ":
+            parts.append(content)
+        elif kind in (b"-", b"+"):
+            if not parts or isinstance(parts[-1], bytes):
+                parts.append([[], []])
+            parts[-1][kind == b"+"].append(content)
+    while parts and isinstance(parts[0], bytes):
+        parts.pop(0)
+    while parts and isinstance(parts[-1], bytes):
+        parts.pop()
+    changes = [part for part in parts if not isinstance(part, bytes)]
+    if not 2 <= len(changes) <= 6:
+        return []
+    runs = []
+    for mask in range(1, (1 << len(changes)) - 1):
+        run: list[bytes] = []
+        k = 0
+        for part in parts:
+            if isinstance(part, bytes):
+                run.append(part)
+            else:
+                run += part[1] if mask >> k & 1 else part[0]
+                k += 1
+        runs.append(run)
+    return runs
 
 
 def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes]) -> bool:

@@ -563,6 +563,37 @@ def test_a_fix_whose_two_lines_of_one_hunk_landed_in_two_commits_is_kept_whole(t
         (revert, back.decode())
 
 
+def test_a_fix_of_one_hunk_landed_in_two_commits_the_first_reverted_is_said(tmp_path):
+    """The fix's two changes three lines apart (one hunk) landed in two commits; the first one
+    is reverted. The hunk was neither there nor back (one change made, the other not), so
+    "superseded": status, the rebase, check exited 0 with line 7's change in no overlay and
+    not upstream. Now said, in part, and `bring-back` puts that change back."""
+    seven = BASE.replace(b"line 7 of the module under test\n", b"seven = also_fixed()\n")
+    both = FIXED.replace(b"line 7 of the module under test\n", b"seven = also_fixed()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    first = stack.commit({"pkg/a.py": seven}, "Compute seven properly")
+    stack.commit({"pkg/a.py": both}, "Compute five properly", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.cli("overlays")
+    revert = _revert(stack, first, tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert (said["name"], said["by"]) == ("fa.patch", revert), said
+    assert "taken back in part: pkg/a.py hunk 1 (some of its changes)" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("overlays", expect=None)
+    for command in (("check",), ("overlays", "--check")):
+        _, out, err = stack.cli(*command, expect=1)
+        assert "up/fa.patch" in out + err, (command, out + err)
+    stack.cli("bring-back", "up/fa.patch")
+    assert b"+seven = also_fixed()" in stack.patch("up", "fa")
+    stack.cli("overlays")
+    assert b"seven = also_fixed()" in (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    for command in (("check",), ("overlays", "--check"), ("status",)):
+        stack.cli(*command)
+
+
 def test_a_revert_hidden_by_history_simplification_is_found(tmp_path):
     """(i) The landing is reverted on a side branch (with more work), and main makes the same
     content by hand in a commit that names nothing; the merge leaves the file as main had
