@@ -26,3 +26,38 @@ def test_the_package_type_checks():
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success: no issues found" in proc.stdout
+
+
+def test_every_module_the_tests_import_is_a_named_dependency():
+    """A module the package or its tests import that neither `dependencies` nor the `test` extra
+    names arrives only through another tool's own dependencies (markdown_it came with rich):
+    gone from a fresh install the day that tool drops it."""
+    import ast
+    import importlib.metadata
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    named = {re.sub(r"[-_.]+", "-", Requirement(r).name).lower()
+             for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    local = {p.stem for p in (REPO_ROOT / "tests").iterdir()} | {"patchforge", "tests"}
+    dists = importlib.metadata.packages_distributions()
+    missing = set()
+    for source in [*(REPO_ROOT / "patchforge").rglob("*.py"), *(REPO_ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(source.read_bytes())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for top in {m.split(".")[0] for m in modules}:
+                # compression.zstd is the standard library's from Python 3.14.
+                if top in sys.stdlib_module_names or top in local or top == "compression":
+                    continue
+                owners = {re.sub(r"[-_.]+", "-", d).lower() for d in dists.get(top, [top])}
+                if not owners & named:
+                    missing.add(f"{source.relative_to(REPO_ROOT)}: {top} ({', '.join(sorted(owners))})")
+    assert not missing, "\n".join(sorted(missing))
