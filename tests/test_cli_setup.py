@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -913,6 +914,31 @@ def test_a_release_beside_its_local_build_is_pinned_and_fetched(tmp_path, monkey
     said = " ".join(run.err.split())
     assert "toypkg 2.0+rocm.1, a local build of 2.0, and the index has no file of 2.0 " \
            "itself" in said and "(2.0+rocm.1)" in said, run.err
+
+
+def test_a_locked_wheel_is_fetched_beside_a_later_rebuild_with_a_build_tag(tmp_path,
+                                                                              monkeypatch):
+    """A lock pins toypkg-2.0-py3-none-any.whl; the index (a find-links directory: no sha256 in
+    its links) later gains a rebuild of 2.0 with a build tag, toypkg-2.0-1-py3-none-any.whl,
+    which pip prefers for `===2.0`: `fetch` in a new cache failed on pip's hash check ("someone
+    may have tampered with them"). The locked file itself is downloaded, by its own link."""
+    index = tmp_path / "index"
+    release = build_wheel(index, "toypkg", "2.0", {"toypkg/m.py": b"A = 1\n"}, origin=False)
+    _pip_told_of(monkeypatch, tmp_path, index)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "2.0",
+       "--install-root", "/opt/site")
+    with zipfile.ZipFile(release) as old, \
+            zipfile.ZipFile(index / "toypkg-2.0-1-py3-none-any.whl", "w") as rebuild:
+        for info in old.infolist():
+            rebuild.writestr(info, b"A = 9\n" if info.filename == "toypkg/m.py"
+                             else old.read(info.filename))
+    code, err = _fetch_in_a_new_cache(root, index, terminal=False)
+    assert code == 0, err
+    fetched = root / "cold-cache" / "wheels" / release.name
+    assert fetched.read_bytes() == release.read_bytes()
+    assert not (root / "cold-cache" / "wheels" / "toypkg-2.0-1-py3-none-any.whl").exists()
 
 
 def test_a_wheel_version_with_an_epoch_is_pinned(tmp_path, monkeypatch):

@@ -571,9 +571,28 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
             # The very file a lock names: its version as the file spells it, matched exactly
             # (`===`). pip's `==2.0` also takes a local build (`2.0+rocm.1`, PEP 440) and
             # prefers it, which an index beside 2.0 then made pip's hash check refuse.
-            proc = _run_pip_download(package, f"==={names.parse_wheel_name(filename).version}",
-                                     version, scratch, filename=filename, sha256=sha256,
-                                     progress=progress)
+            try:
+                proc = _run_pip_download(
+                    package, f"==={names.parse_wheel_name(filename).version}", version,
+                    scratch, filename=filename, sha256=sha256, progress=progress)
+                failed = None
+            except StoreError as exc:
+                failed = exc
+            if failed is not None and "hash" not in str(failed).lower():
+                raise failed  # no index, no network: asked once
+            if failed is not None or not (scratch / "out" / filename).is_file():
+                # `===` cannot tell builds of one version apart: pip prefers a rebuild with a
+                # build tag (`toypkg-2.0-1-py3-none-any.whl`) published after the lock, which
+                # fails the hash check. The locked file is then asked for by its own link.
+                link = _index_link_of(package, filename, scratch)
+                if link is None:
+                    if failed is not None:
+                        raise failed
+                else:
+                    tempfiles.remove_tree(scratch / "out", ignore_errors=True)
+                    proc = _run_pip_download(package, f" @ {link}", version, scratch,
+                                             filename=filename, sha256=sha256,
+                                             progress=progress)
         else:
             proc = _run_pip_download(package, f"=={version}", version, scratch,
                                      progress=progress)
@@ -652,6 +671,33 @@ def _run_pip_download(package: str, specifier: str, version: str, scratch: Path,
                          + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
                          hint="check the package name, version and pip's index configuration")
     return proc
+
+
+def _index_link_of(package: str, filename: str, scratch: Path) -> str | None:
+    """Where the index pip is configured with serves the wheel `filename`: the link pip's own
+    finder lists for `package` (`pip index versions`, its "Found link" lines), without
+    user:password (pip adds the index's own) or fragment; None when pip lists no such file."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    command = pip_command() + [
+        "index", "versions", package, "--pre", "--only-binary", ":all:",
+        "--disable-pip-version-check", "--no-input", "-vv", *_tag_options(filename)]
+    try:
+        proc = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
+                              cwd=scratch, env=_pip_environment(os.environ))
+    except OSError:
+        return None
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        # `Found link URL, version: V`, or `Found link URL (from PAGE), version: V`
+        found = re.match(r"\s*Found link (\S+?),?\s", line)
+        if found is None:
+            continue
+        url = urlsplit(found.group(1))
+        if url.scheme in ("http", "https", "file") and \
+                unquote(url.path.rsplit("/", 1)[-1]) == filename:
+            return urlunsplit((url.scheme, url.netloc.rpartition("@")[2], url.path, url.query,
+                               ""))
+    return None
 
 
 def _local_build_of(arrived: list[Path], version: str) -> str | None:
