@@ -282,8 +282,16 @@ def test_read_only_commands_announce_a_stop(project):
     _, _, err = project.cli("export", "--quilt", str(project.root.parent / "q"))
     assert "stopped at fix-a.patch" in err
     assert (project.root.parent / "q" / "fix-a.patch").read_bytes() == project.patch("fix-a")
+    # `upstream list` shows the pins the rebase has not left yet: it says the stop too (it
+    # said nothing), and its --json stays one document.
+    _, out, err = project.cli("upstream", "list")
+    assert "stopped at fix-a.patch" in err and pinned in out, (out, err)
+    _, out, err = project.cli("upstream", "list", "--json")
+    assert json.loads(out)["upstreams"][0]["label"] == pinned and "note:" not in err
     project.cli("rebase", "--abort")
     _, _, err = project.cli("list")
+    assert "note:" not in err
+    _, _, err = project.cli("upstream", "list")
     assert "note:" not in err
 
 

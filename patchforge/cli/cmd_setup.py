@@ -148,14 +148,22 @@ def upstream_pin(app, name, spec, force):
 @click.pass_obj
 def upstream_list(app, as_json):
     """The configured upstreams and their pins."""
+    from patchforge.cli.output import say_notes
+    from patchforge.state import state_report
+
     project = app.project()
-    lock = project.lock
-    rows = []
-    for name, cfg in project.config.upstreams.items():
-        pin = lock.upstreams.get(name)
-        rows.append({"upstream": name, "kind": cfg.kind,
-                     "label": pin.label if pin else None, "commit": pin.commit if pin else None,
-                     "install_root": cfg.install_root})
+    # Read under the read lock, said once it is let go (as `list`): a rebase stopped on the
+    # way to another revision is said, since the pins shown are the ones it has not left yet.
+    with app.reading():
+        notes = state_report(project)[0]
+        lock = project.lock
+        rows = []
+        for name, cfg in project.config.upstreams.items():
+            pin = lock.upstreams.get(name)
+            rows.append({"upstream": name, "kind": cfg.kind, "label": pin.label if pin else None,
+                         "commit": pin.commit if pin else None,
+                         "install_root": cfg.install_root})
+    say_notes(notes, as_json=as_json)
     if as_json:
         emit_json({"upstreams": rows}, "upstreams")
         return

@@ -291,11 +291,15 @@ STRICT_STATES = ("fuzz", "empty")
 
 
 def _empty_said(results) -> str:
-    """The summary's words for the patches without a diff among those that apply: "all 3
-    apply" over a fix whose diff a merge lost read as the fix deployed."""
+    """The summary's words for the warnings among the patches that apply: those without a
+    diff ("all 3 apply" over a fix whose diff a merge lost read as the fix deployed) and those
+    that apply only with fuzz (a warning, an error under --strict)."""
+    fuzz = sum(1 for r in results if r.state == "fuzz")
     empty = sum(1 for r in results if r.state == "empty")
-    return f", but {empty} {'is' if empty == 1 else 'are'} empty (no diff, so no change)" \
-        if empty else ""
+    said = [f"{fuzz} {'applies' if fuzz == 1 else 'apply'} only with fuzz"] if fuzz else []
+    if empty:
+        said.append(f"{empty} {'is' if empty == 1 else 'are'} empty (no diff, so no change)")
+    return f", but {' and '.join(said)}" if said else ""
 
 
 def _forge_error(error: str) -> str:
@@ -343,7 +347,7 @@ def _github(project: Project, targets, results, taken_back: list[dict]) -> None:
     items = [("error", fix["message"], fix["path"], f"patchforge status: {fix['path']}")
              for fix in taken_back]
     for r in results:
-        if not r.attention:
+        if not r.attention and r.state != "fuzz":
             continue
         level = "error" if r.state in ("conflict", "obsolete") else "warning"
         evidence = "; ".join(r.evidence[:2] or _failing_hunks(r.files)[:2])

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
 
-ATTENTION_STATES = {"fuzz", "merges", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
+# A patch that applies only with fuzz is a warning, not one of these: it applies, and the
+# rebase moves it with new context (an error under `status --strict`, as lint's `fuzz`);
+# unless the judge says more of it (its change found landed at another place): see below.
+ATTENTION_STATES = {"merges", "conflict", "upstreamed", "partial", "obsolete", "unsure"}
 
 
 @record
@@ -273,8 +276,12 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 status.drop_when = drop_when(patch, target, status.forwarded, store=store,
                                              forge=forge, names=names, lookups=lookups)
                 broken = judgement.stop_kind == "invariant"
-                status.attention = judgement.state in ATTENTION_STATES or broken or \
-                    bool(status.drop_when and status.drop_when.get("true"))
+                # A fuzz the judge has evidence about (history found its change landed at
+                # another place, a part of it landed, its PR merged) needs a look; a bare one
+                # is a warning.
+                fuzz_said = judgement.state == "fuzz" and bool(status.evidence)
+                status.attention = judgement.state in ATTENTION_STATES or fuzz_said or \
+                    broken or bool(status.drop_when and status.drop_when.get("true"))
                 unknown = unknown_profiles(patch.profiles, configured_profiles)
                 if unknown:
                     # A typo in Profiles puts the fix in no profile: every overlay and
