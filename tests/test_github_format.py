@@ -489,6 +489,49 @@ def test_the_summary_shows_what_patches_hold_and_obeys_no_html_in_it(tmp_path, m
     assert "&lt;!-- hidden --&gt;" in page or "&lt;!-- hidden -->" in page
 
 
+def test_the_summary_makes_no_link_or_image_of_what_patches_hold(tmp_path, monkeypatch):
+    """The summary escaped `<` alone: a header value `![t](url)` put a remote image (a request
+    to any host) into the job summary and `[x](url)` a link. Shown as written now, the one
+    escaper bump's report uses."""
+    from markdown_it import MarkdownIt
+
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "odd.patch").write_bytes(plain_patch(
+        1, 4, b"Author: A <a@example.com>\n"
+              b"Forwarded: ![t](https://tracker.example/p.png) [x](https://tracker.example/)\n"))
+    (series / "series").write_text("odd.patch\n")
+    assert run_cli(root, "lint", "--no-forge", "--format", "github").rc == 0  # warnings
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(summary.read_text())
+    assert "<table>" in page
+    assert "<img" not in page and "<a " not in page, page
+    assert "![t](https://tracker.example/p.png) [x](https://tracker.example/)" in page, page
+
+
+def test_text_shown_literally_makes_no_block_of_an_indented_marker():
+    """literal_text escaped a heading's or list's marker only as the very first character:
+    CommonMark reads one after up to three spaces too, so `  # x` still made a heading and
+    `   - x` a list, also at the start of a quote (`> ` and a note, as bump's report writes
+    each). Rendered as CommonMark, each is its one paragraph of text now."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    from patchforge.formats.markdown import literal_text
+
+    md = MarkdownIt("commonmark", {"html": True})
+    for text in ("  # Heading", "   - item", " + item", "  1. one", "   2) two", "  > quoted",
+                 "# Heading", "Text\n  ===", "    # four spaces"):
+        for line in (literal_text(text), "> " + literal_text(text)):
+            page = md.render(line)
+            assert not re.search(r"<(h\d|ul|ol|li)>|<blockquote>\s*<blockquote>", page), \
+                (text, line, page)
+            assert text.split("\n")[0].strip() in html.unescape(page), (text, line, page)
+
+
 def test_a_summary_path_among_the_project_files_is_refused(tmp_path):
     """GITHUB_STEP_SUMMARY naming upstream.lock made `status --format github` append its
     Markdown table to the lock (exit 0), and every later command failed on it; naming a patch,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchforge.formats.markdown import escape_html
+from patchforge.formats.markdown import literal_text
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -75,10 +75,13 @@ def _project_in_repository(project: Project) -> str:
 
 
 def markdown_cell(text: str) -> str:
-    """`text` as one cell of a summary table. Findings quote what patches hold (header values,
-    names): GitHub renders raw HTML in the summary, so a `<` that would open a tag or a comment
-    is shown, not obeyed, as in series/PATCHES.md and PR.md."""
-    return escape_html(text).replace("|", "\\|").replace("\n", " ")
+    """`text` as one cell of a summary table (or one line of a list), shown as written and
+    obeyed nowhere: findings quote what patches hold (header values, names) and what others
+    said, and GitHub renders the summary's Markdown and raw HTML, so escaping `<` alone left
+    `[x](url)` a link and `![t](url)` a remote image. One escaper with bump's report
+    (literal_text, which escapes the cell's `|` too); a line break is a space, the cell one
+    line."""
+    return literal_text(str(text).replace("\r\n", " ").replace("\n", " "))
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -88,8 +88,9 @@ def _longest_backticks(text: str) -> int:
 # (`<`, `>`), an entity (`&`), a table's cell end (`|`), an escape (`\`); and a URL or `www.`
 # GitHub links by itself (its extended autolinks: a backslash before `:` or `.` stops them).
 _INLINE = on_first_use(r"[\\`*_\[\]<>&|~]|(?<=[A-Za-z])(?=://)|(?<=\bwww)(?=\.)", re.I)
-# At the start of a line: a heading, a quote, a list item, a setext underline.
-_LEADING = on_first_use(r"^(?:[#>+=-]|(?<=^)\d+(?=[.)]))")
+# At the start of a line, after up to three spaces (CommonMark still reads a block marker
+# there): a heading, a quote, a list item, a setext underline.
+_LEADING = on_first_use(r"^( {0,3})(?:([#>+=-])|(\d+)(?=[.)]))")
 _CONTROL = on_first_use("[\x00-\x1f\x7f-\x9f]")
 
 
@@ -101,8 +102,8 @@ def literal_text(text) -> str:
     forge's answer): escaping `<` alone left `[x](url)` a link, `![t](url)` a remote image and
     `## x` after a line break a heading."""
     text = _INLINE.sub(lambda m: "\\" + m.group(), str(text))
-    text = _LEADING.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit()
-                        else "\\" + m.group(), text, count=1)
+    text = _LEADING.sub(lambda m: m.group(1) + ("\\" + m.group(2) if m.group(2)
+                                                else m.group(3) + "\\"), text, count=1)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
