@@ -179,8 +179,9 @@ def render_html_report(project: Project, status_document: dict) -> str:
     # One kept there that does not parse: judged by nothing.
     for entry in doc.get("unparsed") or []:
         if isinstance(entry, dict) and isinstance(entry.get("message"), str):
-            w(f"<div class=\"banner bad\">NOT CHECKED: {_e(entry.get('path'))} is judged "
-              f"by nothing: {_e(entry['message'])}</div>\n")
+            from patchforge.reverts import unparsed_line
+
+            w(f"<div class=\"banner bad\">{_e(unparsed_line(entry))}</div>\n")
     if attention:
         w(f"<div class=\"banner bad\">{need_attention(len(attention), len(patches))}"
           "</div>\n")

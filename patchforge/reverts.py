@@ -208,6 +208,14 @@ def unparsed_said(project: Project, upstreams) -> list[dict[str, str]]:
             for upstream in upstreams for name, why in unparsed_kept(project, upstream)]
 
 
+def unparsed_line(said, *, attention: bool = False) -> str:
+    """The one sentence every command and the HTML report say of a fix unparsed_said gives
+    (its dict, or one read back from status's document): kept as landed, judged by nothing.
+    `attention`: said among other states, where this one needs attention."""
+    return (f"NOT CHECKED{' (needs attention)' if attention else ''}: {said.get('upstream')}"
+            f"/upstreamed/{said.get('name')} is judged by nothing: {said.get('message')}")
+
+
 def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
                   skip: frozenset[str] = frozenset(),
                   unread: list[tuple[str, str]] | None = None) -> list[LandingGone]:

@@ -49,10 +49,9 @@ def check(app, run, profile, as_json):
             unmounted_gone = gone_where_nothing_mounts(project, store)
             # A fix kept as landed that does not parse is judged by nothing: whether the pin
             # still has its change is not known.
-            from patchforge.reverts import unparsed_said
+            from patchforge.reverts import unparsed_line, unparsed_said
 
-            unparsed = [f"NOT CHECKED: {said['upstream']}/upstreamed/{said['name']} is "
-                        f"judged by nothing: {said['message']}"
+            unparsed = [unparsed_line(said)
                         for said in unparsed_said(project, project.lock.upstreams)]
             violations = [v for v in check_overlay_invariants(project, overlays, store=store)
                           if profile is None or v.profile in (profile, None)]

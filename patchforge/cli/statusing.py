@@ -218,9 +218,9 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
         for fix in document["gone_upstream"]:
             echo(gone_line(fix, app.color))
         for fix in document["unparsed"]:
-            echo(paint(f"NOT CHECKED (needs attention): {fix['upstream']}/upstreamed/"
-                       f"{fix['name']} is judged by nothing: {fix['message']}", "yellow",
-                       app.color))
+            from patchforge.reverts import unparsed_line
+
+            echo(paint(unparsed_line(fix, attention=True), "yellow", app.color))
         configured = set(project.upstream_names())
         from patchforge.ops.series import cut_rename_words
 
