@@ -1452,6 +1452,18 @@ def test_export_quilt_never_overwrites_a_same_named_patch_no_export_wrote(projec
         (root / "series/up/series").read_text().split()
 
 
+def test_export_mbox_refuses_force_which_only_quilt_takes(project, tmp_path):
+    """`export --mbox FILE --force` was taken and did nothing (--force is --quilt's: a patch
+    file of the same name in DIR that no export wrote). A usage error now, exit 2, nothing
+    written."""
+    mbox = tmp_path / "fixes.mbox"
+    refused = run_cli(project, "export", "--mbox", str(mbox), "--force")
+    assert refused.rc == 2, refused.text
+    assert "--force goes with --quilt DIR" in refused.err, refused.err
+    assert not mbox.exists()
+    assert run_cli(project, "export", "--mbox", str(mbox)).rc == 0 and mbox.exists()
+
+
 def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp_path):
     """A patch refreshed and renamed since the last `export --quilt DIR` matched neither by name
     nor by bytes, so the ordinary re-export was refused as if DIR were another stack's. The

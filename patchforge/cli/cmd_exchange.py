@@ -242,6 +242,10 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
 
     if not quilt_dir and not mbox_file:
         raise UsageError("say where: --quilt DIR and/or --mbox FILE")
+    if force and not quilt_dir:
+        # An mbox is written whole, replacing FILE: there is nothing for --force to replace.
+        raise UsageError("--force goes with --quilt DIR (it replaces a patch file there that "
+                         "no export wrote); --mbox FILE needs none")
     project = app.project()
     # `--mbox -` (or /dev/stdout): the mbox is standard output, so what the command says
     # goes to stderr.
