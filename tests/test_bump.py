@@ -478,6 +478,16 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
     # below meets it through the command).
     doc["target"]["published"] = "2026-09-12T05:27:48Z " + hostile + " | x"
     doc["checks"]["results"][0]["files"] = [hostile]
+    # A landing's pull request is a link where the address is one as patchforge makes it, read
+    # by the forge's own grammar: `.` for a repository's owner (no forge has it) is text.
+    landed = next(f for f in doc["fixes"] if f.get("landed_through"))
+    kept_url = landed["landed_through"]
+    assert f"<{kept_url}>" in render_markdown(doc)
+    for url in ("https://github.com/./r/pull/1", "https://github.com/o/r/pull/01",
+                "https://github.com/o/r/pull/1/files"):
+        landed["landed_through"] = url
+        assert f"<{url}>" not in render_markdown(doc), url
+    landed["landed_through"] = kept_url
     lines = render_markdown(doc).splitlines()
     assert "| published | `2026-09-12T05:27:48Z <!-- <img src=x> <details> \\| x` |" in lines
     # Rendered as CommonMark with raw HTML, as the forge renders it: the text shown, obeyed

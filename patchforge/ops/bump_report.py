@@ -6,16 +6,13 @@ the time or the machine, so the same run gives the same bytes (tests compare a g
 """
 from __future__ import annotations
 
-import re
 import shlex
 
+from patchforge.errors import PatchforgeError
 from patchforge.formats.markdown import code_fence, literal_span, literal_text
 from patchforge.model.words import counted
+from patchforge.names import is_forge_repo
 
-# A pull request's address as patchforge makes it (the forge's host, the upstream's
-# repository, a number): shown as a link. Any other text is shown as text.
-_PULL_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
-                       r"/pull/[0-9]+")
 
 
 def _text(text) -> str:
@@ -200,9 +197,20 @@ def render_markdown(doc: dict) -> str:
 
 
 def _pull_request(url: str) -> str:
-    """A landing's pull request: a link when it is an address as patchforge makes it, else
-    its text, shown as text."""
-    return f"<{url}>" if _PULL_URL.fullmatch(url) else _text(url)
+    """A landing's pull request: a link when it is a pull request's address as patchforge
+    makes it (net.forge reads it as one, and its PullRef's html_url is that address, of a
+    repository named as a forge names one), else its text, shown as text. An autolink ends
+    at `<`, `>`, a space or a control character: a link holds none."""
+    from patchforge.net.forge import parse_pr_url
+
+    try:
+        ref = parse_pr_url(url)
+    except PatchforgeError:
+        return _text(url)
+    if ref.html_url != url or not is_forge_repo(ref.repo) or not url.isprintable() \
+            or {"<", ">", " "} & set(url):
+        return _text(url)
+    return f"<{url}>"
 
 
 def _render_error(error: dict) -> str:
