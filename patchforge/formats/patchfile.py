@@ -41,9 +41,12 @@ _FIELD_RE = re.compile(rb"^([A-Za-z0-9][A-Za-z0-9_-]*):(?:[ \t]|\r?\n|$)")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _MBOX_FROM_RE = re.compile(rb"^From \S+ ")
 # The groups a mailer puts before a subject: the leading bracketed groups up to the last one
-# holding `PATCH` (`[PATCH v2 1/3]`, `[RFC PATCH]`, `[RFC][PATCH 1/2]`). The groups after it,
-# or a subject's with none (`[ROCm][Bugfix] Fix ...`, as vLLM titles pull requests), are the
-# author's text, kept as `git am --keep-non-patch` (`git mailinfo -b`) keeps them.
+# holding `PATCH` (`[PATCH v2 1/3]`, `[RFC PATCH]`, `[RFC][PATCH 1/2]`: a group before a PATCH
+# one marks the mail too). The groups after it, or a subject's with none (`[ROCm][Bugfix] Fix
+# ...`, as vLLM titles pull requests), are the author's text, kept. `git am --keep-non-patch`
+# (`git mailinfo -b`, which `import mbox` reads messages with) drops the PATCH groups alone:
+# `[RFC][PATCH 1/2] [ROCm] x` is `[RFC][ROCm] x` there and `[ROCm] x` here, so a Description
+# imported from an mbox keeps `[RFC]` that a patch file's Subject of the same text loses.
 _PATCH_PREFIX_RE = re.compile(r"^(?:\s*\[[^\]]*\])*?(?:\s*\[[^\]]*PATCH[^\]]*\])+\s*")
 # What GNU patch, git apply or quilt could take for the start of a diff, a hunk or an ed/normal
 # diff. GNU patch skips leading blanks (and 'X') when looking for headers, so they are skipped here
