@@ -2910,8 +2910,8 @@ class HistoryIndex:
         # That no content after these commits can hold the first code is a function of that
         # code and of the files' blob ids alone (a blob id names its content for ever): an
         # earlier command's "none" (store.diff.KeptAnswers) answers it without the contents,
-        # which were most of the read (226 blobs, 10.1 MB inflated by git and made loose,
-        # for 18 asks against AITER's main, none of which found the code).
+        # which were most of the read (each inflated by git and made loose; the figures are
+        # in docs/performance.md).
         kept, name = kept_answers(), ""
         if kept is not None:
             name = kept.name_of("none-holds", (str(self._NONE_HOLDS_READING), loose_code_key()),

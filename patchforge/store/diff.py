@@ -423,8 +423,9 @@ class KeptAnswers:
     (changed_blocks) are functions of their contents, the exact arguments git is asked with,
     how patchforge reads git's output, and git, which an answer's name is a digest of
     (store.kept.answer_name). (A few of patchforge's own answers about contents named by
-    their blob ids are kept here too: judge.HistoryIndex's files that cannot hold a code.) A status asked again of the same series and target (or after a
-    patch near its end was edited) asks git again only where the inputs changed: on a 93-patch
+    their blob ids are kept here too: judge.HistoryIndex's files that cannot hold a code.)
+    A status asked again of the same series and target (or after a patch near its end was
+    edited) asks git again only where the inputs changed: on a 93-patch
     AITER series 70 `git merge-file` and the own places' diffs, about a quarter of the
     command's CPU. Named, written, checked and bounded as the store's other kept answers
     (store.kept): one cut short or damaged is asked of git again. The AT_MOST most recently
