@@ -46,9 +46,18 @@ unlisted), and `status` saying "all patches apply" with a fix set aside under sk
 rebase before it kept the patches' modes, it finds a fix's script coming back `100644` after an
 unrelated upstream change (`a_few_fixes` with a script, then `upstream_moves_then_rebase`).
 On the refresh before it checked its patch against the one the edit was opened on, it finds
-the pulled version silently reverted (`pull_a_teammates_version_while_editing`).
+the pulled version silently reverted (`pull_a_teammates_version_while_editing`). On the rebase
+before it kept whole a fix whose two lines of one hunk landed in two commits, it finds such a
+fix's first line only under deleted/ (two rebases onto a landing of that line undone with
+`git reset --hard`, their leftovers deleted, then the whole fix landed: the kept file held the
+second line alone).
 
-Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps; no deadline. The
+ProfilesModel runs these steps on a stack with two profiles (fixes for one, the other, or
+every profile, in one file), and `overlays` at any moment (after every rebase too): each
+profile's overlay must hold exactly its fixes' changes, at the version last refreshed.
+
+Cost: PATCHFORGE_MODEL_EXAMPLES examples (default 10) of up to 16 steps, and
+PATCHFORGE_PROFILES_EXAMPLES (default 5) of ProfilesModel; no deadline. The
 examples are derandomized so that every run of the suite checks the same sequences; to explore
 new ones, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise PATCHFORGE_MODEL_EXAMPLES.
 """
@@ -74,6 +83,9 @@ SLOTS = {"pkg/a.py": [f"a{i}" for i in range(6)], "pkg/b.py": [f"b{i}" for i in 
 TOKEN = re.compile(rb"# FIX(\d+) v(\d+)")
 PLUS_TOKEN = re.compile(rb"^\+[^\n]*# FIX(\d+) v(\d+)", re.M)
 PLACES = ("upstreamed", "skipped", "deleted")
+# What upstream commits before a `rebase --to` (upstream_moves_then_rebase).
+UPSTREAM_MOVES = ("conflict", "landed", "rename", "delete", "unrelated", "chmod", "landed in part",
+                  "reverts a landing", "changes a landed line")
 
 
 def initial_file(names: list[str]) -> bytes:
@@ -302,7 +314,8 @@ class StackModel(RuleBasedStateMachine):
         fix = self.next_fix
         pinned = subprocess.run(["git", "ls-tree", "-r", "--name-only", self.pin()],
                                 cwd=self.up.path, capture_output=True, text=True).stdout.split()
-        result = self.cli("new", f"fix{fix}", *[f"--file={p}" for p in pinned])
+        result = self.cli("new", f"fix{fix}", *self.new_options(data, fix),
+                          *[f"--file={p}" for p in pinned])
         self.allowed(result, 0, 2)
         if result.rc != 0:
             return
@@ -332,6 +345,10 @@ class StackModel(RuleBasedStateMachine):
         self.parts[fix] = parts + (("script",) if script else ())
         self.made(fix, 0, self.parts[fix])
         # The edit stays open (refreshed), as a user leaves it.
+
+    def new_options(self, data, fix: int) -> tuple[str, ...]:
+        """More options of `new` for FIX<fix> (none here)."""
+        return ()
 
     def edit_with_change(self, data, fixes) -> tuple[str, int, tuple[str, ...]] | None:
         """`edit` of a fix drawn from `fixes`, its next version written in the worktree on
@@ -551,9 +568,7 @@ class StackModel(RuleBasedStateMachine):
         return {part: self.cv.get((fix, part), version)
                 for f, part, version in tokens_of(patch.read_bytes()) if f == fix}
 
-    @rule(data=st.data(), kind=st.sampled_from(["conflict", "landed", "rename", "delete",
-                                                  "unrelated", "chmod", "landed in part",
-                                                  "reverts a landing", "changes a landed line"]))
+    @rule(data=st.data(), kind=st.sampled_from(UPSTREAM_MOVES))
     def upstream_moves_then_rebase(self, data, kind) -> None:
         self.move_upstream(data, kind)
 
@@ -667,7 +682,7 @@ class StackModel(RuleBasedStateMachine):
                 self.head_files[changed] = new
         result = self.cli("rebase", "--to", f"up={self.up.head()}")
         # 1 also where a landing kept under upstreamed/ was taken back (it needs attention).
-        self.allowed(result, self.finished(), 2, 3, *((1,) if self.landings else ()))
+        self.allowed(result, *self.moved(), 2, 3)
         return result
 
     @rule(data=st.data())
@@ -740,7 +755,7 @@ class StackModel(RuleBasedStateMachine):
     def resolve_and_continue(self) -> None:
         if self.resolve():
             # 2: a scratch file is in the stop's worktree (listed and refused, never taken).
-            self.allowed(self.cli("rebase", "--continue"), self.finished(), 2, 3)
+            self.allowed(self.cli("rebase", "--continue"), *self.moved(), 2, 3)
 
     @rule()
     def resolve_only(self) -> None:
@@ -756,7 +771,7 @@ class StackModel(RuleBasedStateMachine):
 
     @rule()
     def skip(self) -> None:
-        self.allowed(self.cli("rebase", "--skip"), self.finished(), 2, 3)
+        self.allowed(self.cli("rebase", "--skip"), *self.moved(), 2, 3)
 
     @rule()
     def abort(self) -> None:
@@ -765,12 +780,18 @@ class StackModel(RuleBasedStateMachine):
     @rule()
     def continue_as_is(self) -> None:
         # Continuing a stop nobody resolved is refused (markers) or takes the file as it is.
-        self.allowed(self.cli("rebase", "--continue"), self.finished(), 2, 3)
+        self.allowed(self.cli("rebase", "--continue"), *self.moved(), 2, 3)
 
     def finished(self) -> int:
         """The exit of a move that finished: 1 while a fix is set aside under skipped/ (in
         none of the overlays it wrote), else 0."""
         return 1 if self.skipped() else 0
+
+    def moved(self) -> tuple[int, ...]:
+        """The exits of a move that finished (`rebase --to`, or the `--continue` or `--skip`
+        that ends one): finished(), and 1 where a landing kept under upstreamed/ was taken back
+        at the new pin (it needs attention; the model cannot always tell which landing)."""
+        return (self.finished(), *((1,) if self.landings else ()))
 
     def skipped(self) -> list[str]:
         directory = self.series_dir / "skipped"
@@ -1065,3 +1086,81 @@ StackModel.TestCase.settings = settings(
     phases=[p for p in Phase if p != Phase.shrink or os.environ.get("PATCHFORGE_MODEL_SHRINK") != "0"],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_no_fix_is_lost_whatever_the_order = StackModel.TestCase
+
+
+PROFILES = ("p1", "p2")
+
+
+class ProfilesModel(StackModel):
+    """The steps of StackModel on a stack with two profiles, p1 and p2: each fix is for every
+    profile (no `Profiles` field), for one, or for both named, and fixes of one profile, of the
+    other and of every profile change one file (each its own function): made, edited, landed
+    (in part), moved by a rebase, set aside, brought back. At any moment `overlays` writes each
+    profile's overlay, which holds exactly that profile's fixes' changes, at the version last
+    refreshed, on the pinned files, and no other profile's."""
+
+    def __init__(self) -> None:
+        self.profiles_of: dict[int, tuple[str, ...]] = {}  # fix -> the profiles it is for
+        super().__init__()
+        config = self.root / "patchforge.toml"
+        declared = "".join(f'{p} = "profile {p}"\n' for p in PROFILES)
+        config.write_text(config.read_text().replace("[profiles]\n", "[profiles]\n" + declared, 1))
+
+    def new_options(self, data, fix: int) -> tuple[str, ...]:
+        chosen = data.draw(st.sampled_from([(), ("p1",), ("p2",), PROFILES]))
+        self.profiles_of[fix] = chosen or PROFILES
+        return ("--profiles", ",".join(chosen)) if chosen else ()
+
+    @rule(data=st.data(), kind=st.sampled_from(UPSTREAM_MOVES))
+    def upstream_moves_then_rebase(self, data, kind) -> None:
+        """(Then `overlays`: a rebase moves the fixes of every profile, and, once overlays/
+        exists, writes each profile's overlay itself.)"""
+        super().upstream_moves_then_rebase(data, kind)
+        self.overlays_of_each_profile()
+
+    @rule()
+    def read_only_checks(self) -> None:
+        super().read_only_checks()
+        self.overlays_of_each_profile()
+
+    @rule()
+    def overlays_of_each_profile(self) -> None:
+        """`overlays`, whatever is open; where it writes them (exit 0, or 1 with a fix set
+        aside), each profile's overlay holds exactly its fixes."""
+        result = self.cli("overlays")
+        self.allowed(result, 0, 1, 2)
+        if result.rc == 2 or (self.root / ".patchforge" / "rebase" / "journal.json").exists():
+            return
+        event(f"overlays with profiles -> {result.rc}")
+        pinned = self.pinned_files()
+        for profile in PROFILES:
+            expected = dict(pinned)
+            for _, data in self.listed_data():
+                for fix, part, _ in sorted(tokens_of(data)):
+                    if fix not in self.version or \
+                            profile not in self.profiles_of.get(fix, PROFILES):
+                        continue
+                    version = self.cv.get((fix, part), self.version[fix])
+                    if part == "script":
+                        expected[script_path(fix)] = script_of(fix, version)
+                        continue
+                    for path, content in expected.items():
+                        if f"def {self.slot[fix]}():".encode() in content:
+                            expected[path] = with_token(content, self.slot[fix],
+                                                        f"# FIX{fix} v{version}".encode(), part)
+            made = self.root / "overlays" / profile / "up"
+            overlays = {p.relative_to(made).as_posix(): p.read_bytes() for p in made.rglob("*")
+                        if p.is_file()} if made.is_dir() else {}
+            got = {**pinned, **overlays}
+            assert got == expected, \
+                f"the overlay of {profile} does not hold exactly its fixes: " + ", ".join(
+                    f"{path}: {sorted(tokens_of(got.get(path, b''), added=False))}, want "
+                    f"{sorted(tokens_of(expected.get(path, b''), added=False))}"
+                    for path in sorted(set(got) | set(expected))
+                    if got.get(path) != expected.get(path))
+
+
+ProfilesModel.TestCase.settings = settings(
+    StackModel.TestCase.settings,
+    max_examples=int(os.environ.get("PATCHFORGE_PROFILES_EXAMPLES", "5")))
+test_each_profile_holds_its_fixes = ProfilesModel.TestCase

@@ -12,6 +12,12 @@ going; a second stack on the same cache), and between them any other command, wh
 - round trips of the series as it stands (a stop or an edit open): `export --mbox` and
   `--quilt` imported into a new stack on the same pin, and `export --mbox` through `git am`
   then `import git`, give back the same fixes;
+- two commands at once, in real processes: one that writes held at a point of its run (before
+  it takes the project's lock, at a write or rename, before a kept answer or the store's
+  configuration is written: the crash tests' SIGSTOP) while any other runs on the project
+  (`refresh` while `rebase --to` runs, `overlays` while `delete`, `bring-back` while `status`),
+  and two projects on one cache at once (fetch and rebase of each): each finishes or refuses
+  with a clear message (exit 2), never an internal error, and no fix is lost;
 - the upstream unreachable with an empty cache (a laptop offline after `rm -rf ~/.cache`):
   every command either works from what it has or says what is missing (exit 2), and the
   series and any open stop or edit are as they were.
@@ -42,7 +48,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, event, settings, strategies as st
@@ -63,6 +72,12 @@ ATTENTION = ("status", "lint", "overlays --check", "check")
 # The checks whose exit 0 says overlays/ holds the series as refreshed.
 GREEN_CHECKS = (("overlays", "--check"), ("verify",), ("check",))
 UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
+# Where two_commands_at_once holds its first command (fsutil's fault points): before its first
+# or second take of the project's lock (most often: every command that writes takes it), at
+# its first or second atomic write or rename, before a rebase journal's removal, before a
+# text or answer kept in the shared cache, before the store's remote configuration is written.
+HOLD_AT = ("lock:1", "lock:1", "lock:1", "lock:2", "write:1", "write:2", "rename:1",
+           "renamed:1", "forget:1", "keep:1", "config:1")
 
 
 class SequencesModel(StackModel):
@@ -372,6 +387,129 @@ class SequencesModel(StackModel):
             choices += [("edit", name), ("new", f"cut{self.next_fix}"), ("overlays",),
                         ("ledger",)]
         return choices
+
+    # --- two commands at once --------------------------------------------------------------
+    @rule(data=st.data(), point=st.sampled_from(HOLD_AT))
+    def two_commands_at_once(self, data, point) -> None:
+        """Two terminals on one project: a command that changes the project (or writes the
+        shared cache) is held at a point of its run (`point`: before its nth take of the
+        project's lock, at its nth write or rename, before a rebase journal's removal, a kept
+        answer's write or the store's configuration; the crash tests' SIGSTOP) while another
+        command, drawn from all of them, runs; then the first goes on (at once when the second
+        waits for it). Each either finishes or refuses with a clear message (exit 2), never an
+        internal error; no fix is lost and the series gives what was refreshed (the
+        invariants, strict: nothing was cut short); a check the second runs that exits 0 while
+        the first is held vouches for overlays/ as it found them."""
+        # (Not `rebase --continue`, `--skip` or `--abort` with no rebase to take on: refused
+        # before anything, they would hold nothing.)
+        rebasing = self.state()["rebase"]
+        first = data.draw(st.sampled_from([
+            argv for argv in self.interruptible(data) if argv[:2] == ("rebase", "--to")
+            or argv[0] != "rebase" or rebasing] + [
+            ("overlays",), ("fetch",), ("status", "--against", f"up={self.up.head()}")]))
+        seconds = [(" ".join(argv[:2]) if argv[0] != "show" else argv[0], argv)
+                   for _, argv, _ in self.catalogue(data)]
+        seconds += [(" ".join(argv), argv) for argv in self.interruptible(data)]
+        kind, second = data.draw(st.sampled_from(seconds))
+        self.at_once(first, point, kind, ("--root", str(self.root), *second))
+
+    @rule(data=st.data(), fork=st.booleans(),
+          point=st.sampled_from(("config:1", "keep:1", "lock:1", "write:1", "rename:1")))
+    def two_stacks_at_once_on_one_cache(self, data, fork, point) -> None:
+        """Two projects on one cache at the same time: this one fetches, rebases onto
+        upstream's head or asks `status --against` it, held at a point of its run, while the
+        second stack (on this upstream or on another repository also called `up`) fetches,
+        rebases or builds its overlays. Each finishes or refuses (exit 2), never an internal
+        error, and neither loses a fix (this one's invariants; the second's `status` answers)."""
+        if self.other is None:
+            self.another_stack_on_the_same_cache(data, fork)
+        root, source = self.other
+        if source is not self.up and data.draw(st.booleans()):
+            # A new head for this one to fetch and rebase onto: a change away from any fix.
+            path = sorted(self.head_files)[0]
+            self.head_files[path] = b"# upstream note\n" + self.head_files[path]
+            self.up.commit({path: self.head_files[path]}, "unrelated")
+        first = data.draw(st.sampled_from([("fetch",), ("rebase", "--to", f"up={self.up.head()}"),
+                                           ("status", "--against", f"up={self.up.head()}")]))
+        second = data.draw(st.sampled_from([("fetch",), ("rebase", "--to", f"up={source.head()}"),
+                                            ("overlays",),
+                                            ("status", "--against", f"up={source.head()}")]))
+        self.at_once(first, point, "second stack " + second[0], ("--root", str(root), *second))
+        if second[0] == "rebase" and self.said["second"][1] == 3:
+            self.allowed(run_cli(root, "rebase", "--abort"), 0)
+        self.allowed(run_cli(root, "status"), 0, 1)
+
+    def at_once(self, first: tuple[str, ...], point: str, kind: str,
+                second: tuple[str, ...]) -> None:
+        """`first` on this project held at `point` while `second` (its whole argv, --root
+        included) runs; then both end. Judged as two_commands_at_once says."""
+        env = {**os.environ, "PATCHFORGE_FAULT": point, "PATCHFORGE_FAULT_MODE": "stop"}
+        outputs = [tempfile.TemporaryFile() for _ in range(4)]
+        before, other = self.state(), None
+        held = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(self.root),
+                                 *first], stdout=outputs[0], stderr=outputs[1], env=env)
+        try:
+            _, status = os.waitpid(held.pid, os.WUNTRACED)
+            stopped = os.WIFSTOPPED(status)
+            if not stopped:  # it ran to its end without reaching the point
+                held.returncode = os.waitstatus_to_exitcode(status)
+            other = subprocess.Popen([sys.executable, "-m", "patchforge", *second],
+                                     stdout=outputs[2], stderr=outputs[3])
+            try:
+                other.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # it waits for the held one (a lock): that one goes on now
+            alone = other.returncode is not None  # the second ended while the first was held
+            if alone and second[2:] in GREEN_CHECKS and other.returncode == 0:
+                self.green_means_deployed(" ".join(second[2:]) + f" (beside a held {first[0]})",
+                                          self.read_output(outputs[2], outputs[3]))
+            if stopped:
+                os.kill(held.pid, signal.SIGCONT)
+            other.wait(timeout=600)
+            held.wait(timeout=600)
+        finally:
+            for proc in (held, other):
+                if proc is not None and proc.returncode is None:
+                    os.kill(proc.pid, signal.SIGCONT)
+                    proc.kill()
+                    proc.wait()
+        self.said = {"first": (first, held.returncode, self.read_output(outputs[0], outputs[1])),
+                     "second": (second, other.returncode, self.read_output(outputs[2], outputs[3]))}
+        event(f"at once: {first[0]} held at {point.split(':')[0]} "
+              f"{'(reached)' if stopped else '(not reached)'} -> {held.returncode}, "
+              f"{kind} -> {other.returncode}")
+        for which, (argv, rc, text) in self.said.items():
+            beside = self.said["second" if which == "first" else "first"][0]
+            assert rc in (0, 1, 2, 3), \
+                f"the {which} command `patchforge {' '.join(argv)}` -> {rc} (beside " \
+                f"`{' '.join(beside)}`, held at {point}, while {self.describe(before)})\n{text}"
+            if rc == 2:
+                assert "patchforge: " in text, \
+                    f"`patchforge {' '.join(argv)}` refused without a word\n{text}"
+        for argv, rc, _ in self.said.values():
+            if argv[:2] == ("--root", str(self.root)):
+                argv = argv[2:]
+            self.after_either(argv, rc)
+
+    @staticmethod
+    def read_output(out, err) -> str:
+        out.seek(0)
+        err.seek(0)
+        return (out.read() + err.read()).decode("utf-8", "replace")
+
+    def after_either(self, command: tuple[str, ...], rc: int) -> None:
+        """What the model learns from a command run beside another: a refresh that wrote the
+        open edit's change; a `new` whose empty patch is taken out again."""
+        if "--discard" in command and rc == 0:
+            self.pending.clear()
+        for name, fix in self.series_fixes().items():
+            data = (self.series_dir / name).read_bytes()
+            if self.pending.get(fix) in {int(v) for _, v in PLUS_TOKEN.findall(data)}:
+                self.pending.pop(fix)
+                self.note_refreshed(name)
+        if command[0] == "new" and f"{command[1]}.patch" in self.listed():
+            self.allowed(self.cli("edit", "--close"), 0, 2)
+            self.allowed(self.cli("delete", command[1]), 0)
 
     # --- what must hold -----------------------------------------------------------------------
     def after_cut_short(self, command: tuple[str, ...]) -> None:
