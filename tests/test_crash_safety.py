@@ -905,6 +905,45 @@ def test_a_rename_killed_after_the_series_named_new_says_what_the_old_file_is(
     assert met, "no kill left fix.patch beside a series naming better.patch"
 
 
+def test_a_delete_cut_short_after_the_series_let_the_fix_go_says_what_the_file_is(
+        env, tmp_path, monkeypatch):
+    """`delete fix` killed, or stopped by Ctrl-C, after the series no longer listed fix.patch
+    and before the file went (deleted/ keeping it already): status and lint called fix.patch
+    a patch file to "list it in series/up/series, or move it to series/up/deleted/" (the fix
+    the user deleted put back, or kept there twice). They name it as the file the delete left,
+    and the same delete run again finishes it."""
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    met = set()
+    for mode, code in (("kill", 137), ("interrupt", 130)):
+        for step in ("renamed", "rename", "dirsync"):
+            for n in range(1, 10):
+                root = tmp_path / f"{mode}-{step}-{n}"
+                shutil.copytree(prepared, root, symlinks=True)
+                series = root / "series" / "up"
+                proc = run_subprocess(root, "delete", "fix", env={
+                    "PATCHFORGE_FAULT": f"{step}:{n}", "PATCHFORGE_FAULT_MODE": mode})
+                if proc.returncode == 0:
+                    break
+                assert proc.returncode == code, (mode, step, n, proc.stderr.decode())
+                if (series / "fix.patch").exists() and \
+                        b"fix.patch" not in (series / "series").read_bytes():
+                    met.add(mode)
+                    said = "the file a `patchforge delete fix` cut short left once the series " \
+                        "no longer listed it (the fix is kept as series/up/deleted/fix.patch)" \
+                        ": `patchforge delete up/fix` finishes the delete"
+                    for command in ("status", "lint"):
+                        run = run_cli(root, command)
+                        assert run.rc == 1 and said in run.text and "list it" not in run.text \
+                            and "move it to" not in run.text, (mode, step, n, command, run.text)
+                    assert run_cli(root, "delete", "up/fix").rc == 0, (mode, step, n)
+                    assert (series / "series").read_bytes().split() == [b"other.patch"]
+                    assert sorted(p.name for p in series.glob("*.patch")) == ["other.patch"]
+                    assert [p.name for p in (series / "deleted").iterdir()] == ["fix.patch"]
+                    assert run_cli(root, "status").rc == 0, (mode, step, n)
+                shutil.rmtree(root)
+    assert met == {"kill", "interrupt"}, met
+
+
 def test_overlays_killed_at_either_rename_leaves_a_whole_set_without_recovery(
         env, tmp_path, monkeypatch):
     """A kill -9 between the swap's two renames left no overlays/ at all until the next

@@ -222,7 +222,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
 
             echo(paint(unparsed_line(fix, attention=True), "yellow", app.color))
         configured = set(project.upstream_names())
-        from patchforge.ops.series import cut_rename_words
+        from patchforge.ops.series import cut_short_words
 
         for fix in document["unlisted"]:
             if fix["upstream"] not in configured:
@@ -239,7 +239,7 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                            f"and list it in series/{fix['upstream']}/series, or move it to "
                            f"series/{fix['upstream']}/deleted/", "yellow", app.color))
                 continue
-            left = cut_rename_words(project, fix["upstream"], fix["name"])
+            left = cut_short_words(project, fix["upstream"], fix["name"])
             echo(paint(f"not in the series (needs attention): {fix['path']}: " + (
                 left or f"list it in series/{fix['upstream']}/series, or move it to "
                         f"series/{fix['upstream']}/deleted/"), "yellow", app.color))

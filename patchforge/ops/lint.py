@@ -363,12 +363,12 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
             out.append(Finding(f"{upstream}/{name}", "series", "listed in the series but missing"))
     # A series line may name a patch without `.patch` (the file is NAME.patch).
     listed = {project.patch_path(upstream, name).name for name in names}
-    from patchforge.ops.series import cut_rename_words
+    from patchforge.ops.series import cut_short_words
 
     for name in sorted(on_disk - listed):
         out.append(Finding(f"{upstream}/{name}", "series",
                            "patch file not listed in the series " + (
-                               f"({left})" if (left := cut_rename_words(project, upstream, name))
+                               f"({left})" if (left := cut_short_words(project, upstream, name))
                                else "(add it, or move it to deleted/)")))
     # Patch files no series line can name (another extension, a subdirectory): never applied.
     for path in unlisted_patch_files(directory, listed) if directory.is_dir() else []:

@@ -1107,18 +1107,9 @@ def _finish_cut_delete(project: Project, name: str,
     for upstream in project.upstream_names():
         if wanted not in ("", upstream):
             continue
-        source = project.series_dir(upstream) / file_name
-        try:
-            if source.is_symlink() or not source.is_file() or \
-                    file_name in project.patch_names(upstream):
-                continue
-            data = read_no_link(source)
-        except PatchforgeError:
-            continue  # a series that does not read: its refusal is status's, not this
-        directory = project.series_dir(upstream) / "deleted"
-        kept = directory / aside_name(directory, file_name, data)
-        if kept.is_file():
-            found.append((upstream, source, kept))
+        kept = cut_delete_kept(project, upstream, file_name)
+        if kept is not None:
+            found.append((upstream, project.series_dir(upstream) / file_name, kept))
     if len(found) != 1:
         return None
     upstream, source, kept = found[0]
@@ -1136,6 +1127,25 @@ def _finish_cut_delete(project: Project, name: str,
             update_ledger(project)
             atomic_delete(source)
     return Deleted("the series", kept, [], [])
+
+
+def cut_delete_kept(project: Project, upstream: str, file_name: str) -> Path | None:
+    """deleted/'s copy of `file_name` when that patch file, beside `upstream`'s series and not
+    listed in it, is what a delete cut short left once the series no longer listed the fix
+    (a kill, or a Ctrl-C, between the series' write and the file's removal): deleted/ keeps
+    the same bytes. What `delete NAME` run again finishes (_finish_cut_delete); None for any
+    other file."""
+    source = project.series_dir(upstream) / file_name
+    try:
+        if source.is_symlink() or not source.is_file() or \
+                file_name in project.patch_names(upstream):
+            return None
+        data = read_no_link(source)
+        directory = project.series_dir(upstream) / "deleted"
+        kept = directory / aside_name(directory, file_name, data)
+    except PatchforgeError:
+        return None  # a series that does not read, deleted/ a link: their refusals say so
+    return kept if kept.is_file() else None
 
 
 def _finish_cut_aside_delete(project: Project, name: str,
@@ -1455,10 +1465,12 @@ def cut_rename_copy(project: Project) -> tuple[str, str, str] | None:
     return upstream, old_file, new_file
 
 
-def cut_rename_words(project: Project, upstream: str, file_name: str) -> str | None:
+def cut_short_words(project: Project, upstream: str, file_name: str) -> str | None:
     """What to say of `file_name`, a patch file `upstream`'s series does not list, when it is
-    the copy a rename cut short left (cut_rename_copy): never "list it", which would apply the
-    fix twice. None for any other file."""
+    the copy a rename cut short left (cut_rename_copy), the old name it left (cut_rename_old)
+    or the file a delete cut short left (cut_delete_kept): never "list it", which would apply
+    the fix twice or put back a fix the user deleted, and never "move it to deleted/", which
+    keeps it there twice. None for any other file."""
     left = cut_rename_copy(project)
     if left is not None and left[0] == upstream and left[2] == file_name:
         old, new = (name.removesuffix(".patch") for name in left[1:])
@@ -1472,6 +1484,12 @@ def cut_rename_words(project: Project, upstream: str, file_name: str) -> str | N
                 f"after the series named {left[2]} left (the fix is {left[2]}, in the series; "
                 f"listed too, it would be applied twice): `patchforge rename {old} {new}` "
                 f"finishes the rename")
+    kept = cut_delete_kept(project, upstream, file_name)
+    if kept is not None:
+        stem = file_name.removesuffix(".patch")
+        return (f"the file a `patchforge delete {stem}` cut short left once the series no longer "
+                f"listed it (the fix is kept as {kept.relative_to(project.root).as_posix()}): "
+                f"`patchforge delete {upstream}/{stem}` finishes the delete")
     return None
 
 
