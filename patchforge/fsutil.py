@@ -37,6 +37,7 @@ def fault_point(step: str) -> None:
     spec = os.environ.get("PATCHFORGE_FAULT")
     if not spec:
         return
+    _hear_injected_interrupts()
     name, _, nth = spec.partition(":")
     if name != step:
         return
@@ -59,6 +60,21 @@ def fault_point(step: str) -> None:
             os.kill(os.getpid(), signal.SIGINT if mode == "interrupt" else signal.SIGTERM)
             return
         os._exit(137)
+
+
+def _hear_injected_interrupts() -> None:
+    """With PATCHFORGE_FAULT_MODE=interrupt, Python's Ctrl-C handler in place. A process started
+    with SIGINT ignored (a background job of a non-interactive shell, and so every command of a
+    test suite run that way) keeps it ignored, as a Ctrl-C at a terminal never reaches it: the
+    injected one was lost and the command ran to its end. Done at the first fault point met,
+    before a block that defers signals (interrupts_deferred) takes the handler it puts back."""
+    import signal
+    import threading
+
+    if os.environ.get("PATCHFORGE_FAULT_MODE") == "interrupt" \
+            and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextlib.contextmanager

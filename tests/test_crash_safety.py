@@ -868,6 +868,24 @@ def test_overlays_interrupted_at_either_rename_leaves_a_whole_set_without_recove
         check_but_for_the_install_root(root)
 
 
+def test_an_injected_interrupt_reaches_a_command_started_with_sigint_ignored(env, tmp_path,
+                                                                             monkeypatch):
+    """A suite run as a background job of a non-interactive shell (`sh -c 'pytest ... &'`)
+    starts every command with SIGINT ignored, which Python keeps: the Ctrl-C a test injects
+    (PATCHFORGE_FAULT_MODE=interrupt) was lost, the command ran to its end, exit 0 or 1 where
+    the test expects 130, so tests of an interrupt failed there and passed alone. It arrives."""
+    prepared, _, new_overlays = _overlay_states(env, tmp_path, monkeypatch)
+    root = tmp_path / "ignored"
+    shutil.copytree(prepared, root, symlinks=True)
+    command = [sys.executable, "-m", "patchforge", "--root", str(root), "overlays"]
+    proc = subprocess.run(["sh", "-c", '"$@" & wait $!', "sh", *command], capture_output=True,
+                          env={**os.environ, "PATCHFORGE_FAULT": "rename:1",
+                               "PATCHFORGE_FAULT_MODE": "interrupt"})
+    assert proc.returncode == 130, proc.stderr
+    assert b"nothing was left half-written" in proc.stderr, proc.stderr
+    assert snapshot(root / "overlays") == new_overlays
+
+
 def test_a_rename_killed_after_the_series_named_new_says_what_the_old_file_is(
         env, tmp_path, monkeypatch):
     """`rename fix better` killed (as SIGKILL would) after the series named better.patch and
