@@ -676,7 +676,7 @@ def test_upstream_pin_moves_the_lock_unless_patches_depend_on_it(tmp_path):
     ok(root, "new", "fix", "--no-edit")
     before = (root / "upstream.lock").read_bytes()
     run = run_cli(root, "upstream", "pin", "up", "--at", "main")
-    assert run.rc == 2 and "moving it is a rebase" in run.err
+    assert run.rc == 2 and "moving it there is a rebase" in run.err
     assert (root / "upstream.lock").read_bytes() == before
     ok(root, "upstream", "pin", "up", "--at", "main", "--force")
     assert lock_doc(root)["upstreams"]["up"]["commit"] == second

@@ -62,6 +62,37 @@ def test_rebase_to_an_image_pins_the_image_digest_in_the_lock(tmp_path, make_git
     assert lock["image"] == {"reference": ref, "tag": "nightly-test", "digest": pushed["digest"]}
 
 
+def test_upstream_pin_of_an_image_of_the_pinned_commit_records_the_image(
+        tmp_path, make_git_repo, registry_server):
+    """`upstream pin up --at REPO:TAG` naming an image of the commit already pinned, in a
+    project with a fix: refused as "moving it is a rebase", where nothing moves. Pinned now,
+    the lock recording the image by digest, the fix as it was; an image of another commit is
+    still refused, saying which commit it names, nothing written."""
+    import json
+
+    project, second, ref, pushed = _project_and_nightly_image(tmp_path, make_git_repo,
+                                                             registry_server, {})
+    lock_path = project / "upstream.lock"
+    before = lock_path.read_bytes()
+    refused = run_subprocess(project, "upstream", "pin", "up", "--at", ref)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    said = b" ".join(refused.stderr.split())
+    assert f"{ref} is {second[:12]}: moving it there is a rebase".encode() in said, said
+    assert lock_path.read_bytes() == before
+    moved = run_subprocess(project, "rebase", "--to", f"up={second}")
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert "image" not in json.loads(lock_path.read_text())
+    patch = (project / "series" / "up" / "fix.patch").read_bytes()
+    pinned = run_subprocess(project, "upstream", "pin", "up", "--at", ref)
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    lock = json.loads(lock_path.read_text())
+    assert lock["upstreams"]["up"]["commit"] == second
+    assert lock["image"] == {"reference": ref, "tag": "nightly-test", "digest": pushed["digest"]}
+    assert (project / "series" / "up" / "fix.patch").read_bytes() == patch
+    status = run_subprocess(project, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
 def test_wheel_upstream_moves_to_the_version_an_image_names(tmp_path, monkeypatch,
                                                              registry_server):
     """A wheel upstream and an image reference: the image's `<name>.version` label names the

@@ -413,16 +413,19 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
 
 def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False):
     """Pin an upstream that the configuration already names (the user wrote its table).
-    Returns (the pin, the image pin the move dropped or None: Lock.with_pin)."""
+    Returns (the pin, the image pin the move dropped or None: Lock.with_pin).
+
+    An upstream with patches is not moved to another commit without --force (that is a
+    rebase); a SPEC naming the commit already pinned (an image of it, `REPO:TAG`, or another
+    name of it) moves nothing, and is pinned: the patches stay on the commit they were made on,
+    and the lock records the image."""
     from patchforge.pins import open_store, pin_for_spec
 
     spec = _given_spec(spec, name, project.config.upstreams, "upstream pin")
     upstream = project.config.upstream(name)
     lock = project.lock
-    if name in lock.upstreams and project.patch_names(name) and not force:
-        raise UsageError(f"{name} is already pinned at {lock.upstreams[name].label} and has "
-                         "patches; moving it is a rebase",
-                         hint=f"run `patchforge rebase --to {name}={spec}` (or pin --force)")
+    held = lock.upstreams[name] if name in lock.upstreams and project.patch_names(name) and \
+        not force else None
     with RepoLock(project.state_dir), open_store(project) as store:
         from patchforge.state import require
 
@@ -433,6 +436,11 @@ def pin_upstream(project: Project, name: str, spec: str, *, force: bool = False)
 
         require_readable_history(project)  # before the lock is written, not after
         pin = pin_for_spec(project, store, upstream, spec)
+        if held is not None and pin.commit != held.commit:
+            raise UsageError(f"{name} is already pinned at {held.label} ({held.commit[:12]}) "
+                             f"and has patches; {spec} is {pin.commit[:12]}: moving it there "
+                             "is a rebase",
+                             hint=f"run `patchforge rebase --to {name}={spec}` (or pin --force)")
         # The ledger (series/PATCHES.md, where the stack keeps one) shows each pin: made again
         # with the lock, or `ledger --check` in the stack's CI fails on the re-pin.
         lock = project.lock.with_pin(name, pin)
