@@ -251,6 +251,35 @@ def test_init_appends_to_pyproject_byte_for_byte(tmp_path):
     assert tree_bytes(tmp_path) == before
 
 
+def test_init_and_upstream_add_write_a_crlf_pyproject_in_crlf(tmp_path):
+    """A pyproject.toml made on Windows (CRLF lines): `init` appended its table in LF lines, and
+    `upstream add` its upstream's, one file in two line-end styles (tomllib read it; an editor
+    or `git diff` under core.autocrlf showed every appended line as changed). Both write the
+    file's own line ends now, the file's bytes before them kept; an LF file stays LF."""
+    from helpers.git import commit_files
+
+    upstream = tmp_path / "up"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    commit_files(upstream, {"a.py": b"a = 1\n"}, "v1", tag="v1")
+    for eol in (b"\r\n", b"\n"):
+        root = tmp_path / ("crlf" if eol == b"\r\n" else "lf")
+        root.mkdir()
+        original = b'[project]' + eol + b'name = "x"' + eol
+        (root / "pyproject.toml").write_bytes(original)
+        ok(None, "init", cwd=root)
+        ok(root, "upstream", "add", "vllm", "--git", str(upstream), "--at", "v1")
+        data = (root / "pyproject.toml").read_bytes()
+        assert data.startswith(original), data
+        lines = data.split(b"\n")[:-1]
+        assert len(lines) > 5 and data.endswith(b"\n"), data
+        assert all(line.endswith(b"\r") == (eol == b"\r\n") for line in lines), data
+        assert b"[tool.patchforge.upstreams.vllm]" + eol in data, data
+        assert tomllib.loads(data.decode())["tool"]["patchforge"]["upstreams"]["vllm"][
+            "kind"] == "git"
+        ok(root, "status")
+
+
 def test_init_in_a_subdirectory_of_a_project_is_refused_unless_named(tmp_path):
     """`init` run from a project's series/ started a second project there, which every command
     run from there then took for the project. It is refused, with nothing written, naming the

@@ -135,9 +135,10 @@ def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
         written.append(STANDALONE)
     else:
         data = pyproject.read_bytes()
-        sep = b"" if data.endswith(b"\n\n") or not data else \
-            (b"\n" if data.endswith(b"\n") else b"\n\n")
-        new = data + sep + starting_config_text("tool.patchforge.").encode()
+        eol = _line_end(data)
+        sep = b"" if data.endswith(b"\n\n") or data.endswith(b"\r\n\r\n") or not data else \
+            (eol if data.endswith(b"\n") else eol + eol)
+        new = data + sep + _in_line_ends(starting_config_text("tool.patchforge."), eol)
         _check_appended(pyproject, new)
         atomic_write(pyproject, new)
         written.append(PYPROJECT)
@@ -153,6 +154,19 @@ def init_project(directory: Path, *, standalone: bool = False) -> list[str]:
         if _add_missing_lines(directory / name, lines):
             written.append(name)
     return written
+
+
+def _line_end(data: bytes) -> bytes:
+    """The line end a configuration file is written in: CRLF where most of its lines end so
+    (a file made on Windows), else LF. What is appended to it is written alike: LF lines in a
+    CRLF file, which tomllib reads, make one file of two line-end styles, every appended line
+    shown as changed by an editor or a `git diff` under core.autocrlf."""
+    return b"\r\n" if data.count(b"\r\n") * 2 > data.count(b"\n") else b"\n"
+
+
+def _in_line_ends(text: str, eol: bytes) -> bytes:
+    """`text` (LF lines) as bytes ending each line with `eol`."""
+    return text.encode().replace(b"\n", eol)
 
 
 def _add_missing_lines(path: Path, lines: tuple[str, ...]) -> bool:
@@ -275,8 +289,9 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         if found is None:
             raise ConfigError("no patchforge table", path=str(project.config_path))
         data = project.config_path.read_bytes()
-        sep = b"\n" if data.endswith(b"\n") else b"\n\n"
-        new_config = data + sep + upstream_table_text(prefix, upstream).encode()
+        eol = _line_end(data)
+        sep = eol if data.endswith(b"\n") else eol + eol
+        new_config = data + sep + _in_line_ends(upstream_table_text(prefix, upstream), eol)
         _check_appended(project.config_path, new_config)
         lock = project.lock.with_pin(upstream.name, pin)
         # Lock first: a kill between the two leaves a pin without config, which `add` again
