@@ -133,6 +133,10 @@ def test_a_key_written_twice_is_named_at_its_own_second_line():
     lambda d: d["image"].update(tag="n" * 129),
     lambda d: d["image"].update(tag="nightly-" + "a" * 40),
     lambda d: d["image"].update(digest="sha256:" + "d" * 64 + "\n"),
+    lambda d: d.update(comment="pinned by hand"),
+    lambda d: d["upstreams"]["site"].update(note="x"),
+    lambda d: d["upstreams"]["site"]["source"].update(ref="main"),
+    lambda d: d["image"].update(platform="linux/amd64"),
 ])
 def test_the_lock_schema_and_the_reader_refuse_the_same_locks(edit):
     """lock.schema.json (what an editor, and every write, checks the lock against) refuses

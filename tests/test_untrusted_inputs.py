@@ -930,6 +930,33 @@ def test_a_lock_key_written_twice_is_refused_naming_its_line(tmp_path):
             and '"commit" is written twice' in run.err, (command, run.err)
 
 
+@pytest.mark.parametrize("edit, key", [
+    (lambda d: d.update(comment="pinned by hand for the release"), "comment"),
+    (lambda d: d["upstreams"]["vllm"].update(note="x"), "upstreams.vllm.note"),
+    (lambda d: d["upstreams"]["vllm"]["source"].update(ref="main"), "upstreams.vllm.source.ref"),
+])
+def test_a_lock_key_the_schema_does_not_have_is_refused_naming_its_line(tmp_path, edit, key):
+    """A hand-merged lock with a `comment` at the top or a `note` in a pin, which
+    lock.schema.json refuses: every command read it without a word, and the next
+    `upstream pin` wrote the lock without it, silently. Now it is refused, exit 2, naming the
+    key and its line, and nothing is written."""
+    _tagged_repo(tmp_path / "up", b"released\n")
+    root = tmp_path / "a"
+    _git_stack(root, str(tmp_path / "up"))
+    doc = lock_doc(root)
+    edit(doc)
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    (root / "upstream.lock").write_text(text)
+    name = key.rsplit(".", 1)[-1]
+    line = next(n for n, l in enumerate(text.splitlines(), 1) if l.strip().startswith(f'"{name}"'))
+    for command in (["status"], ["lint"], ["overlays"], ["upstream", "pin", "vllm", "--at", "v1",
+                                                          "--force"]):
+        run = run_cli(root, *command)
+        assert run.rc == 2 and f"upstream.lock:{line}: {key}: not a key of upstream.lock" \
+            in run.err, (command, run.err)
+    assert (root / "upstream.lock").read_text() == text
+
+
 def test_a_lock_or_manifest_nested_too_deep_is_refused_naming_it(tmp_path):
     """A pull request leaves upstream.lock with a key whose value is nested a hundred
     thousand deep (200 KB), or overlays/manifest.json so: `status` and `verify` ended in an

@@ -79,6 +79,23 @@ class _Reader:
         return value
 
 
+def _refuse_unknown_keys(r: _Reader, obj: dict, known, where: str) -> None:
+    """A key the published schema does not have (a `comment` added by hand, a `note` in a pin)
+    is refused, naming its line: read without a word, the next write of the lock would drop it
+    without one. patchforge has only ever written the schema's keys."""
+    for key in obj:
+        if key not in known:
+            r.fail(f"{where}.{key}" if where else key,
+                   f"not a key of upstream.lock (it has {', '.join(sorted(known))}; "
+                   "the lock is patchforge's, written by it only)")
+
+
+_TOP_KEYS = ("version", "upstreams", "image")
+_PIN_KEYS = ("kind", "commit", "tree", "label", "version", "source")
+_SOURCE_KEYS_ANY = ("url", "package", "version", "filename", "sha256", "path")
+_IMAGE_KEYS = ("reference", "tag", "digest")
+
+
 class _DuplicateKey(Exception):
     pass
 
@@ -187,6 +204,7 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
                "upgrade patchforge")
     if version < 1:
         r.fail("version", f"{version} is too old or invalid")
+    _refuse_unknown_keys(r, doc, _TOP_KEYS, "")
     pins: dict[str, UpstreamPin] = {}
     for name, entry in r.get(doc, "upstreams", dict, "").items():
         where = f"upstreams.{name}"
@@ -196,6 +214,7 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
             r.fail(where, str(exc))
         if not isinstance(entry, dict):
             r.fail(where, "must be an object")
+        _refuse_unknown_keys(r, entry, _PIN_KEYS, where)
         kind = r.get(entry, "kind", str, where)
         if kind not in SOURCE_KEYS:
             r.fail(f"{where}.kind", f"must be git, wheel or dir (got {kind!r})")
@@ -207,6 +226,7 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
             r.fail(f"{where}.tree", "not 40 hex")
         label = r.get(entry, "label", str, where)
         source_obj = r.get(entry, "source", dict, where)
+        _refuse_unknown_keys(r, source_obj, _SOURCE_KEYS_ANY, f"{where}.source")
         for key in SOURCE_KEYS[kind]:
             r.get(source_obj, key, str, f"{where}.source")
         if kind == "wheel":
@@ -224,6 +244,7 @@ def lock_from_json(data: bytes, source: str = "upstream.lock") -> Lock:
     image = None
     if "image" in doc and doc["image"] is not None:
         img = r.get(doc, "image", dict, "")
+        _refuse_unknown_keys(r, img, _IMAGE_KEYS, "image")
         image = ImagePin(reference=r.get(img, "reference", str, "image"),
                          tag=r.get(img, "tag", str, "image", required=False),
                          digest=r.get(img, "digest", str, "image", required=False))
