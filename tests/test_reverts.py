@@ -1085,6 +1085,33 @@ def test_a_pin_before_a_landing_needs_attention_in_check_and_overlays_without_in
     stack.cli("check", expect=1)
 
 
+@pytest.mark.parametrize("install_root", [True, False])
+@pytest.mark.parametrize("other_fix", [True, False])
+def test_a_kept_landing_reverted_at_the_pin_fails_every_check_naming_it(tmp_path, install_root,
+                                                                         other_fix):
+    """A fix kept as landed (v2) that upstream reverts (v3), the rebase onto v3 made: with no
+    fix left in the series and no install-root, `overlays` exited 1 but `overlays --check`
+    exited 0 ("overlays are up to date (0 files)") and `check` exited 1 naming no fix. Now
+    `overlays --check`, `check` and `verify` exit 1 naming it, with or without an install-root
+    and another fix in the series."""
+    stack, landing = _landed(tmp_path)
+    if other_fix:
+        stack.add_fix("fb", "pkg/b.py", b"b = 1\n", b"b = 2\n")
+    if not install_root:
+        for config in (stack.root / "patchforge.toml", stack.root / "pyproject.toml"):
+            if config.is_file() and "install-root" in config.read_text():
+                config.write_text("".join(line for line in config.read_text().splitlines(True)
+                                          if not line.startswith("install-root")))
+    _revert(stack, landing, tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("overlays", expect=1)
+    for command in (("overlays", "--check"), ("check",), ("verify",)):
+        _, out, err = stack.cli(*command, expect=1)
+        assert "up/fa.patch" in out + err and "reverted upstream" in out + err, \
+            (command, out + err)
+    assert stack.json("overlays", "--check", expect=1)["ok"] is False
+
+
 def test_a_file_a_fix_creates_made_the_same_upstream_then_taken_out_is_said(tmp_path):
     """A fix that changes pkg/a.py and creates pkg/helper.py; upstream makes helper.py the same
     (v2), so the rebase moves the fix without it, then upstream removes it again (v3): the

@@ -75,6 +75,9 @@ def check(app, run, profile, as_json):
     else:
         for warning in overlays.warnings + unparsed + stale:
             click.echo(f"warning: {warning}", err=True)
+        for gone in unmounted_gone:
+            # (No overlay of its upstream is mounted, so no Dockerfile warning above names it.)
+            click.echo(f"warning: the pin lacks a fix kept as landed: {gone}", err=True)
         if violations:
             from patchforge.model.words import counted
 

@@ -51,10 +51,11 @@ def overlays(app, profiles, check, as_json, output_format):
             held.enter_context(app.reading())
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
         # A fix kept as landed of an upstream whose overlays nothing mounts (no install-root),
-        # which its pin lacks (--check fails such an upstream already: `unmounted`).
+        # which its pin lacks: named by `--check` too, which exited 0 on such an upstream
+        # whose series was left with no fix (no overlay file, so nothing `unmounted`).
         from patchforge.landings import gone_where_nothing_mounts
 
-        unmounted_gone = [] if check else gone_where_nothing_mounts(project, store)
+        unmounted_gone = gone_where_nothing_mounts(project, store)
         from patchforge.cli.output import say_unrefreshed_edits
 
         # Made from the patch files: an open edit's change is not in them yet.
@@ -115,7 +116,9 @@ def overlays(app, profiles, check, as_json, output_format):
             click.echo(_up_to_date(project, result))
         if output_format == "github":
             _github_drift(project, drifts, _up_to_date(project, result),
-                          _lacking_said(result) + _unmounted_said(result))
+                          _lacking_said(result) + _unmounted_said(result)
+                          + [f"the pin lacks a fix kept as landed: {gone}"
+                             for gone in unmounted_gone])
         if drifts or busy or lacking:
             sys.exit(EXIT_ATTENTION)
         return
