@@ -1535,6 +1535,37 @@ def test_export_quilt_never_reads_a_record_that_is_no_export_record(project, tmp
     ok(root, "export", "--quilt", str(exported))
 
 
+def test_export_quilt_reads_no_fifo_or_link_of_a_patch_name_in_dir(project, tmp_path):
+    """`export --quilt DIR` into a directory with no export record read DIR/NAME.patch of each
+    name it writes: a named pipe there blocked the export for ever (holding the project's
+    lock), a link to /dev/zero read until memory ran out. Each is refused, naming it, exit 2,
+    nothing written; a link to a file (read through, then renamed over) is refused too."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    name = (root / "series" / "up" / "series").read_text().split()[0]
+    exported = tmp_path / "quilt-patches"
+    exported.mkdir()
+    patch = exported / name
+    elsewhere = tmp_path / "elsewhere.patch"
+    elsewhere.write_bytes((root / "series" / "up" / name).read_bytes())
+    for make, said in ((lambda: os.mkfifo(patch), "is not a regular file"),
+                       (lambda: patch.symlink_to("/dev/zero"), "is a symlink"),
+                       (lambda: patch.symlink_to(elsewhere), "is a symlink"),
+                       (lambda: patch.mkdir(), "is a directory")):
+        make()
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                               "export", "--quilt", str(exported)],
+                              capture_output=True, timeout=120)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and f"{patch} {said}" in err, err
+        assert [p.name for p in exported.iterdir()] == [name]
+        patch.rmdir() if patch.is_dir() and not patch.is_symlink() else patch.unlink()
+    assert elsewhere.read_bytes() == (root / "series" / "up" / name).read_bytes()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / name).is_file() and not (exported / name).is_symlink()
+
+
 @pytest.mark.parametrize("how", ["quilt", "mbox", "git"])
 def test_an_import_that_creates_a_file_the_upstream_has_is_refused(project, tmp_path, how):
     """A fix made on a fork where pkg/b.py did not exist yet creates it; the pin has its own

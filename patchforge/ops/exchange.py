@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
+import errno
 import hashlib
 import json
 import os
@@ -2463,6 +2464,33 @@ def _sha256_of(path: Path) -> str | None:
         return None
 
 
+def _replaced_file_bytes(path: Path) -> bytes | None:
+    """The bytes of DIR's file `path` that `export --quilt DIR` would replace; None where there
+    is none. Read only as a regular file, never through a link: a FIFO of that name would block
+    the export (and the project's lock) for ever, a link to /dev/zero read until memory runs
+    out; either is refused (UsageError naming it), as is a directory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        kind = "a symlink" if exc.errno == errno.ELOOP else None
+        if kind is None:
+            raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
+                from None
+    else:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            with os.fdopen(fd, "rb") as handle:
+                return handle.read()
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise UsageError(f"{path} is {kind}, where the export writes a patch file; nothing was "
+                     "written",
+                     hint=f"move {path} out of {path.parent} (or export to another directory)")
+
+
 def _refuse_losing_others(project: Project, upstream: str, target: Path,
                           patches: list[tuple[Path, bytes]],
                           earlier: dict[str, list[str]] | None,
@@ -2501,14 +2529,8 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                             lambda: series_holdings(project, upstream)) is False
 
     for path, data in patches:
-        try:
-            there = path.read_bytes()
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
-                from None
-        if there == data:
+        there = _replaced_file_bytes(path)
+        if there is None or there == data:
             continue
         if (earlier is None or path.name not in earlier and path.name not in taken) \
                 and there != project.read_patch_bytes(upstream, path.name):
