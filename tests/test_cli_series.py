@@ -1161,6 +1161,33 @@ def test_a_fix_kept_aside_is_said_to_be_kept_not_missing(tmp_path):
         "series/up/deleted/ (as gone.2.patch)" in run.err, run.text
 
 
+def test_bring_back_is_not_refused_over_another_upstream_not_pinned_yet(tmp_path):
+    """Another upstream configured by hand (a `[upstreams.other]` table, `upstream pin` to
+    come): `bring-back nosuch` answered "upstream 'other' is not pinned in upstream.lock", and
+    the bring-back of up's skipped fix was refused the same way. The other upstream has no
+    return to finish: the answer is of the name asked, and up's fix comes back."""
+    from helpers.project import Stack
+    from helpers.upstream import Upstream
+
+    stack = Stack(tmp_path / "stack")
+    stack.add_upstream("up", Upstream(tmp_path / "up-src", {"a.py": b"a = 1\n"}))
+    stack.add_patch("up", "fa", {"a.py": b"a = 2\n"})
+    up = stack.root / "series" / "up"
+    (up / "skipped").mkdir()
+    (up / "fa.patch").rename(up / "skipped" / "fa.patch")
+    (up / "series").write_bytes(b"")
+    other = Upstream(tmp_path / "other-src", {"c.py": b"c = 1\n"})
+    with open(stack.root / "patchforge.toml", "a", encoding="utf-8") as config:
+        config.write(f'\n[upstreams.other]\nkind = "git"\nurl = "{other.path}"\n'
+                     'install-root = "/opt/other"\n')
+    run = run_cli(stack.root, "bring-back", "nosuch")
+    assert run.rc == 2 and "no skipped fix named 'nosuch'" in run.err, run.text
+    assert "not pinned" not in run.err, run.text
+    ok(stack.root, "bring-back", "fa")
+    assert (up / "series").read_bytes() == b"fa.patch\n"
+    assert not (up / "skipped" / "fa.patch").exists()
+
+
 @pytest.mark.parametrize("verb,equivalent", [("push", "`patchforge edit NAME`"),
                                              ("series", "`patchforge list`"),
                                              ("float", "`patchforge move NAME --after X`")])

@@ -2278,8 +2278,12 @@ def _ledger_left_behind(project: Project, name: str) -> dict | None:
             listed = file_name in project.patch_names(each)
         except PatchforgeError:
             continue
+        if not listed or each not in project.lock.upstreams:
+            # (An upstream configured and not pinned yet, `upstream pin` to come, has no
+            # return to finish: the command goes on for the name asked.)
+            continue
         pin = project.lock.pin(each)
-        if listed and brought_back_recorded(project, {
+        if brought_back_recorded(project, {
                 "upstream": each, "patch": file_name,
                 "to": {"label": pin.label, "commit": pin.commit}}):
             found.append(each)
