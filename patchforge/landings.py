@@ -34,6 +34,19 @@ def any_kept(project: Project) -> bool:
     return False
 
 
+def unparsed_not_checked(project: Project) -> list[str]:
+    """`NOT CHECKED: UPSTREAM/upstreamed/NAME is judged by nothing: FILE:LINE: ...` of each
+    fix kept under upstreamed/ that does not parse (reverts.unparsed_line, as `status` and
+    `check` say it): whether the pin still has its change is not known, and the checks that
+    judge the kept fixes (plain `verify`, `overlays --check`) pass over it otherwise. A note:
+    it changes no exit status there, as a kept fix they cannot judge does not."""
+    if not any_kept(project):
+        return []
+    from patchforge.reverts import unparsed_line, unparsed_said
+
+    return [unparsed_line(said) for said in unparsed_said(project, project.upstream_names())]
+
+
 @record
 class LandedFixes:
     """The fixes kept under upstreamed/ (of the profile), and the files they changed that no

@@ -2813,6 +2813,19 @@ def test_a_kept_fix_that_does_not_parse_is_named_never_taken_for_landed(tmp_path
     document = json.loads(run.out)
     assert document["ok"] is False
     assert any(f"{kept / 'evil'}.patch:10: " in note for note in document["notes"]), document
+    # verify (the deployment's gate) and overlays --check passed over it without a word: each
+    # says it NOT CHECKED, as a kept fix it cannot judge (a note; exit 0 for that alone).
+    ok(root, "overlays")
+    for command in (("verify",), ("overlays", "--check")):
+        run = run_cli(root, *command)
+        assert run.rc == 0, (command, run.text)
+        for name, line in (("cut", 13), ("evil", 10)):
+            assert f"NOT CHECKED: up/upstreamed/{name}.patch is judged by nothing: " \
+                   f"{kept / name}.patch:{line}: " in run.err, (command, run.text)
+        run = run_cli(root, *command, "--json")
+        assert run.rc == 0, (command, run.text)
+        notes = json.loads(run.out)["notes"]
+        assert any(f"{kept / 'cut'}.patch:13: " in note for note in notes), (command, notes)
     before = tree_bytes(root, skip=(".patchforge",))
     run = run_cli(root, "bring-back", "up/upstreamed/cut")
     assert run.rc == 2 and f"{kept / 'cut.patch'}:13: " in run.err, run.text

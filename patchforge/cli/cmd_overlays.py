@@ -87,6 +87,11 @@ def overlays(app, profiles, check, as_json, output_format):
                            "the configuration and keeps that image in step with the pin",
                            err=True)
         drifts = check_overlays(project, result) if check else []
+        # A fix kept as landed that does not parse is judged by nothing: said, as `verify`
+        # says it (a note; the exit status is the overlays').
+        from patchforge.landings import unparsed_not_checked
+
+        unjudged = unparsed_not_checked(project) if check else []
         by_hand = _changed_by_hand_hint(project, result) if drifts else None
     # A fix kept as landed that upstream took out again at the pin is in no deployment of these
     # overlays (the warnings above say so, "Dockerfile fails its build"): needs attention, as
@@ -100,11 +105,14 @@ def overlays(app, profiles, check, as_json, output_format):
         # An upstream whose overlay files no fragment mounts and no Dockerfile copies (no
         # install-root): in step, yet no deployment has its fixes, as `verify` fails it.
         lacking = lacking or bool(result.unmounted)
+        for note in [] if as_json else unjudged:
+            click.echo(note, err=True)
         if as_json:
             emit_json({"check": True, "ok": not drifts and not lacking,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
                                  for d in drifts],
-                       "overlays": len(result.files)}, "overlays")
+                       "overlays": len(result.files),
+                       **({"notes": unjudged} if unjudged else {})}, "overlays")
         elif drifts:
             click.echo(f"overlays/ differs from what the series generates ({len(drifts)}):")
             for d in drifts:

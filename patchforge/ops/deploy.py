@@ -211,7 +211,11 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
             if (found := kept_fixes(project, upstream))}
     if not kept:
         return [], []
-    notes: list[str] = []
+    from patchforge.landings import unparsed_not_checked
+
+    # One that does not parse is judged by nothing below (gone_upstream passes over it).
+    unparsed = unparsed_not_checked(project)
+    notes: list[str] = list(unparsed)
     gone = []
     pins = {upstream: project.lock.pin(upstream) for upstream in kept}
     try:
@@ -242,9 +246,9 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
     except PatchforgeError as exc:
         # (A cache that cannot be opened here, a deployment host's: the overlays' own rows
         # stand, and what was not checked is said.)
-        return [], [f"NOT CHECKED: whether the upstreams at the pin still hold the fixes "
-                    f"dropped as landed upstream ({', '.join(sorted(kept))}): the cache cannot "
-                    f"be read ({exc})"]
+        return [], unparsed + [
+            f"NOT CHECKED: whether the upstreams at the pin still hold the fixes dropped as "
+            f"landed upstream ({', '.join(sorted(kept))}): the cache cannot be read ({exc})"]
     if not gone:
         return [], notes
     entries = manifest["overlays"]
