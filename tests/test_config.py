@@ -1,6 +1,7 @@
 """Reading [tool.patchforge] / patchforge.toml: the model, and errors with file and line."""
 from __future__ import annotations
 
+import json
 import subprocess
 import tomllib
 
@@ -542,3 +543,36 @@ def test_a_configuration_that_is_a_link_to_a_file_of_another_name_is_read_by_its
     assert (roots[1] / "patchforge.toml").is_symlink()
     for each in roots:
         assert run_cli(each, "status").rc == 0
+
+
+def test_upstream_add_writes_through_a_link_to_a_file_inside_the_project(tmp_path):
+    """patchforge.toml a link to conf/patchforge.toml inside the same project, which no other
+    project reads: `upstream add` refused it as a file "every project linking it reads" and
+    said to replace the link by a copy. It appends the upstream to the file the link names,
+    atomically, and the link stays one; a link through the project to a file outside it is
+    still refused."""
+    from helpers.upstream import Upstream
+
+    root = tmp_path / "project"
+    assert run_cli(None, "init", "--standalone", str(root)).rc == 0
+    (root / "conf").mkdir()
+    (root / "patchforge.toml").rename(root / "conf" / "patchforge.toml")
+    (root / "patchforge.toml").symlink_to("conf/patchforge.toml")
+    upstream = Upstream(tmp_path / "up-upstream", {"a.py": b"a\n"}, message="initial")
+    run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+                  "--install-root", "/opt/up")
+    assert run.rc == 0, run.text
+    assert (root / "patchforge.toml").is_symlink()
+    assert tomllib.loads((root / "conf" / "patchforge.toml").read_text())["upstreams"]["up"][
+        "install-root"] == "/opt/up"
+    assert "up" in json.loads((root / "upstream.lock").read_text())["upstreams"]
+    assert run_cli(root, "status").rc == 0
+    # conf/ itself a link out of the project: the file is another directory's, refused.
+    outside = tmp_path / "elsewhere"
+    (root / "conf").rename(outside)
+    (root / "conf").symlink_to(outside)
+    before = (outside / "patchforge.toml").read_bytes()
+    run = run_cli(root, "upstream", "add", "two", "--git", str(upstream.path), "--at", "main",
+                  "--install-root", "/opt/two")
+    assert run.rc == 2 and "every project linking it" in run.err, run.text
+    assert (outside / "patchforge.toml").read_bytes() == before

@@ -298,23 +298,31 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         # simply overwrites; the reverse would leave a configured upstream with no pin.
         with writing_project(project.root):  # readers see both files or neither
             write_lock(project.lock_path, lock)
-            atomic_write(project.config_path, new_config)
+            # A link to a file inside the project (conf/patchforge.toml, which no other
+            # project reads; _refuse_shared_config refused one leading out): the file it names
+            # is written, and the link stays one.
+            atomic_write(project.config_path.resolve() if project.config_path.is_symlink()
+                         else project.config_path, new_config)
             project.__dict__.pop("config", None)
             series_changed(project)
     return pin
 
 
 def _refuse_shared_config(project: Project, name: str, spec: str) -> None:
-    """Refuse `upstream add` when the configuration is a link (patchforge.toml ->
-    ../shared.toml, one file beside several projects): written through it, every project
-    linking the file was configured with the upstream and only this one's lock pinned it (the
-    lock is each project's own); renamed over, the link became a file without a word."""
+    """Refuse `upstream add` when the configuration is a link to a file outside the project
+    (patchforge.toml -> ../shared.toml, one file beside several projects): written through it,
+    every project linking the file was configured with the upstream and only this one's lock
+    pinned it (the lock is each project's own); renamed over, the link became a file without a
+    word. A link to a file inside the project (conf/patchforge.toml) is this project's alone:
+    written through, as add_upstream does."""
     import shlex
 
     path = project.config_path
     if not path.is_symlink():
         return
     target = path.resolve()
+    if target.is_relative_to(project.root.resolve()):
+        return
     raise UsageError(
         f"{path.name} is a link to {target}, which every project linking it reads, each with "
         f"its own upstream.lock: `upstream add` would configure {name!r} there and pin it in "
