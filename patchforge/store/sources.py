@@ -605,11 +605,16 @@ def _pip_download(package: str, version: str, directory: Path, *, filename: str 
             try:
                 proc = _run_pip_download(package, f"==={names.check_version(version)}",
                                          version, scratch, progress=progress)
-            except StoreError:
+            except StoreError as exc:
+                # pip's own last lines kept (_run_pip_download's): an index answering 500, a
+                # network drop, a 2.0 for another platform alone are not "no file of 2.0".
+                answer = exc.message.partition(" failed: ")[2] or exc.message
                 raise StoreError(
                     f"pip download {package}=={version} gives {package} {local}, a local build "
-                    f"of {version}, and the index has no file of {version} itself",
-                    hint=f"name that build in full ({local}) to pin it") from None
+                    f"of {version}, and no file of {version} itself that pip could take; "
+                    f"pip download {package}==={version} failed: {answer}",
+                    hint=f"if the index has no file of {version}, name that build in full "
+                         f"({local}) to pin it") from None
             arrived = sorted((scratch / "out").iterdir()) if (scratch / "out").is_dir() else []
         wanted = [p for p in arrived if p.name == filename] if filename else \
             [p for p in arrived if p.name.endswith(".whl")]
