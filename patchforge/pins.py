@@ -176,15 +176,14 @@ def _check_wheel_version(project: Project, name: str, pin: UpstreamPin) -> None:
 def _check_git_label(project: Project, store: UpstreamStore, name: str,
                      pin: UpstreamPin) -> None:
     """What a git pin's `label` says of its commit, checked where it is sure and costs no
-    fetch beyond a release's tag the store lacks: a commit id (or a version's `+g<hex>` part) begins the locked commit; a `version`
+    fetch: a commit id (or a version's `+g<hex>` part) begins the locked commit; a `version`
     beside a label that is a plain ref, commit or release is the one that label names (as
     pin_for_spec writes it); a release label whose tag the store has (as last fetched) names
     the locked commit, and a locked commit that the store has tagged as a final release (`v1`)
     is not pinned under another final release's label (`v2`). A label naming an image, a branch or
     another tag (a `nightly` that CI re-points) says nothing that can be checked without
-    asking the remote; nor does a release the upstream has no tag of (a cache that fetches the
-    locked commit fetches the label's tag with it, _ensure_git_pin; one that held the commit
-    already fetches the tag it lacks, _release_fetched). A branch named like the
+    asking the remote; nor does a release the store has no tag of (a cache that fetches the
+    locked commit fetches the label's tag with it: _ensure_git_pin). A branch named like the
     release at the locked commit is what the label names (the resolution takes one too)."""
     if pin.kind != "git":
         return
@@ -238,7 +237,10 @@ def _check_git_label(project: Project, store: UpstreamStore, name: str,
         return  # names only for a release label (`v2`, or in full `refs/tags/v2`)
     version = expected or targets.version_from_spec(full or "")
     assert version is not None  # (a release's)
-    namespace = _release_fetched(project, store, name, pin, label)
+    from patchforge.store.giturl import store_namespace
+
+    upstream = project.config.upstream(name)
+    namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
     base = f"refs/patchforge/remotes/{namespace}"
     tags = {tag: store.read_ref(f"{base}/tags/{tag}") for tag in names}
     known = {tag: commit for tag, commit in tags.items() if commit is not None}
@@ -292,12 +294,14 @@ def _check_ancestor_label(project: Project, store: UpstreamStore, name: str,
     (the store holds every commit of a fetched tag's history). Unchecked before, a lock
     labelled `v3~1` over another commit was read, and the target named wrongly. A branch's
     ancestor is not checked (the branch moves on, as for a label naming it), nor a commit
-    id's (its commit is walked from, not to), nor a release the upstream has no tag of
-    (_release_fetched asks it for the tag the store lacks)."""
+    id's (its commit is walked from, not to), nor a release the store has no tag of."""
     names = release_tag_names(stem)
     if not names:
         return
-    namespace = _release_fetched(project, store, name, pin, stem)
+    from patchforge.store.giturl import store_namespace
+
+    upstream = project.config.upstream(name)
+    namespace = store_namespace(name, git_url_for(project, upstream.url or pin.source["url"]))
     found = next(((tag, commit) for tag, commit in
                   ((tag, store.read_ref(f"refs/patchforge/remotes/{namespace}/tags/{tag}"))
                    for tag in names) if commit is not None), None)
@@ -317,35 +321,6 @@ def _check_ancestor_label(project: Project, store: UpstreamStore, name: str,
     _refuse_two_revisions(project, name, "label",
                           f"{label!r} {said} (tag {tag} is commit {commit} as the store last "
                           f"fetched it), not the locked commit {pin.commit}")
-
-
-def _release_fetched(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin,
-                     release: str) -> str:
-    """The store's namespace of git pin `name`, which holds the tag (or branch) of the
-    release its label names (`release`: `v3` of `v3^`) when the upstream has one. A cache that
-    fetched the locked commit has that tag and the commit's own tags from the same fetch
-    (_ensure_git_pin); one that already held the commit (another pin brought it) fetched
-    nothing, and read a lock a fresh cache refuses. Such a cache asks the upstream once, as a
-    fresh one does (after that the store has the tag); offline, or where the upstream cannot
-    be reached or the cache written, the label is checked against the store as it is."""
-    from patchforge.store.giturl import store_namespace
-
-    upstream = project.config.upstream(name)
-    url = git_url_for(project, upstream.url or pin.source["url"])
-    namespace = store_namespace(name, url)
-    refs = release_refs(release)
-    base = f"refs/patchforge/remotes/{namespace}/"
-    if project.offline or not refs or any(
-            store.read_ref(base + ref[len("refs/"):]) is not None for ref in refs):
-        return namespace
-    try:
-        store.fetch_git(namespace, url, [pin.commit], if_there=refs)
-    except StoreDamaged as exc:
-        if not isinstance(exc, CacheUnwritable):
-            raise
-    except StoreError:
-        pass  # the upstream unreachable: checked as the store has it, as offline
-    return namespace
 
 
 def release_refs(label: str) -> list[str]:
