@@ -24,10 +24,7 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
   edited those lines again, and it is said as reverted. A revert there is a commit whose
   message says revert, or one that put the fix's files back by hand as the landing found
-  them, from exactly what the landing made of them (_may_undo). Nor at a revision before the
-  recorded landing commit (one that does not contain it): the kept diff holds that commit's
-  parent's lines as context, which such a revision may hold neither way; it is before the
-  landing, said as such (below).
+  them, from exactly what the landing made of them (_may_undo).
 
 A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
 of them at the one place where most of its context still holds: a neighbour line upstream
@@ -796,7 +793,11 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         if renamed:
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
-    if state == "present":
+    if state == "other":
+        # Neither there nor gone by the files: superseded, unless the history has a revert of
+        # the landing that nothing since put back (upstream then edited the old code again).
+        return _reverted_then_changed(store, fix, commit, landing, base, cache, history)
+    if state != "gone":
         return None
 
     # Taken back in part (some of its files or hunks back at their old code, the others still
@@ -809,26 +810,6 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     def gone(kind: str, by: str | None, detail: str) -> LandingGone:
         return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by,
                            detail + in_part)
-
-    def before_landing(where: str) -> LandingGone:
-        return gone("before-landing", None, f"the target does not contain "
-                    f"{'its landing commit' if landing else 'the revision it was dropped at'} "
-                    f"{where[:12]} (a revision before it)")
-
-    if state == "other":
-        if landing is not None and _before(store, landing, commit):
-            # A revision before the landing commit that lacks the change is one the fix is
-            # not in, whatever its files say of the kept diff: a kept diff made from the
-            # landing commit has that commit's context (a line upstream changed just before
-            # it, the fix's other part landed the commit before), which a revision before the
-            # landing holds neither way (a rebase undone with git in the stack's repository
-            # leaves such a file; the series carries it: a leftover). Only a recorded landing
-            # commit tells this: the revision a rebase dropped the fix at may be after the
-            # landing itself, the code changed otherwise in between.
-            return before_landing(landing)
-        # Neither there nor gone by the files: superseded, unless the history has a revert of
-        # the landing that nothing since put back (upstream then edited the old code again).
-        return _reverted_then_changed(store, fix, commit, landing, base, cache, history)
 
     if reference is None:
         known = landed or dropped_at
@@ -859,7 +840,9 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
                         "imports of a wheel's or a directory's versions): whether a later "
                         "version took it out or the pin went back before the landing cannot "
                         "be told from here")
-        return before_landing(reference)
+        return gone("before-landing", None, f"the target does not contain "
+                    f"{'its landing commit' if landing else 'the revision it was dropped at'} "
+                    f"{reference[:12]} (a revision before it)")
     if _fix_state(store, fix, reference, cache) == "gone":
         # Its pre-image was there when it landed too: upstream landed it in another form,
         # which these files cannot show taken back. Superseded, as far as the tree can tell.
@@ -906,14 +889,6 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
-
-
-def _before(store: UpstreamStore, reference: str, commit: str) -> bool:
-    """Whether `commit` is a revision before `reference` (where the fix was upstream): one
-    that does not contain it, in the same history (a wheel's or a directory's versions are
-    separate imports with no history between them: no order to tell)."""
-    return not store.is_ancestor(reference, commit) and \
-        any(store.parents_of([reference, commit]).values())
 
 
 def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing: str | None,

@@ -99,38 +99,3 @@ def test_a_rebase_cut_short_in_its_write_out_names_no_bring_back_of_its_landed_p
         run_subprocess(root, "status", expect=0)
         shutil.rmtree(root)
     assert kept_while_writing, "no kill point left the landed part kept during the write-out"
-
-
-
-def test_a_kept_fix_made_from_its_landing_commit_is_a_leftover_at_a_pin_before_it(tmp_path):
-    """A fix landed in one commit whose parent changed a line of its context: the kept diff
-    is made from that parent, so at the old pin (a rebase undone with git) its hunk was
-    neither there nor back, "superseded" (the module's functions alike, its changed line held
-    at no one place by the context that still holds): status and lint said nothing of the
-    new, untracked upstreamed/ file. A revision without the landing commit is before the
-    landing whatever the kept diff's context says: the leftover rule applies."""
-    module = b"".join(b"def c%d():\n    x = 0\n    y = x\n    return %d\n\n\n" % (i, i)
-                      for i in range(12))
-    fixed = module.replace(b"def c5():\n    x = 0\n", b"def c5():\n    x = 0  # FIX\n")
-    stack = OneUpstreamStack(tmp_path, {"pkg/c.py": module, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/c.py", module, fixed)
-    git(stack.root, "init", "-q")
-    git(stack.root, "add", "-A")
-    git(stack.root, "commit", "-qm", "stack")
-    # Upstream first edits a line of the fix's context, then lands the fix.
-    near = (b"    return 5\n", b"    return 55\n")
-    stack.commit({"pkg/c.py": module.replace(*near)}, "Return 55")
-    stack.commit({"pkg/c.py": fixed.replace(*near)}, "Fix c5 (#12)", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    kept = stack.root / "series/up/upstreamed/fa.patch"
-    assert b" y = x\n     return 55\n" in kept.read_bytes()
-    git(stack.root, "reset", "-q", "--hard")
-    assert stack.lock()["upstreams"]["up"]["label"] == "v1" and kept.is_file()
-
-    _, out, err = stack.cli("status")
-    assert "in no overlay" not in out + err, out + err
-    assert "note: series/up/upstreamed/fa.patch is a leftover: the series carries its change " \
-        "at the pin (v1)" in err, err
-    lint = stack.json("lint", expect=None)
-    assert [(f["severity"], "a leftover" in f["message"]) for f in lint["findings"]
-            if f["patch"] == "up/upstreamed/fa.patch"] == [("warning", True)], lint
