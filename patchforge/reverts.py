@@ -422,50 +422,20 @@ def _lines_state(fp: FilePatch, content: bytes | None) -> str:
     """present | gone | other by the changed lines of each hunk (`_hunk_state`), for a file
     change whose whole diff applies neither way: its context is not upstream's there (a
     neighbour line edited since the landing, or a line of another fix of the series in the
-    kept diff's context), or upstream took back some of its hunks and not the others (gone:
-    the change is not whole there, and those hunks' old code is back at their place). A
-    created or deleted file, a file gone, a hunk without context, a hunk neither there nor
-    back: other."""
-    found = _hunk_states(fp, content)
-    states = {state for _, state in found or ()}
-    if found is None or "other" in states:
-        return "other"
-    return "gone" if states & {"gone", "partly"} else "present" if states else "other"
-
-
-def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] | None:
-    """(its number, from 1, and _hunk_state) of each hunk of `fp` with a change, in order; None
-    where hunks cannot be told apart (a created or deleted file, a file gone, a hunk without
-    context)."""
+    kept diff's context). A created or deleted file, a file gone, a hunk without context:
+    other."""
     if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
-        return None
+        return "other"
     lines = _Lines(content)
-    return [(number, state) for number, state in
-            ((k, _hunk_state(lines, hunk)) for k, hunk in enumerate(fp.hunks, 1))
-            if state is not None]
-
-
-def _back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> list[str]:
-    """Where a fix `_fix_state` finds gone at `rev` has its old code back while the rest of its
-    change is still there (taken back in part): `PATH` (a whole file) or `PATH hunk N`, each
-    such place; [] when it is back whole."""
-    contents = store.read_blobs(rev, _paths(fix))
-    back: list[str] = []
-    there = False
-    for k, fp in enumerate(fix.files):
-        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
-                       None)
-        whole = _file_state(fp, content, by_lines=False)
-        if whole != "other":
-            there = there or whole == "present"
-            back += [fp.path] if whole == "gone" else []
+    found = None
+    for hunk in fp.hunks:
+        state = _hunk_state(lines, hunk)
+        if state is None:
             continue
-        for number, state in _hunk_states(fp, content) or ():
-            there = there or state in ("present", "partly")
-            back += [f"{fp.path} hunk {number}" + (" (some of its changes)" if state ==
-                                                   "partly" else "")] \
-                if state in ("gone", "partly") else []
-    return back if there else []
+        if state == "other" or (found is not None and state != found):
+            return "other"
+        found = state
+    return found or "other"
 
 
 class _Lines:
@@ -493,10 +463,10 @@ class _Lines:
 
 
 def _hunk_state(lines: _Lines, hunk) -> str | None:
-    """present | gone | partly | other for one hunk by its changed lines alone: the run from
-    its first to its last changed line (the `+` side for present, the `-` side for gone, some
-    of its changes made and the others not for partly) found at one place of the file with
-    most of the hunk's context around it (`_held`). None for a hunk without a change."""
+    """present | gone | other for one hunk by its changed lines alone: the run from its first
+    to its last changed line (the `+` side for present, the `-` side for gone) found at one
+    place of the file with most of the hunk's context around it (`_held`). None for a hunk
+    without a change."""
     old, new = hunk.old_lines(), hunk.new_lines()
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
@@ -505,52 +475,7 @@ def _hunk_state(lines: _Lines, hunk) -> str | None:
         return "present"  # (both held, the same code twice: taken as present, as above)
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
         return "gone"
-    # Some of the hunk's changes made and the others not (upstream took one change of the
-    # hunk back, or landed it in two commits and reverted one): its old code is back there,
-    # the fix is not whole. As landed detection tells a change landed alone inside a hunk:
-    # such a mix held at exactly one place, no more than six changes, no other mix held.
-    mixes = [run for run in _mixed_runs(hunk) if _held(lines, old[:lead], run,
-                                                       old[len(old) - trail:])]
-    return "partly" if len(mixes) == 1 else "other"
-
-
-def _mixed_runs(hunk) -> list[list[bytes]]:
-    """The lines from a hunk's first changed line to its last with some of its changes (runs
-    of `-`/`+` lines between context lines) made and the others not, each such mix (none for
-    a hunk of one change, of more than six, or with a line without its newline)."""
-    from patchforge.apply.diffparse import line_kind
-
-    if hunk.old_no_newline or hunk.new_no_newline:
-        return []
-    parts: list = []  # a context line (bytes), or a change: [old lines, new lines]
-    for line in hunk.lines:
-        kind = line_kind(line)
-        content = line[1:] if line != b"\n" else line
-        if kind == b" ":
-            parts.append(content)
-        elif kind in (b"-", b"+"):
-            if not parts or isinstance(parts[-1], bytes):
-                parts.append([[], []])
-            parts[-1][kind == b"+"].append(content)
-    while parts and isinstance(parts[0], bytes):
-        parts.pop(0)
-    while parts and isinstance(parts[-1], bytes):
-        parts.pop()
-    changes = [part for part in parts if not isinstance(part, bytes)]
-    if not 2 <= len(changes) <= 6:
-        return []
-    runs = []
-    for mask in range(1, (1 << len(changes)) - 1):
-        run: list[bytes] = []
-        k = 0
-        for part in parts:
-            if isinstance(part, bytes):
-                run.append(part)
-            else:
-                run += part[1] if mask >> k & 1 else part[0]
-                k += 1
-        runs.append(run)
-    return runs
+    return "other"
 
 
 def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes]) -> bool:
@@ -606,9 +531,9 @@ def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
 
 
 def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
-    """present | gone | other: the whole fix at `rev` (gone when a file's or a hunk's old code
-    is back at its place and every other one has the change, _file_state and _lines_state:
-    taken back whole or in part; present only when every file has the change)."""
+    """present | gone | other: the whole fix at `rev` (gone only when every file's old code is
+    back at its place, _file_state and _lines_state; present only when every file has the
+    change)."""
     if rev in cache:
         return cache[rev]
     contents = store.read_blobs(rev, _paths(fix))
@@ -664,20 +589,19 @@ def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[s
 
 
 def _combined(files: list[tuple]) -> str:
-    """The fix's state from its files' (_file_states): present when they all have its change;
-    gone when each has its change or its old code back and at least one its old code (taken
-    back whole, or in part: one file of two, one hunk of two, and the fix is not whole
-    upstream, so in no overlay); else other."""
+    """The fix's state from its files' (_file_states): present or gone when they all say so,
+    else other."""
     # The changed lines are asked only of the files whose whole diff said neither, and only
-    # until one of them says neither too.
-    seen = set()
+    # while the others agree: one file present and another gone is other whatever they say.
+    states = {state for _, _, state in files if state != "other"}
+    state = states.pop() if len(states) == 1 else None if not states else "other"
     for fp, content, found in files:
+        if state == "other":
+            break
         if found == "other":
             found = _lines_state(fp, content)
-            if found == "other":
-                return "other"
-        seen.add(found)
-    return "gone" if "gone" in seen else "present" if seen else "other"
+            state = found if found != "other" and state in (None, found) else "other"
+    return state or "other"
 
 
 def _may_be_elsewhere(fp: FilePatch, content: bytes) -> bool:
@@ -800,16 +724,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     if state != "gone":
         return None
 
-    # Taken back in part (some of its files or hunks back at their old code, the others still
-    # there): said, so that `bring-back` is seen to put back that part (the rest it keeps
-    # under upstreamed/ as landed).
-    part = _back_in_part(store, fix, commit)
-    in_part = f"; taken back in part: {', '.join(part)}, the rest of its change still " \
-        "upstream" if part else ""
-
     def gone(kind: str, by: str | None, detail: str) -> LandingGone:
-        return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by,
-                           detail + in_part)
+        return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by, detail)
 
     if reference is None:
         known = landed or dropped_at
@@ -864,11 +780,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         state = _fix_state(store, fix, sha, cache)
         if state != "gone":
             back.append(sha)
-        elif len(parents) == 1 and (
-                _fix_state(store, fix, parents[0], cache) != "gone"
-                # (Taken back in part before, and the rest after: the later one took it
-                # back whole, and is named first.)
-                or _back_in_part(store, fix, parents[0]) and not _back_in_part(store, fix, sha)):
+        elif len(parents) == 1 and _fix_state(store, fix, parents[0], cache) != "gone":
             takers.append((sha, message))
     # A taker followed by a commit that has the change again (a re-land, a revert of the
     # revert) is not what took it out of this revision.
