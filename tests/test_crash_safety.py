@@ -402,6 +402,77 @@ def test_an_edit_left_on_the_old_name_of_a_cut_rename_goes_to_the_new_name_when_
     assert not (series / "fix.patch").exists()
 
 
+_COPY_SAID = "the copy of fix.patch a `patchforge rename fix better` cut short left"
+_OLD_SAID = "the old name of better.patch, which a `patchforge rename fix better` cut short"
+
+
+def _rename_journals(sha256: str) -> dict[str, bytes | None]:
+    """A rename journal (.patchforge/rename.json) as a rename writes it, then ones no rename
+    writes: each is refused alike by what reads it for a copy a rename left and for the old
+    name it left (None: a FIFO there)."""
+    import json
+
+    whole = {"upstream": "up", "old": "fix.patch", "new": "better.patch", "sha256": sha256}
+    return {
+        "whole": json.dumps(whole).encode(),
+        "not JSON": b"{\"upstream\": \"up\", ",
+        "a list": json.dumps(list(whole.values())).encode(),
+        "no sha256": json.dumps({k: v for k, v in whole.items() if k != "sha256"}).encode(),
+        "a number for sha256": json.dumps({**whole, "sha256": 7}).encode(),
+        "an unknown upstream": json.dumps({**whole, "upstream": "elsewhere"}).encode(),
+        "a path for NEW": json.dumps({**whole, "new": "../up/better.patch"}).encode(),
+        "a path for OLD": json.dumps({**whole, "old": "../up/fix.patch"}).encode(),
+        "NEW the same as OLD": json.dumps({**whole, "new": "fix.patch"}).encode(),
+        "a FIFO": None,
+    }
+
+
+def test_a_forged_rename_journal_is_refused_alike_for_the_copy_and_the_old_name(
+        env, tmp_path, monkeypatch):
+    """The rename journal is read for two things a rename cut short can leave: NEW's file
+    beside a series still listing OLD (its copy) and OLD's file beside a series listing NEW
+    (its old name); `status` says which. A journal a rename writes explains both; one no
+    rename writes (not JSON, a field missing or not a string, an unknown upstream, a path
+    for a name, NEW the same as OLD, a link, a FIFO) explains neither: the file is said as
+    any unlisted file is, never as the rename's, and a FIFO there never blocks `status`."""
+    import hashlib
+
+    prepared = _prepared(env, tmp_path, monkeypatch)
+    fix = (prepared / "series" / "up" / "fix.patch").read_bytes()
+    journals = _rename_journals(hashlib.sha256(fix).hexdigest())
+    journals["a link to a whole journal"] = journals["whole"]
+    for at, (what, journal) in enumerate(journals.items()):
+        said = {}
+        for left in ("copy", "old name"):
+            root = tmp_path / f"{at}-{left.replace(' ', '-')}"
+            shutil.copytree(prepared, root, symlinks=True)
+            series = root / "series" / "up"
+            if left == "copy":  # killed before the series named NEW
+                (series / "better.patch").write_bytes(fix)
+            else:  # killed after the series named NEW, before OLD's file went
+                (series / "better.patch").write_bytes(fix)
+                (series / "series").write_bytes(
+                    (series / "series").read_bytes().replace(b"fix.patch", b"better.patch"))
+            path = root / ".patchforge" / "rename.json"
+            if journal is None:
+                os.mkfifo(path)
+            elif what.startswith("a link"):
+                (tmp_path / "elsewhere.json").write_bytes(journal)
+                path.symlink_to(tmp_path / "elsewhere.json")
+            else:
+                path.write_bytes(journal)
+            if journal is None:  # in a process of its own: a read that blocks is cut short
+                proc = run_subprocess(root, "status", timeout=60)
+                text = (proc.stdout + proc.stderr).decode()
+            else:
+                text = run_cli(root, "status").text
+            said[left] = (_COPY_SAID if left == "copy" else _OLD_SAID) in text
+            assert "fix.patch" in text and "better.patch" in text, (what, left, text)
+            assert _COPY_SAID not in text or left == "copy", (what, left, text)
+        assert said == ({"copy": True, "old name": True} if what == "whole" else
+                        {"copy": False, "old name": False}), (what, said)
+
+
 @pytest.mark.parametrize("mode", ["kill", "raise"])
 def test_a_rename_in_a_stack_with_a_history_is_recorded_once_at_every_write_point(
         env, tmp_path, monkeypatch, mode):

@@ -1434,29 +1434,44 @@ def _settle_cut_rename(project: Project) -> None:
         atomic_delete(path)
 
 
+def _rename_journal(project: Project) -> tuple[dict, list[str]] | None:
+    """The rename journal's record (RENAME_JOURNAL) and the names its upstream's series lists,
+    when the journal is one a rename writes: a file (read without following a link or blocking
+    on a FIFO), a JSON object of strings naming a configured upstream and two patch files of
+    its series directory, OLD and NEW, that differ. None otherwise (no journal, a journal that
+    does not read, or one a rename could not have written): nothing of it is acted on or said.
+    One check for both readers (cut_rename_copy, cut_rename_old), so that a journal one of
+    them refuses the other refuses too."""
+    from patchforge.fsutil import parse_json
+
+    try:
+        record = parse_json(read_no_link(project.state_dir / RENAME_JOURNAL))
+    except (OSError, ValueError, InputError):
+        return None
+    fields = ("upstream", "old", "new", "sha256")
+    if not (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields)
+            and record["upstream"] in project.upstream_names()
+            and all(re.fullmatch(r"[^/\x00]+\.patch", record[k]) for k in ("old", "new"))
+            and record["new"] != record["old"]):
+        return None
+    try:
+        names = project.patch_names(record["upstream"])
+    except InputError:
+        return None
+    return record, names
+
+
 def cut_rename_copy(project: Project) -> tuple[str, str, str] | None:
     """(upstream, OLD, NEW) when the rename journal (RENAME_JOURNAL) says NEW's file, beside
     a series that lists OLD and not NEW, is the copy a rename of OLD to NEW cut short left:
     its bytes are those the rename wrote. None otherwise (no journal, or it does not read)."""
     import hashlib
 
-    from patchforge.fsutil import parse_json
-
-    try:
-        record = parse_json((project.state_dir / RENAME_JOURNAL).read_bytes())
-    except (OSError, ValueError):
+    journal = _rename_journal(project)
+    if journal is None:
         return None
-    fields = ("upstream", "old", "new", "sha256")
-    if not (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields)
-            and record["upstream"] in project.upstream_names()
-            and re.fullmatch(r"[^/\x00]+\.patch", record["new"])
-            and record["new"] != record["old"]):
-        return None
+    record, names = journal
     upstream, old_file, new_file = record["upstream"], record["old"], record["new"]
-    try:
-        names = project.patch_names(upstream)
-    except InputError:
-        return None
     new_path = project.patch_path(upstream, new_file)
     data = _file_bytes(new_path) if new_path.is_file() and not new_path.is_symlink() else None
     if data is None or new_file in names or old_file not in names or \
@@ -1498,23 +1513,11 @@ def cut_rename_old(project: Project) -> tuple[str, str, str] | None:
     NEW that a kill cut short after the series named NEW: OLD's file is still there, unlisted,
     with NEW's bytes (what `rename OLD NEW` run again finishes: _finish_cut_rename). None
     otherwise."""
-    from patchforge.fsutil import parse_json
-
-    try:
-        record = parse_json((project.state_dir / RENAME_JOURNAL).read_bytes())
-    except (OSError, ValueError):
+    journal = _rename_journal(project)
+    if journal is None:
         return None
-    fields = ("upstream", "old", "new")
-    if not (isinstance(record, dict) and all(isinstance(record.get(k), str) for k in fields)
-            and record["upstream"] in project.upstream_names()
-            and all(re.fullmatch(r"[^/\x00]+\.patch", record[k]) for k in ("old", "new"))
-            and record["new"] != record["old"]):
-        return None
+    record, names = journal
     upstream, old_file, new_file = record["upstream"], record["old"], record["new"]
-    try:
-        names = project.patch_names(upstream)
-    except InputError:
-        return None
     old_path, new_path = (project.patch_path(upstream, name) for name in (old_file, new_file))
     if old_file in names or new_file not in names or not old_path.is_file() or \
             old_path.is_symlink() or _file_bytes(old_path) != _file_bytes(new_path):
