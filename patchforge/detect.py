@@ -96,7 +96,7 @@ TWIN_HERE = "landed"
 
 def _strip_ws(data: bytes) -> bytes:
     return data.translate(None, _WS_BYTES)
-_WORD = re.compile(rb"[A-Za-z0-9_]")
+_WORD = on_first_use(rb"[A-Za-z0-9_]")
 
 
 @record

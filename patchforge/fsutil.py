@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patchforge.errors import LockedError, PartlyWritten, UsageError
+from patchforge.patterns import on_first_use
 
 # Fault injection for the crash-safety tests: PATCHFORGE_FAULT="name:N" makes the N-th (1-based)
 # call of the write step `name` ("write", "fsync", "rename", "link", "dirsync": a directory's
@@ -186,7 +187,7 @@ def parse_json(data: bytes) -> Any:
 # every command reading such a number as an internal error.
 INT_DIGITS = 4300
 LONG_NUMBER = f"a number of more than {INT_DIGITS} digits, longer than patchforge reads"
-_LONG_NUMBER = re.compile(r"[0-9]{%d}" % (INT_DIGITS + 1))
+_LONG_NUMBER = on_first_use(r"[0-9]{%d}" % (INT_DIGITS + 1))
 
 
 def long_number_line(text: str) -> int | None:

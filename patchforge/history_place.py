@@ -23,17 +23,17 @@ or moved before the commit, a diff git takes for binary), nothing is said: the h
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import split_lines
 from patchforge.detect import OwnPlaces, _context_kept, _kinds
+from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
     from patchforge.detect import PlaceDiffs
 
 _WHITESPACE = b" \t\n\r\x0b\x0c"
-_HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK_HEADER = on_first_use(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 # A change block with where it is: (pre-image line it starts at, 0-based, its removed lines,
 # its added lines, both without whitespace, and, for a commit's block, its first line in the

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 HISTORY_DECIDES = {"fuzz", "conflict", "partial", "unsure"}
 _REVERTS = on_first_use(rb"^    This reverts commit ([0-9a-f]{7,40})")
 # A diff's `+` (`-`) lines, its header lines among them: every line a block adds (removes).
-_PLUS_LINE = re.compile(rb"\n\+([^\n]*)")
-_MINUS_LINE = re.compile(rb"\n-([^\n]*)")
+_PLUS_LINE = on_first_use(rb"\n\+([^\n]*)")
+_MINUS_LINE = on_first_use(rb"\n-([^\n]*)")
 # A diff's `+` line (not its `+++ ` header line): what it adds, without the `+`. Matched
 # after the line end before it (the text is given a line end first): a pattern led by `^`
 # (re.M) is tried at every byte of the diff, one led by a `\n` only where one is (6x faster).
@@ -2486,7 +2486,7 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
 
 # What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
 _KEPT_LOOSE = b"patchforge loose code 2"
-_KEPT_ENTRY = re.compile(rb"([0-9]+) ([^\n]+)\n")
+_KEPT_ENTRY = on_first_use(rb"([0-9]+) ([^\n]+)\n")
 
 
 def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:

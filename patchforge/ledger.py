@@ -492,7 +492,7 @@ def _read_in_a_link(text: str) -> bool:
     return any(c in text for c in "[]()") or ("&" in text and _ENTITY.search(text) is not None)
 
 
-_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_ENTITY = on_first_use(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 
 def file_link_destination(path: str) -> str:

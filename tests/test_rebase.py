@@ -154,13 +154,19 @@ def test_a_clean_rebase_of_python_files_compiles_no_pattern_it_does_not_use(stac
     """Patterns only some inputs need are compiled at their first use (patchforge.patterns):
     a clean rebase of a Python file compiles neither the C-family function patterns, nor
     those of a revert's commit message, nor the lock's image pin patterns (49 patterns, about
-    3% of a 30-patch rebase's instructions were compiled and never used)."""
+    3% of a 30-patch rebase's instructions were compiled and never used), nor those of a
+    merge's conflict markers, an overlong number, an HTML entity, a kept file of loose code,
+    a history diff's added and removed lines, or git's own range-diff output (12 more, 3.7
+    million instructions at every rebase's start)."""
     before = ("import re\ncompiled = []\n_compile = re.compile\n"
               "def recording(pattern, flags=0):\n"
               "    compiled.append(pattern if isinstance(pattern, bytes) else pattern.encode())\n"
               "    return _compile(pattern, flags)\n"
               "re.compile = recording\n")
-    unused = (b"namespace|class|struct|union", b"This reverts commit", b"sha256:[0-9a-f]{64}")
+    unused = (b"namespace|class|struct|union", b"This reverts commit", b"sha256:[0-9a-f]{64}",
+              rb"(?:<{7}|>{7}|\|{7})", rb">{7}(?: |\r?\n|$)", b"[0-9]{4301}",
+              b"&(?:#[0-9]{1,7}", rb"([0-9]+) ([^\n]+)\n", rb"\n\+([^\n]*)", rb"\n-([^\n]*)",
+              rb"[!#-\[\]-~]+\Z", b" {0,2}([0-9]+|-):  ")
     after = (f"print('COMPILED', [u for u in {unused!r} if any(u in p for p in compiled)], "
              "len(compiled) > 0, rc)\n")
     assert "COMPILED [] True 0" in _after_a_clean_rebase(stack, upstream, before, after)

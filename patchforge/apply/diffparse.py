@@ -31,7 +31,7 @@ NO_NEWLINE_MARKER = b"\\ No newline at end of file\n"
 # The lines git merge writes around a conflict (`<<<<<<< HEAD`, `=======`, `>>>>>>> other`, and
 # diff3's `||||||| base`). Between a diff's file sections they would be read as notes, so a
 # patch file a merge left unresolved was taken whole: both sides' file sections applied.
-_CONFLICT_MARKER = re.compile(rb"(?:<{7}|>{7}|\|{7})(?: |\r?\n|$)|={7}\r?\n?$")
+_CONFLICT_MARKER = on_first_use(rb"(?:<{7}|>{7}|\|{7})(?: |\r?\n|$)|={7}\r?\n?$")
 
 
 def conflict_marker_line(data: bytes) -> int | None:

@@ -112,7 +112,7 @@ class HeaderField:
 
 # What a terminal acts on (ESC starts a sequence that sets the window title, clears the screen,
 # hides lines), the C1 controls included; tab and newline are text.
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_RE = on_first_use("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def control_character(text: str) -> str | None:
@@ -658,7 +658,7 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
 # markers the header ended above it, the rest read as description. Nothing said so; `pr` put
 # the markers into the pull request's description.
 _CONFLICT_OPENS = re.compile(rb"<{7}(?: |\r?\n|$)")
-_CONFLICT_CLOSES = re.compile(rb">{7}(?: |\r?\n|$)")
+_CONFLICT_CLOSES = on_first_use(rb">{7}(?: |\r?\n|$)")
 
 
 def _check_description(text: bytes, source: str, first_line: int) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from patchforge import tempfiles
 from patchforge.errors import StoreError
+from patchforge.patterns import on_first_use
 from patchforge.store.diff import _GitHunks, is_binary, quote_c_path
 from patchforge.store.git import IMPORT_IDENT, start_git
 from patchforge.store.objects import (DELTA_BASE_LIMIT, TREE_MODE, DeltaEntry, git_delta,
@@ -888,11 +889,11 @@ def _unique_at(printed: list[str], length: int, objects: set[str],
 
 # A path git writes as it is in a range-diff's `## path ##` and `@@ path:` lines (no quoting,
 # no space): any other leaves a changed pair to git's whole range-diff.
-_PLAIN_PATH = re.compile(r'[!#-\[\]-~]+\Z')
+_PLAIN_PATH = on_first_use(r'[!#-\[\]-~]+\Z')
 # git range-diff's pair line: its number on the left, the status, its number on the right
 # (padded to the width of the larger number: fewer than the four spaces each line of a pair's
 # diff starts with, for fewer than a thousand pairs)
-_PAIR_HEAD = re.compile(rb" {0,2}([0-9]+|-):  (?:[0-9a-f]+|-+) ([=!<>]) +([0-9]+|-):  ")
+_PAIR_HEAD = on_first_use(rb" {0,2}([0-9]+|-):  (?:[0-9a-f]+|-+) ([=!<>]) +([0-9]+|-):  ")
 # git's default --creation-factor (range-diff.c: a commit's diff's size times it, over 100, is
 # what leaving it unpaired costs)
 _CREATION_FACTOR = 60
