@@ -2497,6 +2497,11 @@ NOT_AT_BASE = ("is not in the base either (nor made by an earlier patch): the pa
                "apply where it was made (patches are -p1: a/<path>)")
 
 
+def hunk_count(fp) -> int:
+    """How many hunks a file patch has, as its verdict counts them: a binary patch is one."""
+    return 1 if fp.binary is not None else len(fp.hunks)
+
+
 def gone_file(patch: PatchFile, exists_in_target: Callable[[str], bool],
               find_rename: Callable[[str], str | None]) -> bool:
     """Whether a file `patch` changes (not one it makes or deletes) is gone from the target,
@@ -2567,7 +2572,9 @@ def assess_patch(name: str, patch: PatchFile, *, read_base, read_current, exists
     finally:
         for _, _, merge in merges:  # an error, or Ctrl-C: the merges started end
             merge.close()
-    total = sum(len(f.hunks) for f in files)
+    # Every hunk the patch has, judged or not: a file gone upstream (or one left unjudged) has
+    # no verdicts, and its hunks count all the same (`hunks.total` is the patch's own count).
+    total = sum(len(f.hunks) or hunk_count(fp) for fp, f in zip(patch.file_patches, files))
     landed = [h for f in files for h in f.hunks if h.landed]
     for f in files:
         for h in f.hunks:

@@ -703,7 +703,9 @@ def test_a_plain_status_judges_no_hunk_of_a_patch_a_gone_file_makes_obsolete(sta
     [found] = json.loads(document)["patches"]
     assert found["state"] == "obsolete" and merges >= 1, (found, merges)
     assert found["evidence"][0] == "pkg/other.py is gone upstream (deleted, not renamed)"
-    assert [h["landed"] for f in found["files"] for h in f["hunks"]] == ["certain"] * 2, found
+    # (the gone file's hunk is listed too, landed nowhere: test_json_counts_the_hunks_...)
+    assert [h["landed"] for f in found["files"] for h in f["hunks"]] == \
+        ["certain", "certain", None], found
 
 
 def test_a_merge_answers_alike_whatever_the_repository_it_runs_in_configures(tmp_path,
@@ -1958,3 +1960,28 @@ def test_counts_of_one_read_as_one_and_of_many_as_many(tmp_path):
     assert "all 2 patches apply and are still needed" in out, out
     _, out, _ = stack.cli("status", "--against", "up=v2", expect=1)
     assert "1 patch needs attention" in out, out
+
+
+def test_json_counts_the_hunks_of_a_file_gone_upstream(stack, upstream):
+    """`status --json` of a patch whose file upstream deleted said `hunks: {total: 0}` and
+    listed the file with no hunk: a consumer counting the patch's hunks (`partial k/n`, a
+    dashboard) read a two-hunk fix as having none. Every hunk of the patch is counted, and
+    each of the gone file's is listed as not applying (`failed`), landed nowhere."""
+    target = upstream.commit({MAIN: None, "README.md": b"# moved on\n"}, "remove attn.py")
+    stack.add("fix.patch", the_fix())
+    stack.add("both.patch", file_diff("pkg/other.py", b"VALUE = 1\n", b"VALUE = 2\n")
+              + file_diff("README.md", b"# upstream\n", b"# upstream, fixed\n"))
+    proc = stack.cli("status", "--against", f"up={target}", "--json")
+    assert proc.returncode == 1, proc.stderr
+    document = json.loads(proc.stdout)
+    assert validation_errors(document, "status") == []
+    found = {p["name"]: p for p in document["patches"]}
+    gone = found["fix.patch"]
+    assert gone["state"] == "obsolete", gone
+    assert gone["hunks"] == {"total": 2, "landed": 0}, gone
+    [listed] = gone["files"]
+    assert listed["path"] == MAIN and listed["target_path"] is None
+    assert listed["hunks"] == [{"index": 1, "forward": "failed", "landed": None},
+                               {"index": 2, "forward": "failed", "landed": None}], listed
+    for patch in document["patches"]:  # the files' hunks add up to the patch's count
+        assert sum(len(f["hunks"]) for f in patch["files"]) == patch["hunks"]["total"], patch

@@ -152,6 +152,24 @@ def _mark_outside_install_root(store: UpstreamStore, kind: str, commit: str, pat
             by_name[name].evidence.append(outside_install_root_said(name, found))
 
 
+def _files_json(patch: PatchFile, verdict: PatchVerdict) -> list[dict]:
+    """Each file's hunks as `--json` lists them. A file gone upstream has no verdicts (nothing
+    to judge them on): its hunks are listed all the same, as not applying and landed nowhere,
+    so that the files' hunks add up to the patch's `hunks.total`."""
+    from patchforge.detect import hunk_count
+
+    by_path = {fp.source_path: fp for fp in patch.file_patches}
+    out = []
+    for f in verdict.files:
+        hunks = [{"index": h.index + 1, "forward": h.forward, "landed": h.landed}
+                 for h in f.hunks]
+        if not hunks and f.target_path is None and f.path in by_path:
+            hunks = [{"index": i + 1, "forward": "failed", "landed": None}
+                     for i in range(hunk_count(by_path[f.path]))]
+        out.append({"path": f.path, "target_path": f.target_path, "hunks": hunks})
+    return out
+
+
 def series_status(project: Project, store: UpstreamStore, targets: dict[str, Target], *, forge=None,
                   upstreams: list[str] | None = None, lookups=None,
                   every_hunk: bool = True) -> list[PatchStatus]:
@@ -241,10 +259,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                     confidence=verdict.confidence if judgement.outcome == "landed" else None,
                     hunks_total=verdict.hunks_total,
                     hunks_landed=verdict.hunks_landed, evidence=judgement.evidence,
-                    files=[{"path": f.path, "target_path": f.target_path,
-                            "hunks": [{"index": h.index + 1, "forward": h.forward,
-                                       "landed": h.landed} for h in f.hunks]}
-                           for f in verdict.files],
+                    files=_files_json(patch, verdict),
                     decided_by=verdict.decided_by, verdict=verdict, rebase=judgement.rebase_action)
                 if not patch.file_patches and judgement.state == "applies":
                     # Header only (`new`, nothing refreshed; a merge that lost the diff): it
