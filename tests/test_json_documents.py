@@ -18,7 +18,7 @@ from helpers.upstream import Upstream
 DOCUMENTS = {
     ("list",): "list", ("show",): "show", ("status",): "status", ("lint",): "lint",
     ("overlays",): "overlays", ("verify",): "verify", ("fetch",): "fetch",
-    ("upstream", "list"): "upstreams", ("upstream", "add"): "pin",
+    ("upstream", "list"): "upstreams", ("upstream", "add"): "pin", ("upstream", "pin"): "pin",
     ("check",): "check", ("ledger",): "ledger", ("refresh",): "refresh", ("rebase",): "rebase",
     ("pr",): "pr", ("bump",): "bump",
 }
@@ -42,6 +42,79 @@ def test_every_json_command_has_a_schema():
     for schema in set(DOCUMENTS.values()):
         assert schema in SCHEMA_NAMES
         assert "schema_version" in json.dumps(load_schema(schema)), schema
+
+
+def _reference_section(title: str) -> str:
+    from helpers.env import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "reference.md").read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else len(text)]
+
+
+def _words_listed(paragraph: str) -> set[tuple[str, ...]]:
+    """The command words of each `backticked` item of a list (`upstream add`, `import git`),
+    an option after them left out (`rebase --continue` is `rebase`)."""
+    import re
+
+    found = set()
+    paragraph = re.sub(r"\([^()]*\)", "", paragraph)  # an aside: `rebase (with `--to` ...)`
+    for item in re.findall(r"`([^`]+)`", paragraph):
+        words = tuple(w for w in item.split() if not w.startswith("-"))
+        if words:
+            found.add(words)
+    return found
+
+
+def test_the_reference_lists_every_command_that_takes_json():
+    """Nothing said which commands take `--json`: a script writer learned it by trying. The
+    reference lists them (each with its schema in the table below the list) and names the
+    others; the lists are the command line's own, whatever is added to it later."""
+    section = _reference_section("JSON documents and schemas")
+    taking = section.split("The commands that take `--json`:", 1)[1].split("\n\n", 1)[0]
+    takes, others = taking.split("The others", 1)
+    others = others.split(":", 1)[1].split(";", 1)[0]  # the list, not the way round it
+    assert _words_listed(takes) == set(DOCUMENTS), _words_listed(takes) ^ set(DOCUMENTS)
+    ctx = click.Context(cli)
+    every = set()
+    for name in LAZY_COMMANDS:
+        command = cli.get_command(ctx, name)
+        every |= {(name, sub) for sub in command.list_commands(ctx)} \
+            if isinstance(command, click.Group) else {(name,)}
+    assert _words_listed(others) == every - set(DOCUMENTS), \
+        _words_listed(others) ^ (every - set(DOCUMENTS))
+    # Each one's schema row names it, and each one's synopsis in the commands table shows
+    # the flag.
+    table = section.split("| schema | describes |", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|", 2)[2]
+            for line in table.splitlines() if line.startswith("| `")}
+    synopses = _reference_section("Commands").split("| command | does |", 1)[1]
+    for words, schema in DOCUMENTS.items():
+        assert f"`{' '.join(words)} " in rows[f"{schema}.schema.json"], (words, schema)
+        row = [line for line in synopses.splitlines()
+               if line.startswith(f"| `{' '.join(words)} ")]
+        assert row and "[--json]" in row[0].split(" | ")[0], (words, row)
+
+
+def test_upstream_pin_prints_the_document_upstream_add_prints(tmp_path):
+    """`upstream add --json` printed the pin it wrote; `upstream pin`, which writes the same,
+    took no `--json` (exit 2, "No such option") though pin.schema.json named it."""
+    root, _ = git_project(tmp_path)
+    upstream = Upstream(tmp_path / "second", {"x.py": b"x = 1\n"})
+    first = upstream.base
+    added = run_cli(root, "upstream", "add", "second", "--git", str(upstream.path), "--at",
+                    first, "--json")
+    assert added.rc == 0, added.err
+    later = upstream.commit({"x.py": b"x = 2\n"}, "two")
+    run = run_cli(root, "upstream", "pin", "second", "--at", later, "--json")
+    assert run.rc == 0, run.err
+    document = json.loads(run.out)
+    assert validation_errors(document, "pin") == [], document
+    assert document["upstream"] == "second" and document["commit"] == later, document
+    assert set(document) == set(json.loads(added.out)), document
+    assert json.loads((root / "upstream.lock").read_text())["upstreams"]["second"][
+        "commit"] == later
 
 
 def test_documents_validate_against_their_schemas(tmp_path):

@@ -91,8 +91,7 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
                             follow=follow)
     pin = add_upstream(project, config, spec)
     if as_json:
-        emit_json({"upstream": name, "kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
-                   "label": pin.label, "source": pin.source}, "pin")
+        emit_json(_pin_document(name, pin), "pin")
     else:
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
     _say_unconfigured_pins(project)
@@ -123,8 +122,9 @@ def _from_root(project: Project, path: str) -> str:
 @click.argument("name", shell_complete=complete_upstream)
 @click.option("--at", "spec", required=True, metavar="SPEC", help="What to pin.")
 @click.option("--force", is_flag=True, help="Re-pin even though patches are based on the old pin.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def upstream_pin(app, name, spec, force):
+def upstream_pin(app, name, spec, force, as_json):
     """Pin upstream NAME (already in the configuration) at SPEC in upstream.lock.
 
     The series is not moved: an upstream with patches is refused (`patchforge rebase --to
@@ -134,13 +134,32 @@ def upstream_pin(app, name, spec, force):
 
     require(app.project(), "upstream pin", [name])
     pin, unpinned = pin_upstream(app.project(), name, spec, force=force)
-    click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+    note = None
     if unpinned is not None:
         from patchforge.cli.rebasing import image_unpinned_note
 
-        click.echo(image_unpinned_note(unpinned.reference,
-                                       overlays_made=not app.project().makes_overlays))
+        note = image_unpinned_note(unpinned.reference,
+                                   overlays_made=not app.project().makes_overlays)
+    if as_json:
+        # The document `upstream add --json` prints (pin.schema.json), and the image pin the
+        # move dropped as `rebase --json` gives it; the note for a person on stderr.
+        document = _pin_document(name, pin)
+        if unpinned is not None:
+            document["image_unpinned"] = {"reference": unpinned.reference,
+                                          "digest": unpinned.digest}
+            click.echo(note, err=True)
+        emit_json(document, "pin")
+    else:
+        click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+        if note is not None:
+            click.echo(note)
     _say_unconfigured_pins(app.project())
+
+
+def _pin_document(name: str, pin) -> dict:
+    """The pin written to upstream.lock, as `upstream add|pin --json` print it."""
+    return {"upstream": name, "kind": pin.kind, "commit": pin.commit, "tree": pin.tree,
+            "label": pin.label, "source": pin.source}
 
 
 @upstream.command("list")
