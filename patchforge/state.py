@@ -55,6 +55,9 @@ COMMANDS: dict[str, dict[str, str]] = {
     "bring-back --abort": {BRINGING: "yes"},
     "upstream pin": {IDLE: "yes"},
     "overlays": {IDLE: "yes", EDITING: "yes", BRINGING: "yes"},
+    # The ledger of the series a stopped rebase is leaving would be committed as if the move
+    # were done, and the rebase writes the new series' at its end: as `overlays`.
+    "ledger": {IDLE: "yes", EDITING: "yes", BRINGING: "yes"},
     "pr --push": {IDLE: "yes", EDITING: "yes", BRINGING: "yes"},
     "rebase --to": {IDLE: "yes", EDITING: "refreshed"},
     "rebase --continue": {STOPPED: "yes", REBASING: "yes"},

@@ -483,3 +483,34 @@ def test_a_patch_name_with_a_percent_sign_links_to_its_own_file_in_the_ledger(tm
         assert unquote(links[name]) == where, (name, links)
         assert (series / unquote(links[name])).is_file(), (name, links)
     assert "| [a-sign.patch](up/a-sign.patch) |" in ledger, ledger
+
+
+def test_ledger_waits_for_a_stopped_rebase_as_overlays_does(tmp_path):
+    """`ledger` wrote series/PATCHES.md while a rebase was stopped ("wrote series/PATCHES.md",
+    exit 0): the ledger of the series the rebase is leaving, ready to be committed as if the
+    move were done, where `overlays` refuses for the same reason. It is refused as `overlays`
+    is (exit 2, naming the stop and the way on, nothing written); `ledger --check` reads and
+    says the stop; during an edit, and once the rebase is over, it writes."""
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    ledger = stack.root / "series/PATCHES.md"
+    stale = ledger.read_bytes() + b"edited by hand\n"
+    ledger.write_bytes(stale)
+    stack.commit({"pkg/b.py": B.replace(b"    return 7\n", b"    return 70\n")}, "v2",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    _, out, err = stack.cli("ledger", expect=2)
+    assert "`ledger` refused: up: a rebase is stopped at b-sign.patch" in err, err
+    assert "patchforge rebase --continue" in err and "--abort" in err, err
+    assert out == "" and ledger.read_bytes() == stale
+    document = json.loads(stack.cli("ledger", "--json", expect=2)[1])
+    assert "a rebase is stopped" in document["error"]["message"], document
+    assert ledger.read_bytes() == stale
+    _, out, err = stack.cli("ledger", "--check", expect=1)  # read-only: says the stop
+    assert "note: up: a rebase is stopped at b-sign.patch" in err, err
+    assert ledger.read_bytes() == stale
+    stack.cli("rebase", "--abort")
+    stack.cli("edit", "a-sign")
+    _, out, err = stack.cli("ledger")
+    assert out == "wrote series/PATCHES.md\n" and "a-sign.patch is being edited" in err, err
+    stack.cli("ledger", "--check")

@@ -156,12 +156,13 @@ def ledger(app, check_only, as_json):
     """Regenerate series/PATCHES.md from the series, upstream.lock and series/history.jsonl."""
     from patchforge.fsutil import RepoLock
     from patchforge.ledger import ledger_findings, ledger_path, write_ledger
-    from patchforge.state import refuse_beside_cut_short_write_out
+    from patchforge.state import refuse_beside_cut_short_write_out, require
 
     project = app.project()
     rel = str(ledger_path(project).relative_to(project.root))
     if check_only:
         findings = ledger_findings(project)
+        announce_state_report(project, as_json=as_json)  # read-only: says a stop or an edit
         if as_json:
             emit_json({"path": rel, "ok": not findings, "changed": False,
                        "findings": [f.to_json() for f in findings]}, "ledger")
@@ -174,11 +175,14 @@ def ledger(app, check_only, as_json):
             sys.exit(EXIT_ATTENTION)
         return
     with RepoLock(project.state_dir, wait=30):
-        # A rebase cut short while writing out its result rewrites PATCHES.md whole when it
-        # is finished or undone, and the series is part old, part new until then: refused, as
-        # every other writer is. A stop (before the write-out) leaves the series as it was,
-        # whose ledger this is; the note says the rebase is stopped.
+        # A rebase stopped or in progress writes the ledger of its new series when it ends
+        # (and one cut short while writing out its result rewrites PATCHES.md whole when it is
+        # finished or undone): the ledger of the series it is leaving, written now, would be
+        # committed as the move's. Refused, as `overlays` is (state.COMMANDS); asked under
+        # the lock, so that a rebase stopping meanwhile is seen. A write-out cut short first:
+        # its message names the journal and both ways on.
         refuse_beside_cut_short_write_out(project, "ledger")
+        require(project, "ledger", project.upstream_names())
         changed = write_ledger(project)
     announce_state_report(project, as_json=as_json)
     if as_json:
