@@ -80,6 +80,34 @@ def test_quiet_and_verbose_levels(tmp_path):
     assert plain.out == quiet.out == verbose.out == debug.out
 
 
+def test_quiet_says_errors_only(tmp_path):
+    """`-q` is documented as "errors only: no warnings", and quieted only the log: every
+    `warning:` and `note:` a command says on stderr (a skipped fix the overlays lack, the
+    overlays a delete leaves behind, a stopped rebase) still came out. With `-q` stderr holds
+    the errors (and their hints) only; stdout and the exit code are what they are without it."""
+    from test_ledger import B, make_stack
+
+    stack = make_stack(tmp_path)
+    stack.cli("overlays")
+    stack.commit({"pkg/b.py": B.replace(b"    return 7\n", b"    return 70\n")}, "v2",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    plain = stack.cli("--offline", "status", expect=1)
+    quiet = stack.cli("-q", "--offline", "status", expect=1)
+    assert "note: up: a rebase is stopped" in plain[2] and quiet[2] == "", quiet
+    assert quiet[1] == plain[1]
+    refused = stack.cli("-q", "overlays", expect=2)[2]  # an error is said, with its hint
+    assert refused.startswith("patchforge: error: `overlays` refused") and "hint: " in refused
+    stack.cli("rebase", "--skip", expect=1)
+    plain, quiet = stack.cli("overlays", expect=1), stack.cli("-q", "overlays", expect=1)
+    assert "warning: the overlays lack a skipped fix" in plain[2], plain
+    assert quiet[2] == "" and quiet[1] == plain[1], quiet
+    plain = stack.cli("delete", "a-sign")
+    assert "note: the series changed and overlays/ was not regenerated" in plain[2], plain
+    quiet = stack.cli("-q", "delete", "new-file")
+    assert quiet[2] == "" and quiet[1].startswith("removed new-file from the series"), quiet
+
+
 def test_a_forge_answer_with_an_odd_merge_commit_is_reported_not_believed(tmp_path, forge_server):
     """A merged pull request whose merge_commit_sha is a number, a list or a name (`HEAD`,
     `main~1`) instead of a commit id: before, a number or list crashed status (exit 70, an

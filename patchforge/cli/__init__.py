@@ -126,6 +126,12 @@ def configure(*, root: Path | None, offline: bool, verbose: int, quiet: int,
     if verbose or quiet or "logging" in sys.modules:
         from patchforge.cli.output import configure_logging
         configure_logging(verbose - quiet)
+    if verbose - quiet < 0:
+        # -q: errors only. The warnings and notes commands say with click.echo are not log
+        # records, so the level above does not reach them: stderr drops them itself.
+        from patchforge.cli.output import QuietStderr
+        if not isinstance(sys.stderr, QuietStderr):
+            sys.stderr = QuietStderr(sys.stderr)
     from patchforge import fsutil
     fsutil.say_unlockable = _say_unlockable
     fsutil.say_waiting_for_readers = _say_waiting_for_readers

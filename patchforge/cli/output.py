@@ -236,6 +236,34 @@ def configure_logging(verbosity: int) -> None:
     logger.propagate = False
 
 
+class QuietStderr:
+    """stderr under `-q` ("errors only: no warnings"): a `warning:` or `note:` a command says
+    is dropped, whichever command says it and however (click.echo, echo, a painted line);
+    errors, their hints and anything else pass. Each line is said by one write (click.echo
+    and echo write the text and its newline at once, then flush), so a write is what is
+    judged; so is a write to `buffer`, where click writes through a stream of its own when
+    stderr's encoding is ASCII."""
+
+    QUIETED = ("warning: ", "note: ")
+
+    def __init__(self, stream, *, binary: bool = False) -> None:
+        self._stream = stream
+        self._binary = binary
+
+    def write(self, text) -> int:
+        shown = text.decode("latin-1") if self._binary else text
+        if _ANSI_STYLE.sub("", shown).startswith(self.QUIETED):
+            return len(text)
+        return self._stream.write(text)
+
+    @property
+    def buffer(self):
+        return QuietStderr(self._stream.buffer, binary=True)
+
+    def __getattr__(self, name):  # flush, isatty, encoding, fileno: the stream's own
+        return getattr(self._stream, name)
+
+
 class _Stderr:
     """sys.stderr looked up at each write, so a redirected stderr (click's test runner, a
     contextlib redirect) gets the lines, not the stream that was current at start-up."""
