@@ -107,6 +107,21 @@ def test_a_submodule_commit_is_refused_naming_the_commit_and_path(project, tmp_p
     assert tree_bytes(root / "series") == before
 
 
+def test_import_git_runs_no_command_the_repositorys_config_names(project, tmp_path):
+    """A repository handed over with its `.git/config` (a tarball, a shared disk) whose
+    `core.fsmonitor` names a command: `import git` ran it (git reads the index, and with it
+    that hook, to read a commit's change). The commits are imported and nothing is run."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    marker = tmp_path / "fsmonitor-ran"
+    git(clone, "config", "core.fsmonitor", f"touch {marker}; false")
+    ok(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert not marker.exists()
+    assert b"+LINE3" in (root / "series/up/fix-line-three.patch").read_bytes()
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_file_name_holding_a_newline_is_refused_not_cut(project, tmp_path, existing):
     """A commit making `we<LF>ird.py` was imported as a patch of `we` (GitPython's name cut at

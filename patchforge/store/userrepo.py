@@ -19,6 +19,12 @@ from patchforge.store.git import redirecting_git_vars
 from patchforge.model.record import record
 
 
+# Passed to every git run in the user's repository: a command its configuration names is never
+# run. The repository may come with its `.git/config` from elsewhere (a tarball, a shared disk),
+# and git runs `core.fsmonitor`'s command whenever it reads the index, which `diff-tree` does.
+NO_CONFIGURED_COMMANDS = ("-c", "core.fsmonitor=false")
+
+
 @record(frozen=True)
 class FileDelta:
     old_path: str | None
@@ -126,7 +132,8 @@ def _raw_changes(repo, commit, repo_dir: Path) -> list[_RawChange]:
 
     against = [commit.parents[0].hexsha] if commit.parents else ["--root"]
     try:
-        raw = repo.git.execute(["git", "diff-tree", "-z", "-r", "--raw", "-M",
+        raw = repo.git.execute(["git", *NO_CONFIGURED_COMMANDS, "diff-tree", "-z", "-r",
+                                "--raw", "-M",
                                 "--full-index", "--no-commit-id", *against, commit.hexsha],
                                stdout_as_string=False)
     except git.GitCommandError as exc:
@@ -249,6 +256,8 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
         repo = git.Repo(repo_dir)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise UsageError(f"{repo_dir} is not a git repository") from None
+    # Every git GitPython runs there (rev-list, cat-file) carries them too.
+    repo.git.set_persistent_git_options(c=list(NO_CONFIGURED_COMMANDS[1::2]))
     try:
         commits = list(repo.iter_commits(rev_range, reverse=True))
     except git.GitCommandError as exc:
