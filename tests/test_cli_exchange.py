@@ -2344,3 +2344,67 @@ def test_import_overlay_given_the_files_place_in_the_image_names_the_path_meant(
     ok(project, "import", "overlay", str(overlay), "--upstream", "up", "--path", hinted,
        "--name", "fix-a")
     assert overlay_tree(project) == {"a.py": overlay.read_bytes()}
+
+
+def test_export_quilt_reads_no_link_fifo_or_directory_of_a_name_it_no_longer_writes(
+        project, tmp_path):
+    """A patch an earlier `export --quilt DIR` wrote and this one no longer writes (its fix
+    renamed since) stays recorded as this project's while DIR's file holds what was written.
+    That file was read to know it: a FIFO there blocked the export for ever (holding the
+    project's lock), a link out of DIR was read through. Neither is read now: the export ends,
+    exit 0, leaves the FIFO, the link or a directory of that name as it is, and no longer
+    records the name as its own; the file outside DIR is not read. DIR/series itself a FIFO, or
+    listing a link: refused, naming it, nothing written."""
+    root = project
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    first, second = (root / "series/up/series").read_text().split()
+    pristine = tmp_path / "pristine"
+    ok(root, "export", "--quilt", str(pristine))
+    ok(root, "rename", first, "renamed")
+    ok(root, "export", "--quilt", str(pristine))
+    recorded = json.loads((pristine / ".patchforge-export").read_bytes())["patches"]
+    assert first in recorded and (pristine / first).is_file()
+    outside = tmp_path / "outside.patch"
+    outside.write_bytes((pristine / first).read_bytes())
+    for kind, make in (("FIFO", os.mkfifo), ("link", lambda path: path.symlink_to(outside)),
+                       ("directory", os.mkdir)):
+        exported = tmp_path / f"with-a-{kind}"
+        subprocess.run(["cp", "-a", str(pristine), str(exported)], check=True)
+        (exported / first).unlink()
+        make(exported / first)
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                               "export", "--quilt", str(exported)],
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 0, (kind, proc.stderr.decode())
+        record = json.loads((exported / ".patchforge-export").read_bytes())["patches"]
+        assert first not in record and {"renamed.patch", second} <= set(record), (kind, record)
+        assert (exported / "series").read_text().split() == ["renamed.patch", second]
+        left = exported / first
+        assert left.is_symlink() if kind == "link" else \
+            os.path.lexists(left) and not left.is_file(), kind
+    # DIR/series itself a FIFO (read to know what it lists), or listing a link out of DIR:
+    # refused, exit 2, naming it, nothing written; the file outside is never read.
+    for kind in ("FIFO", "listed link"):
+        exported = tmp_path / f"with-a-{kind.replace(' ', '-')}"
+        subprocess.run(["cp", "-a", str(pristine), str(exported)], check=True)
+        if kind == "FIFO":
+            (exported / "series").unlink()
+            os.mkfifo(exported / "series")
+            said = f"{exported / 'series'} is not a regular file, where the export writes " \
+                "quilt's series file; nothing was written"
+        else:
+            (exported / "series").write_text(f"{first}\nrenamed.patch\n{second}\n")
+            (exported / first).unlink()
+            (exported / first).symlink_to(outside)
+            said = f"{exported / 'series'}:1: lists {first}, a symlink in {exported}"
+        before = tree_bytes(exported) if kind != "FIFO" else None
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                               "export", "--quilt", str(exported)],
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 2 and said in proc.stderr.decode(), \
+            (kind, proc.stderr.decode())
+        if before is not None:
+            assert tree_bytes(exported) == before, kind
+        assert (exported / "series").is_fifo() if kind == "FIFO" else \
+            (exported / first).is_symlink(), kind

@@ -2231,7 +2231,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             # or renamed) stays in DIR as written: still recorded as this project's, or the
             # next export of a fix of that name (a rename onto it) took it for a quilt
             # change and refused.
-            if name not in now and _sha256_of(target / name) in hashes:
+            if name not in now and _sha256_of_regular(target, name) in hashes:
                 now[name] = list(hashes)
         for name in remade:
             # Written with the stack's line numbers: the series' own file is this export's
@@ -2456,37 +2456,56 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
     return patches
 
 
-def _sha256_of(path: Path) -> str | None:
-    """The sha256 of the file at `path`; None when there is none to read."""
-    try:
-        return _sha256(path.read_bytes())
-    except OSError:
-        return None
-
-
-def _replaced_file_bytes(path: Path) -> bytes | None:
-    """The bytes of DIR's file `path` that `export --quilt DIR` would replace; None where there
-    is none. Read only as a regular file, never through a link: a FIFO of that name would block
-    the export (and the project's lock) for ever, a link to /dev/zero read until memory runs
-    out; either is refused (UsageError naming it), as is a directory."""
+def _file_in_dir(path: Path) -> tuple[bytes | None, str | None]:
+    """DIR's file `path` as `export --quilt DIR` reads it: (its bytes, None) for a regular
+    file, (None, None) where there is none, (None, what it is) for anything else: "a symlink"
+    (never read through: a link out of DIR is no file of DIR, one to /dev/zero would be read
+    until memory runs out), "a directory" or "not a regular file" (a FIFO is opened without
+    blocking, then looked at: a read would block the export, and the project's lock, for
+    ever). An OSError other than these is raised."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
                      | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return None
+        return None, None
     except OSError as exc:
-        kind = "a symlink" if exc.errno == errno.ELOOP else None
-        if kind is None:
-            raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
-                from None
-    else:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            with os.fdopen(fd, "rb") as handle:
-                return handle.read()
+        if exc.errno == errno.ELOOP:
+            return None, "a symlink"
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-    raise UsageError(f"{path} is {kind}, where the export writes a patch file; nothing was "
+        return None, "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(), None
+
+
+def _sha256_of_regular(target: Path, name: str) -> str | None:
+    """The sha256 of DIR's file `name` (`target`: DIR), a name an export's record holds; None
+    when it is not a regular file directly in DIR (_file_in_dir): a link, a FIFO or a directory
+    there is not the file an export wrote, nor is a name that is a path (the record is DIR's
+    own file: `../x` or `/x` would name a file outside it)."""
+    if not name or name in (".", "..") or "/" in name or "\x00" in name:
+        return None
+    try:
+        data, _ = _file_in_dir(target / name)
+    except OSError:
+        return None
+    return None if data is None else _sha256(data)
+
+
+def _replaced_file_bytes(path: Path, what: str = "a patch file") -> bytes | None:
+    """The bytes of DIR's file `path` that `export --quilt DIR` would replace (`what`: the file
+    it writes there); None where there is none. Read only as a regular file (_file_in_dir): a
+    link, a FIFO or a directory there is refused (UsageError naming it)."""
+    try:
+        data, kind = _file_in_dir(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it to replace it ({exc.strerror or exc})") \
+            from None
+    if kind is None:
+        return data
+    raise UsageError(f"{path} is {kind}, where the export writes {what}; nothing was "
                      "written",
                      hint=f"move {path} out of {path.parent} (or export to another directory)")
 
@@ -2565,20 +2584,17 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                                   f"{project.patch_path(upstream, path.name)}; to drop it, "
                                   f"remove {path}; then export again")
     series = target / "series"
-    try:
-        lines = series.read_bytes().splitlines()
-    except FileNotFoundError:
-        return
-    except IsADirectoryError:
+    if series.is_dir() and not series.is_symlink():
         own = target.resolve() == project.root.resolve()
         raise UsageError(f"{series} is a directory" + (" (the project's own series/)" if own
                                                        else "")
                          + ": `export --quilt DIR` writes DIR/series, quilt's series file, "
                          "beside the patches; nothing was written",
-                         hint="name a new directory, or one an earlier export wrote") from None
-    except OSError as exc:
-        raise UsageError(f"{series}: cannot read it to replace it ({exc.strerror or exc})") \
-            from None
+                         hint="name a new directory, or one an earlier export wrote")
+    listed = _replaced_file_bytes(series, "quilt's series file")
+    if listed is None:
+        return
+    lines = listed.splitlines()
     written = {data for _, data in patches}
     exported = {path.name for path, _ in patches}
     ours = set() if earlier is not None else \
@@ -2590,9 +2606,21 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
         name = words[0].decode("utf-8", "surrogateescape")
         kept = target / name
         if name in exported or name in ours or name.startswith("/") \
-                or ".." in name.split("/") or not kept.is_file():
+                or ".." in name.split("/"):
             continue
-        there = kept.read_bytes()
+        try:
+            there, kind = _file_in_dir(kept)
+        except OSError as exc:
+            raise UsageError(f"{kept}: cannot read it ({exc.strerror or exc})") from None
+        if kind == "a symlink":
+            # Never read through: what it names is no file of DIR (it may be outside it).
+            raise UsageError(
+                f"{series}:{line_no}: lists {name}, a symlink in {target}; the export reads "
+                "no patch through a link and would leave it unlisted there, so nothing was "
+                "written",
+                hint=f"replace {kept} with the file it names, or remove it; then export again")
+        if there is None:  # none there, a directory or a FIFO: no patch file to keep
+            continue
         if there in written or recorded(name, there):
             continue
         if taken_undone(taken, name, there, None, lambda: series_holdings(project, upstream)):
@@ -2639,11 +2667,13 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
 
 
 def _listed_names(series: Path) -> list[str]:
-    """The patch names a quilt series file lists (none where it cannot be read)."""
+    """The patch names a quilt series file lists (none where it cannot be read, or is no
+    regular file: _file_in_dir)."""
     try:
-        lines = series.read_bytes().splitlines()
+        data, _ = _file_in_dir(series)
     except OSError:
         return []
+    lines = (data or b"").splitlines()
     return [words[0].decode("utf-8", "surrogateescape") for words in
             (line.split(b"#", 1)[0].split() for line in lines) if words]
 
