@@ -377,6 +377,28 @@ def test_what_a_registry_and_a_forge_answer_is_shown_in_the_report_never_rendere
     assert "https\\://evil.example/x" in report and "www\\.evil.example" in report, report
 
 
+def test_a_mention_or_an_issue_reference_a_forge_answer_quotes_is_shown_never_made(clean):
+    """A forge's answer quoted in the report (a pull request's state) holding `@name` or
+    `owner/repo#N`: in the stack's pull request GitHub made a mention of it (notifying that
+    user) and a cross-reference (an event on that issue), which no Markdown escape stops
+    (GitHub finds them in the text it shows). An empty HTML comment after the `@` and the
+    `#` splits that text: the page shows the answer exactly, and no run of its text is a
+    mention or a reference."""
+    from markdown_it import MarkdownIt
+
+    from helpers.rendered import GITHUB_REFERENCE, shown_text, text_runs
+
+    quoted = "@bot o/r#12 #3 GH-5"  # (the answer quotes a state's first 20 characters)
+    clean.forge.pulls[("vllm-project/vllm", 8)]["state"] = quoted
+    code, report, err = clean.bump("--dry-run")
+    assert code == 0, err
+    assert "@<!-- -->bot o/r#<!-- -->12 #<!-- -->3 GH-<!-- -->5" in report, report
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(report)
+    assert quoted in shown_text(page), page
+    for run in text_runs(page):
+        assert not GITHUB_REFERENCE.search(run), (run, page)
+
+
 @pytest.mark.parametrize("url, opened", [
     ("git@github.com:team/stack.git", True),
     ("ssh://git@ssh.github.com:443/team/stack.git", True),
@@ -496,7 +518,9 @@ def test_real_run_moves_the_stack_file_by_file_and_opens_the_pull_request(clean)
 
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(
         render_markdown(doc))
-    assert "<!--" not in rendered and "<img" not in rendered and "<details>" not in rendered
+    # (The only comments are the report's own empty ones, which stop GitHub's references.)
+    assert "<!--" not in rendered.replace("<!-- -->", "") and "<img" not in rendered \
+        and "<details>" not in rendered
     assert rendered.count("&lt;!-- &lt;img src=x&gt; &lt;details&gt;") == 5
     # The range-diff's block is closed only after the whole range-diff, whatever runs of
     # backticks it quotes (a failed range-diff says git's message, a line of its own).

@@ -511,6 +511,36 @@ def test_the_summary_makes_no_link_or_image_of_what_patches_hold(tmp_path, monke
     assert "![t](https://tracker.example/p.png) [x](https://tracker.example/)" in page, page
 
 
+def test_the_summary_makes_no_mention_or_issue_reference_of_what_patches_hold(tmp_path,
+                                                                            monkeypatch):
+    """A header value the summary quotes holding `@name` or `owner/repo#N`: GitHub made a
+    mention of it (notifying that user on every run) and a cross-reference (an event on that
+    issue), which no Markdown escape stops. Each is followed by an empty HTML comment now:
+    the page shows the value exactly (and a copy of it is exact), and no run of its text is
+    a mention or a reference."""
+    from markdown_it import MarkdownIt
+
+    from helpers.rendered import GITHUB_REFERENCE, shown_text, text_runs
+
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    quoted = "ask @alice or @org/team: vllm-project/vllm#12, #34, GH-5"
+    (series / "odd.patch").write_bytes(plain_patch(
+        1, 4, b"Author: A <a@example.com>\nForwarded: " + quoted.encode() + b"\n"))
+    (series / "series").write_text("odd.patch\n")
+    assert run_cli(root, "lint", "--no-forge", "--format", "github").rc == 0  # warnings
+    written = summary.read_text()
+    assert "ask @<!-- -->alice or @<!-- -->org/team: vllm-project/vllm#<!-- -->12, " \
+        "#<!-- -->34, GH-<!-- -->5" in written, written
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(written)
+    assert quoted in shown_text(page), page
+    for run in text_runs(page):
+        assert not GITHUB_REFERENCE.search(run), (run, page)
+
+
 def test_text_shown_literally_makes_no_block_of_an_indented_marker():
     """literal_text escaped a heading's or list's marker only as the very first character:
     CommonMark reads one after up to three spaces too, so `  # x` still made a heading and

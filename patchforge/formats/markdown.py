@@ -92,6 +92,17 @@ _INLINE = on_first_use(r"[\\`*_\[\]<>&|~]|(?<=[A-Za-z])(?=://)|(?<=\bwww)(?=\.)"
 # there): a heading, a quote, a list item, a setext underline.
 _LEADING = on_first_use(r"^( {0,3})(?:([#>+=-])|(\d+)(?=[.)]))")
 _CONTROL = on_first_use("[\x00-\x1f\x7f-\x9f]")
+# What GitHub makes a mention or a cross-reference of, after rendering, in the text it shows:
+# `@name` (and `@org/team`) notifies that user or team; `#123`, `owner/repo#123` and `GH-123`
+# link that issue or pull request and put a "mentioned this" event on its timeline. No
+# Markdown escape stops either: GitHub finds them in the rendered text, where `\@` and `&#64;`
+# are already `@` (github/cmark-gfm#181, github/markup#1168). An empty HTML comment after the
+# `@`, `#` or `GH-` splits the text GitHub searches, renders as nothing (the page shows
+# `@name` and a copy of it is `@name`), and is in the Markdown only: a zero-width space would
+# show the same and be copied with the text.
+_AUTO_REFERENCE = on_first_use(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9])|#(?=[0-9])"
+                               r"|(?<![A-Za-z0-9])GH-(?=[0-9])", re.I)
+_NOTHING = "<!-- -->"
 
 
 def literal_text(text) -> str:
@@ -100,11 +111,16 @@ def literal_text(text) -> str:
     character), line breaks and control characters written visible (`\\x0a`), so it stays one
     line of a table cell or of a quote. For text someone else chose (a registry's error, a
     forge's answer): escaping `<` alone left `[x](url)` a link, `![t](url)` a remote image and
-    `## x` after a line break a heading."""
+    `## x` after a line break a heading. A mention (`@name`) or an issue reference (`#123`,
+    `owner/repo#123`, `GH-123`) GitHub would make of it is stopped by an empty HTML comment
+    (_AUTO_REFERENCE): quoted, a pull request's title notified its author and put an event on
+    an unrelated issue of the stack's repository."""
     text = _INLINE.sub(lambda m: "\\" + m.group(), str(text))
     text = _LEADING.sub(lambda m: m.group(1) + ("\\" + m.group(2) if m.group(2)
                                                 else m.group(3) + "\\"), text, count=1)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    # Last: its comment's `<` is markup of this escaper's own, never escaped.
+    return _AUTO_REFERENCE.sub(lambda m: m.group() + _NOTHING, text)
 
 
 def literal_span(text, *, cell: bool) -> str:
