@@ -3507,6 +3507,49 @@ def test_a_relative_xdg_config_home_names_the_pip_conf_pip_reads(tmp_path, monke
         hashlib.sha256(built.read_bytes()).hexdigest()
 
 
+def test_a_tilde_in_xdg_config_dirs_names_the_pip_conf_pip_reads(tmp_path, monkeypatch):
+    """XDG_CONFIG_DIRS=~/sys: pip 23 reads the system pip.conf from ~/sys/pip/ in the home
+    directory, pip 24.2 from a directory named `~` where it runs; patchforge took `~/sys` for
+    a directory relative to where it runs and handed pip that full path, so a pip that
+    expands `~` read another pip.conf than its user's (here: another find-links directory,
+    holding another build of the release) and the lock pinned that build. Real pip is asked
+    which file it reads (`pip config debug`, from where patchforge runs); the wheel that file's
+    find-links holds is the one pinned, and the other pip.conf is never read."""
+    import re
+
+    _no_pip_index(monkeypatch, tmp_path)
+    monkeypatch.delenv("PIP_CONFIG_FILE")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CONFIG_DIRS", "~/sys")
+    monkeypatch.chdir(tmp_path)
+    debug = subprocess.run([sys.executable, "-m", "pip", "config", "debug"], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout
+    read = Path(re.search(r"^global:\n\s+(.*), exists: ", debug, re.M).group(1))
+    assert read in (Path("~/sys/pip/pip.conf"), home / "sys" / "pip" / "pip.conf"), debug
+    other = home / "sys" / "pip" / "pip.conf" if read == Path("~/sys/pip/pip.conf") else \
+        tmp_path / "~" / "sys" / "pip" / "pip.conf"
+    wanted = build_wheel(tmp_path / "A", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                         origin=False)
+    elsewhere = build_wheel(tmp_path / "B", "toypkg", "1.0", {"toypkg/m.py": b"B = 2\n"},
+                            origin=False)
+    for conf, wheel in ((tmp_path / read, wanted), (other, elsewhere)):
+        conf.parent.mkdir(parents=True)
+        conf.write_text(f"[global]\nfind-links = {wheel.parent}\n")
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                  "--install-root", "/opt/site", cwd=tmp_path)
+    assert run.rc == 0, run.text
+    assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+        hashlib.sha256(wanted.read_bytes()).hexdigest()
+    origin = next((tmp_path / "wheels").rglob("*.origin.json")).read_text()
+    assert str(wanted.parent) in origin and str(elsewhere.parent) not in origin, origin
+
+
 @pytest.mark.parametrize("pip_config_file", [True, False])
 def test_the_users_pip_conf_is_read_only_where_pip_reads_it(tmp_path, monkeypatch,
                                                              pip_config_file):

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import cache
 from pathlib import Path
 
 from patchforge import tempfiles
@@ -257,10 +258,9 @@ def _pip_config_files() -> list[Path]:
     if named == os.devnull:
         return []
     home = Path(os.path.expanduser("~"))
-    system = os.environ.get("XDG_CONFIG_DIRS", "")
     files = [Path(directory) / "pip" / "pip.conf"
-             for directory in (system if system.strip() else "/etc/xdg").split(os.pathsep)
-             if directory] + [Path("/etc/pip.conf")]
+             for directory in _system_config_dirs(os.environ.get("XDG_CONFIG_DIRS", ""))] \
+        + [Path("/etc/pip.conf")]
     if not (named and os.path.exists(named)):
         user = os.environ.get("XDG_CONFIG_HOME", "")
         files += [home / ".pip" / "pip.conf",
@@ -271,6 +271,56 @@ def _pip_config_files() -> list[Path]:
     # A file listed twice (PIP_CONFIG_FILE=/etc/pip.conf) is read twice by pip, the later
     # reading winning: kept in its last place.
     return list(dict.fromkeys(files[::-1]))[::-1]
+
+
+def _system_config_dirs(value: str, *, ask_pip: bool = True) -> list[str]:
+    """The directories $XDG_CONFIG_DIRS (`value`) names as the pip that runs reads them, each
+    holding a system pip.conf (DIR/pip/pip.conf), in order: /etc/xdg when it is unset or blank;
+    else each part between separators, an empty one too (pip reads `pip/pip.conf` there, from
+    where it runs). A part starting with `~` is read as pip reads it, which differs between
+    versions: pip 23 (platformdirs 3) expands it to the home directory, pip 24.2 (platformdirs
+    4.2) takes it as a directory named `~`, from where it runs; the pip that runs is asked
+    (_pip_expands_home), unless `ask_pip` is False (finding that pip: then expanded, as pip
+    did before). A part left relative is relative to where patchforge runs, as for pip run
+    there (_pip_environment hands pip the full path)."""
+    if not value.strip():
+        return ["/etc/xdg"]
+    parts = value.split(os.pathsep)
+    if any(part.startswith("~") for part in parts) and \
+            (not ask_pip or _pip_expands_home(tuple(_pip_command_or_none() or ()))):
+        parts = [os.path.expanduser(part) for part in parts]
+    return parts
+
+
+def _pip_command_or_none() -> list[str] | None:
+    try:
+        return pip_command()
+    except StoreError:  # no pip: said by the download that needs one
+        return None
+
+
+_HOME_PROBE = "~/.patchforge-probe"
+
+
+@cache
+def _pip_expands_home(command: tuple[str, ...]) -> bool:
+    """Whether the pip `command` runs expands a `~` in $XDG_CONFIG_DIRS: asked of it (`pip
+    config debug` lists the files it would read, the system's first; run from `/` with no
+    configuration file of the user's, which it would read too). A pip that cannot say (one
+    without `config debug`) is taken to expand it, as every pip before 24 did."""
+    if not command:
+        return True
+    environment = {**os.environ, "XDG_CONFIG_DIRS": _HOME_PROBE, "PIP_CONFIG_FILE": os.devnull,
+                   "PYTHONSAFEPATH": "1", "PIP_REQUIRE_VIRTUALENV": "0"}
+    try:
+        proc = subprocess.run([*command, "config", "debug"], capture_output=True, cwd="/",
+                              stdin=subprocess.DEVNULL, env=environment, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    listed = re.search(r"^global:\n\s+(.*), exists: ", proc.stdout.decode("utf-8", "replace"),
+                       re.M)
+    probe = os.path.join(_HOME_PROBE, "pip", "pip.conf")
+    return not (proc.returncode == 0 and listed is not None and listed.group(1) == probe)
 
 
 def _pip_config_index() -> list[str]:
@@ -459,7 +509,8 @@ def pip_command() -> list[str]:
     # From `/`, with the current directory kept off sys.path: `-m pip` started in a stack's
     # repository would otherwise import a `pip/` committed there.
     if python3 and subprocess.run([python3, "-m", "pip", "--version"], capture_output=True,
-                                  cwd="/", env=_pip_environment(os.environ)).returncode == 0:
+                                  cwd="/", env=_pip_environment(os.environ, ask_pip=False)
+                                  ).returncode == 0:
         return [python3, "-m", "pip"]
     raise StoreError("cannot download wheels: no pip in this Python environment "
                      f"({sys.executable}), none on PATH, and no `python3 -m pip`",
@@ -507,7 +558,7 @@ def _python_version_for(implementation: str, digits: str, tags) -> str:
     return digits
 
 
-def _pip_environment(environment) -> dict[str, str]:
+def _pip_environment(environment, *, ask_pip: bool = True) -> dict[str, str]:
     """pip's environment: the user's (index, proxy, certificates), with `-m pip` never importing
     from the current directory (PYTHONSAFEPATH) and require-virtualenv off. That guard is for
     installs; a download into our cache installs nothing, and with PIP_REQUIRE_VIRTUALENV set (a
@@ -532,13 +583,16 @@ def _pip_environment(environment) -> dict[str, str]:
         pip_env["PIP_CONFIG_FILE"] = os.path.abspath(named)
     # So are the directories pip finds the user's and the system's pip.conf under
     # (_pip_config_files reads them from here), when relative.
+    # ($XDG_CONFIG_DIRS as the pip that runs reads it, `~` and an empty part too:
+    # _system_config_dirs. Not asked of pip while finding pip: `ask_pip` False.)
     for variable in ("HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS"):
         value = pip_env.get(variable)
         if value and value.strip():
-            parts = value.split(os.pathsep) if variable == "XDG_CONFIG_DIRS" else [value]
-            pip_env[variable] = os.pathsep.join(
-                os.path.abspath(part) if part and not os.path.isabs(part) else part
-                for part in parts)
+            if variable == "XDG_CONFIG_DIRS":
+                pip_env[variable] = os.pathsep.join(
+                    os.path.abspath(part) for part in _system_config_dirs(value, ask_pip=ask_pip))
+                continue
+            pip_env[variable] = os.path.abspath(value) if not os.path.isabs(value) else value
     for key, value in _pip_config_paths().items():
         pip_env.setdefault(_pip_variable(key), value)  # the environment's own wins, as in pip
     for key in _PIP_PATH_SETTINGS:
