@@ -1846,6 +1846,51 @@ def test_import_overlay_made_on_a_wheel_version_another_project_imported_other_f
     assert b"-line5 changed in 1.0\n" not in (a / "series/w/fix.patch").read_bytes()
 
 
+def test_import_overlay_made_on_a_wheel_version_only_another_project_imported_is_refused(
+        tmp_path, monkeypatch):
+    """A new project pinned at 1.0 imports a hand-kept overlay made on 0.9 (the tutorial's
+    first step). Another project of the cache imported 0.9 from the same wheel file, but only
+    this project's own imports were compared: the overlay went in against 1.0, exit 0, its
+    patch taking back 1.0's change. Refused now, naming 0.9 and `--made-on 0.9`, nothing
+    written; `--made-on 0.9` carries the fix alone. An import of another build of 0.9 (a file
+    this machine's wheel cache does not hold) is still not taken for this project's."""
+    from helpers.upstream import build_wheel
+
+    old = UPSTREAM_FILES["a.py"]
+    moved = old.replace(b"line5\n", b"line5 changed in 1.0\n")
+    wheels, other_build = tmp_path / "wheels", tmp_path / "wheels-other"
+    build_wheel(wheels, "tinypkg", "0.9", {"tinypkg/a.py": old})
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/a.py": moved})
+    build_wheel(other_build, "tinypkg", "0.9", {"tinypkg/a.py": old + b"line13\n"})
+    build_wheel(other_build, "tinypkg", "1.0", {"tinypkg/a.py": moved})
+    a, b = tmp_path / "a", tmp_path / "b"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    ok(None, "init", "--standalone", str(b))
+    ok(b, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "0.9", "--install-root", "/opt")
+    ok(None, "init", "--standalone", str(a))
+    ok(a, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "1.0", "--install-root", "/opt")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(old.replace(b"line12\n", b"line12 our fix\n"))
+    before = snapshot(a)
+    run = run_cli(a, "import", "overlay", str(overlay), "--upstream", "w", "--path",
+                  "tinypkg/a.py", "--name", "fix")
+    assert run.rc == 2 and "the file as 0.9 has it differs less from it" in run.err \
+        and "`--made-on 0.9`" in run.err, run.text
+    assert snapshot(a) == before
+    ok(a, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "fix", "--made-on", "0.9")
+    assert b"-line5 changed in 1.0\n" not in (a / "series/w/fix.patch").read_bytes()
+    assert overlay_tree(a, "w/")["tinypkg/a.py"] == \
+        moved.replace(b"line12\n", b"line12 our fix\n")
+    # Another machine's wheel cache, whose 0.9 is another build: b's import is not its 0.9.
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(other_build))
+    c = tmp_path / "c"
+    ok(None, "init", "--standalone", str(c))
+    ok(c, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "1.0", "--install-root", "/opt")
+    ok(c, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "fix")
+
+
 def _overlay_import(root: Path, overlay: Path, name: str, *more: str):
     return run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
                    "--name", name, *more)

@@ -628,7 +628,8 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         # (An overlay file patchforge wrote, edited in place, was made on the pin.)
         _refuse_made_on_earlier(store, pin, upstream, _imports_namespace(project, upstream),
                                 path, base, new, overlay, notes,
-                                held=_versions_held(project, store, upstream, pin.commit))
+                                held=_versions_held(project, store, upstream, pin.commit),
+                                shared=_wheel_versions_shared(project, store, upstream))
     others = _profile_files(project, store, upstream, path, old) if profiles is None else []
     new = _without_profile_fixes(others, path, old, new, overlay, notes)
     if base is not None and old is not None and old != base:
@@ -853,16 +854,35 @@ def _versions_held(project: Project, store: UpstreamStore, upstream: str,
     return tags + [(commit, name) for commit, name in held if name == commit][:HELD_COMMITS]
 
 
+def _wheel_versions_shared(project: Project, store: UpstreamStore,
+                           upstream: str) -> list[tuple[str, str]]:
+    """A wheel upstream's versions other projects of the cache imported, from the very wheel
+    files this project would import (sources.shared_wheel_imports), as (label, commit); []
+    for a git or directory upstream (a directory's versions are its own project's)."""
+    config = project.config.upstream(upstream)
+    if config.kind != "wheel" or not config.package:
+        return []
+    from patchforge.errors import StoreError
+    from patchforge.store.sources import shared_wheel_imports
+
+    try:
+        return shared_wheel_imports(store, upstream, config.package)
+    except StoreError:
+        return []
+
+
 def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace: str | None,
                             path: str, base: bytes, new: bytes, overlay: Path,
-                            notes: list, held: list[tuple[str, str]] | None = None) -> None:
+                            notes: list, held: list[tuple[str, str]] | None = None,
+                            shared: list[tuple[str, str]] | None = None) -> None:
     """UsageError, nothing written, when the overlay `new` looks made on another version of
     `path` than the pin's `base`: of the file's other versions the store has (for a git
     upstream, the versions at the revisions before the pin the store holds by name, `held`:
     a release pinned or rebased from however far back, and the last EARLIER_VERSIONS in its
     first-parent history; for a wheel or directory
     upstream, the versions this project imported (`namespace`): pins, targets judged or rebased
-    onto), the one that differs least from it differs less than `base` does, and where `base`
+    onto; for a wheel also those of its files other projects of the cache imported, `shared`),
+    the one that differs least from it differs less than `base` does, and where `base`
     differs from that version the overlay holds some of that version's lines and none of
     `base`'s. Imported against `base`, its patch would carry those differences of the
     upstream's (for an earlier version: take the upstream's changes back).
@@ -893,9 +913,15 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace:
             candidates += [(f"the file as {upstream} commit {commit[:12]} has it", commit,
                             commit, True) for commit, name in held or [] if name == commit]
         elif namespace is not None:  # no history: a wheel or a directory, whose versions
-            # are this project's imports (another project's of the same name are not its)
+            # are this project's imports (another project's of the same name are not its),
+            # and a wheel's that another project imported from the same file (`shared`: a
+            # new project's overlay made on a release it never pinned took that release's
+            # changes back unseen), a label this project imported itself taken as its own
+            own = store.imports_of(namespace)
+            labels = {label for label, _ in own}
             candidates = [(f"the file as {label} has it", label, commit, False)
-                          for label, commit in store.imports_of(namespace)
+                          for label, commit in own + [(label, commit) for label, commit
+                                                      in shared or [] if label not in labels]
                           if commit != pin.commit]
         else:
             candidates = []

@@ -1173,6 +1173,19 @@ class UpstreamStore:
         got = self._cat.query([f"refs/patchforge/imports/{upstream}/{label}^{{commit}}"])[0]
         return got[0] if got else None
 
+    def shared_imports(self, upstream: str) -> list[tuple[str, str]]:
+        """(label, commit) of the last import under each label of upstream name `upstream` by
+        any project of the cache (shared_import_ref's, every label), by label."""
+        check_upstream_name(upstream)
+        prefix = f"refs/patchforge/imports/{upstream}/"
+        out = self._out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        found = []
+        for line in out.splitlines():
+            ref, _, commit = line.rpartition(" ")
+            if ref.startswith(prefix) and commit:
+                found.append((ref[len(prefix):], commit))
+        return sorted(found)
+
     def imports_of(self, namespace: str) -> list[tuple[str, str]]:
         """(label, commit) of every wheel or directory import a project made of an upstream
         (`namespace`: `sources.import_namespace`; the versions pinned, judged or rebased onto

@@ -921,6 +921,39 @@ def import_wheel_upstream(store: UpstreamStore, name: str, package: str, version
     return result.commit, result.tree, wheel
 
 
+def shared_wheel_imports(store: UpstreamStore, name: str, package: str) -> list[tuple[str, str]]:
+    """(label, commit) of the imports of `package`'s wheels as upstream `name` that any project
+    of the cache made (the store's shared import refs) and whose very file, by the sha256 the
+    import's commit records, is in this machine's wheel cache: the commit a wheel import makes
+    depends on that file and its label alone, so each is the one this project's own import of
+    that version (`--made-on LABEL`, `status --against`) gives, and a version this project
+    never touched is still one of the upstream's. An import whose file the cache lacks, or
+    holds as another build under that name, is left out: which file it was cannot be told."""
+    from patchforge import names
+
+    found = []
+    for label, commit in store.shared_imports(name):
+        message = store.commit_message(commit)
+        file = re.search(rb"^wheel: (\S+)$", message, re.M)
+        digest = re.search(rb"^sha256: ([0-9a-f]{64})$", message, re.M)
+        if file is None or digest is None:
+            continue
+        filename = file.group(1).decode("ascii", "replace")
+        try:
+            wheel = names.parse_wheel_name(filename)
+        except ValueError:
+            continue
+        path = wheels_dir() / filename
+        if not names.same_distribution(wheel.name, package) or not path.is_file():
+            continue
+        try:
+            if wheel_sha256(path) == digest.group(1).decode():
+                found.append((label, commit))
+        except OSError:
+            continue
+    return found
+
+
 def import_dir_upstream(store: UpstreamStore, name: str, path: Path,
                         label: str, *, namespace: str | None = None) -> tuple[str, str]:
     """Import a local directory as upstream `name` labelled `label` (under the project's
