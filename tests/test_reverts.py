@@ -1036,7 +1036,12 @@ def test_a_kept_landing_reverted_at_the_pin_fails_every_check_naming_it(tmp_path
         _, out, err = stack.cli(*command, expect=1)
         assert "up/fa.patch" in out + err and "reverted upstream" in out + err, \
             (command, out + err)
-    assert stack.json("overlays", "--check", expect=1)["ok"] is False
+    document = stack.json("overlays", "--check", expect=1)
+    assert document["ok"] is False and document["drift"] == []
+    # What fails it is named in the document as the text names it (it gave `ok: false` and
+    # no note: a CI reading the JSON could not say which fix).
+    assert any("up/fa.patch" in note and "reverted upstream" in note
+               for note in document.get("notes", [])), document
 
 
 def test_a_file_a_fix_creates_made_the_same_upstream_then_taken_out_is_said(tmp_path):

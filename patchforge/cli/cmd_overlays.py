@@ -108,11 +108,16 @@ def overlays(app, profiles, check, as_json, output_format):
         for note in [] if as_json else unjudged:
             click.echo(note, err=True)
         if as_json:
+            # What makes it fail without drift, said as the text says it (warnings): `ok`
+            # false with no drift and no note named nothing (a fix kept as landed that
+            # upstream took back at the pin, in no overlay).
+            notes = unjudged + _lacking_said(result) + _unmounted_said(result) + \
+                [f"the pin lacks a fix kept as landed: {gone}" for gone in unmounted_gone]
             emit_json({"check": True, "ok": not drifts and not lacking,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
                                  for d in drifts],
                        "overlays": len(result.files),
-                       **({"notes": unjudged} if unjudged else {})}, "overlays")
+                       **({"notes": notes} if notes else {})}, "overlays")
         elif drifts:
             click.echo(f"overlays/ differs from what the series generates ({len(drifts)}):")
             for d in drifts:
