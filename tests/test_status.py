@@ -1985,3 +1985,18 @@ def test_json_counts_the_hunks_of_a_file_gone_upstream(stack, upstream):
                                {"index": 2, "forward": "failed", "landed": None}], listed
     for patch in document["patches"]:  # the files' hunks add up to the patch's count
         assert sum(len(f["hunks"]) for f in patch["files"]) == patch["hunks"]["total"], patch
+
+
+def test_the_table_says_a_patch_follows_a_file_upstream_renamed(stack, upstream):
+    """A patch whose file upstream renamed applies there, followed to the new name: `rebase`
+    says "applied exactly; follows A -> B", `--json` has the rename in the evidence, but the
+    table's row said only "applies", as if nothing had moved, and the overlay, the mount and
+    the patch's paths all change with the move. The row names the rename."""
+    new_path = "pkg/attention/helpers.py"
+    moved = upstream.commit({}, "move attn.py", renames={MAIN: new_path})
+    stack.add("fix.patch", the_fix())
+    proc = stack.cli("status", "--against", f"up={moved}")
+    assert proc.returncode == 0, proc.stderr
+    [row] = [line for line in proc.stdout.decode().splitlines() if "fix.patch" in line]
+    assert row.split(None, 2)[1:] == ["applies", f"{MAIN} was renamed upstream to {new_path}"], \
+        row

@@ -193,10 +193,13 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                 # Never a silent "applies" over a condition nobody could look at.
                 notes.append(f"Drop-When {r.drop_when['condition']} cannot be evaluated: "
                              f"{r.drop_when['reason']}")
-            if r.evidence and (r.state not in ("applies",) or r.attention
+            followed = r.state == "applies" and any(
+                f["target_path"] not in (None, f["path"]) for f in r.files)
+            if r.evidence and (r.state not in ("applies",) or followed or r.attention
                                and not (r.drop_when and r.drop_when.get("true"))):
                 # (A patch that applies and still needs attention says why: a Profiles
-                # field naming no configured profile.)
+                # field naming no configured profile. One that applies to a file upstream
+                # renamed says so, as the rebase does: its paths, overlay and mount move.)
                 # Cut to the table's width on a terminal only, at a word's end and marked:
                 # a log or a pipe gets it whole.
                 notes.append(_shortened(r.evidence[0], 90) if sys.stdout.isatty()
