@@ -514,3 +514,26 @@ def test_ledger_waits_for_a_stopped_rebase_as_overlays_does(tmp_path):
     _, out, err = stack.cli("ledger")
     assert out == "wrote series/PATCHES.md\n" and "a-sign.patch is being edited" in err, err
     stack.cli("ledger", "--check")
+
+
+def test_ledger_check_says_there_is_none_where_the_stack_keeps_none(tmp_path):
+    """A stack that keeps no ledger yet (no series/PATCHES.md, nothing in the history):
+    `ledger --check` said "series/PATCHES.md is up to date" of a file that is not there,
+    while its help said it exits 1 when the file is missing. It says there is none yet and
+    what writes one (exit 0: nothing has happened to record, as lint says nothing); once the
+    stack keeps one, a missing file is exit 1, as before."""
+    stack = make_stack(tmp_path)
+    ledger = stack.root / "series/PATCHES.md"
+    _, out, _ = stack.cli("ledger", "--check")
+    assert out == ("series/PATCHES.md: none kept yet (the first `patchforge rebase`, or "
+                   "`patchforge ledger`, writes it)\n"), out
+    assert not ledger.exists()
+    _, help_text, _ = stack.cli("ledger", "--help")
+    assert "missing once the stack keeps a history" in " ".join(help_text.split()), help_text
+    stack.cli("ledger")
+    assert stack.cli("ledger", "--check")[1] == "series/PATCHES.md is up to date\n"
+    stack.commit({"pkg/b.py": B + b"# v2\n"}, "v2", tag="v2")
+    stack.cli("rebase", "--to", "v2")  # the history has an event now
+    ledger.unlink()
+    _, out, _ = stack.cli("ledger", "--check", expect=1)
+    assert "missing; run `patchforge ledger`" in out, out

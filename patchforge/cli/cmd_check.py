@@ -149,7 +149,8 @@ def _render_results(results, specs, profile, app) -> None:
 
 @click.command()
 @click.option("--check", "check_only", is_flag=True,
-              help="Write nothing; exit 1 if series/PATCHES.md is missing or stale.")
+              help="Write nothing; exit 1 if series/PATCHES.md is stale, or missing once the "
+                   "stack keeps a history.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def ledger(app, check_only, as_json):
@@ -169,7 +170,12 @@ def ledger(app, check_only, as_json):
         else:
             for f in findings:
                 click.echo(f"{rel}: {f.message}")
-            if not findings:
+            if not findings and not ledger_path(project).exists():
+                # A stack with no history yet keeps none (lint says nothing of it either):
+                # "up to date" would vouch for a file that is not there.
+                click.echo(f"{rel}: none kept yet (the first `patchforge rebase`, or "
+                           "`patchforge ledger`, writes it)")
+            elif not findings:
                 click.echo(f"{rel} is up to date")
         if findings:
             sys.exit(EXIT_ATTENTION)
