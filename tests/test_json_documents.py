@@ -117,6 +117,34 @@ def test_upstream_pin_prints_the_document_upstream_add_prints(tmp_path):
         "commit"] == later
 
 
+def test_a_check_that_exits_1_for_a_stop_says_so_in_its_document(tmp_path):
+    """In a stopped rebase `lint --json` and `overlays --check --json` exit 1, as their text
+    does, and a script reading the document got no reason: lint's said `ok: false` with no
+    finding, overlays' said `ok: true`; under --json the stop's note is not on stderr either.
+    Each document says `ok: false` and carries the stop in `notes`, as `check --json` and
+    `status --json` do."""
+    from test_ledger import B, make_stack
+
+    stack = make_stack(tmp_path)
+    stack.cli("overlays")
+    stack.commit({"pkg/b.py": B.replace(b"    return 7\n", b"    return 70\n")}, "v2",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    for args, schema in ((("lint", "--no-forge"), "lint"), (("overlays", "--check"), "overlays"),
+                         (("check",), "check")):
+        _, out, err = stack.cli(*args, "--json", expect=1)
+        document = json.loads(out)
+        assert validation_errors(document, schema) == [], document
+        assert document["ok"] is False, (args, document)
+        assert any(note.startswith("up: a rebase is stopped at b-sign.patch")
+                   for note in document.get("notes", [])), (args, document)
+        assert err == "", err
+    stack.cli("rebase", "--abort")
+    for args in (("lint", "--no-forge"), ("overlays", "--check")):
+        document = json.loads(stack.cli(*args, "--json")[1])
+        assert document["ok"] is True and "notes" not in document, (args, document)
+
+
 def test_documents_validate_against_their_schemas(tmp_path):
     root, commit = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
     series = root / "series" / "up"

@@ -60,8 +60,11 @@ def lint(app, as_json, no_forge, warnings_fail, output_format):
     warnings = len(findings) - errors
     failing = errors or (warnings_fail and warnings) or busy
     if as_json:
+        # What makes it exit 1 beside its findings (a rebase stopped or in progress, a fix
+        # set aside), said in the document: under --json stderr does not say it.
         emit_json({"ok": not failing, "errors": errors, "warnings": warnings,
-                   "findings": [f.to_json() for f in findings]}, "lint")
+                   "findings": [f.to_json() for f in findings],
+                   **({"notes": notes} if busy else {})}, "lint")
     elif findings:
         click.echo(table([[f.severity, f.patch, f.check, f.message] for f in findings],
                          ["severity", "patch", "check", "message"]))

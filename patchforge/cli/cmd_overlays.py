@@ -11,7 +11,8 @@ import click
 from patchforge.cli import github
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
-from patchforge.cli.output import Progress, STATE_COLORS, announce_state, emit_json, table
+from patchforge.cli.output import (Progress, STATE_COLORS, announce_state,
+                                   announce_state_report, emit_json, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
 from patchforge.model.words import counted
 
@@ -110,10 +111,12 @@ def overlays(app, profiles, check, as_json, output_format):
         if as_json:
             # What makes it fail without drift, said as the text says it (warnings): `ok`
             # false with no drift and no note named nothing (a fix kept as landed that
-            # upstream took back at the pin, in no overlay).
-            notes = unjudged + _lacking_said(result) + _unmounted_said(result) + \
+            # upstream took back at the pin, in no overlay); and a stop (or a fix set aside),
+            # which makes it exit 1 whatever overlays/ holds, as `check --json` says it
+            # (stderr does not, under --json).
+            notes = busy + unjudged + _lacking_said(result) + _unmounted_said(result) + \
                 [f"the pin lacks a fix kept as landed: {gone}" for gone in unmounted_gone]
-            emit_json({"check": True, "ok": not drifts and not lacking,
+            emit_json({"check": True, "ok": not drifts and not lacking and not busy,
                        "drift": [{"path": d.path, "kind": d.kind, "detail": d.detail}
                                  for d in drifts],
                        "overlays": len(result.files),
@@ -196,14 +199,16 @@ def _say_ignore_lines(changed: tuple[list[str], list[str]] | None) -> None:
 
 def _built_overlays(project, store, profiles, *, check: bool, as_json: bool):
     """The overlays of the series as it stands, built in memory (with the pins the cache
-    lacks brought in first), and whether a stop, a rebase or an edit is open (`--check`
-    announces it; writing is refused while a rebase is in progress)."""
+    lacks brought in first), and what needs attention whatever they hold (`--check`
+    announces it, exit 1: a rebase stopped or in progress, a fix set aside; writing is
+    refused while a rebase is in progress): its notes, none when nothing does."""
     from patchforge.overlay import build_overlays
     from patchforge.state import refuse_unconfigured_series
 
-    busy = False
+    busy: list[str] = []
     if check:
-        busy = announce_state(project, as_json=as_json)
+        notes, attention, _ = announce_state_report(project, as_json=as_json)
+        busy = notes if attention else []
     else:
         from patchforge.state import require
 
