@@ -145,6 +145,41 @@ def test_a_check_that_exits_1_for_a_stop_says_so_in_its_document(tmp_path):
         assert document["ok"] is True and "notes" not in document, (args, document)
 
 
+def test_read_only_documents_carry_what_is_open(tmp_path):
+    """A read-only command says a stopped rebase or an open edit on stderr, and under --json
+    does not (stdout is one document, and a terminal mixes the two): `list`, `show`,
+    `upstream list`, `ledger --check` and `verify` with --json said nothing of either, so a
+    script read the series being rebased as the one in force. Each document carries them in
+    `notes`, as `status --json` and `check --json` do; none when nothing is open."""
+    from test_ledger import B, make_stack
+
+    stack = make_stack(tmp_path)
+    stack.cli("overlays")
+    stack.cli("ledger")
+    runs = {"list": ("list",), "show": ("show", "a-sign"), "upstreams": ("upstream", "list"),
+            "ledger": ("ledger", "--check"), "verify": ("verify",)}
+    for schema, args in runs.items():
+        document = json.loads(stack.cli(*args, "--json")[1])
+        assert "notes" not in document, (args, document)
+    stack.cli("edit", "a-sign")
+    for schema, args in runs.items():
+        document = json.loads(stack.cli(*args, "--json")[1])
+        assert validation_errors(document, schema) == [], (args, document)
+        assert any("a-sign.patch is being edited" in note for note in document["notes"]), \
+            (args, document)
+    stack.cli("edit", "--close")
+    stack.commit({"pkg/b.py": B.replace(b"    return 7\n", b"    return 70\n")}, "v2",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    for schema, args in runs.items():
+        rc, out, err = stack.cli(*args, "--json", expect=None)
+        document = json.loads(out)
+        assert validation_errors(document, schema) == [], (args, document)
+        assert any(note.startswith("up: a rebase is stopped at b-sign.patch")
+                   for note in document["notes"]), (args, document)
+        assert err == "", (args, err)
+
+
 def test_documents_validate_against_their_schemas(tmp_path):
     root, commit = git_project(tmp_path, profiles={"gfx942": "MI300X", "gfx950": "MI355X"})
     series = root / "series" / "up"

@@ -163,10 +163,12 @@ def ledger(app, check_only, as_json):
     rel = str(ledger_path(project).relative_to(project.root))
     if check_only:
         findings = ledger_findings(project)
-        announce_state_report(project, as_json=as_json)  # read-only: says a stop or an edit
+        # Read-only: says a stop or an edit (in the document, under --json).
+        notes = announce_state_report(project, as_json=as_json)[0]
         if as_json:
             emit_json({"path": rel, "ok": not findings, "changed": False,
-                       "findings": [f.to_json() for f in findings]}, "ledger")
+                       "findings": [f.to_json() for f in findings],
+                       **({"notes": notes} if notes else {})}, "ledger")
         else:
             for f in findings:
                 click.echo(f"{rel}: {f.message}")
@@ -190,8 +192,9 @@ def ledger(app, check_only, as_json):
         refuse_beside_cut_short_write_out(project, "ledger")
         require(project, "ledger", project.upstream_names())
         changed = write_ledger(project)
-    announce_state_report(project, as_json=as_json)
+    notes = announce_state_report(project, as_json=as_json)[0]
     if as_json:
-        emit_json({"path": rel, "ok": True, "changed": changed, "findings": []}, "ledger")
+        emit_json({"path": rel, "ok": True, "changed": changed, "findings": [],
+                   **({"notes": notes} if notes else {})}, "ledger")
     else:
         click.echo(f"wrote {rel}" if changed else f"{rel} is up to date")

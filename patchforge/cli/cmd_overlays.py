@@ -269,7 +269,8 @@ def verify(app, installed, image, profile, as_json, output_format):
     if installed is not None:
         _installed_dir(installed)
     with app.reading():  # never a rebase's half-written overlays
-        announce_state(app.project(), as_json=as_json)
+        # What is open, said first (in the document, under --json).
+        opened = announce_state_report(app.project(), as_json=as_json)[0]
         hints: list[str] = []
         notes: list[str] = []
 
@@ -299,7 +300,7 @@ def verify(app, installed, image, profile, as_json, output_format):
     if as_json:
         emit_json({"ok": not bad, "results": [{"path": p, "state": s, "detail": d}
                                               for p, s, d in rows],
-                   **({"notes": notes} if notes else {})}, "verify")
+                   **({"notes": opened + notes} if opened or notes else {})}, "verify")
     else:
         for note in notes:
             click.echo(note, err=True)

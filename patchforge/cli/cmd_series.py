@@ -8,8 +8,8 @@ import click
 
 from patchforge.cli.complete import (complete_patch, complete_profile, complete_skipped,
                                      complete_upstream)
-from patchforge.cli.output import (announce_state, color_diff, emit_json, neutralize, page,
-                                   say_notes, say_overlays_lag, table)
+from patchforge.cli.output import (announce_state_report, color_diff, emit_json, neutralize,
+                                   page, say_notes, say_overlays_lag, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
 from patchforge.model.words import counted
 
@@ -32,7 +32,8 @@ def list_(app, as_json):
         emit_json({"patches": [{
             "upstream": p.upstream, "name": p.name, "subject": p.subject, "status": p.status,
             "profiles": _profile_list(p.profiles), "files": list(p.files), "added": p.added,
-            "removed": p.removed} for p in items]}, "list")
+            "removed": p.removed} for p in items],
+            **({"notes": notes} if notes else {})}, "list")
         return
     rows = [[f"{p.upstream}/{p.name}", p.profiles or "all", (p.status or "-").split(" ")[0],
              f"+{p.added}/-{p.removed}", p.subject[:70]] for p in items]
@@ -59,7 +60,7 @@ def show(app, name, as_json, raw, stat_only, no_pager):
     from patchforge.ops.series import show_patch
 
     with app.reading():  # not while it pages: a pager left open holds back no rebase
-        announce_state(app.project(), as_json=as_json)
+        notes = announce_state_report(app.project(), as_json=as_json)[0]
         info = show_patch(app.project(), name)
     raw_bytes = info.pop("raw")
     diff = info.pop("diff")
@@ -67,7 +68,7 @@ def show(app, name, as_json, raw, stat_only, no_pager):
         page(raw_bytes, enabled=not no_pager)
         return
     if as_json:
-        emit_json(info, "show")
+        emit_json({**info, **({"notes": notes} if notes else {})}, "show")
         return
     lines = [f"{info['upstream']}/{info['name']}  ({info['path']}, sha256 {info['sha256'][:16]})"]
     # A folded field (a Description's continuation lines) keeps its lines under its value.

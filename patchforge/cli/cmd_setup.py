@@ -184,7 +184,7 @@ def upstream_list(app, as_json):
                          "install_root": cfg.install_root})
     say_notes(notes, as_json=as_json)
     if as_json:
-        emit_json({"upstreams": rows}, "upstreams")
+        emit_json({"upstreams": rows, **({"notes": notes} if notes else {})}, "upstreams")
         return
     click.echo(table([[r["upstream"], r["kind"], r["label"] or "(not pinned)",
                        (r["commit"] or "")[:12]] for r in rows],
