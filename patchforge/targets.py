@@ -298,6 +298,7 @@ class _Resolution:
         self.attempts: list[str] = []
         self.hints: list[str] = []  # the advice of the errors met on the way, in order
         self.unreachable = False  # a remote could not be asked (errors.RemoteUnreachable)
+        self.label_key: str | None = None  # the image label `label` last took a value from
 
     def _asked(self, attempt: str, ask: Callable[..., _T], *args: Any) -> _T | None:
         """What `ask(self.upstream, *args)` answers; None when it cannot, its error said as
@@ -363,12 +364,14 @@ class _Resolution:
 
     def label(self, info: Any, keys: Sequence[str], pattern: re.Pattern[str],
               what: str = "a commit") -> str | None:
+        """The first of `keys` whose value is `what`; `self.label_key` says which it was."""
         for key in keys:
             value = (info.labels or {}).get(key)
             if value is None:
                 continue
             value = value.strip()
             if pattern.match(value):
+                self.label_key = key
                 return value
             self.attempts.append(f"label {key}={value!r}: not {what}")
         return None
@@ -434,6 +437,17 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
             imported = res.wheel(version)
             if imported:
                 commit, tree = imported
+            elif kind is not SpecKind.version and res.label_key != f"{name}.version" \
+                    and not res.unreachable:
+                # The image's own version (vLLM's, in a vLLM image with AITER inside) was
+                # taken for want of a label naming this upstream's: said as that, not as a
+                # version of this upstream that "check the name" would send one after.
+                res.hints.append(f"{version} is the image's {res.label_key} label, taken as "
+                                 f"{name}'s version since the image has no {name}.version "
+                                 "label: in an image carrying several upstreams it is the "
+                                 "version of the one the image is built for; name "
+                                 f"{name}'s own version (`{name}=VERSION`), or label the "
+                                 f"image {name}.version")
         else:
             res.attempts.append(f"{kind.name} {spec}: upstream {name} is a wheel and this names "
                                 f"no version (labels tried: {', '.join(version_keys)})")

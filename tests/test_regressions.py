@@ -139,6 +139,35 @@ def test_a_record_sent_while_another_thread_imports_logging_is_dropped(monkeypat
     logs.info("patchforge.test", "and another")
 
 
+def test_an_image_version_label_taken_for_another_upstreams_is_said_so(tmp_path, monkeypatch,
+                                                                       registry_server):
+    """Two wheel upstreams and an image built for the first (its own version in
+    `org.opencontainers.image.version`, no label for the second's): `status --against
+    small=IMAGE` took the first's version for the second's and said only that pip found no
+    such version, "check the name". The hint now says which label the version came from,
+    and the two ways on."""
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "bigpkg", "2.0", {"bigpkg/a.py": b"a = 1\n"})
+    build_wheel(wheels, "smallpkg", "0.1", {"smallpkg/b.py": b"b = 1\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # smallpkg 2.0 is nowhere: no index to wait on
+    registry_server.push_image("org/big", "nightly", {"org.opencontainers.image.version": "2.0"})
+    project = tmp_path / "proj"
+    run_subprocess(project, "init", str(project), expect=0)
+    run_subprocess(project, "upstream", "add", "big", "--wheel", "bigpkg", "--at", "2.0", expect=0)
+    run_subprocess(project, "upstream", "add", "small", "--wheel", "smallpkg", "--at", "0.1",
+                   expect=0)
+    said = run_subprocess(project, "status", "--against",
+                          f"small={registry_server.host}/org/big:nightly", expect=2)
+    err = said.stderr.decode()
+    assert "2.0 is the image's org.opencontainers.image.version label, taken as small's " \
+        "version since the image has no small.version label" in err, err
+    assert "`small=VERSION`" in err and "label the image small.version" in err, err
+    ok = run_subprocess(project, "status", "--against",
+                        f"big={registry_server.host}/org/big:nightly", expect=0)
+    assert b"big: target 2.0" in ok.stdout, ok.stdout
+
+
 def test_an_image_label_the_lock_cannot_hold_never_reaches_it(tmp_path, make_git_repo,
                                                               registry_server):
     """An image whose version label holds an escape sequence (a registry is input like a
