@@ -149,7 +149,7 @@ def test_read_only_documents_carry_what_is_open(tmp_path):
     """A read-only command says a stopped rebase or an open edit on stderr, and under --json
     does not (stdout is one document, and a terminal mixes the two): `list`, `show`,
     `upstream list`, `ledger --check` and `verify` with --json said nothing of either, so a
-    script read the series being rebased as the one in force. Each document carries them in
+    script read the series being rebased as the one in force; `fetch` said it nowhere. Each document carries them in
     `notes`, as `status --json` and `check --json` do; none when nothing is open."""
     from test_ledger import B, make_stack
 
@@ -157,7 +157,7 @@ def test_read_only_documents_carry_what_is_open(tmp_path):
     stack.cli("overlays")
     stack.cli("ledger")
     runs = {"list": ("list",), "show": ("show", "a-sign"), "upstreams": ("upstream", "list"),
-            "ledger": ("ledger", "--check"), "verify": ("verify",)}
+            "ledger": ("ledger", "--check"), "verify": ("verify",), "fetch": ("fetch",)}
     for schema, args in runs.items():
         document = json.loads(stack.cli(*args, "--json")[1])
         assert "notes" not in document, (args, document)
@@ -178,6 +178,8 @@ def test_read_only_documents_carry_what_is_open(tmp_path):
         assert any(note.startswith("up: a rebase is stopped at b-sign.patch")
                    for note in document["notes"]), (args, document)
         assert err == "", (args, err)
+        # Without --json, each says it on stderr (`fetch` said nothing of it).
+        assert "note: up: a rebase is stopped at b-sign.patch" in stack.cli(*args, expect=None)[2]
 
 
 def test_documents_validate_against_their_schemas(tmp_path):

@@ -63,8 +63,8 @@ from test_model import PLUS_TOKEN, TOKEN, StackModel, tokens_of, with_token
 
 # The read-only commands the reference's table of states says speak of a stop, a rebase in
 # progress, a bring-back, an open edit and a skipped fix ("yes, says so").
-SAYS_SO = ("status", "list", "show", "lint", "overlays --check", "ledger --check", "verify",
-           "check", "pr", "export")
+SAYS_SO = ("status", "list", "show", "upstream list", "fetch", "lint", "overlays --check",
+           "ledger --check", "verify", "check", "pr", "export")
 # Those that exit 1 while something needs attention (a stop, a rebase in progress, a skipped
 # fix), whatever their own check finds.
 ATTENTION = ("status", "lint", "overlays --check", "check")
