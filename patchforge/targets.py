@@ -124,11 +124,25 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
     bare: list[str] = []
     for arg in args:
         name, sep, value = arg.partition("=")
+        # `'vllm = 0.33.0'` (spaces around `=`, as in a TOML line) names vllm as well: read
+        # as a bare SPEC, it was told to be named `vllm=vllm = 0.33.0`.
+        name = name.strip()
+        if sep and not name and len(upstream_names) > 1:
+            # `=0.33.0`: the upstream's name left out; the message named `vllm==0.33.0`,
+            # itself refused.
+            raise UsageError(f"{arg.strip()!r} names no upstream before its `=`: " +
+                             " or ".join(f"{n}={value.strip() or 'SPEC'}"
+                                         for n in sorted(upstream_names)),
+                             hint="an upstream not named stays at its pin")
         if sep and UPSTREAM_NAME_RE.match(name):
             if name not in upstream_names:
                 raise _unknown_upstream(name, arg, upstream_names)
             if not value.strip():
                 raise UsageError(f"empty SPEC for upstream {name!r}")
+            if value.startswith("="):
+                # pip's `vllm==0.33.0`: the SPEC would be `=0.33.0`, which names nothing.
+                raise UsageError(f"{arg.strip()!r}: an upstream is named with one `=`, not "
+                                 f"pip's `==`: {name}={value.lstrip('= ') or 'SPEC'}")
             if name in specs:
                 raise UsageError(f"upstream {name!r} is named twice")
             specs[name] = value.strip()

@@ -573,3 +573,27 @@ def test_an_upstreams_name_without_its_spec_is_told_so(tmp_path):
         assert "'up' is an upstream's name, with no SPEC" in refused.err, refused.err
         assert "`up=SPEC`" in refused.err and "up=up" not in refused.err, refused.err
     assert stack.snapshot() == before
+
+
+def test_a_spec_missing_its_upstreams_name_is_told_a_form_that_works(tmp_path):
+    """In a stack of two upstreams, `status --against =v2` was told "name its upstream:
+    other==v2 or up==v2", and `up==v2` (pip's spelling) was refused in turn as no SPEC;
+    `'up = v2'` was told `other=up = v2 or up=up = v2`. Each is now told a form that works,
+    nothing written, and `'up = v2'` names up as `up=v2` does."""
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack, add_git_upstream
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    add_git_upstream(stack.root, "other", stack.up, "v2")
+    before = stack.snapshot()
+    for spec, said in (("=v2", "'=v2' names no upstream before its `=`: other=v2 or up=v2"),
+                       ("up==v2", "'up==v2': an upstream is named with one `=`, not pip's "
+                                  "`==`: up=v2")):
+        for args in (("status", "--against", spec), ("rebase", "--to", spec, "--dry-run")):
+            refused = run_cli(stack.root, *args)
+            assert refused.rc == 2 and said in refused.err, refused.text
+            assert "==v2 or" not in refused.err, refused.err
+    assert stack.snapshot() == before
+    assert "up: target v2" in ok(stack.root, "status", "--against", "up=v2").out
+    assert "up: target v2" in ok(stack.root, "status", "--against", "up = v2").out
