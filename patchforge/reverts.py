@@ -17,7 +17,12 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
 - the fix's old code is back at its place: its pre-image exactly (each of its file changes
   applies forward again without fuzz, a file it created is gone, one it deleted is back as it
   was), or, where a file's whole diff applies neither way, each hunk's old lines back where the
-  hunk was with neighbours upstream edited since (below): its change is gone;
+  hunk was with neighbours upstream edited since (below): its change is gone. Unless a
+  hunk's added lines are still in the file as many times as the fix left them (_moved_away):
+  upstream moved them (a guard a line lower, an import sorted), and the old neighbours of
+  the place they were added at meet again exactly as a revert leaves them; that hunk is
+  there. Some hunks (or files) so gone and every other one there: taken back in part, gone
+  too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say. Unless the history since the landing has a
   revert of it that nothing since put back, and the fix's place holds the old code changed
@@ -59,7 +64,7 @@ import re
 from typing import TYPE_CHECKING
 
 from patchforge.errors import PatchforgeError
-from patchforge.model.record import record, replace
+from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
@@ -153,6 +158,11 @@ class _Fix:
     patch: PatchFile
     files: list  # the FilePatches the tree can judge
     aliases: dict  # FilePatch index -> paths to look for it at (renames upstream made)
+    # The landing commit (judge_many sets it) and, by FilePatch index, the counts of the
+    # file's lines as the fix left it and of those it adds on balance (_moved_away): asked
+    # once per fix, whatever number of revisions its history walk judges.
+    landing: str | None = field(default=None, compare=False)
+    counts: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -308,6 +318,8 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
     (_states_at), and the history since their landings walked once (_History)."""
     fixes = [(fix, recorded) for name, rel, data, recorded in items
              if (fix := _parse(upstream, name, rel, data)) is not None]
+    for fix, recorded in fixes:
+        fix.landing = _landing_of(fix, recorded)[0]
     try:
         caches = _states_at(store, [fix for fix, _ in fixes], commit)
     except PatchforgeError:
@@ -531,16 +543,30 @@ def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
 
 
 def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
-    """present | gone | other: the whole fix at `rev` (gone only when every file's old code is
-    back at its place, _file_state and _lines_state; present only when every file has the
-    change)."""
+    """present | gone | part | other: the whole fix at `rev` (_combined: gone only when every
+    file's and hunk's old code is back at its place and its added lines are not elsewhere in
+    the file; part when some are so back and the rest of its change is there; present only
+    when every file has the change)."""
     if rev in cache:
         return cache[rev]
     contents = store.read_blobs(rev, _paths(fix))
-    cache[rev] = _combined(_file_states(
+    cache[rev] = _combined(store, fix, _file_states(
         fix, contents,
-        lambda fp, content, both: _at_own_place(store, fix, fp, content, both)))
+        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
     return cache[rev]
+
+
+def _at_copy(state: str) -> str:
+    """_at_own_place's gone, told apart: the change is at another copy of the code and its own
+    place holds the old code (detect.OwnPlaces.elsewhere), which a search for its added lines
+    elsewhere in the file must not take for a move."""
+    return _GONE_AT_COPY if state == "gone" else state
+
+
+# _file_state's gone where the fix's change is only at another copy of its code.
+_GONE_AT_COPY = "gone: at a copy"
+# How much of a fix's change a _fix_state leaves: gone, part, then the others (2).
+_TAKEN = {"gone": 0, "part": 1}
 
 
 def _paths(fix: _Fix) -> list[str]:
@@ -581,27 +607,169 @@ def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[s
     places = PlaceDiffs.made(pairs) if pairs else None
     caches = []
     for fix, states in zip(fixes, files):
-        caches.append({rev: _combined([
-            (fp, content, _at_own_place(store, fix, fp, content, state == _ASK_BOTH, places)
+        caches.append({rev: _combined(store, fix, [
+            (fp, content, _at_copy(_at_own_place(store, fix, fp, content, state == _ASK_BOTH,
+                                                 places))
              if state in (_ASK_BOTH, _ASK_AWAY) else state)
             for fp, content, state in states])})
     return caches
 
 
-def _combined(files: list[tuple]) -> str:
-    """The fix's state from its files' (_file_states): present or gone when they all say so,
-    else other."""
-    # The changed lines are asked only of the files whose whole diff said neither, and only
-    # while the others agree: one file present and another gone is other whatever they say.
-    states = {state for _, _, state in files if state != "other"}
-    state = states.pop() if len(states) == 1 else None if not states else "other"
-    for fp, content, found in files:
+def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple]) -> str:
+    """The fix's state from its files' (_file_states) and hunks' (_hunk_verdicts): present
+    when every one has its change; gone when every one has its old code back; part when some
+    have their old code back and every other one has the change (taken back in part: the fix
+    is whole nowhere, so in no overlay); else other."""
+    if all(state == "present" for _, _, state in files):
+        return "present" if files else "other"
+    verdicts = _hunk_verdicts(store, fix, files)
+    states = {"present" if state == "moved" else state for _, _, state in verdicts or ()}
+    if verdicts is None or not states:
+        return "other"
+    return states.pop() if len(states) == 1 else "part"
+
+
+def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple]
+                   ) -> list[tuple[FilePatch, int | None, str]] | None:
+    """(file change, hunk number from 1 or None for the whole file, present | gone | moved)
+    of each of the fix's files (_file_states) and of each hunk with a change of a file
+    neither there nor back whole (_hunk_states); None where one is neither (upstream changed
+    that code otherwise). A hunk whose old code is back at its place but whose added lines
+    are still in the file as often as the fix left them (_moved_away) is moved, as good as
+    present (_combined): upstream moved them
+    (the lines around the place they were added at meet again, as a revert leaves them)."""
+    found: list[tuple[FilePatch, int | None, str]] = []
+    for k, (fp, content, state) in enumerate(files):
+        if state == "present" or state == _GONE_AT_COPY or (
+                state == "gone" and (fp.binary is not None or fp.is_new or fp.is_delete)):
+            found.append((fp, None, "gone" if state == _GONE_AT_COPY else state))
+            continue
+        hunks: list[tuple[int, str]] | None
+        if state == "gone":
+            hunks = [(n, "gone") for n, hunk in enumerate(fp.hunks, 1)
+                     if any(line[:1] in (b"+", b"-") for line in hunk.lines)]
+        else:
+            hunks = _hunk_states(fp, content)
+            if hunks is None:
+                return None
+        gone = [n for n, state in hunks if state == "gone"]
+        moved = _moved_away(store, fix, k, fp, content, gone) if gone else set()
+        found += [(fp, n, "moved" if n in moved else state) for n, state in hunks]
+    return found
+
+
+def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] | None:
+    """(its number from 1, _hunk_state: present or gone) of each hunk of `fp` with a change,
+    in order; None at the first hunk neither, or where hunks cannot be told apart (a created
+    or deleted file, a file gone, a hunk without context)."""
+    if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
+        return None
+    lines = _Lines(content)
+    found = []
+    for n, hunk in enumerate(fp.hunks, 1):
+        state = _hunk_state(lines, hunk)
         if state == "other":
-            break
-        if found == "other":
-            found = _lines_state(fp, content)
-            state = found if found != "other" and state in (None, found) else "other"
-    return state or "other"
+            return None
+        if state is not None:
+            found.append((n, state))
+    return found
+
+
+def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
+    """What is said of a fix `_fix_state` finds taken back in part at `rev`: where it has its
+    old code back (`PATH`, a whole file, or `PATH hunk N`), and the hunks upstream moved
+    (their lines elsewhere in the file, their old place without them: `bring-back`, which
+    puts the fix back where its old code is, puts those lines there a second time)."""
+    contents = store.read_blobs(rev, _paths(fix))
+    verdicts = _hunk_verdicts(store, fix, _file_states(
+        fix, contents,
+        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
+    gone, moved = ([fp.path if n is None else f"{fp.path} hunk {n}"
+                    for fp, n, found in verdicts or () if found == state]
+                   for state in ("gone", "moved"))
+    said = f"; taken back in part: {', '.join(gone)}, the rest of its change still upstream"
+    if moved:
+        said += f" ({', '.join(moved)} moved elsewhere in the file upstream: a bring-back " \
+            "puts those lines back at their old place as well, to be taken out of the fix " \
+            "with `patchforge edit`)"
+    return said
+
+
+def _squeezed(line: bytes) -> bytes:
+    """A line without its whitespace: the same code indented or spaced otherwise."""
+    return b"".join(line.split())
+
+
+def _added(hunk, kind: bytes = b"+") -> list[bytes]:
+    """The lines a hunk adds (`kind` "-": removes) that tell code (_squeezed, 4 bytes or
+    more): a brace, a blank line or a bare `pass` is in most files many times over, and
+    upstream's other work adds and drops such lines anywhere."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    return [text for line in hunk.lines if line_kind(line) == kind
+            and len(text := _squeezed(line_content(line))) >= 4]
+
+
+def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content: bytes,
+                gone: list[int]) -> set[int]:
+    """Of the hunks `gone` (numbers from 1) of the fix's file change `k`, whose old code is
+    back at their place, those whose added lines (_added) are each in `content` at least as
+    many times as in the file as the fix left it: upstream moved them elsewhere in the file
+    (reordered, re-indented), it did not take them out. A line the fix adds twice, once
+    taken out, is short one; a line the file had before the fix too must be there once
+    more. The file as the fix left it is the landing commit's (the fix's base file with the
+    fix applied, without a landing known here): counted once per fix (`fix.counts`). Without
+    either: none (the old code back is taken as what it says)."""
+    from collections import Counter
+
+    from patchforge.apply.hunks import lines_of
+
+    if k not in fix.counts:
+        # Only the lines the file change adds on balance tell a move: a line one hunk
+        # removes and another adds (code the fix itself moved) is there as often after a
+        # revert, which moves it back.
+        net: Counter = Counter()
+        for hunk in fp.hunks:
+            net.update(_added(hunk))
+            net.subtract(_added(hunk, b"-"))
+        fix.counts[k] = (_left_by_fix(store, fix, fp), net)
+    counts, net = fix.counts[k]
+    if not counts:
+        return set()
+    # Each line looked for must be in the file's bytes without whitespace first (one search
+    # in C): a hunk taken out, as most are, is told so without splitting the file.
+    flat = b"".join(content.split())
+    wanted = [(n, added) for n in gone if (added := _added(fp.hunks[n - 1])) and
+              all(net[line] > 0 and line in flat for line in added)]
+    if not wanted:
+        return set()
+    there = Counter(_squeezed(line) for line in lines_of(content))
+    return {n for n, added in wanted if all(there[line] >= counts[line] for line in added)}
+
+
+def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch):
+    """The counts of the _squeezed lines of `fp`'s file as the fix left it: at the landing
+    commit where it has the change there, else the fix's base file with the fix applied;
+    an empty Counter where neither is known here."""
+    from collections import Counter
+
+    from patchforge.apply.hunks import apply_file_patch, lines_of
+
+    left = None
+    landing = _commit(store, fix.landing)
+    if landing is not None:
+        try:
+            left = store.read_blobs(landing, [fp.path]).get(fp.path)
+        except PatchforgeError:
+            left = None
+        if left is not None and not _applies(left, fp, reverse=True):
+            left = None
+    if left is None:
+        old = _base_file(store, fix, fp)
+        fixed = apply_file_patch(old, fp, max_fuzz=0) if old is not None else None
+        left = fixed.content if fixed is not None and fixed.ok else None
+    return Counter(_squeezed(line) for line in lines_of(left)) if left is not None else \
+        Counter()
 
 
 def _may_be_elsewhere(fp: FilePatch, content: bytes) -> bool:
@@ -721,11 +889,16 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         # Neither there nor gone by the files: superseded, unless the history has a revert of
         # the landing that nothing since put back (upstream then edited the old code again).
         return _reverted_then_changed(store, fix, commit, landing, base, cache, history)
-    if state != "gone":
+    if state not in ("gone", "part"):
         return None
+    # Taken back in part (some of its files or hunks back at their old code, the others still
+    # there): said with those places, so that `bring-back` is seen to put back that part (the
+    # rest it keeps under upstreamed/ as landed).
+    in_part = _taken_back_in_part(store, fix, commit) if state == "part" else ""
 
     def gone(kind: str, by: str | None, detail: str) -> LandingGone:
-        return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by, detail)
+        return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by,
+                           detail + in_part)
 
     if reference is None:
         known = landed or dropped_at
@@ -778,9 +951,13 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     back = []  # commits at which the change is not gone
     for sha, parents, message in log:
         state = _fix_state(store, fix, sha, cache)
-        if state != "gone":
+        if state not in ("gone", "part"):
             back.append(sha)
-        elif len(parents) == 1 and _fix_state(store, fix, parents[0], cache) != "gone":
+        # A commit after which less of the change is there than before it took some out: a
+        # part taken back by one commit and the rest by a later one, both (the later one is
+        # asked first); never one that put a part back after a revert (a re-land in part).
+        elif len(parents) == 1 and \
+                _TAKEN.get(state, 2) < _TAKEN.get(_fix_state(store, fix, parents[0], cache), 2):
             takers.append((sha, message))
     # A taker followed by a commit that has the change again (a re-land, a revert of the
     # revert) is not what took it out of this revision.

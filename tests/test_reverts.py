@@ -529,8 +529,11 @@ def test_a_fix_landed_in_two_commits_both_reverted_is_a_revert(tmp_path):
     second = stack.commit({"pkg/a.py": both}, "Compute twenty properly", tag="v2")
     stack.cli("rebase", "--to", "v2")
     assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
-    _revert(stack, second)
-    stack.cli("status", "--against", "main")  # one of two taken back: superseded, quiet
+    back = _revert(stack, second)
+    # One of two taken back: in no overlay and no longer upstream, so said, in part.
+    _, out, _ = stack.cli("status", "--against", "main", expect=1)
+    assert f"was reverted upstream in {back[:12]}" in out, out
+    assert "taken back in part: pkg/a.py hunk 2, the rest of its change still upstream" in out
     revert = _revert(stack, first, tag="v3")
     _said_reverted(stack, "v3", revert)
 
@@ -1558,3 +1561,153 @@ def test_a_bring_back_of_a_landing_killed_at_any_write_is_finished_by_the_same_c
         assert again.returncode == 0, (n, again.stderr.decode())
         assert series_files(root) == done, n
     assert cut_short >= 2
+
+
+def _line(number: int) -> bytes:
+    return b"line %d of the module under test\n" % number
+
+
+IMPORTS = b"import os\nimport re\nimport sys\nimport zlib\n\n"
+
+
+@pytest.mark.parametrize("case", ["guard moved down", "import sorted", "moved and re-indented"])
+def test_a_kept_fix_whose_added_lines_upstream_only_moved_is_no_revert(tmp_path, case):
+    """A fix of one hunk that only adds lines lands (v2); upstream then only moves those lines
+    (a guard a line lower, an import sorted to the top of its block, a guard moved into a
+    nested block): the lines around the place they were added at meet again, as a revert
+    leaves them, and status, the rebase onto it, check and lint said it "taken out" (exit
+    1), `bring-back` then doubling the import in the overlay. The added lines are looked for
+    elsewhere in the file first: still there, nothing is said, and bring-back refuses."""
+    if case == "import sorted":
+        base = IMPORTS + BASE
+        fixed = base.replace(b"import sys\n", b"import sys\nimport abc\n")
+        later = b"import abc\n" + base
+    else:
+        base, fixed = BASE, GUARDED
+        guard = GUARD if case == "guard moved down" else \
+            b"".join(b"    " + line for line in GUARD.splitlines(True))
+        at = 11 if case == "guard moved down" else 20
+        later = BASE.replace(_line(at), _line(at) + guard)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    stack.commit({"pkg/a.py": fixed}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": later}, f"Tidy: {case}", tag="v3")
+    document = _silent(stack, "v3")
+    assert document["gone_upstream"] == [], document["gone_upstream"]
+    stack.cli("overlays")
+    stack.cli("check")
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert "nothing to bring back" in err, err
+
+
+def _two_hunks(kind: str) -> tuple[bytes, bytes]:
+    """(the fix's result, the same with its second hunk's old code back) for a fix of two
+    hunks twenty lines apart: each replacing a line, or each adding a guard."""
+    if kind == "replaced":
+        both = FIXED.replace(_line(25), b"twenty_five = also_fixed()\n")
+        return both, FIXED
+    other = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    both = GUARDED.replace(_line(28), _line(28) + other)
+    return both, GUARDED
+
+
+@pytest.mark.parametrize("kind,message", [("replaced", "Revert part of #11: twenty-five"),
+                                          ("replaced", "Tidy up twenty-five"),
+                                          ("added", "Drop the limit check")])
+def test_a_landing_taken_back_in_part_is_said_and_brought_back_once(tmp_path, kind, message):
+    """A fix of two hunks lands whole (#11) and is kept under upstreamed/; upstream then puts
+    back the old code of one hunk only. That part was in no overlay and not upstream while
+    status, the rebase onto it, check and overlays --check all exited 0. Now it is said,
+    reverted (the message names the pull request) or taken out, naming the hunk; `bring-back`
+    puts that hunk back into the series, the other kept under upstreamed/ as landed (it said
+    the whole fix "landed upstream meanwhile" for a guard taken out, and kept it there), and
+    the overlay has each line once."""
+    both, later = _two_hunks(kind)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.cli("overlays")
+    back = stack.commit({"pkg/a.py": later}, message, tag="v3")
+    document = stack.json("status", "--against", "v3", expect=1)
+    said_kind = "reverted" if message.startswith("Revert") else "removed"
+    (said,) = document["reverted" if said_kind == "reverted" else "gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fa.patch", said_kind, back), said
+    assert "taken back in part: pkg/a.py hunk 2, the rest of its change still upstream" in \
+        said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("overlays", expect=None)
+    for command in (("check",), ("overlays", "--check"), ("status",)):
+        _, out, err = stack.cli(*command, expect=1)
+        assert "up/fa.patch" in out + err and "taken back in part" in out + err, \
+            (command, out + err)
+    notes = stack.json("overlays", "--check", expect=1).get("notes", [])
+    assert any("up/fa.patch" in note for note in notes), notes
+    _, out, _ = stack.cli("bring-back", "up/fa.patch")
+    assert "1 of its 2 hunks landed upstream" in out, out
+    assert stack.series("up") == ["fa.patch"]
+    moved, kept = stack.patch("up", "fa"), stack.patch("up", "fa", "upstreamed")
+    first, second = (b"five = compute_it_properly()", b"twenty_five = also_fixed()") \
+        if kind == "replaced" else (b"a value is needed here", b"if limit < 0:")
+    assert b"\n+" + second in moved and first not in moved, moved.decode()
+    assert first in kept and second not in kept, kept.decode()
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == both, overlay.decode()
+    for command in (("check",), ("overlays", "--check"), ("status",)):
+        stack.cli(*command)
+
+
+def test_a_landing_one_of_whose_hunks_upstream_only_moved_is_no_revert(tmp_path):
+    """A fix of two hunks lands whole; upstream then moves one hunk's guard a line lower. Its
+    old neighbours meet again there, as if that hunk were taken back, but its lines are still
+    in the file: nothing is said (a landing taken back in part is said only for lines that are
+    gone)."""
+    both, _ = _two_hunks("added")
+    other = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    later = GUARDED.replace(_line(29), _line(29) + other)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": later}, "Check the limit after line 29", tag="v3")
+    document = _silent(stack, "v3")
+    assert document["gone_upstream"] == [], document["gone_upstream"]
+    stack.cli("overlays")
+    stack.cli("check")
+
+
+def test_a_line_the_fix_adds_twice_taken_out_once_is_said_in_part(tmp_path):
+    """The fix adds the same guard in two places; upstream takes one out. The copy left is the
+    fix's other hunk, not the taken one moved: said, in part."""
+    both = GUARDED.replace(_line(25), _line(25) + GUARD)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Guard both (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({"pkg/a.py": GUARDED}, "One guard is enough", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], said
+
+
+def test_a_part_taken_back_beside_a_hunk_upstream_moved_says_what_bring_back_would_double(
+        tmp_path):
+    """A fix of two hunks lands whole; upstream then moves the first hunk's guard a line lower
+    and takes the second hunk's guard out. The second is said taken back in part; the first
+    is no revert, and the advice says that a bring-back puts its lines back at their old
+    place as well (the bring-back judges by the files, where that place has its old code):
+    the overlay would have that guard twice, unsaid."""
+    both, _ = _two_hunks("added")
+    later = BASE.replace(_line(11), _line(11) + GUARD)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": later}, "Move one check, drop the other", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert "taken back in part: pkg/a.py hunk 2, the rest of its change still upstream " \
+        "(pkg/a.py hunk 1 moved elsewhere in the file upstream: a bring-back puts those " \
+        "lines back at their old place as well" in said["detail"], said

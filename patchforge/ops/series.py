@@ -2045,12 +2045,20 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         return finished
     moved = _landing_moved_to_skipped(project, name)
     landing = None if moved else _kept_landing_named(project, name)  # as delete takes it
+    # A fix taken from upstreamed/ is one reverts.gone_upstream found gone at the pin by its
+    # files, whole or in part, after its landing: judged by the pin's files alone. The
+    # history since its base holds that landing, and a commit that only took out lines the
+    # fix added, or one hunk of it, is no undoing of the whole change there: judged with it,
+    # a landing taken back in part was "landed upstream meanwhile" and kept under
+    # upstreamed/ again, status saying it needs attention after every bring-back.
+    from_kept = moved is not None or landing is not None or \
+        bool(_kept_upstreamed(project, name))
     if moved is not None:
         fix = moved  # `UPSTREAM/upstreamed/NAME` run again: the landing left for skipped/
     elif landing is not None:
         fix = _kept_to_skipped(project, store, name, [landing])
     else:
-        fix = find_skipped(project, name) if not _kept_upstreamed(project, name) else \
+        fix = find_skipped(project, name) if not from_kept else \
             _kept_to_skipped(project, store, name)
     upstream = fix.upstream
     allowed = require_state(project, "bring-back", [upstream], store=store)
@@ -2078,7 +2086,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         once when a question needs it: as a rebase judges it (a removal of code upstream
         moved to another file is no landing; a landing a later commit undid is none)."""
         if not index:
-            changes = read_history(store, judged_on)
+            changes = None if from_kept else read_history(store, judged_on)
             index.append(None if changes is None else
                          HistoryIndex(store, judged_on, sorted(patch.paths), changes=changes))
         return index[0]
