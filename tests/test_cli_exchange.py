@@ -1891,6 +1891,48 @@ def test_import_overlay_made_on_a_wheel_version_only_another_project_imported_is
        "--name", "fix")
 
 
+
+def test_import_overlay_of_a_wheel_backporting_a_later_releases_fix_is_imported(
+        tmp_path, monkeypatch):
+    """Project A pinned at 1.0 backports a fix upstream made in 1.1: its overlay is 1.0's file
+    with 1.1's change. Another project of the cache pinned 1.1, and the overlay was refused as
+    "made on" 1.1; its hint `--made-on 1.1` then said the overlay was identical to the file at
+    1.0, "the fix may have landed upstream", though 1.0 lacks it: a fix dropped. Only releases
+    older than the pin are versions an overlay was made on, as for a git upstream: imported.
+    `--made-on 1.1` says the overlay is 1.1's file, with no word of the pin holding it."""
+    from helpers.upstream import build_wheel
+
+    old = b"".join(b"line%d\n" % i for i in range(1, 21))
+    fixed = old.replace(b"line12\n", b"line12 fixed upstream\n")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/a.py": old})
+    build_wheel(wheels, "tinypkg", "1.1", {"tinypkg/a.py": fixed})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    a, b = tmp_path / "a", tmp_path / "b"
+    ok(None, "init", "--standalone", str(b))
+    ok(b, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "1.1", "--install-root", "/opt")
+    ok(None, "init", "--standalone", str(a))
+    ok(a, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "1.0", "--install-root", "/opt")
+    overlay = tmp_path / "a.py"
+    overlay.write_bytes(fixed)
+    before = snapshot(a)
+    run = run_cli(a, "import", "overlay", str(overlay), "--upstream", "w", "--path",
+                  "tinypkg/a.py", "--name", "backport", "--made-on", "1.1")
+    assert run.rc == 2 and f"{overlay} is identical to tinypkg/a.py as w has it at 1.1: made " \
+        "on 1.1, it holds no change to carry onto 1.0's file" in run.err \
+        and "import it without `--made-on`" in run.err and "landed" not in run.err, run.text
+    assert snapshot(a) == before
+    ok(a, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "backport")
+    assert b"-line12\n+line12 fixed upstream\n" in (a / "series/w/backport.patch").read_bytes()
+    assert overlay_tree(a, "w/")["tinypkg/a.py"] == fixed
+    # This project's own later import (a target judged) is no version it was made on either.
+    assert run_cli(a, "status", "--against", "w=1.1").rc == 1  # upstreamed: it is in 1.1
+    ok(a, "delete", "backport")
+    ok(a, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "backport")
+
+
 def _overlay_import(root: Path, overlay: Path, name: str, *more: str):
     return run_cli(root, "import", "overlay", str(overlay), "--upstream", "up", "--path", "a.py",
                    "--name", name, *more)

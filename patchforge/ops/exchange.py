@@ -629,7 +629,8 @@ def import_overlay(project: Project, store: UpstreamStore, overlay: Path, *, ups
         _refuse_made_on_earlier(store, pin, upstream, _imports_namespace(project, upstream),
                                 path, base, new, overlay, notes,
                                 held=_versions_held(project, store, upstream, pin.commit),
-                                shared=_wheel_versions_shared(project, store, upstream))
+                                shared=_wheel_versions_shared(project, store, upstream),
+                                before=_wheel_pin_version(project, upstream, pin))
     others = _profile_files(project, store, upstream, path, old) if profiles is None else []
     new = _without_profile_fixes(others, path, old, new, overlay, notes)
     if base is not None and old is not None and old != base:
@@ -755,6 +756,14 @@ def _carried_from(project: Project, store: UpstreamStore, upstream: str, pin, pa
         raise UsageError(f"--made-on {made_on}: {path} does not exist in {upstream} at "
                          f"{label}", hint="name the version whose file the overlay was "
                                           "made from")
+    if new == start:
+        # Made on that version, it changes nothing; said of the pin ("identical to the
+        # pin's file ... may have landed"), it read as if the pin held a fix it may lack.
+        raise UsageError(f"{overlay} is identical to {path} as {upstream} has it at {label}: "
+                         f"made on {label}, it holds no change to carry onto {pin.label}'s "
+                         "file; nothing was written",
+                         hint=f"if it is {pin.label}'s file with a change {label} also has "
+                              "(a backport), import it without `--made-on`")
     clean, merged = merge_file(start, old, new, labels=(label, pin.label, "overlay"))
     if not clean:
         pinned = f"{pin.label}'s"
@@ -767,6 +776,16 @@ def _carried_from(project: Project, store: UpstreamStore, upstream: str, pin, pa
     notes.append(f"{overlay} was made on {path} as {label} has it: its change is carried "
                  f"onto {pin.label}'s file, the upstream's changes in between kept")
     return merged
+
+
+def _older(label: str, before) -> bool:
+    """Whether version `label` may be one an overlay was made on before the pinned release
+    `before` (a packaging Version; None: any, a directory upstream's labels being unordered):
+    a release older than it. A label that is no version cannot be placed: left out."""
+    if before is None:
+        return True
+    release = _release(label)
+    return release is not None and release < before
 
 
 def _under(path: Path, directory: Path) -> bool:
@@ -871,18 +890,40 @@ def _wheel_versions_shared(project: Project, store: UpstreamStore,
         return []
 
 
+def _wheel_pin_version(project: Project, upstream: str, pin):
+    """The pinned release of a wheel upstream as a packaging Version, the one an overlay's
+    earlier versions are older than; None for a git or directory upstream (a directory's
+    labels are names, not ordered releases) or a label that is no version."""
+    if project.config.upstream(upstream).kind != "wheel":
+        return None
+    return _release(pin.label)
+
+
+def _release(label: str):
+    """`label` as a packaging Version, None when it is none."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(label)
+    except InvalidVersion:
+        return None
+
+
 def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace: str | None,
                             path: str, base: bytes, new: bytes, overlay: Path,
                             notes: list, held: list[tuple[str, str]] | None = None,
-                            shared: list[tuple[str, str]] | None = None) -> None:
+                            shared: list[tuple[str, str]] | None = None,
+                            before=None) -> None:
     """UsageError, nothing written, when the overlay `new` looks made on another version of
     `path` than the pin's `base`: of the file's other versions the store has (for a git
     upstream, the versions at the revisions before the pin the store holds by name, `held`:
     a release pinned or rebased from however far back, and the last EARLIER_VERSIONS in its
     first-parent history; for a wheel or directory
     upstream, the versions this project imported (`namespace`): pins, targets judged or rebased
-    onto; for a wheel also those of its files other projects of the cache imported, `shared`),
-    the one that differs least from it differs less than `base` does, and where `base`
+    onto; for a wheel also those of its files other projects of the cache imported, `shared`,
+    and of a wheel's only the releases older than the pinned one, `before`, as for a git
+    upstream: a later release's file holds the fixes upstream made since, and an overlay made
+    on the pin that backports one is nearer to it than to the pin's), the one that differs least from it differs less than `base` does, and where `base`
     differs from that version the overlay holds some of that version's lines and none of
     `base`'s. Imported against `base`, its patch would carry those differences of the
     upstream's (for an earlier version: take the upstream's changes back).
@@ -922,7 +963,7 @@ def _refuse_made_on_earlier(store: UpstreamStore, pin, upstream: str, namespace:
             candidates = [(f"the file as {label} has it", label, commit, False)
                           for label, commit in own + [(label, commit) for label, commit
                                                       in shared or [] if label not in labels]
-                          if commit != pin.commit]
+                          if commit != pin.commit and _older(label, before)]
         else:
             candidates = []
         if not candidates:
