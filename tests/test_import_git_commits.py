@@ -122,6 +122,42 @@ def test_import_git_runs_no_command_the_repositorys_config_names(project, tmp_pa
     assert b"+LINE3" in (root / "series/up/fix-line-three.patch").read_bytes()
 
 
+
+@pytest.mark.parametrize("remote", ["ssh", "file"])
+def test_import_git_fetches_nothing_a_partial_clones_config_names(project, tmp_path, remote):
+    """A repository handed over as a partial clone (`extensions.partialClone`, a `promisor`
+    remote) lacking a blob the range needs: git fetched it while `import git` read, and the
+    fetch ran what the configuration names (`core.sshCommand`; a file remote's `uploadpack`,
+    whose fetch then succeeded, the fix imported). Nothing is fetched or run now: refused,
+    exit 2, naming the object the repository lacks, nothing written."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    blob = git(clone, "rev-parse", "HEAD:a.py").strip()
+    (clone / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    marker = tmp_path / "command-ran"
+    for key, value in [("core.repositoryformatversion", "1"),
+                       ("extensions.partialClone", "origin"),
+                       ("remote.origin.promisor", "true"),
+                       ("remote.origin.partialclonefilter", "blob:none")]:
+        git(clone, "config", key, value)
+    if remote == "ssh":
+        git(clone, "config", "remote.origin.url", "ssh://git@example.invalid/x.git")
+        git(clone, "config", "core.sshCommand", f"touch {marker}; false")
+        git(clone, "config", "protocol.ssh.allow", "always")
+    else:
+        git(clone, "config", "remote.origin.url", f"file://{tmp_path / 'up-upstream'}")
+        git(clone, "config", "remote.origin.uploadpack", f"touch {marker}; git-upload-pack")
+        git(clone, "config", "protocol.file.allow", "always")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert not marker.exists(), run.text
+    assert run.rc == 2 and "cannot read a.py of commit " in run.err \
+        and f"in {clone}: the repository lacks object {blob}" in run.err, run.text
+    assert tree_bytes(root / "series") == before
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_file_name_holding_a_newline_is_refused_not_cut(project, tmp_path, existing):
     """A commit making `we<LF>ird.py` was imported as a patch of `we` (GitPython's name cut at

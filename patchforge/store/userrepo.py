@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,15 @@ from patchforge.model.record import record
 # run. The repository may come with its `.git/config` from elsewhere (a tarball, a shared disk),
 # and git runs `core.fsmonitor`'s command whenever it reads the index, which `diff-tree` does.
 NO_CONFIGURED_COMMANDS = ("-c", "core.fsmonitor=false")
+# And in the environment of every git run there: a partial clone's configuration (its
+# `extensions.partialClone`, a remote marked `promisor`) makes git fetch an object the
+# repository lacks from that remote while it reads, and the fetch runs what the configuration
+# names for it (`core.sshCommand`, a remote's `uploadpack`, an `ext::` URL's command) or goes
+# to the network. GIT_NO_LAZY_FETCH turns that fetch off (git 2.39.4 and later); a git that
+# does not know it still finds every transport refused (GIT_ALLOW_PROTOCOL, empty: no
+# protocol allowed, whatever `protocol.*.allow` the repository sets) before any command runs.
+# A missing object is then refused, naming it.
+NO_LAZY_FETCH = {"GIT_NO_LAZY_FETCH": "1", "GIT_ALLOW_PROTOCOL": ""}
 
 
 @record(frozen=True)
@@ -186,12 +196,21 @@ def _delta(repo, commit, change: _RawChange, repo_dir: Path, rev_range: str) -> 
     cannot carry (before a gitlink is read)."""
     _refuse_unsupported(change, commit, repo_dir, rev_range)
     added, deleted = change.status == "A", change.status == "D"
-    try:
-        old = None if added else repo.odb.stream(bytes.fromhex(change.old_blob)).read()
-        new = None if deleted else repo.odb.stream(bytes.fromhex(change.new_blob)).read()
-    except ValueError as exc:  # GitPython's word for an object the repository lacks
-        raise UsageError(f"cannot read {change.path} of commit {commit.hexsha} in "
-                         f"{repo_dir}: {exc}") from None
+
+    def blob(blob_id: str) -> bytes:
+        try:
+            return repo.odb.stream(bytes.fromhex(blob_id)).read()
+        except ValueError:  # GitPython's word for an object the repository lacks
+            # (A partial clone's object is never fetched here: NO_LAZY_FETCH.)
+            raise UsageError(f"cannot read {change.path} of commit {commit.hexsha} in "
+                             f"{repo_dir}: the repository lacks object {blob_id}",
+                             hint=f"a partial clone fetches an object on demand, which the "
+                                  f"import never makes git do: fetch it there first (`git -C "
+                                  f"{shlex.quote(str(repo_dir))} cat-file -e {blob_id}` "
+                                  "does, as the repository's configuration says), then "
+                                  "import again") from None
+    old = None if added else blob(change.old_blob)
+    new = None if deleted else blob(change.new_blob)
     return FileDelta(old_path=None if added else change.source or change.path,
                      new_path=None if deleted else change.path, old=old, new=new,
                      old_mode=change.new_mode if added else change.old_mode,
@@ -258,6 +277,7 @@ def _read_commits(repo_dir: Path, rev_range: str) -> list[CommitInfo]:
         raise UsageError(f"{repo_dir} is not a git repository") from None
     # Every git GitPython runs there (rev-list, cat-file) carries them too.
     repo.git.set_persistent_git_options(c=list(NO_CONFIGURED_COMMANDS[1::2]))
+    repo.git.update_environment(**NO_LAZY_FETCH)
     try:
         commits = list(repo.iter_commits(rev_range, reverse=True))
     except git.GitCommandError as exc:
