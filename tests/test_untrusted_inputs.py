@@ -3550,6 +3550,45 @@ def test_a_tilde_in_xdg_config_dirs_names_the_pip_conf_pip_reads(tmp_path, monke
     assert str(wanted.parent) in origin and str(elsewhere.parent) not in origin, origin
 
 
+
+@pytest.mark.parametrize("order", ["empty first", "empty last"])
+def test_an_empty_part_of_xdg_config_dirs_reads_no_pip_conf_where_patchforge_runs(
+        tmp_path, monkeypatch, order):
+    """XDG_CONFIG_DIRS with an empty part (`:/x` or `/x:`, what `export
+    XDG_CONFIG_DIRS=$XDG_CONFIG_DIRS:/x` gives when it was unset) was handed to pip as the
+    directory patchforge runs in: a `pip/pip.conf` in the stack's checkout (a file a pull
+    request can add) steered pip's downloads, and the lock pinned the build its find-links
+    held, or the origin record named it. An empty part is no directory (the XDG Base Directory
+    specification has relative paths there ignored): real pip, run by patchforge, reads the
+    system pip.conf of the part named alone."""
+    _no_pip_index(monkeypatch, tmp_path)
+    monkeypatch.delenv("PIP_CONFIG_FILE")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    system = tmp_path / "sys"
+    monkeypatch.setenv("XDG_CONFIG_DIRS", f":{system}" if order == "empty first" else f"{system}:")
+    wanted = build_wheel(tmp_path / "A", "toypkg", "1.0", {"toypkg/m.py": b"A = 1\n"},
+                         origin=False)
+    planted = build_wheel(tmp_path / "B", "toypkg", "1.0", {"toypkg/m.py": b"B = 2\n"},
+                          origin=False)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    for conf, wheel in ((system / "pip" / "pip.conf", wanted),
+                        (root / "pip" / "pip.conf", planted)):
+        conf.parent.mkdir(parents=True)
+        conf.write_text(f"[global]\nfind-links = {wheel.parent}\n")
+    run = run_cli(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0",
+                  "--install-root", "/opt/site", cwd=root)
+    assert run.rc == 0, run.text
+    assert lock_doc(root)["upstreams"]["toy"]["source"]["sha256"] == \
+        hashlib.sha256(wanted.read_bytes()).hexdigest()
+    origin = next((tmp_path / "wheels").rglob("*.origin.json")).read_text()
+    assert str(wanted.parent) in origin and str(planted.parent) not in origin, origin
+
+
 @pytest.mark.parametrize("pip_config_file", [True, False])
 def test_the_users_pip_conf_is_read_only_where_pip_reads_it(tmp_path, monkeypatch,
                                                              pip_config_file):

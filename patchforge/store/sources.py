@@ -276,16 +276,20 @@ def _pip_config_files() -> list[Path]:
 def _system_config_dirs(value: str, *, ask_pip: bool = True) -> list[str]:
     """The directories $XDG_CONFIG_DIRS (`value`) names as the pip that runs reads them, each
     holding a system pip.conf (DIR/pip/pip.conf), in order: /etc/xdg when it is unset or blank;
-    else each part between separators, an empty one too (pip reads `pip/pip.conf` there, from
-    where it runs). A part starting with `~` is read as pip reads it, which differs between
-    versions: pip 23 (platformdirs 3) expands it to the home directory, pip 24.2 (platformdirs
-    4.2) takes it as a directory named `~`, from where it runs; the pip that runs is asked
-    (_pip_expands_home), unless `ask_pip` is False (finding that pip: then expanded, as pip
-    did before). A part left relative is relative to where patchforge runs, as for pip run
+    else each part between separators but an empty one, /etc/xdg when none is left. An empty
+    part (`:/etc/xdg`, what `export XDG_CONFIG_DIRS=$XDG_CONFIG_DIRS:/x` gives when it was
+    unset) is no directory: the XDG Base Directory specification has relative paths there
+    ignored, and a pip run there would read `pip/pip.conf` of the directory patchforge runs in,
+    a stack's checkout a pull request can add that file to, naming the index the lock's wheel
+    comes from. pip, handed the parts left, reads none there either. A part starting with
+    `~` is read as pip reads it, which differs between versions: pip 23 (platformdirs 3)
+    expands it to the home directory, pip 24.2 (platformdirs 4.2) takes it as a directory
+    named `~`, from where it runs; the pip that runs is asked (_pip_expands_home), unless
+    `ask_pip` is False (finding that pip: then expanded, as pip did before). A part left relative is relative to where patchforge runs, as for pip run
     there (_pip_environment hands pip the full path)."""
-    if not value.strip():
+    parts = [part for part in value.split(os.pathsep) if part]
+    if not "".join(parts).strip():
         return ["/etc/xdg"]
-    parts = value.split(os.pathsep)
     if any(part.startswith("~") for part in parts) and \
             (not ask_pip or _pip_expands_home(tuple(_pip_command_or_none() or ()))):
         parts = [os.path.expanduser(part) for part in parts]
