@@ -896,7 +896,10 @@ class StackModel(RuleBasedStateMachine):
         """A real SIGINT (Ctrl-C), a SIGTERM (a CI job cancelled), an exit without cleanup
         (kill -9), or an I/O error (EIO, a full disk) at the nth write step of a command that
         changes the project."""
-        command = data.draw(st.sampled_from(self.interruptible(data)))
+        self.run_cut_short(data.draw(st.sampled_from(self.interruptible(data))), how, step, nth)
+
+    def run_cut_short(self, command: tuple[str, ...], how: str, step: str, nth: int) -> None:
+        """`command` run with `how` at its `nth` `step` (fsutil's fault points), and judged."""
         env = {**os.environ, "PATCHFORGE_FAULT": f"{step}:{nth}",
                "PATCHFORGE_FAULT_MODE": {"interrupt": "interrupt", "terminate": "terminate",
                                          "eio": "raise"}.get(how, "")}

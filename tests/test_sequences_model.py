@@ -18,6 +18,10 @@ going; a second stack on the same cache), and between them any other command, wh
   (`refresh` while `rebase --to` runs, `overlays` while `delete`, `bring-back` while `status`),
   and two projects on one cache at once (fetch and rebase of each): each finishes or refuses
   with a clear message (exit 2), never an internal error, and no fix is lost;
+- a stop (a rebase's or a bring-back's) resolved, then its `--continue` cut short at any of
+  fsutil's points (a write, rename, directory sync, link, journal removal);
+- quilt's way back into this project: `export --quilt DIR` (one DIR for the run), `quilt
+  refresh` of a fix there, `import quilt DIR --update` (also cut short first, then run again);
 - the upstream unreachable with an empty cache (a laptop offline after `rm -rf ~/.cache`):
   every command either works from what it has or says what is missing (exit 2), and the
   series and any open stop or edit are as they were.
@@ -37,6 +41,8 @@ gives what was refreshed):
   naming the state, an open edit included;
 - a change made in an open edit and not refreshed is never lost without `--discard`: it is
   in the worktree or in the patch;
+- a command the reference's table of states refuses in the state the project is in (REFUSED_IN)
+  is refused, exit 2;
 - no command ends in an internal error (exit 70).
 
 Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 20) of up to 16 steps, derandomized; to
@@ -76,6 +82,25 @@ UNWATCHED = (".patchforge/pr", ".patchforge/lock", ".patchforge/bump")
 # or second take of the project's lock (most often: every command that writes takes it), at
 # its first or second atomic write or rename, before a rebase journal's removal, before a
 # text or answer kept in the shared cache, before the store's remote configuration is written.
+# The reference's table of states ("States of a project"): the situations in which a command
+# that writes is refused (exit 2). "rebase": a rebase stopped or in progress; "bringing": a
+# bring-back stopped; "editing": an edit open; "unrefreshed": an edit open whose worktree holds
+# a change not refreshed; "no edit": no edit open.
+BLOCKED = ("rebase", "bringing")
+REFUSED_IN = {
+    "new": (*BLOCKED, "unrefreshed"), "edit": (*BLOCKED, "unrefreshed"),
+    "delete": (*BLOCKED, "unrefreshed"), "move": (*BLOCKED, "unrefreshed"),
+    "import quilt --update": (*BLOCKED, "unrefreshed"), "edit --close": (*BLOCKED, "unrefreshed"),
+    "rebase --to": (*BLOCKED, "unrefreshed"), "bring-back": (*BLOCKED, "unrefreshed"),
+    "edit --close --discard": (*BLOCKED, "no edit"), "refresh": (*BLOCKED, "no edit"),
+    "rename": BLOCKED, "import": BLOCKED, "overlays": ("rebase",),
+    "upstream pin": (*BLOCKED, "editing"),
+    "rebase --continue": ("bringing", "editing", "no rebase"),
+    "rebase --abort": ("bringing", "editing", "no rebase"),
+    "rebase --skip": ("bringing", "editing", "no rebase"),
+    "bring-back --continue": ("rebase", "editing", "no bring-back"),
+    "bring-back --abort": ("rebase", "editing", "no bring-back"),
+}
 HOLD_AT = ("lock:1", "lock:1", "lock:1", "lock:2", "write:1", "write:2", "rename:1",
            "renamed:1", "forget:1", "keep:1", "config:1")
 
@@ -89,7 +114,14 @@ class SequencesModel(StackModel):
 
     # --- running patchforge -----------------------------------------------------------------
     def cli(self, *args: str):
+        situations = self.situations()
         result = super().cli(*args)
+        refused_in = REFUSED_IN.get(self.table_row(args), ())
+        if situations & set(refused_in):
+            assert result.rc == 2, \
+                f"`patchforge {' '.join(args)}` (exit {result.rc}) while " \
+                f"{', '.join(sorted(situations))}: the reference's table of states says it " \
+                f"is refused\n{result.text}"
         assert result.rc != 70, f"internal error: patchforge {' '.join(args)}\n{result.text}"
         # A revision the store lacks is brought in or named with `patchforge fetch`, which
         # then brings it: never one that no fetch can bring (a commit made in a former cache).
@@ -156,6 +188,40 @@ class SequencesModel(StackModel):
             "editing": bool(editing and not editing.get("bring_back")),
             "skipped": bool(self.skipped()),
         }
+
+    def situations(self) -> set[str]:
+        """The situations of REFUSED_IN the project is in now."""
+        state, out = self.state(), set()
+        out.add("rebase" if state["rebase"] else "no rebase")
+        out.add("bringing" if state["bringing"] else "no bring-back")
+        out.add("editing" if state["editing"] else "no edit")
+        if state["editing"] and self.pending:
+            out.add("unrefreshed")
+        return out
+
+    @staticmethod
+    def table_row(args: tuple[str, ...]) -> str:
+        """The row of the reference's table of states `patchforge ARGS` is on ("" for a
+        command that only reads, or none of the table's)."""
+        words = [a for a in args if a.startswith("--")]
+        command = args[0] if args else ""
+        if command in ("new", "delete", "move", "rename", "refresh"):
+            return command
+        if command == "edit":
+            return "edit --close --discard" if "--discard" in words else \
+                "edit --close" if "--close" in words else "edit"
+        if command == "import":
+            return "import quilt --update" if "--update" in words else "import"
+        if command == "overlays" and "--check" not in words:
+            return "overlays"
+        if command == "upstream" and args[1:2] == ("pin",):
+            return "upstream pin"
+        if command in ("rebase", "bring-back") and "--dry-run" not in words:
+            for word in ("--continue", "--abort", "--skip"):
+                if word in words:
+                    return f"{command} {word}"
+            return "rebase --to" if command == "rebase" else "bring-back"
+        return ""
 
     @staticmethod
     def needs_attention(state: dict) -> bool:
@@ -345,6 +411,103 @@ class SequencesModel(StackModel):
             assert proc.returncode == 0, (root, name, proc.stderr)
         return {p.relative_to(tree).as_posix(): (oct(os.stat(p).st_mode & 0o111), p.read_bytes())
                 for p in tree.rglob("*") if p.is_file()}
+
+    # --- quilt's way back into this stack --------------------------------------------------
+    @rule(data=st.data(), cut=st.one_of(st.none(), st.tuples(
+        st.sampled_from(["interrupt", "terminate", "kill", "eio"]),
+        st.sampled_from(["write", "fsync", "rename", "renamed"]), st.integers(1, 8))))
+    def quilt_refresh_then_update(self, data, cut) -> None:
+        """The series goes out with `export --quilt DIR` (one DIR for the whole run: each
+        export meets the record of the one before), quilt changes one fix there (`quilt push`
+        to it in the pinned files, the fix's next version made, `quilt refresh`), and `import
+        quilt DIR --update` takes it back, whatever is open: refused (exit 2, nothing changed)
+        during a stop, a bring-back or an edit with a change not refreshed; else the fix's
+        patch holds quilt's version. (With `cut`, a first `import quilt --update` is cut
+        short at a write: all or nothing, and the run after it finishes the import.)"""
+        dest = self.tmp / "quilt-dir"
+        exported = self.cli("export", "--quilt", str(dest))
+        self.allowed(exported, 0, 2)
+        listed = self.listed()
+        if exported.rc != 0 or not listed:
+            event(f"export --quilt into the quilt directory -> {exported.rc}")
+            shutil.rmtree(dest, ignore_errors=True)  # (a change quilt kept there, given up)
+            return
+        fixes = {name: fix for name, fix in self.series_fixes().items()
+                 if len(self.patches_of(fix)) == 1 and fix in self.slot}
+        if not fixes:
+            return
+        name = data.draw(st.sampled_from(sorted(fixes)))
+        fix = fixes[name]
+        parts = {part for f, part, _ in tokens_of((self.series_dir / name).read_bytes())
+                 if f == fix and part != "script"}
+        if not parts:
+            return
+        tree = self.tmp / "quilt-tree"
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", self.pin()], cwd=self.up.path, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        env = {**os.environ, "QUILT_PATCHES": str(dest)}
+        pushed = subprocess.run(["quilt", "push", "-q", name], cwd=tree, env=env,
+                                capture_output=True)
+        if pushed.returncode != 0:
+            return  # (quilt refuses what it cannot apply: no round trip to make)
+        version = self.version[fix] + 100
+        target = next((p for p in sorted(tree.rglob("*.py")) if ".pc" not in
+                       p.relative_to(tree).parts  # (quilt's copies of the files before)
+                       and f"def {self.slot[fix]}():".encode() in p.read_bytes()), None)
+        if target is None:
+            return
+        content = target.read_bytes()
+        for part in sorted(parts):
+            content = with_token(content, self.slot[fix], f"# FIX{fix} v{version}".encode(),
+                                 part)
+        target.write_bytes(content)
+        refreshed = subprocess.run(["quilt", "refresh"], cwd=tree, env=env, capture_output=True)
+        assert refreshed.returncode == 0, refreshed.stderr
+        if cut is not None:
+            self.run_cut_short(("import", "quilt", str(dest), "--update"), *cut)
+        state, before = self.state(), self.snapshot()
+        result = self.cli("import", "quilt", str(dest), "--update")
+        event(f"import quilt --update while {self.describe(state)} -> {result.rc}")
+        self.allowed(result, 0, 1, 2)
+        if result.rc == 2:
+            assert self.snapshot() == before, \
+                f"a refused `import quilt --update` changed the project\n{result.text}"
+            shutil.rmtree(dest, ignore_errors=True)  # quilt's change given up
+            return
+        assert not (state["rebase"] or state["bringing"]), result.text
+        data_now = (self.series_dir / name).read_bytes()
+        assert {(f, part, v) for f, part, v in tokens_of(data_now) if f == fix
+                and part != "script"} == {(fix, part, version) for part in parts}, \
+            f"quilt's change to {name} was not taken back\n{result.text}"
+        self.made(fix, version, tuple(parts))
+
+    # --- a stop's resolution cut short ------------------------------------------------------
+    @rule(how=st.sampled_from(["interrupt", "terminate", "kill", "eio"]),
+          step=st.sampled_from(["write", "fsync", "rename", "renamed", "dirsync", "link",
+                                "forget"]),
+          nth=st.integers(1, 12), which=st.sampled_from(["rebase", "bring-back"]))
+    def resolve_then_cut_short(self, how, step, nth, which) -> None:
+        """A stop (of a rebase or a bring-back) resolved, then the `--continue` that takes the
+        resolution cut short at any of fsutil's points (the crash tests' fault modes): after
+        it, the invariants hold as for any command cut short, and the steps that follow
+        (another `--continue`, `--abort`) finish or undo it."""
+        if which == "rebase":
+            if not self.resolve():
+                return
+        else:
+            state = self.bringing_back()
+            if state is None or not (self.root / state["bring_back"]).exists():
+                return
+            fix = self.fix_of((self.root / state["bring_back"]).read_bytes())
+            target = self.find_in_worktree(self.slot[fix]) if fix is not None else None
+            if target is None:
+                return
+            self.write_fix(target, fix,
+                           self.versions_in(self.root / state["bring_back"], fix), resolve=True)
+        self.run_cut_short((which, "--continue"), how, step, nth)
 
     # --- the upstream out of reach ------------------------------------------------------------
     @rule(data=st.data(), how=st.sampled_from(["gone", "rewritten"]))
