@@ -1,14 +1,14 @@
 """Finding files in an image's layer stack, streamed: what a container would see at given paths.
 
-A layer is a tar (plain, gzip or zstd) of changes to the layers below it: a later layer's entry
-replaces an earlier one, `.wh.<name>` deletes `<name>` below, `.wh..wh..opq` in a directory hides
-everything the layers below put there, and a file where a directory was hides that directory. A
-symlink on the way (a symlinked directory, or one at the path itself) is followed inside the
-image, as the container's kernel follows it (see `find_in_layers`). `find_in_layers` reads the
-layers from the top down and stops as soon as every path it was asked about is decided, so the
-base layers of a large image (the OS, the ROCm libraries) are usually never downloaded. Each
-layer is read as a stream, a member's content only hashed on its way past: no layer is ever held
-in memory or written to disk. Nothing in a layer is executed or extracted.
+A layer is a tar (plain, gzip of one member or several, or zstd) of changes to the layers below it:
+a later layer's entry replaces an earlier one, `.wh.<name>` deletes `<name>` below, `.wh..wh..opq`
+in a directory hides everything the layers below put there, and a file where a directory was hides
+that directory. A symlink on the way (a symlinked directory, or one at the path itself) is followed
+inside the image, as the container's kernel follows it (see `find_in_layers`). `find_in_layers`
+reads the layers from the top down and stops as soon as every path it was asked about is decided,
+so the base layers of a large image (the OS, the ROCm libraries) are usually never downloaded. Each
+layer is read as a stream, a member's content only hashed on its way past: no layer is ever held in
+memory or written to disk. Nothing in a layer is executed or extracted.
 
 zstd: Python 3.14 has `compression.zstd`; before it, the `zstandard` package (imported only here,
 and only when a zstd layer is met).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import tarfile
+import zlib
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, BinaryIO, cast
 
@@ -401,8 +402,49 @@ def _open_tar(blob: Any, layer: Any) -> tarfile.TarFile:
     if peek.head.startswith(_ZSTD_MAGIC) or media_type.endswith("zstd"):
         return tarfile.open(fileobj=_zstd_reader(stream), mode="r|")
     if peek.head.startswith(_GZIP_MAGIC) or media_type.endswith(("gzip", ".gz")):
-        return tarfile.open(fileobj=stream, mode="r|gz")
+        # Not tarfile's "r|gz": a layer may be several gzip members one after the other
+        # (eStargz compresses each file on its own), which gunzip and a container runtime
+        # read as one stream; tarfile's stream mode stopped at the first member's end, and
+        # every file after it was unseen (the layer below then decided it).
+        return tarfile.open(fileobj=cast(BinaryIO, _GzipMembers(stream)), mode="r|")
     return tarfile.open(fileobj=stream, mode="r|")
+
+
+class _GzipMembers:
+    """The gzip members of a stream inflated one after another, as one stream (as gunzip reads
+    them; zero bytes between or after them are padding). zlib checks each member's CRC and
+    length; a stream that ends inside a member is an error. (gzip.GzipFile does the same at
+    1.4x the CPU of this layer reading: its own CRC pass and buffering.)"""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._inflate = zlib.decompressobj(wbits=31)
+        self._input = b""
+        self._between = False  # a member ended: another one, padding, or the end follows
+
+    def read(self, size: int = -1) -> bytes:
+        # At least 256 KiB a call (tarfile takes a longer answer): fewer, larger inflates.
+        limit = max(size, 1 << 18)
+        while True:
+            if not self._input:
+                self._input = self._raw.read(1 << 16)
+                if not self._input:
+                    if self._between:
+                        return b""
+                    raise EOFError("the gzip stream ends inside a member")
+            if self._between:
+                self._input = self._input.lstrip(b"\0")
+                if not self._input:
+                    continue
+                self._inflate = zlib.decompressobj(wbits=31)
+                self._between = False
+            out = self._inflate.decompress(self._input, limit)
+            if self._inflate.eof:
+                self._input, self._between = self._inflate.unused_data, True
+            else:
+                self._input = self._inflate.unconsumed_tail
+            if out:
+                return out
 
 
 def _zstd_reader(stream: Any) -> Any:

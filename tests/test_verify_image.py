@@ -832,3 +832,26 @@ def test_another_image_of_the_pinned_revision_is_not_sent_to_a_move_onto_itself(
     _, out, err = stack.cli("verify", "--image", f"{registry_server.host}/team/up:other",
                             expect=1)
     assert "the upstream moved under the overlay" in out and "rebase --to up=" in err, (out, err)
+
+
+def test_a_layer_gzipped_in_several_members_is_read_to_its_last_file(images):
+    """A gzip layer may be several gzip members one after the other (eStargz compresses each
+    file on its own; `cat a.gz b.gz` is one gzip stream to gunzip and to a container runtime).
+    Only the first member was read: a file in a later one was unseen, the layer below decided
+    it, and an image whose overlaid file the top layer changed passed as ok."""
+    server = images["server"]
+    rocm = images["rocm"].lstrip("/")
+    tar = _tar({"etc/first-member": b"x\n", rocm: b"# not the pre-image\n"})
+    first = tar.index(b"x\n") // 512 * 512 + 512  # the end of the first file's data block
+    members = gzip.compress(tar[:first], mtime=0) + gzip.compress(tar[first:], mtime=0)
+    diff_id = "sha256:" + hashlib.sha256(tar).hexdigest()
+    assert gzip.decompress(members) == tar
+    server.push_image(REPO, "members", {},
+                      layers=(*images["good_layers"], (members, TAR_GZ, diff_id)))
+    result = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:members",
+                     "--json")
+    assert result.rc == 1, result.out + result.err
+    states = {r["target"]: r["state"] for r in json.loads(result.out)["results"]}
+    assert states.pop(images["rocm"]) == "mismatch"
+    assert set(states.values()) == {"ok"}
+
