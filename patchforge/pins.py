@@ -706,7 +706,7 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
         return _ensure_git_pin(project, store, name, upstream, pin)
     if store.has_object(pin.commit):
         if pin.kind == "wheel":
-            _check_wheel_import(store, name, pin)
+            _check_wheel_import(project, store, name, pin)
         return "present"
     if pin.kind == "wheel":
         commit, _, _ = sources.import_wheel_upstream(
@@ -828,15 +828,25 @@ def refuse_archive_layout(store: UpstreamStore, name: str, pin: UpstreamPin,
             hint=_ARCHIVE_LAYOUT_HINT.format(name=name, version=pin.source["version"]))
 
 
-def _check_wheel_import(store: UpstreamStore, name: str, pin: UpstreamPin) -> None:
+def _check_wheel_import(project: Project, store: UpstreamStore, name: str,
+                        pin: UpstreamPin) -> None:
     """The stored import of a wheel pin records the file and digest the lock names: a lock
-    whose sha256 was changed is refused even when the store already holds its commit."""
+    whose sha256 was changed is refused even when the store already holds its commit. Said
+    as every other disagreement of the lock is, naming the file and the lines (which of the
+    two was changed cannot be told)."""
+    from patchforge.formats.lockfile import lock_line_of
+
     message = store.commit_message(pin.commit)
     wanted = (f"\nwheel: {pin.source['filename']}\n".encode(),
               f"\nsha256: {pin.source['sha256']}\n".encode())
     if not all(line in message for line in wanted):
-        raise StoreError(f"upstream {name}: the locked commit {pin.commit[:12]} is not the "
-                         f"import of {pin.source['filename']} with sha256 "
-                         f"{pin.source['sha256']}",
-                         hint="the lock's commit and wheel disagree: re-pin it with "
-                              "`patchforge upstream pin --force` or `rebase --to`")
+        digest_line = lock_line_of(project.lock_path, f"upstreams.{name}.source.sha256")
+        raise ConfigError(f"upstreams.{name}.commit: the locked commit {pin.commit[:12]} is not "
+                          f"the import of {pin.source['filename']} with sha256 "
+                          f"{pin.source['sha256']}"
+                          + (f" (source.sha256, line {digest_line})" if digest_line else ""),
+                          path=str(project.lock_path),
+                          line=lock_line_of(project.lock_path, f"upstreams.{name}.commit"),
+                          hint="the lock's commit and wheel disagree: restore upstream.lock "
+                               f"from version control, or re-pin {name} with `patchforge "
+                               "upstream pin --force` or `rebase --to`")

@@ -1714,10 +1714,17 @@ def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypa
         "present"
     doc = lock_doc(tmp_path)
     doc["upstreams"]["tiny"]["source"]["sha256"] = "ab" * 32
-    (tmp_path / "upstream.lock").write_text(json.dumps(doc))
+    (tmp_path / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    lines = (tmp_path / "upstream.lock").read_text().splitlines()
+    commit = next(n for n, text in enumerate(lines, 1) if '"commit"' in text)
+    digest = next(n for n, text in enumerate(lines, 1) if '"sha256"' in text)
     for command in (["fetch"], ["status"]):
         run = run_cli(tmp_path, *command)
-        assert run.rc == 2 and "is not the import of" in run.err, run.err
+        # Named as every other disagreement of the lock is: the file and the lines (it
+        # named the upstream alone).
+        assert run.rc == 2 and f"upstream.lock:{commit}: upstreams.tiny.commit: the locked " \
+            "commit" in run.err and "is not the import of" in run.err \
+            and f"(source.sha256, line {digest})" in run.err, run.err
 
 
 # --------------------------------------------------------------------------------------------
