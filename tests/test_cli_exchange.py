@@ -2495,3 +2495,62 @@ def test_export_quilt_reads_no_link_fifo_or_directory_of_a_name_it_no_longer_wri
             assert tree_bytes(exported) == before, kind
         assert (exported / "series").is_fifo() if kind == "FIFO" else \
             (exported / first).is_symlink(), kind
+
+
+def test_import_quilt_reads_no_link_or_fifo_of_the_quilt_directory(project, tmp_path):
+    """`import quilt DIR` read DIR/series and each patch it lists as they came: a FIFO for the
+    series blocked the import for ever (holding the project's lock), and a patch that is a
+    link (or in a subdirectory that is one) was read through, whatever it named outside DIR.
+    Each is refused now, exit 2,
+    naming it (and the series line), nothing imported; the file outside is never read.
+    `import quilt --update` refuses a link alike."""
+    root = project
+    outside = tmp_path / "outside.diff"
+    outside.write_bytes(
+        b"Fix b\n\nIndex: up/pkg/b.py\n===\n--- up.orig/pkg/b.py\n+++ up/pkg/b.py\n"
+        b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n")
+    before = snapshot(root)
+    for kind in ("FIFO series", "FIFO patch", "linked patch", "linked series",
+                 "linked subdirectory"):
+        quilt_dir = tmp_path / kind.replace(" ", "-")
+        quilt_dir.mkdir()
+        if kind == "FIFO series":
+            os.mkfifo(quilt_dir / "series")
+            said = f"{quilt_dir / 'series'} is not a regular file"
+        elif kind == "linked series":
+            (tmp_path / "elsewhere-series").write_bytes(b"plain.diff\n")
+            (quilt_dir / "series").symlink_to(tmp_path / "elsewhere-series")
+            (quilt_dir / "plain.diff").write_bytes(outside.read_bytes())
+            said = f"{quilt_dir / 'series'} is a symlink"
+        elif kind == "linked subdirectory":  # quilt keeps patches in subdirectories too
+            (quilt_dir / "series").write_bytes(b"sub/outside.diff\n")
+            (quilt_dir / "sub").symlink_to(tmp_path)
+            said = f"{quilt_dir / 'series'}:1: sub/outside.diff is a symlink ({quilt_dir / 'sub'})"
+        else:
+            (quilt_dir / "series").write_bytes(b"# plain quilt\nplain.diff\n")
+            if kind == "FIFO patch":
+                os.mkfifo(quilt_dir / "plain.diff")
+                said = f"{quilt_dir / 'series'}:2: plain.diff is not a regular file"
+            else:
+                (quilt_dir / "plain.diff").symlink_to(outside)
+                said = f"{quilt_dir / 'series'}:2: plain.diff is a symlink"
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root),
+                               "import", "quilt", str(quilt_dir)],
+                              capture_output=True, timeout=120)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and said in err, (kind, err)
+        assert snapshot(root) == before, kind
+    # The way back from quilt: a patch of the exported directory made a link.
+    exported = tmp_path / "exported"
+    fork = fork_with_commits(tmp_path)
+    ok(root, "import", "git", "main..fixes", "--repo", str(fork), "--upstream", "up")
+    first = (root / "series/up/series").read_text().split()[0]
+    ok(root, "export", "--quilt", str(exported))
+    before = snapshot(root)
+    (tmp_path / "kept.patch").write_bytes((exported / first).read_bytes())
+    (exported / first).unlink()
+    (exported / first).symlink_to(tmp_path / "kept.patch")
+    refused = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert refused.rc == 2 and f"{exported / 'series'}:1: {first} is a symlink" in refused.err, \
+        refused.err
+    assert snapshot(root) == before

@@ -1667,16 +1667,18 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
     if not series_path.exists() and (directory / "patches" / "series").exists():
         directory = directory / "patches"
         series_path = directory / "series"
-    if not series_path.exists():
+    listed = quilt_file_bytes(series_path) if series_path.exists() else None
+    if listed is None:
         raise UsageError(f"no quilt series file in {directory}")
-    series = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
+    series = parse_series(listed, str(series_path), quilt=True)
     entries: list[tuple[str, Path, int, bytes]] = []  # (entry, quilt file, line, bytes)
     for entry, line in series.as_written():
         source = directory / entry
-        if not source.is_file():
+        data = quilt_file_bytes(source, entry=entry, series=series_path, line=line)
+        if data is None:
             raise InputError(f"{entry} is listed but missing", path=str(series_path),
                              line=line)
-        entries.append((entry, source, line, source.read_bytes()))
+        entries.append((entry, source, line, data))
     # quilt writes a change to a file empty in its tree as creating it (`--- /dev/null`),
     # which GNU patch applies to the empty file: where the pin has that file empty and no
     # patch of the series changes it, it is read as the change of that file it is.
@@ -2545,6 +2547,38 @@ def _file_in_dir(path: Path) -> tuple[bytes | None, str | None]:
         return None, "a directory" if stat.S_ISDIR(mode) else "not a regular file"
     with os.fdopen(fd, "rb") as handle:
         return handle.read(), None
+
+
+def quilt_file_bytes(path: Path, *, entry: str | None = None, series: Path | None = None,
+                     line: int | None = None) -> bytes | None:
+    """A file of the quilt directory an import reads (its series file, or the patch `entry`
+    its `series` lists on `line`): the bytes of a regular file, None where there is none.
+    Never read through a link (a patch linked to a file outside the directory, a key, was
+    taken in as a fix; one to /dev/zero read until memory ran out) nor from a FIFO (a series
+    file that is one blocked the import, and the project's lock, for ever): either, or a
+    directory, is refused (InputError naming it, and the series line)."""
+    # quilt keeps patches in subdirectories too (`sub/fix.patch`): a link there reads from
+    # outside DIR as a link of the file itself does.
+    linked = next((folder for folder in list(path.parents)[:len(Path(entry).parts) - 1]
+                   if folder.is_symlink()), None) if entry is not None else None
+    data: bytes | None = None
+    kind: str | None = "a symlink"
+    if linked is not None:
+        path = linked
+    else:
+        try:
+            data, kind = _file_in_dir(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if kind is None:
+        return data
+    what = f"{entry} is {kind} ({path})" if entry is not None else f"{path} is {kind}"
+    raise InputError(f"{what}: an import reads the quilt directory's own files only, never "
+                     "through a link or from a pipe",
+                     path=str(series) if series is not None else None, line=line,
+                     hint="replace it with the file it names (`cp --remove-destination "
+                          "TARGET LINK` for a link)" if kind == "a symlink" else
+                          "put the patch file there, or take its line out of the series")
 
 
 def _sha256_of_regular(target: Path, name: str) -> str | None:

@@ -37,8 +37,8 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_pa
                                      _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
-                                     read_taken_record, series_holdings, taken_entry,
-                                     taken_undone)
+                                     quilt_file_bytes, read_taken_record, series_holdings,
+                                     taken_entry, taken_undone)
 from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
                                    failing_patches, refuse_case_twin,
                                    refuse_name_of_another_series, today)
@@ -92,7 +92,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     pin = project.lock.pin(upstream)
     series_path = quilt_series_path(Path(directory), upstream)
     folder = series_path.parent
-    quilt = parse_series(series_path.read_bytes(), str(series_path), quilt=True)
+    series_bytes = quilt_file_bytes(series_path)
+    if series_bytes is None:  # gone since it was found: never read as a series listing nothing
+        raise UsageError(f"{series_path}: gone while it was read; nothing was taken back")
+    quilt = parse_series(series_bytes, str(series_path), quilt=True)
     record = _read_export_record(folder)
     took = read_taken_record(folder) if record is not None else {}
     recorded_order = _recorded_order(folder) if record is not None else None
@@ -111,7 +114,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     strip_levels: dict[str, int] = {}  # `fix.patch -p0`: its diff's names are read at -p0
     for entry, line in quilt.as_written():
         source = folder / entry
-        if not source.is_file():
+        data = quilt_file_bytes(source, entry=entry, series=series_path, line=line)
+        if data is None:
             raise InputError(f"{entry} is listed but missing; nothing was taken back",
                              path=str(series_path), line=line)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
@@ -128,7 +132,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             raise InputError(f"{exc.message}; nothing was taken back", path=str(series_path),
                              line=line) from None
         _refuse_taken(file_name, {e[0] for e in entries}, str(series_path), line)
-        entries.append((file_name, source, line, source.read_bytes()))
+        entries.append((file_name, source, line, data))
         strip_levels[file_name] = quilt.strip_level(entry)
 
     empty = _empty_at_the_pin(store, pin.commit, entries, strip_levels, ours_bytes)
