@@ -855,3 +855,28 @@ def test_a_layer_gzipped_in_several_members_is_read_to_its_last_file(images):
     assert states.pop(images["rocm"]) == "mismatch"
     assert set(states.values()) == {"ok"}
 
+
+def test_a_layer_of_many_entries_is_read_in_memory_that_does_not_grow_with_them(images,
+                                                                              tmp_path):
+    """Every member header of a layer read was kept (tarfile's own list): memory grew with the
+    number of entries whatever their sizes: a registry's small layer of empty files (2 MB of
+    gzip for 300,000 of them) cost 136 MB, and a large one all the memory there is."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for number in range(60_000):
+            archive.addfile(tarfile.TarInfo(f"usr/share/doc/p{number // 100}/f{number:08d}"))
+    tar = out.getvalue()
+    many = (gzip.compress(tar, compresslevel=1, mtime=0), TAR_GZ,
+            "sha256:" + hashlib.sha256(tar).hexdigest())
+    images["server"].push_image(REPO, "many", {}, layers=(*images["good_layers"], many))
+    project = Project.discover(images["root"])
+    ref = f"{images['host']}/{REPO}:many"
+    verify_image(project, ref, registry=_registry(tmp_path))  # (imports done, caches warm)
+    tracemalloc.start()
+    try:
+        result = verify_image(project, ref, registry=_registry(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.ok, [(f.target, f.state, f.detail) for f in result.files]
+    assert peak < 8 << 20, peak  # (60,000 headers kept: 27 MB)
