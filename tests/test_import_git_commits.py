@@ -123,19 +123,10 @@ def test_import_git_runs_no_command_the_repositorys_config_names(project, tmp_pa
 
 
 
-@pytest.mark.parametrize("remote", ["ssh", "file"])
-def test_import_git_fetches_nothing_a_partial_clones_config_names(project, tmp_path, remote):
-    """A repository handed over as a partial clone (`extensions.partialClone`, a `promisor`
-    remote) lacking a blob the range needs: git fetched it while `import git` read, and the
-    fetch ran what the configuration names (`core.sshCommand`; a file remote's `uploadpack`,
-    whose fetch then succeeded, the fix imported). Nothing is fetched or run now: refused,
-    exit 2, naming the object the repository lacks, nothing written."""
-    root = project
-    clone = fork(tmp_path)
-    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
-    commit_all(clone, "Fix line three")
-    blob = git(clone, "rev-parse", "HEAD:a.py").strip()
-    (clone / ".git/objects" / blob[:2] / blob[2:]).unlink()
+def _partial_clone(clone: Path, tmp_path: Path, remote: str) -> Path:
+    """Make `clone` a partial clone whose lazy fetch runs a command its configuration names
+    (`core.sshCommand` for an ssh remote, `uploadpack` for a file one); the marker that
+    command would touch."""
     marker = tmp_path / "command-ran"
     for key, value in [("core.repositoryformatversion", "1"),
                        ("extensions.partialClone", "origin"),
@@ -150,6 +141,47 @@ def test_import_git_fetches_nothing_a_partial_clones_config_names(project, tmp_p
         git(clone, "config", "remote.origin.url", f"file://{tmp_path / 'up-upstream'}")
         git(clone, "config", "remote.origin.uploadpack", f"touch {marker}; git-upload-pack")
         git(clone, "config", "protocol.file.allow", "always")
+    return marker
+
+
+def test_import_git_of_a_rename_a_partial_clone_lacks_a_side_of_names_the_object(
+        project, tmp_path):
+    """A rename's pairing reads both files: where a partial clone lacks the old one, the
+    refusal was git's own words behind its warning that lazy fetch is off. Said as a file it
+    lacks is said: the object, and the way to fetch it there. Nothing run or written."""
+    root = project
+    clone = fork(tmp_path)
+    data = b"".join(b"line %d of a file long enough to pair\n" % i for i in range(40))
+    (clone / "big.py").write_bytes(data)
+    commit_all(clone, "Add big")
+    git(clone, "mv", "big.py", "moved.py")
+    (clone / "moved.py").write_bytes(data.replace(b"line 7 ", b"LINE 7 "))
+    commit_all(clone, "Move big")
+    blob = git(clone, "rev-parse", "HEAD~1:big.py").strip()
+    (clone / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    marker = _partial_clone(clone, tmp_path, "ssh")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "git", "HEAD~1..HEAD", "--repo", str(clone))
+    assert not marker.exists(), run.text
+    assert run.rc == 2 and f"in {clone}: the repository lacks object {blob}" in run.err \
+        and f"cat-file -e {blob}" in run.err, run.text
+    assert tree_bytes(root / "series") == before
+
+
+@pytest.mark.parametrize("remote", ["ssh", "file"])
+def test_import_git_fetches_nothing_a_partial_clones_config_names(project, tmp_path, remote):
+    """A repository handed over as a partial clone (`extensions.partialClone`, a `promisor`
+    remote) lacking a blob the range needs: git fetched it while `import git` read, and the
+    fetch ran what the configuration names (`core.sshCommand`; a file remote's `uploadpack`,
+    whose fetch then succeeded, the fix imported). Nothing is fetched or run now: refused,
+    exit 2, naming the object the repository lacks, nothing written."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    blob = git(clone, "rev-parse", "HEAD:a.py").strip()
+    (clone / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    marker = _partial_clone(clone, tmp_path, remote)
     before = tree_bytes(root / "series")
     run = run_cli(root, "import", "git", "origin/main..main", "--repo", str(clone))
     assert not marker.exists(), run.text

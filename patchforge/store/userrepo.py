@@ -147,8 +147,13 @@ def _raw_changes(repo, commit, repo_dir: Path) -> list[_RawChange]:
                                 "--full-index", "--no-commit-id", *against, commit.hexsha],
                                stdout_as_string=False)
     except git.GitCommandError as exc:
-        raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: "
-                         f"{_git_says(exc)}") from None
+        said = _git_says(exc)
+        # A rename's pairing reads both files: one a partial clone lacks is said as _delta
+        # says it (git's own words lead with its warning that lazy fetch is off).
+        missing = re.search(r"unable to read ([0-9a-f]{40,64})\b", said)
+        if missing is not None:
+            raise _lacks(repo_dir, f"commit {commit.hexsha}", missing.group(1)) from None
+        raise UsageError(f"cannot read commit {commit.hexsha} in {repo_dir}: {said}") from None
     fields = iter(raw.split(b"\0"))
     changes = []
     for meta in fields:
@@ -202,19 +207,25 @@ def _delta(repo, commit, change: _RawChange, repo_dir: Path, rev_range: str) -> 
             return repo.odb.stream(bytes.fromhex(blob_id)).read()
         except ValueError:  # GitPython's word for an object the repository lacks
             # (A partial clone's object is never fetched here: NO_LAZY_FETCH.)
-            raise UsageError(f"cannot read {change.path} of commit {commit.hexsha} in "
-                             f"{repo_dir}: the repository lacks object {blob_id}",
-                             hint=f"a partial clone fetches an object on demand, which the "
-                                  f"import never makes git do: fetch it there first (`git -C "
-                                  f"{shlex.quote(str(repo_dir))} cat-file -e {blob_id}` "
-                                  "does, as the repository's configuration says), then "
-                                  "import again") from None
+            raise _lacks(repo_dir, f"{change.path} of commit {commit.hexsha}",
+                         blob_id) from None
     old = None if added else blob(change.old_blob)
     new = None if deleted else blob(change.new_blob)
     return FileDelta(old_path=None if added else change.source or change.path,
                      new_path=None if deleted else change.path, old=old, new=new,
                      old_mode=change.new_mode if added else change.old_mode,
                      new_mode=change.old_mode if deleted else change.new_mode)
+
+
+def _lacks(repo_dir: Path, what: str, object_id: str) -> UsageError:
+    """The refusal of `what` (a file of a commit, a commit's change) that needs an object the
+    repository lacks: a partial clone's, which the import never fetches (NO_LAZY_FETCH)."""
+    return UsageError(f"cannot read {what} in {repo_dir}: the repository lacks object "
+                      f"{object_id}",
+                      hint="a partial clone fetches an object on demand, which the import never "
+                           f"makes git do: fetch it there first (`git -C "
+                           f"{shlex.quote(str(repo_dir))} cat-file -e {object_id}` does, as "
+                           "the repository's configuration says), then import again")
 
 
 def _refuse_unsupported(change: _RawChange, commit, repo_dir: Path, rev_range: str) -> None:
