@@ -268,7 +268,7 @@ def _read_layer(layer: Any, open_layer: Callable[[Any], Any], wanted: set[str],
             stats.seen.add(layer.digest)
             stats.layers_read += 1
         try:
-            with _open_tar(blob, layer) as archive:
+            with _open_tar(blob) as archive:
                 for place, member in enumerate(_members(archive)):
                     name = normalize(member.name)
                     directory, _, base = name.rpartition("/")
@@ -404,19 +404,28 @@ class _Peek:
         return self.raw.read(size)
 
 
-def _open_tar(blob: Any, layer: Any) -> tarfile.TarFile:
+def _open_tar(blob: Any) -> tarfile.TarFile:
+    # The decompressor is chosen by the layer's first bytes, never its media type, as a
+    # container runtime chooses it: a plain tar pushed as `tar+gzip` runs, and was refused
+    # here as "not a readable" layer. (Bytes that are no tar at all fail the tar, and a blob
+    # the registry damaged fails its digest.)
     peek = _Peek(blob)
     stream = cast(BinaryIO, peek)  # read as a stream ("r|"): read() is all tarfile calls
-    media_type = layer.media_type or ""
-    if peek.head.startswith(_ZSTD_MAGIC) or media_type.endswith("zstd"):
+    if peek.head.startswith(_ZSTD_MAGIC) or _is_zstd_skippable(peek.head):
         return tarfile.open(fileobj=_zstd_reader(stream), mode="r|")
-    if peek.head.startswith(_GZIP_MAGIC) or media_type.endswith(("gzip", ".gz")):
+    if peek.head.startswith(_GZIP_MAGIC):
         # Not tarfile's "r|gz": a layer may be several gzip members one after the other
         # (eStargz compresses each file on its own), which gunzip and a container runtime
         # read as one stream; tarfile's stream mode stopped at the first member's end, and
         # every file after it was unseen (the layer below then decided it).
         return tarfile.open(fileobj=cast(BinaryIO, _GzipMembers(stream)), mode="r|")
     return tarfile.open(fileobj=stream, mode="r|")
+
+
+def _is_zstd_skippable(head: bytes) -> bool:
+    """A zstd skippable frame (magic 0x184D2A50-5F, little-endian) leads the stream: zstd still
+    (zstd:chunked layers carry metadata in such frames), as a container runtime reads it."""
+    return len(head) == 4 and 0x50 <= head[0] <= 0x5F and head[1:] == b"\x2a\x4d\x18"
 
 
 class _GzipMembers:

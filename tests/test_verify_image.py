@@ -880,3 +880,19 @@ def test_a_layer_of_many_entries_is_read_in_memory_that_does_not_grow_with_them(
         tracemalloc.stop()
     assert result.ok, [(f.target, f.state, f.detail) for f in result.files]
     assert peak < 8 << 20, peak  # (60,000 headers kept: 27 MB)
+
+
+def test_a_layer_is_decompressed_as_its_bytes_say_whatever_its_media_type(images):
+    """A container runtime picks a layer's decompressor by its first bytes: a plain tar pushed
+    as `tar+gzip` runs. It was refused ("not a readable ...tar+gzip", exit 2), the image
+    never judged."""
+    rocm = images["rocm"].lstrip("/")
+    tar = _tar({rocm: b"# not the pre-image\n"})
+    images["server"].push_image(REPO, "plain", {}, layers=(
+        *images["good_layers"], (tar, TAR_GZ, "sha256:" + hashlib.sha256(tar).hexdigest())))
+    result = run_cli(images["root"], "verify", "--image", f"{images['host']}/{REPO}:plain",
+                     "--json")
+    assert result.rc == 1, result.out + result.err
+    states = {r["target"]: r["state"] for r in json.loads(result.out)["results"]}
+    assert states.pop(images["rocm"]) == "mismatch"
+    assert set(states.values()) == {"ok"}
