@@ -1993,3 +1993,27 @@ def test_the_pin_a_bump_writes_is_read_by_every_command_that_checks_its_label(cl
     code, out, err = cli_in_process(clean.root, "status")
     assert code == 2 and f"names commit {clean.c3}, not the locked commit {clean.c1}" in err, \
         out + err
+
+
+@pytest.mark.parametrize("said", ["other", "same"])
+def test_an_image_label_naming_a_commit_in_upper_case_hex_is_checked(clean, said):
+    """The newest nightly's image labels its commit in upper-case hex. `bump` read such a label
+    as naming no commit and so skipped its check that the image is the tag's commit: a nightly
+    whose image was built from another commit became the target. Now the label is read in
+    either case: another commit's image is skipped with the reason, the tag's own is taken."""
+    named = clean.c2 if said == "other" else clean.c3
+    clean.registry.push_image(REPO, f"nightly-{clean.c3}",
+                              {"vllm.commit": named.upper(),
+                               "org.opencontainers.image.version": "0.0.dev"},
+                              created="2026-09-12T05:27:48Z")
+    code, out, err = clean.bump("--dry-run", "--json")
+    doc = json.loads(out)
+    reasons = {s["tag"]: s["reason"] for s in doc["search"]["skipped"]}
+    if said == "other":
+        assert doc.get("target", {}).get("tag") != f"nightly-{clean.c3}", (out, err)
+        assert reasons.get(f"nightly-{clean.c3}") == \
+            f"its image labels name commit {clean.c2.lower()}, not {clean.c3[:12]}", reasons
+    else:
+        assert code == 0, err
+        assert doc["target"]["tag"] == f"nightly-{clean.c3}", doc
+        assert f"nightly-{clean.c3}" not in reasons

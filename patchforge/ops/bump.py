@@ -152,7 +152,9 @@ def _label_commit(upstream, info) -> str | None:
     from patchforge.targets import label_keys_for
 
     for key in label_keys_for(upstream.name, upstream.image_label):
-        value = (info.labels or {}).get(key, "").strip()
+        # Hex is hex in either case: a label written in upper case still names a commit, and
+        # reading it as no commit would skip the check that the image is the tag's commit.
+        value = (info.labels or {}).get(key, "").strip().lower()
         if re.fullmatch(r"[0-9a-f]{7,40}", value):
             return value
     return None
