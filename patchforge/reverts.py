@@ -18,8 +18,10 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   applies forward again without fuzz, a file it created is gone, one it deleted is back as it
   was), or, where a file's whole diff applies neither way, each hunk's old lines back where the
   hunk was with neighbours upstream edited since (below): its change is gone. Unless a
-  hunk's added lines are still in the file as many times as the fix left them (_moved_away):
-  upstream moved them (a guard a line lower, an import sorted), and the old neighbours of
+  hunk's added lines are still in the file as many times as the fix left them (_moved_away),
+  or its runs of added lines are, whitespace, quotes and number spelling aside (_moved_near):
+  upstream moved them (a guard a line lower, an import sorted, a call re-wrapped by a
+  formatter in the same commit), and the old neighbours of
   the place they were added at meet again exactly as a revert leaves them; that hunk is
   there. Some hunks (or files) so gone and every other one there: taken back in part, gone
   too (the fix is whole nowhere, so in no overlay), said with those places;
@@ -732,8 +734,10 @@ def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content:
         for hunk in fp.hunks:
             net.update(_added(hunk))
             net.subtract(_added(hunk, b"-"))
-        fix.counts[k] = (_left_by_fix(store, fix, fp), net)
-    counts, net = fix.counts[k]
+        left = _left_by_fix(store, fix, fp)
+        fix.counts[k] = (Counter(_squeezed(line) for line in lines_of(left))
+                         if left is not None else Counter(), net, left)
+    counts, net, _ = fix.counts[k]
     if not counts:
         return set()
     # Each line looked for must be in the file's bytes without whitespace first (one search
@@ -741,19 +745,71 @@ def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content:
     flat = b"".join(content.split())
     wanted = [(n, added) for n in gone if (added := _added(fp.hunks[n - 1])) and
               all(net[line] > 0 and line in flat for line in added)]
-    if not wanted:
+    moved = set()
+    if wanted:
+        there = Counter(_squeezed(line) for line in lines_of(content))
+        moved = {n for n, added in wanted if all(there[line] >= counts[line]
+                                                 for line in added)}
+    rest = [n for n in gone if n not in moved]
+    return moved | (_moved_near(fix, k, fp, content, rest) if rest else set())
+
+
+def _moved_near(fix: _Fix, k: int, fp: FilePatch, content: bytes, gone: list[int]) -> set[int]:
+    """Of the hunks `gone` of the fix's file change `k` that _moved_away does not find line
+    by line, those whose runs of added lines (near_runs: one text each, whitespace, quotes,
+    number spelling and trailing commas aside) are each in `content` at least as many times
+    as in the file as the fix left it: upstream moved them and, in the same commit, re-wrapped
+    them or changed their spelling (a formatter run, `0` written `0.0`). A hunk really taken
+    back, its added text nowhere, is short one. A run the fix's own removed lines hold (code
+    the fix moved) tells nothing; a hunk without a run that tells is not moved."""
+    left = fix.counts.get((k, "near"))
+    if left is None:
+        left = fix.counts[(k, "near")] = near_text(fix.counts[k][2] or b"")
+        fix.counts[(k, "removed")] = [run for hunk in fp.hunks
+                                      for run in near_runs(hunk, b"-")]
+    if not left:
         return set()
-    there = Counter(_squeezed(line) for line in lines_of(content))
-    return {n for n, added in wanted if all(there[line] >= counts[line] for line in added)}
+    removed = fix.counts[(k, "removed")]
+    flat = near_text(content)
+    moved = set()
+    for n in gone:
+        runs = [run for run in near_runs(fp.hunks[n - 1])
+                if not any(run in other for other in removed)]
+        if runs and all(flat.count(run) >= left.count(run) for run in runs):
+            moved.add(n)
+    return moved
 
 
-def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch):
-    """The counts of the _squeezed lines of `fp`'s file as the fix left it: at the landing
-    commit where it has the change there, else the fix's base file with the fix applied;
-    an empty Counter where neither is known here."""
-    from collections import Counter
+_NUMBER = on_first_use(rb"(?<![\w.])(\d+)\.(\d*?)0+(?![\w.])")
+_TRAILING_COMMA = on_first_use(rb",(?=[)\]}])")
 
-    from patchforge.apply.hunks import apply_file_patch, lines_of
+
+def near_text(text: bytes) -> bytes:
+    """`text` as code that a formatter re-wrapped or re-spelled reads the same: number
+    spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), then without whitespace
+    and without a comma before a closing bracket (black's trailing comma)."""
+    text = _NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), text)
+    return _TRAILING_COMMA.sub(b"", b"".join(text.replace(b"'", b'"').split()))
+
+
+def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
+    """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one near_text, the
+    runs of 4 bytes or more: a re-wrap moves code across lines, never out of its run."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    runs: list[list[bytes]] = [[]]
+    for line in hunk.lines:
+        if line_kind(line) == kind:
+            runs[-1].append(line_content(line))
+        elif runs[-1]:
+            runs.append([])
+    return [text for run in runs if len(text := near_text(b"\n".join(run))) >= 4]
+
+
+def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch) -> bytes | None:
+    """`fp`'s file as the fix left it: at the landing commit where it has the change there,
+    else the fix's base file with the fix applied; None where neither is known here."""
+    from patchforge.apply.hunks import apply_file_patch
 
     left = None
     landing = _commit(store, fix.landing)
@@ -768,8 +824,7 @@ def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch):
         old = _base_file(store, fix, fp)
         fixed = apply_file_patch(old, fp, max_fuzz=0) if old is not None else None
         left = fixed.content if fixed is not None and fixed.ok else None
-    return Counter(_squeezed(line) for line in lines_of(left)) if left is not None else \
-        Counter()
+    return left
 
 
 def _may_be_elsewhere(fp: FilePatch, content: bytes) -> bool:

@@ -1680,6 +1680,59 @@ def test_a_landing_one_of_whose_hunks_upstream_only_moved_is_no_revert(tmp_path)
     stack.cli("check")
 
 
+LIMIT = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+ROWS = b"gfx1250,64,128,0,12.5\ngfx1250,64,256,0,13.75\ngfx1250,128,256,1,20.0\n"
+
+
+@pytest.mark.parametrize("edit", ["quotes", "re-wrapped", "numbers"])
+def test_a_landing_whose_hunk_upstream_moved_and_reformatted_is_no_revert(tmp_path, edit):
+    """A fix lands whole; upstream then moves one hunk's lines a little lower and, in the same
+    commit, reformats them: quotes changed (`'` to `"`), the call re-wrapped over three lines
+    as black does, or CSV rows moved to the end with `0` written `0.0`. Counted line by line
+    the lines were gone: said "taken back in part" (or taken out), and the advised bring-back
+    put them in the overlay a second time, every check green after. The hunk's added text,
+    whitespace, quotes and number spelling aside, is still in the file: nothing is said, and
+    bring-back refuses."""
+    if edit == "numbers":
+        fixed = BASE.replace(_line(20), _line(20) + ROWS)
+        later = BASE + ROWS.replace(b",0,", b",0.0,").replace(b",1,", b",1.0,")
+    else:
+        fixed = GUARDED.replace(_line(28), _line(28) + LIMIT)
+        moved = LIMIT.replace(b"'", b'"') if edit == "quotes" else \
+            b"if limit < 0:\n    raise ValueError(\n        'a limit is never negative'\n    )\n"
+        later = GUARDED.replace(_line(29), _line(29) + moved)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    stack.commit({"pkg/a.py": fixed}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": later}, "Tidy: move and format", tag="v3")
+    document = _silent(stack, "v3")
+    assert document["gone_upstream"] == [], document["gone_upstream"]
+    stack.cli("overlays")
+    stack.cli("check")
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert "nothing to bring back" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/upstreamed/fa.patch").is_file()
+
+
+def test_a_hunk_taken_back_beside_a_reformatted_copy_of_its_lines_is_said_in_part(tmp_path):
+    """The file has the fix's guard already, spelled with other quotes, elsewhere; the fix
+    adds it again (and a second guard), and upstream takes that hunk out. The copy left is
+    the file's own, there before the fix too: the near comparison counts one short of the
+    file as the fix left it, and it is said, in part."""
+    base = BASE.replace(_line(3), _line(3) + LIMIT.replace(b"'", b'"'))
+    both = base.replace(_line(10), _line(10) + GUARD).replace(_line(28), _line(28) + LIMIT)
+    later = base.replace(_line(10), _line(10) + GUARD)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, both)
+    stack.commit({"pkg/a.py": both}, "Guard both (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({"pkg/a.py": later}, "No limit check", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], said
+
+
 def test_a_line_the_fix_adds_twice_taken_out_once_is_said_in_part(tmp_path):
     """The fix adds the same guard in two places; upstream takes one out. The copy left is the
     fix's other hunk, not the taken one moved: said, in part."""
