@@ -950,6 +950,13 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     # there): said with those places, so that `bring-back` is seen to put back that part (the
     # rest it keeps under upstreamed/ as landed).
     in_part = _taken_back_in_part(store, fix, commit) if state == "part" else ""
+    if reference is None and not (landed or dropped_at) and \
+            fix.patch.get("Applied-Upstream") is not None:
+        # Kept as landed with no landing commit named (one that could not be told for it),
+        # and no departure in the history: the landed part of a fix the series holds under
+        # the same name. Where its files came to have its change is its landing; without
+        # it, a revert of that part would go unsaid.
+        reference = landing = _landing_by_files(store, fix, base, commit, cache)
 
     def gone(kind: str, by: str | None, detail: str) -> LandingGone:
         return LandingGone(fix.upstream, fix.name, fix.path, kind, landing or landed, by,

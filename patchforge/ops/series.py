@@ -2353,10 +2353,9 @@ def _kept_landed_part(store: UpstreamStore, patch, judgement, target,
     """A fix some of whose hunks upstream landed (a `partial` verdict), or some changes
     inside a hunk (Judgement.parts), and which moves with the rest: those as a rebase keeps
     them under upstreamed/ (rebase.engine.landed_part, with `Applied-Upstream: LABEL,
-    commit:ID` naming the commit that landed them, found as the rebase finds it), and what to
-    say of them; None when none landed or they cannot be kept so. `history()`: the
+    commit:ID` naming the commit that landed them: the first after which those hunks, judged
+    alone, are upstream, or none where that cannot be told), and what to say of them; None when none landed or they cannot be kept so. `history()`: the
     HistoryIndex from the fix's base to the pin, or None."""
-    from patchforge.judge import where_landed
     from patchforge.rebase.engine import landed_part, landed_words, part_landed_in
 
     verdict, parts = judgement.verdict, judgement.parts
@@ -2365,13 +2364,11 @@ def _kept_landed_part(store: UpstreamStore, patch, judgement, target,
     part = landed_part(patch, verdict, parts=parts)
     if part is None:
         return None
-    if parts:
-        where = part_landed_in(store, target, judgement.name, part, history())
-    else:
-        try:
-            where, _ = where_landed(store, target, patch, verdict, history())
-        except PatchforgeError:
-            where = None
+    # The commit that landed the part kept, judged on that part alone: the whole fix's
+    # first commit holding as many hunks as the pin has may have landed another hunk, one
+    # since taken back (why the fix came back), and a later revert of the part kept is
+    # found only from the commit that landed it.
+    where = part_landed_in(store, target, judgement.name, part, history())
     kept = part.with_field("Applied-Upstream",
                            target.label + (f", commit:{where}" if where else ""))
     return kept, landed_words(patch, verdict, parts, where)

@@ -2233,8 +2233,9 @@ def landed_part(patch, verdict, *, hunks: dict[str, list[int]] | None = None,
 
 
 def part_landed_in(store, target, name: str, part, index) -> str | None:
-    """The commit that landed `part` (a patch's landed part with changes inside a hunk in it,
-    which the patch's own verdict does not count as landed): the part judged alone on the
+    """The commit that landed `part` (a patch's landed part: with changes inside a hunk in it,
+    which the patch's own verdict does not count as landed, or hunks of a fix whose other
+    hunks landed in an earlier commit since taken back): the part judged alone on the
     target, then looked up as a landed fix is; None where that judgement is not `upstreamed`
     or no commit is found."""
     if part is None:
