@@ -384,6 +384,10 @@ class _Resolution:
             if value is None:
                 continue
             value = value.strip()
+            if what == "a commit":
+                # Hex is hex in either case: an upper-case commit label still names a commit,
+                # and read as none it would leave the nightly's image unchecked.
+                value = value.lower()
             if pattern.match(value):
                 self.label_key = key
                 return value

@@ -231,6 +231,18 @@ def test_nightly_whose_image_labels_disagree_is_not_pinned(registry, registry_se
     assert any("labels name commit 1111" in a for a in target.attempts)
 
 
+def test_nightly_whose_image_labels_another_commit_in_upper_case_is_not_pinned(
+        registry, registry_server):
+    """A label writing its commit in upper-case hex was read as no commit, so the nightly's
+    image was pinned unchecked; it names a commit in either case of hex."""
+    other = "ABCDEF" + "1" * 34
+    registry_server.push_image("v/r", NIGHTLY, {"vllm.commit": other})
+    target = resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore({"x": SHA}),
+                            registry=registry, image_repository=f"{registry_server.host}/v/r")
+    assert target.commit == SHA and target.image is None
+    assert any(f"labels name commit {other.lower()}" in a for a in target.attempts)
+
+
 def test_failure_lists_every_attempt(registry, registry_server):
     with pytest.raises(ResolutionError) as err:
         resolve_target(NIGHTLY, VLLM_GIT, store_resolver=FakeStore(), registry=registry,
