@@ -29,6 +29,7 @@ judging a patch costs at most one git process for the files it is the first to a
 """
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -560,20 +561,45 @@ def _put_back_apart(undo: Block, theirs: Blocks, removed: list[tuple[bytes, ...]
 
 
 def _reverses_a_block(blocks: list[Block], stripped: _Stripped, whole: bool,
-                      elsewhere) -> bool:
+                      elsewhere, old: frozenset[bytes] = frozenset()) -> bool:
     """Whether a commit's blocks of a path (`stripped`) undo one of `blocks` (the change's
     reversed blocks there large enough to count; one that only takes the fix's lines out only
-    when the commit reverses the `whole` change): the block itself, an old blob written back,
-    or the old code put back apart (_put_back_apart)."""
+    when the commit reverses the `whole` change): the block itself (unless the commit only
+    moves the change's `old` lines, _moved_only), an old blob written back, or the old code
+    put back apart (_put_back_apart)."""
     theirs = stripped.blocks
     for block in blocks:
         if not (block[1] or whole):
             continue
-        if block in theirs or _blob_back(block, theirs):
+        if (block in theirs and not _moved_only(old, stripped)) or _blob_back(block, theirs):
             return True
         if _put_back_apart(block, theirs, stripped.removed(), stripped.lines(), elsewhere):
             return True
     return False
+
+
+def _removed_on_balance(blocks: Blocks) -> frozenset[bytes]:
+    """The lines (whitespace removed, none empty) that `blocks` take out more often than they
+    put in: the old code a change removes, not a line it only moves."""
+    out = Counter(line for removed, _ in blocks for line in _bare(removed) if line)
+    out.subtract(line for _, added in blocks for line in _bare(added) if line)
+    return frozenset(line for line, count in out.items() if count > 0)
+
+
+def _moved_only(old: frozenset[bytes], theirs: _Stripped) -> bool:
+    """Whether a commit's blocks of a path (`theirs`) put some of `old` (the lines a change
+    takes out on balance, _removed_on_balance's) in, and each no more often than they take
+    it out: the old lines moved with the code around them (a function moved down the file,
+    the line the fix deletes in it), none put back where the change took it out. Such a
+    commit undoes nothing, though its diff holds the change's reversed blocks (the old line
+    added, in the function's new place)."""
+    if not old:
+        return False
+    added = Counter(line for side in theirs.added() for line in side if line in old)
+    if not added:
+        return False
+    removed = Counter(line for side in theirs.removed() for line in side if line in old)
+    return all(count <= removed[line] for line, count in added.items())
 
 
 def _reverses_code(gone: bytes, back: bytes, removed: bytes, added: bytes) -> bool:
@@ -834,6 +860,9 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
     puts_back = any(b[1] for blocks in large.values() for b in blocks)
     bare_undo = {path: [(_bare(gone), _bare(back)) for gone, back in blocks]
                  for path, blocks in undo.items()} if puts_back else {}
+    # The old lines each file's change takes out (not those it only moves): a commit that
+    # puts them in only where it takes them out as often (_moved_only) puts none back.
+    old_lines = {path: _removed_on_balance(blocks) for path, blocks in wanted.items()}
     for commit, changed in commits:
         if all(path in changed for path in wanted):
             same = all(changed[path] == wanted[path] for path in wanted)
@@ -860,7 +889,7 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # no longer needs): superseded, not undone, unless the commit reverses the whole
             # change.
             undone = path in stripped and _reverses_a_block(large[path], stripped[path],
-                                                            whole, others)
+                                                            whole, others, old_lines[path])
             if undone:
                 events.append((commit, "undid", "the same change reversed"
                                if changed.get(path) == undo[path] and len(wanted) == 1
@@ -873,9 +902,12 @@ def judge_history(wanted: dict[str, Blocks], commits: list[tuple[str, dict[str, 
             # one small block of a large fix found inside a rewrite (a line's parentheses
             # back as they were) is that rewrite's, not an undoing. A block large enough to
             # count puts old lines back, so that may_reverse's probes (of those blocks) hold.
+            # Old lines a commit only moved (_moved_only) are not put back: a function moved
+            # down the file with the line the fix deletes in it is no undoing.
             if puts_back and all(path in stripped and all(
                     b in changed[path] or _reversed_within(bare, stripped[path])
-                    for b, bare in zip(undo[path], bare_undo[path])) for path in wanted):
+                    for b, bare in zip(undo[path], bare_undo[path])) for path in wanted) \
+                    and not any(_moved_only(old_lines[path], stripped[path]) for path in wanted):
                 events.append((commit, "undid", "the whole change reversed within a larger "
                                "change"))
     landed_by = None

@@ -178,3 +178,51 @@ def test_a_landing_taken_back_with_the_old_line_a_line_lower_or_wrapped_is_kept(
         assert f"history: commit {undoer} undoes this change (reverses part of it in k.py)" \
             in patch["evidence"], (name, patch["evidence"])
         assert fix in stack.kept_by_rebase("up=v2", "k.py"), name
+
+
+def loader(first: str = "load", at_end: bool = False, debug: bool = True) -> bytes:
+    """A module of two functions; `first` reads a file (printing a debug line unless not
+    `debug`), placed above save() or (`at_end`) below it."""
+    reads = (f"def {first}(path):\n    data = open(path).read()\n"
+             + ('    print("debug: loaded", path)\n' if debug else "")
+             + "    return data\n")
+    saves = 'def save(path, data):\n    with open(path, "w") as fh:\n        fh.write(data)\n'
+    return ("import os\n\n\n" + ("\n\n".join((saves, reads)) if at_end
+                                 else "\n\n".join((reads, saves)))).encode()
+
+
+def test_a_function_upstream_moved_with_the_line_the_fix_deletes_undoes_nothing(tmp_path):
+    """The fix deletes a debug print; upstream, which never had the fix, moves the function
+    holding it below another (renamed, or not). The move's diff adds the print line at the
+    function's new place, the reverse of the fix's one block inside a larger one, and the
+    history said the moving commit "undoes this change (the whole change reversed within a
+    larger change)", as though the fix had landed and been taken back. A line moved is not
+    put back: status names no undoing, and the rebase still keeps the fix."""
+    for name, moved in (("renamed", loader("read_file", at_end=True)),
+                        ("same name", loader(at_end=True))):
+        stack = OneUpstreamStack(tmp_path / name.replace(" ", "-"), {"pkg/a.py": loader()})
+        stack.add_fix("fix", "pkg/a.py", loader(), loader(debug=False))
+        mover = stack.commit({"pkg/a.py": moved}, "move the reader below save()", tag="v2")
+        status = stack.json("status", "--against", "up=v2", expect=None)
+        ((patch,),) = [status["patches"]]
+        assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", (name, patch)
+        assert not any("undoes this change" in line for line in patch["evidence"]), \
+            (name, mover, patch["evidence"])
+        assert b"debug" not in stack.kept_by_rebase("up=v2", "pkg/a.py"), name
+
+
+def test_a_landing_a_later_move_puts_the_deleted_line_back_in_is_still_undone(tmp_path):
+    """The fix lands (the print deleted); a later commit moves the function below save()
+    with the print written in again: the line is put back, not moved (the commit takes out
+    no print), and that commit still undoes the landing, named, the fix kept."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": loader()})
+    stack.add_fix("fix", "pkg/a.py", loader(), loader(debug=False))
+    stack.commit({"pkg/a.py": loader(debug=False)}, "drop the debug print (#3)")
+    undoer = stack.commit({"pkg/a.py": loader("read_file", at_end=True)},
+                          "move the reader below save()", tag="v2")
+    status = stack.json("status", "--against", "up=v2", expect=None)
+    ((patch,),) = [status["patches"]]
+    assert patch["state"] != "upstreamed" and patch["rebase"] != "drop", patch
+    assert any(f"history: commit {undoer} undoes this change" in line
+               for line in patch["evidence"]), patch["evidence"]
+    assert b"debug" not in stack.kept_by_rebase("up=v2", "pkg/a.py")
