@@ -1629,3 +1629,50 @@ def test_the_way_back_an_export_names_in_a_stack_of_two_upstreams_is_taken(stack
     taken = run_cli(root, *shlex.split(back)[1:])
     assert taken.rc == 0, (back, taken.text)
     assert "+line18 fixed in quilt" in patch_text(root, "fix-d.patch")
+
+
+def test_export_over_a_fix_renamed_since_and_changed_in_quilt_gives_the_imports_advice(
+        tmp_path, monkeypatch):
+    """`export --quilt`, `patchforge rename fix-a fix-z`, fix-a.patch refreshed in quilt, then
+    `export --quilt` again: the export said fix-a.patch "has left the series" and to give it a
+    *new* name, which the import then refused (the change met fix-z's own lines). It says
+    what `import quilt --update` says, fix-a.patch is fix-z.patch now, and to rename it alike
+    in quilt; following that, the import takes the change into fix-z and the export runs."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    root, base = git_project(tmp_path)
+    for name, old, new in (("fix-a", b"line5\n", b"line5 a\n"),
+                           ("fix-b", b"line15\n", b"line15 b\n")):
+        ok(root, "new", name, "--file", "a.py", "-m", f"Fix {name}")
+        work = root / ".patchforge/work/up/a.py"
+        work.write_bytes(work.read_bytes().replace(old, new))
+        ok(root, "refresh")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "rename", "fix-a", "fix-z")
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line6\n", b"line6 quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "pop", "-a")
+
+    series = exported / "series"
+    before = untouched(root, exported)
+    run = run_cli(root, "export", "--quilt", str(exported))
+    assert run.rc == 2, run.text
+    assert f"{series}:1: lists fix-a.patch, which is fix-z.patch now (renamed in the up " \
+        "series after `export --quilt` wrote it)" in run.err, run.err
+    assert f"rename it alike in quilt: fix-a.patch to fix-z.patch in {series} (line 1) and " \
+        f"{exported / 'fix-a.patch'} to {exported / 'fix-z.patch'}, then `patchforge import " \
+        f"quilt {exported} --update` takes it back into {root / 'series/up/fix-z.patch'}" \
+        in run.err, run.err
+    assert "has left the up series" not in run.err and "new name" not in run.err
+    assert untouched(root, exported) == before
+
+    # As the export says: renamed alike in quilt, the import takes the change into fix-z.
+    (exported / "fix-a.patch").rename(exported / "fix-z.patch")
+    series.write_text(series.read_text().replace("fix-a.patch\n", "fix-z.patch\n"))
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-z.patch" in run.out, run.out
+    assert "+line6 quilt\n" in patch_text(root, "fix-z.patch")
+    ok(root, "export", "--quilt", str(exported))
+    assert series.read_text() == "fix-z.patch\nfix-b.patch\n"

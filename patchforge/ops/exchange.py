@@ -2752,6 +2752,21 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                     hint=f"to keep the change, {_take_back(project, upstream, target)} takes "
                          f"it back into {project.patch_path(upstream, name)}; to drop it, "
                          f"remove {kept}; then export again")
+            renamed = renamed_since_export(project, upstream, earlier[name],
+                                           set(_listed_names(series)))
+            if renamed is not None:
+                # `patchforge rename` since the export: the advice `import quilt --update`
+                # gives, which takes quilt's change back into the renamed fix.
+                raise UsageError(
+                    f"{series}:{line_no}: lists {name}, which is {renamed} now (renamed in the "
+                    f"{upstream} series after `export --quilt` wrote it), changed in {target} "
+                    "since the export (by quilt refresh, an editor?); the export would leave "
+                    "it unlisted there, so nothing was written",
+                    hint=f"to keep the change, rename it alike in quilt: {name} to {renamed} in "
+                         f"{series} (line {line_no}) and {kept} to {kept.with_name(renamed)}, "
+                         f"then {_take_back(project, upstream, target)} takes it back into "
+                         f"{project.patch_path(upstream, renamed)}; to drop it, remove {kept}; "
+                         "then export again")
             raise UsageError(
                 f"{series}:{line_no}: lists {name}, which patchforge exported there and which "
                 f"has left the {upstream} series since (deleted, renamed, or landed upstream), "
@@ -2765,6 +2780,23 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                          "of another quilt stack?); nothing was written",
                          hint="export into a directory of its own, or move "
                               f"{series} away if {name} is not needed")
+
+
+def renamed_since_export(project: Project, upstream: str, recorded: list[str],
+                         listed: set[str]) -> str | None:
+    """The name `patchforge rename` gave, since `export --quilt` wrote it, to the fix whose
+    exported bytes' hashes are `recorded`: a patch of the series that quilt's series does not
+    list (`listed`) holding exactly those bytes (as written, or as the export wrote its diff
+    for GNU patch). None when no patch of the series does."""
+    for name in project.patch_names(upstream):
+        if name in listed:
+            continue
+        mine = project.read_patch_bytes(upstream, name)
+        patch = project.read_patch(upstream, name)
+        exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
+        if _sha256(mine) in recorded or _sha256(exported) in recorded:
+            return name
+    return None
 
 
 def _listed_names(series: Path) -> list[str]:

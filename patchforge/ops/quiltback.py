@@ -37,7 +37,8 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_pa
                                      _read_export_record, _record_bytes,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
-                                     quilt_file_bytes, read_taken_record, series_holdings,
+                                     quilt_file_bytes, read_taken_record, renamed_since_export,
+                                     series_holdings,
                                      taken_entry, taken_undone)
 from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
                                    failing_patches, refuse_case_twin,
@@ -193,7 +194,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 left_out.append(file_name)
                 continue
             if not again and record is not None and file_name in record:
-                _refuse_renamed(project, upstream, file_name, recorded, ours, ours_bytes,
+                _refuse_renamed(project, upstream, file_name, recorded,
                                 {e[0] for e in entries}, series_path, source, line)
                 raise InputError(
                     f"{file_name} left the {upstream} series after `export --quilt` wrote it "
@@ -397,27 +398,20 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
 
 
 def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: list[str],
-                    ours: list[str], ours_bytes: dict[str, bytes], quilt_names: set[str],
-                    series_path: Path, source: Path, line: int) -> None:
-    """`file_name` left the series after the export and quilt changed it: when a patch of the
-    series quilt does not list holds exactly the bytes the export wrote for it (as written, or
-    as the export wrote its diff for GNU patch), `patchforge rename` gave the fix that name.
-    Taken back as a new fix, quilt's copy met the renamed one's own lines, in the series and
-    not in quilt's tree; renamed alike in quilt, it is taken back as that fix's change."""
-    for name in ours:
-        if name in quilt_names:
-            continue
-        mine = ours_bytes[name]
-        patch = project.read_patch(upstream, name)
-        exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
-        if _sha256(mine) in recorded or _sha256(exported) in recorded:
-            new_source = source.with_name(name)
-            raise InputError(
-                f"{file_name} is {name} now (renamed in the {upstream} series after "
-                "`export --quilt` wrote it) and was changed in quilt since; nothing was "
-                "taken back", path=str(series_path), line=line,
-                hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
-                     f"(line {line}) and {source} to {new_source}, then run this again")
+                    quilt_names: set[str], series_path: Path, source: Path, line: int) -> None:
+    """`file_name` left the series after the export and quilt changed it: when
+    `patchforge rename` gave the fix another name (renamed_since_export), taken back as a new
+    fix, quilt's copy met the renamed one's own lines, in the series and not in quilt's tree;
+    renamed alike in quilt, it is taken back as that fix's change."""
+    name = renamed_since_export(project, upstream, recorded, quilt_names)
+    if name is not None:
+        new_source = source.with_name(name)
+        raise InputError(
+            f"{file_name} is {name} now (renamed in the {upstream} series after "
+            "`export --quilt` wrote it) and was changed in quilt since; nothing was "
+            "taken back", path=str(series_path), line=line,
+            hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
+                 f"(line {line}) and {source} to {new_source}, then run this again")
 
 
 def _deletions_said(project: Project) -> set[tuple]:
