@@ -1676,3 +1676,32 @@ def test_export_over_a_fix_renamed_since_and_changed_in_quilt_gives_the_imports_
     assert "+line6 quilt\n" in patch_text(root, "fix-z.patch")
     ok(root, "export", "--quilt", str(exported))
     assert series.read_text() == "fix-z.patch\nfix-b.patch\n"
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling link", "fifo"])
+def test_an_unlisted_file_of_the_series_is_read_as_the_projects_own(stack, tmp_path, kind):
+    """quilt makes fix-n.patch; the series' directory holds an unlisted file of that name, a
+    link (to a file out of the project, or to none) or a FIFO. It was read through the link
+    (a dangling one taken for no file, then written over), or from the FIFO, blocking the
+    import for ever. It is refused naming the file, as every reader of the stack's files does,
+    with nothing written."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "fix-n.patch", "a.py",
+              (checkout / "a.py").read_bytes().replace(b"line30\n", b"line30 new\n"))
+    there = root / "series/up/fix-n.patch"
+    outside = tmp_path / "outside.patch"
+    outside.write_bytes(b"not the project's\n")
+    if kind == "fifo":
+        os.mkfifo(there)
+    else:
+        there.symlink_to(outside if kind == "link" else tmp_path / "none")
+    series = (root / "series/up/series").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc != 0, run.text
+    assert str(there) in run.err, run.err
+    assert ("is a symlink" if kind != "fifo" else "is not a regular file") in run.err, run.err
+    assert (root / "series/up/series").read_bytes() == series
+    assert there.is_symlink() if kind != "fifo" else not there.is_file()
+    assert outside.read_bytes() == b"not the project's\n"

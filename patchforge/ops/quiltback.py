@@ -43,7 +43,7 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_pa
 from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
                                    failing_patches, refuse_case_twin,
                                    refuse_name_of_another_series, today)
-from patchforge.project import patch_file_name
+from patchforge.project import patch_file_name, read_no_link
 from patchforge.stack import aside_name, series_changed
 from patchforge.store.diff import FileChange, make_diff
 from patchforge.worktree import close_worktree, editing, require_state, require_state_still
@@ -204,9 +204,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                          f"{series_path} and rename {source} alike; to drop it, take its line "
                          f"out of {series_path}")
             refuse_case_twin(project, upstream, file_name)
-            path = project.patch_path(upstream, file_name)
-            if path.exists():
-                unlisted[file_name] = path.read_bytes()
+            try:  # the project's own file: never read through a link, nor from a FIFO
+                unlisted[file_name] = read_no_link(project.patch_path(upstream, file_name))
+            except FileNotFoundError:
+                pass
             taken[file_name] = _new_patch(_quilt_patch(data, source, strip_levels[file_name],
                                                        empty),
                                           file_name, upstream, pin.commit, profile)
