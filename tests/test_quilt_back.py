@@ -1705,3 +1705,38 @@ def test_an_unlisted_file_of_the_series_is_read_as_the_projects_own(stack, tmp_p
     assert (root / "series/up/series").read_bytes() == series
     assert there.is_symlink() if kind != "fifo" else not there.is_file()
     assert outside.read_bytes() == b"not the project's\n"
+
+
+def test_a_patch_renamed_in_quilt_is_renamed_alike_in_the_series_never_made_a_new_fix(
+        stack, tmp_path):
+    """`quilt rename -P fix-a.patch fix-z.patch` in DIR: the import said fix-a.patch was
+    deleted in quilt ("quilt delete?"), and with --delete kept it twice (under deleted/ and as
+    a new fix-z.patch), its history cut in two and its Last-Update changed, the patch not.
+    It is refused, with or without --delete, nothing written, saying fix-z.patch is fix-a.patch
+    renamed and the `patchforge rename` that renames it alike; after that, nothing is left to
+    take back and the fix is one, its bytes the same."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    quilt(checkout, env, "pop", "-a")
+    fix_a = (root / "series/up/fix-a.patch").read_bytes()
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:1: fix-z.patch is fix-a.patch renamed (`quilt rename`)" \
+            ": nothing was taken back" in run.err, run.err
+        assert "`patchforge rename fix-a fix-z`" in run.err, run.err
+        assert "quilt delete" not in run.err, run.err
+        assert untouched(root, exported) == before
+
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out + run.err, run.text
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    assert (root / "series/up/fix-z.patch").read_bytes() == fix_a
+    assert not (root / "series/up/deleted").exists()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

@@ -148,6 +148,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     taken_again: list[str] = []  # taken back before, the import undone since: taken again
     unlisted: dict[str, bytes] = {}  # a new patch's file already there (the same, or refused)
     left_out: list[str] = []
+    renamed: list[tuple[str, str, int]] = []  # (the series' name, quilt's, its line)
     kept_newer: list[tuple[str, str]] = []
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
@@ -187,6 +188,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # listing it): quilt's new fix, taken again.
             again = bool(taken_undone(took, file_name, data, None,
                                       lambda: series_holdings(project, upstream)))
+            was = None if again or record is None or file_name in record else \
+                _quilt_renamed(project, upstream, data, record, ours, ours_bytes,
+                               {e[0] for e in entries})
+            if was is not None:
+                renamed.append((was, file_name, line))
+                continue
             if not again and (_sha256(data) in recorded
                               or _sha256(data) in took.get(file_name, {})):
                 # Exported (or taken back), then taken out of the series (delete, rename,
@@ -215,6 +222,19 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if again:
                 taken_again.append(file_name)
 
+    if renamed:
+        # Taken back as it stands, the fix would leave the series (under deleted/ with
+        # --delete) and come back as a new one, its history cut in two.
+        renames = "; ".join(f"{new} is {was} renamed (`quilt rename`)"
+                            for was, new, _ in renamed)
+        raise InputError(
+            f"{renames}: nothing was taken back, since that would make a new fix of "
+            f"{'it' if len(renamed) == 1 else 'each'} and drop the "
+            f"{upstream} series' one", path=str(series_path), line=renamed[0][2],
+            hint="rename it alike in the series, which keeps its history: " + ", ".join(
+                f"`patchforge rename {project.patch_word(upstream, was)} "
+                f"{new.removesuffix('.patch')}`" for was, new, _ in renamed)
+                 + ", then run this again")
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
     quilt_names = [e[0] for e in entries]
@@ -413,6 +433,24 @@ def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: l
             "taken back", path=str(series_path), line=line,
             hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
                  f"(line {line}) and {source} to {new_source}, then run this again")
+
+
+def _quilt_renamed(project: Project, upstream: str, data: bytes,
+                   record: dict[str, list[str]], ours: list[str], ours_bytes: dict[str, bytes],
+                   quilt_names: set[str]) -> str | None:
+    """The series' patch a `quilt rename` gave quilt's new name to: one quilt's series no
+    longer lists, whose file quilt's holds byte for byte as the export wrote it (quilt
+    moves the file; its content is the series' patch, as written or with its diff written
+    for GNU patch). None when quilt's file is none of them (a patch `quilt new` made)."""
+    for name in ours:
+        if name in quilt_names:
+            continue
+        mine = ours_bytes[name]
+        patch = project.read_patch(upstream, name)
+        exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
+        if data in (mine, exported) or _sha256(data) in record.get(name, []):
+            return name
+    return None
 
 
 def _deletions_said(project: Project) -> set[tuple]:
