@@ -680,8 +680,8 @@ def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] 
 def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
     """What is said of a fix `_fix_state` finds taken back in part at `rev`: where it has its
     old code back (`PATH`, a whole file, or `PATH hunk N`), and the hunks upstream moved
-    (their lines elsewhere in the file, their old place without them: `bring-back`, which
-    puts the fix back where its old code is, puts those lines there a second time)."""
+    (their lines elsewhere in the file, their old place without them), which `bring-back`
+    keeps under upstreamed/ as landed (moved_in_part), putting back only the rest."""
     contents = store.read_blobs(rev, _paths(fix))
     verdicts = _hunk_verdicts(store, fix, _file_states(
         fix, contents,
@@ -692,9 +692,34 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
     said = f"; taken back in part: {', '.join(gone)}, the rest of its change still upstream"
     if moved:
         said += f" ({', '.join(moved)} moved elsewhere in the file upstream: a bring-back " \
-            "puts those lines back at their old place as well, to be taken out of the fix " \
-            "with `patchforge edit`)"
+            "keeps it under upstreamed/ as landed)"
     return said
+
+
+def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: str, rel: str,
+                  data: bytes, rev: str) -> tuple[dict[str, list[int]], str | None]:
+    """The hunks (by path, numbers from 0) of the kept fix NAME (its bytes `data`, at `rel`)
+    that upstream moved elsewhere in the file at `rev` (_moved_away), where `rev`'s files have
+    it taken back in part (some hunks' old code back, the rest there); and its landing commit
+    as recorded, if any. `bring-back` keeps those hunks under upstreamed/ as landed and puts
+    back only the rest: judged by the files, a moved hunk's old place has its old code, and
+    the whole fix moved back there doubled its lines in the overlay. ({}, None) for a fix
+    whole or gone whole, or with no hunk so moved."""
+    fix = _parse(upstream, name, rel, data)
+    if fix is None:
+        return {}, None
+    fix.landing = _landing_of(fix, _dropped_events(project))[0]
+    contents = store.read_blobs(rev, _paths(fix))
+    verdicts = _hunk_verdicts(store, fix, _file_states(
+        fix, contents,
+        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
+    if not verdicts or not any(found == "gone" for _, _, found in verdicts):
+        return {}, fix.landing
+    moved: dict[str, list[int]] = {}
+    for fp, n, found in verdicts:
+        if found == "moved" and n is not None:
+            moved.setdefault(fp.path, []).append(n - 1)
+    return moved, fix.landing
 
 
 def _squeezed(line: bytes) -> bytes:

@@ -1746,13 +1746,13 @@ def test_a_line_the_fix_adds_twice_taken_out_once_is_said_in_part(tmp_path):
     assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], said
 
 
-def test_a_part_taken_back_beside_a_hunk_upstream_moved_says_what_bring_back_would_double(
-        tmp_path):
+def test_a_part_taken_back_beside_a_hunk_upstream_moved_is_brought_back_without_it(tmp_path):
     """A fix of two hunks lands whole; upstream then moves the first hunk's guard a line lower
-    and takes the second hunk's guard out. The second is said taken back in part; the first
-    is no revert, and the advice says that a bring-back puts its lines back at their old
-    place as well (the bring-back judges by the files, where that place has its old code):
-    the overlay would have that guard twice, unsaid."""
+    and takes the second hunk's guard out. The second is said taken back in part and the
+    first named as moved. `bring-back` put the whole fix back (judged by the files, the moved
+    hunk's old place has its old code), the overlay holding the moved guard twice, and said
+    to take it out with `patchforge edit`; now it puts back the second hunk alone, the first
+    kept under upstreamed/ as landed, and every check passes with each line once."""
     both, _ = _two_hunks("added")
     later = BASE.replace(_line(11), _line(11) + GUARD)
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
@@ -1762,5 +1762,21 @@ def test_a_part_taken_back_beside_a_hunk_upstream_moved_says_what_bring_back_wou
     stack.commit({"pkg/a.py": later}, "Move one check, drop the other", tag="v3")
     (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
     assert "taken back in part: pkg/a.py hunk 2, the rest of its change still upstream " \
-        "(pkg/a.py hunk 1 moved elsewhere in the file upstream: a bring-back puts those " \
-        "lines back at their old place as well" in said["detail"], said
+        "(pkg/a.py hunk 1 moved elsewhere in the file upstream: a bring-back keeps it under " \
+        "upstreamed/ as landed)" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, out, _ = stack.cli("bring-back", "up/fa.patch")
+    assert "pkg/a.py hunk 1 still upstream, moved elsewhere in the file: kept as " \
+        "series/up/upstreamed/fa.patch" in out, out
+    assert stack.series("up") == ["fa.patch"]
+    moved, kept = stack.patch("up", "fa"), stack.patch("up", "fa", "upstreamed")
+    other = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    assert b"\n+if limit < 0:" in moved and b"a value is needed here" not in moved, \
+        moved.decode()
+    assert b"a value is needed here" in kept and b"if limit < 0:" not in kept, kept.decode()
+    assert b"Applied-Upstream: v3" in kept, kept.decode()
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == later.replace(_line(28), _line(28) + other), overlay.decode()
+    for command in (("check",), ("overlays", "--check"), ("status",)):
+        stack.cli(*command)

@@ -2026,6 +2026,67 @@ def _without_landing(data: bytes, path: Path) -> bytes:
     return patch.without_field("Applied-Upstream").to_bytes()
 
 
+def _moved_upstream_split(project: Project, store: UpstreamStore, fix, patch,
+                          pin) -> tuple[PatchFile, dict[str, list[int]], str | None] | None:
+    """A fix bring-back takes from upstreamed/ that the pin has taken back in part beside
+    hunks upstream only moved elsewhere in the file (reverts.moved_in_part): (the fix without
+    those hunks, the moved hunks by path (numbers from 0), its landing commit as recorded).
+    None where no hunk is so moved, or where the fix cannot be split by hunks (a file it
+    creates, deletes, renames or copies; a binary or mode change: rebase.engine.landed_part)."""
+    from patchforge.rebase.engine import landed_part
+    from patchforge.reverts import moved_in_part
+
+    rel = fix.path.relative_to(project.root).as_posix()
+    try:
+        moved, landing = moved_in_part(project, store, fix.upstream, fix.name, rel,
+                                       patch.to_bytes(), pin.commit)
+    except PatchforgeError:
+        return None
+    if not moved:
+        return None
+    rest = {fp.path: [k for k in range(len(fp.hunks)) if k not in moved.get(fp.path, ())]
+            for fp in patch.file_patches}
+    rest = {path: hunks for path, hunks in rest.items() if hunks}
+    if not rest or landed_part(patch, None, hunks=moved) is None:
+        return None
+    kept = landed_part(patch, None, hunks=rest)
+    return None if kept is None else (kept, moved, landing)
+
+
+def _with_moved_part(whole, split, judgement, landed, pin) -> tuple[PatchFile, str]:
+    """The part of a fix kept under upstreamed/ as landed when bring-back puts back the rest
+    (_moved_upstream_split): the hunks upstream moved, with those the rest's judgement found
+    landed (`landed`: _kept_landed_part's, or None), as one patch on the fix's own base; and
+    what is said of them."""
+    from patchforge.rebase.engine import landed_part
+
+    _, moved, landing = split
+    hunks = {path: list(found) for path, found in moved.items()}
+    parts: dict = {}
+    if landed is not None:
+        # The rest's hunk numbers are those of the fix without the moved hunks.
+        def whole_index(path: str, k: int) -> int:
+            fp = next(fp for fp in whole.file_patches if fp.path == path)
+            return [n for n in range(len(fp.hunks)) if n not in moved.get(path, ())][k]
+
+        for fv in judgement.verdict.files:
+            for hv in fv.hunks:
+                if hv.landed:
+                    hunks.setdefault(fv.path, []).append(whole_index(fv.path, hv.index))
+        for path, within in (judgement.parts or {}).items():
+            parts[path] = {whole_index(path, k): changes for k, changes in within.items()}
+    part = landed_part(whole, None, hunks={p: sorted(set(h)) for p, h in hunks.items()},
+                       parts=parts or None)
+    said = ", ".join(f"{path} hunk {k + 1}" for path, found in sorted(moved.items())
+                     for k in found)
+    words = f"{said} still upstream, moved elsewhere in the file"
+    if landed is None:
+        applied = pin.label + (f", commit:{landing}" if landing else "")
+    else:
+        words, applied = f"{landed[1]}; {words}", landed[0].get("Applied-Upstream")
+    return part.with_field("Applied-Upstream", applied), words
+
+
 def bring_back(project: Project, store: UpstreamStore, name: str, *,
                resume: bool = True) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
@@ -2065,6 +2126,14 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     raw = read_no_link(fix.path)
     patch = parse_patch_file(raw, str(fix.path))
     pin = project.lock.pin(upstream)
+    whole = patch
+    # A landing taken back in part beside a hunk upstream only moved: that hunk is upstream
+    # (its lines elsewhere in the file), and stays kept under upstreamed/ as landed; only the
+    # rest is judged and put back. Judged whole, the moved hunk's old place has its old code,
+    # so the fix went back whole and the overlay had the moved lines twice.
+    moved_split = _moved_upstream_split(project, store, fix, patch, pin) if from_kept else None
+    if moved_split is not None:
+        patch = moved_split[0]
     base = (patch.get("Base") or "").strip()
     if not base or not store.has_object(base):
         base = pin.commit  # its own base is unknown here: judge it as made on the pin
@@ -2146,8 +2215,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
             raise UsageError(f"{fix.path} changed while it was being judged; it stays in "
                              "skipped/", hint=f"run `patchforge bring-back {project.skipped_word(upstream, fix.name)}` again")
         if judgement.outcome == "landed":
+            # (The part put back landed too: the whole fix is upstream, kept as one.)
             kept, result["landed_in"] = _kept_as_landed(
-                store, patch, judgement, Target(upstream, base, pin.commit, pin.label,
+                store, whole, judgement, Target(upstream, base, pin.commit, pin.label,
                                                 pin.version))
             directory = project.series_dir(upstream) / "upstreamed"
             aside = aside_name(directory, fix.name, kept.to_bytes())
@@ -2172,6 +2242,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         if judgement.outcome == "applies":
             new = moved_fix()
             landed = _kept_landed_part(store, patch, judgement, judged_on, history)
+            if moved_split is not None:
+                landed = _with_moved_part(whole, moved_split, judgement, landed, pin)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
         # file of such a name the series does not list, holding exactly what this would write,
         # is this command's own, cut off by a kill before the series listed it: run again, it
