@@ -705,10 +705,21 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
     back only the rest: judged by the files, a moved hunk's old place has its old code, and
     the whole fix moved back there doubled its lines in the overlay. ({}, None) for a fix
     whole or gone whole, or with no hunk so moved."""
+    from patchforge.ledger import latest_events
+    from patchforge.names import KEPT_LANDINGS
+
     fix = _parse(upstream, name, rel, data)
     if fix is None:
         return {}, None
-    fix.landing = _landing_of(fix, _dropped_events(project))[0]
+    # Its landing as the history's latest drop of it as landed recorded it: a bring-back run
+    # again after a kill finds the fix listed in the series already (no departure), and
+    # keeps the same part, naming the same commit.
+    try:
+        dropped = next((event for event in latest_events(project, upstream, name)
+                        if event.get("destination") == KEPT_LANDINGS), {})
+    except PatchforgeError:
+        dropped = {}
+    fix.landing = _landing_of(fix, {f"{upstream}/{name}": dropped})[0]
     contents = store.read_blobs(rev, _paths(fix))
     verdicts = _hunk_verdicts(store, fix, _file_states(
         fix, contents,

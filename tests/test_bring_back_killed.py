@@ -53,7 +53,28 @@ def _landing_reverted(tmp_path):
     return stack, ("bring-back", "up/upstreamed/fa.patch")
 
 
-@pytest.mark.parametrize("made", [_set_aside, _landing_reverted])
+def _landing_moved_and_taken_back_in_part(tmp_path):
+    """A fix `fa` of two guards landed at v2 (kept under upstreamed/); at v3 upstream moves the
+    first guard a line lower and takes the second out, the pin moved there: `bring-back
+    up/upstreamed/fa.patch` puts back the second guard alone and keeps the first under
+    upstreamed/ as landed, two files written before the fix leaves skipped/."""
+    guard = b"if value is None:\n    raise ValueError('a value is needed here')\n"
+    other = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    line = b"line %d of the module under test\n"
+    both = BASE.replace(line % 10, line % 10 + guard).replace(line % 28, line % 28 + other)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Guard it (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": BASE.replace(line % 11, line % 11 + guard)},
+                 "Move one check, drop the other", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    return stack, ("bring-back", "up/upstreamed/fa.patch")
+
+
+@pytest.mark.parametrize("made", [_set_aside, _landing_reverted,
+                                  _landing_moved_and_taken_back_in_part])
 def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, monkeypatch,
                                                                     made):
     """Killed after the fix left skipped/ and before the history recorded its return, the
@@ -68,6 +89,9 @@ def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, 
     run_subprocess(clean, *args, expect=0)
     done = _series_files(clean)
     assert "series/up/fa.patch" in done and b"brought-back" in done["series/history.jsonl"]
+    if made is _landing_moved_and_taken_back_in_part:
+        assert b"a value is needed here" in done["series/up/upstreamed/fa.patch"]
+        assert b"a value is needed here" not in done["series/up/fa.patch"]
     cut_short = 0
     for step in ("rename", "dirsync"):
         for n in range(1, 30):

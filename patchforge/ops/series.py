@@ -1899,12 +1899,17 @@ def _landing_moved_to_skipped(project: Project, name: str):
     if upstream is None and KEPT_LANDINGS in project.config.upstreams:
         return None  # ambiguous: _kept_landing_named says so
     file_name = patch_file_name(tail)
-    if any(place == "upstreamed" and kept == file_name
-           for _, place, kept in project.kept_aside(upstream, file_name)):
-        return None
     skipped = [f for f in skipped_fixes(project)
                if f.name == file_name and upstream in (None, f.upstream)]
     if len(skipped) != 1:
+        return None
+    # A landing of that name kept there is the one NAME names, unless it is the part of this
+    # fix the killed run kept as landed (the hunks upstream has: _kept_landed_part,
+    # _moved_upstream_split), written before the fix went back into the series: a part of
+    # the skipped fix's own hunks, while the history still says the fix was kept as landed.
+    if any(place == "upstreamed" and kept == file_name and not _part_kept_of(
+               project.series_dir(u) / "upstreamed" / kept, skipped[0].path)
+           for u, place, kept in project.kept_aside(upstream, file_name)):
         return None
     # Taken on what the history says last of the fix, never on its silence: a history cut
     # short or never kept (an old project) took a fix a rebase set aside for the landing, and
@@ -1924,6 +1929,22 @@ def _landing_moved_to_skipped(project: Project, name: str):
     except PatchforgeError:
         return None
     return skipped[0] if listed and latest[0].get("event") not in DEPARTURE_EVENTS else None
+
+
+def _part_kept_of(kept: Path, skipped: Path) -> bool:
+    """Whether the landing kept at `kept` holds some of the hunks of the fix at `skipped`,
+    as they are there, and not all of them: the part of it a bring-back keeps as landed while
+    it puts back the rest. (A landed part kept by a rebase, the rest set aside later, holds
+    hunks the fix in skipped/ no longer has.)"""
+    try:
+        part = parse_patch_file(read_no_link(kept), str(kept))
+        whole = parse_patch_file(read_no_link(skipped), str(skipped))
+        hunks = {fp.path: [hunk.lines for hunk in fp.hunks] for fp in whole.file_patches}
+        found = [(fp.path, hunk.lines) for fp in part.file_patches for hunk in fp.hunks]
+    except (PatchforgeError, OSError):
+        return False
+    return bool(found) and len(found) < sum(map(len, hunks.values())) and \
+        all(lines in hunks.get(path, ()) for path, lines in found)
 
 
 def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) -> str | None:
@@ -2353,9 +2374,10 @@ def _ledger_left_behind(project: Project, name: str) -> dict | None:
         return None  # (the command goes on, and says what is wrong)
     found = []
     for each in upstreams:
-        if any(f.upstream == each for f in skipped) or any(
-                place == KEPT_LANDINGS and kept == file_name
-                for _, place, kept in project.kept_aside(each, file_name)):
+        # (A landing of that name kept under upstreamed/ does not stop it: the history's
+        # latest event of the fix is its return at the pin, after any landing kept before it,
+        # and the part of it a split bring-back keeps as landed is written before that return.)
+        if any(f.upstream == each for f in skipped):
             return None
         try:
             listed = file_name in project.patch_names(each)
