@@ -793,53 +793,137 @@ def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content:
 def _moved_near(fix: _Fix, k: int, fp: FilePatch, content: bytes, gone: list[int]) -> set[int]:
     """Of the hunks `gone` of the fix's file change `k` that _moved_away does not find line
     by line, those whose runs of added lines (near_runs: one text each, whitespace, quotes,
-    number spelling and trailing commas aside) are each in `content` at least as many times
-    as in the file as the fix left it: upstream moved them and, in the same commit, re-wrapped
-    them or changed their spelling (a formatter run, `0` written `0.0`). A hunk really taken
-    back, its added text nowhere, is short one. A run the fix's own removed lines hold (code
-    the fix moved) tells nothing; a hunk without a run that tells is not moved."""
+    number spelling and trailing commas aside) are each in `content` (NearText: from a line's
+    start to a line's end) at least as many times as in the file as the fix left it, and
+    there at least once (a run not found in that file tells nothing): upstream moved them
+    and, in the same commit, re-wrapped them or changed their spelling (a formatter run, `0`
+    written `0.0`). A hunk really taken back, its added text nowhere, is short one. A run the
+    fix's own removed lines hold (code the fix moved) tells nothing; a hunk without a run
+    that tells is not moved, nor is one whose post-image is whole in the file (another copy
+    of the code has the change)."""
     left = fix.counts.get((k, "near"))
     if left is None:
-        left = fix.counts[(k, "near")] = near_text(fix.counts[k][2] or b"")
+        left = fix.counts[(k, "near")] = NearText(fix.counts[k][2] or b"")
         fix.counts[(k, "removed")] = [run for hunk in fp.hunks
                                       for run in near_runs(hunk, b"-")]
-    if not left:
-        return set()
     removed = fix.counts[(k, "removed")]
-    flat = near_text(content)
+    there = NearText(content)
     moved = set()
     for n in gone:
-        runs = [run for run in near_runs(fp.hunks[n - 1])
-                if not any(run in other for other in removed)]
-        if runs and all(flat.count(run) >= left.count(run) for run in runs):
+        if _near_there(fp.hunks[n - 1], removed, left, there):
             moved.add(n)
     return moved
+
+
+def _near_there(hunk, removed: list[bytes], left: NearText, there: NearText) -> bool:
+    """Whether every run of the hunk's added lines that tells (near_runs, none of the fix's
+    removed runs holding it) is in `there` at least as often as in `left`, and in `left`;
+    False without such a run, or where the hunk's post-image is whole in `there`."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    runs = [run for run in near_runs(hunk) if not any(run in other for other in removed)]
+    if not runs or not all(there.count(run) >= left.count(run) > 0 for run in runs):
+        return False
+    post = NearText(b"\n".join(line_content(line) for line in hunk.lines
+                               if line_kind(line) in (b" ", b"+")))
+    return not (post.flat and there.count(post.flat))
+
+
+def near_doubled(store: UpstreamStore, patch, made, rev: str) -> list[str]:
+    """Where the fix `made` (the patch as it would join a series at `rev`; `patch`: the fix
+    as written, on its `Base`) adds text `rev`'s file holds already, as _moved_near finds a
+    move (_near_there against its base file with the fix applied). `PATH hunk N` each:
+    putting it in would give the overlay the fix's lines twice. Nothing without the base
+    file (a fix judged as made on `rev` finds its lines one short)."""
+    from patchforge.apply.hunks import apply_file_patch
+
+    own = {fp.path: fp for fp in patch.file_patches}
+    files = [fp for fp in made.file_patches if fp.path in own and fp.binary is None and
+             not fp.is_new and not fp.is_delete and fp.hunks]
+    contents = store.read_blobs(rev, [fp.path for fp in files]) if files else {}
+    base = (patch.get("Base") or "").strip()
+    said = []
+    for fp in files:
+        content = contents.get(fp.path)
+        try:
+            old = store.read_blob(base, own[fp.path].source_path) \
+                if base and store.has_object(base) else None
+        except PatchforgeError:
+            old = None
+        fixed = apply_file_patch(old, own[fp.path], max_fuzz=0) if old is not None else None
+        if content is None or fixed is None or not fixed.ok or fixed.content is None:
+            continue
+        left, there = NearText(fixed.content), NearText(content)
+        removed = [run for hunk in own[fp.path].hunks for run in near_runs(hunk, b"-")]
+        said += [f"{fp.path} hunk {n}" for n, hunk in enumerate(fp.hunks, 1)
+                 if _near_there(hunk, removed, left, there)]
+    return said
 
 
 _NUMBER = on_first_use(rb"(?<![\w.])(\d+)\.(\d*?)0+(?![\w.])")
 _TRAILING_COMMA = on_first_use(rb",(?=[)\]}])")
 
 
-def near_text(text: bytes) -> bytes:
-    """`text` as code that a formatter re-wrapped or re-spelled reads the same: number
-    spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), then without whitespace
-    and without a comma before a closing bracket (black's trailing comma)."""
-    text = _NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), text)
-    return _TRAILING_COMMA.sub(b"", b"".join(text.replace(b"'", b'"').split()))
+def near_lines(lines) -> list[bytes]:
+    """Each line as code that a formatter re-wrapped or re-spelled reads the same, the empty
+    ones left out: number spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), no
+    whitespace, no comma before a closing bracket (black's trailing comma, also at a line's
+    end before a line that closes)."""
+    out = [_TRAILING_COMMA.sub(b"", b"".join(
+        _NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), line)
+        .replace(b"'", b'"').split())) for line in lines]
+    out = [line for line in out if line]
+    return [line[:-1] if line.endswith(b",") and k + 1 < len(out) and
+            out[k + 1][:1] in (b")", b"]", b"}") else line for k, line in enumerate(out)]
+
+
+class NearText:
+    """A file's near_lines as one text, and where its lines begin and end in it: a run of
+    code is counted only from a line's start to a line's end (a re-wrap moves code across
+    lines, never into the middle of another statement: `str(activation),` is not the
+    `(str(activation),)` of another line)."""
+
+    def __init__(self, content: bytes) -> None:
+        lines = near_lines(content.splitlines())
+        self.flat = b"".join(lines)
+        self.starts: set[int] = set()
+        self.ends: set[int] = set()
+        at = 0
+        for line in lines:
+            self.starts.add(at)
+            at += len(line)
+            self.ends.add(at)
+
+    def count(self, run: bytes) -> int:
+        """How many times `run` is in the text from a line's start to a line's end."""
+        found, at = 0, self.flat.find(run)
+        while at >= 0:
+            found += at in self.starts and at + len(run) in self.ends
+            at = self.flat.find(run, at + 1)
+        return found
 
 
 def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
-    """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one near_text, the
-    runs of 4 bytes or more: a re-wrap moves code across lines, never out of its run."""
+    """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one text of its
+    near_lines, the runs of 4 bytes or more: a re-wrap moves code across lines, never out of
+    its run. The line after a run decides its last comma, as it does in the file."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     runs: list[list[bytes]] = [[]]
+    ends: list[bytes] = []
     for line in hunk.lines:
         if line_kind(line) == kind:
             runs[-1].append(line_content(line))
         elif runs[-1]:
+            ends.append(line_content(line))
             runs.append([])
-    return [text for run in runs if len(text := near_text(b"\n".join(run))) >= 4]
+    found = []
+    for k, run in enumerate(runs):
+        lines = near_lines(run + ends[k:k + 1])
+        text = b"".join(lines[:len(near_lines(run))])
+        if len(text) >= 4:
+            found.append(text)
+    return found
 
 
 def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch) -> bytes | None:

@@ -1716,6 +1716,69 @@ def test_a_landing_whose_hunk_upstream_moved_and_reformatted_is_no_revert(tmp_pa
     assert stack.series("up") == [] and (stack.root / "series/up/upstreamed/fa.patch").is_file()
 
 
+@pytest.mark.parametrize("edit", ["quotes", "re-wrapped"])
+def test_bring_back_refuses_a_fix_whose_lines_upstream_has_moved_and_reformatted(tmp_path,
+                                                                                edit):
+    """A fix computes line 5 properly and adds a limit check; a rebase sets it aside at a
+    conflict on line 5. Upstream then puts line 5 back and adds the same limit check a line
+    lower, formatted its own way. bring-back moved the fix cleanly, the limit check back at
+    its old place: the overlay checked the limit twice, every check green after. Now it is
+    refused (exit 2), naming the hunk, and nothing is written: the fix stays in skipped/,
+    the series and the overlay as they were."""
+    fixed = FIXED.replace(_line(28), _line(28) + LIMIT)
+    moved = LIMIT.replace(b"'", b'"') if edit == "quotes" else \
+        b"if limit < 0:\n    raise ValueError(\n        'a limit is never negative'\n    )\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    stack.commit({"pkg/a.py": BASE.replace(_line(5), b"five = 5\n")}, "Five", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    stack.commit({"pkg/a.py": BASE.replace(_line(29), _line(29) + moved)}, "Check the limit",
+                 tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("overlays", expect=None)
+
+    def files():
+        return {p: p.read_bytes() for p in sorted(stack.root.rglob("*"))
+                if p.is_file() and ".git" not in p.parts}
+
+    before = files()
+    _, out, err = stack.cli("bring-back", "fa", expect=2)
+    assert "adds lines upstream has at the pin (v3) already" in err and \
+        "pkg/a.py hunk 2" in err and "the overlay would have them twice" in err, out + err
+    assert files() == before
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_a_reverted_landing_adding_a_last_argument_is_said(tmp_path, elsewhere):
+    """A fix adds a last argument line (`strict=True,` before the call's `)`), or wraps an
+    argument (`str(activation),`) that a later commit also writes inside another line
+    (`keys = [str(activation), rest]`); upstream reverts the landing. The added text, compared
+    across lines, is looked for where the fix left it (a comma before a closing bracket read
+    away in the file but not in the run made it found nowhere, before and after, and so
+    taken for moved), and only from a line's start to a line's end (the other line's
+    `str(activation),` is no copy of the fix's line): the revert was silent, it is said."""
+    from helpers.git import git
+
+    call = b"result = compute(\n    activation,\n    b,\n)\n"
+    base = BASE.replace(_line(12), _line(12) + call)
+    fixed = base.replace(b"    activation,\n", b"    str(activation),\n") if elsewhere else \
+        base.replace(b"    b,\n)\n", b"    b,\n    strict=True,\n)\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "Strict compute (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    if elsewhere:
+        stack.commit({"pkg/a.py": fixed.replace(
+            _line(25), _line(25) + b"keys = [str(activation), rest]\n")}, "Keys", tag="v3")
+    git(stack.up, "revert", "--no-edit", landing)
+    revert = git(stack.up, "rev-parse", "HEAD").strip()
+    git(stack.up, "tag", "v4")
+    _said_reverted(stack, "v4", revert)
+
+
 def test_a_hunk_taken_back_beside_a_reformatted_copy_of_its_lines_is_said_in_part(tmp_path):
     """The file has the fix's guard already, spelled with other quotes, elsewhere; the fix
     adds it again (and a second guard), and upstream takes that hunk out. The copy left is

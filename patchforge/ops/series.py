@@ -2212,6 +2212,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
             patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
                 "Base", pin.commit)
 
+    if judgement.outcome == "applies":
+        _refuse_doubling(project, store, fix, patch, moved_fix(), pin)
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
         # Not what this fix moves to: another fix of its name, judged as any other. Asked by
@@ -2347,6 +2349,25 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
              + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
                 f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, pin) -> None:
+    """Refuse a bring-back whose lines upstream has at the pin already, moved and perhaps
+    re-wrapped or re-spelled (reverts.near_doubled): the overlay would have them twice, and
+    nothing after would say so. Nothing is written; the fix stays in skipped/."""
+    from patchforge.reverts import near_doubled
+
+    doubled = near_doubled(store, patch, made, pin.commit)
+    if doubled:
+        word = project.skipped_word(fix.upstream, fix.name)
+        raise UsageError(
+            f"{fix.upstream}/{fix.name} adds lines upstream has at the pin ({pin.label}) "
+            f"already, elsewhere in the file or spelled otherwise: {', '.join(doubled)}; "
+            "brought back, the overlay would have them twice. It stays in skipped/",
+            hint=f"take {'that hunk' if len(doubled) == 1 else 'those hunks'} out of "
+                 f"{fix.path.relative_to(project.root).as_posix()} and run `patchforge "
+                 f"bring-back {word}` again, or `patchforge delete {word}` (kept under "
+                 "deleted/) if upstream's code does what the fix did")
 
 
 def _ledger_left_behind(project: Project, name: str) -> dict | None:
