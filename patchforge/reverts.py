@@ -26,7 +26,8 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   there. Some hunks (or files) so gone and every other one there: taken back in part, gone
   too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
-  form, moved it): superseded, nothing to say. Unless the history since the landing has a
+  form, moved it): superseded, nothing to say. Unless a hunk has its old code back exactly
+  (_back_exactly): taken back in part whatever became of the others. Unless the history since the landing has a
   revert of it that nothing since put back, and the fix's place holds the old code changed
   rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
   edited those lines again, and it is said as reverted. A revert there is a commit whose
@@ -628,17 +629,21 @@ def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple]) -> str:
     states = {"present" if state == "moved" else state for _, _, state in verdicts or ()}
     if verdicts is None or not states:
         return "other"
+    if "other" in states:
+        # (Only beside a hunk whose old code is back exactly: _hunk_states.)
+        return "part" if "gone" in states else "other"
     return states.pop() if len(states) == 1 else "part"
 
 
 def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple]
                    ) -> list[tuple[FilePatch, int | None, str]] | None:
-    """(file change, hunk number from 1 or None for the whole file, present | gone | moved)
-    of each of the fix's files (_file_states) and of each hunk with a change of a file
+    """(file change, hunk number from 1 or None for the whole file, present | gone | moved |
+    other) of each of the fix's files (_file_states) and of each hunk with a change of a file
     neither there nor back whole (_hunk_states); None where one is neither (upstream changed
-    that code otherwise). A hunk whose old code is back at its place but whose added lines
-    are still in the file as often as the fix left them (_moved_away) is moved, as good as
-    present (_combined): upstream moved them
+    that code otherwise), unless another hunk of its file has its old code back exactly (the
+    one neither is then other). A hunk whose old code is back at its place but whose added
+    lines are still in the file as often as the fix left them (_moved_away) is moved, as good
+    as present (_combined): upstream moved them
     (the lines around the place they were added at meet again, as a revert leaves them)."""
     found: list[tuple[FilePatch, int | None, str]] = []
     for k, (fp, content, state) in enumerate(files):
@@ -670,11 +675,31 @@ def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] 
     found = []
     for n, hunk in enumerate(fp.hunks, 1):
         state = _hunk_state(lines, hunk)
-        if state == "other":
-            return None
         if state is not None:
             found.append((n, state))
+    if any(state == "other" for _, state in found):
+        # Upstream changed some hunk's code otherwise since: the fix is superseded, unless
+        # another hunk has its old code back exactly (every line of its pre-image, context
+        # and all, at one place): that hunk was taken back whatever became of the others,
+        # and is in no overlay and not upstream (said taken back in part, _combined).
+        exact = [(n, state) for n, state in found if state != "gone"
+                 or _back_exactly(lines, fp.hunks[n - 1])]
+        if not any(state == "gone" for _, state in exact):
+            return None
+        return exact
     return found
+
+
+def _back_exactly(lines: _Lines, hunk) -> bool:
+    """Whether a hunk's whole pre-image (its context and the lines it removes) is at exactly
+    one place of the file, and its post-image at none."""
+    old, new = hunk.old_lines(), hunk.new_lines()
+    text = lines.lines
+
+    def places(run: list[bytes]) -> int:
+        return sum(1 for k in lines.at(run[0]) if text[k:k + len(run)] == run) if run else 0
+
+    return places(old) == 1 and places(new) == 0
 
 
 def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
@@ -686,10 +711,11 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
     verdicts = _hunk_verdicts(store, fix, _file_states(
         fix, contents,
         lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
-    gone, moved = ([fp.path if n is None else f"{fp.path} hunk {n}"
-                    for fp, n, found in verdicts or () if found == state]
-                   for state in ("gone", "moved"))
-    said = f"; taken back in part: {', '.join(gone)}, the rest of its change still upstream"
+    gone, moved, changed = ([fp.path if n is None else f"{fp.path} hunk {n}"
+                             for fp, n, found in verdicts or () if found == state]
+                            for state in ("gone", "moved", "other"))
+    said = f"; taken back in part: {', '.join(gone)}, the rest of its change " + \
+        (f"changed upstream since ({', '.join(changed)})" if changed else "still upstream")
     if moved:
         said += f" ({', '.join(moved)} moved elsewhere in the file upstream: a bring-back " \
             "keeps it under upstreamed/ as landed)"
