@@ -1740,3 +1740,27 @@ def test_a_patch_renamed_in_quilt_is_renamed_alike_in_the_series_never_made_a_ne
     ok(root, "export", "--quilt", str(exported))
     assert (exported / "series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_over_the_change(
+        stack, tmp_path):
+    """fix-a changed in the series after the export, then quilt renamed its (older) file: told
+    it was fix-a renamed, `patchforge rename` then let the import take quilt's older patch over
+    the series' change. It is the old name gone from quilt's series, as a `quilt delete` is:
+    refused, nothing written, and the series' change is never lost."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
+    ok(root, "refresh")
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    quilt(checkout, env, "pop", "-a")
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "fix-a.patch is in the up series but not in" in run.err, run.err
+    assert "patchforge rename" not in run.err, run.err
+    assert untouched(root, exported) == before
+    assert "+line4 series" in patch_text(root, "fix-a.patch")

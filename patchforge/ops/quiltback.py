@@ -189,7 +189,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             again = bool(taken_undone(took, file_name, data, None,
                                       lambda: series_holdings(project, upstream)))
             was = None if again or record is None or file_name in record else \
-                _quilt_renamed(project, upstream, data, record, ours, ours_bytes,
+                _quilt_renamed(project, upstream, data, ours, ours_bytes,
                                {e[0] for e in entries})
             if was is not None:
                 renamed.append((was, file_name, line))
@@ -435,20 +435,22 @@ def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: l
                  f"(line {line}) and {source} to {new_source}, then run this again")
 
 
-def _quilt_renamed(project: Project, upstream: str, data: bytes,
-                   record: dict[str, list[str]], ours: list[str], ours_bytes: dict[str, bytes],
-                   quilt_names: set[str]) -> str | None:
+def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str],
+                   ours_bytes: dict[str, bytes], quilt_names: set[str]) -> str | None:
     """The series' patch a `quilt rename` gave quilt's new name to: one quilt's series no
-    longer lists, whose file quilt's holds byte for byte as the export wrote it (quilt
-    moves the file; its content is the series' patch, as written or with its diff written
-    for GNU patch). None when quilt's file is none of them (a patch `quilt new` made)."""
+    longer lists, whose file quilt's holds byte for byte (quilt moves the file; its content
+    is the series' patch, as written or with its diff written for GNU patch). Only the
+    series' patch as it is now: an older export of it (changed in the series since), renamed
+    alike in the series, would be taken back over the series' change. None when quilt's file
+    is none of them (a patch `quilt new` made, one renamed in quilt after the series changed
+    it: refused as the old name gone, kept under deleted/ with --delete)."""
     for name in ours:
         if name in quilt_names:
             continue
         mine = ours_bytes[name]
         patch = project.read_patch(upstream, name)
         exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
-        if data in (mine, exported) or _sha256(data) in record.get(name, []):
+        if data in (mine, exported):
             return name
     return None
 
