@@ -73,8 +73,15 @@ def _landing_moved_and_taken_back_in_part(tmp_path):
     return stack, ("bring-back", "up/upstreamed/fa.patch")
 
 
+def _landing_moved_and_taken_back_in_part_by_its_name(tmp_path):
+    """The same, as status advises it: `bring-back up/fa.patch`."""
+    stack, _ = _landing_moved_and_taken_back_in_part(tmp_path)
+    return stack, ("bring-back", "up/fa.patch")
+
+
 @pytest.mark.parametrize("made", [_set_aside, _landing_reverted,
-                                  _landing_moved_and_taken_back_in_part])
+                                  _landing_moved_and_taken_back_in_part,
+                                  _landing_moved_and_taken_back_in_part_by_its_name])
 def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, monkeypatch,
                                                                     made):
     """Killed after the fix left skipped/ and before the history recorded its return, the
@@ -89,7 +96,8 @@ def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, 
     run_subprocess(clean, *args, expect=0)
     done = _series_files(clean)
     assert "series/up/fa.patch" in done and b"brought-back" in done["series/history.jsonl"]
-    if made is _landing_moved_and_taken_back_in_part:
+    if made in (_landing_moved_and_taken_back_in_part,
+                _landing_moved_and_taken_back_in_part_by_its_name):
         assert b"a value is needed here" in done["series/up/upstreamed/fa.patch"]
         assert b"a value is needed here" not in done["series/up/fa.patch"]
     cut_short = 0

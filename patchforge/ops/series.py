@@ -1849,11 +1849,25 @@ def _kept_upstreamed(project: Project, name: str) -> list[tuple[str, str]]:
     file_name = patch_file_name(name)
     from patchforge.state import skipped_fixes
 
-    if any(f.name == file_name and upstream in (None, f.upstream)
-           for f in skipped_fixes(project)):
-        return []
-    return [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
-            if place == "upstreamed" and kept == file_name]
+    skipped = [f for f in skipped_fixes(project)
+               if f.name == file_name and upstream in (None, f.upstream)]
+    found = [(u, kept) for u, place, kept in project.kept_aside(upstream, file_name)
+             if place == "upstreamed" and kept == file_name]
+    # With a skipped fix of that name, only a landing a bring-back's move into skipped/ was
+    # cut off from (the copy there its very bytes without the landing): the move finishes.
+    return found if not skipped else [
+        (u, kept) for u, kept in found if any(
+            f.upstream == u and _move_cut_off(project.series_dir(u) / "upstreamed" / kept,
+                                              f.path) for f in skipped)]
+
+
+def _move_cut_off(aside: Path, skipped: Path) -> bool:
+    """Whether `skipped` holds exactly what moving the landing kept at `aside` into skipped/
+    writes (_kept_to_skipped): a kill cut that move off before the landing left."""
+    try:
+        return read_no_link(skipped) == _without_landing(read_no_link(aside), aside)
+    except (PatchforgeError, OSError):
+        return False
 
 
 def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
@@ -2126,6 +2140,22 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     if finished is not None:
         return finished
     moved = _landing_moved_to_skipped(project, name)
+    if moved is None and "upstreamed/" not in name:
+        # `bring-back NAME` (as status advises it) run again after a kill that left the
+        # landing in skipped/: the same fix, judged as one taken from upstreamed/ (judged on
+        # the history, a landing taken back in part was "landed upstream meanwhile" again).
+        # Only a landing's: the history's latest event of it before any return is its drop
+        # as landed (a fix a rebase set aside is judged as it always was).
+        from patchforge.ledger import BROUGHT_BACK, latest_events
+
+        head, _, tail = name.rpartition("/")
+        moved = _landing_moved_to_skipped(project, f"{head}/upstreamed/{tail}" if head
+                                          else f"upstreamed/{tail}")
+        if moved is not None and next(
+                (event.get("destination") for event in latest_events(
+                    project, moved.upstream, moved.name)
+                 if event.get("event") != BROUGHT_BACK), None) != KEPT_LANDINGS:
+            moved = None
     landing = None if moved else _kept_landing_named(project, name)  # as delete takes it
     # A fix taken from upstreamed/ is one reverts.gone_upstream found gone at the pin by its
     # files, whole or in part, after its landing: judged by the pin's files alone. The
