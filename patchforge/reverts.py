@@ -827,18 +827,23 @@ def _moved_near(fix: _Fix, k: int, fp: FilePatch, content: bytes, gone: list[int
     fix's own removed lines hold (code the fix moved) tells nothing; a hunk without a run
     that tells is not moved, nor is one whose post-image is whole in the file (another copy
     of the code has the change)."""
-    left = fix.counts.get((k, "near"))
-    if left is None:
-        left = fix.counts[(k, "near")] = NearText(fix.counts[k][2] or b"")
+    # Each run must be in the file's text read as near_lines read it, as one search (C):
+    # a hunk taken out, as most are, is told so without reading the file line by line.
+    flat = _TRAILING_COMMA.sub(b"", b"".join(_NUMBER.sub(
+        lambda m: m[1] + (b"." + m[2] if m[2] else b""), content).replace(b"'", b'"').split()))
+    if (k, "removed") not in fix.counts:
         fix.counts[(k, "removed")] = [run for hunk in fp.hunks
                                       for run in near_runs(hunk, b"-")]
     removed = fix.counts[(k, "removed")]
+    wanted = [n for n in gone if all(run in flat for run in near_runs(fp.hunks[n - 1])
+                                     if not any(run in other for other in removed))]
+    if not wanted:
+        return set()
+    left = fix.counts.get((k, "near"))
+    if left is None:
+        left = fix.counts[(k, "near")] = NearText(fix.counts[k][2] or b"")
     there = NearText(content)
-    moved = set()
-    for n in gone:
-        if _near_there(fp.hunks[n - 1], removed, left, there):
-            moved.add(n)
-    return moved
+    return {n for n in wanted if _near_there(fp.hunks[n - 1], removed, left, there)}
 
 
 def _near_there(hunk, removed: list[bytes], left: NearText, there: NearText) -> bool:
