@@ -1178,6 +1178,10 @@ class UpstreamStore:
         any project of the cache (shared_import_ref's, every label), by label."""
         check_upstream_name(upstream)
         prefix = f"refs/patchforge/imports/{upstream}/"
+        return self._refs_under(prefix)
+
+    def _refs_under(self, prefix: str) -> list[tuple[str, str]]:
+        """(name below `prefix`, commit) of every ref under `prefix`, by name."""
         out = self._out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         found = []
         for line in out.splitlines():
@@ -1192,13 +1196,7 @@ class UpstreamStore:
         there), by label."""
         check_upstream_name(namespace)
         prefix = f"refs/patchforge/labels/{namespace}/"
-        out = self._out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
-        found = []
-        for line in out.splitlines():
-            ref, _, commit = line.rpartition(" ")
-            if ref.startswith(prefix) and commit:
-                found.append((ref[len(prefix):], commit))
-        return sorted(found)
+        return self._refs_under(prefix)
 
     def tags_at(self, upstream: str, commit: str) -> list[str]:
         """The tags of source `upstream` (a store namespace) that name `commit`, as last
