@@ -1786,25 +1786,25 @@ def test_a_hunk_taken_back_beside_a_reformatted_copy_of_its_lines_is_said_in_par
     file as the fix left it, and it is said, in part."""
     base = BASE.replace(_line(3), _line(3) + LIMIT.replace(b"'", b'"'))
     both = base.replace(_line(10), _line(10) + GUARD).replace(_line(28), _line(28) + LIMIT)
-    later = base.replace(_line(10), _line(10) + GUARD)
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/a.py", base, both)
-    stack.commit({"pkg/a.py": both}, "Guard both (#11)", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    back = stack.commit({"pkg/a.py": later}, "No limit check", tag="v3")
-    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
-    assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], said
+    _landed_then_hunk_2_said_taken_back(tmp_path, base, both,
+                                        base.replace(_line(10), _line(10) + GUARD))
 
 
 def test_a_line_the_fix_adds_twice_taken_out_once_is_said_in_part(tmp_path):
     """The fix adds the same guard in two places; upstream takes one out. The copy left is the
     fix's other hunk, not the taken one moved: said, in part."""
-    both = GUARDED.replace(_line(25), _line(25) + GUARD)
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    _landed_then_hunk_2_said_taken_back(tmp_path, BASE,
+                                        GUARDED.replace(_line(25), _line(25) + GUARD), GUARDED)
+
+
+def _landed_then_hunk_2_said_taken_back(tmp_path, base: bytes, both: bytes, later: bytes):
+    """The fix (`base` to `both`) lands whole and is kept; upstream's next commit leaves the
+    file `later`: `status` says its hunk 2 taken back in part, by that commit."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, both)
     stack.commit({"pkg/a.py": both}, "Guard both (#11)", tag="v2")
     stack.cli("rebase", "--to", "v2")
-    back = stack.commit({"pkg/a.py": GUARDED}, "One guard is enough", tag="v3")
+    back = stack.commit({"pkg/a.py": later}, "Take a guard back", tag="v3")
     (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
     assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], said
 
