@@ -66,6 +66,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from patchforge.apply.neartext import NearText, near_flat, near_runs
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -829,8 +830,7 @@ def _moved_near(fix: _Fix, k: int, fp: FilePatch, content: bytes, gone: list[int
     of the code has the change)."""
     # Each run must be in the file's text read as near_lines read it, as one search (C):
     # a hunk taken out, as most are, is told so without reading the file line by line.
-    flat = _TRAILING_COMMA.sub(b"", b"".join(_NUMBER.sub(
-        lambda m: m[1] + (b"." + m[2] if m[2] else b""), content).replace(b"'", b'"').split()))
+    flat = near_flat(content)
     if (k, "removed") not in fix.counts:
         fix.counts[(k, "removed")] = [run for hunk in fp.hunks
                                       for run in near_runs(hunk, b"-")]
@@ -889,72 +889,6 @@ def near_doubled(store: UpstreamStore, patch, made, rev: str) -> list[str]:
         said += [f"{fp.path} hunk {n}" for n, hunk in enumerate(fp.hunks, 1)
                  if _near_there(hunk, removed, left, there)]
     return said
-
-
-_NUMBER = on_first_use(rb"(?<![\w.])(\d+)\.(\d*?)0+(?![\w.])")
-_TRAILING_COMMA = on_first_use(rb",(?=[)\]}])")
-
-
-def near_lines(lines) -> list[bytes]:
-    """Each line as code that a formatter re-wrapped or re-spelled reads the same, the empty
-    ones left out: number spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), no
-    whitespace, no comma before a closing bracket (black's trailing comma, also at a line's
-    end before a line that closes)."""
-    out = [_TRAILING_COMMA.sub(b"", b"".join(
-        _NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), line)
-        .replace(b"'", b'"').split())) for line in lines]
-    out = [line for line in out if line]
-    return [line[:-1] if line.endswith(b",") and k + 1 < len(out) and
-            out[k + 1][:1] in (b")", b"]", b"}") else line for k, line in enumerate(out)]
-
-
-class NearText:
-    """A file's near_lines as one text, and where its lines begin and end in it: a run of
-    code is counted only from a line's start to a line's end (a re-wrap moves code across
-    lines, never into the middle of another statement: `str(activation),` is not the
-    `(str(activation),)` of another line)."""
-
-    def __init__(self, content: bytes) -> None:
-        lines = near_lines(content.splitlines())
-        self.flat = b"".join(lines)
-        self.starts: set[int] = set()
-        self.ends: set[int] = set()
-        at = 0
-        for line in lines:
-            self.starts.add(at)
-            at += len(line)
-            self.ends.add(at)
-
-    def count(self, run: bytes) -> int:
-        """How many times `run` is in the text from a line's start to a line's end."""
-        found, at = 0, self.flat.find(run)
-        while at >= 0:
-            found += at in self.starts and at + len(run) in self.ends
-            at = self.flat.find(run, at + 1)
-        return found
-
-
-def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
-    """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one text of its
-    near_lines, the runs of 4 bytes or more: a re-wrap moves code across lines, never out of
-    its run. The line after a run decides its last comma, as it does in the file."""
-    from patchforge.apply.diffparse import line_content, line_kind
-
-    runs: list[list[bytes]] = [[]]
-    ends: list[bytes] = []
-    for line in hunk.lines:
-        if line_kind(line) == kind:
-            runs[-1].append(line_content(line))
-        elif runs[-1]:
-            ends.append(line_content(line))
-            runs.append([])
-    found = []
-    for k, run in enumerate(runs):
-        lines = near_lines(run + ends[k:k + 1])
-        text = b"".join(lines[:len(near_lines(run))])
-        if len(text) >= 4:
-            found.append(text)
-    return found
 
 
 def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch) -> bytes | None:
