@@ -364,3 +364,24 @@ def test_a_folded_profiles_field_and_several_keeps_lines_are_read_as_before():
             b"\nWhy.\n---\n")
     patch = parse_patch_file(data, "p.patch")
     assert patch.profiles == ("gfx942", "gfx950") and len(patch.get_all("Keeps")) == 2
+
+
+@pytest.mark.parametrize("head", [
+    b"",
+    b"Description: fix\n",
+    b"From 1234567 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] fix\n the thing\n .\n more\n",
+    b"Description: fix\nAuthor: A <a@example.com>\n\nWhy, in two\nlines.\n---\n",
+    b"Description: fix\n\nWhy.\n---\n a.py | 2 +-\n 1 file changed\n\n"])
+def test_a_diffs_lines_are_counted_from_where_it_starts_in_the_file(head):
+    """The diff's line numbers (each section's and hunk's, and a refusal's) are the patch
+    file's, whatever the header, description and separator above it hold: counted once from
+    the parts the header was cut into."""
+    diff = b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+    pf = parse_patch_file(head + diff, "p.patch")
+    first = head.count(b"\n") + 1
+    assert pf.diff_first_line == first
+    (fp,) = pf.file_patches
+    assert (fp.line_no, fp.hunks[0].line_no) == (first, first + 3)
+    with pytest.raises(InputError) as info:
+        parse_patch_file(head + diff + b"@@ -9 +9 @@\n-x\n", "p.patch")
+    assert (info.value.path, info.value.line) == ("p.patch", first + 6), str(info.value)

@@ -315,6 +315,9 @@ def check_link_target(link: str, target: bytes, *, source: str, line: int | None
         raise bad(str(exc)) from None
 
 
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
 def check_path(path: str, *, source: str, line: int | None) -> str:
     """Refuse any path that could leave the upstream tree or reach into git's own data."""
     def bad(why: str, hint: str = "a patch may only touch files inside its upstream"
@@ -333,7 +336,7 @@ def check_path(path: str, *, source: str, line: int | None) -> str:
                   "carried by a patch (rename it upstream, or leave it out of the fix)")
     if path.startswith("/"):
         raise bad("absolute path")
-    if re.match(r"^[A-Za-z]:", path):
+    if path[1:2] == ":" and path[0] in _ASCII_LETTERS:
         raise bad("Windows drive letter")
     if path.startswith("-"):
         raise bad("name begins with '-'")
@@ -373,7 +376,8 @@ class _Parser:
         self.offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
         # Paths already checked in this diff: a file's path is named on its `diff --git`,
         # `---` and `+++` lines (and a/ b/ prefixes), and each check is a dozen string passes.
-        self.checked: set[str] = set()
+        # git's own prefixes (`a/`, `b/`) are safe names: checked once here, not per diff.
+        self.checked: set[str] = {"a", "b"}
         # The sections read so far, by the path each writes (`written`) and by the path each
         # deletes or renames away (`gone`): check_after_earlier's lookups, kept as the diff is
         # read (made again from every earlier section for each one, a merge patch of 460
@@ -538,9 +542,9 @@ class _Parser:
         n = len(lines)
         while i < n:
             line = lines[i]
-            key = next((k for k in _GIT_HEADER_KEYS if line.startswith(k)), None)
-            if key is None:
+            if not line.startswith(_GIT_HEADER_KEYS):  # (the `---` line, most often)
                 break
+            key = next(k for k in _GIT_HEADER_KEYS if line.startswith(k))
             value = line[len(key):].rstrip(b"\n").rstrip(b"\r")
             if key in (b"old mode ", b"deleted file mode "):
                 old_mode = self.mode(value, i)

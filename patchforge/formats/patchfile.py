@@ -615,12 +615,10 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
         preamble = head[0]
         i = 1
     fields: list[HeaderField] = []
-    while i < len(head) and _FIELD_RE.match(head[i]):
+    while i < len(head) and (m := _FIELD_RE.match(head[i])):
         j = i + 1
         while j < len(head) and head[j][:1] in (b" ", b"\t") and head[j].strip():
             j += 1
-        m = _FIELD_RE.match(head[i])
-        assert m is not None
         fields.append(HeaderField(m.group(1).decode("ascii"), _unfold(head[i:j]),
                                   b"".join(head[i:j])))
         i = j
@@ -640,14 +638,14 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
     _check_no_stranded_field(description, gap, source, first)
     pf = PatchFile(preamble, tuple(fields), description, separator, diff, gap, source)
     if diff:
-        key = (diff, pf.diff_first_line)
+        # PatchFile.diff_first_line, from the counts above (it joins the head again).
+        key = (diff, first + (description + separator).count(b"\n"))
         known = diffs.get(key) if diffs is not None else None
-        if known is not None:
-            pf.__dict__["parsed_diff"] = known  # what the cached property would compute
-        elif diffs is not None:  # validate now: a malformed diff is an input error at load time
-            diffs[key] = pf.parsed_diff
-        else:
-            pf.parsed_diff
+        if known is None:  # validate now: a malformed diff is an input error at load time
+            known = parse_diff_full(diff, source=source, first_line=key[1])
+            if diffs is not None:
+                diffs[key] = known
+        pf.__dict__["parsed_diff"] = known  # what the cached property would compute
     if pf.to_bytes() != data:  # a bug, not bad input: the parts must always add up
         raise AssertionError("patch file split is not byte-exact")
     return pf
@@ -659,6 +657,9 @@ def parse_patch_file(data: bytes, source: str = "<patch>", *,
 # the markers into the pull request's description.
 _CONFLICT_OPENS = re.compile(rb"<{7}(?: |\r?\n|$)")
 _CONFLICT_CLOSES = on_first_use(rb">{7}(?: |\r?\n|$)")
+# A hunk, a context diff's markers or an ed command: no line before the diff may read so.
+_HUNKLIKE_RE = on_first_use(
+    rb"^[ \tX]*(?:@@ |\*\*\* |\*{15}|\d+(?:,\d+)?[acdi](?:\d+(?:,\d+)?)?\r?$)")
 
 
 def _check_description(text: bytes, source: str, first_line: int) -> None:
@@ -672,8 +673,7 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
                               "meant, and remove the marker lines")
     for k, line in enumerate(lines):
         bare = line.rstrip(b"\n")
-        if re.match(rb"^[ \tX]*(?:@@ |\*\*\* |\*{15}|\d+(?:,\d+)?[acdi](?:\d+(?:,\d+)?)?\r?$)",
-                    bare):
+        if _HUNKLIKE_RE.match(bare):
             raise InputError("a hunk, context diff or ed script outside the diff; refused "
                              "(nothing from a patch is ever run)", path=source,
                              line=first_line + k)
@@ -690,6 +690,8 @@ def _check_description(text: bytes, source: str, first_line: int) -> None:
 _DECIDING_FIELDS = {b"profiles", b"drop-when", b"keeps", b"base", b"upstream"}
 
 
+# What a spelling of a field name may add or leave out: `-`, `_`, spaces and tabs.
+_SPELLING_MARKS = str.maketrans("", "", "-_ \t")
 # The deciding fields by a spelling that forgives case, `-`/`_`/space and a plural `s`: what
 # a hand-written near miss (`Profile:`, `Drop_When:`, `Keep:`, `Profiles :`) comes down to.
 _DECIDING_SPELLED = {"profile": "Profiles", "dropwhen": "Drop-When", "keep": "Keeps",
@@ -707,7 +709,7 @@ _LOOSE_FIELD_RE = on_first_use(rb"^[ \t]*([A-Za-z][A-Za-z0-9_ -]*?)[ \t]*[:=]")
 def _deciding_field_meant(name: bytes | str) -> str | None:
     """The deciding field a field name is a spelling of (`Profile` -> `Profiles`), or None."""
     text = name.decode("ascii", "replace") if isinstance(name, bytes) else name
-    key = re.sub(r"[-_ \t]", "", text.lower())
+    key = text.lower().translate(_SPELLING_MARKS)
     return _DECIDING_SPELLED.get(key[:-1] if key.endswith("s") else key)
 
 

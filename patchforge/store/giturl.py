@@ -127,4 +127,6 @@ def store_namespace(upstream: str, url: str) -> str:
 
 def redact(url: str) -> str:
     """A URL without any user:password part (a token pasted into a remote URL stays secret)."""
+    if "@" not in url:  # nothing to take out; the pattern compiles only for a URL with one
+        return url
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.I)
