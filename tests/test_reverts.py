@@ -1843,3 +1843,45 @@ def test_a_part_taken_back_beside_a_hunk_upstream_moved_is_brought_back_without_
     assert overlay == later.replace(_line(28), _line(28) + other), overlay.decode()
     for command in (("check",), ("overlays", "--check"), ("status",)):
         stack.cli(*command)
+
+
+@pytest.mark.parametrize("still", [False, True])
+def test_a_split_bring_back_stopped_on_a_conflict_keeps_the_moved_hunk_at_continue(tmp_path,
+                                                                                   still):
+    """The fix of the test above (with, `still`, a third hunk upstream kept as it landed);
+    upstream also changed the line after the guard it took out, so the bring-back of the rest
+    stops on a conflict. Resolved and `--continue`d, the overlay was right but nothing was
+    kept under upstreamed/: the record that the moved hunk (and the hunk still upstream)
+    landed was gone, the stop's state numbering the rest's landed hunk as the whole fix's.
+    Now --continue keeps them under upstreamed/ as landed, as a bring-back that does not stop
+    does, and the series' fix holds the resolved hunk alone."""
+    limit = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    twenty = b"twenty = computed()\n" if still else _line(19)
+    both = GUARDED.replace(_line(19), twenty).replace(_line(28), _line(28) + limit)
+    later = BASE.replace(_line(11), _line(11) + GUARD).replace(_line(19), twenty) \
+        .replace(_line(29), b"twenty_nine()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    landing = stack.commit({"pkg/a.py": both}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": later}, "Move one check, drop the other", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=3)
+    assert "does not move onto v3 cleanly: conflict in pkg/a.py" in err, err
+    resolved = later.replace(_line(28), _line(28) + limit)
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(resolved)
+    _, out, err = stack.cli("bring-back", "--continue")
+    assert "pkg/a.py hunk 1 still upstream, moved elsewhere in the file" in out + err, out + err
+    assert ("1 of its 2 hunks landed upstream" in out + err) is still, out + err
+    assert stack.series("up") == ["fa.patch"]
+    moved, kept = stack.patch("up", "fa"), stack.patch("up", "fa", "upstreamed")
+    assert b"\n+if limit < 0:" in moved and b"a value is needed here" not in moved and \
+        b"computed" not in moved, moved.decode()
+    assert b"\n+if value is None:" in kept and b"if limit < 0:" not in kept, kept.decode()
+    assert (b"\n+twenty = computed()" in kept) is still, kept.decode()
+    assert f"Applied-Upstream: v3, commit:{landing}".encode() in kept, kept.decode()
+    assert not list((stack.root / "series/up/skipped").glob("*.patch"))
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == resolved
+    for command in (("check",), ("overlays", "--check"), ("status",)):
+        stack.cli(*command)

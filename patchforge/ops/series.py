@@ -2352,7 +2352,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         work, stray = _open_bring_back_stop(project, store, upstream, fix, file_name,
                                             judgement, before, pin.commit,
                                             _landed_at_stop(store, patch, judgement,
-                                                            judged_on, history))
+                                                            judged_on, history),
+                                            moved=None if moved_split is None else
+                                            moved_split[1:])
     files = ", ".join(judgement.files) or "the fix's files"
     ways = ""
     moved = moved_away(judgement.evidence) if judgement.stop_kind == "unsure" else None
@@ -2565,12 +2567,16 @@ def _landed_at_stop(store: UpstreamStore, patch, judgement, target, history):
 
 
 def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, judgement,
-                          before, pin: str, landed=None) -> tuple[Path, tuple | None]:
+                          before, pin: str, landed=None, *,
+                          moved=None) -> tuple[Path, tuple | None]:
     """The worktree of a bring-back that stopped: HEAD holds the fix's files as the series
     leaves them on the pin, the working files the merge's result (conflict markers where git
     could not merge). The state file says which skipped fix it brings back, as what, and
-    which of its hunks had landed upstream (`landed`). Returns it, and where files found in
-    its place were kept (worktree.keep_stray), if any."""
+    which of its hunks had landed upstream (`landed`: numbered as in the part judged), and
+    which upstream only moved (`moved`: _moved_upstream_split's hunks by path, numbered as
+    in the whole fix, and its landing commit), judged without them: --continue keeps those
+    under upstreamed/ as landed, as a bring-back that does not stop does. Returns it, and
+    where files found in its place were kept (worktree.keep_stray), if any."""
     from patchforge.worktree import Worktree, files_at, keep_stray
 
     def base_mode(path: str) -> str | None:
@@ -2597,6 +2603,8 @@ def _open_bring_back_stop(project, store, upstream: str, fix, file_name: str, ju
              "message": judgement.message}
     if landed is not None:
         state["landed"] = landed.to_json()
+    if moved is not None:
+        state["moved"] = {"hunks": moved[0], "landing": moved[1]}
     atomic_write(state_file(project, upstream), (json.dumps(state, indent=2) + "\n").encode())
     return work, kept
 
@@ -2736,8 +2744,9 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     parse_patch_file(data, str(target))
     landed = _landed_left(store, patch, state, changes, label)
     if landed is not None:
-        # Its hunks that had landed, left so by the resolution: with a file it creates that
-        # upstream made the same, one landed part (as `rebase --continue` keeps them).
+        # Its hunks that had landed, left so by the resolution, and those upstream only moved
+        # (a split bring-back judged the rest): with a file it creates that upstream made the
+        # same, one landed part (as `rebase --continue` keeps them).
         kept, said = landed
         for k, (where, part) in enumerate(parts):
             if where == KEPT_LANDINGS:
@@ -2746,7 +2755,7 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                 break
         else:
             parts.append((KEPT_LANDINGS, kept.to_bytes()))
-        kept_said += f"; {said}, left so by the resolution: kept under upstreamed/"
+        kept_said += f"; {said}: kept under upstreamed/"
     with RepoLock(project.state_dir):
         # The parts of it the resolution leaves to upstream's files, each under a name of its
         # own there (one this run wrote, cut short by a kill, reused): kept before the fix
@@ -2835,34 +2844,81 @@ def _created_files_left(store: UpstreamStore, project: Project, upstream: str, f
 def _landed_left(store: UpstreamStore, patch, state: dict, changes,
                  label: str) -> tuple[PatchFile, str] | None:
     """The hunks of the fix a bring-back stopped on that had landed upstream (the state's
-    `landed`) and that its resolution leaves as upstream made them, as kept under
-    upstreamed/ (with `Applied-Upstream` naming the pin and the landing commit), and what to
-    say of them; None when none are left so. The resolved patch, the worktree's difference
-    from a base that has them, no longer holds them."""
-    from patchforge.rebase.engine import landed_part_left
+    `landed`) and that its resolution leaves as upstream made them, with those upstream only
+    moved (the state's `moved`: a split bring-back judged the fix without them), as kept
+    under upstreamed/ (with `Applied-Upstream` naming the pin and the landing commit), and
+    what to say of them; None when none are left so. The resolved patch, the worktree's
+    difference from a base that has them, no longer holds them."""
+    from patchforge.rebase.engine import landed_part_left, part_words
     from patchforge.rebase.journal import LandedHunks
 
-    if "landed" not in state:
+    moved = _moved_at_stop(state)
+    landed = None
+    if "landed" in state:
+        try:
+            landed = LandedHunks.from_json(state["landed"])
+        except (KeyError, TypeError, ValueError):
+            landed = None  # a state file changed by hand: nothing is kept, as before
+    if landed is None and moved is None:
         return None
-    try:
-        landed = LandedHunks.from_json(state["landed"])
-    except (KeyError, TypeError, ValueError):
-        return None  # a state file changed by hand: nothing is kept, as before
+    if moved is not None and landed is not None:
+        landed = _numbered_in_whole(patch, landed, moved[0])
     files = {path: new for path, _, new, _, _ in changes}
 
     def base(path: str) -> bytes | None:
         return store.read_blob(state["base"], path)
 
-    left = landed_part_left(patch, landed,
-                            lambda path: files[path] if path in files else base(path), base)
+    left = landed_part_left(patch, landed or LandedHunks({}, {}, 0),
+                            lambda path: files[path] if path in files else base(path), base,
+                            keeping=None if moved is None else moved[0])
     if left is None:
         return None
-    from patchforge.rebase.engine import part_words
-
     part, count, parts = left
-    where = landed.landing
+    where = landed.landing if landed is not None and (count or parts) else \
+        (moved[1] if moved is not None else None)
     kept = part.with_field("Applied-Upstream", label + (f", commit:{where}" if where else ""))
-    return kept, part_words(patch, count, landed.total, parts, where)
+    said = [part_words(patch, count, landed.total, parts, where) +
+            ", left so by the resolution"] if landed is not None and (count or parts) else []
+    if moved is not None:
+        said.append(", ".join(f"{path} hunk {k + 1}" for path, found in sorted(moved[0].items())
+                              for k in found) + " still upstream, moved elsewhere in the file")
+    return kept, "; ".join(said)
+
+
+def _moved_at_stop(state: dict) -> tuple[dict[str, list[int]], str | None] | None:
+    """The hunks of the fix a stopped bring-back judged without, upstream having only moved
+    them (`_open_bring_back_stop`'s `moved`), and their landing commit; None when there are
+    none, or the state file was changed by hand into something else (nothing is kept)."""
+    moved = state.get("moved")
+    if not isinstance(moved, dict):
+        return None
+    hunks, landing = moved.get("hunks"), moved.get("landing")
+    if not isinstance(hunks, dict) or not hunks or not all(
+            isinstance(path, str) and isinstance(found, list) and found and
+            all(type(k) is int and k >= 0 for k in found) for path, found in hunks.items()) \
+            or not (landing is None or isinstance(landing, str)):
+        return None
+    return {path: list(found) for path, found in hunks.items()}, landing
+
+
+def _numbered_in_whole(patch, landed, moved: dict[str, list[int]]):
+    """`landed` (rebase.journal.LandedHunks of the part a split bring-back judged: the fix
+    without its `moved` hunks) with its hunks numbered as in the whole fix `patch`."""
+    from patchforge.model.record import replace
+
+    def whole(path: str, k: int) -> int:
+        if path not in moved:
+            return k  # (a file with no hunk moved is numbered alike in both)
+        fp = next((fp for fp in patch.file_patches if fp.path == path), None)
+        rest = [] if fp is None else \
+            [n for n in range(len(fp.hunks)) if n not in moved[path]]
+        return rest[k] if k < len(rest) else len(fp.hunks) if fp is not None else k
+
+    return replace(landed,
+                   hunks={path: [whole(path, k) for k in found]
+                          for path, found in landed.hunks.items()},
+                   parts={path: {whole(path, k): changes for k, changes in found.items()}
+                          for path, found in landed.parts.items()})
 
 
 def _brought_back(upstream: str, file_name: str, aside: str, pin, how: str) -> dict:

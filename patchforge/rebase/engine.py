@@ -2285,8 +2285,9 @@ def landed_hunks(verdict, landing: str | None, parts: dict | None = None) -> Lan
                         for path, found in (parts or {}).items()})
 
 
-def landed_part_left(patch, landed: LandedHunks, read,
-                     read_base) -> tuple[PatchFile, int, dict] | None:
+def landed_part_left(patch, landed: LandedHunks, read, read_base, *,
+                     keeping: dict[str, list[int]] | None = None
+                     ) -> tuple[PatchFile, int, dict] | None:
     """The landed hunks of a stopped patch (`landed`) that its resolution leaves as upstream
     made them, as landed_part keeps them, and how many: each one whose change is in the
     stop's base (`read_base(path)`) and in the resolved file (`read(path)`: its content
@@ -2295,7 +2296,9 @@ def landed_part_left(patch, landed: LandedHunks, read,
     it took out is no longer upstream's. A file the patch creates is left to the rebase's
     own check of created files (kept whole, or the fix's version under deleted/). The landed
     changes inside hunks (`landed.parts`) alike, each the hunk with that change alone: the
-    third of what is returned names those left so. None when no hunk is left so."""
+    third of what is returned names those left so. `keeping`: hunks kept with them whatever
+    the resolution, not counted (a split bring-back's hunks upstream moved elsewhere in the
+    file: the stop judged the fix without them). None when no hunk is left or kept so."""
     from patchforge.reverts import change_state
 
     created = {fp.path for fp in patch.file_patches if fp.is_new}
@@ -2321,6 +2324,9 @@ def landed_part_left(patch, landed: LandedHunks, read,
                 left.setdefault(path, []).append(index)
             else:
                 parts_left.setdefault(path, {})[index] = changes
+    count = sum(map(len, left.values()))
+    for path, found in (keeping or {}).items():
+        left[path] = sorted(set(left.get(path, [])) | set(found))
     part = landed_part(patch, None, hunks=left, parts=parts_left) \
-        if left or parts_left else None
-    return None if part is None else (part, sum(map(len, left.values())), parts_left)
+        if any(left.values()) or parts_left else None
+    return None if part is None else (part, count, parts_left)
