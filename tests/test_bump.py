@@ -312,6 +312,15 @@ def test_dry_run_writes_nothing_and_plans_the_move(clean):
     assert [r.method for r in clean.forge.requests if r.method != "GET"] == []
 
 
+def test_quiet_bump_says_no_title(clean):
+    """`bump`'s title line on stderr (the report is stdout's) is no error, and came out under
+    `-q`, which says errors only: it is dropped there, stdout and the exit code the same."""
+    plain = clean.bump("--dry-run")
+    quiet = cli_in_process(clean.root, "-q", "bump", "--image", clean.image_repo, "--dry-run")
+    assert plain[0] == 0 and plain[2].strip(), plain
+    assert quiet[2] == "" and quiet[:2] == plain[:2], quiet
+
+
 def test_the_images_created_text_is_shown_in_the_report_never_rendered(clean):
     # Whoever built the nightly chose its `created`: a link, a remote image, HTML, a line
     # break and a terminal escape in it reached the pull request's body as Markdown.

@@ -108,6 +108,28 @@ def test_quiet_says_errors_only(tmp_path):
     assert quiet[2] == "" and quiet[1].startswith("removed new-file from the series"), quiet
 
 
+def test_quiet_drops_the_lines_that_are_no_error(tmp_path, monkeypatch):
+    """Lines on stderr that carry no `warning:` or `note:` and are no error came out under
+    `-q` still: `verify`'s `NOT CHECKED` note (exit 0) and `status`'s hint for a series with
+    no fix (nothing wrong). With `-q` stderr is empty; without it they are said as before,
+    stdout and the exit code the same either way."""
+    from test_reverts import _landed
+
+    stack, _ = _landed(tmp_path / "kept")
+    stack.cli("overlays")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    plain, quiet = stack.cli("verify"), stack.cli("-q", "verify")
+    assert plain[2].startswith("NOT CHECKED: whether up v2 still holds"), plain
+    assert quiet[2] == "" and quiet[:2] == plain[:2], quiet
+    monkeypatch.undo()
+    from helpers.project import OneUpstreamStack
+
+    empty = OneUpstreamStack(tmp_path / "empty", {"pkg/a.py": b"a = 1\n"})
+    plain, quiet = empty.cli("status"), empty.cli("-q", "status")
+    assert "hint: `patchforge new NAME --file PATH` starts a fix" in plain[2], plain
+    assert quiet[2] == "" and quiet[:2] == plain[:2], quiet
+
+
 def test_a_forge_answer_with_an_odd_merge_commit_is_reported_not_believed(tmp_path, forge_server):
     """A merged pull request whose merge_commit_sha is a number, a list or a name (`HEAD`,
     `main~1`) instead of a commit id: before, a number or list crashed status (exit 70, an

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchforge.cli.complete import complete_upstream
-from patchforge.cli.output import Progress, emit_json
+from patchforge.cli.output import Progress, emit_json, say_info
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
@@ -151,8 +151,8 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         pull = document["pull_request"]
         if pull:
             where = pull.get("url") or pull.get("branch") or "(the rebase stopped)"
-            click.echo(f"\npull request: {pull['action']} {where}", err=True)
-        click.echo(title(document), err=True)
+            say_info(f"\npull request: {pull['action']} {where}")
+        say_info(title(document))
     if document["needs_person"]:
         sys.exit(EXIT_ATTENTION)
 

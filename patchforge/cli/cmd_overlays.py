@@ -12,7 +12,7 @@ from patchforge.cli import github
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
 from patchforge.cli.output import (Progress, STATE_COLORS, announce_state,
-                                   announce_state_report, emit_json, table)
+                                   announce_state_report, emit_json, say_info, table)
 from patchforge.errors import EXIT_ATTENTION, UsageError
 from patchforge.model.words import counted
 
@@ -107,7 +107,7 @@ def overlays(app, profiles, check, as_json, output_format):
         # install-root): in step, yet no deployment has its fixes, as `verify` fails it.
         lacking = lacking or bool(result.unmounted)
         for note in [] if as_json else unjudged:
-            click.echo(note, err=True)
+            say_info(note)
         if as_json:
             # What makes it fail without drift, said as the text says it (warnings): `ok`
             # false with no drift and no note named nothing (a fix kept as landed that
@@ -238,7 +238,7 @@ def _bring_pins(project, store) -> None:
         fetched = fetch_missing(project, store, on_upstream=lambda name, label:
                                 progress.advance(f"{name} {label}"))
     for name in fetched:
-        click.echo(f"fetched {name} {project.lock.pin(name).label} into the cache", err=True)
+        say_info(f"fetched {name} {project.lock.pin(name).label} into the cache")
 
 
 @click.command()
@@ -303,7 +303,7 @@ def verify(app, installed, image, profile, as_json, output_format):
                    **({"notes": opened + notes} if opened or notes else {})}, "verify")
     else:
         for note in notes:
-            click.echo(note, err=True)
+            say_info(note)
         shown = bad if bad else rows
         click.echo(table([[s, p, d] for p, s, d in shown], ["state", "path", "detail"],
                          colors={0: lambda c: STATE_COLORS.get(c)}, enabled=app.color))
@@ -384,7 +384,7 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         emit_json(document, "verify-image")
     else:
         for note in result.notes:
-            click.echo(note, err=True)
+            say_info(note)
         click.echo(table([[f.state, f.target, f.detail] for f in result.files]
                          + [[state, path, detail] for path, state, detail in set_aside],
                          ["state", "path in image", "detail"],

@@ -473,10 +473,26 @@ def _progress_line(text: str) -> None:
     _progress_line_open = text != "\r\x1b[K"
 
 
+def quieted() -> bool:
+    """Whether this command runs under `-q` (errors only: configure wrapped stderr)."""
+    return isinstance(sys.stderr, QuietStderr)
+
+
+def say_info(text: str) -> None:
+    """A line on stderr that is no error, nor an error's hint, and carries no `warning:` or
+    `note:` for QuietStderr to tell it by (a `NOT CHECKED` note, what was fetched, a bump's
+    title, a hint where nothing is wrong): dropped under `-q`, which says errors only."""
+    if not quieted():
+        echo(text, err=True)
+
+
 def say_apart(text: str) -> None:
     """`text` as a line of its own on stderr: after a progress line (left standing, ended),
-    not run on from it. For what a command says while it waits in the middle of its work."""
+    not run on from it. For what a command says while it waits in the middle of its work
+    (that it waits; that it cannot lock the project): dropped under `-q`, as no error."""
     global _progress_line_open
+    if quieted():
+        return
     if _progress_line_open:
         sys.stderr.write("\n")
         _progress_line_open = False

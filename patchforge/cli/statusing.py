@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchforge.cli import target_specs
 from patchforge.cli.output import (STATE_COLORS, announce_state_report, echo, emit_json,
-                                   gone_line, paint, say_notes, table)
+                                   gone_line, paint, say_info, say_notes, table)
 from patchforge.errors import EXIT_ATTENTION, PatchforgeError
 
 if TYPE_CHECKING:
@@ -260,9 +260,9 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                        "attention (see the note above)", "yellow", app.color))
         else:
             echo(f"{all_apply(len(results), still_needed=True)}{_empty_said(results)}")
-            if not results:
-                echo("hint: `patchforge new NAME --file PATH` starts a fix; `patchforge "
-                     "import quilt|mbox|git|overlay` brings fixes made elsewhere", err=True)
+            if not results:  # (nothing is wrong: no line under -q)
+                say_info("hint: `patchforge new NAME --file PATH` starts a fix; `patchforge "
+                         "import quilt|mbox|git|overlay` brings fixes made elsewhere")
         # At its own pin a patch conflicts only after a hand edit (of the patch file, of the
         # pin, or of a patch before it): the table names the failing hunks, lint says more.
         at_pin = {name for name, t in targets.items() if t.base_commit == t.commit}
