@@ -1412,3 +1412,23 @@ def test_a_rebase_continued_on_a_cache_that_lost_its_revisions_keeps_the_fix(tmp
     checkout = tmp_path / "checkout"
     git(tmp_path, "clone", "-q", str(stack.up), str(checkout))
     subprocess.run(["git", "apply", "--check", "-"], cwd=checkout, input=patch, check=True)
+
+
+def test_an_empty_rebases_range_diff_is_no_line_of_dashes(tmp_path):
+    """A rebase of an empty series printed a range-diff header with nothing under it, and one
+    whose every patch landed `1:  ------- < -:  ------- fa.patch`, dashes where git's range-diff
+    puts commit ids: now an empty series on both sides prints no range-diff (the JSON's
+    `range_diff` is empty), and one side empty a plain sentence."""
+    from helpers.project import OneUpstreamStack
+
+    empty = OneUpstreamStack(tmp_path / "empty", {"pkg/a.py": b"a = 1\n"})
+    empty.commit({"pkg/a.py": b"a = 2\n"}, "Two", tag="v2")
+    _, out, _ = empty.cli("rebase", "--to", "v2", "--dry-run")
+    assert "range-diff" not in out and "nothing to do" in out, out
+    assert empty.rebase_json("--to", "v2")["range_diff"] == ""
+    landed = OneUpstreamStack(tmp_path / "landed", {"pkg/a.py": b"a = 1\n"})
+    landed.add_fix("fa", "pkg/a.py", b"a = 1\n", b"a = 3\n")
+    landed.commit({"pkg/a.py": b"a = 3\n"}, "Three (#1)", tag="v2")
+    _, out, _ = landed.cli("rebase", "--to", "v2")
+    assert "range-diff of the old series against the new one:\nup: the new series is empty, " \
+        "nothing to compare fa.patch with\n" in out and "-------" not in out, out

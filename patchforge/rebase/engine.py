@@ -1975,13 +1975,14 @@ class Rebase:
         RangeDiffRun under way, or the StoreError that kept it from starting."""
         upstream, old_names, new_names = one.upstream, one.old_names, one.new_names
         if not old_names or not new_names:
-            # git refuses an empty range; what range-diff would say is plain here.
-            width = len(str(max(len(old_names), len(new_names))))
-            lines = [f"{i:>{width}}:  ------- < {'-':>{width}}:  ------- {n}\n"
-                     for i, n in enumerate(old_names, 1)]
-            lines += [f"{'-':>{width}}:  ------- > {i:>{width}}:  ------- {n}\n"
-                      for i, n in enumerate(new_names, 1)]
-            return f"{upstream}:\n" + "".join(lines)
+            # git refuses an empty range, and its lines for one would hold dashes where the
+            # commit ids go: nothing for two empty series (no header is printed then), a
+            # sentence for one.
+            if not old_names and not new_names:
+                return ""
+            which, names = ("new", old_names) if old_names else ("old", new_names)
+            return (f"{upstream}: the {which} series is empty, nothing to compare "
+                    f"{', '.join(names)} with\n")
         try:
             return upstream, self._range_diff_run(one, ask)
         except StoreError as exc:
