@@ -1764,3 +1764,54 @@ def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_ove
     assert "patchforge rename" not in run.err, run.err
     assert untouched(root, exported) == before
     assert "+line4 series" in patch_text(root, "fix-a.patch")
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(stack, tmp_path,
+                                                                              kind):
+    """fix-d is deleted from the series (kept under deleted/) and from DIR/series; the series'
+    directory then holds, under its name, a link to a file outside the project holding the
+    deleted fix's bytes, or a FIFO. `import quilt --update` looks there for a leftover of a
+    `--delete` a kill cut short (the file kept under deleted/ byte for byte): it read through
+    the link, took it for that leftover and removed it, and read the FIFO, blocking the import
+    and the project's lock until something wrote to it. Neither is a file a `--delete` leaves:
+    it is not read, and stays as it is."""
+    import threading
+
+    root, base = stack
+    exported, _, _ = to_quilt(root, base, tmp_path)
+    ok(root, "delete", "fix-d")
+    kept = (root / "series/up/deleted/fix-d.patch").read_bytes()
+    listed = (exported / "series").read_text()
+    (exported / "series").write_text("".join(line for line in listed.splitlines(True)
+                                             if not line.startswith("fix-d.patch")))
+    there = root / "series/up/fix-d.patch"
+    outside = tmp_path / "outside.patch"
+    outside.write_bytes(kept)
+    read_from_fifo, done = [], threading.Event()
+    if kind == "fifo":
+        os.mkfifo(there)
+
+        def feed() -> None:
+            # A reader of the FIFO is there when a non-blocking open for writing succeeds.
+            while not done.wait(0.05):
+                try:
+                    fd = os.open(there, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:
+                    continue
+                read_from_fifo.append(True)
+                os.write(fd, kept)
+                os.close(fd)  # (and again, for each read: never left blocked)
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+    else:
+        there.symlink_to(outside)
+    series = (root / "series/up/series").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    done.set()
+    assert run.rc == 0, run.err
+    assert not read_from_fifo
+    assert there.is_symlink() if kind == "link" else there.is_fifo()
+    assert outside.read_bytes() == kept
+    assert (root / "series/up/series").read_bytes() == series

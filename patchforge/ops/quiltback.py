@@ -478,10 +478,13 @@ def _same_but_date(patch: PatchFile, data: bytes) -> bool:
 
 def _kept_aside(path: Path, deleted_dir: Path) -> bool:
     """True when the unlisted patch file `path` is kept, byte for byte, under deleted/ (a run
-    of --delete a kill cut short after it unlisted the patch, before it removed the file)."""
+    of --delete a kill cut short after it unlisted the patch, before it removed the file).
+    Read as the stack's own file (read_no_link): a link, a FIFO or a directory there is no
+    file a --delete leaves, and is never read (through a link, whatever it names outside the
+    project was taken for the leftover and the link removed; a FIFO blocked the import)."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_no_link(path)
+    except (OSError, PatchforgeError):
         return False
     return (deleted_dir / aside_name(deleted_dir, path.name, data)).is_file()
 
