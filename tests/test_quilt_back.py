@@ -1815,3 +1815,61 @@ def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(st
     assert there.is_symlink() if kind == "link" else there.is_fifo()
     assert outside.read_bytes() == kept
     assert (root / "series/up/series").read_bytes() == series
+
+
+@pytest.mark.parametrize("command", ["import", "export"])
+def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path, command):
+    """`.patchforge-export` was checked (a regular file, not too big), then read again by
+    each part that used it (what was taken, the profile, the order): a FIFO put in its place
+    after the check (a swap by another process) blocked `import quilt --update` and a second
+    `export --quilt`, and the project's lock, until something wrote to it. It is read once,
+    through the descriptor that was checked. The swap is made here at the moment the record
+    is opened for reading a second time (an audit hook: the filesystem race, made exact)."""
+    import sys
+    import threading
+
+    root, base = stack
+    exported, _, _ = to_quilt(root, base, tmp_path)
+    record = exported / ".patchforge-export"
+    original = record.read_bytes()
+    state = {"armed": True, "reads": 0}
+    read_from_fifo, done = [], threading.Event()
+
+    def feed() -> None:
+        # A reader of the FIFO is there when a non-blocking open for writing succeeds.
+        while not done.wait(0.05):
+            try:
+                fd = os.open(record, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            read_from_fifo.append(True)
+            os.write(fd, original)
+            os.close(fd)  # (and again, for each read: never left blocked)
+
+    def swap_at_second_read(event, args) -> None:
+        if not state["armed"] or event != "open" or isinstance(args[0], int):
+            return
+        path, mode, flags = args
+        if os.fsdecode(os.fspath(path)) != str(record):
+            return
+        writing = any(c in mode for c in "wax+") if isinstance(mode, str) else \
+            bool((flags or 0) & (os.O_WRONLY | os.O_RDWR))
+        if writing:
+            return
+        state["reads"] += 1
+        if state["reads"] == 2:
+            state["armed"] = False
+            record.unlink()
+            os.mkfifo(record)
+            threading.Thread(target=feed, daemon=True).start()
+
+    sys.addaudithook(swap_at_second_read)  # (never removed: disarmed below)
+    try:
+        args = ("import", "quilt", str(exported), "--update") if command == "import" else \
+            ("export", "--quilt", str(exported))
+        run = run_cli(root, *args)
+    finally:
+        state["armed"] = False
+        done.set()
+    assert not read_from_fifo, run.err
+    assert run.rc == 0 and state["reads"] == 1, (state, run.err)

@@ -2288,8 +2288,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         # as such before its own series file is read as another quilt stack's: that refusal
         # called it "a patch of no series here" and said to move the series file away.
         project.refuse_own_destination(target, new_directory=True)
-        earlier = _read_export_record(target)
-        taken = read_taken_record(target) if earlier is not None else {}
+        record = read_export_record(target)  # read once: what is checked is what is used
+        earlier = None if record is None else record["patches"]
+        taken = read_taken_record(record)
         _refuse_losing_others(project, upstream, target, patches, earlier, taken, profile,
                               force)
         files += patches
@@ -2359,23 +2360,19 @@ def _record_bytes(patches: dict[str, list[str]], profile: str | None = None,
     return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
 
 
-def export_record_profile(target: Path) -> str | None:
-    """The profile whose series the last export into `target` wrote (`export --quilt DIR
-    --profile P`), None for the whole series or no record."""
-    if _read_export_record(target) is None:
-        return None
-    try:
-        value = parse_json((target / EXPORT_RECORD).read_bytes()).get("profile")
-    except (OSError, ValueError):
-        return None
+def export_record_profile(record: dict | None) -> str | None:
+    """The profile whose series the export a record (read_export_record) tells of wrote
+    (`export --quilt DIR --profile P`), None for the whole series or no record."""
+    value = None if record is None else record.get("profile")
     return value if isinstance(value, str) else None
 
 
-def read_taken_record(target: Path) -> dict[str, dict[str, dict]]:
-    """The "taken" part of `target`'s export record (see EXPORT_RECORD): {} when there is none
-    or it is not as written (then no quilt file is vouched for: refused rather than lost)."""
+def read_taken_record(record: dict | None) -> dict[str, dict[str, dict]]:
+    """The "taken" part of an export record (read_export_record; see EXPORT_RECORD): {} when
+    there is none or it is not as written (then no quilt file is vouched for: refused rather
+    than lost)."""
     try:
-        taken = parse_json((target / EXPORT_RECORD).read_bytes()).get("taken", {})
+        taken = {} if record is None else record.get("taken", {})
         if isinstance(taken, dict) and all(
                 isinstance(files, dict) and all(
                     isinstance(t, dict) and isinstance(t.get("into"), str)
@@ -2493,23 +2490,34 @@ def _change_lines(data: bytes) -> dict[str, int]:
     return counted
 
 
-def _read_export_record(target: Path) -> dict[str, list[str]] | None:
-    """The record of the last export into `target`, None when there is none (no export wrote
-    there, or one made before exports kept a record)."""
+def read_export_record(target: Path) -> dict | None:
+    """The record of the last export into `target` (see EXPORT_RECORD), its "patches" checked,
+    None when there is none (no export wrote there, or one made before exports kept a
+    record). Read once, through the descriptor whose file was checked: what the callers use
+    (its patches, profile, order, what was taken) is what was checked, never a file swapped
+    in since (a FIFO, which would block the command and the project's lock for ever)."""
     path = target / EXPORT_RECORD
     try:
-        info = path.lstat()
-        # A record is a small file the export wrote: a link, a device or a FIFO there (a
-        # directory not one's own) is never read, nor a file that could not be one.
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 16 << 20:
-            raise ValueError
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError:
-        data = b""
+        if exc.errno != errno.ELOOP:
+            raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        fd = None
+    data = b""
+    if fd is not None:
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            # A record is a small file the export wrote: a link, a device or a FIFO there (a
+            # directory not one's own) is never read, nor a file that could not be one.
+            if stat.S_ISREG(info.st_mode) and info.st_size <= 16 << 20:
+                try:
+                    data = handle.read(16 << 20)
+                except OSError as exc:
+                    raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") \
+                        from None
     try:
         record = parse_json(data)
         patches = record["patches"]
@@ -2522,7 +2530,7 @@ def _read_export_record(target: Path) -> dict[str, list[str]] | None:
                          "exported there; nothing was written",
                          hint=f"move {path} away, or export into a directory of its own") \
             from None
-    return patches
+    return record
 
 
 def _file_in_dir(path: Path) -> tuple[bytes | None, str | None]:

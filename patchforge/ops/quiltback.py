@@ -31,10 +31,10 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
-from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, parse_json,
+from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write,
                                put_back_on_failure, writing_project)
 from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_patch,
-                                     _read_export_record, _record_bytes,
+                                     _record_bytes, read_export_record,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
                                      quilt_file_bytes, read_taken_record, renamed_since_export,
@@ -97,16 +97,18 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     if series_bytes is None:  # gone since it was found: never read as a series listing nothing
         raise UsageError(f"{series_path}: gone while it was read; nothing was taken back")
     quilt = parse_series(series_bytes, str(series_path), quilt=True)
-    record = _read_export_record(folder)
-    took = read_taken_record(folder) if record is not None else {}
-    recorded_order = _recorded_order(folder) if record is not None else None
+    # The export record, read once: what was checked is what every step below uses.
+    document = read_export_record(folder)
+    record = None if document is None else document["patches"]
+    took = read_taken_record(document)
+    recorded_order = _recorded_order(folder, document)
     # The record's files DIR/series listed: one an earlier export wrote and a later one no
     # longer listed (its fix deleted or renamed) stays recorded as written by patchforge
     # (export_quilt), but quilt never had it as the series' patch of that name, so a fix the
     # series has under that name now (renamed onto it) was not exported, nor deleted in quilt.
     exported_listed = record if record is None or recorded_order is None else \
         {name: hashes for name, hashes in record.items() if name in recorded_order}
-    profile = export_record_profile(folder)  # an export of one profile's series
+    profile = export_record_profile(document)  # an export of one profile's series
     series = project.read_series(upstream)
     ours = series.names
     ours_bytes = {name: project.read_patch_bytes(upstream, name) for name in ours}
@@ -1106,12 +1108,12 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
                      _record_bytes(grown, profile, grown_took, order=order))
 
 
-def _recorded_order(folder: Path) -> list[str] | None:
+def _recorded_order(folder: Path, record: dict | None) -> list[str] | None:
     """DIR/series as the export wrote it (or an import left it since), from the export
-    record of `folder` (read and checked by _read_export_record first); None for a record an
-    earlier version wrote, which has no order."""
+    record of `folder` (read_export_record's); None for no record, or one an earlier version
+    wrote, which has no order."""
     path = folder / EXPORT_RECORD
-    order = parse_json(path.read_bytes()).get("order")
+    order = None if record is None else record.get("order")
     if order is None:
         return None
     if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
@@ -1124,8 +1126,10 @@ def _recorded_order(folder: Path) -> list[str] | None:
 def _record_order(folder: Path, profile: str | None, order: list[str]) -> None:
     """The export record of `folder` records `order` (DIR/series as it is now) as the order
     the next `import quilt --update` compares quilt's with."""
+    record = read_export_record(folder)  # (as written just before: read once, checked)
     atomic_write(folder / EXPORT_RECORD, _record_bytes(
-        _read_export_record(folder) or {}, profile, read_taken_record(folder), order=order))
+        {} if record is None else record["patches"], profile, read_taken_record(record),
+        order=order))
 
 
 def _order_of_both(upstream: str, ours: list[str], quilt: list[str], recorded: list[str],
