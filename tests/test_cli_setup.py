@@ -1048,6 +1048,8 @@ def test_fetch_shows_download_then_import_progress_on_a_terminal_only(tmp_path, 
     importing = seen.index("importing tiny 1.2.0: 5 files")
     assert downloading < importing and "100% (" in seen[importing:]
     assert seen.endswith("\r\x1b[K"), "the progress line is cleared at the end"
+    # -q (errors only) on a terminal: no progress line either (it was drawn, as without -q).
+    assert _fetch_in_a_new_cache(tmp_path, index, "-q", terminal=True) == (0, "")
     # Piped: nothing at all; with -v, one line per phase and no line rewritten in place.
     assert _fetch_in_a_new_cache(tmp_path, index, terminal=False) == (0, "")
     code, seen = _fetch_in_a_new_cache(tmp_path, index, "-v", terminal=False)

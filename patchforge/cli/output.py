@@ -500,12 +500,13 @@ def say_apart(text: str) -> None:
 
 
 class Progress:
-    """A one-line progress indicator on stderr; silent unless stderr is a terminal."""
+    """A one-line progress indicator on stderr; silent unless stderr is a terminal, and
+    under -q (errors only)."""
 
     def __init__(self, label: str, total: int | None = None) -> None:
         self.label = label
         self.total = total
-        self.enabled = sys.stderr.isatty()
+        self.enabled = sys.stderr.isatty() and not quieted()
         self.count = 0
         self._last = 0.0
 
@@ -598,11 +599,12 @@ def color_diff(diff: bytes, enabled: bool) -> bytes:
 class TransferDisplay:
     """A store.gitstore.TransferProgress: how the store's long work (a wheel's download, its
     import) shows on stderr. A line rewritten in place with the bytes done, only when stderr is
-    a terminal; with -v, one line per phase wherever stderr goes. Plugged into
-    UpstreamStore.progress by the commands that may fetch (fetch, status, rebase, upstream)."""
+    a terminal and not under -q (errors only); with -v, one line per phase wherever stderr
+    goes. Plugged into UpstreamStore.progress by the commands that may fetch (fetch, status,
+    rebase, upstream)."""
 
     def __init__(self, verbosity: int = 0) -> None:
-        self.live = sys.stderr.isatty()
+        self.live = sys.stderr.isatty() and verbosity >= 0
         self.verbose = verbosity > 0
         self.text = ""
         self._last = 0.0
