@@ -732,21 +732,10 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
     back only the rest: judged by the files, a moved hunk's old place has its old code, and
     the whole fix moved back there doubled its lines in the overlay. ({}, None) for a fix
     whole or gone whole, or with no hunk so moved."""
-    from patchforge.ledger import latest_events
-    from patchforge.names import KEPT_LANDINGS
-
     fix = _parse(upstream, name, rel, data)
     if fix is None:
         return {}, None
-    # Its landing as the history's latest drop of it as landed recorded it: a bring-back run
-    # again after a kill finds the fix listed in the series already (no departure), and
-    # keeps the same part, naming the same commit.
-    try:
-        dropped = next((event for event in latest_events(project, upstream, name)
-                        if event.get("destination") == KEPT_LANDINGS), {})
-    except PatchforgeError:
-        dropped = {}
-    fix.landing = _landing_of(fix, {f"{upstream}/{name}": dropped})[0]
+    fix.landing = _recorded_landing(project, fix)
     contents = store.read_blobs(rev, _paths(fix))
     verdicts = _hunk_verdicts(store, fix, _file_states(
         fix, contents,
@@ -758,6 +747,29 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
         if found == "moved" and n is not None:
             moved.setdefault(fp.path, []).append(n - 1)
     return moved, fix.landing
+
+
+def _recorded_landing(project: Project, fix: _Fix) -> str | None:
+    """The fix's landing commit as the history's latest drop of it as landed recorded it (or
+    its `Applied-Upstream:` field): a bring-back run again after a kill finds the fix listed
+    in the series already (no departure), and keeps the same part, naming the same commit."""
+    from patchforge.ledger import latest_events
+    from patchforge.names import KEPT_LANDINGS
+
+    try:
+        dropped = next((event for event in latest_events(project, fix.upstream, fix.name)
+                        if event.get("destination") == KEPT_LANDINGS), {})
+    except PatchforgeError:
+        dropped = {}
+    return _landing_of(fix, {f"{fix.upstream}/{fix.name}": dropped})[0]
+
+
+def recorded_landing(project: Project, upstream: str, name: str, rel: str,
+                     data: bytes) -> str | None:
+    """The landing commit recorded for the fix NAME (its bytes `data`, at `rel`), None where
+    none is (a fix a rebase set aside, never landed) or it does not parse."""
+    fix = _parse(upstream, name, rel, data)
+    return None if fix is None else _recorded_landing(project, fix)
 
 
 def _squeezed(line: bytes) -> bytes:
@@ -860,35 +872,63 @@ def _near_there(hunk, removed: list[bytes], left: NearText, there: NearText) -> 
     return not (post.flat and there.count(post.flat))
 
 
-def near_doubled(store: UpstreamStore, patch, made, rev: str) -> list[str]:
+def near_doubled(store: UpstreamStore, patch, made, rev: str,
+                 landing: str | None = None) -> list[tuple[str, list[int]]]:
     """Where the fix `made` (the patch as it would join a series at `rev`; `patch`: the fix
     as written, on its `Base`) adds text `rev`'s file holds already, as _moved_near finds a
-    move (_near_there against its base file with the fix applied). `PATH hunk N` each:
-    putting it in would give the overlay the fix's lines twice. Nothing without the base
-    file (a fix judged as made on `rev` finds its lines one short)."""
-    from patchforge.apply.hunks import apply_file_patch
-
+    move (_near_there against the file as the fix left it): (`PATH hunk N`, the lines from 1
+    of `rev`'s file holding that text) each: putting it in would give the overlay the fix's
+    lines twice. The file as the fix left it is its landing commit's (`landing`: a kept fix
+    upstream took back) where that file has the fix's change, else its base file with the
+    fix applied: a line upstream had elsewhere in the file before the landing is there beside
+    the fix's own, so a revert leaves it alone and it is no copy of the fix's. Nothing
+    without either file (a fix judged as made on `rev` finds its lines one short)."""
     own = {fp.path: fp for fp in patch.file_patches}
     files = [fp for fp in made.file_patches if fp.path in own and fp.binary is None and
              not fp.is_new and not fp.is_delete and fp.hunks]
     contents = store.read_blobs(rev, [fp.path for fp in files]) if files else {}
-    base = (patch.get("Base") or "").strip()
+    landed = _commit(store, landing) if files else None
     said = []
     for fp in files:
         content = contents.get(fp.path)
-        try:
-            old = store.read_blob(base, own[fp.path].source_path) \
-                if base and store.has_object(base) else None
-        except PatchforgeError:
-            old = None
-        fixed = apply_file_patch(old, own[fp.path], max_fuzz=0) if old is not None else None
-        if content is None or fixed is None or not fixed.ok or fixed.content is None:
+        left = _left_at(store, landed, own[fp.path], patch)
+        if content is None or left is None:
             continue
-        left, there = NearText(fixed.content), NearText(content)
+        left_text, there = NearText(left), NearText(content)
         removed = [run for hunk in own[fp.path].hunks for run in near_runs(hunk, b"-")]
-        said += [f"{fp.path} hunk {n}" for n, hunk in enumerate(fp.hunks, 1)
-                 if _near_there(hunk, removed, left, there)]
+        said += [(f"{fp.path} hunk {n}", _near_at(hunk, removed, there))
+                 for n, hunk in enumerate(fp.hunks, 1)
+                 if _near_there(hunk, removed, left_text, there)]
     return said
+
+
+def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch) -> bytes | None:
+    """`fp`'s file as the fix `patch` left it: at the commit `landed` where it has the change
+    there, else its base file with it applied; None where neither is known here."""
+    from patchforge.apply.hunks import apply_file_patch
+
+    if landed is not None:
+        try:
+            left = store.read_blobs(landed, [fp.path]).get(fp.path)
+        except PatchforgeError:
+            left = None
+        if left is not None and _applies(left, fp, reverse=True):
+            return left
+    base = (patch.get("Base") or "").strip()
+    try:
+        old = store.read_blob(base, fp.source_path) \
+            if base and store.has_object(base) else None
+    except PatchforgeError:
+        old = None
+    fixed = apply_file_patch(old, fp, max_fuzz=0) if old is not None else None
+    return fixed.content if fixed is not None and fixed.ok else None
+
+
+def _near_at(hunk, removed: list[bytes], there: NearText) -> list[int]:
+    """The lines (from 1) of `there`'s file where the hunk's runs that tell (_near_there)
+    begin."""
+    return sorted({line for run in near_runs(hunk) if not any(run in other for other in removed)
+                   for line in there.lines_at(run)})
 
 
 def _left_by_fix(store: UpstreamStore, fix: _Fix, fp: FilePatch) -> bytes | None:

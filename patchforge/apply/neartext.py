@@ -19,12 +19,17 @@ def near_lines(lines) -> list[bytes]:
     ones left out: number spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), no
     whitespace, no comma before a closing bracket (black's trailing comma, also at a line's
     end before a line that closes)."""
-    out = [_TRAILING_COMMA.sub(b"", b"".join(
-        _NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), line)
-        .replace(b"'", b'"').split())) for line in lines]
-    out = [line for line in out if line]
-    return [line[:-1] if line.endswith(b",") and k + 1 < len(out) and
-            out[k + 1][:1] in (b")", b"]", b"}") else line for k, line in enumerate(out)]
+    return [line for _, line in _near_numbered(lines)]
+
+
+def _near_numbered(lines) -> list[tuple[int, bytes]]:
+    """(its index, near_lines' text) of each line that is not empty so read."""
+    out = [(k, text) for k, line in enumerate(lines) if (text := _TRAILING_COMMA.sub(
+        b"", b"".join(_NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), line)
+                      .replace(b"'", b'"').split())))]
+    return [(n, line[:-1]) if line.endswith(b",") and k + 1 < len(out) and
+            out[k + 1][1][:1] in (b")", b"]", b"}") else (n, line)
+            for k, (n, line) in enumerate(out)]
 
 
 class NearText:
@@ -34,23 +39,31 @@ class NearText:
     `(str(activation),)` of another line)."""
 
     def __init__(self, content: bytes) -> None:
-        lines = near_lines(content.splitlines())
-        self.flat = b"".join(lines)
-        self.starts: set[int] = set()
+        lines = _near_numbered(content.splitlines())
+        self.flat = b"".join(line for _, line in lines)
+        self.starts: dict[int, int] = {}  # where a line begins in `flat` -> its index
         self.ends: set[int] = set()
         at = 0
-        for line in lines:
-            self.starts.add(at)
+        for n, line in lines:
+            self.starts[at] = n
             at += len(line)
             self.ends.add(at)
 
+    def _found(self, run: bytes):
+        """Where `run` is in the text from a line's start to a line's end."""
+        at = self.flat.find(run)
+        while at >= 0:
+            if at in self.starts and at + len(run) in self.ends:
+                yield at
+            at = self.flat.find(run, at + 1)
+
     def count(self, run: bytes) -> int:
         """How many times `run` is in the text from a line's start to a line's end."""
-        found, at = 0, self.flat.find(run)
-        while at >= 0:
-            found += at in self.starts and at + len(run) in self.ends
-            at = self.flat.find(run, at + 1)
-        return found
+        return sum(1 for _ in self._found(run))
+
+    def lines_at(self, run: bytes) -> list[int]:
+        """The lines (from 1) of the file where `run` begins, as count finds it."""
+        return [self.starts[at] + 1 for at in self._found(run)]
 
 
 def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:

@@ -533,8 +533,11 @@ def move(app, name, after, first):
 @click.option("--allow-undo", is_flag=True,
               help="With --continue: take the resolution even where it undoes a change made "
                    "under the fix since it was set aside (the upstream's, or a patch's).")
+@click.option("--allow-doubled", is_flag=True,
+              help="With NAME: put the fix back even where upstream has lines that read as "
+                   "its added ones elsewhere in the file (other code, seen by you).")
 @click.pass_obj
-def bring_back(app, name, cont, abort, upstream, allow_undo):
+def bring_back(app, name, cont, abort, upstream, allow_undo, allow_doubled):
     """Put the skipped fix NAME back at the end of its series, on the current base.
 
     It goes through the same judge and 3-way merge as a rebase. When that does not go
@@ -553,6 +556,8 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
         raise UsageError("--upstream goes with --continue or --abort (NAME may be UPSTREAM/NAME)")
     if allow_undo and not cont:
         raise UsageError("--allow-undo goes with --continue")
+    if allow_doubled and not name:
+        raise UsageError("--allow-doubled goes with NAME")
     if abort:
         result = bring_back_abort(project, upstream)
         click.echo(f"bring-back of {result['upstream']}/{result['name']} given up; the fix "
@@ -581,7 +586,7 @@ def bring_back(app, name, cont, abort, upstream, allow_undo):
                 click.echo(f"note: {result['name']}: {result['kept']}", err=True)
             say_overlays_lag(project)
             return
-        result = do_bring_back(project, store, name)
+        result = do_bring_back(project, store, name, allow_doubled=allow_doubled)
     if result["outcome"] == "landed":
         landed = f" (in {result['landed_in'][:12]})" if result.get("landed_in") else ""
         click.echo(f"{result['upstream']}/{result['name']} has landed upstream meanwhile"

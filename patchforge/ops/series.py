@@ -2123,7 +2123,7 @@ def _with_moved_part(whole, split, judgement, landed, pin) -> tuple[PatchFile, s
 
 
 def bring_back(project: Project, store: UpstreamStore, name: str, *,
-               resume: bool = True) -> dict:
+               resume: bool = True, allow_doubled: bool = False) -> dict:
     """Put a skipped fix back at the end of its series, moved onto the current base by the one
     judge (the same 3-way path a rebase takes). Landed meanwhile: it goes to upstreamed/. When it
     cannot be moved cleanly, it stops the way a rebase does: a worktree with the files as far as
@@ -2132,7 +2132,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
 
     The fix is written into the series before it leaves skipped/, so a kill never loses it;
     run again after a kill between the two, it finishes that run (`resume`: the series' last
-    patch may be that run's own, _cut_short_here)."""
+    patch may be that run's own, _cut_short_here). One whose added lines upstream has at the
+    pin already is refused (_refuse_doubling) unless `allow_doubled`: a person has seen that
+    upstream's lines there are other code, and the fix goes back beside them."""
     from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
                                   read_history)
 
@@ -2242,16 +2244,20 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
             patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
                 "Base", pin.commit)
 
-    if judgement.outcome == "applies":
-        _refuse_doubling(project, store, fix, patch, moved_fix(), pin)
+    beside = _refuse_doubling(project, store, fix, patch, moved_fix(), pin,
+                              moved_split[2] if moved_split is not None else
+                              _recorded_landing(project, fix, whole) if from_kept else None,
+                              allow_doubled) if judgement.outcome == "applies" else ""
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
         # Not what this fix moves to: another fix of its name, judged as any other. Asked by
         # the name it has in skipped/ now: a fix NAME took from upstreamed/ is no longer there.
-        return bring_back(project, store, f"{upstream}/{fix.name}", resume=False)
+        return bring_back(project, store, f"{upstream}/{fix.name}", resume=False,
+                          allow_doubled=allow_doubled)
     series = project.read_series(upstream)
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
-              "state": judgement.state, "detail": judgement.message, "files": judgement.files}
+              "state": judgement.state, "detail": judgement.message + beside,
+              "files": judgement.files}
     with RepoLock(project.state_dir):
         require_state_still(project, "bring-back", [upstream], allowed, store=store)
         # Judged on the series and pin as read above: a series changed since (a `new` beside
@@ -2383,23 +2389,52 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
 
 
-def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, pin) -> None:
+def _recorded_landing(project: Project, fix, patch) -> str | None:
+    """The landing commit recorded for a fix bring-back takes from upstreamed/."""
+    from patchforge.reverts import recorded_landing
+
+    try:
+        return recorded_landing(project, fix.upstream, fix.name,
+                                fix.path.relative_to(project.root).as_posix(), patch.to_bytes())
+    except PatchforgeError:
+        return None
+
+
+def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, pin,
+                     landing: str | None, allow_doubled: bool) -> str:
     """Refuse a bring-back whose lines upstream has at the pin already, moved and perhaps
-    re-wrapped or re-spelled (reverts.near_doubled): the overlay would have them twice, and
-    nothing after would say so. Nothing is written; the fix stays in skipped/."""
+    re-wrapped or re-spelled (reverts.near_doubled, counted against the file at `landing`
+    for a kept fix upstream took back): the overlay would have them twice, and nothing after
+    would say so. Nothing is written; the fix stays in skipped/. What is said names where
+    upstream has the lines: whether they are the fix's (then taking the hunk out loses
+    nothing) or other code that only reads the same (then the fix goes back beside it,
+    `allow_doubled`, and what is returned says where) is for a person to see."""
     from patchforge.reverts import near_doubled
 
-    doubled = near_doubled(store, patch, made, pin.commit)
-    if doubled:
-        word = project.skipped_word(fix.upstream, fix.name)
-        raise UsageError(
-            f"{fix.upstream}/{fix.name} adds lines upstream has at the pin ({pin.label}) "
-            f"already, elsewhere in the file or spelled otherwise: {', '.join(doubled)}; "
-            "brought back, the overlay would have them twice. It stays in skipped/",
-            hint=f"take {'that hunk' if len(doubled) == 1 else 'those hunks'} out of "
-                 f"{fix.path.relative_to(project.root).as_posix()} and run `patchforge "
-                 f"bring-back {word}` again, or `patchforge delete {word}` (kept under "
-                 "deleted/) if upstream's code does what the fix did")
+    doubled = near_doubled(store, patch, made, pin.commit, landing)
+    if not doubled:
+        return ""
+    where = "; ".join(
+        f"{hunk} (upstream has its lines at {hunk.rsplit(' hunk ', 1)[0]} "
+        f"{'line' if len(lines) == 1 else 'lines'} {', '.join(map(str, lines))})"
+        for hunk, lines in doubled)
+    if allow_doubled:
+        return f"; beside upstream's lines that read the same, as asked (--allow-doubled): " \
+            f"{where}"
+    word = project.skipped_word(fix.upstream, fix.name)
+    one = len(doubled) == 1
+    raise UsageError(
+        f"{fix.upstream}/{fix.name} adds lines upstream has at the pin ({pin.label}) "
+        f"already, elsewhere in the file or spelled otherwise: {where}; brought back, the "
+        "overlay would have them twice. It stays in skipped/",
+        hint=f"look at {'that place' if one else 'those places'} at the pin: if "
+             f"{'it is' if one else 'they are'} the fix's change made upstream's way, take "
+             f"{'that hunk' if one else 'those hunks'} out of "
+             f"{fix.path.relative_to(project.root).as_posix()} and run `patchforge "
+             f"bring-back {word}` again (or `patchforge delete {word}`, kept under deleted/, "
+             "where that was all the fix did); if it is other code that only reads the "
+             f"same, `patchforge bring-back {word} --allow-doubled` puts the fix back "
+             "beside it")
 
 
 def _ledger_left_behind(project: Project, name: str) -> dict | None:

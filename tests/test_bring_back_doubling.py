@@ -1,0 +1,84 @@
+"""`bring-back` refuses a fix whose added lines upstream has at the pin already (moved,
+re-wrapped, re-spelled): the overlay would have them twice. What counts as the fix's lines is
+judged against the file as the fix left it, which for a kept landing upstream took back is
+the file at the landing: a line upstream had elsewhere before is its own. A refusal names
+where upstream has the lines, so that taking a hunk out (or `delete`) is never advised blind."""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack
+
+ALPHA = b"def alpha(x):\n    y = x + 1\n    z = y * 2\n    return z\n\n\n"
+BETA = b"def beta(x):\n    y = x - 1\n    z = y * 3\n    return z\n\n\n"
+PAD = b"".join(b"def pad%d():\n    return %d\n\n\n" % (i, i) for i in range(8))
+SYNC = b"    torch.cuda.synchronize()\n"
+SYNCED_ALPHA = ALPHA.replace(b"    z = y * 2\n", b"    z = y * 2\n" + SYNC)
+SYNCED_BETA = BETA.replace(b"    z = y * 3\n", b"    z = y * 3\n" + SYNC)
+BETA_SYNC_LINE = (ALPHA + PAD).count(b"\n") + 4  # beta's synchronize, from 1
+
+
+def test_a_reverted_landing_whose_line_upstream_had_elsewhere_before_is_brought_back(
+        tmp_path):
+    """One line (`torch.cuda.synchronize()` in alpha) lands and is reverted; upstream had
+    the same line in beta before the landing. Status said "reverted ... bring-back puts it
+    back", and bring-back refused it as doubled (beta's line counted as the fix's, against
+    the fix's base where beta had none), leaving it in skipped/ with no way on that kept
+    the fix. Now it is put back, and the overlay has both functions' lines."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    stack.commit({"pkg/a.py": ALPHA + PAD + SYNCED_BETA}, "beta: synchronize (#9)")
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + SYNCED_BETA},
+                           "alpha: synchronize (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": ALPHA + PAD + SYNCED_BETA},
+                 f'Revert "alpha: synchronize (#11)"\n\nThis reverts commit {landing}.',
+                 tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "`patchforge bring-back up/fa.patch` puts it back" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, out, err = stack.cli("bring-back", "up/fa.patch")
+    assert "is back at the end of the series" in out, out + err
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == SYNCED_ALPHA + PAD + SYNCED_BETA, overlay.decode()
+    stack.cli("check")
+    stack.cli("status")
+
+
+def test_a_refused_bring_back_names_where_upstream_has_the_lines(tmp_path):
+    """A fix a rebase set aside (never landed) adds the line; upstream meanwhile adds the same
+    line in beta. Whether that is the fix made upstream's way or other code reading the same
+    only a person can tell: the refusal stands, and it names pkg/a.py and beta's line, so
+    that its ways on (take the hunk out, `delete`) are not followed blind, and `--allow-doubled`
+    puts it back beside other code. Before, it named the fix's hunk only and advised taking it
+    out or deleting the fix: both lose it where upstream's line is other code."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    stack.commit({"pkg/a.py": ALPHA.replace(b"y * 2", b"y * 4") + PAD + BETA}, "Four",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    stack.commit({"pkg/a.py": ALPHA + PAD + SYNCED_BETA}, "beta: synchronize", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    before = (stack.root / "series/up/skipped/fa.patch").read_bytes()
+    _, out, err = stack.cli("bring-back", "fa", expect=2)
+    assert "adds lines upstream has at the pin (v3) already" in err, err
+    assert f"pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line {BETA_SYNC_LINE})" \
+        in err, err
+    assert "if it is other code that only reads the same, `patchforge bring-back fa " \
+        "--allow-doubled` puts the fix back beside it" in err, err
+    assert (stack.root / "series/up/skipped/fa.patch").read_bytes() == before
+    assert stack.series("up") == []
+    # Seen to be other code: the way on the hint names puts the fix back beside it.
+    stack.cli("bring-back", "--continue", "--allow-doubled", expect=2)
+    _, out, _ = stack.cli("bring-back", "fa", "--allow-doubled")
+    assert "beside upstream's lines that read the same, as asked (--allow-doubled): " \
+        f"pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line {BETA_SYNC_LINE})" in out, out
+    assert stack.series("up") == ["fa.patch"]
+    assert not (stack.root / "series/up/skipped/fa.patch").exists()
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == SYNCED_ALPHA + PAD + SYNCED_BETA, overlay.decode()
+    stack.cli("check")
