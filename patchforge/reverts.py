@@ -19,7 +19,8 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   was), or, where a file's whole diff applies neither way, each hunk's old lines back where the
   hunk was with neighbours upstream edited since (below): its change is gone. Unless a
   hunk's added lines are still in the file as many times as the fix left them (_moved_away),
-  or its runs of added lines are, whitespace, quotes and number spelling aside (_moved_near):
+  or its runs of added lines are, whitespace, quotes, number spelling and black's wrapping
+  parentheses aside (_moved_near):
   upstream moved them (a guard a line lower, an import sorted, a call re-wrapped by a
   formatter in the same commit), and the old neighbours of
   the place they were added at meet again exactly as a revert leaves them; that hunk is

@@ -1,12 +1,16 @@
 """Code read the way a formatter leaves it the same (near text).
 
 A formatter run re-wraps a call, turns `'` into `"`, writes `0` as `0.0`, adds a trailing
-comma; upstream taking a fix its own way does the same. Compared as near text (near_lines: no
-whitespace, one quote, one number spelling, no trailing comma) such code reads alike, and a
-run of added lines is found from a line's start to a line's end, never inside another
-statement (NearText). Landed detection's kept-fix rules (reverts.py) read moves this way.
+comma, wraps a long condition in parentheses; upstream taking a fix its own way does the same.
+Compared as near text (near_lines: no whitespace, one quote, one number spelling, no trailing
+comma, no parentheses black adds around a condition or right-hand side) such code reads
+alike, and a run of added lines is found from a line's start to a line's end, never inside
+another statement (NearText). Landed detection's kept-fix rules (reverts.py) read moves this way.
 """
 from __future__ import annotations
+
+import re
+from itertools import accumulate
 
 from patchforge.patterns import on_first_use
 
@@ -18,18 +22,97 @@ def near_lines(lines) -> list[bytes]:
     """Each line as code that a formatter re-wrapped or re-spelled reads the same, the empty
     ones left out: number spelling (`0.0` as `0`, `1.50` as `1.5`), quotes (`'` as `"`), no
     whitespace, no comma before a closing bracket (black's trailing comma, also at a line's
-    end before a line that closes)."""
-    return [line for _, line in _near_numbered(lines)]
+    end before a line that closes), and without the parentheses black puts around a
+    condition or a right-hand side too long for its line (`if (` ... `):`, `x = (` ... `)`:
+    _wrapping)."""
+    return _near_numbered(b"\n".join(lines))[1]
 
 
-def _near_numbered(lines) -> list[tuple[int, bytes]]:
-    """(its index, near_lines' text) of each line that is not empty so read."""
-    out = [(k, text) for k, line in enumerate(lines) if (text := _TRAILING_COMMA.sub(
-        b"", b"".join(_NUMBER.sub(lambda m: m[1] + (b"." + m[2] if m[2] else b""), line)
-                      .replace(b"'", b'"').split())))]
-    return [(n, line[:-1]) if line.endswith(b",") and k + 1 < len(out) and
-            out[k + 1][1][:1] in (b")", b"]", b"}") else (n, line)
-            for k, (n, line) in enumerate(out)]
+def _near_numbered(content: bytes) -> tuple[list[int], list[bytes]]:
+    """The index of each line of `content` that is not empty read as near_lines reads it,
+    and that text. (Each step is one pass in C over the whole text, but for the lines that
+    end in `(`: this reads every line of each file a kept fix's hunk is looked for in.)"""
+    raw = content.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    every = _TRAILING_COMMA.sub(b"", _NUMBER.sub(_number_spelling, raw).replace(
+        b"'", b'"').translate(None, _SPACES)).split(b"\n")
+    numbers = [k for k, text in enumerate(every) if text]
+    joined = _CLOSED_AFTER_COMMA.sub(b"", b"\n".join(every[k] for k in numbers))
+    wraps = _wrapping(raw.split(b"\n"), numbers, joined) if b"(\n" in joined + b"\n" \
+        else None
+    if wraps:
+        # (An opener keeps its statement, `if` or `x=`; a closer its `:` or what follows.)
+        texts = [text[:-1] if k in wraps else text[1:] if -k - 1 in wraps else text
+                 for k, text in zip(numbers, joined.split(b"\n"))]
+        kept = [at for at, text in enumerate(texts) if text]
+        return [numbers[at] for at in kept], [texts[at] for at in kept]
+    return numbers, joined.split(b"\n") if numbers else []
+
+
+def _number_spelling(m) -> bytes:
+    return m[1] + (b"." + m[2] if m[2] else b"")
+
+
+_CLOSED_AFTER_COMMA = on_first_use(rb",(?=\n[)\]}])")
+# What bytes.split() takes for whitespace, but the line ends.
+_SPACES = b" \t\x0b\x0c"
+_OPENS = on_first_use(rb"\($", re.MULTILINE)
+# Where black makes its invisible parentheses visible (the statement's own, never one inside
+# an expression: `not (a or b)` is code): after `if`, `elif`, `while`, `return`, `assert`,
+# `del`, `with`, `yield`, `await` alone on the line, a `for`'s `in`, an `import`, an `=`.
+_WRAP_KEYWORDS = frozenset((b"if", b"elif", b"while", b"return", b"assert", b"del", b"with",
+                            b"yield", b"await"))
+_WRAP_FOR = on_first_use(rb"\s*(?:for\b.*\bin|from\b.*\bimport)\s*\(\s*$")
+
+
+def _opens_wrap(text: bytes, line: bytes) -> bool:
+    """Whether a line (`text`: as _near_numbered reads it, ending in `(`) opens parentheses
+    black put around a statement's condition or right-hand side."""
+    head = text[:-1]
+    if head in _WRAP_KEYWORDS:
+        return True
+    if head.endswith(b"="):
+        return head[-2:-1] not in (b"=", b"!", b"<", b">")
+    return (head.startswith(b"for") and head.endswith(b"in") or
+            head.startswith(b"from") and head.endswith(b"import")) and \
+        _WRAP_FOR.match(line) is not None
+
+
+_STRINGS = on_first_use(rb"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|#.*")
+# Lines scanned for the `)` of an opener: black wraps a condition or an expression, never a
+# block; past this many the parenthesis is taken as written.
+_WRAP_SPAN = 60
+
+
+def _wrapping(lines, numbers: list[int], joined: bytes) -> set[int]:
+    """The parentheses black adds around a condition or right-hand side too long for its
+    line, in `lines` read as _near_numbered reads them (`numbers`, `joined`: the texts not
+    empty, a line each): the index of each opener (a line ending in `(` after `=` or a
+    keyword: `if (`, `x = (`, `return (`), and -1 - the index of its closer (the line where
+    that parenthesis closes, beginning with it: `)`, `):`, `), msg`). A parenthesis that
+    closes within a line, or whose closer is followed by more of the expression
+    (`).strip()`), is code, kept."""
+    wraps: set[int] = set()
+    texts: list[bytes] | None = None
+    at = last = 0
+    for found in _OPENS.finditer(joined):
+        at, last = at + joined.count(b"\n", last, found.start()), found.start()
+        texts = joined.split(b"\n") if texts is None else texts
+        if not _opens_wrap(texts[at], lines[numbers[at]]):
+            continue
+        depth = 1
+        for m in range(at + 1, min(at + 1 + _WRAP_SPAN, len(texts))):
+            after = texts[m]
+            if depth == 1 and after[:1] == b")":
+                if after in (b")", b"):") or after[:2] == b"),":
+                    wraps.update((numbers[at], -numbers[m] - 1))
+                break
+            code = lines[numbers[m]]
+            if b'"' in code or b"'" in code or b"#" in code:
+                code = _STRINGS.sub(b"", code)
+            depth += code.count(b"(") - code.count(b")")
+            if depth <= 0:
+                break
+    return wraps
 
 
 class NearText:
@@ -39,15 +122,11 @@ class NearText:
     `(str(activation),)` of another line)."""
 
     def __init__(self, content: bytes) -> None:
-        lines = _near_numbered(content.splitlines())
-        self.flat = b"".join(line for _, line in lines)
-        self.starts: dict[int, int] = {}  # where a line begins in `flat` -> its index
-        self.ends: set[int] = set()
-        at = 0
-        for n, line in lines:
-            self.starts[at] = n
-            at += len(line)
-            self.ends.add(at)
+        numbers, texts = _near_numbered(content)
+        self.flat = b"".join(texts)
+        at = list(accumulate(map(len, texts), initial=0))
+        self.starts = dict(zip(at, numbers))  # where a line begins in `flat` -> its index
+        self.ends = set(at[1:])
 
     def _found(self, run: bytes):
         """Where `run` is in the text from a line's start to a line's end."""
@@ -91,7 +170,7 @@ def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
 
 
 def near_flat(content: bytes) -> bytes:
-    """`content` as one text of near_lines' reading without its line ends: a run's near text
-    is in it wherever NearText counts it (and may be where it does not: a first search)."""
-    return _TRAILING_COMMA.sub(b"", b"".join(_NUMBER.sub(
-        lambda m: m[1] + (b"." + m[2] if m[2] else b""), content).replace(b"'", b'"').split()))
+    """`content` as one text of near_lines' reading without its line ends (NearText's): a
+    run's near text is in it wherever NearText counts it (and may be where it does not: a
+    first search)."""
+    return b"".join(_near_numbered(content)[1])
