@@ -25,6 +25,15 @@ going; a second stack on the same cache), and between them any other command, wh
 - the upstream unreachable with an empty cache (a laptop offline after `rm -rf ~/.cache`):
   every command either works from what it has or says what is missing (exit 2), and the
   series and any open stop or edit are as they were.
+- fixes kept as landed and what upstream does to them after (KEPT_PATH, whose functions are
+  the kept fixes' own: a guard at a function's top, a `torch.cuda.synchronize()` before its
+  return, or both): upstream lands a fix (also again, after taking it back), reverts it whole
+  (`git revert`'s message, also with a synchronize added in a helper by the revert itself) or
+  one of its hunks, moves one of its lines within the function, re-wraps its guard (quotes,
+  black's parentheses, moved too), or adds the common synchronize in a helper; the user
+  rebases onto it, asks `status --against` it, or not yet; `bring-back` of what `status` says
+  upstream took back (or a rebase set aside), and its stop (or a rebase's) resolved as a user
+  would (upstream's side, the fix's lines its function lacks put back) and `--continue`d.
 
 What must hold, besides the invariants of tests/test_model.py (no fix is lost; the series
 gives what was refreshed):
@@ -44,6 +53,13 @@ gives what was refreshed):
 - a command the reference's table of states refuses in the state the project is in (REFUSED_IN)
   is refused, exit 2;
 - no command ends in an internal error (exit 70).
+- no kept fix lost, none doubled: after any step, each kept fix's added lines are in its
+  function exactly once in the pinned file with the series applied (so in the overlay, or in
+  the pin's own file where the series leaves it), unless `status` says so by name (exit 1)
+  with the fix's patch on disk (under skipped/, or upstreamed/ as taken back); a green check
+  vouches for the same in overlays/, and `status --against` names a kept fix the series does
+  not carry whose lines the target lacks. (Upstream moves whose answers are known wrong are
+  not made: known_wrong, the reason in the statistics' events.)
 
 Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 20) of up to 16 steps, derandomized; to
 explore, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise the count.
@@ -53,19 +69,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from copy import deepcopy
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, event, settings, strategies as st
-from hypothesis.stateful import invariant, rule
+from hypothesis.stateful import initialize, invariant, rule
 
 from helpers.cli import run_cli
 from helpers.upstream import Upstream
-from test_model import PLUS_TOKEN, TOKEN, StackModel, tokens_of, with_token
+from test_model import PLUS_TOKEN, TOKEN, StackModel, take_upstream_side, tokens_of, with_token
 
 # The read-only commands the reference's table of states says speak of a stop, a rebase in
 # progress, a bring-back, an open edit and a skipped fix ("yes, says so").
@@ -105,11 +124,137 @@ HOLD_AT = ("lock:1", "lock:1", "lock:1", "lock:2", "write:1", "write:2", "rename
            "renamed:1", "forget:1", "keep:1", "config:1")
 
 
+# Kept fixes (SequencesModel's kept-fix rules): the file their functions are in, and what upstream
+# does to a landing of one before the user's next command.
+KEPT_PATH = "pkg/k.py"
+KEPT_SLOTS = 4  # functions k0..k3, one fix each
+STEPS = 10  # lines of a function between its guard and its synchronize: two hunks
+GUARD_MOVED, SYNC_AT, SYNC_MOVED = 3, STEPS, 6
+SYNC = b"    torch.cuda.synchronize()\n"
+GUARDS = {
+    "plain": b"    if x is None and not torch.cuda.is_available():\n"
+             b"        raise ValueError('x is needed')\n",
+    "quotes": b"    if x is None and not torch.cuda.is_available():\n"
+              b"        raise ValueError(\"x is needed\")\n",
+    "black": b"    if (\n        x is None\n        and not torch.cuda.is_available()\n    ):\n"
+             b"        raise ValueError(\"x is needed\")\n",
+}
+KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
+              "re-wraps the guard in quotes", "re-wraps the guard black's way",
+              "re-wraps and moves the guard black's way", "adds the sync elsewhere",
+              "reverts it whole, sync elsewhere")
+KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
+# Upstream's moves whose answers are known wrong, not made until they are right (known_wrong,
+# not_made; PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
+SYNC_TAKEN_BACK_BESIDE_A_COPY = (
+    "a kept synchronize taken back while a helper has one: judged moved by a count of the "
+    "line, a bring-back keeps it as landed, lost (docs/guarantees.md, a common line added "
+    "elsewhere)")
+GUARD_DROPPED_ALONE = (
+    "a kept fix's guard dropped alone by other work, beside its landed synchronize: the "
+    "guard's place is not told among functions that start alike, said superseded, lost")
+
+
+@dataclass(frozen=True)
+class KeptSlot:
+    """A kept fix's function as upstream has it: its guard (None, or its form) and the line it
+    stands before, and the line its synchronize stands before (None: not there)."""
+    guard: str | None = None
+    guard_at: int = 0
+    sync: int | None = None
+
+    def landed(self, part: str) -> KeptSlot:
+        return replace(self, guard="plain", guard_at=0) if part == "guard" else \
+            replace(self, sync=SYNC_AT)
+
+    def landed_all(self, parts) -> KeptSlot:
+        state = self
+        for part in parts:
+            state = state.landed(part)
+        return state
+
+    def without(self, part: str) -> KeptSlot:
+        return replace(self, guard=None, guard_at=0) if part == "guard" else \
+            replace(self, sync=None)
+
+    def moved(self, part: str) -> KeptSlot:
+        return replace(self, guard_at=GUARD_MOVED) if part == "guard" else \
+            replace(self, sync=SYNC_MOVED)
+
+    def rewrapped(self, form: str, *, moved: bool) -> KeptSlot:
+        return replace(self, guard=form, guard_at=GUARD_MOVED if moved else self.guard_at)
+
+
+@dataclass
+class KeptHead:
+    """KEPT_PATH at upstream's head: each k<i>'s state, and which helpers synchronize."""
+    slots: dict[int, KeptSlot] = field(
+        default_factory=lambda: {i: KeptSlot() for i in range(KEPT_SLOTS)})
+    helpers: list[bool] = field(default_factory=lambda: [False, False])
+
+
+def kept_function(i: int, state: KeptSlot) -> bytes:
+    lines = [b"    step0 = x\n"] + [b"    step%d = step%d + %d\n" % (k, k - 1, 100 * i + k)
+                                    for k in range(1, STEPS)] + [b"    return step%d\n" % (STEPS - 1)]
+    out = [b"def k%d(x):\n" % i]
+    for k, line in enumerate(lines):
+        if state.guard and k == state.guard_at:
+            out.append(GUARDS[state.guard])
+        if state.sync is not None and k == state.sync:
+            out.append(SYNC)
+        out.append(line)
+    return b"".join(out)
+
+
+def kept_file(head: KeptHead) -> bytes:
+    helpers = [b"def helper%d(x):\n    y = x - %d\n    z = y * 3\n%s    return z\n"
+               % (j, j, SYNC if has else b"") for j, has in enumerate(head.helpers)]
+    return b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
+        [kept_function(i, state) for i, state in sorted(head.slots.items())] + helpers)
+
+
+def kept_pattern(i: int) -> re.Pattern:
+    return re.compile(rb"def k%d\(x\):\n.*?    return step%d\n" % (i, STEPS - 1), re.S)
+
+
+def kept_counts(content: bytes, i: int) -> dict[str, int] | None:
+    """How often function k<i> in `content` has a kept fix's guard (in any of its forms:
+    whitespace, quotes and parentheses aside) and its synchronize; None without k<i>."""
+    found = kept_pattern(i).search(content)
+    if found is None:
+        return None
+    text = found.group(0)
+    squeezed = re.sub(rb"[\s'\"()]", b"", text)
+    return {"guard": squeezed.count(re.sub(rb"[\s'\"()]", b"", GUARDS["plain"])),
+            "sync": text.count(SYNC.strip())}
+
+
+def kept_replace(content: bytes, i: int, state: KeptSlot) -> bytes:
+    return kept_pattern(i).sub(lambda _: kept_function(i, state), content, count=1)
+
+
+def kept_put_back(content: bytes, i: int, part: str) -> bytes:
+    """`content` with the fix's `part` put back in k<i> where the fix had it."""
+    def put(found: re.Match) -> bytes:
+        text = found.group(0)
+        if part == "guard":
+            head = b"def k%d(x):\n" % i
+            return head + GUARDS["plain"] + text[len(head):]
+        tail = b"    return step%d\n" % (STEPS - 1)
+        return text[:-len(tail)] + SYNC + tail
+    return kept_pattern(i).sub(put, content, count=1)
+
+
 class SequencesModel(StackModel):
     def __init__(self) -> None:
         self.pending: dict[int, int] = {}  # fix -> a version made in an open edit, not refreshed
         self.imports = 0
         self.out_of_reach = False  # the upstream cannot be reached (upstream_out_of_reach)
+        # Kept fixes (the kept-fix rules): fix -> its name, function and lines; the last landing
+        # of each (commit, message); KEPT_PATH as upstream's head has it.
+        self.kept: dict[int, dict] = {}
+        self.kept_landings: dict[int, tuple[str, str, int]] = {}  # (+ the synchronize calls)
+        self.kept_head = KeptHead()
         super().__init__()  # (runs commands)
 
     # --- running patchforge -----------------------------------------------------------------
@@ -159,6 +304,7 @@ class SequencesModel(StackModel):
         taken = self.taken_back()
         assert not taken, f"`{command}` exit 0, but the pin lacks {taken}, kept under " \
             f"upstreamed/ (no overlay has it)\n{text}"
+        self.kept_deployed(command, text)
 
     def snapshot(self) -> dict[str, tuple[int, bytes]]:
         """Every file of the project (but UNWATCHED): its mode and a digest of its bytes."""
@@ -710,6 +856,313 @@ class SequencesModel(StackModel):
                 newer = [v for v in versions if v > self.version.get(fix, -1)]
                 if fix in self.version and newer:
                     self.pending[fix] = max(newer)
+
+    # --- fixes kept as landed, and what upstream does to them afterwards ----------------------
+    # A kept fix is made on a function of KEPT_PATH (`def k<i>(x):`): a guard at its top, a
+    # `torch.cuda.synchronize()` before its return, or both (two hunks). Upstream lands it
+    # (`rebase --to` keeps it under upstreamed/), then takes it back whole or in part, moves
+    # one of its lines, re-wraps its guard (quotes, black's parentheses), or adds the common
+    # line in a helper function; the user runs `status --against`, `rebase --to`,
+    # `bring-back`, and resolves the stops with `--continue` (or `--skip`). No token marks
+    # these lines, so what must hold is read in the function itself (kept_fixes_once).
+
+    def initial_upstream(self) -> dict[str, bytes]:
+        return {**super().initial_upstream(), KEPT_PATH: kept_file(KeptHead())}
+
+    def judged_elsewhere(self) -> tuple[str, ...]:
+        return (KEPT_PATH,)
+
+    def moved(self) -> tuple[int, ...]:
+        # (1 also where a kept fix was taken back at the new pin.)
+        return (*super().moved(), *((1,) if self.kept_landings else ()))
+
+    def kept_status(self) -> tuple[int, str]:
+        """`status`: its exit and its text."""
+        result = run_cli(self.root, "status")
+        return result.rc, result.text
+
+    def kept_names(self, text: str) -> set[int]:
+        """The kept fixes `text` names."""
+        return {n for n, fix in self.kept.items()
+                if re.search(rf"\b{fix['name']}(?![\w-])", text)}
+
+    def kept_on_disk(self, fix: dict) -> list[str]:
+        """Where the fix's patch files are (the series, skipped/, upstreamed/, deleted/)."""
+        return sorted(p.relative_to(self.series_dir).as_posix()
+                      for p in self.series_dir.rglob(f"{fix['name']}*.patch"))
+
+    def kept_content(self, rev: str | None = None) -> bytes:
+        """KEPT_PATH at `rev` (the pin) with every listed patch that changes it applied."""
+        rev = rev or self.pin()
+        base = self.pinned_files()[KEPT_PATH] if rev == self.pin() else self.up.read(KEPT_PATH, rev)
+        patches = [data for _, data in self.listed_data() if KEPT_PATH.encode() in data]
+        if not patches:
+            return base
+        tree = self.tmp / "kept-apply"
+        shutil.rmtree(tree, ignore_errors=True)
+        (tree / os.path.dirname(KEPT_PATH)).mkdir(parents=True)
+        (tree / KEPT_PATH).write_bytes(base)
+        for data in patches:
+            proc = subprocess.run(["git", "apply", f"--include={KEPT_PATH}", "-"], cwd=tree,
+                                  input=data, capture_output=True)
+            assert proc.returncode == 0, proc.stderr
+        return (tree / KEPT_PATH).read_bytes()
+
+    def wrong_counts(self, content: bytes) -> dict[int, dict[str, int]]:
+        """Kept fix -> each of its lines that `content` has other than once in its function."""
+        out = {}
+        for n, fix in self.kept.items():
+            counts = kept_counts(content, fix["slot"])
+            wrong = {part: counts[part] for part in fix["parts"] if counts[part] != 1}
+            if wrong:
+                out[n] = wrong
+        return out
+
+    @invariant()
+    def kept_fixes_once(self) -> None:
+        """No fix lost, none doubled: each kept fix's added lines are in its function exactly
+        once in the pinned file with the series applied (the overlay, or the pin's own file
+        where the series leaves it), unless `status` says so by name, exit 1, the fix's patch
+        on disk (in skipped/, or under upstreamed/ as taken back)."""
+        if not self.kept:
+            return
+        wrong = self.wrong_counts(self.kept_content())
+        if not wrong:
+            return
+        rc, text = self.kept_status()
+        for n, counts in wrong.items():
+            fix = self.kept[n]
+            event(f"kept fix {'doubled' if max(counts.values()) > 1 else 'out'}, said")
+            assert rc == 1 and n in self.kept_names(text) and self.kept_on_disk(fix), \
+                f"{fix['name']} ({fix['parts']} in k{fix['slot']}): the pin with the series " \
+                f"has {counts} of its lines, and `status` (exit {rc}) does not say so by " \
+                f"name; its patch is at {self.kept_on_disk(fix)}\n{text}"
+
+    def kept_deployed(self, command: str, text: str) -> None:
+        """(green_means_deployed for the kept fixes: overlays/ has each one's lines once.)"""
+        if not self.kept or not (self.root / "overlays" / "SHA256SUMS").exists():
+            return
+        made = [p for p in (self.root / "overlays").rglob(os.path.basename(KEPT_PATH))
+                if p.as_posix().endswith(KEPT_PATH)]
+        content = made[0].read_bytes() if made else self.pinned_files()[KEPT_PATH]
+        wrong = self.wrong_counts(content)
+        assert not wrong, f"`{command}` exit 0, but the overlays have the kept fixes' lines " \
+            f"other than once: " + ", ".join(f"{self.kept[n]['name']} {counts}"
+                                             for n, counts in wrong.items()) + f"\n{text}"
+
+    @initialize(data=st.data(), landed=st.sampled_from([0, 0, 1, 2]))
+    def kept_fixes_landed(self, data, landed) -> None:
+        """Some runs start from fixes landed upstream and kept under upstreamed/ (the rebase
+        onto their landing done), on which the kept-fix rules below act."""
+        for _ in range(landed):
+            self.a_fix_lands_upstream(data, data.draw(KEPT_PARTS), "rebase")
+
+    @rule(data=st.data(), parts=KEPT_PARTS,
+          then=st.sampled_from(["rebase", "rebase", "status --against", "nothing"]))
+    def a_fix_lands_upstream(self, data, parts, then) -> None:
+        """A fix of a function of KEPT_PATH comes in (`import overlay`), and upstream lands it
+        as it is; or upstream lands again the lines of a kept fix it took back. Then the user
+        rebases onto it (the fix kept under upstreamed/), asks `status --against`, or not yet."""
+        head = deepcopy(self.kept_head)
+        again = [n for n, fix in self.kept.items()
+                 if all(getattr(head.slots[fix["slot"]], part) is None for part in fix["parts"])]
+        pinned = self.pinned_files()[KEPT_PATH]
+        free = [i for i in range(KEPT_SLOTS) if i not in {f["slot"] for f in self.kept.values()}
+                and head.slots[i] == KeptSlot()
+                and kept_counts(pinned, i) == {"guard": 0, "sync": 0}]
+        choices = [("new", i) for i in free] + [("again", n) for n in again]
+        if not choices:
+            return
+        how, which = data.draw(st.sampled_from(choices))
+        slot = which if how == "new" else self.kept[which]["slot"]
+        head.slots[slot] = head.slots[slot].landed_all(
+            parts if how == "new" else self.kept[which]["parts"])
+        if self.not_made(self.known_wrong(head)):
+            return
+        if how == "new":
+            n = self.next_fix
+            overlay = self.tmp / f"kept-{n}.py"
+            overlay.write_bytes(kept_replace(pinned, slot, KeptSlot(
+                guard="plain" if "guard" in parts else None,
+                sync=SYNC_AT if "sync" in parts else None)))
+            result = self.cli("import", "overlay", str(overlay), "--upstream", "up", "--path",
+                              KEPT_PATH, "--name", f"kfix{n}")
+            self.allowed(result, 0, 2)
+            if result.rc != 0:
+                return
+            self.next_fix += 1
+            self.kept[n] = {"name": f"kfix{n}", "slot": slot, "parts": parts}
+        else:
+            n = which
+        fix = self.kept[n]
+        self.kept_head = head
+        message = f"k{fix['slot']}: guard and synchronize (#{100 + len(self.kept_landings)})"
+        commit = self.up.commit({KEPT_PATH: kept_file(head)}, message)
+        self.kept_landings[n] = (commit, message, kept_file(head).count(SYNC))
+        event(f"kept: upstream lands {fix['name']}{' again' if how == 'again' else ''}")
+        self.after_upstream_move(then)
+
+    @rule(data=st.data(), kind=st.sampled_from(KEPT_MOVES),
+          then=st.sampled_from(["rebase", "rebase", "status --against", "nothing"]))
+    def upstream_moves_a_kept_fix(self, data, kind, then) -> None:
+        """Upstream, after a landing: reverts it whole (`git revert`'s message) or one of its
+        hunks, moves one of its lines within its function, re-wraps its guard (quotes, black's
+        parentheses, also moved), or adds `torch.cuda.synchronize()` in a helper (alone, or in
+        the revert itself); then the user rebases, asks `status --against`, or not yet."""
+        head = deepcopy(self.kept_head)
+        message = kind
+        if kind == "adds the sync elsewhere":
+            free = [j for j, has in enumerate(head.helpers) if not has]
+            if not free:
+                return
+            head.helpers[data.draw(st.sampled_from(free))] = True
+        else:
+            # On a landing upstream still has (each line of it, in some form).
+            landed = [n for n in self.kept_landings
+                      if all(getattr(head.slots[self.kept[n]["slot"]], part) is not None
+                             for part in self.kept[n]["parts"])]
+            if not landed:
+                return
+            n = data.draw(st.sampled_from(landed))
+            fix = self.kept[n]
+            slot, state = fix["slot"], head.slots[fix["slot"]]
+            commit, landing, _ = self.kept_landings[n]
+            if kind.startswith("reverts it whole"):
+                # (`git revert` of the landing: its lines as the landing left them.)
+                if state != KeptSlot().landed_all(fix["parts"]):
+                    return
+                head.slots[slot] = KeptSlot()
+                message = f'Revert "{landing}"\n\nThis reverts commit {commit}.\n'
+                if kind.endswith("sync elsewhere"):
+                    free = [j for j, has in enumerate(head.helpers) if not has]
+                    if not free:
+                        return
+                    head.helpers[data.draw(st.sampled_from(free))] = True
+            elif kind == "reverts one hunk":
+                if len(fix["parts"]) < 2:
+                    return
+                part = data.draw(st.sampled_from(fix["parts"]))
+                if part == "guard" and self.not_made(GUARD_DROPPED_ALONE):
+                    return
+                head.slots[slot] = state.without(part)
+                message = f"k{slot}: no {part} after all"
+            elif kind == "moves a line":
+                part = data.draw(st.sampled_from(fix["parts"]))
+                if state.moved(part) == state:
+                    return
+                head.slots[slot] = state.moved(part)
+                message = f"k{slot}: {part} where it belongs"
+            else:
+                if "guard" not in fix["parts"] or state.guard == "black":
+                    return
+                form = "quotes" if "quotes" in kind else "black"
+                head.slots[slot] = state.rewrapped(form, moved="moves" in kind)
+                message = f"k{slot}: format"
+        if self.not_made(self.known_wrong(head)):
+            return
+        self.kept_head = head
+        self.up.commit({KEPT_PATH: kept_file(head)}, message)
+        event(f"kept: upstream {kind}")
+        self.after_upstream_move(then)
+
+    @staticmethod
+    def not_made(known: str | None) -> bool:
+        """Whether an upstream move is not made for a `known` wrong answer (None: none);
+        PATCHFORGE_MODEL_KNOWN=1 makes it anyway, to check a mend of it."""
+        if known is None:
+            return False
+        made = os.environ.get("PATCHFORGE_MODEL_KNOWN") == "1"
+        event(f"kept: {'made' if made else 'not made'}: {known}")
+        return not made
+
+    def known_wrong(self, head: KeptHead) -> str | None:
+        """The known wrong answer upstream's `head` would meet (None: none)."""
+        syncs = kept_file(head).count(SYNC)
+        for n, (_, _, syncs_at_landing) in self.kept_landings.items():
+            fix = self.kept[n]
+            state = head.slots[fix["slot"]]
+            if "sync" in fix["parts"] and state.sync is None and syncs >= syncs_at_landing:
+                return SYNC_TAKEN_BACK_BESIDE_A_COPY
+        return None
+
+    def after_upstream_move(self, then: str) -> None:
+        head = self.up.head()
+        if then == "rebase":
+            result = self.cli("rebase", "--to", f"up={head}")
+            self.allowed(result, *self.moved(), 2, 3)
+        elif then == "status --against":
+            state = self.state()
+            result = self.run_and_judge("status", ("status", "--against", f"up={head}"), False)
+            if state["rebase"] or state["bringing"] or result.rc == 2:
+                return
+            # A kept fix the series does not carry, whose lines the target lacks: said.
+            lacking = [n for n in self.wrong_counts(self.up.read(KEPT_PATH, head))
+                       if not any(name.startswith(self.kept[n]["name"]) for name in self.listed())
+                       and any(p.startswith("upstreamed/") for p in self.kept_on_disk(self.kept[n]))
+                       and not any(p.startswith("skipped/") for p in self.kept_on_disk(self.kept[n]))]
+            for n in lacking:
+                assert result.rc == 1 and n in self.kept_names(result.text), \
+                    f"{self.kept[n]['name']}, kept under upstreamed/, lacks lines at {head}, " \
+                    f"and `status --against` says nothing of it\n{result.text}"
+
+    @rule(data=st.data(), then=st.sampled_from(["resolve", "resolve", "abort", "leave"]))
+    def bring_back_a_kept_fix(self, data, then) -> None:
+        """`bring-back` of a kept fix `status` says upstream took back (or one in skipped/), as
+        its advice says; a stop resolved as a user would (upstream's side, the fix's lines
+        its function lacks put back), left, or aborted."""
+        result = run_cli(self.root, "status", "--json")
+        try:
+            doc = json.loads(result.stdout or b"{}")
+        except ValueError:
+            return
+        names = [f"up/{entry['name']}" for entry in
+                 [*(doc.get("reverted") or []), *(doc.get("gone_upstream") or [])]
+                 if self.kept_names(entry["name"])]
+        names += [name for name in self.skipped() if self.kept_names(name)]
+        if not names:
+            return
+        name = data.draw(st.sampled_from(sorted(names)))
+        result = self.cli("bring-back", name)
+        event(f"kept: bring-back -> {result.rc}")
+        self.allowed(result, 0, 1, 2, 3)
+        if result.rc == 3:
+            if then == "abort":
+                self.ok("bring-back", "--abort")
+            elif then == "resolve":
+                self.resolve_kept_stop()
+
+    @rule()
+    def resolve_a_kept_stop(self) -> None:
+        self.resolve_kept_stop()
+
+    def resolve_kept_stop(self) -> None:
+        """A stop (a rebase's or a bring-back's) on a kept fix resolved as a user would:
+        upstream's side of each conflict, then each line of the fix its function lacks put
+        back where the fix had it; then `--continue`."""
+        state = self.bringing_back()
+        if state is not None:
+            name, which = os.path.basename(state["bring_back"]), "bring-back"
+        else:
+            stopped = self.stopped()
+            if not stopped:
+                return
+            name, which = stopped["name"], "rebase"
+        fixes = self.kept_names(name)
+        target = self.work / KEPT_PATH
+        if not fixes or not target.is_file():
+            return
+        fix = self.kept[fixes.pop()]
+        content = take_upstream_side(target.read_bytes())
+        counts = kept_counts(content, fix["slot"])
+        if counts is None:
+            return
+        for part in fix["parts"]:
+            if counts[part] == 0:
+                content = kept_put_back(content, fix["slot"], part)
+        target.write_bytes(content)
+        event(f"kept: {which} stop resolved")
+        result = self.cli(which, "--continue")
+        self.allowed(result, *((*self.moved(), 2, 3) if which == "rebase" else (0, 1, 2)))
 
 SequencesModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("PATCHFORGE_SEQUENCES_EXAMPLES", "20")),
