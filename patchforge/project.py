@@ -148,6 +148,11 @@ class Project:
     # Their parsed diffs by (diff bytes, first line): a patch rewritten with another Base field
     # (a rebase's new series) has the same diff, whose parse is most of a patch's.
     _diffs: dict = field(default_factory=dict, repr=False, compare=False)
+    # Each upstream's series file as last parsed, by its bytes: a rebase reads it when it
+    # starts and again for its write-out's plan (the same bytes, 270 entries checked again).
+    # The file is read each time; only a parse of the same bytes is shared (SeriesFile's
+    # edits make new ones), so a file rewritten in between is never served stale.
+    _series: dict = field(default_factory=dict, repr=False, compare=False)
     # The upstreams whose series directories were found to be the project's own (not links).
     _own_dirs: set = field(default_factory=set, repr=False, compare=False)
     # The notes this command said already (one said by every pin check would repeat itself).
@@ -308,7 +313,12 @@ class Project:
             data = self._read_own(upstream, path)
         except FileNotFoundError:
             return SeriesFile((), str(path))
-        return parse_series(data, str(path))
+        known = self._series.get(upstream)
+        if known is not None and known[0] == data:
+            return known[1]
+        series = parse_series(data, str(path))
+        self._series[upstream] = (data, series)
+        return series
 
     def refuse_lost_series(self, upstream: str) -> None:
         """No series file, yet patch files beside where it goes: the file was lost (an `rm`, a

@@ -72,3 +72,22 @@ def test_a_listed_patch_without_its_file_is_named_by_its_series_line(tmp_path):
     series.write_bytes(b"# the fixes\nfix.patch\ngone.patch\n")
     _, _, err = stack.cli("list", expect=2)
     assert f"{series}:3: patch gone.patch is listed in the series but the file is missing" in err
+
+
+def test_a_series_file_read_again_is_parsed_once_and_never_served_stale(tmp_path):
+    """A command reads a series file more than once (a rebase when it starts and for its
+    write-out's plan): the same bytes share one parse, a file rewritten in between is read
+    as it is now, a bad one refused as before."""
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": b"a = 1\n"})
+    stack.add_patch("up", "fix", {"pkg/a.py": b"a = 2\n"})
+    project = stack.project()
+    first = project.read_series("up")
+    assert project.read_series("up") is first and project.patch_names("up") == ["fix.patch"]
+    series = stack.root / "series" / "up" / "series"
+    series.write_bytes(b"# the fixes\nfix.patch\nother\n")
+    assert project.patch_names("up") == ["fix.patch", "other.patch"]
+    series.write_bytes(b"fix.patch\nfix\n")
+    with pytest.raises(InputError, match="listed twice"):
+        project.read_series("up")
