@@ -1909,3 +1909,19 @@ def test_a_landing_taken_out_after_its_revert_changed_it_names_that_revert(tmp_p
         f"landing (its message reverts {landing[:12]}) and left its code changed otherwise; " \
         "taken back in part: pkg/a.py hunk 1" in said["detail"], said
     assert "no revert of the landing" not in said["detail"], said
+
+
+def test_overlays_on_a_fresh_clone_fetches_the_pin_of_an_upstream_that_only_keeps_landings(
+        tmp_path, monkeypatch):
+    """The series' one fix landed and is kept under upstreamed/, so the upstream has no patch
+    in its series: `overlays` on a fresh clone (a cache without the pin) fetched only the pins
+    of upstreams with patches, then judged the kept fix at the pin and failed, exit 2, "unknown
+    revision ... in the upstream store". It fetches that pin too, and writes the overlays."""
+    stack, _ = _landed(tmp_path)
+    stack.cli("overlays")
+    written = (stack.root / "overlays/SHA256SUMS").read_bytes()
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    _, out, err = stack.cli("overlays")
+    assert "fetched up v2 into the cache" in err, out + err
+    assert (stack.root / "overlays/SHA256SUMS").read_bytes() == written
+    stack.cli("status")

@@ -1,6 +1,7 @@
 """`init`, `upstream add` and `fetch`: starting a project and pinning its upstreams."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -397,9 +398,21 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str, commi
         gone_upstream(project, store, name, commit, unread=[])
 
 
+def _keeps_landings(project: Project, upstream: str) -> bool:
+    """Whether `upstream` keeps a fix under upstreamed/ (a look at the directory alone)."""
+    from patchforge.names import KEPT_LANDINGS
+
+    try:
+        return any(name.endswith(".patch")
+                   for name in os.listdir(project.series_dir(upstream) / KEPT_LANDINGS))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -> list[str]:
-    """Bring into `store` the locked revision of every upstream that has patches, where it is
-    missing (a fresh clone before `patchforge fetch`), and check the others against their
+    """Bring into `store` the locked revision of every upstream that has patches, or keeps a
+    fix under upstreamed/ (judged at the pin, whether upstream took it out again), where it
+    is missing (a fresh clone before `patchforge fetch`), and check the others against their
     source. Returns the upstreams fetched.
 
     Offline, a missing revision is an error that names the command that brings it.
@@ -409,7 +422,8 @@ def fetch_missing(project: Project, store: UpstreamStore, *, on_upstream=None) -
     lock = project.lock
     fetched = []
     for name in project.upstream_names():
-        if name not in lock.upstreams or not project.patch_names(name):
+        if name not in lock.upstreams or not (project.patch_names(name) or
+                                               _keeps_landings(project, name)):
             continue
         pin = lock.pin(name)
         refuse_pin_of_another_kind(project, name, pin)
