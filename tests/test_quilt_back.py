@@ -1744,10 +1744,14 @@ def test_a_patch_renamed_in_quilt_is_renamed_alike_in_the_series_never_made_a_ne
 
 def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_over_the_change(
         stack, tmp_path):
-    """fix-a changed in the series after the export, then quilt renamed its (older) file: told
-    it was fix-a renamed, `patchforge rename` then let the import take quilt's older patch over
-    the series' change. It is the old name gone from quilt's series, as a `quilt delete` is:
-    refused, nothing written, and the series' change is never lost."""
+    """fix-a changed in the series after the export, then quilt renamed its (older) file. Told
+    it was fix-a renamed, `patchforge rename` let the import take quilt's older patch over the
+    series' change; then told "quilt delete?", the hinted --delete put fix-a, with the series'
+    change, under deleted/ and made quilt's older copy a new fix-z, every check green and the
+    change in no overlay. Quilt's file is named for what it is, fix-a as the export wrote it
+    before the series changed it, refused with or without --delete, nothing written; the way
+    on it names (`patchforge rename`, then `export --quilt`) keeps the change, in the series
+    and in quilt's tree."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
     ok(root, "edit", "fix-a")
@@ -1757,13 +1761,31 @@ def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_ove
     quilt(checkout, env, "push", "-a")
     quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
     quilt(checkout, env, "pop", "-a")
-    before = untouched(root, exported)
-    run = run_cli(root, "import", "quilt", str(exported), "--update")
-    assert run.rc == 2, run.text
-    assert "fix-a.patch is in the up series but not in" in run.err, run.err
-    assert "patchforge rename" not in run.err, run.err
-    assert untouched(root, exported) == before
-    assert "+line4 series" in patch_text(root, "fix-a.patch")
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:1: fix-z.patch is fix-a.patch as `export --quilt` wrote " \
+            "it, before the up series changed it (`quilt rename`?): nothing was taken back" \
+            in run.err, run.err
+        assert "quilt delete" not in run.err, run.err
+        assert f"`patchforge rename fix-a fix-z`, then `patchforge export --quilt {exported}`" \
+            in run.err, run.err
+        assert untouched(root, exported) == before
+        assert "+line4 series" in patch_text(root, "fix-a.patch")
+
+    ok(root, "rename", "fix-a", "fix-z")
+    changed = (root / "series/up/fix-z.patch").read_bytes()
+    run = ok(root, "import", "quilt", str(exported), "--update")  # renamed on both sides
+    assert "nothing to take back" in run.out, run.text
+    assert (root / "series/up/fix-z.patch").read_bytes() == changed
+    assert not (root / "series/up/deleted").exists()
+    ok(root, "export", "--quilt", str(exported))  # quilt's older copy is the export's own
+    assert (exported / "series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    quilt(checkout, env, "push", "-a")
+    assert b"line4 series\n" in (checkout / "a.py").read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    assert ok(root, "check").rc == 0
 
 
 @pytest.mark.parametrize("kind", ["link", "fifo"])

@@ -18,6 +18,7 @@ DIR/series quilt left as it was (see _order_of_both).
 """
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -152,14 +153,20 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     left_out: list[str] = []
     renamed: list[tuple[str, str, int]] = []  # (the series' name, quilt's, its line)
     kept_newer: list[tuple[str, str]] = []
+    quilt_listed = {e[0] for e in entries}
+    # Exported names neither side lists now: a fix renamed in the series since the export.
+    gone_from_both = [n for n in (record or {}) if n not in ours and n not in quilt_listed]
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
             mine = ours_bytes[file_name]
             mine_patch = project.read_patch(upstream, file_name)
             exported = mine[:len(mine) - len(mine_patch.diff)] + for_gnu_patch(mine_patch.diff)
-            if data in (mine, exported) or _sha256(data) in recorded:
-                how[file_name] = KEPT  # not changed in quilt (the series' may have been since)
+            if data in (mine, exported) or _sha256(data) in recorded or \
+                    _exported_as(record, data, gone_from_both) is not None:
+                # Not changed in quilt (the series' may have been since); or renamed on both
+                # sides (`rename`, `quilt rename`), quilt's file as the export wrote it.
+                how[file_name] = KEPT
                 continue
             undone = taken_undone(took, file_name, data, mine)
             if undone is False:  # taken back before; the series holds it, or changed since
@@ -196,6 +203,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if was is not None:
                 renamed.append((was, file_name, line))
                 continue
+            older = None if again or record is None or file_name in record else \
+                _exported_as(record, data, [n for n in ours if n not in quilt_listed])
+            if older is not None:
+                _refuse_renamed_older(project, upstream, older, file_name, series_path, line,
+                                      profile)
             if not again and (_sha256(data) in recorded
                               or _sha256(data) in took.get(file_name, {})):
                 # Exported (or taken back), then taken out of the series (delete, rename,
@@ -442,10 +454,9 @@ def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str]
     """The series' patch a `quilt rename` gave quilt's new name to: one quilt's series no
     longer lists, whose file quilt's holds byte for byte (quilt moves the file; its content
     is the series' patch, as written or with its diff written for GNU patch). Only the
-    series' patch as it is now: an older export of it (changed in the series since), renamed
-    alike in the series, would be taken back over the series' change. None when quilt's file
-    is none of them (a patch `quilt new` made, one renamed in quilt after the series changed
-    it: refused as the old name gone, kept under deleted/ with --delete)."""
+    series' patch as it is now: an older export of it (changed in the series since) is
+    _refuse_renamed_older's. None when quilt's file is none of them (a patch `quilt new`
+    made)."""
     for name in ours:
         if name in quilt_names:
             continue
@@ -455,6 +466,38 @@ def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str]
         if data in (mine, exported):
             return name
     return None
+
+
+def _exported_as(record: dict[str, list[str]] | None, data: bytes,
+                 names: list[str]) -> str | None:
+    """The one of `names` whose file the export wrote as `data`, byte for byte (a recorded
+    export of it), or None."""
+    for name in names:
+        if _sha256(data) in (record or {}).get(name, []):
+            return name
+    return None
+
+
+def _refuse_renamed_older(project: Project, upstream: str, was: str, file_name: str,
+                          series_path: Path, line: int, profile: str | None) -> None:
+    """Quilt's new `file_name` is the series' `was` as the export wrote it, which quilt no
+    longer lists, and the series changed `was` since: a `quilt rename` of the older patch.
+    Taken as a new fix, `was` (with --delete) would go under deleted/ with the series' change
+    and quilt's older copy would stand in its place; refused either way, as a patch changed
+    on both sides is, with the way on that keeps the change."""
+    old, new = project.patch_word(upstream, was), file_name.removesuffix(".patch")
+    # The export that writes this very series file again (DIR/series, as the record says).
+    export = f"patchforge export --quilt {shlex.quote(str(series_path.parent))}" + (
+        f" --upstream {shlex.quote(upstream)}" if len(project.upstream_names()) > 1 else "") + (
+        f" --profile {shlex.quote(profile)}" if profile is not None else "")
+    raise InputError(
+        f"{file_name} is {was} as `export --quilt` wrote it, before the {upstream} series "
+        f"changed it (`quilt rename`?): nothing was taken back, with or without --delete, "
+        f"since quilt's older copy would become a new fix and {was}, with the series' "
+        f"change, would leave the series (kept only under series/{upstream}/deleted/)",
+        path=str(series_path), line=line,
+        hint=f"rename it alike in the series, which keeps the change: `patchforge rename {old} "
+             f"{new}`, then `{export}` gives quilt the series' version")
 
 
 def _deletions_said(project: Project) -> set[tuple]:
