@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -176,6 +177,48 @@ def test_a_patch_deleted_in_quilt_is_kept_unless_delete_says_so(stack, tmp_path)
     assert (root / "series/up/deleted/fix-b.patch").read_bytes() == fix_b
     assert (root / "series/up/series").read_text() == "fix-a.patch\nfix-d.patch\n"
     assert ok(root, "status").rc == 0
+
+
+def test_a_patch_deleted_in_quilt_after_the_series_changed_it_keeps_the_change(stack,
+                                                                              tmp_path):
+    """fix-a changed in the series after the export (edit + refresh), then `quilt delete -r
+    fix-a.patch` in quilt, which never had that change: told "quilt delete?", the hinted
+    --delete put fix-a, with the series' change, under deleted/, status and check green, the
+    change in no overlay. A deletion on one side and a change on the other is refused, with or
+    without --delete, naming the patch, nothing written; each way on it names works: the
+    series' patch listed in quilt again is nothing to take back, `patchforge delete` drops it
+    as asked."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
+    ok(root, "refresh")
+    quilt(checkout, env, "delete", "-r", "fix-a.patch")
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert "fix-a.patch changed in the up series since `export --quilt` wrote it, and " \
+            f"{exported / 'series'} no longer lists it (quilt delete? quilt rename?): nothing " \
+            "was taken back, with or without --delete" in run.err, run.err
+        assert "`patchforge delete fix-a`" in run.err, run.err
+        assert untouched(root, exported) == before
+    assert "+line4 series" in patch_text(root, "fix-a.patch")
+
+    # The way on that keeps it: the series' patch copied into DIR and listed again.
+    shutil.copyfile(root / "series/up/fix-a.patch", exported / "fix-a.patch")
+    series = exported / "series"
+    series.write_text("fix-a.patch\n" + series.read_text())
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out, run.text
+    assert "+line4 series" in patch_text(root, "fix-a.patch")
+    # The way on that drops it: deleted in the series too.
+    series.write_text(series.read_text().replace("fix-a.patch\n", ""))
+    ok(root, "delete", "fix-a")
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert (root / "series/up/series").read_text() == "fix-b.patch\nfix-d.patch\n"
+    assert "+line4 series" in (root / "series/up/deleted/fix-a.patch").read_text()
 
 
 def test_two_patches_deleted_in_quilt_are_each_kept_under_a_name_of_their_own(stack,

@@ -258,6 +258,26 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # A patch of another profile, which an export of one profile's series left out, stays.
     others = [n for n in newer if profile is not None
               and not applies_to_profile(project.read_patch(upstream, n), profile)]
+    # Deleted in quilt, changed in the series since the export (a change quilt never had):
+    # --delete would put the series' change under deleted/ unseen, as a change on both sides.
+    changed_since = [n for n in gone if record is not None and _changed_since_export(
+        project, upstream, n, ours_bytes[n], record.get(n, []), took)]
+    if changed_since:
+        listed = ", ".join(changed_since)
+        one = len(changed_since) == 1
+        words = " ".join(project.patch_word(upstream, n) for n in changed_since)
+        raise UsageError(
+            f"{listed} changed in the {upstream} series since `export --quilt` wrote "
+            f"{'it' if one else 'them'}, and {series_path} no longer lists "
+            f"{'it' if one else 'them'} (quilt delete? quilt rename?): nothing was taken back, "
+            "with or without --delete, since that would drop the series' change, which quilt "
+            "never had",
+            hint=f"to drop {'it' if one else 'them'}, change and all: `patchforge delete "
+                 f"{words}`, then run this again; to keep "
+                 f"{'it' if one else 'them'}: copy "
+                 + ", ".join(str(project.patch_path(upstream, n)) for n in changed_since)
+                 + f" into {folder} and list {'it' if one else 'them'} in {series_path} "
+                 "again, then run this again")
     if gone and not delete:
         listed = ", ".join(gone)
         raise UsageError(f"{listed} {'is' if len(gone) == 1 else 'are'} in the {upstream} "
@@ -466,6 +486,17 @@ def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str]
         if data in (mine, exported):
             return name
     return None
+
+
+def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
+                          recorded: list[str], took: dict[str, dict[str, dict]]) -> bool:
+    """Whether the series' patch `name` (its bytes `mine`) is neither what the export wrote
+    (as written, or with its diff written for GNU patch) nor what an import took back into it:
+    changed in the series since (edit + refresh, a git pull, a rebase)."""
+    patch = project.read_patch(upstream, name)
+    exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
+    return _sha256(mine) not in recorded and _sha256(exported) not in recorded and \
+        _sha256(mine) not in {t.get("into") for t in took.get(name, {}).values()}
 
 
 def _exported_as(record: dict[str, list[str]] | None, data: bytes,
