@@ -1831,6 +1831,48 @@ def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_ove
     assert ok(root, "check").rc == 0
 
 
+@pytest.mark.parametrize("how", ["renamed", "made"])
+def test_a_patch_of_a_name_the_export_never_wrote_changed_on_both_sides_is_refused(
+        stack, tmp_path, how):
+    """fix-a renamed fix-z on both sides after the export (`rename`, `quilt rename`) and
+    changed on both (edit + refresh, `quilt refresh`); or a fix-z made on both sides (`import
+    overlay --name`, `quilt new`). The export wrote no fix-z.patch, so the series' fix-z was
+    never checked for a change since: quilt's file was taken over it, exit 0, the series'
+    change in no overlay nor anywhere in the series. Refused as a change on both sides is,
+    nothing written."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    a = checkout / "a.py"
+    if how == "renamed":
+        ok(root, "edit", "fix-a")
+        work = root / ".patchforge/work/up/a.py"
+        work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
+        ok(root, "refresh")
+        ok(root, "rename", "fix-a", "fix-z")
+        quilt(checkout, env, "push", "fix-a.patch")
+        quilt(checkout, env, "rename", "fix-z.patch")
+        a.write_bytes(a.read_bytes().replace(b"line8\n", b"line8 quilt\n"))
+        quilt(checkout, env, "refresh")
+    else:
+        overlay = tmp_path / "z.overlay"
+        overlay.write_bytes(A.replace(b"line3\n", b"line3 fixed\n").replace(
+            b"line18\n", b"line18 fixed\n").replace(b"line4\n", b"line4 series\n"))
+        ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-z",
+           "-m", "Fix z")
+        quilt(checkout, env, "push", "-a")
+        quilt_new(checkout, env, "fix-z.patch", "a.py",
+                  a.read_bytes().replace(b"line8\n", b"line8 quilt\n"))
+    quilt(checkout, env, "pop", "-a")
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert f"{exported / 'series'}:" in run.err and "fix-z.patch changed in quilt and in the " \
+        "up series since `export --quilt` wrote it; taking quilt's back would lose the " \
+        "series' change" in run.err, run.err
+    assert untouched(root, exported) == before
+    assert "+line4 series" in patch_text(root, "fix-z.patch")
+
+
 @pytest.mark.parametrize("kind", ["link", "fifo"])
 def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(stack, tmp_path,
                                                                               kind):

@@ -156,6 +156,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     quilt_listed = {e[0] for e in entries}
     # Exported names neither side lists now: a fix renamed in the series since the export.
     gone_from_both = [n for n in (record or {}) if n not in ours and n not in quilt_listed]
+    all_recorded = [h for hashes in (record or {}).values() for h in hashes]
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
@@ -186,6 +187,13 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                     _sha256(mine) not in {t["into"] for t in took.get(file_name, {}).values()}:
                 # (The series' patch is what an earlier import wrote: not changed in the
                 # series since; quilt's file is a later change of quilt's, taken back.)
+                both[file_name] = (source, line)
+            elif record is not None and file_name not in (exported_listed or {}) and \
+                    _changed_since_export(project, upstream, file_name, mine, all_recorded,
+                                          took):
+                # The export wrote no patch of this name, and the series' patch holds none of
+                # its files either: quilt's file (a fix renamed alike on both sides, or
+                # made on both) never had the series' change, which taking it back would lose.
                 both[file_name] = (source, line)
             taken[file_name] = _changed_patch(
                 mine_patch, _quilt_patch(data, source, strip_levels[file_name], empty), upstream,
