@@ -1873,6 +1873,40 @@ def test_a_patch_of_a_name_the_export_never_wrote_changed_on_both_sides_is_refus
     assert "+line4 series" in patch_text(root, "fix-z.patch")
 
 
+def test_a_patch_renamed_in_quilt_after_an_import_took_it_back_is_said_renamed(stack, tmp_path):
+    """`quilt refresh` of fix-a, `import quilt --update` (taken back), then `quilt rename
+    fix-a fix-z`: quilt's file is no longer the series' patch byte for byte (the import made
+    its diff again), so it was read as fix-a deleted in quilt and a new fix-z, and --delete
+    cut the fix's history in two. It is said renamed, with or without --delete; after the
+    `patchforge rename` it names, nothing is left to take back and `export --quilt` writes
+    the series' fix-z over quilt's file."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line8\n", b"line8 quilt\n"))
+    quilt(checkout, env, "refresh")
+    ok(root, "import", "quilt", str(exported), "--update")
+    quilt(checkout, env, "rename", "fix-z.patch")
+    quilt(checkout, env, "pop", "-a")
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:1: fix-z.patch is fix-a.patch renamed (`quilt rename`)" \
+            in run.err and "`patchforge rename fix-a fix-z`" in run.err, run.err
+        assert untouched(root, exported) == before
+    fix = (root / "series/up/fix-a.patch").read_bytes()
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out, run.text
+    assert (root / "series/up/fix-z.patch").read_bytes() == fix
+    assert not (root / "series/up/deleted").exists()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "fix-z.patch").read_bytes() == fix
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
 @pytest.mark.parametrize("kind", ["link", "fifo"])
 def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(stack, tmp_path,
                                                                               kind):

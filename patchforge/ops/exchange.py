@@ -2642,8 +2642,9 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
     - a patch file of a name this export writes that no export wrote (no record names it, or
       DIR has no record: another quilt stack's, one written by hand, an old export's) and that
       holds neither what this export writes nor the series' own patch; `force` replaces it.
-      One holding, byte for byte, what the last export wrote under another name (a `quilt
-      rename`, not refreshed since) is the export's own and replaced.
+      One holding, byte for byte, what the last export wrote under another name, or what an
+      import took back into the series' patch of this name (a `quilt rename`, not refreshed
+      since), is the export's own and replaced.
 
     Without a record (DIR was never exported to, or by an earlier version), a listed patch is
     this project's when its name is one the upstream's series directory has anywhere (listed,
@@ -2663,10 +2664,15 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
         there = _replaced_file_bytes(path)
         if there is None or there == data:
             continue
-        if _sha256(there) in exported_bytes and path.name not in (earlier or {}):
-            # A file an export wrote under another name, moved here by `quilt rename` and not
+        if path.name not in (earlier or {}) and path.name not in taken and (
+                _sha256(there) in exported_bytes or any(
+                    taken_undone(taken, name, there, project.read_patch_bytes(
+                        upstream, path.name)) is False
+                    for name in taken if path.name in project.patch_names(upstream))):
+            # A file an export wrote under another name (or one an import took back into the
+            # fix the series holds under this name), moved here by `quilt rename` and not
             # changed since: replacing it loses nothing of quilt's (the series' fix renamed
-            # alike after it changed, which the import asks for).
+            # alike, which the import asks for).
             continue
         if (earlier is None or path.name not in earlier and path.name not in taken) \
                 and there != project.read_patch_bytes(upstream, path.name):

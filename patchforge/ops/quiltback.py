@@ -155,8 +155,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     kept_newer: list[tuple[str, str]] = []
     quilt_listed = {e[0] for e in entries}
     # Exported names neither side lists now: a fix renamed in the series since the export.
-    gone_from_both = [n for n in (record or {}) if n not in ours and n not in quilt_listed]
+    gone_from_both = [n for n in {**(record or {}), **took}
+                      if n not in ours and n not in quilt_listed]
     all_recorded = [h for hashes in (record or {}).values() for h in hashes]
+    all_into = {t["into"] for files in took.values() for t in files.values()}
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
@@ -164,9 +166,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             mine_patch = project.read_patch(upstream, file_name)
             exported = mine[:len(mine) - len(mine_patch.diff)] + for_gnu_patch(mine_patch.diff)
             if data in (mine, exported) or _sha256(data) in recorded or \
-                    _exported_as(record, data, gone_from_both) is not None:
+                    _exported_as(record, data, gone_from_both) is not None or \
+                    any(taken_undone(took, n, data, mine) is False for n in gone_from_both):
                 # Not changed in quilt (the series' may have been since); or renamed on both
-                # sides (`rename`, `quilt rename`), quilt's file as the export wrote it.
+                # sides (`rename`, `quilt rename`), quilt's file as the export wrote it or as
+                # an import took it back into the fix the series holds.
                 how[file_name] = KEPT
                 continue
             undone = taken_undone(took, file_name, data, mine)
@@ -190,7 +194,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 both[file_name] = (source, line)
             elif record is not None and file_name not in (exported_listed or {}) and \
                     _changed_since_export(project, upstream, file_name, mine, all_recorded,
-                                          took):
+                                          all_into):
                 # The export wrote no patch of this name, and the series' patch holds none of
                 # its files either: quilt's file (a fix renamed alike on both sides, or
                 # made on both) never had the series' change, which taking it back would lose.
@@ -207,7 +211,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                                       lambda: series_holdings(project, upstream)))
             was = None if again or record is None or file_name in record else \
                 _quilt_renamed(project, upstream, data, ours, ours_bytes,
-                               {e[0] for e in entries})
+                               {e[0] for e in entries}, took)
             if was is not None:
                 renamed.append((was, file_name, line))
                 continue
@@ -269,7 +273,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # Deleted in quilt, changed in the series since the export (a change quilt never had):
     # --delete would put the series' change under deleted/ unseen, as a change on both sides.
     changed_since = [n for n in gone if record is not None and _changed_since_export(
-        project, upstream, n, ours_bytes[n], record.get(n, []), took)]
+        project, upstream, n, ours_bytes[n], record.get(n, []),
+        {t["into"] for t in took.get(n, {}).values()})]
     if changed_since:
         listed = ", ".join(changed_since)
         one = len(changed_since) == 1
@@ -478,10 +483,12 @@ def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: l
 
 
 def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str],
-                   ours_bytes: dict[str, bytes], quilt_names: set[str]) -> str | None:
+                   ours_bytes: dict[str, bytes], quilt_names: set[str],
+                   took: dict[str, dict[str, dict]]) -> str | None:
     """The series' patch a `quilt rename` gave quilt's new name to: one quilt's series no
     longer lists, whose file quilt's holds byte for byte (quilt moves the file; its content
-    is the series' patch, as written or with its diff written for GNU patch). Only the
+    is the series' patch, as written or with its diff written for GNU patch, or quilt's file
+    an import took back into the series' patch as it is: taken_undone). Only the
     series' patch as it is now: an older export of it (changed in the series since) is
     _refuse_renamed_older's. None when quilt's file is none of them (a patch `quilt new`
     made)."""
@@ -491,20 +498,21 @@ def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str]
         mine = ours_bytes[name]
         patch = project.read_patch(upstream, name)
         exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
-        if data in (mine, exported):
-            return name
+        if data in (mine, exported) or taken_undone(took, name, data, mine) is False:
+            return name  # (or quilt's file an import took back, which the series holds)
     return None
 
 
 def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
-                          recorded: list[str], took: dict[str, dict[str, dict]]) -> bool:
+                          recorded: list[str], into: set[str]) -> bool:
     """Whether the series' patch `name` (its bytes `mine`) is neither what the export wrote
-    (as written, or with its diff written for GNU patch) nor what an import took back into it:
-    changed in the series since (edit + refresh, a git pull, a rebase)."""
+    (`recorded`: as written, or with its diff written for GNU patch) nor what an import took
+    back into it (`into`): changed in the series since (edit + refresh, a git pull, a
+    rebase)."""
     patch = project.read_patch(upstream, name)
     exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
     return _sha256(mine) not in recorded and _sha256(exported) not in recorded and \
-        _sha256(mine) not in {t.get("into") for t in took.get(name, {}).values()}
+        _sha256(mine) not in into
 
 
 def _exported_as(record: dict[str, list[str]] | None, data: bytes,
