@@ -169,8 +169,23 @@ def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
 
 
 
-def near_flat(content: bytes) -> bytes:
-    """`content` as one text of near_lines' reading without its line ends (NearText's): a
-    run's near text is in it wherever NearText counts it (and may be where it does not: a
-    first search)."""
-    return b"".join(_near_numbered(content)[1])
+def near_flat(content: bytes) -> NearFlat:
+    """`content` as one text of near_lines' reading without its line ends, nor any round
+    bracket: a run's near text is in it (NearFlat) wherever NearText counts it (and may be
+    where it does not: a first search, in C, without reading the file line by line)."""
+    return NearFlat(_TRAILING_COMMA.sub(b"", _NUMBER.sub(_number_spelling, content).replace(
+        b"'", b'"').translate(None, b" \t\n\r\x0b\x0c")).translate(None, b"()"))
+
+
+class NearFlat:
+    """near_flat's text: `run in` it reads the run without round brackets too, so that one
+    black's wrapping parentheses left out of NearText's lines (and not of this text, read
+    without its lines) is found."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def __contains__(self, run: bytes) -> bool:
+        return run.translate(None, b"()") in self.text
