@@ -18,6 +18,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     defined_names, file_changes, mapped_places, placed_at,
                                     repeated_places, unproven)
+from patchforge.apply.neartext import NearText, doubled_near, line_spans
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -122,7 +123,8 @@ class Judgement:
     deleted_here: list[str] = field(default_factory=list)
     before: dict = field(default_factory=dict)  # path -> content on the target before it
     after: dict = field(default_factory=dict)  # path -> content after it (stop: markers)
-    changes: list = field(default_factory=list)  # applies: [store.gitstore.FileChange]
+    # applies: [store.gitstore.FileChange]; a stop on lines doubled (DOUBLED) too: the move
+    changes: list = field(default_factory=list)
     modes: dict = field(default_factory=dict)  # path -> the mode it has after the patch
     # stop: path -> the merge base of a file whose 3-way merge left conflict markers (what the
     # patch was made on: the markers' ||||||| section), for --continue to tell a resolution
@@ -152,6 +154,9 @@ class Judgement:
 AMBIGUOUS_PLACE = "ambiguous place"
 # How the evidence of a stop on a fix carried into another function than its own starts.
 OTHER_FUNCTION = "another function"
+# How the evidence of a stop on a fix whose added lines upstream has already near where the fix
+# goes (its own way: re-wrapped, quotes changed) starts.
+DOUBLED = "upstream has these lines already"
 # What the evidence of a fix whose removed code upstream moved to another file (where the
 # target has it) says (`_removal_moved`): the file, the other file, the commit(s).
 _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
@@ -173,6 +178,14 @@ def moved_away(evidence) -> tuple[str, str] | None:
         if found:
             return found[0], found[2]
     return None
+
+
+def doubled_stop(judgement: Judgement) -> list[str]:
+    """Where a stop on lines upstream has already (DOUBLED) says they are, [] for another
+    judgement."""
+    head = f"{DOUBLED}, its own way: "
+    return [item[len(head):] for item in judgement.evidence if item.startswith(head)] \
+        if judgement.stop_kind == "conflict" else []
 
 
 def _moved_there(fp, commits: list[str], other: str) -> str:
@@ -326,11 +339,16 @@ class SeriesJudge:
                  stop_files: bool = True, fetched: bool = False,
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
                  lazy_old: bool = False, past_keeps_stops: bool = False,
-                 pairs_made: dict | None = None, obsolete_hunks: bool = True) -> None:
+                 pairs_made: dict | None = None, obsolete_hunks: bool = True,
+                 doubled_stops: bool = True) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
         self.target = target
+        # Whether a fix whose added lines upstream has already near its place stops (DOUBLED),
+        # or moves beside them: a bring-back asked to (`--allow-doubled`: a person has seen
+        # that upstream's lines there are other code).
+        self.doubled_stops = doubled_stops
         # Whether the hunks of a patch a gone file makes obsolete are judged (each with its
         # evidence, as `status --json` shows them), or left (detect.assess_patch's
         # `obsolete_hunks`: status's table shows one line of evidence, the gone file's).
@@ -1464,7 +1482,50 @@ class SeriesJudge:
             judgement.message = (f"the fix would go into another function: {where}; upstream "
                                  "changed or moved the function the fix changes, and the place "
                                  "found for the fix is in another copy of its code")
+            return judgement
+        doubled = self._doubled(carried, after) if self.doubled_stops else []
+        if doubled:
+            # Applied, merged or fuzzed in cleanly, the file would hold the fix's lines twice:
+            # a conflict, as git would have it had upstream written them byte for byte where
+            # the fix puts them. (A fix whose every change upstream made is landed, above.)
+            # (Its `changes` stay: what the move would be, which bring-back, refusing to
+            # double, words by hunk.)
+            judgement.outcome, judgement.stop_kind = "stop", "conflict"
+            judgement.state, judgement.how = "conflict", None
+            judgement.files = sorted({path for path, _ in doubled})
+            judgement.evidence.extend(f"{DOUBLED}, its own way: {said}" for _, said in doubled)
+            judgement.message = "; ".join(f"{said}: {DOUBLED}, its own way"
+                                          for _, said in doubled)
         return judgement
+
+    def _doubled(self, carried: list, after: dict[str, bytes | None]) -> list[tuple[str, str]]:
+        """Each file of `carried` (as _other_functions takes them) whose result would hold
+        some of the fix's added lines twice: upstream added them itself near where the fix
+        goes (apply.neartext.doubled_near), where the file the fix was made on did not have
+        them. (its path, where: `PATH line N (upstream's at line M)`, lines of the result)."""
+        found = []
+        for path, fp, base, current, application in carried:
+            result = after.get(path)
+            fixed = self.applications(base, fp, max_fuzz=2)
+            if result is None or not fixed.ok or fixed.content is None:
+                continue
+            doubled = doubled_near(fp, current, self._spans(fp, current, application, result),
+                                   base, self._spans(fp, base, fixed, fixed.content))
+            if doubled:
+                found.append((path, _doubled_where(path, current, result, doubled)))
+        return found
+
+    @staticmethod
+    def _spans(fp, content: bytes, application: FileApplication | None,
+               result: bytes) -> list[tuple[int, int]]:
+        """Where in `content` the fix goes, as byte spans: the application's placements
+        (read off it), else the places a line diff of `content` and `result` finds."""
+        if application is not None and application.edits is not None:
+            return [(start, end) for start, end, _ in application.edits]
+        places = changed_places(fp, application) if application is not None else None
+        if places is None:
+            places = file_changes(content, result)
+        return line_spans(content, [(start, end) for start, end, _ in places])
 
     def _changes_landed(self, patch, verdict) -> dict[str, dict[int, tuple[int, ...]]]:
         """The changes inside hunks not landed whole that the target (with the series before
@@ -1703,6 +1764,21 @@ class SeriesJudge:
                                       path if new is not None else None, old, new,
                                       old_mode, new_mode, copy=path in copies))
         return changes
+
+
+def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) -> str:
+    """`PATH line N (upstream's at line M)`: where the first of `runs` is in `result`, the
+    fix's copy (a line the fix added, by a line diff of `current` and `result`) and
+    upstream's (the nearest other). Asked only of a doubling found: the diff is paid then."""
+    fix_lines = {line for start, end, _ in file_changes(result, current)
+                 for line in range(start + 1, end + 1)}
+    starts = NearText(result).lines_at(runs[0])
+    own = [line for line in starts if line in fix_lines]
+    theirs = [line for line in starts if line not in fix_lines]
+    if not own or not theirs:
+        return f"{path} line {starts[0]}" if starts else path
+    nearest = min(theirs, key=lambda line: abs(line - own[0]))
+    return f"{path} line {own[0]} (upstream's at line {nearest})"
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

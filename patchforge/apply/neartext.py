@@ -1,18 +1,25 @@
-"""Code read the way a formatter leaves it the same (near text).
+"""Code read the way a formatter leaves it the same (near text), and a fix's added lines that a
+file already has near where the fix goes (`doubled_near`).
 
 A formatter run re-wraps a call, turns `'` into `"`, writes `0` as `0.0`, adds a trailing
 comma, wraps a long condition in parentheses; upstream taking a fix its own way does the same.
 Compared as near text (near_lines: no whitespace, one quote, one number spelling, no trailing
 comma, no parentheses black adds around a condition or right-hand side) such code reads
 alike, and a run of added lines is found from a line's start to a line's end, never inside
-another statement (NearText). Landed detection's kept-fix rules (reverts.py) read moves this way.
+another statement (NearText). Landed detection's kept-fix rules (reverts.py) read moves this
+way; the judge reads a fix about to be carried onto a file upstream changed this way, so that
+a fix whose lines upstream added by itself a line or a few away is not put in a second time.
 """
 from __future__ import annotations
 
 import re
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from patchforge.patterns import on_first_use
+
+if TYPE_CHECKING:
+    from patchforge.apply.diffparse import FilePatch
 
 _NUMBER = on_first_use(rb"(?<![\w.])(\d+)\.(\d*?)0+(?![\w.])")
 _TRAILING_COMMA = on_first_use(rb",(?=[)\]}])")
@@ -189,3 +196,111 @@ class NearFlat:
 
     def __contains__(self, run: bytes) -> bool:
         return run.translate(None, b"()") in self.text
+
+
+# How far (in lines) from where a fix goes a copy of its added lines counts as the fix's own,
+# made by upstream: a guard added a line lower, a call re-wrapped where the fix makes it. A copy
+# further away is other code that happens to read alike, as often as not.
+NEAR_LINES = 10
+# The least near text (whitespace aside) a run of added lines must have for its copy nearby to
+# say anything: `return None`, `break`, `}`, `else:` are near any place of any file (history's
+# MIN_CHANGED_CHARS, the same measure of code that proves something).
+MIN_RUN_CHARS = 24
+
+
+def telling_runs(fp: FilePatch) -> list[bytes]:
+    """The runs of lines `fp` adds (near_runs, each whole) with MIN_RUN_CHARS of code or more,
+    but for those its own removed lines hold (code the fix moves, or re-wraps itself)."""
+    removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
+    return list(dict.fromkeys(run for hunk in fp.hunks for run in near_runs(hunk)
+                              if len(run) >= MIN_RUN_CHARS
+                              and not any(run in other for other in removed)))
+
+
+def near_windows(content: bytes, spans: list[tuple[int, int]]) -> list[bytes]:
+    """The text of `content` within NEAR_LINES lines of each byte span (start, end), the
+    spans' own lines included; windows that meet are one. Found by searching for line ends
+    around each span, never by splitting the whole file: a rebase asks this of every fix
+    carried onto a file upstream changed."""
+    windows: list[list[int]] = []
+    for start, end in sorted(spans):
+        low = start
+        for _ in range(NEAR_LINES + 1):
+            if low <= 0:
+                low = 0
+                break
+            low = content.rfind(b"\n", 0, low - 1) + 1
+        high = end
+        for _ in range(NEAR_LINES + 1):
+            found = content.find(b"\n", high)
+            if found < 0:
+                high = len(content)
+                break
+            high = found + 1
+        if windows and low <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], high)
+        else:
+            windows.append([low, high])
+    return [content[low:high] for low, high in windows]
+
+
+def line_spans(content: bytes, places: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte spans of `content` for 0-based line places [start, end) (a line diff's)."""
+    from patchforge.apply.diffparse import split_lines
+
+    offsets = [0]
+    for line in split_lines(content):
+        offsets.append(offsets[-1] + len(line))
+    last = len(offsets) - 1
+    return [(offsets[min(start, last)], offsets[min(max(end, start), last)])
+            for start, end in places]
+
+
+def counts_near(windows: list[bytes], runs: list[bytes]) -> dict[bytes, int]:
+    """How many times each run is in the windows, from a line's start to a line's end."""
+    texts = [NearText(window) for window in windows]
+    return {run: sum(text.count(run) for text in texts) for run in runs}
+
+
+def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base: bytes,
+                 made: list[tuple[int, int]], runs: list[bytes] | None = None) -> list[bytes]:
+    """The runs of lines `fp` adds (telling_runs) that `current`, the file the fix is carried
+    onto, holds near where it goes (`at`: byte spans of `current`) more times than `base`, the
+    file the fix was made on, held near where it was made (`made`: byte spans of `base`):
+    upstream added them itself, its own way perhaps (near text). Carried in, the file would
+    have them twice."""
+    windows = near_windows(current, at)
+    if not windows or not _words_there(fp, b"".join(b"".join(windows).split())):
+        return []
+    runs = telling_runs(fp) if runs is None else runs
+    if not runs:
+        return []
+    there = counts_near(windows, runs)
+    runs = [run for run in runs if there[run]]
+    if not runs:
+        return []
+    was = counts_near(near_windows(base, made), runs)
+    return [run for run in runs if there[run] > was[run]]
+
+
+def _words_there(fp: FilePatch, text: bytes) -> bool:
+    """Whether some run of lines `fp` adds has each of its words (_WORD) in `text` (code with
+    its whitespace taken out): a run whose near text is there has (near text rewrites quotes,
+    numbers, commas and black's parentheses, never a letter). Asked first, in C, of every file a rebase carries onto
+    a file upstream changed: most have no such run, and no near text is made for them."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    for hunk in fp.hunks:
+        run: list[bytes] = []
+        for line in [*hunk.lines, b" "]:
+            if line_kind(line) == b"+":
+                run.append(line_content(line))
+            elif run:
+                if all(word in text for word in _WORD.findall(b"".join(run))):
+                    return True
+                run = []
+    return False
+
+
+# A word of code: what near text never changes (a name, a keyword, a word of a string).
+_WORD = on_first_use(rb"[A-Za-z_]{4,}")

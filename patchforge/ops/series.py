@@ -2135,8 +2135,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     patch may be that run's own, _cut_short_here). One whose added lines upstream has at the
     pin already is refused (_refuse_doubling) unless `allow_doubled`: a person has seen that
     upstream's lines there are other code, and the fix goes back beside them."""
-    from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, moved_away,
-                                  read_history)
+    from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, Target, doubled_stop,
+                                  moved_away, read_history)
 
     finished = _ledger_left_behind(project, name)
     if finished is not None:
@@ -2224,7 +2224,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     renamed = series_renames(prefix, patch, before.current)
     judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
                         history=LazyHistory(history),
-                        renames=(set(renamed), lambda: renamed) if renamed else None)
+                        renames=(set(renamed), lambda: renamed) if renamed else None,
+                        doubled_stops=not allow_doubled)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
     if judgement.outcome == "applies":
@@ -2247,7 +2248,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     beside = _refuse_doubling(project, store, fix, patch, moved_fix(), pin,
                               moved_split[2] if moved_split is not None else
                               _recorded_landing(project, fix, whole) if from_kept else None,
-                              allow_doubled) if judgement.outcome == "applies" else ""
+                              allow_doubled, doubled_stop(judgement)) \
+        if judgement.outcome == "applies" or doubled_stop(judgement) else ""
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
         # Not what this fix moves to: another fix of its name, judged as any other. Asked by
@@ -2401,28 +2403,30 @@ def _recorded_landing(project: Project, fix, patch) -> str | None:
 
 
 def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, pin,
-                     landing: str | None, allow_doubled: bool) -> str:
+                     landing: str | None, allow_doubled: bool, judged: list[str]) -> str:
     """Refuse a bring-back whose lines upstream has at the pin already, moved and perhaps
     re-wrapped or re-spelled (reverts.near_doubled, counted against the file at `landing`
     for a kept fix upstream took back): the overlay would have them twice, and nothing after
-    would say so. Nothing is written; the fix stays in skipped/. What is said names where
+    would say so; or, where that finds none, where the judge found them near the fix's place
+    (`judged`: judge.doubled_stop, a stop that is no move). Nothing is written; the fix stays
+    in skipped/. What is said names where
     upstream has the lines: whether they are the fix's (then taking the hunk out loses
     nothing) or other code that only reads the same (then the fix goes back beside it,
     `allow_doubled`, and what is returned says where) is for a person to see."""
     from patchforge.reverts import near_doubled
 
     doubled = near_doubled(store, patch, made, pin.commit, landing)
-    if not doubled:
+    if not doubled and not judged:
         return ""
     where = "; ".join(
         f"{hunk} (upstream has its lines at {hunk.rsplit(' hunk ', 1)[0]} "
         f"{'line' if len(lines) == 1 else 'lines'} {', '.join(map(str, lines))})"
-        for hunk, lines in doubled)
+        for hunk, lines in doubled) or "; ".join(judged)
     if allow_doubled:
         return f"; beside upstream's lines that read the same, as asked (--allow-doubled): " \
             f"{where}"
     word = project.skipped_word(fix.upstream, fix.name)
-    one = len(doubled) == 1
+    one = len(doubled or judged) == 1
     raise UsageError(
         f"{fix.upstream}/{fix.name} adds lines upstream has at the pin ({pin.label}) "
         f"already, elsewhere in the file or spelled otherwise: {where}; brought back, the "

@@ -27,7 +27,7 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
                                StoreError, UsageError)
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (AMBIGUOUS_PLACE, OTHER_FUNCTION, HistoryIndex, LazyHistory,
+from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, OTHER_FUNCTION, HistoryIndex, LazyHistory,
                               SeriesJudge, Target, _patch_paths, carry_moved, carry_old,
                               moved_away, read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
@@ -951,6 +951,12 @@ class Rebase:
                     self.project, judgement.deleted_here, "patchforge rebase --continue",
                     "`patchforge rebase --skip` (the whole fix is kept in skipped/)",
                     "a patch left with no change is set aside in skipped/")
+            elif kind == "conflict" and any(item.startswith(DOUBLED)
+                                            for item in judgement.evidence):
+                message += ": keep yours (`patchforge rebase --continue` with the worktree as " \
+                    "it is: the file has them twice), take upstream's (`patchforge rebase " \
+                    "--skip`: the fix is kept in skipped/), or edit the file to have them once " \
+                    "and --continue"
             elif kind == "unsure" and any(item.startswith(AMBIGUOUS_PLACE)
                                           for item in judgement.evidence):
                 message += ": the worktree has the change at the nearest of them; move it " \

@@ -1,0 +1,129 @@
+"""A fix whose added lines upstream added too, its own way, a line or a few lines from where the
+fix goes (quotes changed, re-wrapped). Before, `rebase --to` applied or 3-way-merged the fix
+cleanly (git's merge does the same: the two sides add different bytes at different lines) and
+the overlay checked the limit twice, with no word. The judge reads the fix's added runs as near
+text around where it goes: more copies there than the file the fix was made on had near its
+place is a conflict naming the file and line; `status --against` says so too, and
+`--continue` (keep yours), `--skip` (take upstream's) and an edit work as at any stop. A
+common one-line addition (`return None`) near upstream's own never stops. Real git upstreams,
+real commands."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 31))
+LIMIT = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+THEIRS = b'if limit < 0:\n    raise ValueError("a limit is never negative")\n'
+WRAPPED = b'if limit < 0:\n    raise ValueError(\n        "a limit is never negative"\n    )\n'
+
+
+def line(n: int) -> bytes:
+    return b"line %d of the module under test\n" % n
+
+
+def after(n: int, added: bytes, content: bytes = BASE) -> bytes:
+    return content.replace(line(n), line(n) + added)
+
+
+def stack_with(tmp_path, fix: bytes, upstream: bytes, base: bytes = BASE) -> OneUpstreamStack:
+    """Fix `fa` makes pkg/a.py `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fix)
+    stack.commit({"pkg/a.py": upstream}, "Check the limit", tag="v2")
+    return stack
+
+
+def said_doubled(stack: OneUpstreamStack, where: str) -> str:
+    """status --against v2 and the dry run agree: a stop, named at `where`; the rebase
+    stops there (exit 3) and says the three ways on. Its error output."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    ((patch,),) = [status["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("conflict", "stop"), patch
+    dry = stack.rebase_json("--to", "v2", "--dry-run", expect=1)
+    assert [p["action"] for p in dry["patches"]] == ["conflict"], dry["patches"]
+    rc, out, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert f"{where}: upstream has these lines already, its own way" in err, err
+    assert "keep yours" in err and "--skip" in err, err
+    return err
+
+
+def moves(stack: OneUpstreamStack) -> None:
+    """status says the rebase moves the fix, and the rebase does, as before."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    assert stack.series("up") == ["fa.patch"]
+
+
+def limit_checks(stack: OneUpstreamStack) -> int:
+    """How many times the deployed pkg/a.py checks the limit: the overlay's, else v2's own."""
+    stack.cli("overlays", expect=None)  # (1 with a fix in skipped/)
+    overlay = stack.root / "overlays/up/pkg/a.py"
+    return (overlay.read_bytes() if overlay.exists() else
+            after(29, THEIRS)).count(b"if limit < 0")
+
+
+@pytest.mark.parametrize("theirs", [THEIRS, WRAPPED], ids=["quotes", "rewrapped"])
+def test_a_merge_that_would_double_the_fix_stops_and_continue_keeps_both(tmp_path, theirs):
+    stack = stack_with(tmp_path, after(28, LIMIT), after(29, theirs))
+    said_doubled(stack, "pkg/a.py line 29 (upstream's at line 32)")
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    assert work.read_bytes().count(b"if limit < 0") == 2  # both, for the user to see
+    # Keep yours: the worktree as it is, both copies, by the user's own word.
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    assert limit_checks(stack) == 2
+
+
+def test_skip_takes_upstreams_and_an_edit_to_one_copy_sets_the_fix_aside(tmp_path):
+    stack = stack_with(tmp_path, after(28, LIMIT), after(29, THEIRS))
+    said_doubled(stack, "pkg/a.py line 29 (upstream's at line 32)")
+    stack.cli("rebase", "--skip", expect=1)  # (a fix set aside: needs attention)
+    assert stack.series("up") == []
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    assert limit_checks(stack) == 1
+    # Brought back, it would double them as well: bring-back refuses, as the rebase stopped.
+    rc, out, err = stack.cli("bring-back", "fa", expect=2)
+    assert "would have them twice" in err, err
+    # A person who has seen that upstream's check is other code puts it back beside it.
+    stack.cli("bring-back", "fa", "--allow-doubled")
+    assert stack.series("up") == ["fa.patch"] and limit_checks(stack) == 2
+
+    other = stack_with(tmp_path / "edit", after(28, LIMIT), after(29, THEIRS))
+    said_doubled(other, "pkg/a.py line 29 (upstream's at line 32)")
+    work = other.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(LIMIT, b"", 1))  # the fix's copy out
+    rc, out, err = other.cli("rebase", "--continue", expect=None)
+    assert "resolved to no change" in out, out
+    assert (other.root / "series/up/skipped/fa.patch").is_file()
+    assert limit_checks(other) == 1
+
+
+def test_a_fix_that_applies_exactly_beside_upstreams_copy_stops_too(tmp_path):
+    # Upstream's check five lines lower leaves the fix's context whole: it applies exactly.
+    stack = stack_with(tmp_path, after(10, LIMIT), after(15, THEIRS))
+    said_doubled(stack, "pkg/a.py line 11 (upstream's at line 18)")
+    stack.cli("rebase", "--abort")
+    assert stack.series("up") == ["fa.patch"]
+
+
+def test_a_common_line_or_a_copy_far_off_or_one_the_base_had_moves_as_before(tmp_path):
+    # `return None` added by both near each other: too little code to say anything.
+    stack = stack_with(tmp_path / "common", after(10, b"return None\n"),
+                       after(12, b"return None\n"))
+    moves(stack)
+    # The check at the far end of a long file: other code that reads alike.
+    long = b"".join(line(n) for n in range(1, 81))
+    stack = stack_with(tmp_path / "far", after(5, LIMIT, long), after(60, THEIRS, long), long)
+    moves(stack)
+    # The file had the check near the fix's place already (the fix adds a second on
+    # purpose); upstream's change elsewhere in the file adds none.
+    had = after(12, THEIRS)
+    stack = stack_with(tmp_path / "had", after(9, LIMIT, had),
+                       had.replace(line(25), b"line 25, changed upstream\n"), had)
+    moves(stack)
+    assert limit_checks(stack) == 2
