@@ -2014,3 +2014,25 @@ def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path
         done.set()
     assert not read_from_fifo, run.err
     assert run.rc == 0 and state["reads"] == 1, (state, run.err)
+
+
+def test_a_fix_the_series_let_go_renamed_in_quilt_stays_out(stack, tmp_path):
+    """fix-a deleted in the series after the export, and renamed fix-z in quilt, unchanged
+    (`quilt rename`): the import added quilt's file as a new fix-z, the deleted fix back in
+    the series and the overlays with "added up/fix-z.patch". As for a fix the series let go
+    and quilt left unchanged, the series' decision stands: not taken back, a note says which
+    fix quilt's file is, and the next export leaves it unlisted in DIR."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "delete", "fix-a")
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "note: fix-z.patch is fix-a.patch renamed in quilt, which left the up series after " \
+        "the export (deleted, renamed, or landed upstream) and is unchanged in quilt; not " \
+        "taken back" in run.err, run.text
+    assert "nothing to take back" in run.out, run.text
+    assert (root / "series/up/series").read_text() == "fix-b.patch\nfix-d.patch\n"
+    assert not (root / "series/up/fix-z.patch").exists()
+    ok(root, "export", "--quilt", str(exported))
+    assert (exported / "series").read_text() == "fix-b.patch\nfix-d.patch\n"
+    assert ok(root, "status").rc == 0

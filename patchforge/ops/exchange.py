@@ -2744,8 +2744,8 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                 hint=f"replace {kept} with the file it names, or remove it; then export again")
         if there is None:  # none there, a directory or a FIFO: no patch file to keep
             continue
-        if there in written or recorded(name, there):
-            continue
+        if there in written or recorded(name, there) or _sha256(there) in exported_bytes:
+            continue  # (or a file an export wrote, renamed in quilt since: `quilt rename`)
         if taken_undone(taken, name, there, None, lambda: series_holdings(project, upstream)):
             # A patch `quilt new` made that an import took back, which the series no longer
             # lists nor holds anywhere (the import undone in the stack, or a run cut short

@@ -74,7 +74,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                       upstream: str, delete: bool = False) -> dict:
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
     text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
-    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "kept_newer":
+    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "left_renamed":
+    [(quilt's name, the exported name)], "kept_newer":
     [(name, quilt file)], "reordered": bool, "left_ambiguous": {name: [RepeatedPlace]},
     "directory": the quilt directory}. "left_ambiguous": each patch quilt did not change whose
     lines moved (a patch before it changed, or the order) to a place nearness chose among
@@ -151,6 +152,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     taken_again: list[str] = []  # taken back before, the import undone since: taken again
     unlisted: dict[str, bytes] = {}  # a new patch's file already there (the same, or refused)
     left_out: list[str] = []
+    left_renamed: list[tuple[str, str]] = []  # (quilt's name, the name the export wrote)
     renamed: list[tuple[str, str, int]] = []  # (the series' name, quilt's, its line)
     kept_newer: list[tuple[str, str]] = []
     quilt_listed = {e[0] for e in entries}
@@ -225,6 +227,16 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 # Exported (or taken back), then taken out of the series (delete, rename,
                 # landed upstream), and not changed in quilt: the series' own decision stands.
                 left_out.append(file_name)
+                continue
+            gone_was = None if again or record is None else (
+                _exported_as(record, data, gone_from_both) or next(
+                    (n for n in gone_from_both if taken_undone(took, n, data, None) is False),
+                    None))
+            if gone_was is not None:
+                # The same, renamed in quilt (`quilt rename`): taken as a new fix, the fix the
+                # series let go would come back under quilt's name.
+                left_out.append(file_name)
+                left_renamed.append((file_name, gone_was))
                 continue
             if not again and record is not None and file_name in record:
                 _refuse_renamed(project, upstream, file_name, recorded,
@@ -385,7 +397,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "added": [n for n in order if how.get(n) == ADDED],
               "deleted": [], "kept_ours": [n for n in newer if n not in others],
               "kept_other_profile": others, "profile": profile,
-              "left_out": left_out, "kept_newer": kept_newer, "taken_again": taken_again,
+              "left_out": [n for n in left_out if n not in dict(left_renamed)],
+              "left_renamed": left_renamed, "kept_newer": kept_newer, "taken_again": taken_again,
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "left_ambiguous": ambiguous, "directory": str(folder)}
     if not writes and not removed and not leftovers and \
