@@ -4,7 +4,7 @@
     python3 benchmarks/status_speed.py [--repo DIR] [--branch zxe/fused_dispatch_gemm1_gfx1250]
         [--targets v0.1.18,v0.1.20,main] [--runs 5] [--other DIR]
         [--long] [--long-branch refs/tags/archive/felix/mla_debug_dsread] [--by-name]
-        [--first-asking] [--plain]
+        [--first-asking [--asked-before TARGET]] [--plain]
 
 The series is the real 93-patch AITER work branch benchmarks/stops.py builds (cached under
 `<bench>/aiter-stops-*`, built on first use): a patchforge project whose `git` upstream is the
@@ -37,7 +37,10 @@ What a command keeps in the cache's `kept/` for the next one (a release's loose 
 answers about the history between a pin and a target, and about contents: its 3-way merges
 and own-place diffs, `kept/contents/`) is read back by every run after the
 untimed one. `--first-asking` empties `kept/` before each patchforge run instead: the figure of
-the first command to ask about a target (a nightly asked about once), next to git's.
+the first command to ask about a target (a nightly asked about once), next to git's. With
+`--asked-before v0.1.20` each emptying is followed by one untimed command asking about v0.1.20:
+the figure of a new nightly asked after an earlier one (what the earlier one kept is there, as
+it is for a user following nightlies).
 
 `--plain` times the command as a user types it, `patchforge status --against TARGET` (the
 table; hunks a gone file makes obsolete are not judged, since no line of the table shows
@@ -99,6 +102,13 @@ def measure(args, work: Path, targets: list[str]) -> list[dict]:
             for label, _ in codes:
                 if args.first_asking:
                     shutil.rmtree(work / "pf-cache" / "kept", ignore_errors=True)
+                    for before in args.asked_before:
+                        asked = subprocess.run(
+                            [*json_argv[:6], "--against", git(args.repo, "rev-parse", (
+                                f"{before}^{{commit}}")).decode().strip(), "--json"],
+                            capture_output=True, env=envs[label], cwd=project)
+                        if asked.returncode not in (0, 1):
+                            raise RuntimeError(asked.stderr.decode(errors="replace")[-2000:])
                 # From the project: `python -m` puts the working directory first on sys.path,
                 # where a patchforge source tree would win over the one PYTHONPATH names.
                 wall, cpu, proc = timed(pf_argv, env=envs[label], cwd=project)
@@ -154,6 +164,9 @@ def main(argv=None) -> int:
     parser.add_argument("--first-asking", action="store_true",
                         help="empty the cache's kept/ before each patchforge run: the first "
                              "command asking about a target")
+    parser.add_argument("--asked-before", action="append", default=[], metavar="TARGET",
+                        help="with --first-asking: ask TARGET (untimed) after emptying kept/, "
+                             "before each timed run: a new nightly asked after an earlier one")
     parser.add_argument("--plain", action="store_true",
                         help="time `status --against TARGET` as typed (the table), not "
                              "`--json`; the answers are compared by one untimed --json run")
@@ -168,7 +181,8 @@ def main(argv=None) -> int:
         rows += measure(args, build_series(args.repo.resolve(), branch), targets)
     print(f"status --against{'' if args.plain else ' --json'} next to git cherry, "
           f"median of {args.runs} runs"
-          + (" (first asking: the cache's kept/ emptied before each patchforge run)"
+          + (" (first asking: the cache's kept/ emptied before each patchforge run"
+             + "".join(f", then {before} asked" for before in args.asked_before) + ")"
              if args.first_asking else ""))
     print("| series | target | commits base..target | code | patchforge wall | git cherry wall | "
           "ratio | patchforge CPU | git cherry CPU | CPU ratio | landed (patchforge / git) |")

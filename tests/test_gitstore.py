@@ -2258,3 +2258,49 @@ def test_range_diff_written_only_where_no_other_object_shares_an_abbreviated_id(
     assert not unique(loose=["abcdef1" + "9" * 33])
     assert unique(loose=["abcdef2" + "9" * 33, printed])
     assert not unique(objects=["abcdef1" + "2" * 33])
+
+
+def test_the_historys_diffs_kept_per_commit_are_gits_text_for_any_later_question(store,
+                                                                               merge_base):
+    """commit_patches keeps git's diffs per commit (`kept/commits/`) and answers later
+    questions about other lists of those commits and other files from them: each answer is
+    git's own text, byte for byte, in this command and the next, whatever was asked before
+    (a file made a directory by one commit, a name git quotes, a commit changing none of
+    the files asked, a damaged record)."""
+    from patchforge.store.diff import DIFF_OPTIONS
+
+    def lines(n, word=b"x"):
+        return b"".join(b"%s %d\n" % (word, k) for k in range(n))
+
+    commits, head = [], merge_base
+    for changes in ({"m/a.py": lines(30), "m/c": b"a file\n"},
+                    {"m/b.py": b"b1\nB2\nb3\n", "m/sp ace.py": b"spaced\n"},
+                    {"m/c": None, "m/c/x.py": b"now a directory\n", "m/\xe9t\xe9.py": b"quoted\n"},
+                    {"README": b"nothing of the series\n"},
+                    {"m/a.py": lines(31, b"y"), "m/b.py": None, "m/sp ace.py": b"spaced 2\n"}):
+        head = store.commit_files(head, {path: data for path, data in changes.items()},
+                                  message="change\n")
+        commits.append(head)
+    paths = ["m/a.py", "m/b.py", "m/c", "m/c/x.py", "m/sp ace.py", "m/\xe9t\xe9.py", "README"]
+
+    def git_text(asked, files):
+        return subprocess.run(["git", "--git-dir", str(store.git_dir), "diff-tree", "--stdin",
+                               "-p", *DIFF_OPTIONS, "--", *files],
+                              input="".join(c + "\n" for c in asked).encode(),
+                              capture_output=True, check=True).stdout
+
+    questions = [(commits[:2], paths[:2]), (commits[1:4], paths[1:3]), (commits, paths[:1]),
+                 (commits[::-1], paths[4:]), (commits, paths), (commits[2:], ["m/c"]),
+                 (commits[3:4], paths[:2])]
+    for asked, files in questions:
+        assert store.commit_patches(asked, files) == git_text(asked, files), (asked, files)
+    records = store.git_dir.parent / "kept" / "commits"
+    assert len(list(records.iterdir())) == len(commits)
+    with UpstreamStore.open() as later:
+        for asked, files in questions[::-1]:
+            assert later.commit_patches(asked, files) == git_text(asked, files), (asked, files)
+    for record in records.iterdir():
+        record.write_bytes(record.read_bytes().replace(b"spaced", b"spaceD"))
+    with UpstreamStore.open() as later:
+        for asked, files in questions:
+            assert later.commit_patches(asked, files) == git_text(asked, files), (asked, files)

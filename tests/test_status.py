@@ -9,6 +9,7 @@ and asks for the status against a later upstream commit.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -472,7 +473,7 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
     # search asks about.
     assert [" log --raw " in argv for argv in asked].count(True) == 1, "\n".join(asked)
     assert len(asked) >= 2, "\n".join(asked)
-    made = sorted(p for p in (cache_dir() / "kept").iterdir()
+    made = sorted(p for p in (cache_dir() / "kept").glob("git-*")
                   if p.name.split("-")[1] in ("range", "renames"))
     assert sorted(p.name.split("-")[1] for p in made) == \
         ["range"] + ["renames"] * (len(asked) - 1), made
@@ -495,10 +496,11 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
 
 def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path):
     """The history's diffs (`git diff-tree --stdin -p` of the commits that change the series'
-    files, limited to them) are a function of those commits and paths: the first `status
-    --against` keeps git's text in the cache and the next one reads it back, starting no such
-    process, with the same answer (the landing commit named from those diffs); kept text cut
-    short or damaged is asked of git again."""
+    files, limited to them) are a function of each commit and path: the first `status
+    --against` keeps git's text in the cache, a record per commit (`kept/commits/`), and the
+    next one reads it back, starting no such process, with the same answer (the landing
+    commit named from those diffs); a record cut short, damaged or naming another commit is
+    asked of git again, and kept whole again."""
     text = upstream.read(MAIN)
     for k in range(4):  # a history that changes the fixed file again and again
         text = text.replace(b"    total = 0\n" if k == 0 else b"    total = %d\n" % (k - 1),
@@ -514,18 +516,67 @@ def test_a_second_status_reads_the_historys_diffs_back(stack, upstream, tmp_path
     [found] = json.loads(first)["patches"]
     assert (found["state"], found["landed_in"]) == ("upstreamed", landed), found
     assert asked, "the history's diffs are read"
-    made = sorted((cache_dir() / "kept").glob("git-diffs-*"))
-    assert len(made) == len(asked), made
+    made = sorted((cache_dir() / "kept" / "commits").iterdir())
+    # One for each commit after the pin that changes the file.
+    assert len(made) == len(git(upstream.path, "rev-list", target, "--", MAIN).split()) - 1
     wholes = [p.read_bytes() for p in made]
     assert all(b"diff --git a/" + MAIN.encode() in whole for whole in wholes)
     again, asked_again = status()
     assert (again, asked_again) == (first, [])
-    for damaged in (lambda whole: whole[:-1], lambda whole: whole.replace(b"total", b"totaL")):
+    for damaged in (lambda whole: whole[:-1], lambda whole: whole.replace(b"total", b"totaL"),
+                    lambda whole: wholes[(wholes.index(whole) + 1) % len(wholes)]):
         for path, whole in zip(made, wholes):
             path.write_bytes(damaged(whole))
         again, asked_again = status()
         assert again == first and len(asked_again) == len(asked), asked_again
         assert [p.read_bytes() for p in made] == wholes
+
+
+def test_a_later_target_asks_git_for_the_diffs_of_its_new_commits_alone(stack, upstream,
+                                                                       tmp_path):
+    """A nightly's history is the last one's and a few commits more: a status of a later
+    target reads the diffs the earlier one kept per commit, and asks git only for the
+    commits no earlier status read, with the answer a status asked first gives."""
+    text = upstream.read(MAIN)
+    for k in range(3):
+        text = text.replace(b"    total = 0\n" if k == 0 else b"    total = %d\n" % (k - 1),
+                            b"    total = %d\n" % k)
+        upstream.commit({MAIN: text}, f"start the total at {k}")
+    landed = upstream.commit({MAIN: fixed(text)}, "the fix, verbatim")
+    earlier = upstream.commit({"pkg/other.py": b"VALUE = 1\n"}, "other")
+    text = upstream.read(MAIN)
+    upstream.commit({MAIN: text.replace(b"or 16", b"or 32")}, "bigger default block")
+    upstream.commit({MAIN: text.replace(b"    total = 2\n", b"    total = 7\n")}, "total")
+    target = upstream.commit({"pkg/other.py": b"VALUE = 3\n"}, "other again")
+    stack.add("fix.patch", the_fix())
+    # A git that notes the commits each `git diff-tree --stdin` is asked about (real git
+    # answers).
+    bindir, asked = tmp_path / "bin", tmp_path / "asked"
+    bindir.mkdir()
+    (bindir / "git").write_text(
+        f'#!/bin/sh\ncase " $* " in *" diff-tree --stdin "*)\n'
+        f'  tee -a {asked} | {shutil.which("git")} "$@"; exit $? ;;\nesac\n'
+        f'exec {shutil.which("git")} "$@"\n')
+    (bindir / "git").chmod(0o755)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+
+    def status(commit: str) -> bytes:
+        proc = run_subprocess(stack.root, "status", "--against", f"up={commit}", "--json",
+                              env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        return proc.stdout
+
+    [found] = json.loads(status(earlier))["patches"]
+    assert (found["state"], found["landed_in"]) == ("upstreamed", landed), found
+    assert asked.read_text().split(), "the history's diffs are read"
+    asked.unlink()
+    later = status(target)
+    [found] = json.loads(later)["patches"]
+    assert (found["state"], found["landed_in"]) == ("upstreamed", landed), found
+    assert set(asked.read_text().split()) == \
+        set(git(upstream.path, "rev-list", f"{earlier}..{target}", "--", MAIN).split())
+    shutil.rmtree(cache_dir() / "kept")
+    assert status(target) == later
 
 
 def _status_traced(root, target: str, tmp_path, words: str) -> tuple[bytes, list[str]]:

@@ -39,6 +39,7 @@ from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
                                UsageError)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
+from patchforge.store import commitdiffs
 from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   damage_error, is_offline, run_git)
@@ -240,20 +241,20 @@ def _lists_a_child_of(walk: bytes, commit: str) -> bool:
 
 class HistoryDiffs:
     """start_commit_patches' answer: git's text read back from the cache (`answer`: bytes),
-    or a started git (`answer`: its StartedGit) whose text `keep`, if given, is handed once it
-    has ended well. result() and close() as StartedGit's."""
+    or a started git (`answer`: its StartedGit) whose output `finish`, if given, turns into
+    the answer once it has ended well (keeping what it holds). result() and close() as
+    StartedGit's."""
 
     def __init__(self, answer: bytes | StartedGit,
-                 keep: Callable[[bytes], None] | None = None) -> None:
+                 finish: Callable[[bytes], bytes] | None = None) -> None:
         self._answer = answer
-        self._keep = keep
+        self._finish = finish
 
     def result(self) -> bytes:
         if isinstance(self._answer, bytes):
             return self._answer
-        out = self._answer = self._answer.result()
-        if self._keep is not None:
-            self._keep(out)
+        out = self._answer.result()
+        self._answer = out = self._finish(out) if self._finish is not None else out
         return out
 
     def close(self) -> None:
@@ -343,6 +344,8 @@ class UpstreamStore:
         self._tree_cache: dict[str, dict[bytes, tuple[str, str]]] = {}
         self._dir_trees: dict[tuple[str, str], str | None] = {}
         self._partial = False
+        # The history's diffs kept per commit (start_commit_patches), opened when first asked.
+        self._commit_diffs: commitdiffs.KeptCommitDiffs | None = None
         # Revisions (sorted commit ids) -> the upstreams (store namespaces) whose fetched
         # refs reach them (_owning_remotes): reachability from refs only ever grows.
         self._owners: dict[tuple[str, ...], set[str]] = {}
@@ -497,6 +500,8 @@ class UpstreamStore:
         # The upkeep (a listing of the temporary directory and of the packs) runs while
         # cat-file, its input closed, exits.
         self._cat.close(meanwhile=self.maintain)
+        if self._commit_diffs is not None:
+            self._commit_diffs.bound()
 
     # Above this many packs the store is repacked (every fetch and import adds one; git itself
     # would gc, but the store runs with gc.auto=0 so that no command pauses at random). Every
@@ -1871,27 +1876,69 @@ class UpstreamStore:
         return self.start_commit_patches(commits, paths).result()
 
     def start_commit_patches(self, commits: list[str], paths: list[str]) -> HistoryDiffs:
-        """commit_patches() started: its result() is the same text, read when needed. The
-        diffs of given commits in given files never change: git's text is kept in the cache
-        (as _answer_of_two_commits keeps its answers, named by a digest of the commits, the
-        paths and git) and a later command asking the same reads it back, no git started."""
+        """commit_patches() started: its result() is the same text, read when needed. A
+        commit's diff of a file never changes: git's sections are kept per commit in the cache
+        (store.commitdiffs: a nightly's history is mostly the last one's), and a later command
+        asks git only for the commits whose files asked are not kept yet (none: no git). The
+        diffs of every file of the commits (no `paths`) are kept whole, named by a digest of
+        the commits and git, as _answer_of_two_commits keeps its answers."""
         # DIFF_OPTIONS (git's defaults, named): a commit's diff of a file is then the diff
         # store.diff.changed_blocks makes of its two contents (landed detection takes one
         # for the other).
         args = ("diff-tree", "--stdin", "-p", *DIFF_OPTIONS, "--", *paths)
         input = "".join(f"{c}\n" for c in commits).encode()
         if not all(_HEX40.fullmatch(commit) for commit in commits):
-            return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
-                                           what="reading upstream history",
-                                           env=self._only_owner_fetches(commits[:1])))
+            return HistoryDiffs(self._start_history_diffs(args, commits))
+        if paths and len(set(commits)) == len(commits) and commitdiffs.answerable(paths):
+            return self._start_per_commit(commits, paths)
         name = answer_name("diffs", args, (input,))
         kept = answer_of(self.kept_text(name))
         if kept is not None:
             return HistoryDiffs(kept)
-        return HistoryDiffs(StartedGit(*args, git_dir=self.git_dir, input=input,
-                                     what="reading upstream history",
-                                     env=self._only_owner_fetches(commits[:1])),
-                          lambda out: self.keep_text(name, answer_parts([out])))
+
+        def keep(out: bytes) -> bytes:
+            self.keep_text(name, answer_parts([out]))
+            return out
+        return HistoryDiffs(self._start_history_diffs(args, commits), keep)
+
+    def _start_history_diffs(self, args: tuple[str, ...], commits: list[str]) -> StartedGit:
+        """`git diff-tree --stdin` (`args`) of `commits`, started."""
+        return StartedGit(*args, git_dir=self.git_dir,
+                          input="".join(f"{c}\n" for c in commits).encode(),
+                          what="reading upstream history",
+                          env=self._only_owner_fetches(commits[:1]))
+
+    def _start_per_commit(self, commits: list[str], paths: list[str]) -> HistoryDiffs:
+        """start_commit_patches of full commit ids (each once) and `paths`, from the records
+        kept per commit: git asked only for the commits with a file not kept, and only for
+        those files; its sections kept, added to each commit's record. Where git's text
+        cannot be cut into records (commitdiffs.split: a path that is a directory in some
+        commit, say), the question is asked of git whole, as before, and nothing is kept."""
+        head = ("diff-tree", "--stdin", "-p", *DIFF_OPTIONS, "--")
+        with self._lock:  # (one per store: the threads of a command share its records)
+            if self._commit_diffs is None:
+                self._commit_diffs = commitdiffs.KeptCommitDiffs(self.git_dir.parent, head)
+            kept = self._commit_diffs
+        records = {commit: kept.record(commit) for commit in commits}
+        asked = [commit for commit in commits if not records[commit].keys() >= set(paths)]
+        if not asked:
+            text = commitdiffs.rebuilt(commits, paths, records)
+            assert text is not None
+            return HistoryDiffs(text)
+        missing = commitdiffs.git_order({path for commit in asked for path in paths
+                                         if path not in records[commit]})
+
+        def finish(out: bytes) -> bytes:
+            found = commitdiffs.split(out, asked, missing)
+            if found is None:
+                return out if asked == commits and missing == commitdiffs.git_order(paths) \
+                    else self._start_history_diffs((*head, *paths), commits).result()
+            for commit in asked:
+                records[commit] = kept.add(commit, found[commit])
+            text = commitdiffs.rebuilt(commits, paths, records)
+            assert text is not None
+            return text
+        return HistoryDiffs(self._start_history_diffs((*head, *missing), asked), finish)
 
     def new_contents(self, commit: str) -> dict[str, bytes]:
         """Each file `commit` (not a merge) adds or changes, with its content after it (no
