@@ -24,7 +24,10 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   upstream moved them (a guard a line lower, an import sorted, a call re-wrapped by a
   formatter in the same commit), and the old neighbours of
   the place they were added at meet again exactly as a revert leaves them; that hunk is
-  there. Some hunks (or files) so gone and every other one there: taken back in part, gone
+  there. Where the landing is known, only if the history shows the move (_doubtful_moves:
+  the commit that took the hunk out of its place left its lines in the file, and is no
+  revert of the landing); else it is gone, said "possibly doubled" with the line to look
+  at (a copy of a common line upstream added since counts as well). Some hunks (or files) so gone and every other one there: taken back in part, gone
   too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say. Unless a hunk has its old code back exactly
@@ -67,7 +70,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from patchforge.apply.neartext import NearText, near_flat, near_runs
+from patchforge.apply.neartext import NearText, near_flat, near_lines, near_runs
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -168,6 +171,11 @@ class _Fix:
     # once per fix, whatever number of revisions its history walk judges.
     landing: str | None = field(default=None, compare=False)
     counts: dict = field(default_factory=dict, repr=False, compare=False)
+    # The hunks (file change index, hunk number from 1) _moved_away counted moved, by
+    # revision; and those the history does not show moved (_doubtful_moves), never counted
+    # moved again, each with the line of the file judged where its lines are (said).
+    moved: dict = field(default_factory=dict, repr=False, compare=False)
+    unmoved: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -557,7 +565,8 @@ def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
     contents = store.read_blobs(rev, _paths(fix))
     cache[rev] = _combined(store, fix, _file_states(
         fix, contents,
-        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
+        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))),
+        rev)
     return cache[rev]
 
 
@@ -616,18 +625,19 @@ def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[s
             (fp, content, _at_copy(_at_own_place(store, fix, fp, content, state == _ASK_BOTH,
                                                  places))
              if state in (_ASK_BOTH, _ASK_AWAY) else state)
-            for fp, content, state in states])})
+            for fp, content, state in states], rev)})
     return caches
 
 
-def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple]) -> str:
+def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str | None = None
+              ) -> str:
     """The fix's state from its files' (_file_states) and hunks' (_hunk_verdicts): present
     when every one has its change; gone when every one has its old code back; part when some
     have their old code back and every other one has the change (taken back in part: the fix
     is whole nowhere, so in no overlay); else other."""
     if all(state == "present" for _, _, state in files):
         return "present" if files else "other"
-    verdicts = _hunk_verdicts(store, fix, files)
+    verdicts = _hunk_verdicts(store, fix, files, rev)
     states = {"present" if state == "moved" else state for _, _, state in verdicts or ()}
     if verdicts is None or not states:
         return "other"
@@ -637,7 +647,7 @@ def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple]) -> str:
     return states.pop() if len(states) == 1 else "part"
 
 
-def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple]
+def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str | None = None
                    ) -> list[tuple[FilePatch, int | None, str]] | None:
     """(file change, hunk number from 1 or None for the whole file, present | gone | moved |
     other) of each of the fix's files (_file_states) and of each hunk with a change of a file
@@ -646,7 +656,9 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple]
     one neither is then other). A hunk whose old code is back at its place but whose added
     lines are still in the file as often as the fix left them (_moved_away) is moved, as good
     as present (_combined): upstream moved them
-    (the lines around the place they were added at meet again, as a revert leaves them)."""
+    (the lines around the place they were added at meet again, as a revert leaves them).
+    Unless the history does not show the move (`fix.unmoved`, _doubtful_moves): gone. The
+    hunks counted moved are noted by `rev` (`fix.moved`) for _judge to ask the history."""
     found: list[tuple[FilePatch, int | None, str]] = []
     for k, (fp, content, state) in enumerate(files):
         if state == "present" or state == _GONE_AT_COPY or (
@@ -662,7 +674,10 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple]
             if hunks is None:
                 return None
         gone = [n for n, state in hunks if state == "gone"]
+        gone = [n for n in gone if (k, n) not in fix.unmoved]
         moved = _moved_away(store, fix, k, fp, content, gone) if gone else set()
+        if moved and rev is not None:
+            fix.moved.setdefault(rev, set()).update((k, n) for n in moved)
         found += [(fp, n, "moved" if n in moved else state) for n, state in hunks]
     return found
 
@@ -725,29 +740,186 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
 
 
 def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: str, rel: str,
-                  data: bytes, rev: str) -> tuple[dict[str, list[int]], str | None]:
+                  data: bytes, rev: str
+                  ) -> tuple[dict[str, list[int]], str | None, dict[str, list[tuple[int, str]]]]:
     """The hunks (by path, numbers from 0) of the kept fix NAME (its bytes `data`, at `rel`)
     that upstream moved elsewhere in the file at `rev` (_moved_away), where `rev`'s files have
     it taken back in part (some hunks' old code back, the rest there); and its landing commit
     as recorded, if any. `bring-back` keeps those hunks under upstreamed/ as landed and puts
     back only the rest: judged by the files, a moved hunk's old place has its old code, and
     the whole fix moved back there doubled its lines in the overlay. ({}, None) for a fix
-    whole or gone whole, or with no hunk so moved."""
+    whole or gone whole, or with no hunk so moved. Third, by path, the hunks (numbers from 0,
+    where the file has their lines) whose lines are elsewhere in the file but whom the
+    history does not show moved (_doubtful_moves): put back, said possibly doubled."""
     fix = _parse(upstream, name, rel, data)
     if fix is None:
-        return {}, None
+        return {}, None, {}
     fix.landing = _recorded_landing(project, fix)
     contents = store.read_blobs(rev, _paths(fix))
-    verdicts = _hunk_verdicts(store, fix, _file_states(
+    files = _file_states(
         fix, contents,
-        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
+        lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both)))
+    verdicts = _hunk_verdicts(store, fix, files, rev)
+    landing = _commit(store, fix.landing)
+    if verdicts and landing is not None and fix.moved.get(rev):
+        # Moved only where the history shows it, as status judges it (_judge).
+        fix.unmoved.update(_doubtful_moves(store, fix, rev, landing,
+                                           (fix.patch.get("Base") or "").strip(), {}))
+        if fix.unmoved:
+            verdicts = _hunk_verdicts(store, fix, files)
+    doubtful: dict[str, list[tuple[int, str]]] = {}
+    for (k, n), (where, _) in sorted(fix.unmoved.items()):
+        doubtful.setdefault(fix.files[k].path, []).append((n - 1, where))
     if not verdicts or not any(found == "gone" for _, _, found in verdicts):
-        return {}, fix.landing
+        return {}, fix.landing, doubtful
     moved: dict[str, list[int]] = {}
     for fp, n, found in verdicts:
         if found == "moved" and n is not None:
             moved.setdefault(fp.path, []).append(n - 1)
-    return moved, fix.landing
+    return moved, fix.landing, doubtful
+
+
+class _HunkTakers:
+    """The commits (one parent) after a fix's landing up to `commit` that change its files,
+    newest first, and of a hunk the one that took it out of its place: after it the hunk's
+    old code is back at its place (_hunk_state gone), before it its change was there. Files
+    read once per revision; asked only of the hunks a count or a place alone judged."""
+
+    def __init__(self, store: UpstreamStore, fix: _Fix, commit: str, landing: str) -> None:
+        self.store, self.fix = store, fix
+        self.log = [(sha, parents, message) for sha, parents, message in
+                    store.path_log(landing, commit, _paths(fix))[:MAX_COMMITS]
+                    if len(parents) == 1]
+        self._files: dict[str, dict] = {}
+
+    def content(self, rev: str, k: int) -> bytes | None:
+        if rev not in self._files:
+            self._files[rev] = self.store.read_blobs(rev, _paths(self.fix))
+        contents = self._files[rev]
+        return next((contents[p] for p in self.fix.aliases[k] if contents.get(p) is not None),
+                    None)
+
+    def _place(self, rev: str, k: int, hunk) -> str | None:
+        content = self.content(rev, k)
+        return None if content is None else _hunk_state(_Lines(content), hunk)
+
+    def taker(self, k: int, hunk) -> tuple[str, str, bytes] | None:
+        """(commit, its parent, its message) of the commit that took the hunk out."""
+        return next(((sha, parents[0], message) for sha, parents, message in self.log
+                     if self._place(sha, k, hunk) == "gone"
+                     and self._place(parents[0], k, hunk) == "present"), None)
+
+
+def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,
+                    cache: dict) -> dict[tuple[int, int], tuple[str, str]]:
+    """Of the hunks _moved_away counted moved at `commit` (`fix.moved`), those the history
+    since the landing does not show moved, each with where `commit`'s file has its lines
+    (`PATH line N`) and why: moved only where the commit that took the hunk out of its place
+    (_HunkTakers) left its lines in the file as often as before it (it put them elsewhere as
+    it took them out, _moved_by) and is no revert of the landing (a revert takes the change
+    out, whatever else its merge did). Each such hunk a bring-back puts back (no fix lost),
+    said "possibly doubled" with the line to look at."""
+    if not store.is_ancestor(landing, commit):
+        return {}
+    takers = _HunkTakers(store, fix, commit, landing)
+    named = _LandingNames(store, fix, landing, base, cache)
+    doubtful = {}
+    for k, n in sorted(fix.moved[commit]):
+        fp = fix.files[k]
+        hunk = fp.hunks[n - 1]
+        taker = takers.taker(k, hunk)
+        if taker is None:
+            why = "no commit since the landing is seen moving them"
+        else:
+            sha, parent, message = taker
+            before, after = takers.content(parent, k), takers.content(sha, k)
+            if before is None or after is None or not _moved_by(fix, k, hunk, before, after):
+                why = f"{sha[:12]} took them out of their place without putting them there"
+            elif named.how(message, sha):
+                why = f"{sha[:12]}, a revert of the landing, took them out of their place"
+            else:
+                continue
+        now = takers.content(commit, k)
+        line = _copy_line(hunk, now) if now is not None else None
+        doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why)
+    return doubtful
+
+
+def _moved_by(fix: _Fix, k: int, hunk, before: bytes, after: bytes) -> bool:
+    """Whether a commit that took `hunk` out of its place (its file `before` and `after`
+    it) left the hunk's added lines in the file as often as before it, line by line
+    (_added) or as near text (near_runs): it put them elsewhere."""
+    from collections import Counter
+
+    from patchforge.apply.hunks import lines_of
+
+    added = _added(hunk)
+    if added:
+        was = Counter(_squeezed(line) for line in lines_of(before))
+        now = Counter(_squeezed(line) for line in lines_of(after))
+        if all(now[line] >= was[line] for line in added):
+            return True
+    removed = fix.counts.get((k, "removed"))
+    if removed is None:
+        removed = fix.counts[(k, "removed")] = [run for h in fix.files[k].hunks
+                                                for run in near_runs(h, b"-")]
+    runs = [run for run in near_runs(hunk) if not any(run in other for other in removed)]
+    if not runs:
+        return False
+    near_before, near_after = NearText(before), NearText(after)
+    return all(near_after.count(run) >= near_before.count(run) > 0 for run in runs)
+
+
+def _copy_line(hunk, content: bytes) -> int | None:
+    """The line (from 1) of `content` where a copy of the hunk's added lines begins: its
+    first line that tells (_added) there as it is, or its first run (near_runs) read as
+    near text from that line on."""
+    from patchforge.apply.hunks import lines_of
+
+    lines = lines_of(content)
+    added = _added(hunk)
+    if added:
+        for number, line in enumerate(lines, 1):
+            if _squeezed(line) == added[0]:
+                return number
+    runs = near_runs(hunk)
+    if not runs:
+        return None
+    near = [near_lines([line]) for line in lines]
+    for number in range(len(lines)):
+        text = b""
+        for later in near[number:]:
+            if not later:
+                continue
+            text += later[0]
+            if not runs[0].startswith(text):
+                break
+            if text == runs[0]:
+                return number + 1
+    return None
+
+
+def _possibly_doubled(fix: _Fix) -> str:
+    """What is said of the hunks whose lines are elsewhere in the file but which the history
+    does not show moved (_doubtful_moves): a bring-back puts them back."""
+    if not fix.unmoved:
+        return ""
+    return "".join(
+        f"; {fix.files[k].path} hunk {n} has its lines elsewhere in the file, but {why}: a "
+        f"bring-back puts it back (possibly doubled: look at {where})"
+        for (k, n), (where, why) in sorted(fix.unmoved.items()))
+
+
+def taken_out_runs(patch, hunks: dict[str, list[tuple[int, str]]]) -> set[bytes]:
+    """The runs of added lines (near_runs) of the hunks of `patch` named in `hunks` (by path,
+    numbers from 0: moved_in_part's third): those a bring-back puts back though the file
+    has them elsewhere, which its doubling check does not refuse."""
+    runs: set[bytes] = set()
+    for fp in patch.file_patches:
+        for n, _ in hunks.get(fp.path, ()):
+            if n < len(fp.hunks):
+                runs.update(near_runs(fp.hunks[n]))
+    return runs
 
 
 def _recorded_landing(project: Project, fix: _Fix) -> str | None:
@@ -1066,6 +1238,17 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         if renamed:
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
+    if state in ("present", "part") and landing is not None and fix.moved.get(commit):
+        # A hunk counted moved (its lines elsewhere in the file as often as the fix left
+        # them) is moved only where the commit that took it out of its place put them
+        # elsewhere: a count alone took a copy of a common line upstream added since (a
+        # `torch.cuda.synchronize()` in another function) for the fix's, and kept the hunk
+        # as landed while it was in no overlay and not upstream.
+        doubtful = _doubtful_moves(store, fix, commit, landing, base, cache)
+        if doubtful:
+            fix.unmoved.update(doubtful)
+            cache.clear()
+            state = _fix_state(store, fix, commit, cache)
     if state == "other":
         # Neither there nor gone by the files: superseded, unless the history has a revert of
         # the landing that nothing since put back (upstream then edited the old code again).
@@ -1075,7 +1258,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     # Taken back in part (some of its files or hunks back at their old code, the others still
     # there): said with those places, so that `bring-back` is seen to put back that part (the
     # rest it keeps under upstreamed/ as landed).
-    in_part = _taken_back_in_part(store, fix, commit) if state == "part" else ""
+    in_part = (_taken_back_in_part(store, fix, commit) if state == "part" else "") + \
+        _possibly_doubled(fix)
     if reference is None and not (landed or dropped_at) and \
             fix.patch.get("Applied-Upstream") is not None:
         # Kept as landed with no landing commit named (one that could not be told for it),

@@ -2062,30 +2062,33 @@ def _without_landing(data: bytes, path: Path) -> bytes:
 
 
 def _moved_upstream_split(project: Project, store: UpstreamStore, fix, patch,
-                          pin) -> tuple[PatchFile, dict[str, list[int]], str | None] | None:
+                          pin) -> tuple[tuple[PatchFile, dict[str, list[int]], str | None]
+                                        | None, dict[str, list[tuple[int, str]]]]:
     """A fix bring-back takes from upstreamed/ that the pin has taken back in part beside
     hunks upstream only moved elsewhere in the file (reverts.moved_in_part): (the fix without
     those hunks, the moved hunks by path (numbers from 0), its landing commit as recorded).
     None where no hunk is so moved, or where the fix cannot be split by hunks (a file it
-    creates, deletes, renames or copies; a binary or mode change: rebase.engine.landed_part)."""
+    creates, deletes, renames or copies; a binary or mode change: rebase.engine.landed_part).
+    Second, the hunks it puts back though the file has their lines elsewhere (moved_in_part's
+    third: the history does not show them moved)."""
     from patchforge.rebase.engine import landed_part
     from patchforge.reverts import moved_in_part
 
     rel = fix.path.relative_to(project.root).as_posix()
     try:
-        moved, landing = moved_in_part(project, store, fix.upstream, fix.name, rel,
-                                       patch.to_bytes(), pin.commit)
+        moved, landing, doubtful = moved_in_part(project, store, fix.upstream, fix.name, rel,
+                                                 patch.to_bytes(), pin.commit)
     except PatchforgeError:
-        return None
+        return None, {}
     if not moved:
-        return None
+        return None, doubtful
     rest = {fp.path: [k for k in range(len(fp.hunks)) if k not in moved.get(fp.path, ())]
             for fp in patch.file_patches}
     rest = {path: hunks for path, hunks in rest.items() if hunks}
     if not rest or landed_part(patch, None, hunks=moved) is None:
-        return None
+        return None, doubtful
     kept = landed_part(patch, None, hunks=rest)
-    return None if kept is None else (kept, moved, landing)
+    return (None if kept is None else (kept, moved, landing)), doubtful
 
 
 def _with_moved_part(whole, split, judgement, landed, pin) -> tuple[PatchFile, str]:
@@ -2184,7 +2187,13 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     # (its lines elsewhere in the file), and stays kept under upstreamed/ as landed; only the
     # rest is judged and put back. Judged whole, the moved hunk's old place has its old code,
     # so the fix went back whole and the overlay had the moved lines twice.
-    moved_split = _moved_upstream_split(project, store, fix, patch, pin) if from_kept else None
+    # A hunk whose lines are elsewhere in the file, but which the history does not show
+    # moved (a revert took it out, a copy of a common line came later): put back, said
+    # possibly doubled, never kept as landed on a count (it would be in no overlay).
+    from patchforge.reverts import taken_out_runs
+
+    moved_split, doubtful = _moved_upstream_split(project, store, fix, patch, pin) \
+        if from_kept else (None, {})
     if moved_split is not None:
         patch = moved_split[0]
     base = (patch.get("Base") or "").strip()
@@ -2248,7 +2257,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     beside = _refuse_doubling(project, store, fix, patch, moved_fix(), pin,
                               moved_split[2] if moved_split is not None else
                               _recorded_landing(project, fix, whole) if from_kept else None,
-                              allow_doubled, doubled_stop(judgement)) \
+                              allow_doubled, doubled_stop(judgement),
+                              taken_out_runs(whole, doubtful)) \
         if judgement.outcome == "applies" or doubled_stop(judgement) else ""
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
@@ -2260,6 +2270,11 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     result = {"upstream": upstream, "name": fix.name, "outcome": judgement.outcome,
               "state": judgement.state, "detail": judgement.message + beside,
               "files": judgement.files}
+    if doubtful and judgement.outcome == "applies":
+        result["detail"] += "; " + ", ".join(f"{path} hunk {n + 1}" for path, found in
+                                             sorted(doubtful.items()) for n, _ in found) + \
+            " put back though the file has its lines elsewhere (possibly doubled: look at " + \
+            ", ".join(where for found in doubtful.values() for _, where in found) + ")"
     with RepoLock(project.state_dir):
         require_state_still(project, "bring-back", [upstream], allowed, store=store)
         # Judged on the series and pin as read above: a series changed since (a `new` beside
@@ -2403,7 +2418,8 @@ def _recorded_landing(project: Project, fix, patch) -> str | None:
 
 
 def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, pin,
-                     landing: str | None, allow_doubled: bool, judged: list[str]) -> str:
+                     landing: str | None, allow_doubled: bool, judged: list[str],
+                     taken_out: frozenset[bytes] | set[bytes] = frozenset()) -> str:
     """Refuse a bring-back whose lines upstream has at the pin already, moved and perhaps
     re-wrapped or re-spelled (reverts.near_doubled, counted against the file at `landing`
     for a kept fix upstream took back): the overlay would have them twice, and nothing after
@@ -2412,10 +2428,22 @@ def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, p
     in skipped/. What is said names where
     upstream has the lines: whether they are the fix's (then taking the hunk out loses
     nothing) or other code that only reads the same (then the fix goes back beside it,
-    `allow_doubled`, and what is returned says where) is for a person to see."""
+    `allow_doubled`, and what is returned says where) is for a person to see. Not for a
+    hunk whose runs of added lines are all `taken_out` (reverts.taken_out_runs: the history
+    shows them taken out, not moved; said possibly doubled)."""
+    from patchforge.apply.neartext import near_runs
     from patchforge.reverts import near_doubled
 
     doubled = near_doubled(store, patch, made, pin.commit, landing)
+    if taken_out:
+        hunks = {fp.path: fp.hunks for fp in made.file_patches}
+
+        def shown_taken_out(said: str) -> bool:
+            path, _, n = said.rpartition(" hunk ")
+            runs = near_runs(hunks[path][int(n) - 1])
+            return bool(runs) and all(run in taken_out for run in runs)
+
+        doubled = [(hunk, lines) for hunk, lines in doubled if not shown_taken_out(hunk)]
     if not doubled and not judged:
         return ""
     where = "; ".join(

@@ -1,0 +1,99 @@
+"""A kept landing of which a hunk's lines are elsewhere in the file after upstream took the
+landing back, or moved and reworded them: whether that hunk moved (kept as landed) or was
+taken back (put back) is told by the commit that took it out of its place, never by a
+count of its lines alone. Real git history, through the
+CLI."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+STEPS = b"".join(b"    step%d = step%d + %d\n" % (i, i - 1, i) for i in range(1, 20))
+ALPHA = b"def alpha(x):\n    step0 = x\n" + STEPS + b"    return step19\n\n\n"
+BETA = b"def beta(x):\n    y = x - 1\n    z = y * 3\n    return z\n\n\n"
+SYNC = b"    torch.cuda.synchronize()\n"
+CHECK = b"    if x is None:\n        raise ValueError('x is needed')\n"
+FIXED_ALPHA = ALPHA.replace(b"    step0 = x\n", CHECK + b"    step0 = x\n").replace(
+    b"    return step19\n", SYNC + b"    return step19\n")
+BETA_SYNCED = BETA.replace(b"    z = y * 3\n", b"    z = y * 3\n" + SYNC)
+
+
+@pytest.mark.parametrize("copy", ["by a later commit", "by the revert itself"])
+def test_a_reverted_landing_whose_common_line_upstream_adds_elsewhere_is_brought_back_whole(
+        tmp_path, copy):
+    """A fix of two hunks in alpha() (a check at the top, `torch.cuda.synchronize()` before
+    its return) lands whole (#11) and is kept under upstreamed/; upstream reverts #11 whole,
+    and a later commit (or the revert itself) adds `torch.cuda.synchronize()` in beta().
+    The synchronize hunk was said "moved elsewhere in the file upstream" on a count of its
+    line, the advised bring-back put back only the check, kept that hunk under upstreamed/
+    as landed, and status and check exited 0 with alpha's synchronize in no overlay and not
+    upstream. The commit that took it out of its place (the revert) did not move it: said
+    with the line to look at, and bring-back puts the whole fix back."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + BETA, FIXED_ALPHA + BETA)
+    landing = stack.commit({"pkg/a.py": FIXED_ALPHA + BETA}, "alpha: check and synchronize (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    revert = f'Revert "alpha: check and synchronize (#11)"\n\nThis reverts commit {landing}.'
+    if copy == "by the revert itself":
+        back = stack.commit({"pkg/a.py": ALPHA + BETA_SYNCED}, revert, tag="v3")
+    else:
+        back = stack.commit({"pkg/a.py": ALPHA + BETA}, revert)
+        stack.commit({"pkg/a.py": ALPHA + BETA_SYNCED}, "beta: synchronize (#13)", tag="v3")
+    line = (ALPHA + BETA_SYNCED).splitlines().index(SYNC.rstrip(b"\n")) + 1
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert said["by"] == back, said
+    assert "moved elsewhere" not in said["detail"] and "taken back in part" not in \
+        said["detail"], said
+    assert "pkg/a.py hunk 2 has its lines elsewhere in the file" in said["detail"] and \
+        f"a bring-back puts it back (possibly doubled: look at pkg/a.py line {line})" in \
+        said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    rc, out, err = stack.cli("bring-back", "up/fa.patch", expect=None)
+    if rc in (2, 3):
+        # beta's copy within a few lines of the fix's place: the judge's doubling check stops
+        # for a person to read it, the whole fix kept in skipped/ (no part kept as landed).
+        assert "upstream" in err and "pkg/a.py line" in err, err
+        assert (stack.root / "series/up/skipped/fa.patch").is_file()
+        assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+        return
+    assert rc == 0, err
+    assert f"pkg/a.py hunk 2 put back though the file has its lines elsewhere (possibly " \
+        f"doubled: look at pkg/a.py line {line})" in out, out
+    assert not (stack.root / "series/up/upstreamed/fa.patch").exists()
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == FIXED_ALPHA + BETA_SYNCED, overlay.decode()
+    for command in (("check",), ("status",)):
+        stack.cli(*command)
+
+
+def test_a_reverted_one_line_fix_whose_line_upstream_adds_elsewhere_later_is_said(tmp_path):
+    """The fix is the synchronize call alone; upstream reverts it, then adds the same call in
+    beta(). Counted, the line was "moved": the fix was judged still upstream and nothing was
+    said, the call in no overlay. Said reverted now, and bring-back puts it back."""
+    fixed = ALPHA.replace(b"    return step19\n", SYNC + b"    return step19\n") + BETA
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + BETA, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({"pkg/a.py": ALPHA + BETA},
+                        f'Revert "alpha: synchronize (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": ALPHA + BETA_SYNCED}, "beta: synchronize (#13)", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert said["by"] == back and "possibly doubled: look at pkg/a.py line" in said["detail"], \
+        said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    rc, _, err = stack.cli("bring-back", "up/fa.patch", expect=None)
+    if rc in (2, 3):
+        # (beta's copy near the fix's place: the judge's doubling check asks a person.)
+        assert (stack.root / "series/up/skipped/fa.patch").is_file(), err
+        return
+    assert rc == 0, err
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == fixed.replace(BETA, BETA_SYNCED), overlay.decode()
+    stack.cli("check")
