@@ -31,7 +31,9 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say. Unless a hunk has its old code back exactly
-  (_back_exactly): taken back in part whatever became of the others. Unless the history since the landing has a
+  (_back_exactly): taken back in part whatever became of the others (a hunk that only adds
+  lines, some of them elsewhere in the file, only where the commit that took it out reverts
+  the landing: _not_taken_back). Unless the history since the landing has a
   revert of it that nothing since put back, and the fix's place holds the old code changed
   rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
   edited those lines again, and it is said as reverted. A revert there is a commit whose
@@ -176,6 +178,11 @@ class _Fix:
     # moved again, each with the line of the file judged where its lines are (said).
     moved: dict = field(default_factory=dict, repr=False, compare=False)
     unmoved: dict = field(default_factory=dict, repr=False, compare=False)
+    # The hunks found back only by their neighbours beside a hunk changed since, some of
+    # their added lines elsewhere in the file, by revision (_hunk_states); and those the
+    # history does not show reverted (_not_taken_back), never found back again.
+    weak: dict = field(default_factory=dict, repr=False, compare=False)
+    not_back: set = field(default_factory=set, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -670,9 +677,13 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
             hunks = [(n, "gone") for n, hunk in enumerate(fp.hunks, 1)
                      if any(line[:1] in (b"+", b"-") for line in hunk.lines)]
         else:
-            hunks = _hunk_states(fp, content)
+            weak: list[int] = []
+            hunks = _hunk_states(fp, content, weak,
+                                 {n for kk, n in fix.not_back if kk == k})
             if hunks is None:
                 return None
+            if weak and rev is not None:
+                fix.weak.setdefault(rev, set()).update((k, n) for n in weak)
         gone = [n for n, state in hunks if state == "gone"]
         gone = [n for n in gone if (k, n) not in fix.unmoved]
         moved = _moved_away(store, fix, k, fp, content, gone) if gone else set()
@@ -682,7 +693,9 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
     return found
 
 
-def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] | None:
+def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = None,
+                 refused: frozenset[int] | set[int] = frozenset()
+                 ) -> list[tuple[int, str]] | None:
     """(its number from 1, _hunk_state: present or gone) of each hunk of `fp` with a change,
     in order; None at the first hunk neither, or where hunks cannot be told apart (a created
     or deleted file, a file gone, a hunk without context)."""
@@ -699,8 +712,19 @@ def _hunk_states(fp: FilePatch, content: bytes | None) -> list[tuple[int, str]] 
         # another hunk has its old code back exactly (every line of its pre-image, context
         # and all, at one place): that hunk was taken back whatever became of the others,
         # and is in no overlay and not upstream (said taken back in part, _combined).
-        exact = [(n, state) for n, state in found if state != "gone"
-                 or _back_exactly(lines, fp.hunks[n - 1])]
+        # A hunk that only adds lines has as its pre-image the neighbours of their place,
+        # which meet again wherever upstream moved them: with some of those lines
+        # elsewhere in the file it is back only where the history shows a revert
+        # (`weak`: _not_taken_back; `refused`: those it did not).
+        exact = []
+        for n, state in found:
+            if state == "gone":
+                hunk = fp.hunks[n - 1]
+                if n in refused or not _back_exactly(lines, hunk):
+                    continue
+                if weak is not None and _only_adds(hunk) and _lines_elsewhere(hunk, lines):
+                    weak.append(n)
+            exact.append((n, state))
         if not any(state == "gone" for _, state in exact):
             return None
         return exact
@@ -717,6 +741,25 @@ def _back_exactly(lines: _Lines, hunk) -> bool:
         return sum(1 for k in lines.at(run[0]) if text[k:k + len(run)] == run) if run else 0
 
     return places(old) == 1 and places(new) == 0
+
+
+def _only_adds(hunk) -> bool:
+    from patchforge.apply.diffparse import line_kind
+
+    return not any(line_kind(line) == b"-" for line in hunk.lines)
+
+
+def _lines_elsewhere(hunk, lines: _Lines) -> bool:
+    """Whether a line the hunk adds that tells (_added) is in the file, whitespace aside, or
+    one of its runs of added lines is, as near text (near_runs)."""
+    added = set(_added(hunk))
+    if added and any(_squeezed(line) in added for line in lines.lines):
+        return True
+    runs = near_runs(hunk)
+    if not runs:
+        return False
+    there = NearText(b"".join(lines.lines))
+    return any(there.count(run) for run in runs)
 
 
 def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
@@ -843,6 +886,26 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
         line = _copy_line(hunk, now) if now is not None else None
         doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why)
     return doubtful
+
+
+def _not_taken_back(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,
+                    cache: dict) -> set[tuple[int, int]]:
+    """Of the hunks that only add lines found back exactly at `commit` beside a hunk changed
+    since (`fix.weak`, _hunk_states) while some of their added lines are elsewhere in the
+    file, those the history does not show reverted: the commit that took the hunk out of its
+    place (_HunkTakers) is no revert of the landing. The neighbours of the place lines were
+    added at meet again whenever upstream moves those lines, so that alone tells nothing:
+    such a hunk is no hunk taken back (upstream changed the code otherwise)."""
+    if not store.is_ancestor(landing, commit):
+        return set()
+    takers = _HunkTakers(store, fix, commit, landing)
+    named = _LandingNames(store, fix, landing, base, cache)
+    found = set()
+    for k, n in sorted(fix.weak[commit]):
+        taker = takers.taker(k, fix.files[k].hunks[n - 1])
+        if taker is None or not named.how(taker[2], taker[0]):
+            found.add((k, n))
+    return found
 
 
 def _moved_by(fix: _Fix, k: int, hunk, before: bytes, after: bytes) -> bool:
@@ -1247,6 +1310,16 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         doubtful = _doubtful_moves(store, fix, commit, landing, base, cache)
         if doubtful:
             fix.unmoved.update(doubtful)
+            cache.clear()
+            state = _fix_state(store, fix, commit, cache)
+    if state == "part" and landing is not None and fix.weak.get(commit):
+        # A hunk that only adds lines, found back by its neighbours alone beside a hunk
+        # changed since, its lines (some) elsewhere in the file: a refactor that moved and
+        # reworded them leaves the same; taken back only where the commit that took it out
+        # reverts the landing.
+        refused = _not_taken_back(store, fix, commit, landing, base, cache)
+        if refused:
+            fix.not_back.update(refused)
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
     if state == "other":

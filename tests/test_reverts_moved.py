@@ -1,7 +1,7 @@
 """A kept landing of which a hunk's lines are elsewhere in the file after upstream took the
 landing back, or moved and reworded them: whether that hunk moved (kept as landed) or was
 taken back (put back) is told by the commit that took it out of its place, never by a
-count of its lines alone. Real git history, through the
+count of its lines or its old neighbours meeting again alone. Real git history, through the
 CLI."""
 from __future__ import annotations
 
@@ -69,6 +69,67 @@ def test_a_reverted_landing_whose_common_line_upstream_adds_elsewhere_is_brought
     assert overlay == FIXED_ALPHA + BETA_SYNCED, overlay.decode()
     for command in (("check",), ("status",)):
         stack.cli(*command)
+
+
+BASE = b"".join(b"line %d of the module under test\n" % i for i in range(1, 31))
+
+
+def _line(n: int) -> bytes:
+    return b"line %d of the module under test\n" % n
+
+
+def test_a_guard_a_refactor_moved_and_reworded_beside_a_changed_hunk_is_not_taken_back(
+        tmp_path):
+    """A fix of two hunks (line 5 computed properly, a `value is None` guard added after line
+    20) lands whole. One refactor changes line 5 again (`strict=True`) and moves the guard 4
+    lines lower, its message reworded. The guard's old neighbours meet again, as any move of
+    it leaves them: it was said "taken back in part", and the advised bring-back, its stop
+    resolved keeping upstream's line 5, checked the value twice with every check green. The
+    commit that took the guard out of its place is no revert and the guard's lines are still
+    in the file: superseded, nothing said, bring-back refuses."""
+    guard = b"if value is None:\n    raise ValueError('a value is needed here')\n"
+    reworded = b"if value is None:\n    raise ValueError('value must be given')\n"
+    fixed = BASE.replace(_line(5), b"five = compute_it_properly()\n").replace(
+        _line(20), _line(20) + guard)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, fixed)
+    stack.commit({"pkg/a.py": fixed}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    later = BASE.replace(_line(5), b"five = compute_it_properly(strict=True)\n").replace(
+        _line(24), _line(24) + reworded)
+    stack.commit({"pkg/a.py": later}, "Refactor: strict compute, validate later (#12)",
+                 tag="v3")
+    document = stack.json("status", "--against", "v3")
+    assert document["reverted"] == [] and document["gone_upstream"] == [], document
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("check")
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file() and \
+        stack.series("up") == [], err
+
+
+def test_a_guard_a_revert_took_out_beside_a_changed_hunk_is_still_taken_back(tmp_path):
+    """The same fix; upstream reverts the guard's part of the landing by name, its lines
+    (`if value is None:`) still in the file elsewhere as other code, then changes line 5:
+    the revert is said, in part."""
+    guard = b"if value is None:\n    raise ValueError('a value is needed here')\n"
+    other = b"if value is None:\n    return default\n"
+    base = BASE.replace(_line(3), _line(3) + other)
+    fixed = base.replace(_line(5), b"five = compute_it_properly()\n").replace(
+        _line(20), _line(20) + guard)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({"pkg/a.py": fixed.replace(guard, b"")},
+                        'Revert "Compute it properly (#11)" for the guard\n\n'
+                        f"This reverts part of commit {landing}.")
+    stack.commit({"pkg/a.py": base.replace(_line(5), b"five = compute_it_properly(True)\n")},
+                 "Be strict", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert said["by"] == back and "taken back in part: pkg/a.py hunk 2" in said["detail"], \
+        said
 
 
 def test_a_reverted_one_line_fix_whose_line_upstream_adds_elsewhere_later_is_said(tmp_path):
