@@ -8,6 +8,7 @@ overlays' module), the creations that meet a filled path (`creation_collisions`,
 from __future__ import annotations
 
 import os
+import shlex
 from typing import TYPE_CHECKING
 
 from patchforge.apply.diffparse import SYMLINK
@@ -72,6 +73,31 @@ def series_changed(project: Project, event: dict | None = None) -> None:
         record_series_event(project, event)
     else:
         update_ledger(project)
+
+
+def refuse_converted_line_ends(store: UpstreamStore, commit: str, patches, *,
+                                then: str) -> None:
+    """InputError for the first of `patches` ((file shown, PatchFile)) whose line ends an
+    editor converted to CRLF (`PatchFile.converted_line_end`), made on a file `commit` has
+    with LF line ends: none of its hunks matches that file, so a rebase or a bring-back
+    stopped on it as a "conflict" with no conflict marker in the worktree (the file as the
+    target has it, the fix nowhere), and `--continue` set the fix aside as resolved to
+    nothing. A patch of files with CRLF line ends of their own can hold CRs rightly and
+    goes on. `then` is the command to run again once the file is converted back."""
+    for shown, patch in patches:
+        line = patch.converted_line_end()
+        if line is None:
+            continue
+        paths = [fp.old_path for fp in patch.file_patches if fp.old_path is not None]
+        files = store.read_blobs(commit, paths)
+        if not any(data is not None and b"\r" not in data for data in files.values()):
+            continue
+        raise InputError(
+            "the patch file ends its lines in CRLF (an editor saving with CRLF?), so none of "
+            "its hunks matches an LF file; nothing was started",
+            path=shown, line=line,
+            hint=f"convert its line ends back (`sed -i 's/\\r$//' {shlex.quote(shown)}`, or "
+                 f"`dos2unix`), then {then}; `patchforge lint` names every such file")
 
 
 def refuse_symlinked_paths(store: UpstreamStore, commit: str, patches, *,

@@ -1432,3 +1432,72 @@ def test_an_empty_rebases_range_diff_is_no_line_of_dashes(tmp_path):
     _, out, _ = landed.cli("rebase", "--to", "v2")
     assert "range-diff of the old series against the new one:\nup: the new series is empty, " \
         "nothing to compare fa.patch with\n" in out and "-------" not in out, out
+
+
+def test_a_patch_file_whose_line_ends_were_converted_is_refused_before_any_work(stack, upstream):
+    """A patch file an editor saved with CRLF line ends matches no LF file: the rebase stopped
+    on it as a "conflict in pkg/other.py" with no conflict marker in the worktree (the target's
+    file, the fix nowhere), and `--continue` set the fix aside as "resolved to no change".
+    It is refused before anything starts, naming the patch file and its line, with the way
+    back; converted back, the same rebase goes through."""
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "fix-f3", {"pkg/mod.py": with_lines({3: b"def f3():\n    return -3\n\n"})})
+    original = stack.add_patch("up", "fix-x", {"pkg/other.py": b"x = 3\n"})
+    path = stack.root / "series/up/fix-x.patch"
+    path.write_bytes(original.replace(b"\n", b"\r\n"))
+    new_commit = upstream.commit({"README": b"upstream 2\n"}, "unrelated change")
+    before = snapshot(stack.root)
+    rc, out, err = stack.cli("rebase", "--to", f"up={new_commit}", expect=2)
+    line = original.split(b"\n").index(next(l for l in original.split(b"\n")
+                                            if l.startswith(b"diff --git "))) + 1
+    assert f"series/up/fix-x.patch:{line}: the patch file ends its lines in CRLF" in err, err
+    assert "nothing was started" in err and "sed -i 's/\\r$//' series/up/fix-x.patch" in err
+    assert "conflict" not in err
+    assert snapshot(stack.root) == before
+    path.write_bytes(original)
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["clean", "clean"]
+
+
+def test_a_crlf_files_patch_with_crlf_headers_still_rebases(tmp_path):
+    """A patch of a file with CRLF line ends of its own, saved by an editor that writes CRLF
+    (`unix2dos` leaves the hunks' own CRLF lines as they are), applies as before: only a patch
+    made on an LF file is refused for its converted line ends."""
+    up = Upstream(tmp_path / "up", {"pkg/win.txt": b"one\r\ntwo\r\nthree\r\n",
+                                    "README": b"upstream\n"})
+    stack = Stack(tmp_path / "project")
+    stack.add_upstream("up", up)
+    original = stack.add_patch("up", "fix-win", {"pkg/win.txt": b"one\r\nTWO\r\nthree\r\n"})
+    path = stack.root / "series/up/fix-win.patch"
+    path.write_bytes(re.sub(rb"(?<!\r)\n", b"\r\n", original))
+    stack.cli("status")
+    new_commit = up.commit({"README": b"upstream 2\n"}, "unrelated change")
+    summary = stack.rebase_json("--to", f"up={new_commit}")
+    assert [p["action"] for p in summary["patches"]] == ["clean"]
+
+
+def test_a_skipped_fix_whose_line_ends_were_converted_is_refused_by_bring_back(stack, upstream):
+    """The hint of a refused bring-back sends the user to edit the fix in skipped/; an editor
+    saving it with CRLF line ends made `bring-back` stop, exit 3, on a "conflict" with no
+    marker in the worktree. It is refused, exit 2, naming skipped/'s file and its line,
+    nothing written; converted back, the bring-back goes through."""
+    stack.add_upstream("up", upstream)
+    original = stack.add_patch("up", "fix-x", {"pkg/other.py": b"x = 3\n"})
+    theirs = upstream.commit({"pkg/other.py": b"x = 2\n"}, "upstream's own x")
+    stack.cli("rebase", "--to", f"up={theirs}", expect=3)
+    stack.cli("rebase", "--skip", expect=1)
+    back = upstream.commit({"pkg/other.py": b"x = 1\n"}, "x as it was")
+    stack.cli("rebase", "--to", f"up={back}", expect=None)
+    skipped = stack.root / "series/up/skipped/fix-x.patch"
+    kept = skipped.read_bytes()
+    skipped.write_bytes(kept.replace(b"\n", b"\r\n"))
+    before = snapshot(stack.root)
+    rc, out, err = stack.cli("bring-back", "fix-x", expect=2)
+    assert "series/up/skipped/fix-x.patch:" in err and "ends its lines in CRLF" in err, err
+    assert "sed -i 's/\\r$//' series/up/skipped/fix-x.patch" in err
+    assert "`patchforge bring-back fix-x` again" in err and "conflict" not in err
+    assert snapshot(stack.root) == before
+    skipped.write_bytes(kept)
+    stack.cli("bring-back", "fix-x")
+    assert stack.series("up") == ["fix-x.patch"]
+    assert stack.patch("up", "fix-x") != original and b"+x = 3" in stack.patch("up", "fix-x")

@@ -484,6 +484,19 @@ class PatchFile:
     def file_patches(self) -> tuple[FilePatch, ...]:
         return self.parsed_diff.files
 
+    def converted_line_end(self) -> int | None:
+        """The line of the patch file where its line ends show an editor converted them to
+        CRLF, or None: a file header line (`diff --git`, `---`) never ends in CR as git or diff
+        write it (a CR in a name is quoted), so one that does was converted after the fact; a
+        CR inside the hunks can be the upstream file's own. No hunk of such a file matches an
+        LF file, and applying it says only that the hunks fail."""
+        for fp in self.file_patches:
+            header = next((line for line in fp.raw.split(b"\n")
+                           if line.startswith((b"diff --git ", b"--- "))), b"")
+            if header.endswith(b"\r"):
+                return fp.line_no
+        return None
+
     def notes_in_diff(self) -> list[tuple[int, bytes]]:
         """(line in the file, text) of each block of words the diff holds outside its file
         sections: between two of them (a note on the next file, written into a plain .diff)

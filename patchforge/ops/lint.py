@@ -735,20 +735,14 @@ def _diff_shape(label: str, patch: PatchFile) -> list[Finding]:
 
 
 def _converted_line_ends(label: str, patch: PatchFile) -> list[Finding]:
-    """A patch file an editor saved with CRLF line ends: no hunk matches an LF file then, and
-    `apply` alone would say only that the hunks fail. A file header line (`diff --git`, `---`)
-    never ends in CR as git or diff write it (a CR in a name is quoted), so one that does was
-    converted after the fact; a CR inside the hunks can be the upstream file's own."""
-    for fp in patch.file_patches:
-        header = next((line for line in fp.raw.split(b"\n")
-                       if line.startswith((b"diff --git ", b"--- "))), b"")
-        if header.endswith(b"\r"):
-            return [Finding(label, "line-ends",
-                            f"line {fp.line_no} of the patch file ends in CRLF: its line ends "
-                            "were converted (an editor saving with CRLF?), so its hunks match no "
-                            "LF file; convert them back (`sed -i 's/\\r$//' FILE`, or "
-                            "`dos2unix FILE`)")]
-    return []
+    """A patch file an editor saved with CRLF line ends (`PatchFile.converted_line_end`)."""
+    line = patch.converted_line_end()
+    if line is None:
+        return []
+    return [Finding(label, "line-ends",
+                    f"line {line} of the patch file ends in CRLF: its line ends were converted "
+                    "(an editor saving with CRLF?), so its hunks match no LF file; convert them "
+                    "back (`sed -i 's/\\r$//' FILE`, or `dos2unix FILE`)")]
 
 
 def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed) -> list[Finding]:

@@ -23,7 +23,8 @@ from patchforge.apply.series import (applies_to_profile, outcomes_on_bases,
 from patchforge.model.record import record
 from patchforge.model.words import counted
 from patchforge.names import KEPT_LANDINGS, check_new_patch_name, check_patch_name, file_name_key
-from patchforge.stack import aside_name, refuse_symlinked_paths, series_changed, series_state
+from patchforge.stack import (aside_name, refuse_converted_line_ends, refuse_symlinked_paths,
+                              series_changed, series_state)
 from patchforge.errors import (AmbiguousNameError, ConflictStop, InputError, KeptAsideError,
                                PatchforgeError, UsageError)
 from patchforge.formats.patchfile import (control_character, parse_patch_file, profile_names,
@@ -2209,6 +2210,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         judged_names = judged_names[:-1]
     prefix = [(n, project.read_patch(upstream, n)) for n in judged_names]
     refuse_symlinked_paths(store, pin.commit, prefix + [(fix.name, patch)])
+    refuse_converted_line_ends(store, base,
+                               [(fix.path.relative_to(project.root).as_posix(), patch)],
+                               then=f"`patchforge bring-back {name}` again")
     judged_on = Target(upstream, base, pin.commit, pin.label, pin.version)
     index: list = []
 

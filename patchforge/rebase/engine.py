@@ -138,8 +138,8 @@ class Rebase:
         pin of an upstream instead (a caller that resolved the SPEC itself, as `bump` does
         through the registry), so it is not resolved twice."""
         from patchforge.pins import ensure_pinned, pin_for_spec
-        from patchforge.stack import (refuse_linked_overlays, refuse_symlinked_paths,
-                                      require_readable_history)
+        from patchforge.stack import (refuse_converted_line_ends, refuse_linked_overlays,
+                                      refuse_symlinked_paths, require_readable_history)
 
         if self.journal.exists():
             raise InProgressError("a rebase is in progress",
@@ -235,6 +235,10 @@ class Rebase:
                     raise
                 new = given if resolving is None else resolving.result()
                 assert new is not None  # given, or resolved (result() raises otherwise)
+            refuse_converted_line_ends(
+                self.store, old.commit,
+                [(self.project.patch_path(upstream, name).relative_to(self.project.root)
+                  .as_posix(), patch) for name, patch in series], then="rebase")
             self.store.read_trees_ahead([new.commit], [path for _, patch in series
                                                        for path in patch.paths])
             refuse_symlinked_paths(self.store, new.commit, series,
