@@ -1421,34 +1421,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             return gone("reverted", sha, how)
         removed = removed or sha
     assert removed is not None
-    undone = _revert_left_changed(store, fix, log, removed, landing, landings, prs, cache)
-    if undone is not None:
-        # (The verdict is the same: the commit after which its old code is back is named.)
-        return gone("removed", removed, f"commit {removed[:12]} took its change out, after "
-                    f"commit {undone[0][:12]} reverted the landing ({undone[1]}) and left its "
-                    "code changed otherwise")
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
-
-
-def _revert_left_changed(store: UpstreamStore, fix: _Fix, log, removed: str, landing: str,
-                         landings: list[str], prs: set[bytes],
-                         cache: dict) -> tuple[str, str] | None:
-    """A commit of `log` before `removed` whose message reverts the landing (_names_landing)
-    and after which the change was never whole again up to `removed`: that revert left the
-    fix's code changed otherwise (not back, so no taker), and `removed` finished it. (The
-    commit and how its message names the landing), or None: then no revert of the landing
-    came before, and "as part of other work" is said."""
-    for sha, _, message in log:
-        if sha == removed or not store.is_ancestor(sha, removed):
-            continue
-        how = _names_landing(store, message, landing, landings, prs)
-        if how and not any(_fix_state(store, fix, later, cache) == "present"
-                           for later, _, _ in log if later not in (sha, removed)
-                           and store.is_ancestor(sha, later)
-                           and store.is_ancestor(later, removed)):
-            return sha, how
-    return None
 
 
 def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing: str | None,

@@ -1887,30 +1887,6 @@ def test_a_split_bring_back_stopped_on_a_conflict_keeps_the_moved_hunk_at_contin
         stack.cli(*command)
 
 
-def test_a_landing_taken_out_after_its_revert_changed_it_names_that_revert(tmp_path):
-    """upstream reverts a fix of two hunks by a commit whose message says so, but leaves both
-    places changed otherwise; a later commit puts one hunk's old code back exactly. The later
-    commit is the one after which the change is gone (in part), and was said to take it out
-    "as part of other work (no revert of the landing)", though the history holds one: the
-    revert is named, the verdict the same."""
-    both = FIXED.replace(_line(25), b"twenty_five = also_fixed()\n")
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", "pkg/a.py", BASE, both)
-    landing = stack.commit({"pkg/a.py": both}, "Compute it properly (#11)", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    changed = BASE.replace(_line(25), b"twenty_five = changed_again()\n")
-    revert = stack.commit({"pkg/a.py": changed.replace(_line(5), b"five = otherwise()\n")},
-                          f'Revert "Compute it properly (#11)"\n\nThis reverts commit '
-                          f"{landing}.", tag="v3")
-    later = stack.commit({"pkg/a.py": changed}, "Tidy five", tag="v4")
-    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
-    assert (said["kind"], said["by"]) == ("removed", later), said
-    assert f"commit {later[:12]} took its change out, after commit {revert[:12]} reverted the " \
-        f"landing (its message reverts {landing[:12]}) and left its code changed otherwise; " \
-        "taken back in part: pkg/a.py hunk 1" in said["detail"], said
-    assert "no revert of the landing" not in said["detail"], said
-
-
 def test_overlays_on_a_fresh_clone_fetches_the_pin_of_an_upstream_that_only_keeps_landings(
         tmp_path, monkeypatch):
     """The series' one fix landed and is kept under upstreamed/, so the upstream has no patch
