@@ -18,7 +18,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     defined_names, file_changes, mapped_places, placed_at,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import NearText, doubled_near, line_spans
+from patchforge.apply.neartext import NearText, doubled_near, line_spans, near_runs, telling_runs
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -340,7 +340,8 @@ class SeriesJudge:
                  renames: tuple[set[str], Callable[[], dict[str, str]]] | None = None,
                  lazy_old: bool = False, past_keeps_stops: bool = False,
                  pairs_made: dict | None = None, obsolete_hunks: bool = True,
-                 doubled_stops: bool = True) -> None:
+                 doubled_stops: bool = True,
+                 taken_out: frozenset[bytes] | set[bytes] = frozenset()) -> None:
         from patchforge.apply.series import SeriesState
 
         self.store = store
@@ -349,6 +350,10 @@ class SeriesJudge:
         # or moves beside them: a bring-back asked to (`--allow-doubled`: a person has seen
         # that upstream's lines there are other code).
         self.doubled_stops = doubled_stops
+        # Runs of added lines (near_runs) the history shows a revert took out of the fix's
+        # place (reverts.taken_out_runs, a bring-back's): a hunk whose runs are all these is
+        # put back, said possibly doubled, not stopped on upstream's copy near it.
+        self.taken_out = frozenset(taken_out)
         # Whether the hunks of a patch a gone file makes obsolete are judged (each with its
         # evidence, as `status --json` shows them), or left (detect.assess_patch's
         # `obsolete_hunks`: status's table shows one line of evidence, the gone file's).
@@ -1510,10 +1515,23 @@ class SeriesJudge:
             if result is None or not fixed.ok or fixed.content is None:
                 continue
             doubled = doubled_near(fp, current, self._spans(fp, current, application, result),
-                                   base, self._spans(fp, base, fixed, fixed.content))
+                                   base, self._spans(fp, base, fixed, fixed.content),
+                                   self._runs_not_taken_out(fp))
             if doubled:
                 found.append((path, _doubled_where(path, current, result, doubled)))
         return found
+
+    def _runs_not_taken_out(self, fp) -> list[bytes] | None:
+        """The runs of `fp` the doubling check reads (telling_runs), but for those of hunks
+        whose runs are all `taken_out`; None (all of them) where none are."""
+        if not self.taken_out:
+            return None
+        kept = set()
+        for hunk in fp.hunks:
+            runs = near_runs(hunk)
+            if not runs or not all(run in self.taken_out for run in runs):
+                kept.update(runs)
+        return [run for run in telling_runs(fp) if run in kept]
 
     @staticmethod
     def _spans(fp, content: bytes, application: FileApplication | None,

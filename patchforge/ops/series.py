@@ -2195,6 +2195,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
 
     moved_split, doubtful = _moved_upstream_split(project, store, fix, patch, pin) \
         if from_kept else (None, {})
+    taken_out = taken_out_runs(whole, doubtful)
     if moved_split is not None:
         patch = moved_split[0]
     base = (patch.get("Base") or "").strip()
@@ -2238,7 +2239,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
                         history=LazyHistory(history),
                         renames=(set(renamed), lambda: renamed) if renamed else None,
-                        doubled_stops=not allow_doubled)
+                        doubled_stops=not allow_doubled, taken_out=taken_out)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
     if judgement.outcome == "applies":
@@ -2261,8 +2262,7 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     beside = _refuse_doubling(project, store, fix, patch, moved_fix(), pin,
                               moved_split[2] if moved_split is not None else
                               _recorded_landing(project, fix, whole) if from_kept else None,
-                              allow_doubled, doubled_stop(judgement),
-                              taken_out_runs(whole, doubtful)) \
+                              allow_doubled, doubled_stop(judgement), taken_out) \
         if judgement.outcome == "applies" or doubled_stop(judgement) else ""
     if own is not None and (judgement.outcome != "applies" or moved_fix().to_bytes() !=
                             read_no_link(project.patch_path(upstream, own))):
