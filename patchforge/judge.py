@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
-                                    defined_names, file_changes, mapped_places, placed_at,
+                                    defined_names, file_changes, function_named_at,
+                                    mapped_places, placed_at,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import NearText, doubled_near, line_spans, near_runs, telling_runs
+from patchforge.apply.neartext import (NEAR_LINES, NearText, doubled_near, line_spans,
+                                       near_runs, near_windows, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1518,6 +1520,9 @@ class SeriesJudge:
                                    base, self._spans(fp, base, fixed, fixed.content),
                                    self._runs_not_taken_out(fp))
             if doubled:
+                doubled = _upstreams_own(path, fp, base, current,
+                                         self._places(fp, current, application, result), doubled)
+            if doubled:
                 found.append((path, _doubled_where(path, current, result, doubled)))
         return found
 
@@ -1532,6 +1537,14 @@ class SeriesJudge:
             if not runs or not all(run in self.taken_out for run in runs):
                 kept.update(runs)
         return [run for run in telling_runs(fp) if run in kept]
+
+    @staticmethod
+    def _places(fp, content: bytes, application: FileApplication | None,
+                result: bytes) -> list[tuple[int, int, bytes]]:
+        """Where in `content` the fix goes, as line places (changed_places), else the places a
+        line diff of `content` and `result` finds."""
+        places = changed_places(fp, application) if application is not None else None
+        return file_changes(content, result) if places is None else places
 
     @staticmethod
     def _spans(fp, content: bytes, application: FileApplication | None,
@@ -1782,6 +1795,47 @@ class SeriesJudge:
                                       path if new is not None else None, old, new,
                                       old_mode, new_mode, copy=path in copies))
         return changes
+
+
+def _upstreams_own(path: str, fp, base: bytes, current: bytes,
+                   places: list[tuple[int, int, bytes]], runs: list[bytes]) -> list[bytes]:
+    """Of `runs` (doubled_near's: more copies near the fix's place than its base had), those
+    upstream made itself there: a copy in `current` within NEAR_LINES of a place the fix goes
+    (`places`, 0-based lines of `current`) whose lines upstream added (a line diff of `base`
+    and `current`: not a line the base had that upstream's deletions brought near), in the
+    fix's own function (a copy in another is other code that reads alike), and not of a hunk
+    whose removed lines are still where the fix goes (upstream did not make that change
+    there: a copy is its change of another line, an if's and an else's call). Asked only of
+    a doubling found: the diff is paid then."""
+    import difflib
+
+    lines = split_lines(current)
+    windows = [NearText(window) for window in
+               near_windows(current, line_spans(current, [(s, e) for s, e, _ in places]))]
+    kept_old = set()
+    for hunk in fp.hunks:
+        removed = near_runs(hunk, b"-")
+        if removed and all(any(text.count(run) for text in windows) for run in removed):
+            kept_old.update(near_runs(hunk))
+    runs = [run for run in runs if run not in kept_old]
+    if not runs:
+        return []
+    old = split_lines(base)
+    matcher = difflib.SequenceMatcher(None, old, lines, autojunk=len(old) + len(lines) > 4000)
+    added = {k for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal"
+             for k in range(j1, j2)}
+    functions = {function_named_at(path, lines, start, first) for start, _, first in places}
+    text = NearText(current)
+    own = []
+    for run in runs:
+        for at in text.lines_at(run):
+            k = at - 1
+            if k in added and any(start - NEAR_LINES <= k < end + NEAR_LINES
+                                  for start, end, _ in places) \
+                    and function_named_at(path, lines, k) in functions:
+                own.append(run)
+                break
+    return own
 
 
 def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) -> str:

@@ -127,3 +127,89 @@ def test_a_common_line_or_a_copy_far_off_or_one_the_base_had_moves_as_before(tmp
                        had.replace(line(25), b"line 25, changed upstream\n"), had)
     moves(stack)
     assert limit_checks(stack) == 2
+
+
+# A guard at a Python function's top, and the body lines the module's functions have.
+GUARD = b"    if limit < 0:\n        raise ValueError('a limit is never negative')\n"
+
+
+def body(name: bytes, steps: int) -> bytes:
+    return b"def %s(limit):\n" % name + b"".join(b"    x%d = step(%d)\n" % (k, k)
+                                                 for k in range(steps))
+
+
+def test_the_else_calls_change_is_not_the_ifs(tmp_path):
+    # The same call in an if and its else; the fix passes the stream to the first, upstream to
+    # the second: each call changed once, nothing doubled.
+    call = b"        out = launch_kernel(x, y, block=64)\n"
+    new = b"        out = launch_kernel(x, y, block=64, stream=stream)\n"
+    base = (b"def run(x, y, stream, fast):\n    if fast:\n" + call + b"        a = 1\n"
+            b"        b = 2\n    else:\n        c = 3\n" + call + b"        d = 4\n"
+            b"    return out\n")
+    cut = base.rfind(call)
+    stack = stack_with(tmp_path, base.replace(call, new, 1),
+                       base[:cut] + new + base[cut + len(call):], base)
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(new) == 2
+
+
+def test_a_common_line_upstream_adds_in_another_function_nearby_moves(tmp_path):
+    base = (b"def bench_a(x):\n    y = kernel_a(x)\n    return y\n\n\n"
+            b"def bench_c(x):\n    y = kernel_c(x)\n    return y\n")
+    sync = b"    torch.cuda.synchronize()\n"
+    fixed = base.replace(b"    y = kernel_a(x)\n", b"    y = kernel_a(x)\n" + sync)
+    theirs = base.replace(b"def bench_c", b"def bench_b(x):\n    start = time.time()\n"
+                          b"    y = kernel_b(x)\n" + sync + b"    return y, time.time() - start\n"
+                          b"\n\ndef bench_c")
+    stack = stack_with(tmp_path, fixed, theirs, base)
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(sync) == 2
+
+
+def test_a_look_alike_upstreams_deletions_bring_near_is_not_upstreams(tmp_path):
+    # The fix copies g's guard (there at the base, 13 lines lower) into f; upstream only
+    # deletes the comments between: the guard it brings near is no line upstream added.
+    comments = b"".join(b"# note %d about the helpers below\n" % k for k in range(4))
+    base = (body(b"f", 6) + b"    return x0\n\n" + comments + body(b"g", 1) + GUARD
+            + b"    y = 1\n    z = 2\n    w = 3\n    return x0\n")
+    stack = stack_with(tmp_path, base.replace(b"def f(limit):\n", b"def f(limit):\n" + GUARD),
+                       base.replace(comments, b""), base)
+    moves(stack)
+
+
+def test_the_series_own_other_copy_is_not_upstreams(tmp_path):
+    # fa guards f, fb the same guard in g; upstream deletes 8 comment lines between.
+    comments = b"".join(b"# note %d about the helpers below\n" % k for k in range(8))
+    base = (body(b"f", 3) + b"    return x0\n\n" + comments + body(b"g", 1)
+            + b"    y = 1\n    z = 2\n    w = 3\n    return x0\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    first = base.replace(b"def f(limit):\n", b"def f(limit):\n" + GUARD)
+    stack.add_fix("fa", "pkg/a.py", base, first)
+    stack.add_fix("fb", "pkg/a.py", first,
+                  first.replace(b"    x0 = step(0)\n    y = 1\n",
+                                b"    x0 = step(0)\n" + GUARD + b"    y = 1\n"))
+    (stack.root / "series/up/series").write_text("fa.patch\nfb.patch\n")
+    stack.commit({"pkg/a.py": base.replace(comments, b"")}, "Drop stale comments", tag="v2")
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move", "move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    assert stack.series("up") == ["fa.patch", "fb.patch"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(b"if limit < 0") == 2
+
+
+def test_the_stop_offers_the_edit_first_and_says_skip_sets_the_whole_fix_aside(tmp_path):
+    # Hunk 1's check upstream added a line lower; hunk 2 a change upstream does not have.
+    base = BASE.replace(line(30), b"limit_default = 0\n")
+    fixed = after(5, LIMIT, base).replace(b"limit_default = 0\n", b"limit_default = 1\n")
+    stack = stack_with(tmp_path, fixed, after(6, THEIRS, base), base)
+    err = said_doubled(stack, "pkg/a.py line 6 (upstream's at line 9)")
+    assert "delete your copy of these lines" in err and "WHOLE fix aside" in err, err
+    assert err.index("delete your copy") < err.index("--skip"), err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(LIMIT, b"", 1))
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"] and limit_checks(stack) == 1
+    assert b"limit_default = 1" in (stack.root / "overlays/up/pkg/a.py").read_bytes()

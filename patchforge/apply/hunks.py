@@ -1782,6 +1782,23 @@ def another_function(path: str, base: bytes, fix: list[tuple[int, int, bytes]],
     return None
 
 
+def function_named_at(path: str, lines: list[bytes], k: int,
+                       changed: bytes | None = None) -> bytes | None:
+    """The function (`_functions_of`: qualified, innermost) whose body holds line `k` (0-based)
+    of `lines` (`changed`: the line there, or one a change puts there), b"" for none (the top
+    level); None for a file of no language known here. The doubling check asks it of a copy
+    upstream added near a fix: one in another function than the fix's is other code that
+    reads alike."""
+    language = _language(path)
+    if language is None:
+        return None
+    if changed is None:
+        changed = lines[k] if 0 <= k < len(lines) else b""
+    c_file = CFile(lines) if language == "c" else None
+    definitions = _definitions_of(lines, k, changed, language, c_file)
+    return _functions_of(lines, definitions, language, c_file)[0] if definitions else b""
+
+
 # The branch of a conditional inside a function that a change is in, for `another_function`:
 # upstream that adds a branch copied from the fix's (`#elif defined(__gfx1250__)` made from the
 # `__gfx950__` one, an `elif arch == "gfx1250":` made from `"gfx950"`'s) and changes the fix's

@@ -957,10 +957,13 @@ class Rebase:
                     "a patch left with no change is set aside in skipped/")
             elif kind == "conflict" and any(item.startswith(DOUBLED)
                                             for item in judgement.evidence):
-                message += ": keep yours (`patchforge rebase --continue` with the worktree as " \
-                    "it is: the file has them twice), take upstream's (`patchforge rebase " \
-                    "--skip`: the fix is kept in skipped/), or edit the file to have them once " \
-                    "and --continue"
+                # The edit first: --skip sets the whole fix aside, its changes upstream does
+                # not have with it.
+                message += ": delete your copy of these lines in the worktree and `patchforge " \
+                    "rebase --continue` (the fix's other changes are kept), keep yours " \
+                    "(--continue with the worktree as it is: the file has them twice), or " \
+                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
+                    "other changes too)"
             elif kind == "unsure" and any(item.startswith(AMBIGUOUS_PLACE)
                                           for item in judgement.evidence):
                 message += ": the worktree has the change at the nearest of them; move it " \
