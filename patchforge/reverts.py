@@ -44,7 +44,9 @@ A file whose whole diff applies neither way is judged by its changed lines, each
 of them at the one place where most of its context still holds: a neighbour line upstream
 edited after the landing, or a line of another fix of the series in the kept diff's context,
 must not turn a revert into "superseded". So "gone" is the fix's old code at its own place,
-which is not always the pre-image byte for byte.
+which is not always the pre-image byte for byte. A hunk whose context holds at several places
+(functions that start alike) is gone too where its whole pre-image is at exactly one place and
+none of its added lines is in the file, even in another form: a guard dropped alone.
 
 For a change gone the history speaks only to name the commit that took it out and to tell a
 revert from other work (for neither, only to find such a revert). The commits after the
@@ -506,6 +508,12 @@ def _hunk_state(lines: _Lines, hunk) -> str | None:
     if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:]):
         return "present"  # (both held, the same code twice: taken as present, as above)
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
+        return "gone"
+    if _back_exactly(lines, hunk) and not _lines_elsewhere(hunk, lines):
+        # Context every function shares (blank lines, a first body line) holds at several
+        # places, so _held cannot tell the fix's; but its whole pre-image is at one place
+        # and none of its added lines is anywhere in the file, even in another form: that
+        # hunk was taken out (a guard dropped alone), not rewritten.
         return "gone"
     return "other"
 
