@@ -59,7 +59,7 @@ gives what was refreshed):
   with the fix's patch on disk (under skipped/, or upstreamed/ as taken back); a green check
   vouches for the same in overlays/, and `status --against` names a kept fix the series does
   not carry whose lines the target lacks. (Upstream moves whose answers are known wrong are
-  not made: known_wrong, the reason in the statistics' events.)
+  not made: not_made, the reason in the statistics' events.)
 
 Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 20) of up to 16 steps, derandomized; to
 explore, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise the count.
@@ -144,15 +144,11 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
               "re-wraps and moves the guard black's way", "adds the sync elsewhere",
               "reverts it whole, sync elsewhere")
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
-# Upstream's moves whose answers are known wrong, not made until they are right (known_wrong,
-# not_made; PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
-SYNC_TAKEN_BACK_BESIDE_A_COPY = (
-    "a kept synchronize taken back while a helper has one: judged moved by a count of the "
-    "line, a bring-back keeps it as landed, lost (docs/guarantees.md, a common line added "
-    "elsewhere)")
+# Upstream's moves whose answers are known wrong, not made until they are right (not_made;
+# PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
 GUARD_DROPPED_ALONE = (
-    "a kept fix's guard dropped alone by other work, beside its landed synchronize: the "
-    "guard's place is not told among functions that start alike, said superseded, lost")
+    "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
+    "another function has the same guard: said superseded by the copy, lost")
 
 
 @dataclass(frozen=True)
@@ -977,8 +973,6 @@ class SequencesModel(StackModel):
         slot = which if how == "new" else self.kept[which]["slot"]
         head.slots[slot] = head.slots[slot].landed_all(
             parts if how == "new" else self.kept[which]["parts"])
-        if self.not_made(self.known_wrong(head)):
-            return
         if how == "new":
             n = self.next_fix
             overlay = self.tmp / f"kept-{n}.py"
@@ -1058,8 +1052,6 @@ class SequencesModel(StackModel):
                 form = "quotes" if "quotes" in kind else "black"
                 head.slots[slot] = state.rewrapped(form, moved="moves" in kind)
                 message = f"k{slot}: format"
-        if self.not_made(self.known_wrong(head)):
-            return
         self.kept_head = head
         self.up.commit({KEPT_PATH: kept_file(head)}, message)
         event(f"kept: upstream {kind}")
@@ -1074,16 +1066,6 @@ class SequencesModel(StackModel):
         made = os.environ.get("PATCHFORGE_MODEL_KNOWN") == "1"
         event(f"kept: {'made' if made else 'not made'}: {known}")
         return not made
-
-    def known_wrong(self, head: KeptHead) -> str | None:
-        """The known wrong answer upstream's `head` would meet (None: none)."""
-        syncs = kept_file(head).count(SYNC)
-        for n, (_, _, syncs_at_landing) in self.kept_landings.items():
-            fix = self.kept[n]
-            state = head.slots[fix["slot"]]
-            if "sync" in fix["parts"] and state.sync is None and syncs >= syncs_at_landing:
-                return SYNC_TAKEN_BACK_BESIDE_A_COPY
-        return None
 
     def after_upstream_move(self, then: str) -> None:
         head = self.up.head()
