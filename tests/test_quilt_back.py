@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,31 @@ def lint_errors(root: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
+class FifoFeeder:
+    """Feeds `data` to each reader of the FIFO at `path` from a thread, never leaving one
+    blocked, and records whether anyone read it: a command that must not read it is checked by
+    `read` staying empty."""
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self.path, self.data = path, data
+        self.read: list[bool] = []
+        self.done = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._feed, daemon=True).start()
+
+    def _feed(self) -> None:
+        # A reader of the FIFO is there when a non-blocking open for writing succeeds.
+        while not self.done.wait(0.05):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            self.read.append(True)
+            os.write(fd, self.data)
+            os.close(fd)  # (and again, for each read)
+
+
 def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path, quiltrc):
     """The walk-through: export, `quilt push -a` on the upstream's files, an earlier patch
     edited and refreshed (a later one then applies at an offset), a new patch with a header
@@ -1917,7 +1943,6 @@ def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(st
     the link, took it for that leftover and removed it, and read the FIFO, blocking the import
     and the project's lock until something wrote to it. Neither is a file a `--delete` leaves:
     it is not read, and stays as it is."""
-    import threading
 
     root, base = stack
     exported, _, _ = to_quilt(root, base, tmp_path)
@@ -1929,30 +1954,17 @@ def test_an_unlisted_file_where_a_deleted_fix_was_is_not_read_as_its_leftover(st
     there = root / "series/up/fix-d.patch"
     outside = tmp_path / "outside.patch"
     outside.write_bytes(kept)
-    read_from_fifo, done = [], threading.Event()
+    feeder = FifoFeeder(there, kept)
     if kind == "fifo":
         os.mkfifo(there)
-
-        def feed() -> None:
-            # A reader of the FIFO is there when a non-blocking open for writing succeeds.
-            while not done.wait(0.05):
-                try:
-                    fd = os.open(there, os.O_WRONLY | os.O_NONBLOCK)
-                except OSError:
-                    continue
-                read_from_fifo.append(True)
-                os.write(fd, kept)
-                os.close(fd)  # (and again, for each read: never left blocked)
-
-        feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
     else:
         there.symlink_to(outside)
     series = (root / "series/up/series").read_bytes()
     run = run_cli(root, "import", "quilt", str(exported), "--update")
-    done.set()
+    feeder.done.set()
     assert run.rc == 0, run.err
-    assert not read_from_fifo
+    assert not feeder.read
     assert there.is_symlink() if kind == "link" else there.is_fifo()
     assert outside.read_bytes() == kept
     assert (root / "series/up/series").read_bytes() == series
@@ -1967,25 +1979,13 @@ def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path
     through the descriptor that was checked. The swap is made here at the moment the record
     is opened for reading a second time (an audit hook: the filesystem race, made exact)."""
     import sys
-    import threading
 
     root, base = stack
     exported, _, _ = to_quilt(root, base, tmp_path)
     record = exported / ".patchforge-export"
     original = record.read_bytes()
     state = {"armed": True, "reads": 0}
-    read_from_fifo, done = [], threading.Event()
-
-    def feed() -> None:
-        # A reader of the FIFO is there when a non-blocking open for writing succeeds.
-        while not done.wait(0.05):
-            try:
-                fd = os.open(record, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                continue
-            read_from_fifo.append(True)
-            os.write(fd, original)
-            os.close(fd)  # (and again, for each read: never left blocked)
+    feeder = FifoFeeder(record, original)
 
     def swap_at_second_read(event, args) -> None:
         if not state["armed"] or event != "open" or isinstance(args[0], int):
@@ -2002,7 +2002,7 @@ def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path
             state["armed"] = False
             record.unlink()
             os.mkfifo(record)
-            threading.Thread(target=feed, daemon=True).start()
+            feeder.start()
 
     sys.addaudithook(swap_at_second_read)  # (never removed: disarmed below)
     try:
@@ -2011,8 +2011,8 @@ def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path
         run = run_cli(root, *args)
     finally:
         state["armed"] = False
-        done.set()
-    assert not read_from_fifo, run.err
+        feeder.done.set()
+    assert not feeder.read, run.err
     assert run.rc == 0 and state["reads"] == 1, (state, run.err)
 
 
