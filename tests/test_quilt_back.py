@@ -98,7 +98,6 @@ def lint_errors(root: Path) -> list[str]:
     return [line for line in run.out.splitlines() if line.startswith("error")]
 
 
-@pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
 class FifoFeeder:
     """Feeds `data` to each reader of the FIFO at `path` from a thread, never leaving one
     blocked, and records whether anyone read it: a command that must not read it is checked by
@@ -124,6 +123,7 @@ class FifoFeeder:
             os.close(fd)  # (and again, for each read)
 
 
+@pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
 def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path, quiltrc):
     """The walk-through: export, `quilt push -a` on the upstream's files, an earlier patch
     edited and refreshed (a later one then applies at an offset), a new patch with a header
