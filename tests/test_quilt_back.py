@@ -216,10 +216,7 @@ def test_a_patch_deleted_in_quilt_after_the_series_changed_it_keeps_the_change(s
     as asked."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
-    ok(root, "edit", "fix-a")
-    work = root / ".patchforge/work/up/a.py"
-    work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
-    ok(root, "refresh")
+    change_fix_a_in_series(root)
     quilt(checkout, env, "delete", "-r", "fix-a.patch")
     for extra in ([], ["--delete"]):
         before = untouched(root, exported)
@@ -628,6 +625,15 @@ def untouched(root: Path, exported: Path) -> tuple:
     and quilt's directory with the export's record."""
     return (tree_bytes(root / "series"), (root / "upstream.lock").read_bytes(),
             tree_bytes(exported))
+
+
+def change_fix_a_in_series(root: Path) -> None:
+    """fix-a changed in the series after an export (`edit`, its line4 changed, `refresh`): a
+    change quilt's copy of it never had."""
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
+    ok(root, "refresh")
 
 
 def changed_in_quilt(root: Path, base: str, tmp_path: Path, export: list[str], old: bytes,
@@ -1823,10 +1829,7 @@ def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_ove
     and in quilt's tree."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
-    ok(root, "edit", "fix-a")
-    work = root / ".patchforge/work/up/a.py"
-    work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
-    ok(root, "refresh")
+    change_fix_a_in_series(root)
     quilt(checkout, env, "push", "-a")
     quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
     quilt(checkout, env, "pop", "-a")
@@ -1870,10 +1873,7 @@ def test_a_patch_of_a_name_the_export_never_wrote_changed_on_both_sides_is_refus
     exported, env, checkout = to_quilt(root, base, tmp_path)
     a = checkout / "a.py"
     if how == "renamed":
-        ok(root, "edit", "fix-a")
-        work = root / ".patchforge/work/up/a.py"
-        work.write_bytes(work.read_bytes().replace(b"line4\n", b"line4 series\n"))
-        ok(root, "refresh")
+        change_fix_a_in_series(root)
         ok(root, "rename", "fix-a", "fix-z")
         quilt(checkout, env, "push", "fix-a.patch")
         quilt(checkout, env, "rename", "fix-z.patch")
