@@ -1553,10 +1553,8 @@ class SeriesJudge:
         (read off it), else the places a line diff of `content` and `result` finds."""
         if application is not None and application.edits is not None:
             return [(start, end) for start, end, _ in application.edits]
-        places = changed_places(fp, application) if application is not None else None
-        if places is None:
-            places = file_changes(content, result)
-        return line_spans(content, [(start, end) for start, end, _ in places])
+        return line_spans(content, [(start, end) for start, end, _ in
+                                    SeriesJudge._places(fp, content, application, result)])
 
     def _changes_landed(self, patch, verdict) -> dict[str, dict[int, tuple[int, ...]]]:
         """The changes inside hunks not landed whole that the target (with the series before
