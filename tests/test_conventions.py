@@ -116,3 +116,33 @@ def test_a_pager_that_cannot_be_run_does_not_swallow_the_patch(stack):
     assert code == 0
     assert b"diff --git a/a.py b/a.py" in shown
     assert b"the pager 'no-such-pager-here' could not be run (from PAGER)" in shown
+
+
+def test_import_typed_as_export_spells_it_is_answered_with_the_line_that_runs(tmp_path):
+    """`export --quilt DIR` takes the form as an option, `import quilt DIR` as a command: the
+    way back typed the export's way is answered with the command that runs, and that line,
+    run as written, does the way back (here: nothing changed in quilt, nothing to take)."""
+    from helpers.project import git_project
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(forwarded_patch(1, 4))
+    (series / "series").write_text("fix.patch\n")
+    quilt_dir = tmp_path / "q dir"
+    assert run_cli(root, "export", "--quilt", str(quilt_dir)).rc == 0
+    for typed in (["--quilt", str(quilt_dir), "--update"], [f"--quilt={quilt_dir}", "--update"]):
+        run = run_cli(root, "import", *typed)
+        assert run.rc == 2, run.text
+        said = run.err.split("`patchforge import`: `", 1)[1].rsplit("`", 1)[0]
+        assert said == f"patchforge import quilt '{quilt_dir}' --update", run.err
+        assert "No such option '--quilt'" in run.err
+    import shlex
+
+    followed = run_cli(root, *shlex.split(said)[1:])
+    assert followed.rc == 0 and "nothing" in followed.text, followed.text
+    # The group's own options and a real unknown option are answered as before.
+    assert run_cli(root, "import", "--help").rc == 0
+    plain = run_cli(root, "import", "--bogus")
+    assert plain.rc == 2 and "No such option '--bogus'." in plain.err
+    assert run_cli(root, "--version").rc == 0

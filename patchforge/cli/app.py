@@ -46,7 +46,27 @@ class HelpGroup(click.Group):
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             click.echo(ctx.get_help(), color=ctx.color)
             ctx.exit(0)
+        if not ctx.resilient_parsing:
+            self._answer_a_command_spelled_as_an_option(ctx, args)
         return super().parse_args(ctx, args)
+
+    def _answer_a_command_spelled_as_an_option(self, ctx, args):
+        # `export --quilt DIR` takes its form as an option, `import quilt DIR` as a command: the
+        # import typed the export's way (`import --quilt DIR --update`) is answered with the
+        # line that runs, not click's bare "No such option".
+        own = {opt for param in self.get_params(ctx) for opt in param.opts + param.secondary_opts}
+        for index, arg in enumerate(args):
+            if arg == "--" or not arg.startswith("-") or arg.partition("=")[0] in own:
+                return
+            name, eq, value = arg[2:].partition("=")
+            if not arg.startswith("--") or self.get_command(ctx, name) is None:
+                continue
+            import shlex
+
+            rest = args[:index] + ([value] if eq else []) + args[index + 1:]
+            line = " ".join([ctx.command_path, name] + [shlex.quote(a) for a in rest])
+            ctx.fail(f"No such option {arg.partition('=')[0]!r}: {name!r} is a command of "
+                     f"`{ctx.command_path}`: `{line}`")
 
     def resolve_command(self, ctx, args):
         # A mistyped command (`patchforge rebse`) is answered with the closest names, as click
