@@ -118,7 +118,7 @@ def test_a_pager_that_cannot_be_run_does_not_swallow_the_patch(stack):
     assert b"the pager 'no-such-pager-here' could not be run (from PAGER)" in shown
 
 
-def test_import_typed_as_export_spells_it_is_answered_with_the_line_that_runs(tmp_path):
+def test_import_and_export_typed_the_others_way_are_answered_with_the_line_that_runs(tmp_path):
     """`export --quilt DIR` takes the form as an option, `import quilt DIR` as a command: the
     way back typed the export's way is answered with the command that runs, and that line,
     run as written, does the way back (here: nothing changed in quilt, nothing to take)."""
@@ -146,3 +146,10 @@ def test_import_typed_as_export_spells_it_is_answered_with_the_line_that_runs(tm
     plain = run_cli(root, "import", "--bogus")
     assert plain.rc == 2 and "No such option '--bogus'." in plain.err
     assert run_cli(root, "--version").rc == 0
+    # And the other way round: the export typed as the import spells its form.
+    run = run_cli(root, "export", "quilt", str(quilt_dir))
+    assert run.rc == 2 and "Got unexpected extra argument 'quilt'" in run.err, run.text
+    said = run.err.split("`patchforge export`: `", 1)[1].rsplit("`", 1)[0]
+    assert said == f"patchforge export --quilt '{quilt_dir}'", run.err
+    followed = run_cli(root, *shlex.split(said)[1:])
+    assert followed.rc == 0 and f"to {quilt_dir}" in followed.out, followed.text

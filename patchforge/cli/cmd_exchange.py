@@ -215,7 +215,21 @@ def _only_upstream(project: Project) -> str:
     return only_upstream(project)
 
 
-@click.command()
+class _ExportCommand(click.Command):
+    """`export`, whose form is an option (`--quilt DIR`) where `import`'s is a command (`import
+    quilt DIR`): the export typed the import's way is answered with the line that runs, not
+    click's bare "unexpected extra arguments"."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] in ("quilt", "mbox") and not ctx.resilient_parsing:
+            line = " ".join([ctx.command_path, f"--{args[0]}"]
+                            + [shlex.quote(arg) for arg in args[1:]])
+            ctx.fail(f"Got unexpected extra argument {args[0]!r}: the form is an option of "
+                     f"`{ctx.command_path}`: `{line}`")
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_ExportCommand)
 @click.option("--quilt", "quilt_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write a quilt patches directory (series + patches).")
 @click.option("--mbox", "mbox_file", type=click.Path(dir_okay=False, path_type=Path),
