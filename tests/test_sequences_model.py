@@ -30,10 +30,14 @@ going; a second stack on the same cache), and between them any other command, wh
   return, or both): upstream lands a fix (also again, after taking it back), reverts it whole
   (`git revert`'s message, also with a synchronize added in a helper by the revert itself) or
   one of its hunks, moves one of its lines within the function, re-wraps its guard (quotes,
-  black's parentheses, moved too), or adds the common synchronize in a helper; the user
-  rebases onto it, asks `status --against` it, or not yet; `bring-back` of what `status` says
+  black's parentheses, moved too), adds the common synchronize in a helper, or lands a
+  fix it reverted again its own way a few lines off; or, before a fix lands, upstream makes
+  its guard its own way a line lower (the fix's hunk changing a call too; a short one-line
+  guard re-spaced over two lines); the user rebases onto it, asks `status --against` it, or
+  not yet; `bring-back` of what `status` says
   upstream took back (or a rebase set aside), and its stop (or a rebase's) resolved as a user
-  would (upstream's side, the fix's lines its function lacks put back) and `--continue`d.
+  would (upstream's side, the fix's lines its function lacks put back, its own copy of a
+  line upstream made its own way taken out) and `--continue`d.
 
 What must hold, besides the invariants of tests/test_model.py (no fix is lost; the series
 gives what was refreshed):
@@ -59,7 +63,8 @@ gives what was refreshed):
   with the fix's patch on disk (under skipped/, or upstreamed/ as taken back); a green check
   vouches for the same in overlays/, and `status --against` names a kept fix the series does
   not carry whose lines the target lacks. (Upstream moves whose answers are known wrong are
-  not made: not_made, the reason in the statistics' events.)
+  not made: not_made, the reason in the statistics' events; PATCHFORGE_MODEL_KNOWN=1 makes
+  them, to check a mend.)
 
 Cost: PATCHFORGE_SEQUENCES_EXAMPLES examples (default 20) of up to 16 steps, derandomized; to
 explore, set PATCHFORGE_MODEL_DERANDOMIZE=0 and raise the count.
@@ -130,7 +135,15 @@ KEPT_PATH = "pkg/k.py"
 KEPT_SLOTS = 4  # functions k0..k3, one fix each
 STEPS = 10  # lines of a function between its guard and its synchronize: two hunks
 GUARD_MOVED, SYNC_AT, SYNC_MOVED = 3, STEPS, 6
+OWN_GUARD_AT = 1  # where upstream puts a guard it makes its own way: a line below the fix's
+# Where upstream lands a fix's lines again its own way after reverting them: a few lines off, the
+# fix's context left whole.
+RELAND_GUARD_AT, RELAND_SYNC_AT = GUARD_MOVED, STEPS - 2
 SYNC = b"    torch.cuda.synchronize()\n"
+# The line a fix may change two lines below its guard, in the guard's hunk (a call given one
+# more argument), and what the fix makes of it.
+CALL_AT = 2
+CALL = b"launch(step1, stream=x)"
 GUARDS = {
     "plain": b"    if x is None and not torch.cuda.is_available():\n"
              b"        raise ValueError('x is needed')\n",
@@ -138,17 +151,38 @@ GUARDS = {
               b"        raise ValueError(\"x is needed\")\n",
     "black": b"    if (\n        x is None\n        and not torch.cuda.is_available()\n    ):\n"
              b"        raise ValueError(\"x is needed\")\n",
+    # A guard of a few characters on one line (a bounds check), and as upstream spaces it.
+    "short": b"    if x is None: return x\n",
+    "short re-spaced": b"    if x is None:\n        return x\n",
 }
+# The guard form each of a fix's guard parts adds ("guard": GUARDS["plain"]).
+PART_GUARD = {"guard": "plain", "short": "short"}
 KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
               "re-wraps the guard in quotes", "re-wraps the guard black's way",
               "re-wraps and moves the guard black's way", "adds the sync elsewhere",
-              "reverts it whole, sync elsewhere")
+              "reverts it whole, sync elsewhere", "lands it again its own way a few lines off")
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
+GUARD_BESIDE_A_CALL = (
+    "upstream adds a fix's guard its own way a line lower while the fix's hunk also changes a "
+    "call upstream left alone: the rebase merges the guard in twice, exit 0")
+SHORT_GUARD_RESPACED = (
+    "upstream adds a fix's one-line guard of a few characters re-spaced a line lower: the "
+    "rebase merges the guard in twice, exit 0")
+RELANDED_OWN_WAY = (
+    "upstream reverts a kept fix, then lands it again its own way a few lines off: said only "
+    "possibly doubled, and the advised bring-back puts it back beside upstream's, exit 0")
+# Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
+# short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
+OWN_WAY = {
+    "adds its guard its own way a line lower": None,
+    "adds its guard its own way a line lower, its call left": GUARD_BESIDE_A_CALL,
+    "adds its short guard re-spaced a line lower": SHORT_GUARD_RESPACED,
+}
 
 
 @dataclass(frozen=True)
@@ -158,10 +192,17 @@ class KeptSlot:
     guard: str | None = None
     guard_at: int = 0
     sync: int | None = None
+    call: bool = False  # the line CALL_AT as a fix changes it
+
+    def has(self, part: str) -> bool:
+        """Whether the function has the fix's `part` in some form."""
+        return self.call if part == "call" else \
+            self.sync is not None if part == "sync" else self.guard is not None
 
     def landed(self, part: str) -> KeptSlot:
-        return replace(self, guard="plain", guard_at=0) if part == "guard" else \
-            replace(self, sync=SYNC_AT)
+        return replace(self, call=True) if part == "call" else \
+            replace(self, sync=SYNC_AT) if part == "sync" else \
+            replace(self, guard=PART_GUARD[part], guard_at=0)
 
     def landed_all(self, parts) -> KeptSlot:
         state = self
@@ -170,12 +211,12 @@ class KeptSlot:
         return state
 
     def without(self, part: str) -> KeptSlot:
-        return replace(self, guard=None, guard_at=0) if part == "guard" else \
-            replace(self, sync=None)
+        return replace(self, call=False) if part == "call" else \
+            replace(self, sync=None) if part == "sync" else replace(self, guard=None, guard_at=0)
 
     def moved(self, part: str) -> KeptSlot:
-        return replace(self, guard_at=GUARD_MOVED) if part == "guard" else \
-            replace(self, sync=SYNC_MOVED)
+        return self if part == "call" else replace(self, sync=SYNC_MOVED) if part == "sync" \
+            else replace(self, guard_at=GUARD_MOVED)
 
     def rewrapped(self, form: str, *, moved: bool) -> KeptSlot:
         return replace(self, guard=form, guard_at=GUARD_MOVED if moved else self.guard_at)
@@ -198,8 +239,14 @@ def kept_function(i: int, state: KeptSlot) -> bytes:
             out.append(GUARDS[state.guard])
         if state.sync is not None and k == state.sync:
             out.append(SYNC)
-        out.append(line)
+        out.append(called(line) if state.call and k == CALL_AT else line)
     return b"".join(out)
+
+
+def called(line: bytes) -> bytes:
+    """A step's line as a fix that changes its call has it."""
+    name, _, _ = line.partition(b" = ")
+    return name + b" = " + CALL + b"\n"
 
 
 def kept_file(head: KeptHead) -> bytes:
@@ -221,8 +268,9 @@ def kept_counts(content: bytes, i: int) -> dict[str, int] | None:
         return None
     text = found.group(0)
     squeezed = re.sub(rb"[\s'\"()]", b"", text)
-    return {"guard": squeezed.count(re.sub(rb"[\s'\"()]", b"", GUARDS["plain"])),
-            "sync": text.count(SYNC.strip())}
+    return {**{part: squeezed.count(re.sub(rb"[\s'\"()]", b"", GUARDS[form]))
+               for part, form in PART_GUARD.items()},
+            "sync": text.count(SYNC.strip()), "call": text.count(CALL)}
 
 
 def kept_replace(content: bytes, i: int, state: KeptSlot) -> bytes:
@@ -233,12 +281,30 @@ def kept_put_back(content: bytes, i: int, part: str) -> bytes:
     """`content` with the fix's `part` put back in k<i> where the fix had it."""
     def put(found: re.Match) -> bytes:
         text = found.group(0)
-        if part == "guard":
+        if part in PART_GUARD:
             head = b"def k%d(x):\n" % i
-            return head + GUARDS["plain"] + text[len(head):]
+            return head + GUARDS[PART_GUARD[part]] + text[len(head):]
+        if part == "call":
+            line = b"    step%d = step%d + %d\n" % (CALL_AT, CALL_AT - 1, 100 * i + CALL_AT)
+            return text.replace(line, called(line), 1)
         tail = b"    return step%d\n" % (STEPS - 1)
         return text[:-len(tail)] + SYNC + tail
     return kept_pattern(i).sub(put, content, count=1)
+
+
+def kept_take_out(content: bytes, i: int, part: str) -> bytes:
+    """`content` with the fix's own copy of its `part` taken out of k<i> (where the function has
+    it twice: the fix's and upstream's)."""
+    def take(found: re.Match) -> bytes:
+        text = found.group(0)
+        if part in PART_GUARD:
+            return text.replace(GUARDS[PART_GUARD[part]], b"", 1)
+        if part == "sync":
+            tail = SYNC + b"    return step%d\n" % (STEPS - 1)
+            return text[:-len(tail)] + tail[len(SYNC):] if text.endswith(tail) else \
+                text.replace(SYNC, b"", 1)
+        return text
+    return kept_pattern(i).sub(take, content, count=1)
 
 
 class SequencesModel(StackModel):
@@ -960,12 +1026,10 @@ class SequencesModel(StackModel):
         as it is; or upstream lands again the lines of a kept fix it took back. Then the user
         rebases onto it (the fix kept under upstreamed/), asks `status --against`, or not yet."""
         head = deepcopy(self.kept_head)
-        again = [n for n, fix in self.kept.items()
-                 if all(getattr(head.slots[fix["slot"]], part) is None for part in fix["parts"])]
+        again = [n for n, fix in self.kept.items() if n in self.kept_landings
+                 and not any(head.slots[fix["slot"]].has(part) for part in fix["parts"])]
         pinned = self.pinned_files()[KEPT_PATH]
-        free = [i for i in range(KEPT_SLOTS) if i not in {f["slot"] for f in self.kept.values()}
-                and head.slots[i] == KeptSlot()
-                and kept_counts(pinned, i) == {"guard": 0, "sync": 0}]
+        free = self.free_slots(head, pinned)
         choices = [("new", i) for i in free] + [("again", n) for n in again]
         if not choices:
             return
@@ -974,18 +1038,9 @@ class SequencesModel(StackModel):
         head.slots[slot] = head.slots[slot].landed_all(
             parts if how == "new" else self.kept[which]["parts"])
         if how == "new":
-            n = self.next_fix
-            overlay = self.tmp / f"kept-{n}.py"
-            overlay.write_bytes(kept_replace(pinned, slot, KeptSlot(
-                guard="plain" if "guard" in parts else None,
-                sync=SYNC_AT if "sync" in parts else None)))
-            result = self.cli("import", "overlay", str(overlay), "--upstream", "up", "--path",
-                              KEPT_PATH, "--name", f"kfix{n}")
-            self.allowed(result, 0, 2)
-            if result.rc != 0:
+            n = self.kept_fix_comes_in(pinned, slot, parts)
+            if n is None:
                 return
-            self.next_fix += 1
-            self.kept[n] = {"name": f"kfix{n}", "slot": slot, "parts": parts}
         else:
             n = which
         fix = self.kept[n]
@@ -994,6 +1049,53 @@ class SequencesModel(StackModel):
         commit = self.up.commit({KEPT_PATH: kept_file(head)}, message)
         self.kept_landings[n] = (commit, message, kept_file(head).count(SYNC))
         event(f"kept: upstream lands {fix['name']}{' again' if how == 'again' else ''}")
+        self.after_upstream_move(then)
+
+    def free_slots(self, head: KeptHead, pinned: bytes) -> list[int]:
+        """The functions of KEPT_PATH no fix is made on, untouched at the pin and at the head."""
+        return [i for i in range(KEPT_SLOTS) if i not in {f["slot"] for f in self.kept.values()}
+                and head.slots[i] == KeptSlot() and not any(kept_counts(pinned, i).values())]
+
+    def kept_fix_comes_in(self, pinned: bytes, slot: int, parts) -> int | None:
+        """A fix of k<slot> with `parts` made (`import overlay` on the pinned file): its number,
+        or None when the import refused (a stop or a bring-back open)."""
+        n = self.next_fix
+        overlay = self.tmp / f"kept-{n}.py"
+        overlay.write_bytes(kept_replace(pinned, slot, KeptSlot().landed_all(parts)))
+        result = self.cli("import", "overlay", str(overlay), "--upstream", "up", "--path",
+                          KEPT_PATH, "--name", f"kfix{n}")
+        self.allowed(result, 0, 2)
+        if result.rc != 0:
+            return None
+        self.next_fix += 1
+        self.kept[n] = {"name": f"kfix{n}", "slot": slot, "parts": parts}
+        return n
+
+    @rule(data=st.data(), kind=st.sampled_from(sorted(OWN_WAY)),
+          parts=st.sampled_from([("guard",), ("guard", "sync")]),
+          then=st.sampled_from(["rebase", "rebase", "status --against", "nothing"]))
+    def upstream_makes_a_fix_its_own_way(self, data, kind, parts, then) -> None:
+        """A fix of a function of KEPT_PATH comes in (`import overlay`) and, before it lands,
+        upstream adds its guard its own way a line lower (double quotes; a short one-line
+        guard re-spaced over two lines); the fix's hunk may also change a call two lines below
+        its guard, which upstream leaves. Then the user rebases (which stops on the doubled
+        guard, or keeps the fix's other lines), asks `status --against`, or not yet."""
+        head = deepcopy(self.kept_head)
+        free = self.free_slots(head, self.pinned_files()[KEPT_PATH])
+        if not free or self.not_made(OWN_WAY[kind]):
+            return
+        slot = data.draw(st.sampled_from(free))
+        if "short" in kind:
+            parts, form = ("short",), "short re-spaced"
+        else:
+            parts, form = (*parts, *(("call",) if "call" in kind else ())), "quotes"
+        n = self.kept_fix_comes_in(self.pinned_files()[KEPT_PATH], slot, parts)
+        if n is None:
+            return
+        head.slots[slot] = KeptSlot(guard=form, guard_at=OWN_GUARD_AT)
+        self.kept_head = head
+        self.up.commit({KEPT_PATH: kept_file(head)}, f"k{slot}: check x first")
+        event(f"kept: upstream {kind}")
         self.after_upstream_move(then)
 
     @rule(data=st.data(), kind=st.sampled_from(KEPT_MOVES),
@@ -1010,10 +1112,23 @@ class SequencesModel(StackModel):
             if not free:
                 return
             head.helpers[data.draw(st.sampled_from(free))] = True
+        elif kind == "lands it again its own way a few lines off":
+            # On a landing upstream took back whole, its lines made again as upstream writes
+            # them (the guard in double quotes), a few lines from where the fix had them.
+            gone = [n for n in self.kept_landings
+                    if not any(head.slots[self.kept[n]["slot"]].has(part)
+                                for part in self.kept[n]["parts"])]
+            if not gone or self.not_made(RELANDED_OWN_WAY):
+                return
+            fix = self.kept[data.draw(st.sampled_from(gone))]
+            head.slots[fix["slot"]] = KeptSlot(
+                guard="quotes" if "guard" in fix["parts"] else None, guard_at=RELAND_GUARD_AT,
+                sync=RELAND_SYNC_AT if "sync" in fix["parts"] else None)
+            message = f"k{fix['slot']}: check x and synchronize again, after the fix of its callers"
         else:
             # On a landing upstream still has (each line of it, in some form).
             landed = [n for n in self.kept_landings
-                      if all(getattr(head.slots[self.kept[n]["slot"]], part) is not None
+                      if all(head.slots[self.kept[n]["slot"]].has(part)
                              for part in self.kept[n]["parts"])]
             if not landed:
                 return
@@ -1120,7 +1235,8 @@ class SequencesModel(StackModel):
     def resolve_kept_stop(self) -> None:
         """A stop (a rebase's or a bring-back's) on a kept fix resolved as a user would:
         upstream's side of each conflict, then each line of the fix its function lacks put
-        back where the fix had it; then `--continue`."""
+        back where the fix had it, and the fix's own copy of each line its function has twice
+        (upstream made it its own way) taken out, as the stop says; then `--continue`."""
         state = self.bringing_back()
         if state is not None:
             name, which = os.path.basename(state["bring_back"]), "bring-back"
@@ -1141,6 +1257,8 @@ class SequencesModel(StackModel):
         for part in fix["parts"]:
             if counts[part] == 0:
                 content = kept_put_back(content, fix["slot"], part)
+            elif counts[part] > 1:  # (a stop on lines upstream has its own way: "delete yours")
+                content = kept_take_out(content, fix["slot"], part)
         target.write_bytes(content)
         event(f"kept: {which} stop resolved")
         result = self.cli(which, "--continue")
