@@ -20,7 +20,8 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, NearText, doubled_near, line_spans,
-                                       near_runs, near_windows, telling_runs)
+                                       near_runs, near_windows, replacing_runs,
+                                       telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1801,21 +1802,26 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
     upstream made itself there: a copy in `current` within NEAR_LINES of a place the fix goes
     (`places`, 0-based lines of `current`) whose lines upstream added (a line diff of `base`
     and `current`: not a line the base had that upstream's deletions brought near), in the
-    fix's own function (a copy in another is other code that reads alike), and not of a hunk
-    whose removed lines are still where the fix goes (upstream did not make that change
-    there: a copy is its change of another line, an if's and an else's call). Asked only of
-    a doubling found: the diff is paid then."""
+    fix's own function (a copy in another is other code that reads alike), and not a run that
+    replaces removed lines still where the fix goes (replacing_runs: upstream did not make
+    that change there; a copy is its change of another line, an if's and an else's call). A
+    run the fix adds among context (a guard) counts, whatever the hunk changes beside it.
+    Asked only of a doubling found: the diff is paid then."""
     import difflib
 
     lines = split_lines(current)
     windows = [NearText(window) for window in
                near_windows(current, line_spans(current, [(s, e) for s, e, _ in places]))]
-    kept_old = set()
+    # (Run by run: one hunk holds every change within a few lines of another, a new guard and
+    # a call changed two lines lower; the guard's copy is upstream's own all the same.)
+    replaced_there, told = set(), set()
     for hunk in fp.hunks:
-        removed = near_runs(hunk, b"-")
-        if removed and all(any(text.count(run) for text in windows) for run in removed):
-            kept_old.update(near_runs(hunk))
-    runs = [run for run in runs if run not in kept_old]
+        for run, removed in replacing_runs(hunk):
+            if removed and all(any(text.count(old) for text in windows) for old in removed):
+                replaced_there.add(run)
+            else:
+                told.add(run)
+    runs = [run for run in runs if run in told or run not in replaced_there]
     if not runs:
         return []
     old = split_lines(base)

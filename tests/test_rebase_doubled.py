@@ -213,3 +213,26 @@ def test_the_stop_offers_the_edit_first_and_says_skip_sets_the_whole_fix_aside(t
     stack.cli("rebase", "--continue")
     assert stack.series("up") == ["fa.patch"] and limit_checks(stack) == 1
     assert b"limit_default = 1" in (stack.root / "overlays/up/pkg/a.py").read_bytes()
+
+
+def test_a_guard_in_the_hunk_of_a_changed_call_upstream_left_stops(tmp_path):
+    # One hunk (git joins changes within 6 lines): the guard at the top, the stream passed to
+    # the call two lines lower. Upstream adds the guard its own way a line lower and leaves
+    # the call: the call's old line is still at its place, the guard doubled all the same.
+    body = (b"def run(x, limit, stream):\n    a = prepare(x)\n    b = widen(a)\n"
+            b"    out = launch(b)\n    c = narrow(out)\n    d = finish(c)\n    return d\n")
+    base = b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+    fixed = base.replace(b"    a = prepare(x)\n", GUARD + b"    a = prepare(x)\n").replace(
+        b"    out = launch(b)\n", b"    out = launch(b, stream=stream)\n")
+    theirs = GUARD.replace(b"'a limit is never negative'", b'"a limit is never negative"')
+    stack = stack_with(tmp_path, fixed,
+                       base.replace(b"    a = prepare(x)\n", b"    a = prepare(x)\n" + theirs),
+                       base)
+    said_doubled(stack, "pkg/a.py line 5 (upstream's at line 8)")
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(GUARD, b"", 1))  # the fix's copy out
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay.count(b"if limit < 0") == 1 and b"launch(b, stream=stream)" in overlay

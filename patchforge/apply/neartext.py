@@ -156,24 +156,49 @@ def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
     """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one text of its
     near_lines, the runs of 4 bytes or more: a re-wrap moves code across lines, never out of
     its run. The line after a run decides its last comma, as it does in the file."""
+    return [text for _, text in _placed_runs(hunk, kind)]
+
+
+def _placed_runs(hunk, kind: bytes) -> list[tuple[int, bytes]]:
+    """near_runs' runs, each with the index in `hunk.lines` of its first line."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     runs: list[list[bytes]] = [[]]
+    firsts: list[int] = []
     ends: list[bytes] = []
-    for line in hunk.lines:
+    for at, line in enumerate(hunk.lines):
         if line_kind(line) == kind:
+            if not runs[-1]:
+                firsts.append(at)
             runs[-1].append(line_content(line))
         elif runs[-1]:
             ends.append(line_content(line))
             runs.append([])
     found = []
-    for k, run in enumerate(runs):
+    for k, run in enumerate(runs[:len(firsts)]):
         lines = near_lines(run + ends[k:k + 1])
         text = b"".join(lines[:len(near_lines(run))])
         if len(text) >= 4:
-            found.append(text)
+            found.append((firsts[k], text))
     return found
 
+
+def replacing_runs(hunk) -> list[tuple[bytes, list[bytes]]]:
+    """Each run of lines the hunk adds (near_runs), with the runs of lines it removes in the
+    same change (the lines between two context lines: what the added run replaces, read as
+    near_runs reads them); [] for a run the hunk adds alone, among context (a new guard)."""
+    from patchforge.apply.diffparse import line_kind
+
+    change = []  # the number of the change (lines between context lines) each line is in
+    number = 0
+    for line in hunk.lines:
+        if line_kind(line) == b" ":
+            number += 1
+        change.append(number)
+    removed: dict[int, list[bytes]] = {}
+    for at, text in _placed_runs(hunk, b"-"):
+        removed.setdefault(change[at], []).append(text)
+    return [(text, removed.get(change[at], [])) for at, text in _placed_runs(hunk, b"+")]
 
 
 def near_flat(content: bytes) -> NearFlat:
