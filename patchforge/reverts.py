@@ -792,7 +792,8 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
 
 def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: str, rel: str,
                   data: bytes, rev: str
-                  ) -> tuple[dict[str, list[int]], str | None, dict[str, list[tuple[int, str]]]]:
+                  ) -> tuple[dict[str, list[int]], str | None,
+                             dict[str, list[tuple[int, str, bool]]]]:
     """The hunks (by path, numbers from 0) of the kept fix NAME (its bytes `data`, at `rel`)
     that upstream moved elsewhere in the file at `rev` (_moved_away), where `rev`'s files have
     it taken back in part (some hunks' old code back, the rest there); and its landing commit
@@ -800,8 +801,9 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
     back only the rest: judged by the files, a moved hunk's old place has its old code, and
     the whole fix moved back there doubled its lines in the overlay. ({}, None) for a fix
     whole or gone whole, or with no hunk so moved. Third, by path, the hunks (numbers from 0,
-    where the file has their lines) whose lines are elsewhere in the file but whom the
-    history does not show moved (_doubtful_moves): put back, said possibly doubled."""
+    where the file has their lines, whether upstream put them in the fix's function again:
+    _landed_again) whose lines are elsewhere in the file but whom the history does not show
+    moved (_doubtful_moves): put back, said possibly doubled (stopped on, a re-land)."""
     fix = _parse(upstream, name, rel, data)
     if fix is None:
         return {}, None, {}
@@ -818,9 +820,9 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
                                            (fix.patch.get("Base") or "").strip(), {}))
         if fix.unmoved:
             verdicts = _hunk_verdicts(store, fix, files)
-    doubtful: dict[str, list[tuple[int, str]]] = {}
-    for (k, n), (where, _) in sorted(fix.unmoved.items()):
-        doubtful.setdefault(fix.files[k].path, []).append((n - 1, where))
+    doubtful: dict[str, list[tuple[int, str, bool]]] = {}
+    for (k, n), (where, _, again) in sorted(fix.unmoved.items()):
+        doubtful.setdefault(fix.files[k].path, []).append((n - 1, where, again))
     if not verdicts or not any(found == "gone" for _, _, found in verdicts):
         return {}, fix.landing, doubtful
     moved: dict[str, list[int]] = {}
@@ -862,14 +864,15 @@ class _HunkTakers:
 
 
 def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,
-                    cache: dict) -> dict[tuple[int, int], tuple[str, str]]:
+                    cache: dict) -> dict[tuple[int, int], tuple[str, str, bool]]:
     """Of the hunks _moved_away counted moved at `commit` (`fix.moved`), those the history
     since the landing does not show moved, each with where `commit`'s file has its lines
     (`PATH line N`) and why: moved only where the commit that took the hunk out of its place
     (_HunkTakers) left its lines in the file as often as before it (it put them elsewhere as
     it took them out, _moved_by) and is no revert of the landing (a revert takes the change
     out, whatever else its merge did). Each such hunk a bring-back puts back (no fix lost),
-    said "possibly doubled" with the line to look at."""
+    said "possibly doubled" with the line to look at; but one whose copy upstream put in the
+    fix's own function again since (_landed_again, third: True) it stops on, a re-land."""
     if not store.is_ancestor(landing, commit):
         return {}
     takers = _HunkTakers(store, fix, commit, landing)
@@ -892,8 +895,55 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
                 continue
         now = takers.content(commit, k)
         line = _copy_line(hunk, now) if now is not None else None
-        doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why)
+        again = _landed_again(store, fix, k, hunk, takers, taker, now, line)
+        if again is not None:
+            adder, function = again
+            why += f", and {adder[:12] + ' ' if adder else ''}put them in " \
+                f"{function.decode(errors='replace')} again since: landed again its own " \
+                "way, it seems"
+        doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why,
+                            again is not None)
     return doubtful
+
+
+def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTakers,
+                  taker: tuple[str, str, bytes] | None, now: bytes | None,
+                  line: int | None) -> tuple[str | None, bytes] | None:
+    """Whether the copy of a taken-out hunk's lines that `commit`'s file (`now`) has at `line`
+    is in the function the hunk changes in the fix's base file: upstream made the fix again
+    its own way (a re-land after the revert), not other code that reads alike (a copy in
+    another function). (the commit after the one that took the hunk out (`taker`) that put
+    the copy in that function first, None where no such commit is seen (a merge's); the
+    function's name), None for a copy elsewhere, or where the function is not known here (no
+    base file, a file of no language known here, the top level). A bring-back stops on such
+    a copy (judge's nearby doubling check and reverts.near_doubled) instead of putting the
+    fix back beside it, which checked twice."""
+    from patchforge.apply.diffparse import line_content, line_kind
+    from patchforge.apply.hunks import function_named_at, lines_of
+
+    fp = fix.files[k]
+    old = _base_file(store, fix, fp)
+    if now is None or line is None or old is None:
+        return None
+    kinds = [line_kind(body) for body in hunk.lines]
+    lead = next((j for j, kind in enumerate(kinds) if kind != b" "), len(kinds))
+    changed = next((line_content(body) for body in hunk.lines if line_kind(body) == b"+"),
+                   None) or next((line_content(body) for body in hunk.lines
+                                  if line_kind(body) == b"-"), b"")
+    at = hunk.old_start - 1 + lead if hunk.old_count else hunk.old_start
+    function = function_named_at(fp.path, lines_of(old), at, changed)
+    if not function or function_named_at(fp.path, lines_of(now), line - 1) != function:
+        return None
+    newer = [sha for sha, _, _ in takers.log]
+    if taker is not None and taker[0] in newer:
+        newer = newer[:newer.index(taker[0])]
+    for sha in reversed(newer):  # oldest first
+        content = takers.content(sha, k)
+        there = _copy_line(hunk, content) if content is not None else None
+        if there is not None and \
+                function_named_at(fp.path, lines_of(content), there - 1) == function:
+            return sha, function
+    return None, function
 
 
 def _not_taken_back(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,
@@ -976,19 +1026,22 @@ def _possibly_doubled(fix: _Fix) -> str:
     if not fix.unmoved:
         return ""
     return "".join(
-        f"; {fix.files[k].path} hunk {n} has its lines elsewhere in the file, but {why}: a "
-        f"bring-back puts it back (possibly doubled: look at {where})"
-        for (k, n), (where, why) in sorted(fix.unmoved.items()))
+        f"; {fix.files[k].path} hunk {n} has its lines elsewhere in the file, but {why}: "
+        + (f"a bring-back stops on it (look at {where}); `patchforge delete {fix.upstream}/"
+           f"upstreamed/{fix.name}` keeps the fix under deleted/ if that is its change"
+           if again else f"a bring-back puts it back (possibly doubled: look at {where})")
+        for (k, n), (where, why, again) in sorted(fix.unmoved.items()))
 
 
-def taken_out_runs(patch, hunks: dict[str, list[tuple[int, str]]]) -> set[bytes]:
+def taken_out_runs(patch, hunks: dict[str, list[tuple[int, str, bool]]]) -> set[bytes]:
     """The runs of added lines (near_runs) of the hunks of `patch` named in `hunks` (by path,
     numbers from 0: moved_in_part's third): those a bring-back puts back though the file
-    has them elsewhere, which its doubling check does not refuse."""
+    has them elsewhere, which its doubling check does not refuse. Not those upstream put in
+    the fix's function again since (_landed_again): a re-land, on which it stops."""
     runs: set[bytes] = set()
     for fp in patch.file_patches:
-        for n, _ in hunks.get(fp.path, ()):
-            if n < len(fp.hunks):
+        for n, _, again in hunks.get(fp.path, ()):
+            if n < len(fp.hunks) and not again:
                 runs.update(near_runs(fp.hunks[n]))
     return runs
 

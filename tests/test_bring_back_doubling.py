@@ -82,3 +82,47 @@ def test_a_refused_bring_back_names_where_upstream_has_the_lines(tmp_path):
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert overlay == SYNCED_ALPHA + PAD + SYNCED_BETA, overlay.decode()
     stack.cli("check")
+
+
+STEPS = b"".join(b"    step%d = step%d + %d\n" % (i, i - 1, i) for i in range(1, 20))
+LONG_ALPHA = b"def alpha(x):\n    step0 = x\n" + STEPS + b"    return step19\n\n\n"
+CHECK = b"    if x is None:\n        raise ValueError('x is needed')\n"
+THEIR_CHECK = b'    if x is None:\n        raise ValueError("x is needed")\n'
+
+
+def test_a_fix_upstream_landed_again_its_own_way_after_a_revert_is_not_put_back_beside_it(
+        tmp_path):
+    """A guard at alpha's top lands (#11) and is kept under upstreamed/; upstream reverts #11,
+    then lands the guard again its own way (double quotes) a line lower in alpha (#12). Status
+    said only "possibly doubled", and the bring-back it advised put the guard back beside
+    upstream's, exit 0, every check green: alpha checked twice. A copy a commit after the
+    revert put in the fix's own function is the fix landed again: status says so, names the
+    line, and bring-back stops on it (the fix left in skipped/, nothing doubled)."""
+    base = LONG_ALPHA + BETA
+    fixed = base.replace(b"def alpha(x):\n", b"def alpha(x):\n" + CHECK)
+    again = base.replace(b"    step0 = x\n", b"    step0 = x\n" + THEIR_CHECK)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: check x (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    back = stack.commit({"pkg/a.py": base},
+                        f'Revert "alpha: check x (#11)"\n\nThis reverts commit {landing}.')
+    relanded = stack.commit({"pkg/a.py": again}, "alpha: check x again (#12)", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert said["by"] == back, said
+    assert f"{relanded[:12]} put them in alpha again since: landed again its own way, it " \
+        "seems: a bring-back stops on it (look at pkg/a.py line 3)" in said["detail"], said
+    assert "possibly doubled" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert "pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line 3)" in err, err
+    assert stack.series("up") == []
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+    # Seen to be the fix's change: deleted, kept under deleted/; the pin's guard checks once.
+    stack.cli("delete", "fa")
+    assert not (stack.root / "series/up/skipped/fa.patch").exists()
+    stack.cli("overlays")
+    assert not (stack.root / "overlays/up/pkg/a.py").exists()
+    stack.cli("check")
+

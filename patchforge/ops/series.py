@@ -2064,7 +2064,7 @@ def _without_landing(data: bytes, path: Path) -> bytes:
 
 def _moved_upstream_split(project: Project, store: UpstreamStore, fix, patch,
                           pin) -> tuple[tuple[PatchFile, dict[str, list[int]], str | None]
-                                        | None, dict[str, list[tuple[int, str]]]]:
+                                        | None, dict[str, list[tuple[int, str, bool]]]]:
     """A fix bring-back takes from upstreamed/ that the pin has taken back in part beside
     hunks upstream only moved elsewhere in the file (reverts.moved_in_part): (the fix without
     those hunks, the moved hunks by path (numbers from 0), its landing commit as recorded).
@@ -2276,9 +2276,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
               "files": judgement.files}
     if doubtful and judgement.outcome == "applies":
         result["detail"] += "; " + ", ".join(f"{path} hunk {n + 1}" for path, found in
-                                             sorted(doubtful.items()) for n, _ in found) + \
+                                             sorted(doubtful.items()) for n, _, _ in found) + \
             " put back though the file has its lines elsewhere (possibly doubled: look at " + \
-            ", ".join(where for found in doubtful.values() for _, where in found) + ")"
+            ", ".join(where for found in doubtful.values() for _, where, _ in found) + ")"
     with RepoLock(project.state_dir):
         require_state_still(project, "bring-back", [upstream], allowed, store=store)
         # Judged on the series and pin as read above: a series changed since (a `new` beside
@@ -2434,7 +2434,8 @@ def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, p
     nothing) or other code that only reads the same (then the fix goes back beside it,
     `allow_doubled`, and what is returned says where) is for a person to see. Not for a
     hunk whose runs of added lines are all `taken_out` (reverts.taken_out_runs: the history
-    shows them taken out, not moved; said possibly doubled)."""
+    shows them taken out, not moved, and not put in the fix's function again since; said
+    possibly doubled)."""
     from patchforge.apply.neartext import near_runs
     from patchforge.reverts import near_doubled
 
