@@ -1175,11 +1175,13 @@ def near_doubled(store: UpstreamStore, patch, made, rev: str,
     as written, on its `Base`) adds text `rev`'s file holds already, as _moved_near finds a
     move (_near_there against the file as the fix left it): (`PATH hunk N`, the lines from 1
     of `rev`'s file holding that text) each: putting it in would give the overlay the fix's
-    lines twice. The file as the fix left it is its landing commit's (`landing`: a kept fix
-    upstream took back) where that file has the fix's change, else its base file with the
-    fix applied: a line upstream had elsewhere in the file before the landing is there beside
-    the fix's own, so a revert leaves it alone and it is no copy of the fix's. Nothing
-    without either file (a fix judged as made on `rev` finds its lines one short)."""
+    lines twice. The file as the fix left it, for a kept fix upstream took back (`landing`,
+    where that commit's file has the fix's change), is the file as the commit that took it
+    out left it, with the fix put back (_left_at); else its base file with the fix applied:
+    a line upstream had elsewhere in the file beside the fix's own is left alone by a
+    revert and is no copy of the fix's; one the landing added elsewhere too and its revert
+    took out with the fix is not upstream's. Nothing without either file (a fix judged as
+    made on `rev` finds its lines one short)."""
     own = {fp.path: fp for fp in patch.file_patches}
     files = [fp for fp in made.file_patches if fp.path in own and fp.binary is None and
              not fp.is_new and not fp.is_delete and fp.hunks]
@@ -1188,7 +1190,7 @@ def near_doubled(store: UpstreamStore, patch, made, rev: str,
     said = []
     for fp in files:
         content = contents.get(fp.path)
-        left = _left_at(store, landed, own[fp.path], patch)
+        left = _left_at(store, landed, own[fp.path], patch, rev)
         if content is None or left is None:
             continue
         left_text, there = NearText(left), NearText(content)
@@ -1199,9 +1201,16 @@ def near_doubled(store: UpstreamStore, patch, made, rev: str,
     return said
 
 
-def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch) -> bytes | None:
-    """`fp`'s file as the fix `patch` left it: at the commit `landed` where it has the change
-    there, else its base file with it applied; None where neither is known here."""
+def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch,
+             rev: str | None = None) -> bytes | None:
+    """`fp`'s file as the fix `patch` left it, holding the copies of its lines upstream has
+    beside the fix: where it landed at the commit `landed` (which has the change there), the
+    file as the commit that took the change out after it (up to `rev`: a revert) left it,
+    with the fix put back (_put_back_after); else the landing's parent's file with the fix
+    put back; else its base file with it applied. Not the landing's own file: a landing
+    broader than the fix that added the same line elsewhere too, both taken out by its
+    revert, counted that copy as upstream's, and a fix upstream made again its own way
+    (one copy at the pin) went back beside it. None where none is known here."""
     from patchforge.apply.hunks import apply_file_patch
 
     if landed is not None:
@@ -1210,7 +1219,11 @@ def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch) -> 
         except PatchforgeError:
             left = None
         if left is not None and _applies(left, fp, reverse=True):
-            return left
+            for rest in (_put_back_after(store, landed, rev, fp) if rev else None,
+                         _parent_file(store, landed, fp.path)):
+                fixed = apply_file_patch(rest, fp, max_fuzz=0) if rest is not None else None
+                if fixed is not None and fixed.ok and fixed.content is not None:
+                    return fixed.content
     base = (patch.get("Base") or "").strip()
     try:
         old = store.read_blob(base, fp.source_path) \
@@ -1219,6 +1232,35 @@ def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch) -> 
         old = None
     fixed = apply_file_patch(old, fp, max_fuzz=0) if old is not None else None
     return fixed.content if fixed is not None and fixed.ok else None
+
+
+def _put_back_after(store: UpstreamStore, landed: str, rev: str, fp: FilePatch) -> bytes | None:
+    """The file `fp` changes as the newest commit after `landed` up to `rev` that took its
+    change out (its parent has the change, it has not: one parent) left it; None where none
+    is seen (among the first MAX_COMMITS that change the file)."""
+    try:
+        log = store.path_log(landed, rev, [fp.path])[:MAX_COMMITS]
+    except PatchforgeError:
+        return None
+    for sha, parents, _ in log:
+        if len(parents) != 1:
+            continue
+        after = store.read_blobs(sha, [fp.path]).get(fp.path)
+        if after is None or _applies(after, fp, reverse=True):
+            continue
+        before = store.read_blobs(parents[0], [fp.path]).get(fp.path)
+        if before is not None and _applies(before, fp, reverse=True):
+            return after
+    return None
+
+
+def _parent_file(store: UpstreamStore, commit: str, path: str) -> bytes | None:
+    """The file at `path` in `commit`'s first parent, None where there is none."""
+    try:
+        parent = store.parents_of([commit]).get(commit)
+        return store.read_blobs(parent, [path]).get(path) if parent else None
+    except PatchforgeError:
+        return None
 
 
 def _near_at(hunk, removed: list[bytes], there: NearText) -> list[int]:

@@ -126,3 +126,34 @@ def test_a_fix_upstream_landed_again_its_own_way_after_a_revert_is_not_put_back_
     assert not (stack.root / "overlays/up/pkg/a.py").exists()
     stack.cli("check")
 
+
+def test_a_landing_broader_than_the_fix_reverted_then_made_upstreams_way_is_not_doubled(
+        tmp_path):
+    """The fix synchronizes in alpha. Upstream's landing PR (#11) adds the same call in alpha
+    and in beta; its revert takes both out; upstream then makes the fix its own way: alpha
+    calls a new settle() that synchronizes. Counted against the landing's file (two calls)
+    the pin's one call was no copy, and bring-back put the fix back beside settle's, exit 0,
+    every check green: alpha synchronized twice. Counted against the file the revert left
+    with the fix put back (one call), the pin's is one: refused, naming where it is."""
+    top_alpha = ALPHA.replace(b"    y = x + 1\n", b"    y = settle(x) + 1\n") + \
+        b"def settle(x):\n" + SYNC + b"    return x\n\n\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + SYNCED_BETA},
+                           "Synchronize alpha and beta (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha and beta (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": top_alpha + PAD + BETA}, "alpha: settle first", tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "`patchforge bring-back up/fa.patch` puts it back" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    settle_line = top_alpha.count(b"\n") - 3  # settle's synchronize, from 1
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert f"pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line {settle_line})" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+    # Seen to be other code (settle is called elsewhere too, say): put back beside it.
+    _, out, _ = stack.cli("bring-back", "fa", "--allow-doubled")
+    assert "as asked (--allow-doubled)" in out, out
+    assert stack.series("up") == ["fa.patch"]

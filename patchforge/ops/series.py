@@ -2425,8 +2425,9 @@ def _refuse_doubling(project: Project, store: UpstreamStore, fix, patch, made, p
                      landing: str | None, allow_doubled: bool, judged: list[str],
                      taken_out: frozenset[bytes] | set[bytes] = frozenset()) -> str:
     """Refuse a bring-back whose lines upstream has at the pin already, moved and perhaps
-    re-wrapped or re-spelled (reverts.near_doubled, counted against the file at `landing`
-    for a kept fix upstream took back): the overlay would have them twice, and nothing after
+    re-wrapped or re-spelled (reverts.near_doubled, counted for a kept fix upstream took
+    back against the file as the commit that took it out after `landing` left it, with the
+    fix put back): the overlay would have them twice, and nothing after
     would say so; or, where that finds none, where the judge found them near the fix's place
     (`judged`: judge.doubled_stop, a stop that is no move). Nothing is written; the fix stays
     in skipped/. What is said names where
