@@ -306,7 +306,7 @@ def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
     for fix in gone:
         try:
             patch = parse_patch_file(read_kept(project, fix.path), fix.path)
-            files = [fp for fp in patch.file_patches if _judgeable(fp)]
+            files = [fp for fp in patch.file_patches if fp.told_by_content]
             if not files or not all(fp.path in state.current and
                                     _file_state(fp, state.current[fp.path]) == "present"
                                     for fp in files):
@@ -375,26 +375,16 @@ def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
         file_patches = list(patch.file_patches)
     except PatchforgeError:
         return None  # lint reports a kept file that does not parse (unparsed_kept)
-    files = [fp for fp in file_patches if _judgeable(fp)]
+    files = [fp for fp in file_patches if fp.told_by_content]
     if not files:
         return None
     return _Fix(upstream, name, rel, patch, files, {k: [fp.path] for k, fp in enumerate(files)})
 
 
-def _judgeable(fp: FilePatch) -> bool:
-    """A file change the tree can tell present or gone by its lines, or a binary one by its
-    blob ids: not a rename or copy (the fix's own), not a mode change alone."""
-    if fp.is_copy or (fp.is_binary and fp.binary is None):
-        return False
-    if fp.old_path is not None and fp.new_path is not None and fp.old_path != fp.new_path:
-        return False
-    return bool(fp.hunks) or fp.is_new or fp.is_delete or fp.binary is not None
-
-
 def change_state(fp: FilePatch, content: bytes | None) -> str:
     """present | gone | other: whether a kept fix's change to one file is in `content` (that
     file somewhere else than a revision of the store: an image's), by the rule above."""
-    return _file_state(fp, content) if _judgeable(fp) else "other"
+    return _file_state(fp, content) if fp.told_by_content else "other"
 
 
 def created_files_left(patch, changes, read_target) -> tuple[list, list]:
@@ -553,21 +543,10 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
 
 
 def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
-    """Whether every hunk of `fp` (undone, with `reverse`) applies to `content` without fuzz
-    (at an offset or not), only placed, nothing built: the reverse hunks are views of the
-    patch's own (no reversed patch rendered and parsed again per file)."""
-    from patchforge.apply.hunks import (ReversedHunk, apply_file_patch, apply_hunks, lines_of,
-                                        placed_on_bytes)
+    """apply.hunks.applies_unfuzzed, the applier imported when first asked."""
+    from patchforge.apply.hunks import applies_unfuzzed
 
-    if fp.has_zero_context:
-        # (A hunk without context at the top of a file is matched at both ends, as git apply
-        # matches it: apply_file_patch's own rule.)
-        return apply_file_patch(content, fp, max_fuzz=0, reverse=reverse).ok
-    hunks = tuple(ReversedHunk(h) for h in fp.hunks) if reverse else fp.hunks
-    placed = placed_on_bytes(content, hunks, max_fuzz=0, build=False)
-    outcomes = placed[1] if placed is not None else \
-        apply_hunks(lines_of(content), hunks, max_fuzz=0, build=False)[1]
-    return all(outcome.status != "failed" for outcome in outcomes)
+    return applies_unfuzzed(content, fp, reverse=reverse)
 
 
 def _fix_state(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> str:
@@ -2033,86 +2012,3 @@ def _exact_reverse(store: UpstreamStore, fix: _Fix, landing: str, taker: str) ->
             own_lines = True
     return f"its change is the exact reverse of {landing[:12]}'s" + \
         (" change to the fix's lines" if own_lines else "")
-
-
-def landed_diff(store: UpstreamStore, patch: PatchFile, landing: str, *,
-                parents: dict[str, str | None] | None = None) -> tuple[bytes, str] | None:
-    """The fix's change as the landing commit made it: (diff, the landing's parent), each of
-    the fix's files from the landing's first parent to the landing, only the landing's hunks
-    that carry the fix's own lines (a `+` line the fix adds, or a `-` line it removes). Kept
-    under upstreamed/ in this form, a fix whose own pre-image upstream had changed before it
-    landed the fix (a fix skipped at a conflict, or a rebase past both commits) is found gone
-    again when upstream takes the landing back; with its own diff, its pre-image never comes
-    back. None when its own diff applies to the landing's parent as it is (the pre-image the
-    landing changed: that diff is kept byte for byte), or when the landing's form cannot be
-    made (a file the fix creates, deletes or renames, a binary one, a file of it the landing
-    does not carry, or a diff the landing's files are not found to have).
-
-    `parents`: the landings' first parents as `store.parents_of` gave them, for a caller that
-    asks for many landings at once (a rebase dropping 81 fixes waited for 81 rounds of
-    requests to cat-file); by default asked here."""
-    from patchforge.apply.diffparse import parse_diff
-    from patchforge.apply.hunks import apply_file_patch
-    from patchforge.model.record import replace
-    from patchforge.store.diff import FileChange, make_diff
-
-    try:
-        parent = (parents if parents is not None else store.parents_of([landing])).get(landing)
-        own = list(patch.file_patches)
-    except PatchforgeError:
-        return None
-    if parent is None:
-        return None  # a root commit, or one the store does not have
-    if not own or any(not _judgeable(fp) or fp.is_new or fp.is_delete or fp.is_binary
-                      for fp in own):
-        return None
-    paths = sorted({fp.path for fp in own})
-    try:
-        before, after = store.read_blobs(parent, paths), store.read_blobs(landing, paths)
-    except PatchforgeError:
-        return None
-    if all((old := before.get(fp.path)) is not None and _applies(old, fp, reverse=False)
-           for fp in own):
-        return None  # its own pre-image is the one the landing changed: its diff is as good
-    changes = []
-    for fp in own:
-        old, new = before.get(fp.path), after.get(fp.path)
-        if old is None or new is None:
-            return None
-        made = parse_diff(make_diff([FileChange.at(fp.path, old, new)]))
-        if len(made) != 1:
-            return None
-        # Each of the fix's hunks by the lines it adds (or, adding none, removes), blank ones
-        # aside (a blank line tells no hunk from another); each of those lines must be carried
-        # by the landing: a hunk of the fix, or a line of one, that landed in an earlier
-        # commit (a fix landed in two) is not in this one's change, and the fix would be kept
-        # without it (a revert of that earlier commit never said).
-        marks = [_marks(h) for h in fp.hunks]
-        landed = [_marks(h) for h in made[0].hunks]
-        every = frozenset().union(*landed)
-        if not all(mark <= every for mark in marks if mark):
-            return None
-        carried = tuple(h for h, other in zip(made[0].hunks, landed)
-                        if any(mark & other for mark in marks))
-        if not carried:
-            return None
-        applied = apply_file_patch(old, replace(made[0], hunks=carried), max_fuzz=0)
-        if not applied.ok or applied.content is None:
-            return None
-        changes.append(FileChange.at(fp.path, old, applied.content))
-    diff = make_diff(changes)
-    remade = parse_diff(diff)
-    if not remade or any(_file_state(fp, after.get(fp.path)) != "present" for fp in remade):
-        return None
-    return diff, parent
-
-
-def _marks(hunk) -> frozenset[tuple[bytes, bytes]]:
-    """(kind, line stripped) of the lines a hunk adds, or of those it removes when it adds
-    none; blank lines left out."""
-    from patchforge.apply.diffparse import line_content, line_kind
-
-    changed = [(line_kind(x), line_content(x).strip()) for x in hunk.lines
-               if line_kind(x) in (b"+", b"-")]
-    kind = b"+" if any(k == b"+" for k, _ in changed) else b"-"
-    return frozenset((k, text) for k, text in changed if k == kind and text)

@@ -185,6 +185,24 @@ def test_a_fix_adding_lines_is_placed_in_its_function_without_difflib(stack, ups
     assert "LOADED [] 0" in out
 
 
+def test_a_rebase_dropping_a_landed_fix_keeps_it_without_loading_the_kept_fixes_judge(
+        stack, upstream):
+    """A fix the release landed is set aside under upstreamed/ in the form its landing made
+    it (landings.landed_diff), which a clean rebase asks of every landed fix: that does not
+    load reverts.py, the judge of the fixes kept there (91 KB of source, about 0.4% of a
+    clean 30-patch rebase's instructions), whose rules a later `status` asks. The fix is kept, naming its landing."""
+    fix = b"def f3():\n    return -3\n\n"
+    out = _after_a_clean_rebase(
+        stack, upstream, "",
+        "print('LOADED', [m for m in ('patchforge.reverts',) if m in sys.modules], rc)\n",
+        fix=fix, change={"pkg/mod.py": with_lines({3: fix})})
+    assert "LOADED [] 0" in out
+    kept = stack.root / "series" / "up" / "upstreamed" / "fix-f3.patch"
+    landing = git(upstream.path, "rev-parse", "v1.1").strip()
+    assert f"commit:{landing}".encode() in kept.read_bytes(), out
+    assert not (stack.root / "series" / "up" / "fix-f3.patch").exists()
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"

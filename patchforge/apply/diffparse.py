@@ -175,6 +175,18 @@ class FilePatch:
     def has_zero_context(self) -> bool:
         return any(h.zero_context for h in self.hunks)
 
+    @property
+    def told_by_content(self) -> bool:
+        """Whether a file's content at a revision can tell this change present or gone: by
+        its lines, or a binary one by its blob ids. Not a rename or copy (the fix's own), not a
+        mode change alone."""
+        if self.is_copy or (self.is_binary and self.binary is None):
+            return False
+        if self.old_path is not None and self.new_path is not None and \
+                self.old_path != self.new_path:
+            return False
+        return bool(self.hunks) or self.is_new or self.is_delete or self.binary is not None
+
 
 @record(frozen=True)
 class ParsedDiff:

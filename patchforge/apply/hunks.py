@@ -719,6 +719,22 @@ def apply_file_patch(old: bytes | None, fp: FilePatch, *, max_fuzz: int = 2,
 _INDEX_LINE = on_first_use(rb"\nindex ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})")
 
 
+def applies_unfuzzed(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
+    """Whether every hunk of `fp` (undone, with `reverse`) applies to `content` without fuzz
+    (at an offset or not), only placed, nothing built: the reverse hunks are views of the
+    patch's own (no reversed patch rendered and parsed again per file). How a kept fix's
+    change is told present or gone (reverts) and a landing's form is checked (landings)."""
+    if fp.has_zero_context:
+        # (A hunk without context at the top of a file is matched at both ends, as git apply
+        # matches it: apply_file_patch's own rule.)
+        return apply_file_patch(content, fp, max_fuzz=0, reverse=reverse).ok
+    hunks = tuple(ReversedHunk(h) for h in fp.hunks) if reverse else fp.hunks
+    placed = placed_on_bytes(content, hunks, max_fuzz=0, build=False)
+    outcomes = placed[1] if placed is not None else \
+        apply_hunks(lines_of(content), hunks, max_fuzz=0, build=False)[1]
+    return all(outcome.status != "failed" for outcome in outcomes)
+
+
 def _blob_id(content: bytes, length: int) -> bytes:
     """The git blob id of `content`, SHA-1 or (for a 64-digit id) SHA-256."""
     digest = hashlib.sha256 if length > 40 else hashlib.sha1

@@ -2599,13 +2599,13 @@ def _kept_as_landed(store: UpstreamStore, patch, judgement,
     """A skipped fix the pin has, as a rebase keeps a landed fix under upstreamed/: with
     `Applied-Upstream: LABEL, commit ID` naming the commit that landed it (found as the rebase
     finds it: the first commit after the fix's base whose files have its change), and its
-    diff made from that commit (reverts.landed_diff: the landing's hunks that carry the fix's
+    diff made from that commit (landings.landed_diff: the landing's hunks that carry the fix's
     lines, Base its parent) where that can be made. Its own diff's pre-image is the one its
     base had, which upstream had changed before landing it (why it was set aside): in that
     form a later revert of the landing, which brings back upstream's lines, would never be
     found. No landing commit found: its own diff and the label. (kept, landing commit)"""
     from patchforge.judge import where_landed
-    from patchforge.reverts import landed_diff
+    from patchforge.landings import landed_diff
 
     try:
         landing, _ = where_landed(store, target, patch, judgement.verdict, None)

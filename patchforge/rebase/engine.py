@@ -1085,12 +1085,12 @@ class Rebase:
         (and, in DEP-3's `commit:ID` form, the commit that landed it, when `result` has one).
         A patch whose pre-image is not the one its landing changed (upstream changed its lines
         first, then landed the fix: one rebase past both) is kept as the landing made it
-        (reverts.landed_diff, Base the landing's parent): with its own diff, a revert of that
+        (landings.landed_diff, Base the landing's parent): with its own diff, a revert of that
         landing would never be found. `parents`: the landing commits' first parents, when the
         caller asked for them together (store.parents_of)."""
         where = result.landed_in
         if where:
-            from patchforge.reverts import landed_diff
+            from patchforge.landings import landed_diff
 
             try:
                 remade = landed_diff(self.store, patch, where, parents=parents)
