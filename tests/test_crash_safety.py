@@ -1250,3 +1250,24 @@ def test_an_import_cut_short_at_any_write_leaves_none_of_it(env, tmp_path, monke
                 assert again.returncode == 0 or state == new, again.stderr.decode()
                 assert project_files(root) == new, (step, mode, n)
     assert hits >= 12
+
+
+@pytest.mark.parametrize("mode, exit_code, again", [
+    ("interrupt", 130, "run the command again"),
+    ("terminate", 143, "run the command again"),
+    ("raise", 2, "fix the cause and run the command again")])
+def test_a_command_cut_short_before_any_project_says_only_what_applies(env, tmp_path, mode,
+                                                                       exit_code, again):
+    """Ctrl-C in a command with no project open yet (`init`'s first write) said "fix the
+    cause and run the command again", the words for a refused write: a Ctrl-C has no cause to
+    fix. An interrupt or SIGTERM says to run the command again; a failed write keeps naming a
+    cause to fix first."""
+    directory = tmp_path / "new"
+    directory.mkdir()
+    proc = run_subprocess(None, "init", cwd=directory,
+                          env={"PATCHFORGE_FAULT": "write:1", "PATCHFORGE_FAULT_MODE": mode})
+    err = proc.stderr.decode()
+    assert proc.returncode == exit_code, err
+    assert f"hint: nothing was left half-written (every write is atomic); {again}\n" in err, err
+    assert ("fix the cause" in err) == (mode == "raise"), err
+    assert not (directory / "patchforge.toml").exists()

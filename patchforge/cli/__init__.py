@@ -187,20 +187,22 @@ def _interrupted(exc: BaseException | None = None) -> None:
 
     terminated = isinstance(exc, Terminated)
     echo(f"\npatchforge: {'terminated' if terminated else 'interrupted'}", err=True)
-    for line in _left_behind():
+    for line in _left_behind(cut_short=True):
         echo(f"hint: {line}", err=True)
     sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
-def _left_behind(*, only_open: bool = False) -> list[str]:
+def _left_behind(*, only_open: bool = False, cut_short: bool = False) -> list[str]:
     """What a command cut short (Ctrl-C, a failed write) left, and how to go on from it;
-    `only_open`: only what is open (a rebase, an edit), not that nothing was."""
+    `only_open`: only what is open (a rebase, an edit), not that nothing was; `cut_short`:
+    stopped by Ctrl-C or SIGTERM, which has no cause to fix (a failed write has)."""
     global _PROJECT
     project, _PROJECT = _PROJECT, None
     if project is None:
-        return [] if only_open else [
-            "nothing was left half-written (every write is atomic); fix the cause and run "
-            "the command again"]
+        if only_open:
+            return []
+        again = "run the command again" if cut_short else "fix the cause and run the command again"
+        return [f"nothing was left half-written (every write is atomic); {again}"]
     from patchforge.state import interrupted_report
 
     return interrupted_report(project, only_open=only_open)
