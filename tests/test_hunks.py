@@ -551,6 +551,48 @@ def test_a_creation_onto_a_file_that_is_there_fails_without_reading_its_hunks():
     assert apply_file_patch(None, created).content == content
 
 
+def test_a_hunk_whose_fuzz_2_lines_are_nowhere_is_searched_for_twice(monkeypatch):
+    """A hunk not found without fuzz is first looked for as its deepest fuzz level's lines
+    (those fuzz 2 leaves, inside every other level's): where the file does not have them, no
+    level can find the hunk, and the file is not searched for it at fuzz 1 and 2 (landed
+    detection applies every hunk of a merge patch to files upstream rewrote: most fail, and
+    each level's search is a scan of the file). A hunk whose fuzz-2 lines are there is
+    searched at every level as before. The outcomes are GNU patch's either way."""
+    import patchforge.apply.hunks as hunks
+
+    searched: list[bytes] = []
+    real = hunks._found_whole
+
+    def found_whole(old, pre, *args):
+        searched.append(pre)
+        return real(old, pre, *args)
+
+    monkeypatch.setattr(hunks, "_found_whole", found_whole)
+    (fp,) = parse_diff(git_diff(BASE, edit(BASE, b"line 15\n", b"line fifteen\n")))
+    # Upstream rewrote lines 14-16 (the fuzz-2 lines): found at no fuzz level.
+    rewritten = edit(BASE, b"line 14\nline 15\nline 16\n", b"line 14a\nline 15a\nline 16a\n")
+    result = apply_file_patch(rewritten, fp)
+    assert [(h.status, h.fuzz) for h in result.hunks] == [("failed", 0)]
+    assert searched == [b"".join(b"line %02d\n" % k for k in range(12, 19))]
+    assert (result.hunks, result.content) == _with_every_level_searched(rewritten, fp)
+    # Upstream changed lines 12 and 18 (outside them): found at fuzz 1, each level searched.
+    searched.clear()
+    edited = edit(edit(BASE, b"line 12\n", b"line twelve\n"), b"line 18\n", b"line 18!\n")
+    result = apply_file_patch(edited, fp)
+    assert [(h.status, h.fuzz, h.at_line) for h in result.hunks] == [("fuzz", 1, 13)]
+    assert len(searched) == 2
+    assert (result.hunks, result.content) == _with_every_level_searched(edited, fp)
+
+
+def _with_every_level_searched(content: bytes, fp):
+    """The line search's outcomes and content (`apply_hunks`, which searches a hunk at every
+    fuzz level)."""
+    from patchforge.apply.hunks import apply_hunks, lines_of
+
+    lines, outcomes = apply_hunks(lines_of(content), fp.hunks)
+    return outcomes, b"".join(lines)
+
+
 def test_a_content_searched_often_is_searched_by_its_lines():
     """The first searches of a content are made on its bytes, the later ones by its lines
     (split once, with their index): status searches some contents dozens of times."""

@@ -560,6 +560,8 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
             if place is not None:
                 found = (place, fuzz, top, len(pre_lines), pre, post)
                 break
+            if not fuzz and not _deepest_cut_there(h, max_fuzz, old, done_at):
+                break  # no fuzz level can find it
         if found is None:
             outcomes.append(HunkOutcome(index, "failed", 0, 0, None))
             continue
@@ -581,6 +583,21 @@ def placed_on_bytes(old: bytes, hunks: tuple[Hunk | ReversedHunk, ...], *,
 
 
 _UNDECIDED: Any = object()
+
+
+def _deepest_cut_there(h: Hunk | ReversedHunk, max_fuzz: int, old: bytes, done_at: int) -> bool:
+    """Whether the pre-image of `h` at its deepest fuzz level (up to `max_fuzz`, from 2 on) is
+    in `old` from byte `done_at` on; True where there is no such level. A hunk not found
+    without fuzz is mostly not found at all (landed detection's searches of a file upstream
+    rewrote): each level's search is a scan of the file, and this one scan answers for all
+    of them. It never changes an answer: each level keeps fewer lines at the top and bottom
+    of the same pre-image (`_cut`), so every place a level finds, from `done_at` on, holds the
+    deepest level's pre-image, from `done_at` on too."""
+    for fuzz in range(max_fuzz, 1, -1):
+        cut = _fuzzed(h, fuzz)
+        if cut is not None:
+            return old.find(_cut_sides(h, fuzz, cut)[0], done_at) >= 0
+    return True
 
 
 def _found_whole(old: bytes, pre: bytes, expected: int, done: int, done_at: int,
