@@ -35,6 +35,15 @@ def stack_with(tmp_path, fix: bytes, upstream: bytes, base: bytes = BASE) -> One
     return stack
 
 
+def stack_with_file(tmp_path, path: str, base: bytes, fix: bytes,
+                    upstream: bytes) -> OneUpstreamStack:
+    """Fix `fa` makes `path` `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: upstream}, "Guard the kernel", tag="v2")
+    return stack
+
+
 def said_doubled(stack: OneUpstreamStack, where: str) -> str:
     """status --against v2 and the dry run agree: a stop, named at `where`; the rebase
     stops there (exit 3) and says the three ways on. Its error output."""
@@ -236,3 +245,40 @@ def test_a_guard_in_the_hunk_of_a_changed_call_upstream_left_stops(tmp_path):
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert overlay.count(b"if limit < 0") == 1 and b"launch(b, stream=stream)" in overlay
+
+
+KERNEL = (b"#include <hip/hip_runtime.h>\n\ntemplate <typename T>\n"
+          b"__global__ void scale(T* x, int n) {\n"
+          b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    T a = x[i];\n"
+          b"    T b = a * static_cast<T>(2);\n    T c = b + a;\n    x[i] = c;\n}\n"
+          b"\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("theirs", [b"    if (i >= n)\n        return;\n",
+                                    b"    if (i >= n)  return;\n"], ids=["wrapped", "spaced"])
+def test_a_one_line_kernel_guard_upstream_added_respaced_a_line_lower_stops(tmp_path, theirs):
+    # A bounds guard is short (15 characters of code), under the least a run needs to say
+    # anything, yet it is the commonest kernel fix: a whole guard counts.
+    guard = b"    if (i >= n) return;\n"
+    index = b"threadIdx.x;\n"
+    stack = stack_with_file(tmp_path, "pkg/k.cu", KERNEL, KERNEL.replace(index, index + guard),
+                            KERNEL.replace(b"    T a = x[i];\n", b"    T a = x[i];\n" + theirs))
+    said_doubled(stack, "pkg/k.cu line 6 (upstream's at line 8)")
+    work = (stack.root / ".patchforge/work/up/pkg/k.cu").read_bytes()
+    assert work.count(b"if (i >= n)") == 2  # both, for the user to see
+    stack.cli("rebase", "--skip", expect=1)  # (a fix set aside: needs attention)
+    assert stack.series("up") == []
+
+
+def test_a_one_line_guard_upstream_added_to_the_next_kernel_moves(tmp_path):
+    # The same bounds guard in the kernel after the fix's, 8 lines lower: another function's.
+    guard = b"    if (i >= n) return;\n"
+    index = b"threadIdx.x;\n"
+    shift = (b"__global__ void shift(float* x, int n) {\n"
+             b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    x[i] += 1.0f;\n}\n")
+    two = KERNEL.replace(b"\nint version()", b"\n" + shift + b"\nint version()")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", two, two.replace(index, index + guard, 1),
+                            two.replace(shift, shift.replace(index, index + guard)))
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(guard) == 2

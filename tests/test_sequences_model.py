@@ -167,12 +167,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
-GUARD_BESIDE_A_CALL = (
-    "upstream adds a fix's guard its own way a line lower while the fix's hunk also changes a "
-    "call upstream left alone: the rebase merges the guard in twice, exit 0")
-SHORT_GUARD_RESPACED = (
-    "upstream adds a fix's one-line guard of a few characters re-spaced a line lower: the "
-    "rebase merges the guard in twice, exit 0")
 RELANDED_OWN_WAY = (
     "upstream reverts a kept fix, then lands it again its own way a few lines off: said only "
     "possibly doubled, and the advised bring-back puts it back beside upstream's, exit 0")
@@ -180,8 +174,8 @@ RELANDED_OWN_WAY = (
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
     "adds its guard its own way a line lower": None,
-    "adds its guard its own way a line lower, its call left": GUARD_BESIDE_A_CALL,
-    "adds its short guard re-spaced a line lower": SHORT_GUARD_RESPACED,
+    "adds its guard its own way a line lower, its call left": None,
+    "adds its short guard re-spaced a line lower": None,
 }
 
 

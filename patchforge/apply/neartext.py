@@ -156,11 +156,12 @@ def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
     """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one text of its
     near_lines, the runs of 4 bytes or more: a re-wrap moves code across lines, never out of
     its run. The line after a run decides its last comma, as it does in the file."""
-    return [text for _, text in _placed_runs(hunk, kind)]
+    return [text for _, text, _ in _placed_runs(hunk, kind)]
 
 
-def _placed_runs(hunk, kind: bytes) -> list[tuple[int, bytes]]:
-    """near_runs' runs, each with the index in `hunk.lines` of its first line."""
+def _placed_runs(hunk, kind: bytes) -> list[tuple[int, bytes, list[bytes]]]:
+    """near_runs' runs, each with the index in `hunk.lines` of its first line and its lines
+    as written."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     runs: list[list[bytes]] = [[]]
@@ -179,7 +180,7 @@ def _placed_runs(hunk, kind: bytes) -> list[tuple[int, bytes]]:
         lines = near_lines(run + ends[k:k + 1])
         text = b"".join(lines[:len(near_lines(run))])
         if len(text) >= 4:
-            found.append((firsts[k], text))
+            found.append((firsts[k], text, run))
     return found
 
 
@@ -196,9 +197,9 @@ def replacing_runs(hunk) -> list[tuple[bytes, list[bytes]]]:
             number += 1
         change.append(number)
     removed: dict[int, list[bytes]] = {}
-    for at, text in _placed_runs(hunk, b"-"):
+    for at, text, _ in _placed_runs(hunk, b"-"):
         removed.setdefault(change[at], []).append(text)
-    return [(text, removed.get(change[at], [])) for at, text in _placed_runs(hunk, b"+")]
+    return [(text, removed.get(change[at], [])) for at, text, _ in _placed_runs(hunk, b"+")]
 
 
 def near_flat(content: bytes) -> NearFlat:
@@ -229,17 +230,37 @@ class NearFlat:
 NEAR_LINES = 10
 # The least near text (whitespace aside) a run of added lines must have for its copy nearby to
 # say anything: `return None`, `break`, `}`, `else:` are near any place of any file (history's
-# MIN_CHANGED_CHARS, the same measure of code that proves something).
+# MIN_CHANGED_CHARS, the same measure of code that proves something). A guard is the exception
+# (_GUARD).
 MIN_RUN_CHARS = 24
+# A run that is one whole guard: an `if` whose whole body leaves (return, continue, break,
+# throw, raise, goto), on one line or wrapped, in braces or not: `if (i >= n) return;`,
+# `if limit < 0:` + `return None`. Short, yet no line that is near any place: its condition
+# names the fix's own values, and a second copy of it upstream added in the fix's function,
+# a line or a few away, is the fix made twice (a bounds guard is the commonest kernel fix).
+_GUARD = on_first_use(
+    rb"if\s*\([^;{}]*\)\s*(\{\s*)?(?:return\b[^;{}]*|continue|break|throw\b[^;{}]*|goto\s+\w+)"
+    rb"\s*;\s*(?(1)\})"
+    rb"|if\s[^:]*:\s*(?:return\b[^:;]*|continue|break|raise\b[^:;]*)")
+# A guard is written on one line, or wrapped: `if (...)`, `{`, `return;`, `}` at most.
+_GUARD_LINES = 4
+
+
+def is_guard(lines: list[bytes]) -> bool:
+    """Whether a run of added lines (as written) is one whole guard (_GUARD)."""
+    return len(lines) <= _GUARD_LINES and _GUARD.fullmatch(
+        b" ".join(line.strip() for line in lines)) is not None
 
 
 def telling_runs(fp: FilePatch) -> list[bytes]:
     """The runs of lines `fp` adds (near_runs, each whole) with MIN_RUN_CHARS of code or more,
-    but for those its own removed lines hold (code the fix moves, or re-wraps itself)."""
+    or one whole guard (is_guard), but for those its own removed lines hold (code the fix
+    moves, or re-wraps itself)."""
     removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
-    return list(dict.fromkeys(run for hunk in fp.hunks for run in near_runs(hunk)
-                              if len(run) >= MIN_RUN_CHARS
-                              and not any(run in other for other in removed)))
+    return list(dict.fromkeys(text for hunk in fp.hunks
+                              for _, text, lines in _placed_runs(hunk, b"+")
+                              if (len(text) >= MIN_RUN_CHARS or is_guard(lines))
+                              and not any(text in other for other in removed)))
 
 
 def near_windows(content: bytes, spans: list[tuple[int, int]]) -> list[bytes]:
