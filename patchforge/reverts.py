@@ -876,10 +876,11 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
         line = _copy_line(hunk, now) if now is not None else None
         again = _landed_again(store, fix, k, hunk, takers, taker, now, line)
         if again is not None:
-            adder, function = again
+            adder, function, new = again
             why += f", and {adder[:12] + ' ' if adder else ''}put them in " \
-                f"{function.decode(errors='replace')} again since: landed again its own " \
-                "way, it seems"
+                f"{function.decode(errors='replace')}" + \
+                (", a function new since the fix's base," if new else " again") + \
+                " since: landed again its own way, it seems"
         doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why,
                             again is not None)
     return doubtful
@@ -887,16 +888,17 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
 
 def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTakers,
                   taker: tuple[str, str, bytes] | None, now: bytes | None,
-                  line: int | None) -> tuple[str | None, bytes] | None:
+                  line: int | None) -> tuple[str | None, bytes, bool] | None:
     """Whether the copy of a taken-out hunk's lines that `commit`'s file (`now`) has at `line`
-    is in the function the hunk changes in the fix's base file: upstream made the fix again
-    its own way (a re-land after the revert), not other code that reads alike (a copy in
-    another function). (the commit after the one that took the hunk out (`taker`) that put
-    the copy in that function first, None where no such commit is seen (a merge's); the
-    function's name), None for a copy elsewhere, or where the function is not known here (no
-    base file, a file of no language known here, the top level). A bring-back stops on such
-    a copy (judge's nearby doubling check and reverts.near_doubled) instead of putting the
-    fix back beside it, which checked twice."""
+    is upstream's making the fix again its own way (a re-land after the revert), not other
+    code that reads alike (a copy in another function the fix's base file has): a copy in the
+    function the hunk changes there, or in a function the base file does not name at all (a
+    helper made since, `settle()`, that the fix's function calls). (the commit after the one
+    that took the hunk out (`taker`) that put the copy in that function first, None where no
+    such commit is seen (a merge's); the function's name; whether it is new since the base),
+    None for a copy elsewhere, or where the function is not known here (no base file, a file
+    of no language known here, the top level). A bring-back stops on such a copy (the judge's
+    nearby doubling check, reverts.near_doubled) instead of putting the fix back beside it."""
     from patchforge.apply.diffparse import line_content, line_kind
     from patchforge.apply.hunks import function_named_at, lines_of
 
@@ -910,8 +912,23 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
                    None) or next((line_content(body) for body in hunk.lines
                                   if line_kind(body) == b"-"), b"")
     at = hunk.old_start - 1 + lead if hunk.old_count else hunk.old_start
-    function = function_named_at(fp.path, lines_of(old), at, changed)
-    if not function or function_named_at(fp.path, lines_of(now), line - 1) != function:
+    own = function_named_at(fp.path, lines_of(old), at, changed)
+    if not own:
+        return None
+
+    def again(content: bytes, where: int) -> tuple[bytes, bool] | None:
+        """The function holding line `where` (from 1) of `content`, and whether it is new
+        since the base (its own name nowhere in the base file), where it is either."""
+        function = function_named_at(fp.path, lines_of(content), where - 1)
+        if not function:
+            return None
+        bare = re.split(rb"\.|::", function.split(b" [")[0])[-1]
+        if function == own:
+            return function, False
+        return (function, True) if bare and bare not in old else None
+
+    found = again(now, line)
+    if found is None:
         return None
     newer = [sha for sha, _, _ in takers.log]
     if taker is not None and taker[0] in newer:
@@ -919,10 +936,9 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     for sha in reversed(newer):  # oldest first
         content = takers.content(sha, k)
         there = _copy_line(hunk, content) if content is not None else None
-        if there is not None and \
-                function_named_at(fp.path, lines_of(content), there - 1) == function:
-            return sha, function
-    return None, function
+        if content is not None and there is not None and again(content, there) == found:
+            return sha, *found
+    return None, *found
 
 
 def _not_taken_back(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,

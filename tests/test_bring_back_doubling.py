@@ -157,3 +157,31 @@ def test_a_landing_broader_than_the_fix_reverted_then_made_upstreams_way_is_not_
     _, out, _ = stack.cli("bring-back", "fa", "--allow-doubled")
     assert "as asked (--allow-doubled)" in out, out
     assert stack.series("up") == ["fa.patch"]
+
+
+def test_a_fix_reverted_then_made_in_a_new_helper_is_not_put_back_beside_it(tmp_path):
+    """The fix synchronizes in alpha; it lands (#11, alpha alone) and is reverted; upstream
+    then makes it its own way: alpha calls a new settle() that synchronizes. Status said only
+    "possibly doubled" and the advised bring-back put the fix back beside settle's, exit 0,
+    every check green: alpha synchronized twice. A copy in a function new since the fix's
+    base, put there after the revert, is the fix landed again: said so, and refused."""
+    top_alpha = ALPHA.replace(b"    y = x + 1\n", b"    y = settle(x) + 1\n") + \
+        b"def settle(x):\n" + SYNC + b"    return x\n\n\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    settled = stack.commit({"pkg/a.py": top_alpha + PAD + BETA}, "alpha: settle first",
+                           tag="v3")
+    settle_line = top_alpha.count(b"\n") - 3  # settle's synchronize, from 1
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert f"{settled[:12]} put them in settle, a function new since the fix's base, since: " \
+        "landed again its own way, it seems: a bring-back stops on it (look at pkg/a.py line " \
+        f"{settle_line})" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert f"pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line {settle_line})" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
