@@ -167,9 +167,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
-RELANDED_OWN_WAY = (
-    "upstream reverts a kept fix, then lands it again its own way a few lines off: said only "
-    "possibly doubled, and the advised bring-back puts it back beside upstream's, exit 0")
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -1112,7 +1109,7 @@ class SequencesModel(StackModel):
             gone = [n for n in self.kept_landings
                     if not any(head.slots[self.kept[n]["slot"]].has(part)
                                 for part in self.kept[n]["parts"])]
-            if not gone or self.not_made(RELANDED_OWN_WAY):
+            if not gone:
                 return
             fix = self.kept[data.draw(st.sampled_from(gone))]
             head.slots[fix["slot"]] = KeptSlot(
