@@ -33,7 +33,6 @@ from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 may_reverse,
                                 file_strings, old_blob, over_lines, patch_blocks, put_in, share,
                                 strings_open_at, taken_out, undo_probes, without_whitespace)
-from patchforge.history_place import made_at
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_oid,
@@ -913,6 +912,10 @@ class SeriesJudge:
         made = landing.made_since_undo
         if not made:
             return
+        # Here: a rebase or status that never asks it (no landing made since an undoing)
+        # does not load history_place.
+        from patchforge.history_place import made_at
+
         parents: dict[str, str | None] | None = None
         for fp, fv in zip(patch.file_patches, verdict.files):
             if fp.binary is not None or fp.is_new or fp.is_delete or fv.target_path is None \
@@ -1561,8 +1564,6 @@ class SeriesJudge:
         """The changes inside hunks not landed whole that the target (with the series before
         the patch) has made, the others not (Judgement.parts). Asked only of a hunk that does
         not apply as it is: where its pre-image is there, none of its changes landed."""
-        from patchforge.apply.parts import changes_landed
-
         found: dict[str, dict[int, tuple[int, ...]]] = {}
         for fp, fv in zip(patch.file_patches, verdict.files):
             if fv.target_path is None or fp.binary is not None or fp.is_new or fp.is_delete \
@@ -1572,6 +1573,10 @@ class SeriesJudge:
                      and hv.forward not in ("exact", "offset") and hv.index < len(fp.hunks)]
             if not asked:
                 continue
+            # Here: a patch whose every hunk applies (most of a clean rebase) loads no
+            # apply.parts.
+            from patchforge.apply.parts import changes_landed
+
             current = self.read_current(fv.target_path)
             for hv in asked:
                 changes = changes_landed(fp.hunks[hv.index], current)
@@ -2465,6 +2470,8 @@ def _run_made_away(index: "HistoryIndex", diff: bytes, first: dict[str, bytes | 
     made = landing.made_since_undo
     if not made:
         return False
+    from patchforge.history_place import made_at  # (here: _made_away says why)
+
     try:
         file_patches = parse_diff(diff)
     except InputError:
