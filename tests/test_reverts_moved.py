@@ -149,3 +149,35 @@ def test_a_reverted_one_line_fix_whose_line_upstream_adds_elsewhere_later_is_sai
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert overlay == fixed.replace(BETA, BETA_SYNCED), overlay.decode()
     stack.cli("check")
+
+
+def test_a_file_two_kept_fixes_change_is_read_as_near_text_once(tmp_path, monkeypatch):
+    """Two fixes of one file, each a hunk in alpha(), land together and are kept under
+    upstreamed/; upstream takes both out. Judging each asks whether its lines moved as near
+    text (re-wrapped, respelled) of the same file: that file is read so once, not once per
+    fix (30 AITER landings judged 300 commits later read 28 files so 127 times, the judge's
+    largest cost). Both are said taken back, as before."""
+    import patchforge.reverts as reverts
+
+    read: list[bytes] = []
+    real = reverts.near_flat
+
+    def near_flat(content):
+        read.append(content)
+        return real(content)
+
+    monkeypatch.setattr(reverts, "near_flat", near_flat)
+    checked = ALPHA.replace(b"    step0 = x\n", CHECK + b"    step0 = x\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + BETA, checked + BETA)
+    stack.add_fix("fb", "pkg/a.py", checked + BETA, FIXED_ALPHA + BETA)
+    stack.commit({"pkg/a.py": FIXED_ALPHA + BETA}, "alpha: check and synchronize (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
+        ["fa.patch", "fb.patch"]
+    stack.commit({"pkg/a.py": ALPHA + BETA.replace(b"z = y * 3", b"z = y * 4")},
+                 "alpha: simpler again", tag="v3")
+    read.clear()
+    said = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert sorted(s["name"] for s in said) == ["fa.patch", "fb.patch"], said
+    assert len(read) == len(set(read)) == 1, len(read)
