@@ -1837,7 +1837,7 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
     text = NearText(current)
     own = []
     for run in runs:
-        for at in text.lines_at(run):
+        for at in text.lines_of(run):
             k = at - 1
             if k in added and any(start - NEAR_LINES <= k < end + NEAR_LINES
                                   for start, end, _ in places) \
@@ -1853,7 +1853,7 @@ def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) 
     upstream's (the nearest other). Asked only of a doubling found: the diff is paid then."""
     fix_lines = {line for start, end, _ in file_changes(result, current)
                  for line in range(start + 1, end + 1)}
-    starts = NearText(result).lines_at(runs[0])
+    starts = NearText(result).lines_of(runs[0])
     own = [line for line in starts if line in fix_lines]
     theirs = [line for line in starts if line not in fix_lines]
     if not own or not theirs:

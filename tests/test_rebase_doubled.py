@@ -255,10 +255,13 @@ KERNEL = (b"#include <hip/hip_runtime.h>\n\ntemplate <typename T>\n"
 
 
 @pytest.mark.parametrize("theirs", [b"    if (i >= n)\n        return;\n",
-                                    b"    if (i >= n)  return;\n"], ids=["wrapped", "spaced"])
+                                    b"    if (i >= n)  return;\n",
+                                    b"    if (i >= n) {\n        return;\n    }\n"],
+                         ids=["wrapped", "spaced", "braced"])
 def test_a_one_line_kernel_guard_upstream_added_respaced_a_line_lower_stops(tmp_path, theirs):
     # A bounds guard is short (15 characters of code), under the least a run needs to say
-    # anything, yet it is the commonest kernel fix: a whole guard counts.
+    # anything, yet it is the commonest kernel fix: a whole guard counts, its one statement in
+    # braces or not (clang-format writes either).
     guard = b"    if (i >= n) return;\n"
     index = b"threadIdx.x;\n"
     stack = stack_with_file(tmp_path, "pkg/k.cu", KERNEL, KERNEL.replace(index, index + guard),

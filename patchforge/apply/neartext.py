@@ -151,6 +151,29 @@ class NearText:
         """The lines (from 1) of the file where `run` begins, as count finds it."""
         return [self.starts[at] + 1 for at in self._found(run)]
 
+    def lines_of(self, run: bytes) -> list[int]:
+        """lines_at of each of the run's spellings (`spellings`), in file order."""
+        return sorted(line for spelled in spellings(run) for line in self.lines_at(spelled))
+
+
+def spellings(run: bytes) -> tuple[bytes, ...]:
+    """A run's near text, and for an `if` whose whole body is one statement (`if(C)S;`) the
+    same with that body in braces, or out of them (`if(C){S;}`): C and C++ formatters write one
+    for the other (clang-format's InsertBraces, RemoveBracesLLVM), as black wraps a condition."""
+    if not run.startswith(b"if(") or not run.endswith((b";", b";}")):
+        return (run,)
+    depth = 0
+    for at in range(2, len(run)):
+        depth += {40: 1, 41: -1}.get(run[at], 0)
+        if depth == 0:
+            break
+    head, body = run[:at + 1], run[at + 1:]
+    braced = body[:1] == b"{" and body[-1:] == b"}"
+    inner = body[1:-1] if braced else body
+    if depth or not inner or b"{" in inner or b"}" in inner or inner.count(b";") != 1:
+        return (run,)
+    return (run, head + inner) if braced else (run, head + b"{" + inner + b"}")
+
 
 def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
     """Each run of consecutive lines a hunk adds (`kind` "-": removes) as one text of its
@@ -303,9 +326,11 @@ def line_spans(content: bytes, places: list[tuple[int, int]]) -> list[tuple[int,
 
 
 def counts_near(windows: list[bytes], runs: list[bytes]) -> dict[bytes, int]:
-    """How many times each run is in the windows, from a line's start to a line's end."""
+    """How many times each run is in the windows, from a line's start to a line's end, spelled
+    either way (`spellings`)."""
     texts = [NearText(window) for window in windows]
-    return {run: sum(text.count(run) for text in texts) for run in runs}
+    return {run: sum(text.count(spelled) for text in texts for spelled in spellings(run))
+            for run in runs}
 
 
 def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base: bytes,
