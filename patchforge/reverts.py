@@ -878,7 +878,8 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
         again = _landed_again(store, fix, k, hunk, takers, taker, now, line)
         if again is not None:
             adder, function, new = again
-            why += f", and {adder[:12] + ' ' if adder else ''}put them in " \
+            # (No commit after it seen putting them there: a merge's, or its own doing.)
+            why += f", and {adder[:12] + ' put them' if adder else 'they are'} in " \
                 f"{function.decode(errors='replace')}" + \
                 (", a function new since the fix's base," if new else " again") + \
                 " since: landed again its own way, it seems"

@@ -185,3 +185,27 @@ def test_a_fix_reverted_then_made_in_a_new_helper_is_not_put_back_beside_it(tmp_
     _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
     assert f"pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line {settle_line})" in err, err
     assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+def test_a_revert_that_puts_the_guard_back_its_own_way_a_line_lower_is_said_and_stopped_on(
+        tmp_path):
+    """The revert of the guard's landing itself writes the guard again a line lower, other
+    quotes: no commit after it put the copy there, so status says the function has the lines
+    again (never a commit that did not), and bring-back stops on it as on any re-land."""
+    base = LONG_ALPHA + BETA
+    fixed = base.replace(b"def alpha(x):\n", b"def alpha(x):\n" + CHECK)
+    again = base.replace(b"    step0 = x\n", b"    step0 = x\n" + THEIR_CHECK)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: check x (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({"pkg/a.py": again},
+                        f'Revert "alpha: check x (#11)"\n\nThis reverts commit {landing}.',
+                        tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert f"{back[:12]}, a revert of the landing, took them out of their place, and they " \
+        "are in alpha again since: landed again its own way, it seems: a bring-back stops on " \
+        "it (look at pkg/a.py line 3)" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert stack.series("up") == []
