@@ -244,6 +244,43 @@ def test_a_patch_deleted_in_quilt_after_the_series_changed_it_keeps_the_change(s
     assert "+line4 series" in (root / "series/up/deleted/fix-a.patch").read_text()
 
 
+def test_the_series_patch_copied_into_quilt_as_the_refusal_says_is_quilts_to_change(stack,
+                                                                                  tmp_path):
+    """The way on a refusal names for a fix deleted in quilt and changed in the series: the
+    series' patch copied into DIR and listed again ("nothing to take back"). Then `quilt
+    push`, a line changed, `quilt refresh`: the next import was refused as a change on both
+    sides ("make one of them hold both changes"; quilt's file held both already), and again
+    after each way on, until `export --quilt` was run again. The series' patch copied into DIR
+    is recorded as the export's: quilt's refresh of it is quilt's change, taken back with the
+    series' one kept."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    change_fix_a_in_series(root)
+    quilt(checkout, env, "delete", "-r", "fix-a.patch")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "copy " in run.err and "list it in" in run.err, run.text
+    shutil.copyfile(root / "series/up/fix-a.patch", exported / "fix-a.patch")
+    series = exported / "series"
+    series.write_text("fix-a.patch\n" + series.read_text())
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "pop", "-a")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    text = patch_text(root, "fix-a.patch")
+    assert "+line4 series" in text and "+line5 quilt" in text and "+line3 fixed" in text
+    assert ok(root, "import", "quilt", str(exported), "--update").out.count("nothing to take")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    ok(root, "overlays")
+    for profile in ("gfx942", "gfx950"):
+        assert b"line4 series\nline5 quilt\n" in \
+            (root / "overlays" / profile / "up/a.py").read_bytes()
+
+
 def test_two_patches_deleted_in_quilt_are_each_kept_under_a_name_of_their_own(stack,
                                                                               tmp_path):
     """fix-a and fix-a.2 both deleted in quilt, deleted/ holding an older, different

@@ -155,6 +155,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     left_renamed: list[tuple[str, str]] = []  # (quilt's name, the name the export wrote)
     renamed: list[tuple[str, str, int]] = []  # (the series' name, quilt's, its line)
     kept_newer: list[tuple[str, str]] = []
+    # Quilt's file the series' patch of its name is, byte for byte, where the export wrote
+    # another (the series' patch copied into DIR by hand, as a refusal's way on says): the
+    # two sides agree on it, so the record takes it as the export's (_record_taken), and a
+    # later `quilt refresh` of it is quilt's change alone, not a change on both sides.
+    agreed: dict[str, bytes] = {}
     quilt_listed = {e[0] for e in entries}
     # Exported names neither side lists now: a fix renamed in the series since the export.
     gone_from_both = [n for n in {**(record or {}), **took}
@@ -174,6 +179,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 # sides (`rename`, `quilt rename`), quilt's file as the export wrote it or as
                 # an import took it back into the fix the series holds.
                 how[file_name] = KEPT
+                if data in (mine, exported) and _sha256(data) not in recorded and \
+                        record is not None:
+                    agreed[file_name] = data
                 continue
             undone = taken_undone(took, file_name, data, mine)
             if undone is False:  # taken back before; the series holds it, or changed since
@@ -407,7 +415,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         with RepoLock(project.state_dir), writing_project(project.root):
             series_changed(project)
         _record_taken(folder, record, profile, entries, took, ours_bytes,
-                      {n: made[n].to_bytes() for n in taken}, recorded_order)
+                      {n: made[n].to_bytes() for n in taken}, recorded_order, agreed)
         if recorded_order is not None and recorded_order != quilt_names:
             _record_order(folder, profile, quilt_names)
         return result
@@ -454,7 +462,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # before is quilt's change not yet taken, and a new patch the series does not
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
-                          {n: made[n].to_bytes() for n in taken}, recorded_order)
+                          {n: made[n].to_bytes() for n in taken}, recorded_order, agreed)
             for name, where in kept:
                 atomic_write(where, ours_bytes[name])
             for name, data in writes.items():
@@ -1181,7 +1189,8 @@ def _close_edit(project: Project, upstream: str, before: list[str], after: list[
 def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: str | None,
                   entries: list[tuple[str, Path, int, bytes]],
                   took: dict[str, dict[str, dict]], before: dict[str, bytes],
-                  written: dict[str, bytes], order: list[str] | None) -> None:
+                  written: dict[str, bytes], order: list[str] | None,
+                  agreed: dict[str, bytes] | None = None) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
@@ -1189,10 +1198,17 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
     and quilt's change itself (exchange.taken_entry): should the series go back to that file,
     or drop the new patch again, or change the patch without quilt's change (the import
     undone in the stack), quilt's file is quilt's change again, the series' no longer. A
-    folder without a record is left as it is; the order it records (`order`) is kept."""
+    folder without a record is left as it is; the order it records (`order`) is kept.
+
+    `agreed` (name -> quilt's file) are quilt's files the series' patch of that name is byte
+    for byte, which the export did not write (the series' patch copied into DIR): recorded
+    as an export of that file records it, in place of what the export wrote, so that a later
+    change on one side reads as that side's alone."""
     if record is None:
         return
     grown = {name: list(hashes) for name, hashes in record.items()}
+    for name, data in (agreed or {}).items():
+        grown[name] = [_sha256(data)]
     grown_took = {name: dict(files) for name, files in took.items()}
     for file_name, _, _, data in entries:
         if file_name not in written:
