@@ -1872,7 +1872,7 @@ def test_a_split_bring_back_stopped_on_a_conflict_keeps_the_moved_hunk_at_contin
     (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(resolved)
     _, out, err = stack.cli("bring-back", "--continue")
     assert "pkg/a.py hunk 1 still upstream, moved elsewhere in the file" in out + err, out + err
-    assert ("1 of its 2 hunks landed upstream" in out + err) is still, out + err
+    assert ("1 of its 3 hunks landed upstream" in out + err) is still, out + err
     assert stack.series("up") == ["fa.patch"]
     moved, kept = stack.patch("up", "fa"), stack.patch("up", "fa", "upstreamed")
     assert b"\n+if limit < 0:" in moved and b"a value is needed here" not in moved and \
@@ -1885,6 +1885,35 @@ def test_a_split_bring_back_stopped_on_a_conflict_keeps_the_moved_hunk_at_contin
     assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == resolved
     for command in (("check",), ("overlays", "--check"), ("status",)):
         stack.cli(*command)
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_a_split_bring_back_counts_the_hunks_of_the_whole_fix(tmp_path, stop):
+    """A fix of three hunks lands; upstream moves hunk 1's guard, takes hunk 3's out and keeps
+    hunk 2 as it landed. The split bring-back (stopped on a conflict and `--continue`d, or
+    not) said "1 of its 2 hunks landed upstream" beside "hunk 1 ... moved": the count was of
+    the rest it judged (two hunks), the number of the whole fix's, so the two read as a fix of
+    two hunks. It counts the whole fix: 1 of its 3 hunks."""
+    limit = b"if limit < 0:\n    raise ValueError('a limit is never negative')\n"
+    twenty = b"twenty = computed()\n"
+    both = GUARDED.replace(_line(19), twenty).replace(_line(28), _line(28) + limit)
+    later = BASE.replace(_line(11), _line(11) + GUARD).replace(_line(19), twenty)
+    if stop:
+        later = later.replace(_line(29), b"twenty_nine()\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", BASE, both)
+    stack.commit({"pkg/a.py": both}, "Fix a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": later}, "Move one check, drop the other", tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, out, err = stack.cli("bring-back", "up/fa.patch", expect=3 if stop else 0)
+    if stop:
+        (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(
+            later.replace(_line(28), _line(28) + limit))
+        _, out, err = stack.cli("bring-back", "--continue")
+    assert "1 of its 3 hunks landed upstream" in out + err, out + err
+    assert "of its 2 hunks" not in out + err, out + err
+    assert "pkg/a.py hunk 1 still upstream, moved elsewhere in the file" in out + err
 
 
 def test_overlays_on_a_fresh_clone_fetches_the_pin_of_an_upstream_that_only_keeps_landings(

@@ -2092,6 +2092,18 @@ def _moved_upstream_split(project: Project, store: UpstreamStore, fix, patch,
     return (None if kept is None else (kept, moved, landing)), doubtful
 
 
+def _whole_index(whole, moved: dict[str, list[int]], path: str, k: int) -> int:
+    """The number in the whole fix `whole` of hunk `k` of `path` in the fix without its
+    `moved` hunks (a split bring-back's rest)."""
+    fp = next(fp for fp in whole.file_patches if fp.path == path)
+    return [n for n in range(len(fp.hunks)) if n not in moved.get(path, ())][k]
+
+
+def _hunk_count(patch) -> int:
+    """The hunks of `patch`, every file's."""
+    return sum(len(fp.hunks) for fp in patch.file_patches)
+
+
 def _with_moved_part(whole, split, judgement, landed, pin) -> tuple[PatchFile, str]:
     """The part of a fix kept under upstreamed/ as landed when bring-back puts back the rest
     (_moved_upstream_split): the hunks upstream moved, with those the rest's judgement found
@@ -2103,17 +2115,14 @@ def _with_moved_part(whole, split, judgement, landed, pin) -> tuple[PatchFile, s
     hunks = {path: list(found) for path, found in moved.items()}
     parts: dict = {}
     if landed is not None:
-        # The rest's hunk numbers are those of the fix without the moved hunks.
-        def whole_index(path: str, k: int) -> int:
-            fp = next(fp for fp in whole.file_patches if fp.path == path)
-            return [n for n in range(len(fp.hunks)) if n not in moved.get(path, ())][k]
-
         for fv in judgement.verdict.files:
             for hv in fv.hunks:
                 if hv.landed:
-                    hunks.setdefault(fv.path, []).append(whole_index(fv.path, hv.index))
+                    hunks.setdefault(fv.path, []).append(
+                        _whole_index(whole, moved, fv.path, hv.index))
         for path, within in (judgement.parts or {}).items():
-            parts[path] = {whole_index(path, k): changes for k, changes in within.items()}
+            parts[path] = {_whole_index(whole, moved, path, k): changes
+                           for k, changes in within.items()}
     part = landed_part(whole, None, hunks={p: sorted(set(h)) for p, h in hunks.items()},
                        parts=parts or None)
     said = ", ".join(f"{path} hunk {k + 1}" for path, found in sorted(moved.items())
@@ -2321,7 +2330,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
         new = landed = None
         if judgement.outcome == "applies":
             new = moved_fix()
-            landed = _kept_landed_part(store, patch, judgement, judged_on, history)
+            landed = _kept_landed_part(store, patch, judgement, judged_on, history,
+                                       None if moved_split is None else (whole, moved_split[1]))
             if moved_split is not None:
                 landed = _with_moved_part(whole, moved_split, judgement, landed, pin)
         # Its own name, or a numbered one when a fix of the series (or a file there) has it. A
@@ -2568,15 +2578,18 @@ def series_renames(prefix, patch, current: dict) -> dict[str, str]:
             and current.get(moved[fp.old_path]) is not None}
 
 
-def _kept_landed_part(store: UpstreamStore, patch, judgement, target,
-                      history) -> tuple[PatchFile, str] | None:
+def _kept_landed_part(store: UpstreamStore, patch, judgement, target, history,
+                      split: tuple[PatchFile, dict[str, list[int]]] | None = None
+                      ) -> tuple[PatchFile, str] | None:
     """A fix some of whose hunks upstream landed (a `partial` verdict), or some changes
     inside a hunk (Judgement.parts), and which moves with the rest: those as a rebase keeps
     them under upstreamed/ (rebase.engine.landed_part, with `Applied-Upstream: LABEL,
     commit:ID` naming the commit that landed them: the first after which those hunks, judged
     alone, are upstream, or none where that cannot be told), and what to say of them; None when none landed or they cannot be kept so. `history()`: the
-    HistoryIndex from the fix's base to the pin, or None."""
-    from patchforge.rebase.engine import landed_part, landed_words, part_landed_in
+    HistoryIndex from the fix's base to the pin, or None. `split`: (the whole fix, its hunks
+    upstream moved) where `patch` is the rest a split bring-back judged: what is said counts
+    and numbers the hunks in the whole fix (a 3-hunk fix's one landed hunk was "1 of its 2")."""
+    from patchforge.rebase.engine import landed_part, landed_words, part_landed_in, part_words
 
     verdict, parts = judgement.verdict, judgement.parts
     if verdict.state != "partial" and not parts:
@@ -2591,7 +2604,13 @@ def _kept_landed_part(store: UpstreamStore, patch, judgement, target,
     where = part_landed_in(store, target, judgement.name, part, history())
     kept = part.with_field("Applied-Upstream",
                            target.label + (f", commit:{where}" if where else ""))
-    return kept, landed_words(patch, verdict, parts, where)
+    if split is None:
+        return kept, landed_words(patch, verdict, parts, where)
+    whole, moved = split
+    return kept, part_words(whole, verdict.hunks_landed, _hunk_count(whole),
+                            {path: {_whole_index(whole, moved, path, k): changes
+                                    for k, changes in within.items()}
+                             for path, within in (parts or {}).items()} or None, where)
 
 
 def _kept_as_landed(store: UpstreamStore, patch, judgement,
@@ -2987,7 +3006,7 @@ def _numbered_in_whole(patch, landed, moved: dict[str, list[int]]):
             [n for n in range(len(fp.hunks)) if n not in moved[path]]
         return rest[k] if k < len(rest) else len(fp.hunks) if fp is not None else k
 
-    return replace(landed,
+    return replace(landed, total=_hunk_count(patch),  # (counted in the whole fix too)
                    hunks={path: [whole(path, k) for k in found]
                           for path, found in landed.hunks.items()},
                    parts={path: {whole(path, k): changes for k, changes in found.items()}
