@@ -31,6 +31,20 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
+def said_name(name: str) -> str:
+    """A name given on the command line, for a message: in quotes as it always was (`'fix'`)
+    where it is UTF-8, and as git quotes a name that is not (`"f\\377b"`), never with the
+    surrogate escapes Python reads such an argument with (`'f\\udcffb'`)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        from patchforge.store.diff import quote_c_path
+
+        return quote_c_path(raw).decode("ascii")
+    return repr(name)
+
+
 def find_root(start: Path) -> tuple[Path, Path]:
     """The nearest directory at or above `start` with a patchforge configuration. A directory
     inside a project's own `.patchforge/` (an edit's or a stop's worktree) belongs to that
@@ -540,9 +554,9 @@ class Project:
                     f"{file_name} is not in the series; copies are kept aside: "
                     + ", ".join(f"series/{u}/{place}/{n}" for u, place, n in kept),
                     hint="`patchforge list` shows the series")
-            raise UsageError(f"no patch named {name!r} in the series",
+            raise UsageError(f"no patch named {said_name(name)} in the series",
                              hint=self._did_you_mean(wanted_upstream, name))
         if len(matches) > 1:
-            raise AmbiguousNameError(f"patch {name!r} is in several series "
+            raise AmbiguousNameError(f"patch {said_name(name)} is in several series "
                              f"({', '.join(u for u, _ in matches)}); say UPSTREAM/{name}")
         return matches[0]

@@ -31,7 +31,7 @@ from patchforge.formats.patchfile import (control_character, parse_patch_file, p
                                           render_patch_file)
 from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write, fsync_dir,
                                put_back_on_failure, writing_project)
-from patchforge.project import patch_file_name, read_no_link
+from patchforge.project import patch_file_name, read_no_link, said_name
 from patchforge.store.diff import added_lines, conflict_markers_left, make_diffs
 from patchforge.store.git import run_git
 from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_moved, close_worktree,
@@ -1056,7 +1056,7 @@ def delete_patch(project: Project, name: str, *, store: UpstreamStore | None = N
                 return finished
             if isinstance(not_listed, KeptAsideError):
                 raise not_listed from None  # says where it is kept
-            raise UsageError(f"no patch named {name!r} in the series or under skipped/",
+            raise UsageError(f"no patch named {said_name(name)} in the series or under skipped/",
                              hint="`patchforge list` shows the series") from None
         allowed = require_state(project, "delete", [fix.upstream], store=store)
         return Deleted("skipped/", _delete_aside(project, fix.upstream, fix.name, fix.path,
@@ -1787,12 +1787,13 @@ def find_skipped(project: Project, name: str):
                if f.name == file_name and wanted_upstream in (None, f.upstream)]
     if not matches:
         elsewhere = _where_else(project, wanted_upstream, file_name)
-        raise UsageError(f"no skipped fix named {name!r}" + (f": {elsewhere}" if elsewhere else ""),
+        raise UsageError(f"no skipped fix named {said_name(name)}"
+                         + (f": {elsewhere}" if elsewhere else ""),
                          hint=_deleted_way_back(project, wanted_upstream, file_name) or
                          "bring-back takes the fixes a rebase set aside in skipped/; "
                          "`patchforge status` lists them")
     if len(matches) > 1:
-        raise UsageError(f"{name!r} is skipped in several series "
+        raise UsageError(f"{said_name(name)} is skipped in several series "
                          f"({', '.join(f.upstream for f in matches)}); say UPSTREAM/{name}")
     return matches[0]
 

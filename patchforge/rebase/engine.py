@@ -75,6 +75,18 @@ def _shown(path: str) -> str:
     return shown_name(path)
 
 
+def _said_path(path: str) -> str:
+    """A path in a hint, as a shell takes it back: quoted where it holds a space or another
+    character the shell reads (shlex.quote: `'pkg/a b.py'`), a name that is not UTF-8 as git
+    quotes it (_shown)."""
+    shown = _shown(path)
+    if shown != path:
+        return shown
+    import shlex  # (only a stop says a path: a clean rebase does not load it)
+
+    return shlex.quote(path)
+
+
 def _reads(store: UpstreamStore, commit: str):
     return lambda paths: store.read_blobs(commit, paths)
 
@@ -871,8 +883,9 @@ class Rebase:
         self.journal.save()
         raise ConflictStop(
             f"{upstream}/{name}: {stop.message}",
-            hint=f"edit {', '.join(stop.files) or 'the files'} in {work} (`patchforge add "
-                 "PATH` makes another file part of the fix)"
+            hint=f"edit {', '.join(map(_said_path, stop.files)) or 'the files'} in "
+                 f"{_said_path(str(work))} (`patchforge add PATH` makes another file part of "
+                 "the fix)"
                  + (f", or, where the upstream rightly changed what the Keeps: line names, "
                     f"change that line in series/{upstream}/{name}" if stop.kind == "invariant"
                     else "")
