@@ -1854,6 +1854,42 @@ def test_a_patch_renamed_in_quilt_is_renamed_alike_in_the_series_never_made_a_ne
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
 
+def test_a_patch_renamed_and_refreshed_in_quilt_is_renamed_alike_then_its_change_comes_back(
+        stack, tmp_path):
+    """`quilt rename fix-z.patch` of the pushed fix-a, a line changed, `quilt refresh`; the
+    series left fix-a as exported. The import said fix-a.patch was deleted in quilt ("quilt
+    delete?"), and the --delete it named put fix-a under deleted/ and added quilt's file as a
+    new fix-z, the fix's history cut in two. Quilt's file keeps fix-a's header: it is said
+    fix-a renamed and changed, with or without --delete, nothing written, with the `patchforge
+    rename` that renames it alike; after it, quilt's change comes back into the one fix."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "rename", "fix-z.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "pop", "-a")
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:1: fix-z.patch is fix-a.patch renamed (`quilt rename`) " \
+            "and changed in quilt: nothing was taken back" in run.err, run.err
+        assert "`patchforge rename fix-a fix-z`, then run this again" in run.err, run.err
+        assert "quilt delete" not in run.err, run.err
+        assert untouched(root, exported) == before
+
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-z.patch" in run.out, run.text
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    text = patch_text(root, "fix-z.patch")
+    assert "+line3 fixed" in text and "+line5 quilt" in text and "Description: Fix fix-a" in text
+    assert not (root / "series/up/deleted").exists()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
 def test_a_patch_renamed_in_quilt_after_the_series_changed_it_is_never_taken_over_the_change(
         stack, tmp_path):
     """fix-a changed in the series after the export, then quilt renamed its (older) file. Told

@@ -19,8 +19,9 @@ DIR/series quilt left as it was (see _order_of_both).
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
                                      met_in_chain, patch_paths, profiles_note)
@@ -154,6 +155,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     left_out: list[str] = []
     left_renamed: list[tuple[str, str]] = []  # (quilt's name, the name the export wrote)
     renamed: list[tuple[str, str, int]] = []  # (the series' name, quilt's, its line)
+    changed_renamed: set[str] = set()  # quilt's names of those quilt changed too
     kept_newer: list[tuple[str, str]] = []
     # Quilt's file the series' patch of its name is, byte for byte, where the export wrote
     # another (the series' patch copied into DIR by hand, as a refusal's way on says): the
@@ -222,6 +224,18 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             was = None if again or record is None or file_name in record else \
                 _quilt_renamed(project, upstream, data, ours, ours_bytes,
                                {e[0] for e in entries}, took)
+            if was is None and not again and record is not None and file_name not in record:
+                was = _quilt_renamed_and_changed(
+                    project, upstream, partial(_quilt_patch, data, source,
+                                               strip_levels[file_name], empty),
+                    [n for n in ours if n not in quilt_listed and n in (exported_listed or {})
+                     and not _changed_since_export(
+                         project, upstream, n, ours_bytes[n], record.get(n, []),
+                         {t["into"] for t in took.get(n, {}).values()})])
+                if was is not None:
+                    renamed.append((was, file_name, line))
+                    changed_renamed.add(file_name)
+                    continue
             if was is not None:
                 renamed.append((was, file_name, line))
                 continue
@@ -272,6 +286,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         # Taken back as it stands, the fix would leave the series (under deleted/ with
         # --delete) and come back as a new one, its history cut in two.
         renames = "; ".join(f"{new} is {was} renamed (`quilt rename`)"
+                            + (" and changed in quilt" if new in changed_renamed else "")
                             for was, new, _ in renamed)
         raise InputError(
             f"{renames}: nothing was taken back, since that would make a new fix of "
@@ -280,7 +295,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             hint="rename it alike in the series, which keeps its history: " + ", ".join(
                 f"`patchforge rename {project.patch_word(upstream, was)} "
                 f"{new.removesuffix('.patch')}`" for was, new, _ in renamed)
-                 + ", then run this again")
+                 + ", then run this again" + (
+                     ", which takes quilt's change back into it" if changed_renamed else ""))
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
     quilt_names = [e[0] for e in entries]
@@ -522,6 +538,30 @@ def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str]
         if data in (mine, exported) or taken_undone(took, name, data, mine) is False:
             return name  # (or quilt's file an import took back, which the series holds)
     return None
+
+
+def _quilt_renamed_and_changed(project: Project, upstream: str,
+                               read_quilt: Callable[[], PatchFile],
+                               unchanged: list[str]) -> str | None:
+    """The series' patch a `quilt rename` gave quilt's new name to, then changed there (`quilt
+    refresh`): of the patches quilt's series no longer lists that the series did not change
+    since the export (`unchanged`), the one whose header (every field, the description) quilt's
+    file holds byte for byte, as quilt keeps the header of the patch it renames and refreshes.
+    None when there is not exactly one (a patch `quilt new` made has a header of its own)."""
+    def header(patch: PatchFile) -> tuple:
+        return patch.preamble, tuple(f.raw for f in patch.fields), patch.gap, patch.description
+
+    if not unchanged:
+        return None
+    try:  # (a file that does not parse is refused as such where it is taken as a new fix)
+        quilt = read_quilt()
+    except PatchforgeError:
+        return None
+    if not quilt.fields:
+        return None
+    found = [name for name in unchanged
+             if header(project.read_patch(upstream, name)) == header(quilt)]
+    return found[0] if len(found) == 1 else None
 
 
 def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
