@@ -1854,19 +1854,28 @@ def test_a_patch_renamed_in_quilt_is_renamed_alike_in_the_series_never_made_a_ne
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
 
+@pytest.mark.parametrize("taken_before", [False, True])
 def test_a_patch_renamed_and_refreshed_in_quilt_is_renamed_alike_then_its_change_comes_back(
-        stack, tmp_path):
+        stack, tmp_path, monkeypatch, taken_before):
     """`quilt rename fix-z.patch` of the pushed fix-a, a line changed, `quilt refresh`; the
-    series left fix-a as exported. The import said fix-a.patch was deleted in quilt ("quilt
-    delete?"), and the --delete it named put fix-a under deleted/ and added quilt's file as a
-    new fix-z, the fix's history cut in two. Quilt's file keeps fix-a's header: it is said
-    fix-a renamed and changed, with or without --delete, nothing written, with the `patchforge
-    rename` that renames it alike; after it, quilt's change comes back into the one fix."""
+    series left fix-a as exported (or, `taken_before`, as an import took quilt's earlier
+    refresh back, a day later: its Last-Update is that day's). The import said fix-a.patch was
+    deleted in quilt ("quilt delete?"), and the --delete it named put fix-a under deleted/ and
+    added quilt's file as a new fix-z, the fix's history cut in two. Quilt's file keeps fix-a's
+    header: it is said fix-a renamed and changed, with or without --delete, nothing written,
+    with the `patchforge rename` that renames it alike; after it, quilt's change comes back
+    into the one fix."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "push", "fix-a.patch")
-    quilt(checkout, env, "rename", "fix-z.patch")
     a = checkout / "a.py"
+    if taken_before:
+        a.write_bytes(a.read_bytes().replace(b"line6\n", b"line6 quilt\n"))
+        quilt(checkout, env, "refresh")
+        monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-02")
+        ok(root, "import", "quilt", str(exported), "--update")
+        assert "Last-Update: 2024-05-02" in patch_text(root, "fix-a.patch")
+    quilt(checkout, env, "rename", "fix-z.patch")
     a.write_bytes(a.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
     quilt(checkout, env, "refresh")
     quilt(checkout, env, "pop", "-a")
@@ -1886,6 +1895,7 @@ def test_a_patch_renamed_and_refreshed_in_quilt_is_renamed_alike_then_its_change
     assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
     text = patch_text(root, "fix-z.patch")
     assert "+line3 fixed" in text and "+line5 quilt" in text and "Description: Fix fix-a" in text
+    assert ("+line6 quilt" in text) is taken_before
     assert not (root / "series/up/deleted").exists()
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 

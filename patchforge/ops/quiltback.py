@@ -545,11 +545,14 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
                                unchanged: list[str]) -> str | None:
     """The series' patch a `quilt rename` gave quilt's new name to, then changed there (`quilt
     refresh`): of the patches quilt's series no longer lists that the series did not change
-    since the export (`unchanged`), the one whose header (every field, the description) quilt's
-    file holds byte for byte, as quilt keeps the header of the patch it renames and refreshes.
+    since the export (`unchanged`), the one whose header (every field but `Base` and
+    `Last-Update`, the description) quilt's file holds byte for byte, as quilt keeps the header
+    of the patch it renames and refreshes.
     None when there is not exactly one (a patch `quilt new` made has a header of its own)."""
     def header(patch: PatchFile) -> tuple:
-        return patch.preamble, tuple(f.raw for f in patch.fields), patch.gap, patch.description
+        # (but Base and Last-Update, which an import of quilt's earlier refresh set anew)
+        return patch.preamble, tuple(f.raw for f in patch.fields if f.name.lower() not in (
+            "base", "last-update")), patch.gap, patch.description
 
     if not unchanged:
         return None
