@@ -873,8 +873,9 @@ def test_a_fix_renamed_after_the_export_and_changed_in_quilt_is_named_by_its_new
     same fix, in the series and not in quilt's tree). fix-z.patch's bytes are the ones the
     export wrote for fix-a.patch: the refusal says fix-a.patch is fix-z.patch now and to rename
     it alike in quilt, which takes the change back into fix-z; a quilt patch given another name
-    is refused naming fix-z.patch as in the series and not in quilt's tree, without a word of
-    profiles."""
+    (fix-a's header kept, as `quilt rename` keeps it) is said to be fix-z renamed and changed
+    in quilt, with the `patchforge rename` that keeps the fix one, without a word of profiles
+    (it was refused as meeting lines fix-z changed "in the series but not in quilt's tree")."""
     import shutil
 
     need_tool("quilt")
@@ -902,15 +903,15 @@ def test_a_fix_renamed_after_the_export_and_changed_in_quilt_is_named_by_its_new
         f"(line 1) and {exported / 'fix-a.patch'} to {exported / 'fix-z.patch'}" in err, err
     assert "left the up series" not in err
 
-    # Another name in quilt: the lines its change meets are fix-z's, which quilt's tree lacks.
+    # Another name in quilt: fix-a's header, which fix-z holds, says which fix it is.
     (exported / "fix-a.patch").rename(exported / "fix-a2.patch")
     series = exported / "series"
     series.write_text(series.read_text().replace("fix-a.patch\n", "fix-a2.patch\n"))
     err = refused_update(root, exported)
-    assert "it meets lines that fix-z.patch changed in its base, and it is in the series but " \
-        f"not in quilt's tree ({series})" in err, err
-    assert "profile" not in err, err
-    assert "if fix-a2.patch is fix-z.patch under another name, give it that name" in err
+    assert f"{series}:1: fix-a2.patch is fix-z.patch renamed (`quilt rename`) and changed in " \
+        "quilt" in err, err
+    assert "`patchforge rename fix-z fix-a2`" in err, err
+    assert "profile" not in err and "quilt delete" not in err, err
 
     # As the first refusal says: renamed alike in quilt, the change goes into fix-z.
     shutil.rmtree(exported)
@@ -2097,6 +2098,53 @@ def test_the_export_record_is_read_once_through_the_file_checked(stack, tmp_path
         feeder.done.set()
     assert not feeder.read, run.err
     assert run.rc == 0 and state["reads"] == 1, (state, run.err)
+
+
+@pytest.mark.parametrize("way", ["delete", "copy"])
+def test_a_fix_the_series_only_renamed_deleted_in_quilt_is_read_as_deleted_there(stack,
+                                                                              tmp_path, way):
+    """`rename fix-a fix-z` in the series after the export (the fix unchanged), `quilt delete
+    fix-a.patch` in quilt: the import kept fix-z with the note "joined the series after the
+    export", which it did not (the export wrote it as fix-a), and quilt's deletion went
+    unseen. It is read as deleted in quilt, as an exported fix is: refused without --delete,
+    naming both names, nothing written; each way on named works: --delete keeps it under
+    deleted/, and the series' fix-z copied into DIR and listed there is nothing to take back.
+    Left in quilt under its old name, unchanged, it is said renamed, never "joined"."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")  # quilt still lists fix-a
+    assert "joined the series" not in run.err, run.text
+    assert "note: up/fix-z.patch is fix-a.patch as `export --quilt` wrote it, renamed in the " \
+        "series since; kept in its place" in run.err, run.text
+    fix_z = (root / "series/up/fix-z.patch").read_bytes()
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+
+    quilt(checkout, env, "delete", "fix-a.patch")
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "fix-z.patch (fix-a.patch as `export --quilt` wrote it, renamed in the series since) " \
+        f"is in the up series but not in {exported / 'series'} (quilt delete?)" in run.err, run.err
+    assert "joined the series" not in run.err
+    assert untouched(root, exported) == before
+    if way == "delete":
+        run = ok(root, "import", "quilt", str(exported), "--update", "--delete")
+        assert "deleted up/fix-z.patch (kept as series/up/deleted/fix-z.patch)" in run.out
+        assert (root / "series/up/deleted/fix-z.patch").read_bytes() == fix_z
+        assert (root / "series/up/series").read_text() == "fix-b.patch\nfix-d.patch\n"
+    else:
+        assert f"or copy {root / 'series/up/fix-z.patch'} into {exported} and list it in " \
+            f"{exported / 'series'}, then run this again" in run.err, run.err
+        shutil.copyfile(root / "series/up/fix-z.patch", exported / "fix-z.patch")
+        series = exported / "series"
+        series.write_text("fix-z.patch\n" + series.read_text())
+        run = ok(root, "import", "quilt", str(exported), "--update")
+        assert "nothing to take back" in run.out, run.text
+        assert (root / "series/up/series").read_text() == \
+            "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+        assert (root / "series/up/fix-z.patch").read_bytes() == fix_z
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
 
 def test_a_fix_the_series_let_go_renamed_in_quilt_stays_out(stack, tmp_path):

@@ -161,6 +161,9 @@ def import_quilt(app, directory, upstream, update, delete_gone):
     for name in result["kept_ours"]:
         click.echo(f"note: {upstream}/{name} joined the series after the export; kept in its "
                    "place", err=True)
+    for name, was in result.get("kept_renamed", ()):
+        click.echo(f"note: {upstream}/{name} is {was} as `export --quilt` wrote it, renamed in "
+                   "the series since; kept in its place", err=True)
     for name in result.get("kept_other_profile", ()):
         click.echo(f"note: {upstream}/{name} is not in {result['profile']}'s series, which "
                    f"{result['directory']} holds: kept as it is", err=True)

@@ -75,7 +75,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                       upstream: str, delete: bool = False) -> dict:
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
     text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
-    "deleted": [(name, kept path)], "kept_ours": [...], "left_out": [...], "left_renamed":
+    "deleted": [(name, kept path)], "kept_ours": [...], "kept_renamed": [(name, the exported
+    name)], "left_out": [...], "left_renamed":
     [(quilt's name, the exported name)], "kept_newer":
     [(name, quilt file)], "reordered": bool, "left_ambiguous": {name: [RepeatedPlace]},
     "directory": the quilt directory}. "left_ambiguous": each patch quilt did not change whose
@@ -168,6 +169,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                       if n not in ours and n not in quilt_listed]
     all_recorded = [h for hashes in (record or {}).values() for h in hashes]
     all_into = {t["into"] for files in took.values() for t in files.values()}
+    # A fix `rename` gave a new name since the export, its bytes still those the export wrote
+    # under the old name (the name it had): it did not join the series after the export.
+    renamed_in_series = {} if exported_listed is None else {
+        n: was for n in ours if n not in exported_listed and n not in quilt_listed
+        for was in [_renamed_from(project, upstream, n, ours_bytes[n], exported_listed, ours,
+                                  took)] if was is not None}
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
@@ -228,10 +235,11 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 was = _quilt_renamed_and_changed(
                     project, upstream, partial(_quilt_patch, data, source,
                                                strip_levels[file_name], empty),
-                    [n for n in ours if n not in quilt_listed and n in (exported_listed or {})
-                     and not _changed_since_export(
-                         project, upstream, n, ours_bytes[n], record.get(n, []),
-                         {t["into"] for t in took.get(n, {}).values()})])
+                    [n for n in ours if n not in quilt_listed and (
+                        n in renamed_in_series or n in (exported_listed or {})
+                        and not _changed_since_export(
+                            project, upstream, n, ours_bytes[n], record.get(n, []),
+                            {t["into"] for t in took.get(n, {}).values()}))])
                 if was is not None:
                     renamed.append((was, file_name, line))
                     changed_renamed.add(file_name)
@@ -300,8 +308,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
     quilt_names = [e[0] for e in entries]
+    # A fix the series renamed since the export (renamed_in_series): where quilt's series lists
+    # neither name, it was deleted in quilt as any exported fix is.
+    exported_name = {n: was for n, was in renamed_in_series.items() if n not in how}
     gone = [n for n in ours if n not in how
-            and (exported_listed is None or n in exported_listed)]
+            and (exported_listed is None or n in exported_listed
+                 or (n in exported_name and exported_name[n] not in quilt_listed))]
     newer = [n for n in ours if n not in how and n not in gone]
     # A patch of another profile, which an export of one profile's series left out, stays.
     others = [n for n in newer if profile is not None
@@ -309,8 +321,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # Deleted in quilt, changed in the series since the export (a change quilt never had):
     # --delete would put the series' change under deleted/ unseen, as a change on both sides.
     changed_since = [n for n in gone if record is not None and _changed_since_export(
-        project, upstream, n, ours_bytes[n], record.get(n, []),
-        {t["into"] for t in took.get(n, {}).values()})]
+        project, upstream, n, ours_bytes[n], record.get(exported_name.get(n, n), []),
+        {t["into"] for t in took.get(exported_name.get(n, n), {}).values()})]
     if changed_since:
         listed = ", ".join(changed_since)
         one = len(changed_since) == 1
@@ -328,14 +340,24 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                  + f" into {folder} and list {'it' if one else 'them'} in {series_path} "
                  "again, then run this again")
     if gone and not delete:
-        listed = ", ".join(gone)
+        listed = ", ".join(n + (f" ({exported_name[n]} as `export --quilt` wrote it, renamed "
+                                "in the series since)" if n in exported_name else "")
+                           for n in gone)
+        # (quilt's file under the old name, listed again, is the fix the series let go under
+        # that name: the series' own patch is the one to list.)
+        copies = [n for n in gone if n in exported_name]
         raise UsageError(f"{listed} {'is' if len(gone) == 1 else 'are'} in the {upstream} "
                          f"series but not in {series_path} (quilt delete?): nothing was taken "
                          "back, since that would drop "
                          f"{'it' if len(gone) == 1 else 'them'} without a word",
                          hint="`--delete` takes them out too (kept under "
                               f"series/{upstream}/deleted/, as `patchforge delete` keeps a fix); "
-                              f"or list them in {series_path} again")
+                              + (f"or list them in {series_path} again" if not copies else
+                                 "or copy " + ", ".join(str(project.patch_path(upstream, n))
+                                                        for n in copies)
+                                 + f" into {folder} and list "
+                                 + ("it" if len(gone) == 1 else "them")
+                                 + f" in {series_path}, then run this again"))
     order = [n for n in quilt_names if n not in left_out]
     for name in newer:  # after the patch it follows in the series, or first
         earlier = [n for n in ours[:ours.index(name)] if n in order]
@@ -419,7 +441,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "moved": [n for n in order if how.get(n) != CHANGED and n in writes
                         and n not in taken],
               "added": [n for n in order if how.get(n) == ADDED],
-              "deleted": [], "kept_ours": [n for n in newer if n not in others],
+              "deleted": [], "kept_ours": [n for n in newer if n not in others
+                                           and n not in exported_name],
+              "kept_renamed": [(n, exported_name[n]) for n in newer if n not in others
+                               and n in exported_name],
               "kept_other_profile": others, "profile": profile,
               "left_out": [n for n in left_out if n not in dict(left_renamed)],
               "left_renamed": left_renamed, "kept_newer": kept_newer, "taken_again": taken_again,
@@ -565,6 +590,23 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
     found = [name for name in unchanged
              if header(project.read_patch(upstream, name)) == header(quilt)]
     return found[0] if len(found) == 1 else None
+
+
+def _renamed_from(project: Project, upstream: str, name: str, mine: bytes,
+                  exported: dict[str, list[str]], ours: list[str],
+                  took: dict[str, dict[str, dict]]) -> str | None:
+    """The name the export wrote the series' patch `name` (its bytes `mine`) under, when
+    `rename` gave it `name` since: the exported patch the series no longer lists whose
+    recorded bytes are `mine` (as written, or with its diff written for GNU patch), or whose
+    file an import took back into `mine`. None when there is none (a fix added since)."""
+    patch = project.read_patch(upstream, name)
+    held = {_sha256(mine), _sha256(mine[:len(mine) - len(patch.diff)]
+                                   + for_gnu_patch(patch.diff))}
+    for was, hashes in exported.items():
+        if was not in ours and (held & set(hashes) or _sha256(mine) in {
+                t["into"] for t in took.get(was, {}).values()}):
+            return was
+    return None
 
 
 def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
