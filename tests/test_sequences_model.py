@@ -27,17 +27,18 @@ going; a second stack on the same cache), and between them any other command, wh
   series and any open stop or edit are as they were.
 - fixes kept as landed and what upstream does to them after (KEPT_PATH, whose functions are
   the kept fixes' own: a guard at a function's top, a `torch.cuda.synchronize()` before its
-  return, or both): upstream lands a fix (also again, after taking it back), reverts it whole
-  (`git revert`'s message, also with a synchronize added in a helper by the revert itself) or
-  one of its hunks, moves one of its lines within the function, re-wraps its guard (quotes,
-  black's parentheses, moved too), adds the common synchronize in a helper, or lands a
-  fix it reverted again its own way a few lines off; or, before a fix lands, upstream makes
-  its guard its own way a line lower (the fix's hunk changing a call too; a short one-line
-  guard re-spaced over two lines); the user rebases onto it, asks `status --against` it, or
-  not yet; `bring-back` of what `status` says
-  upstream took back (or a rebase set aside), and its stop (or a rebase's) resolved as a user
-  would (upstream's side, the fix's lines its function lacks put back, its own copy of a
-  line upstream made its own way taken out) and `--continue`d.
+  return, or both): upstream lands a fix (also again, after taking it back; its pull request
+  also synchronizing in a helper), reverts it whole (`git revert`'s message, also with a
+  synchronize added in a helper by the revert itself) or one of its hunks, moves one of its
+  lines within the function, re-wraps its guard (quotes, black's parentheses, moved too),
+  adds the common synchronize in a helper, or makes a fix it reverted again its own way (a
+  few lines off; a helper that synchronizes); or, before a fix lands, upstream makes its
+  guard its own way a line lower (the fix's hunk changing a call too; a short one-line guard
+  re-spaced over two lines); the user rebases onto it, asks `status --against` it, or not
+  yet; `bring-back` of what `status` says upstream took back (or a rebase set aside), and
+  its stop (or a rebase's) resolved as a user would (upstream's side, the fix's lines its
+  function lacks put back, its own copy of a line upstream made its own way taken out) and
+  `--continue`d.
 
 What must hold, besides the invariants of tests/test_model.py (no fix is lost; the series
 gives what was refreshed):
@@ -144,6 +145,10 @@ SYNC = b"    torch.cuda.synchronize()\n"
 # more argument), and what the fix makes of it.
 CALL_AT = 2
 CALL = b"launch(step1, stream=x)"
+# A function upstream makes synchronize its own way: a step a few lines above where a fix
+# synchronizes (outside the fix's hunk) calls a helper that does.
+SETTLE_AT = STEPS - 4
+SETTLE = b"def settle(x):\n" + SYNC + b"    return x\n"
 GUARDS = {
     "plain": b"    if x is None and not torch.cuda.is_available():\n"
              b"        raise ValueError('x is needed')\n",
@@ -160,13 +165,22 @@ PART_GUARD = {"guard": "plain", "short": "short"}
 KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
               "re-wraps the guard in quotes", "re-wraps the guard black's way",
               "re-wraps and moves the guard black's way", "adds the sync elsewhere",
-              "reverts it whole, sync elsewhere", "lands it again its own way a few lines off")
+              "reverts it whole, sync elsewhere", "lands it again its own way a few lines off",
+              "makes it its own way, a helper that synchronizes")
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
+MADE_TWICE_THEN_HELPER = (
+    "a landing whose pull request also synchronized in a helper, reverted whole, then made "
+    "upstream's own way (a helper that synchronizes, called a few lines above): the "
+    "advised bring-back puts the synchronize back beside it, exit 0")
+HELPER_AFTER_REVERT = (
+    "a landing reverted whole, then made upstream's own way (a new helper that synchronizes, "
+    "called a few lines above): said possibly doubled, and the advised bring-back puts the "
+    "synchronize back beside it, exit 0")
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -184,11 +198,13 @@ class KeptSlot:
     guard_at: int = 0
     sync: int | None = None
     call: bool = False  # the line CALL_AT as a fix changes it
+    settled: bool = False  # its step SETTLE_AT calls settle(), a helper that synchronizes
 
     def has(self, part: str) -> bool:
         """Whether the function has the fix's `part` in some form."""
         return self.call if part == "call" else \
-            self.sync is not None if part == "sync" else self.guard is not None
+            (self.sync is not None or self.settled) if part == "sync" else \
+            self.guard is not None
 
     def landed(self, part: str) -> KeptSlot:
         return replace(self, call=True) if part == "call" else \
@@ -203,11 +219,13 @@ class KeptSlot:
 
     def without(self, part: str) -> KeptSlot:
         return replace(self, call=False) if part == "call" else \
-            replace(self, sync=None) if part == "sync" else replace(self, guard=None, guard_at=0)
+            replace(self, sync=None, settled=False) if part == "sync" else \
+            replace(self, guard=None, guard_at=0)
 
     def moved(self, part: str) -> KeptSlot:
-        return self if part == "call" else replace(self, sync=SYNC_MOVED) if part == "sync" \
-            else replace(self, guard_at=GUARD_MOVED)
+        return self if part == "call" or (part == "sync" and self.sync is None) else \
+            replace(self, sync=SYNC_MOVED) if part == "sync" else \
+            replace(self, guard_at=GUARD_MOVED)
 
     def rewrapped(self, form: str, *, moved: bool) -> KeptSlot:
         return replace(self, guard=form, guard_at=GUARD_MOVED if moved else self.guard_at)
@@ -230,6 +248,8 @@ def kept_function(i: int, state: KeptSlot) -> bytes:
             out.append(GUARDS[state.guard])
         if state.sync is not None and k == state.sync:
             out.append(SYNC)
+        if state.settled and k == SETTLE_AT:
+            line = b"    step%d = settle(step%d + %d)\n" % (k, k - 1, 100 * i + k)
         out.append(called(line) if state.call and k == CALL_AT else line)
     return b"".join(out)
 
@@ -243,8 +263,9 @@ def called(line: bytes) -> bytes:
 def kept_file(head: KeptHead) -> bytes:
     helpers = [b"def helper%d(x):\n    y = x - %d\n    z = y * 3\n%s    return z\n"
                % (j, j, SYNC if has else b"") for j, has in enumerate(head.helpers)]
+    settle = [SETTLE] if any(state.settled for state in head.slots.values()) else []
     return b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
-        [kept_function(i, state) for i, state in sorted(head.slots.items())] + helpers)
+        [kept_function(i, state) for i, state in sorted(head.slots.items())] + helpers + settle)
 
 
 def kept_pattern(i: int) -> re.Pattern:
@@ -253,7 +274,8 @@ def kept_pattern(i: int) -> re.Pattern:
 
 def kept_counts(content: bytes, i: int) -> dict[str, int] | None:
     """How often function k<i> in `content` has a kept fix's guard (in any of its forms:
-    whitespace, quotes and parentheses aside) and its synchronize; None without k<i>."""
+    whitespace, quotes and parentheses aside) and its synchronize (itself, or a call of
+    settle(), which synchronizes); None without k<i>."""
     found = kept_pattern(i).search(content)
     if found is None:
         return None
@@ -261,7 +283,7 @@ def kept_counts(content: bytes, i: int) -> dict[str, int] | None:
     squeezed = re.sub(rb"[\s'\"()]", b"", text)
     return {**{part: squeezed.count(re.sub(rb"[\s'\"()]", b"", GUARDS[form]))
                for part, form in PART_GUARD.items()},
-            "sync": text.count(SYNC.strip()), "call": text.count(CALL)}
+            "sync": text.count(SYNC.strip()) + text.count(b"settle("), "call": text.count(CALL)}
 
 
 def kept_replace(content: bytes, i: int, state: KeptSlot) -> bytes:
@@ -307,6 +329,7 @@ class SequencesModel(StackModel):
         # of each (commit, message); KEPT_PATH as upstream's head has it.
         self.kept: dict[int, dict] = {}
         self.kept_landings: dict[int, tuple[str, str, int]] = {}  # (+ the synchronize calls)
+        self.kept_wider: dict[int, int] = {}  # fix -> the helper its last landing synchronized
         self.kept_head = KeptHead()
         super().__init__()  # (runs commands)
 
@@ -1011,11 +1034,13 @@ class SequencesModel(StackModel):
             self.a_fix_lands_upstream(data, data.draw(KEPT_PARTS), "rebase")
 
     @rule(data=st.data(), parts=KEPT_PARTS,
-          then=st.sampled_from(["rebase", "rebase", "status --against", "nothing"]))
-    def a_fix_lands_upstream(self, data, parts, then) -> None:
+          then=st.sampled_from(["rebase", "rebase", "status --against", "nothing"]),
+          wider=st.sampled_from([False, False, True]))
+    def a_fix_lands_upstream(self, data, parts, then, wider=False) -> None:
         """A fix of a function of KEPT_PATH comes in (`import overlay`), and upstream lands it
-        as it is; or upstream lands again the lines of a kept fix it took back. Then the user
-        rebases onto it (the fix kept under upstreamed/), asks `status --against`, or not yet."""
+        as it is (`wider`: its pull request also synchronizes in a helper); or upstream lands
+        again the lines of a kept fix it took back. Then the user rebases onto it (the fix kept
+        under upstreamed/), asks `status --against`, or not yet."""
         head = deepcopy(self.kept_head)
         again = [n for n, fix in self.kept.items() if n in self.kept_landings
                  and not any(head.slots[fix["slot"]].has(part) for part in fix["parts"])]
@@ -1035,6 +1060,11 @@ class SequencesModel(StackModel):
         else:
             n = which
         fix = self.kept[n]
+        helpers = [j for j, has in enumerate(head.helpers) if not has]
+        self.kept_wider.pop(n, None)
+        if wider and "sync" in fix["parts"] and helpers:
+            self.kept_wider[n] = data.draw(st.sampled_from(helpers))
+            head.helpers[self.kept_wider[n]] = True
         self.kept_head = head
         message = f"k{fix['slot']}: guard and synchronize (#{100 + len(self.kept_landings)})"
         commit = self.up.commit({KEPT_PATH: kept_file(head)}, message)
@@ -1103,6 +1133,20 @@ class SequencesModel(StackModel):
             if not free:
                 return
             head.helpers[data.draw(st.sampled_from(free))] = True
+        elif kind == "makes it its own way, a helper that synchronizes":
+            # A landing upstream took back whole whose synchronize it makes again its own way:
+            # a step a few lines above the fix's line calls settle(), which synchronizes.
+            gone = [n for n in self.kept_landings if self.kept[n]["parts"] == ("sync",)
+                    and not head.slots[self.kept[n]["slot"]].has("sync")]
+            if not gone:
+                return
+            n = data.draw(st.sampled_from(gone))
+            if self.not_made(MADE_TWICE_THEN_HELPER if n in self.kept_wider
+                             else HELPER_AFTER_REVERT):
+                return
+            fix = self.kept[n]
+            head.slots[fix["slot"]] = replace(head.slots[fix["slot"]], settled=True)
+            message = f"k{fix['slot']}: settle before the last steps"
         elif kind == "lands it again its own way a few lines off":
             # On a landing upstream took back whole, its lines made again as upstream writes
             # them (the guard in double quotes), a few lines from where the fix had them.
@@ -1132,6 +1176,8 @@ class SequencesModel(StackModel):
                 if state != KeptSlot().landed_all(fix["parts"]):
                     return
                 head.slots[slot] = KeptSlot()
+                if n in self.kept_wider:  # (the landing's synchronize in a helper too)
+                    head.helpers[self.kept_wider[n]] = False
                 message = f'Revert "{landing}"\n\nThis reverts commit {commit}.\n'
                 if kind.endswith("sync elsewhere"):
                     free = [j for j, has in enumerate(head.helpers) if not has]
