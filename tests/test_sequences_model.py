@@ -173,10 +173,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
-MADE_TWICE_THEN_HELPER = (
-    "a landing whose pull request also synchronized in a helper, reverted whole, then made "
-    "upstream's own way (a helper that synchronizes, called a few lines above): the "
-    "advised bring-back puts the synchronize back beside it, exit 0")
 HELPER_AFTER_REVERT = (
     "a landing reverted whole, then made upstream's own way (a new helper that synchronizes, "
     "called a few lines above): said possibly doubled, and the advised bring-back puts the "
@@ -1141,8 +1137,8 @@ class SequencesModel(StackModel):
             if not gone:
                 return
             n = data.draw(st.sampled_from(gone))
-            if self.not_made(MADE_TWICE_THEN_HELPER if n in self.kept_wider
-                             else HELPER_AFTER_REVERT):
+            # (Where the landing was the fix alone, its wider pull request's right answer aside.)
+            if n not in self.kept_wider and self.not_made(HELPER_AFTER_REVERT):
                 return
             fix = self.kept[n]
             head.slots[fix["slot"]] = replace(head.slots[fix["slot"]], settled=True)
