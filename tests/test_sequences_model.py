@@ -61,7 +61,8 @@ gives what was refreshed):
 - no kept fix lost, none doubled: after any step, each kept fix's added lines are in its
   function exactly once in the pinned file with the series applied (so in the overlay, or in
   the pin's own file where the series leaves it), unless `status` says so by name (exit 1)
-  with the fix's patch on disk (under skipped/, or upstreamed/ as taken back); a green check
+  with the fix's patch on disk (under skipped/, or upstreamed/ as taken back), or the user
+  kept both copies at a rebase stop that said the file would have them twice; a green check
   vouches for the same in overlays/, and `status --against` names a kept fix the series does
   not carry whose lines the target lacks. (Upstream moves whose answers are known wrong are
   not made: not_made, the reason in the statistics' events; PATCHFORGE_MODEL_KNOWN=1 makes
@@ -173,10 +174,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 GUARD_DROPPED_ALONE = (
     "a kept fix's guard dropped alone by other work, beside its landed synchronize, while "
     "another function has the same guard: said superseded by the copy, lost")
-HELPER_AFTER_REVERT = (
-    "a landing reverted whole, then made upstream's own way (a new helper that synchronizes, "
-    "called a few lines above): said possibly doubled, and the advised bring-back puts the "
-    "synchronize back beside it, exit 0")
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -326,13 +323,20 @@ class SequencesModel(StackModel):
         self.kept: dict[int, dict] = {}
         self.kept_landings: dict[int, tuple[str, str, int]] = {}  # (+ the synchronize calls)
         self.kept_wider: dict[int, int] = {}  # fix -> the helper its last landing synchronized
+        # Kept fixes whose copy of lines upstream made its own way the user kept at a rebase
+        # stop that said the file would have them twice (`--continue` with the worktree as is).
+        self.kept_twice_on_purpose: set[int] = set()
         self.kept_head = KeptHead()
         super().__init__()  # (runs commands)
 
     # --- running patchforge -----------------------------------------------------------------
     def cli(self, *args: str):
         situations = self.situations()
+        stop = self.stopped_safely() if args[:2] == ("rebase", "--continue") else None
         result = super().cli(*args)
+        if stop and result.rc not in (2, 3) and \
+                "upstream has these lines already" in stop.get("message", ""):
+            self.kept_twice_on_purpose |= self.kept_names(stop.get("name", ""))
         refused_in = REFUSED_IN.get(self.table_row(args), ())
         if situations & set(refused_in):
             assert result.rc == 2, \
@@ -349,6 +353,13 @@ class SequencesModel(StackModel):
         if args in GREEN_CHECKS and result.rc == 0:
             self.green_means_deployed(" ".join(args), result.text)
         return result
+
+    def stopped_safely(self) -> dict | None:
+        """The rebase journal's stop, None where there is none (or a journal cut short)."""
+        try:
+            return self.stopped()
+        except ValueError:
+            return None
 
     def green_means_deployed(self, command: str, text: str) -> None:
         """A check that exits 0 vouches for overlays/: every fix of the series is there at the
@@ -985,7 +996,8 @@ class SequencesModel(StackModel):
         out = {}
         for n, fix in self.kept.items():
             counts = kept_counts(content, fix["slot"])
-            wrong = {part: counts[part] for part in fix["parts"] if counts[part] != 1}
+            wrong = {part: counts[part] for part in fix["parts"] if counts[part] != 1
+                     and not (counts[part] > 1 and n in self.kept_twice_on_purpose)}
             if wrong:
                 out[n] = wrong
         return out
@@ -1137,9 +1149,6 @@ class SequencesModel(StackModel):
             if not gone:
                 return
             n = data.draw(st.sampled_from(gone))
-            # (Where the landing was the fix alone, its wider pull request's right answer aside.)
-            if n not in self.kept_wider and self.not_made(HELPER_AFTER_REVERT):
-                return
             fix = self.kept[n]
             head.slots[fix["slot"]] = replace(head.slots[fix["slot"]], settled=True)
             message = f"k{fix['slot']}: settle before the last steps"
