@@ -1535,11 +1535,11 @@ class SeriesJudge:
         whose runs are all `taken_out`; None (all of them) where none are."""
         if not self.taken_out:
             return None
-        kept = set()
+        kept: set[bytes] = set()
         for hunk in fp.hunks:
             runs = near_runs(hunk)
             if not runs or not all(run in self.taken_out for run in runs):
-                kept.update(runs)
+                kept.update(run for run, _ in replacing_runs(hunk))
         return [run for run in telling_runs(fp) if run in kept]
 
     @staticmethod

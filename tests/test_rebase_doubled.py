@@ -247,6 +247,20 @@ def test_a_guard_in_the_hunk_of_a_changed_call_upstream_left_stops(tmp_path):
     assert overlay.count(b"if limit < 0") == 1 and b"launch(b, stream=stream)" in overlay
 
 
+
+def test_a_guard_right_above_the_call_it_changes_stops(tmp_path):
+    # The guard and the changed call are one run of added lines replacing the old call, which
+    # upstream left at its place: the guard's lines are like none the fix removes, and count.
+    body = (b"def run(x, limit, stream):\n    a = prepare(x)\n    b = widen(a)\n"
+            b"    out = launch(b)\n    c = narrow(out)\n    d = finish(c)\n    return d\n")
+    base = b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+    theirs = GUARD.replace(b"'a limit is never negative'", b'"a limit is never negative"')
+    stack = stack_with(tmp_path, base.replace(b"    out = launch(b)\n",
+                                              GUARD + b"    out = launch(b, stream=stream)\n"),
+                       base.replace(b"    b = widen(a)\n", theirs + b"    b = widen(a)\n"), base)
+    said_doubled(stack, "pkg/a.py line 9 (upstream's at line 6)")
+
+
 KERNEL = (b"#include <hip/hip_runtime.h>\n\ntemplate <typename T>\n"
           b"__global__ void scale(T* x, int n) {\n"
           b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    T a = x[i];\n"

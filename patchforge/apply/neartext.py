@@ -210,7 +210,14 @@ def _placed_runs(hunk, kind: bytes) -> list[tuple[int, bytes, list[bytes]]]:
 def replacing_runs(hunk) -> list[tuple[bytes, list[bytes]]]:
     """Each run of lines the hunk adds (near_runs), with the runs of lines it removes in the
     same change (the lines between two context lines: what the added run replaces, read as
-    near_runs reads them); [] for a run the hunk adds alone, among context (a new guard)."""
+    near_runs reads them); [] for a run the hunk adds alone, among context (a new guard). A run
+    that replaces lines yet begins or ends with lines like none it removes (a guard added right
+    above the call the fix changes) gives those lines too, as a run added alone (_new_parts)."""
+    return [(text, removed) for text, _, removed in _added_runs(hunk)]
+
+
+def _added_runs(hunk) -> list[tuple[bytes, list[bytes], list[bytes]]]:
+    """replacing_runs' runs, each as (near text, its lines as written, the removed runs)."""
     from patchforge.apply.diffparse import line_kind
 
     change = []  # the number of the change (lines between context lines) each line is in
@@ -220,9 +227,38 @@ def replacing_runs(hunk) -> list[tuple[bytes, list[bytes]]]:
             number += 1
         change.append(number)
     removed: dict[int, list[bytes]] = {}
-    for at, text, _ in _placed_runs(hunk, b"-"):
+    old_lines: dict[int, list[bytes]] = {}
+    for at, text, lines in _placed_runs(hunk, b"-"):
         removed.setdefault(change[at], []).append(text)
-    return [(text, removed.get(change[at], [])) for at, text, _ in _placed_runs(hunk, b"+")]
+        old_lines.setdefault(change[at], []).extend(lines)
+    found = []
+    for at, text, lines in _placed_runs(hunk, b"+"):
+        found.append((text, lines, removed.get(change[at], [])))
+        if change[at] in removed:
+            found.extend((b"".join(near_lines(part)), part, [])
+                         for part in _new_parts(lines, old_lines[change[at]]))
+    return [run for run in found if len(run[0]) >= 4]
+
+
+# How alike (difflib's ratio of near text) an added line must be to a removed one to be taken
+# for its change (`launch(b)` -> `launch(b, stream=stream)`), not a line added beside it.
+_CHANGED_LINE_RATIO = 0.6
+
+
+def _new_parts(lines: list[bytes], old: list[bytes]) -> list[list[bytes]]:
+    """The first and the last lines of an added run (`lines`, as written) that are like none of
+    the lines its change removes (`old`): lines added beside the changed ones. None where no
+    line of the run is like a removed one (the run replaces them whole)."""
+    import difflib
+
+    olds = [text for text in (b"".join(near_lines([line])) for line in old) if text]
+    new = [not any(difflib.SequenceMatcher(None, b"".join(near_lines([line])), o).ratio()
+                   >= _CHANGED_LINE_RATIO for o in olds) for line in lines]
+    if all(new) or not any(new):
+        return []
+    first = new.index(False)
+    last = len(new) - new[::-1].index(False)
+    return [part for part in (lines[:first], lines[last:]) if part]
 
 
 def near_flat(content: bytes) -> NearFlat:
@@ -280,8 +316,7 @@ def telling_runs(fp: FilePatch) -> list[bytes]:
     or one whole guard (is_guard), but for those its own removed lines hold (code the fix
     moves, or re-wraps itself)."""
     removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
-    return list(dict.fromkeys(text for hunk in fp.hunks
-                              for _, text, lines in _placed_runs(hunk, b"+")
+    return list(dict.fromkeys(text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
                               if (len(text) >= MIN_RUN_CHARS or is_guard(lines))
                               and not any(text in other for other in removed)))
 
