@@ -44,9 +44,14 @@ A file whose whole diff applies neither way is judged by its changed lines, each
 of them at the one place where most of its context still holds: a neighbour line upstream
 edited after the landing, or a line of another fix of the series in the kept diff's context,
 must not turn a revert into "superseded". So "gone" is the fix's old code at its own place,
-which is not always the pre-image byte for byte. A hunk whose context holds at several places
-(functions that start alike) is gone too where its whole pre-image is at exactly one place and
-none of its added lines is in the file, even in another form: a guard dropped alone.
+which is not always the pre-image byte for byte. A hunk whose whole pre-image is at exactly one
+place while its neighbours cannot tell that place for the fix's (its context holds at several
+places: functions that start alike; or a copy of its lines, another fix's guard in another
+function, holds with part of it) is as the history says (_placed_by_history): gone where the
+latest commit that made that place took the hunk out there and did not put its lines
+elsewhere (a guard dropped alone); not where that place was there all along (a look-alike
+function holding the old code of a hunk upstream rewrote in the fix's own) or the commit moved
+the lines.
 
 For a change gone the history speaks only to name the commit that took it out and to tell a
 revert from other work (for neither, only to find such a revert). The commits after the
@@ -186,6 +191,12 @@ class _Fix:
     # history does not show reverted (_not_taken_back), never found back again.
     weak: dict = field(default_factory=dict, repr=False, compare=False)
     not_back: set = field(default_factory=set, repr=False, compare=False)
+    # The hunks whose whole pre-image is back at one place that their neighbours cannot tell
+    # for theirs (_hunk_state's _PLACE_ASKED), by revision; and the history's answer for each
+    # (_placed_by_history: True where the commit that took the hunk out made that place and
+    # left its lines in the file fewer times: taken back).
+    unplaced: dict = field(default_factory=dict, repr=False, compare=False)
+    placed: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -487,26 +498,45 @@ class _Lines:
         return found
 
 
-def _hunk_state(lines: _Lines, hunk) -> str | None:
+def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
     """present | gone | other for one hunk by its changed lines alone: the run from its first
     to its last changed line (the `+` side for present, the `-` side for gone) found at one
     place of the file with most of the hunk's context around it (`_held`). None for a hunk
-    without a change."""
+    without a change.
+
+    `ask` (a kept fix judged where the history can be read): a hunk whose whole pre-image is
+    at exactly one place while its neighbours cannot tell that place for the fix's (they hold
+    at several places, or a copy of its lines holds with part of them) is _PLACE_ASKED, for
+    the history to say (_placed_by_history). Without `ask`, the files alone: present where
+    such a copy holds; gone where none of its added lines is anywhere in the file (a guard
+    dropped alone among functions that start alike); else other."""
     old, new = hunk.old_lines(), hunk.new_lines()
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
         return None
     if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:]):
-        return "present"  # (both held, the same code twice: taken as present, as above)
+        # (Both held, the same code twice: taken as present, as above. Unless the pre-image
+        # is whole at its place and the copy is not: another function's guard holds with the
+        # blank lines and first body line every function has, and the fix's own place holds
+        # the fix's old code, every line of it.)
+        return _PLACE_ASKED if ask and _back_exactly(lines, hunk) else "present"
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
         return "gone"
-    if _back_exactly(lines, hunk) and not _lines_elsewhere(hunk, lines):
+    if _back_exactly(lines, hunk):
         # Context every function shares (blank lines, a first body line) holds at several
-        # places, so _held cannot tell the fix's; but its whole pre-image is at one place
-        # and none of its added lines is anywhere in the file, even in another form: that
-        # hunk was taken out (a guard dropped alone), not rewritten.
-        return "gone"
+        # places, so _held cannot tell the fix's; but its whole pre-image is at one place.
+        # Whether that place is the fix's (a guard dropped alone) or another function's
+        # that looks alike (the fix's own rewritten), and whether a copy of its lines
+        # elsewhere is the fix's moved or other code, the files cannot tell.
+        if ask:
+            return _PLACE_ASKED
+        return "other" if _lines_elsewhere(hunk, lines) else "gone"
     return "other"
+
+
+# _hunk_state's answer for a hunk whose whole pre-image is at one place its neighbours cannot
+# tell for the fix's: gone or not as the history says (_placed_by_history).
+_PLACE_ASKED = "gone: where the history says"
 
 
 def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes]) -> bool:
@@ -666,14 +696,20 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
                      if any(line[:1] in (b"+", b"-") for line in hunk.lines)]
         else:
             weak: list[int] = []
+            unplaced: list[int] = []
             hunks = _hunk_states(fp, content, weak,
-                                 {n for kk, n in fix.not_back if kk == k})
+                                 {n for kk, n in fix.not_back if kk == k}, unplaced,
+                                 {n: back for (kk, n), back in fix.placed.items() if kk == k})
             if hunks is None:
                 return None
             if weak and rev is not None:
                 fix.weak.setdefault(rev, set()).update((k, n) for n in weak)
+            if unplaced and rev is not None:
+                fix.unplaced.setdefault(rev, set()).update((k, n) for n in unplaced)
         gone = [n for n, state in hunks if state == "gone"]
-        gone = [n for n in gone if (k, n) not in fix.unmoved]
+        # (One the history found taken back where its lines are elsewhere, _placed_by_history,
+        # is no move whatever the count.)
+        gone = [n for n in gone if (k, n) not in fix.unmoved and not fix.placed.get((k, n))]
         moved = _moved_away(store, fix, k, fp, content, gone) if gone else set()
         if moved and rev is not None:
             fix.moved.setdefault(rev, set()).update((k, n) for n in moved)
@@ -682,17 +718,35 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
 
 
 def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = None,
-                 refused: frozenset[int] | set[int] = frozenset()
+                 refused: frozenset[int] | set[int] = frozenset(),
+                 unplaced: list[int] | None = None, placed: dict[int, bool] | None = None
                  ) -> list[tuple[int, str]] | None:
     """(its number from 1, _hunk_state: present or gone) of each hunk of `fp` with a change,
     in order; None at the first hunk neither, or where hunks cannot be told apart (a created
-    or deleted file, a file gone, a hunk without context)."""
+    or deleted file, a file gone, a hunk without context). A hunk whose whole pre-image is at
+    one place its neighbours cannot tell for the fix's (_PLACE_ASKED) is as the history said
+    (`placed`: hunk number -> taken back), else as the files alone say, noted in `unplaced`
+    for the history to be asked."""
     if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
         return None
     lines = _Lines(content)
     found = []
+    asked = set()  # (the history judges these: not weak)
     for n, hunk in enumerate(fp.hunks, 1):
-        state = _hunk_state(lines, hunk)
+        state = _hunk_state(lines, hunk, ask=unplaced is not None)
+        if state == _PLACE_ASKED:
+            asked.add(n)
+            if placed is not None and n in placed:
+                # Not taken back: what its neighbours say (a copy of its lines is the fix's
+                # moved there, or the place is another function's that looks alike).
+                state = "gone" if placed[n] else \
+                    "present" if _hunk_state(lines, hunk) == "present" else "other"
+            else:
+                # (Until asked, what the files alone say: a revision the history walk
+                # passes is judged as before.)
+                assert unplaced is not None
+                unplaced.append(n)
+                state = _hunk_state(lines, hunk)
         if state is not None:
             found.append((n, state))
     if any(state == "other" for _, state in found):
@@ -710,7 +764,8 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
                 hunk = fp.hunks[n - 1]
                 if n in refused or not _back_exactly(lines, hunk):
                     continue
-                if weak is not None and _only_adds(hunk) and _lines_elsewhere(hunk, lines):
+                if weak is not None and n not in asked and _only_adds(hunk) and \
+                        _lines_elsewhere(hunk, lines):
                     weak.append(n)
             exact.append((n, state))
         if not any(state == "gone" for _, state in exact):
@@ -794,6 +849,13 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
         lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both)))
     verdicts = _hunk_verdicts(store, fix, files, rev)
     landing = _commit(store, fix.landing)
+    if verdicts and fix.unplaced.get(rev):
+        # As status judges it (_judge): taken back where the history says.
+        base = (fix.patch.get("Base") or "").strip()
+        fix.placed.update(_placed_by_history(
+            store, fix, rev, landing or (base if base and store.has_object(base) else None)))
+        fix.moved.pop(rev, None)
+        verdicts = _hunk_verdicts(store, fix, files, rev)
     if verdicts and landing is not None and fix.moved.get(rev):
         # Moved only where the history shows it, as status judges it (_judge).
         fix.unmoved.update(_doubtful_moves(store, fix, rev, landing,
@@ -960,6 +1022,39 @@ def _not_taken_back(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
         taker = takers.taker(k, fix.files[k].hunks[n - 1])
         if taker is None or not named.how(taker[2], taker[0]):
             found.add((k, n))
+    return found
+
+
+def _placed_by_history(store: UpstreamStore, fix: _Fix, commit: str, since: str | None
+                       ) -> dict[tuple[int, int], bool]:
+    """Of the hunks whose whole pre-image is at one place of `commit`'s file that their
+    neighbours cannot tell for the fix's (`fix.unplaced`, _hunk_state's _PLACE_ASKED), whether
+    each was taken back there: the latest commit since `since` (the landing, else the fix's
+    base) after which that pre-image is at more places than before it made the place, and
+    took the hunk out there; taken back unless it left the hunk's added lines in the file as
+    often as before it (it moved them elsewhere, _moved_by). A copy of the lines that was in
+    the file before that commit is other code (another fix's guard in another function), no
+    sign of a move. No such commit (the place was there all along: another function's that
+    looks alike, the fix's own rewritten since), or no history to ask: not taken back."""
+    asked = sorted(fix.unplaced.get(commit, set()) - fix.placed.keys())
+    if not asked:
+        return {}
+    if since is None or not store.is_ancestor(since, commit):
+        return {key: False for key in asked}
+    from patchforge.apply.hunks import _place_offsets
+
+    takers = _HunkTakers(store, fix, commit, since)
+    found = {}
+    for k, n in asked:
+        hunk = fix.files[k].hunks[n - 1]
+        old = b"".join(hunk.old_lines())
+        found[(k, n)] = False
+        for sha, parents, _ in takers.log:
+            after, before = takers.content(sha, k), takers.content(parents[0], k)
+            if after is not None and before is not None and \
+                    len(_place_offsets(after, old)) > len(_place_offsets(before, old)):
+                found[(k, n)] = not _moved_by(fix, k, hunk, before, after)
+                break
     return found
 
 
@@ -1414,6 +1509,19 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             if fp.path in renamed:
                 fix.aliases[k].append(renamed[fp.path])
         if renamed:
+            cache.clear()
+            state = _fix_state(store, fix, commit, cache)
+    if fix.unplaced.get(commit):
+        # A hunk whose whole pre-image is at one place its neighbours cannot tell for the
+        # fix's, judged by the files alone until the history says (_placed_by_history):
+        # taken back where the commit that took it out made that place and put its lines
+        # nowhere else. (Asked before a count of its lines takes it for moved.)
+        placed = _placed_by_history(store, fix, commit, since)
+        if placed:
+            fix.placed.update(placed)
+            # (What the judging found gone before the answer noted is found again.)
+            fix.moved.pop(commit, None)
+            fix.weak.pop(commit, None)
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
     if state in ("present", "part") and landing is not None and fix.moved.get(commit):
