@@ -149,12 +149,12 @@ def main() -> None:
             make_stack(stack, tmp_path / "upstream", pin, commits.index(pin), args.fixes, env)
 
             # -- ordering -----------------------------------------------------------------------
-            from patchforge.store import sources
+            from patchforge.store.gitsource import fetch_git_upstream
             from patchforge.store.gitstore import UpstreamStore
 
             store = UpstreamStore.open()
             try:
-                tip = sources.fetch_git_upstream(store, "up", str(tmp_path / "upstream"), "main")
+                tip = fetch_git_upstream(store, "up", str(tmp_path / "upstream"), "main")
                 shuffled = nightly[:]
                 rng.shuffle(shuffled)
                 one = median_seconds(lambda: store.newest_first(shuffled, tip), args.runs)

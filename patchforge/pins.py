@@ -487,11 +487,12 @@ def _locked_wheel_source(project: Project, upstream) -> dict | None:
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
     from patchforge import targets
-    from patchforge.store import sources
 
     refuse_unwritable_label(upstream.name, spec)
     logs.info("patchforge.resolve", "%s: resolving %s", upstream.name, spec)
 
+    if upstream.kind != "git":
+        from patchforge.store import sources  # (a git upstream never loads the wheel kinds)
     if upstream.kind == "wheel":
         kind = targets.classify_spec(spec)
         image = None
@@ -698,12 +699,12 @@ def _same_directory(project: Project, locked, configured: str | None) -> bool:
 
 
 def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: UpstreamPin) -> str:
-    from patchforge.store import sources
-
     upstream = project.config.upstream(name)
     refuse_pin_of_another_kind(project, name, pin)
     if pin.kind == "git":
         return _ensure_git_pin(project, store, name, upstream, pin)
+    from patchforge.store import sources  # (here: a git pin never loads the wheel kinds)
+
     if store.has_object(pin.commit):
         if pin.kind == "wheel":
             _check_wheel_import(project, store, name, pin)
@@ -757,7 +758,7 @@ def _label_pinned_import(store: UpstreamStore, namespace: str, pin: UpstreamPin)
 def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
                     pin: UpstreamPin) -> str:
     from patchforge import targets
-    from patchforge.store import sources
+    from patchforge.store.gitsource import fetch_git_upstream
     from patchforge.store.giturl import redact
 
     url = git_url_for(project, upstream.url or pin.source["url"])
@@ -766,9 +767,8 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
         # The label's release tag comes in the same fetch, when the source has it: a fresh
         # cache, which fetches the commit by its id, checks the label as a warm one does.
         # An ancestor label (`v3~1`) is checked against its release's tag: that tag comes too.
-        sources.fetch_git_upstream(store, name, url, pin.commit, offline=project.offline,
-                                   refs=tuple(release_refs(
-                                       targets.split_ancestry(pin.label.strip())[0])))
+        fetch_git_upstream(store, name, url, pin.commit, offline=project.offline,
+                           refs=tuple(release_refs(targets.split_ancestry(pin.label.strip())[0])))
     except StoreError as exc:
         if project.offline or isinstance(exc, StoreDamaged):
             raise

@@ -565,11 +565,11 @@ class _ProjectStoreResolver:
         self.project, self.store, self.upstream = project, store, upstream
 
     def resolve_commitish(self, upstream: str, spec: str) -> str:
-        from patchforge.store import sources
+        from patchforge.store.gitsource import fetch_git_upstream
         # fetch_git_upstream uses the store for commit ids, refreshes branches and tags, and
         # honours --offline itself.
-        return sources.fetch_git_upstream(self.store, upstream, self.upstream.url, spec,
-                                          offline=bool(getattr(self.project, "offline", False)))
+        return fetch_git_upstream(self.store, upstream, self.upstream.url, spec,
+                                  offline=bool(getattr(self.project, "offline", False)))
 
     def import_version(self, upstream: str, version: str) -> tuple[str, str]:
         raise ResolutionError(f"upstream {upstream} is not a wheel: no version to import")

@@ -114,12 +114,13 @@ def test_a_clean_rebase_to_a_release_loads_only_what_it_uses(stack, upstream):
     one), nor status's command module, nor click (the command line is read by `cli.direct`),
     nor the overlays' module (a project without overlays/ only has it asked whether
     overlays/ is a link), nor where the history made a landing's change (history_place: no
-    fix landed), nor the changes of a hunk landed in part (apply.parts: every hunk applies):
+    fix landed), nor the changes of a hunk landed in part (apply.parts: every hunk applies),
+    nor the wheel and directory upstream kinds (store.sources: the upstream is a git one):
     start-up every such rebase paid for nothing."""
     assert "LOADED [] 0" in _loaded_by_a_clean_rebase(
         stack, upstream, ("packaging", "patchforge.worktree", "patchforge.cli.cmd_status",
                           "click", "patchforge.overlay", "patchforge.history_place",
-                          "patchforge.apply.parts"))
+                          "patchforge.apply.parts", "patchforge.store.sources"))
 
 
 def test_a_clean_rebase_reads_the_configuration_without_importlib_resources(stack, upstream):

@@ -12,9 +12,10 @@ from helpers.git import git
 from helpers.upstream import build_wheel
 from patchforge.errors import StoreError
 from patchforge.store import sources
+from patchforge.store.gitsource import fetch_git_upstream
 from patchforge.store.gitstore import UpstreamStore
-from patchforge.store.sources import (cached_wheels, fetch_git_upstream, fetch_wheel,
-                                      import_dir_upstream, import_wheel_upstream)
+from patchforge.store.sources import (cached_wheels, fetch_wheel, import_dir_upstream,
+                                      import_wheel_upstream)
 
 
 @pytest.fixture

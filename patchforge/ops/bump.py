@@ -133,14 +133,14 @@ def history_source(upstream) -> str:
 def _fetch_tip(project: Project, store: UpstreamStore, upstream) -> tuple[str, str]:
     """(branch followed, its commit) of the upstream's history, fetched into the store."""
     from patchforge.pins import git_url_for
-    from patchforge.store import sources
+    from patchforge.store.gitsource import fetch_git_upstream
 
     url = git_url_for(project, history_source(upstream))
     follow = upstream.follow or store.remote_head_branch(url, what="asking for the default "
                                                                    "branch") or "main"
     try:
-        return follow, sources.fetch_git_upstream(store, upstream.name, url, follow,
-                                                  offline=project.offline)
+        return follow, fetch_git_upstream(store, upstream.name, url, follow,
+                                          offline=project.offline)
     except StoreError as exc:
         if not upstream.follow:
             raise
@@ -328,14 +328,13 @@ def pin_for_candidate(project: Project, store: UpstreamStore, upstream, candidat
     image pinned by digest; anything else goes through the SPEC resolution `rebase` uses."""
     from patchforge.model.lock import ImagePin, UpstreamPin
     from patchforge.pins import git_url_for, pin_for_spec, refuse_unwritable_label
-    from patchforge.store import sources
+    from patchforge.store.gitsource import fetch_git_upstream
 
     if upstream.kind == "git" and candidate.tag and candidate.commit \
             and len(candidate.commit) == 40:
         refuse_unwritable_label(upstream.name, candidate.tag)
-        commit = sources.fetch_git_upstream(store, upstream.name,
-                                            git_url_for(project, upstream.url),
-                                            candidate.commit, offline=project.offline)
+        commit = fetch_git_upstream(store, upstream.name, git_url_for(project, upstream.url),
+                                    candidate.commit, offline=project.offline)
         image = ImagePin(reference=candidate.reference, tag=candidate.tag,
                          digest=candidate.digest) if candidate.reference else None
         return UpstreamPin(kind="git", commit=commit, tree=store.tree_id(commit),

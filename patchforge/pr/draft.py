@@ -167,7 +167,7 @@ def _remote_head_branch(store: UpstreamStore, url: str) -> str | None:
 def resolve_pr_target(project: Project, store: UpstreamStore, upstream: str,
                       onto: str | None = None) -> PrTarget:
     """Fetch the development head (or `onto`) of the upstream's git repository into the store."""
-    from patchforge.store.sources import fetch_git_upstream
+    from patchforge.store.gitsource import fetch_git_upstream
 
     config = project.config.upstream(upstream)
     url = pr_git_url(project, upstream)

@@ -1460,7 +1460,7 @@ class UpstreamStore:
     def resolve_in(self, upstream: str, spec: str) -> str:
         """A branch, tag, import label or (abbreviated) commit id of one upstream -> commit.
         A name that is both a tag and a branch is the tag, as git's rule has it (refs/tags
-        before refs/heads): `sources.fetch_git_upstream` checks a stored tag against the
+        before refs/heads): `gitsource.fetch_git_upstream` checks a stored tag against the
         remote first, so the first use (which fetched both) and every later one agree."""
         check_upstream_name(upstream)
         base = f"refs/patchforge/remotes/{upstream}"
