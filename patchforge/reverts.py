@@ -955,16 +955,18 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
                   line: int | None) -> tuple[str | None, bytes, bool] | None:
     """Whether the copy of a taken-out hunk's lines that `commit`'s file (`now`) has at `line`
     is upstream's making the fix again its own way (a re-land after the revert), not other
-    code that reads alike (a copy in another function the fix's base file has): a copy in the
-    function the hunk changes there, or in a function the base file does not name at all (a
-    helper made since, `settle()`, that the fix's function calls). (the commit after the one
+    code that reads alike (a copy in another function the fix's base file has, a C++
+    overload of its name included, or one the function had beside the landed fix before
+    `taker` took the fix out): a copy in the function the hunk changes there, or in a
+    function the base file does not name at all (a helper made since, `settle()`, that the
+    fix's function calls). (the commit after the one
     that took the hunk out (`taker`) that put the copy in that function first, None where no
     such commit is seen (a merge's); the function's name; whether it is new since the base),
     None for a copy elsewhere, or where the function is not known here (no base file, a file
     of no language known here, the top level). A bring-back stops on such a copy (the judge's
     nearby doubling check, reverts.near_doubled) instead of putting the fix back beside it."""
     from patchforge.apply.diffparse import line_content, line_kind
-    from patchforge.apply.hunks import function_named_at, lines_of
+    from patchforge.apply.hunks import function_named_at, lines_of, signature_at
 
     fp = fix.files[k]
     old = _base_file(store, fix, fp)
@@ -979,6 +981,8 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     own = function_named_at(fp.path, lines_of(old), at, changed)
     if not own:
         return None
+    # A C++ overload of the fix's function shares its name: told apart by its definition.
+    own_signature = signature_at(fp.path, lines_of(old), at, changed)
 
     def again(content: bytes, where: int) -> tuple[bytes, bool] | None:
         """The function holding line `where` (from 1) of `content`, and whether it is new
@@ -987,13 +991,25 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         if not function:
             return None
         bare = re.split(rb"\.|::", function.split(b" [")[0])[-1]
-        if function == own:
+        if function == own and \
+                signature_at(fp.path, lines_of(content), where - 1) == own_signature:
             return function, False
         return (function, True) if bare and bare not in old else None
 
     found = again(now, line)
     if found is None:
         return None
+    if taker is not None:
+        # A copy the file had in that function beside the landed fix's lines before the taker
+        # took those out (the taker leaves fewer copies there than its parent had) is
+        # upstream's other code, no re-land; one the taker left as many as before, it made.
+        def inside(content: bytes | None) -> int:
+            return 0 if content is None else sum(
+                1 for where in _copy_lines(hunk, content) if again(content, where) == found)
+
+        left = inside(takers.content(taker[0], k))
+        if left:
+            return (None, *found) if left >= inside(takers.content(taker[1], k)) else None
     newer = [sha for sha, _, _ in takers.log]
     if taker is not None and taker[0] in newer:
         newer = newer[:newer.index(taker[0])]
@@ -1110,6 +1126,33 @@ def _copy_line(hunk, content: bytes) -> int | None:
             if text == runs[0]:
                 return number + 1
     return None
+
+
+def _copy_lines(hunk, content: bytes) -> list[int]:
+    """Every line (from 1) of `content` where a copy of the hunk's added lines begins, as
+    _copy_line finds the first: its first line that tells there as it is, or its first run
+    read as near text from that line on."""
+    from patchforge.apply.hunks import lines_of
+
+    lines = lines_of(content)
+    added = _added(hunk)
+    found = {number for number, line in enumerate(lines, 1)
+             if added and _squeezed(line) == added[0]}
+    runs = near_runs(hunk)
+    if runs:
+        near = [near_lines([line]) for line in lines]
+        for number in range(len(lines)):
+            text = b""
+            for later in near[number:]:
+                if not later:
+                    continue
+                text += later[0]
+                if not runs[0].startswith(text):
+                    break
+                if text == runs[0]:
+                    found.add(number + 1)
+                    break
+    return sorted(found)
 
 
 def _possibly_doubled(fix: _Fix) -> str:

@@ -209,3 +209,69 @@ def test_a_revert_that_puts_the_guard_back_its_own_way_a_line_lower_is_said_and_
     stack.cli("rebase", "--to", "v3", expect=1)
     stack.cli("bring-back", "up/fa.patch", expect=2)
     assert stack.series("up") == []
+
+
+KERNEL_STEPS = b"".join(b"    step%d = kernel%d(step%d)\n" % (i, i, i - 1) for i in range(2, 16))
+KERNEL_ALPHA = (b"def alpha(x):\n    step0 = x\n    step1 = kernel1(step0)\n" + KERNEL_STEPS
+                + b"    return step15\n\n\n")
+
+
+def test_a_copy_upstream_had_beside_the_landed_fix_before_its_revert_is_no_re_land(tmp_path):
+    """A synchronize lands after alpha's kernel1 (#11); upstream then adds its own after
+    kernel12 in alpha (#12), beside the landed one, and later reverts #11 alone. The copy was
+    in alpha before the revert: upstream's other code, not the fix landed again. Status said
+    "landed again its own way" and advised `delete` (losing a fix upstream reverted and never
+    made again); now it says the fix is possibly doubled, and bring-back puts it back."""
+    base = KERNEL_ALPHA + BETA
+    fixed = base.replace(b"kernel1(step0)\n", b"kernel1(step0)\n" + SYNC)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize after kernel1 (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    both = fixed.replace(b"kernel12(step11)\n", b"kernel12(step11)\n" + SYNC)
+    stack.commit({"pkg/a.py": both}, "alpha: synchronize after kernel12 too (#12)")
+    stack.commit({"pkg/a.py": both.replace(b"kernel1(step0)\n" + SYNC, b"kernel1(step0)\n")},
+                 f'Revert "alpha: synchronize after kernel1 (#11)"\n\nThis reverts commit '
+                 f'{landing}.', tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "landed again" not in out and "patchforge delete" not in out, out
+    assert "a bring-back puts it back (possibly doubled: look at pkg/a.py line 15)" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == both
+
+
+def _launch(kind: bytes, arg: bytes) -> bytes:
+    body = b"".join(b"  %s v%d = v%d * 2;\n" % (kind, i, i - 1) for i in range(1, 12))
+    return (b"void launch(%s %s) {\n  %s v0 = %s;\n" % (kind, arg, kind, arg) + body
+            + b"  kernel<<<1, 64>>>(v11);\n  report(v11);\n}\n\n")
+
+
+def test_a_check_upstream_adds_to_another_overload_after_a_revert_is_no_re_land(tmp_path):
+    """C++ overloads share a name: a launch check lands in `launch(int)` (#11), is reverted,
+    then upstream adds the same check to `launch(float)` (#12). Status said the fix "landed
+    again its own way" and bring-back refused it as doubling; the overload is another
+    function: said possibly doubled, and put back, one check per overload."""
+    check, launch = b"  C10_CUDA_KERNEL_LAUNCH_CHECK();\n", b"  kernel<<<1, 64>>>(v11);\n"
+    base = b"#include <c10/cuda/CUDAException.h>\n\n" + _launch(b"int", b"n") \
+        + _launch(b"float", b"x")
+    fixed = base.replace(launch, launch + check, 1)
+    k = base.rindex(launch) + len(launch)
+    stack = OneUpstreamStack(tmp_path, {"csrc/k.cu": base})
+    stack.add_fix("fa", "csrc/k.cu", base, fixed)
+    landing = stack.commit({"csrc/k.cu": fixed}, "launch: check the launch (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"csrc/k.cu": base},
+                 f'Revert "launch: check the launch (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"csrc/k.cu": base[:k] + check + base[k:]},
+                 "launch(float): check the launch (#12)", tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "landed again" not in out and "patchforge delete" not in out, out
+    assert "a bring-back puts it back (possibly doubled: look at csrc/k.cu line 34)" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("overlays")
+    deployed = (stack.root / "overlays/up/csrc/k.cu").read_bytes()
+    assert deployed == fixed[:k + len(check)] + check + fixed[k + len(check):]

@@ -1832,6 +1832,28 @@ def function_named_at(path: str, lines: list[bytes], k: int,
     return _functions_of(lines, definitions, language, c_file)[0] if definitions else b""
 
 
+def signature_at(path: str, lines: list[bytes], k: int, changed: bytes | None = None) -> bytes:
+    """Of a C-family file, the definition of the function whose body holds line `k` (0-based)
+    of `lines` as written from its name's line to its `{`, whitespace taken out: C++ overloads
+    (`void launch(int n)`, `void launch(float x)`) share one name (`function_named_at`) and
+    are two functions. b"" for none, or for a file of another language (where a name is
+    defined once per scope and branch, so the name tells)."""
+    if _language(path) != "c":
+        return b""
+    if changed is None:
+        changed = lines[k] if 0 <= k < len(lines) else b""
+    c_file = CFile(lines)
+    definitions = _definitions_of(lines, k, changed, "c", c_file)
+    if not definitions:
+        return b""
+    block = c_file.defined_at(definitions[0])
+    end = block.opened + 1 if block is not None else next(
+        (j + 1 for j in range(definitions[0], min(definitions[0] + 10, len(lines)))
+         if b"{" in lines[j]), definitions[0] + 1)
+    text = b"".join(lines[definitions[0]:end])
+    return b"".join(text.split(b"{")[0].split())
+
+
 # The branch of a conditional inside a function that a change is in, for `another_function`:
 # upstream that adds a branch copied from the fix's (`#elif defined(__gfx1250__)` made from the
 # `__gfx950__` one, an `elif arch == "gfx1250":` made from `"gfx950"`'s) and changes the fix's
