@@ -20,7 +20,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, NearText, doubled_near, line_spans,
-                                       near_runs, near_windows, replacing_runs,
+                                       near_lines, near_runs, near_windows, replacing_runs,
                                        telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
@@ -1527,6 +1527,9 @@ class SeriesJudge:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
             if doubled:
+                doubled = [run for run in doubled
+                           if not _reads_what_is_set_between(current, result, run)]
+            if doubled:
                 found.append((path, _doubled_where(path, current, result, doubled)))
         return found
 
@@ -1851,15 +1854,57 @@ def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) 
     """`PATH line N (upstream's at line M)`: where the first of `runs` is in `result`, the
     fix's copy (a line the fix added, by a line diff of `current` and `result`) and
     upstream's (the nearest other). Asked only of a doubling found: the diff is paid then."""
+    starts, own, nearest = _copies_of(current, result, runs[0])
+    if own is None or nearest is None:
+        return f"{path} line {starts[0]}" if starts else path
+    return f"{path} line {own} (upstream's at line {nearest})"
+
+
+def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], int | None,
+                                                                    int | None]:
+    """Where `run` starts in `result` (1-based lines), the fix's copy (a line the fix added,
+    by a line diff of `current` and `result`) and upstream's nearest other copy (None where
+    either is missing)."""
     fix_lines = {line for start, end, _ in file_changes(result, current)
                  for line in range(start + 1, end + 1)}
-    starts = NearText(result).lines_of(runs[0])
+    starts = NearText(result).lines_of(run)
     own = [line for line in starts if line in fix_lines]
     theirs = [line for line in starts if line not in fix_lines]
     if not own or not theirs:
-        return f"{path} line {starts[0]}" if starts else path
-    nearest = min(theirs, key=lambda line: abs(line - own[0]))
-    return f"{path} line {own[0]} (upstream's at line {nearest})"
+        return starts, None, None
+    return starts, own[0], min(theirs, key=lambda line: abs(line - own[0]))
+
+
+# A name that a line sets (`ok = load(c);`, `err := f()`, `n += 1`, `auto ok = ...`), never a
+# comparison (`==`, `<=`, `!=`, `>=`).
+_SETS_NAME = on_first_use(rb"([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
+_NAME = on_first_use(rb"[A-Za-z_]\w*")
+# A string literal or a line's comment: words, not names the code reads.
+_STRINGS = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
+
+
+def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether a line between the fix's copy of `run` and upstream's nearest copy in `result`
+    sets a name `run` reads: then each copy checks (or uses) another state, as a check after
+    each of two steps (`ok = alloc(c);` `if (!ok) return false;` `ok = load(c);` the same
+    check again), and both are wanted: no doubling. Asked only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    # The fix's copy as written (near text glues words: `if(!ok)returnfalse;`): its lines
+    # from its first on, as many as make up the run's near text.
+    written, near = [], b""
+    for line in lines[own - 1:]:
+        written.append(line)
+        near += b"".join(near_lines([line]))
+        if len(near) >= len(run):
+            break
+    read = {name for line in written for name in _NAME.findall(_STRINGS.sub(b"", line))}
+    low, high = sorted((own, theirs))
+    # The lines after the first copy (it spans as many as the fix's), before the other.
+    between = lines[low - 1 + len(written):high - 1]
+    return any(name in read for line in between for name in _SETS_NAME.findall(line))
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

@@ -299,3 +299,28 @@ def test_a_one_line_guard_upstream_added_to_the_next_kernel_moves(tmp_path):
     moves(stack)
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(guard) == 2
+
+
+@pytest.mark.parametrize("language", ["c++", "python"])
+def test_the_same_check_upstream_added_after_the_next_step_is_another_check(tmp_path, language):
+    # A check after each of two steps: the fix checks the first step's result, upstream adds
+    # the same check after the second step, a line or two lower. Each checks another state
+    # (the name it reads is set again between them); the stop and its advice (delete your
+    # copy, or --skip) lost the fix's check of the first step.
+    if language == "c++":
+        path, check = "pkg/k.cu", b"    if (!ok) return false;\n"
+        base = (b"bool setup(Ctx* c) {\n    bool ok = alloc_buffers(c);\n"
+                b"    ok = load_weights(c);\n    c->ready = true;\n    log_setup(c);\n"
+                b"    return true;\n}\n\nint version() { return 1; }\n")
+        first, second = b"alloc_buffers(c);\n", b"load_weights(c);\n"
+    else:
+        path, check = "pkg/a.py", b"    if err:\n        return err\n"
+        base = (b"def setup(c):\n    err = alloc_buffers(c)\n    err = load_weights(c)\n"
+                b"    c.ready = True\n    log_setup(c)\n    return None\n\n\n"
+                b"def version():\n    return 1\n")
+        first, second = b"alloc_buffers(c)\n", b"load_weights(c)\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(first, first + check),
+                            base.replace(second, second + check))
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up" / path).read_bytes().count(check) == 2
