@@ -2167,3 +2167,46 @@ def test_a_fix_the_series_let_go_renamed_in_quilt_stays_out(stack, tmp_path):
     ok(root, "export", "--quilt", str(exported))
     assert (exported / "series").read_text() == "fix-b.patch\nfix-d.patch\n"
     assert ok(root, "status").rc == 0
+
+
+def test_a_change_made_in_quilt_before_a_rebase_names_the_pin_and_a_way_that_works(stack,
+                                                                                  tmp_path):
+    """`export --quilt`, then `rebase --to` a revision that changes fix-a's context, then a
+    change to fix-a in quilt (on the tree at the old pin): quilt's diff does not apply on the
+    new pin. The refusal said "`quilt push` it in the tree it was made for and `quilt
+    refresh` it", which gives the same diff again, a loop. It names the cause (quilt made it
+    at the export's pin, the series moved since) and a way on that works followed literally."""
+    from helpers.git import commit_files
+
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    commit_files(tmp_path / "up-upstream", {"a.py": A.replace(b"line6\n", b"line6 up\n")},
+                 "upstream: line6", tag="v2")
+    ok(root, "rebase", "--to", "up=v2")
+    assert "line6 up" in patch_text(root, "fix-a.patch")
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line2\n", b"line2 quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "pop", "-a")
+    before = patch_text(root, "fix-a.patch")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "series moved to v2" in run.err and base[:12] in run.err, run.text
+    assert "quilt push" not in run.err and patch_text(root, "fix-a.patch") == before
+
+    # The way on, as the hint says it.
+    assert f"copy {root / 'series/up/fix-a.patch'} over it" in run.err
+    shutil.copyfile(exported / "fix-a.patch", tmp_path / "quilts-fix-a.patch")
+    shutil.copyfile(root / "series/up/fix-a.patch", exported / "fix-a.patch")
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert "`patchforge edit fix-a`" in run.err
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line2\n", b"line2 quilt\n"))
+    ok(root, "refresh")
+    assert f"`patchforge export --quilt {exported}` again" in run.err
+    ok(root, "export", "--quilt", str(exported))
+    text = (exported / "fix-a.patch").read_text()
+    assert "+line2 quilt" in text and "+line3 fixed" in text and "line6 up" in text
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

@@ -144,6 +144,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
 
     empty = _empty_at_the_pin(store, pin.commit, entries, strip_levels, ours_bytes)
     taken: dict[str, PatchFile] = {}  # name -> the patch with quilt's diff, to be made again
+    made_on: dict[str, str] = {}  # name -> the Base: of quilt's file (the pin at the export)
     how: dict[str, str] = {}
     # Changed in quilt and, it seems, in the series since the export: refused below unless
     # the series' patch is what taking quilt's back gives (a run a kill cut short wrote it).
@@ -218,9 +219,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 # its files either: quilt's file (a fix renamed alike on both sides, or
                 # made on both) never had the series' change, which taking it back would lose.
                 both[file_name] = (source, line)
-            taken[file_name] = _changed_patch(
-                mine_patch, _quilt_patch(data, source, strip_levels[file_name], empty), upstream,
-                pin.commit)
+            theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
+            made_on[file_name] = (theirs.get("Base") or "").strip()
+            taken[file_name] = _changed_patch(mine_patch, theirs, upstream, pin.commit)
             how[file_name] = CHANGED
         else:
             # A patch `quilt new` made that an import took back, and that the series no longer
@@ -376,7 +377,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     ambiguous: dict[str, list] = {}
     made = _made_again(project, store, upstream, pin.commit, patches, taken, moved,
                        {e[0]: (e[1], e[2], strip_levels[e[0]]) for e in entries},
-                       series_path, ambiguous)
+                       series_path, ambiguous, made_on, pin.label)
     for name in taken:
         made.setdefault(name, taken[name])  # quilt's diff was already git's (copied in)
         if how[name] == CHANGED and \
@@ -735,7 +736,8 @@ def _placed_among_several(patch: PatchFile, state: SeriesState, outcome) -> list
 def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
                 moved: set[str], where: dict[str, tuple[Path, int, int]],
-                series_path: Path, ambiguous: dict[str, list]) -> dict[str, PatchFile]:
+                series_path: Path, ambiguous: dict[str, list], made_on: dict[str, str],
+                label: str) -> dict[str, PatchFile]:
     """Each patch of `taken` with its diff made again on its base in `patches` (the new
     series): quilt's diff applied there without fuzz, then git's diff of the result, modes
     carried from the series' own patch. A diff that does not apply there is refused, naming
@@ -788,7 +790,7 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
         if name in taken or name in moved:
             state = states[mine] = _one_made_again(
                 project, upstream, pin, name, patch, state, tree, taken, where, series_path,
-                made, ambiguous, read_base, base_mode, fill,
+                made, ambiguous, read_base, base_mode, fill, made_on.get(name, ""), label,
                 lambda path: (profiles_note(mine),
                               met_in_chain(patches, own, in_tree, position, path),
                               _not_in_tree(patches, own, where, position, path),
@@ -817,7 +819,7 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
                     state: SeriesState, tree: SeriesState, taken: dict[str, PatchFile],
                     where: dict[str, tuple[Path, int, int]], series_path: Path,
                     made: dict[str, PatchFile], ambiguous: dict[str, list], read_base,
-                    base_mode, fill, met) -> SeriesState:
+                    base_mode, fill, made_on: str, label: str, met) -> SeriesState:
     """_made_again of the one patch `name` on its base `state` (`tree`: quilt's stack below
     it): the base's state with it, its new version put in `made` when its diff changes."""
     paths = sorted(patch_paths(patch))
@@ -851,8 +853,23 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         from patchforge.ops.lint import _failed_hunks
 
         source, line, _ = where[name]
-        raise InputError(f"{name}: quilt's diff does not apply on its base in the new "
-                         f"series ({_failed_hunks(outcome)}); nothing was taken back",
+        failed = f"{name}: quilt's diff does not apply on its base in the new series " \
+                 f"({_failed_hunks(outcome)})"
+        if made_on and made_on != pin:
+            # quilt's tree is the export's: its context is the old pin's, so `quilt push` and
+            # `quilt refresh` there give the same diff again. The change is to be made on the
+            # series as it is now.
+            patch_word = project.patch_word(upstream, name)
+            raise InputError(
+                f"{failed}: quilt made it on {upstream} at {made_on[:12]} (its Base:, the pin "
+                f"when `export --quilt` wrote it), and the series moved to {label} "
+                f"({pin[:12]}) since; nothing was taken back", path=str(source),
+                hint=f"keep a copy of {source}; copy {project.patch_path(upstream, name)} "
+                     "over it and run this again (quilt's other changes are taken back); "
+                     f"then `patchforge edit {patch_word}`, change the files as the copy "
+                     f"does, `patchforge refresh`, and `patchforge export --quilt "
+                     f"{source.parent}` again for quilt to go on from {label}")
+        raise InputError(f"{failed}; nothing was taken back",
                          path=str(source),
                          hint=f"`quilt push` it in the tree it was made for and `quilt "
                               f"refresh` it, or check its place in {series_path}:{line}")
