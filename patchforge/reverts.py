@@ -994,7 +994,15 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         if function == own and \
                 signature_at(fp.path, lines_of(content), where - 1) == own_signature:
             return function, False
-        return (function, True) if bare and bare not in old else None
+        return (function, True) if bare and bare not in old and calls(content, bare) else None
+
+    def calls(content: bytes, name: bytes) -> bool:
+        """Whether the fix's function in `content` calls `name`: a function new since the
+        base is the fix made again only where the fix's function uses it (`settle()`); one
+        it never calls is other code that reads alike."""
+        lines = lines_of(content)
+        return any(name + b"(" in text and function_named_at(fp.path, lines, i) == own
+                   for i, text in enumerate(lines))
 
     found = again(now, line)
     if found is None:

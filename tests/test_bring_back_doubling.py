@@ -187,6 +187,29 @@ def test_a_fix_reverted_then_made_in_a_new_helper_is_not_put_back_beside_it(tmp_
     assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
 
 
+def test_a_new_function_the_fix_function_never_calls_is_no_re_land(tmp_path):
+    """As above, but the new function (gamma, a kernel wrapper at the file's end) is one alpha
+    never calls: other code that synchronizes too. It was said "landed again its own way",
+    status advising `delete` (which lost a fix upstream reverted and never made again) and
+    bring-back refusing; the fix goes back, "possibly doubled" at most."""
+    gamma = b"def gamma(q):\n    r = launch_gamma(q)\n" + SYNC + b"    return r\n\n\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA + gamma}, "Add the gamma kernel wrapper",
+                 tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"] and "delete" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(SYNC) == 2
+
+
 def test_a_revert_that_puts_the_guard_back_its_own_way_a_line_lower_is_said_and_stopped_on(
         tmp_path):
     """The revert of the guard's landing itself writes the guard again a line lower, other
