@@ -1520,9 +1520,13 @@ class SeriesJudge:
             fixed = self.applications(base, fp, max_fuzz=2)
             if result is None or not fixed.ok or fixed.content is None:
                 continue
+            # (Both places read alike: a hunk's placement spans its context lines, a line
+            # diff of a 3-way merge's result only the changed ones; the base's window read
+            # wider than the target's counts a look-alike further off, another function's.)
+            made = self._spans(fp, base, fixed if application is not None else None,
+                               fixed.content)
             doubled = doubled_near(fp, current, self._spans(fp, current, application, result),
-                                   base, self._spans(fp, base, fixed, fixed.content),
-                                   self._runs_not_taken_out(fp))
+                                   base, made, self._runs_not_taken_out(fp))
             if doubled:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)

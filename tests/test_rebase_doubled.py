@@ -324,3 +324,31 @@ def test_the_same_check_upstream_added_after_the_next_step_is_another_check(tmp_
     moves(stack)
     stack.cli("overlays")
     assert (stack.root / "overlays/up" / path).read_bytes().count(check) == 2
+
+
+def test_a_guard_beside_a_changed_call_stops_though_the_next_function_has_it(tmp_path):
+    # As test_a_guard_in_the_hunk_of_a_changed_call_upstream_left_stops, but the next function
+    # starts with the same guard: the 3-way merge's changed lines on the target and the fix's
+    # hunk (context and all) on its base were read with windows of different reach, and the
+    # next function's guard counted on the base only.
+    guard = (b"    if x is None and not torch.cuda.is_available():\n"
+             b"        raise ValueError('x is needed')\n")
+    theirs = guard.replace(b"'x is needed'", b'"x is needed"')
+
+    def function(i: int, head: bytes = b"", call: bool = False) -> bytes:
+        steps = [b"    step0 = x\n"] + [b"    step%d = step%d + %d\n" % (k, k - 1, 100 * i + k)
+                                         for k in range(1, 10)]
+        if call:
+            steps[2] = b"    step2 = launch(step1, stream=x)\n"
+        return b"def k%d(x):\n" % i + head + b"".join(steps) + b"    return step9\n"
+
+    def module(k1: bytes) -> bytes:
+        return b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
+            [function(0), k1, function(2, head=guard)]) + b"\n"
+
+    upstream = module(function(1)).replace(b"    step0 = x\n    step1 = step0 + 101\n",
+                                           b"    step0 = x\n" + theirs
+                                           + b"    step1 = step0 + 101\n")
+    stack = stack_with(tmp_path, module(function(1, head=guard, call=True)), upstream,
+                       module(function(1)))
+    said_doubled(stack, "pkg/a.py line 20 (upstream's at line 23)")

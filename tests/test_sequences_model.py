@@ -174,10 +174,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 SYNC_DROPPED_ALONE = (
     "a kept fix's synchronize dropped alone by other work, beside its landed guard, while "
     "another function has the same guard and synchronize: said superseded, lost")
-GUARD_BESIDE_A_CALL_TWIN = (
-    "upstream adds a fix's guard its own way a line lower while the fix's hunk also changes a "
-    "call upstream left alone, and the next function has the same guard: the rebase merges "
-    "the guard in twice, exit 0")
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -1118,9 +1114,6 @@ class SequencesModel(StackModel):
         if not free or self.not_made(OWN_WAY[kind]):
             return
         slot = data.draw(st.sampled_from(free))
-        if "call" in kind and any(state.guard for i, state in head.slots.items() if i != slot) \
-                and self.not_made(GUARD_BESIDE_A_CALL_TWIN):
-            return
         if "short" in kind:
             parts, form = ("short",), "short re-spaced"
         else:
