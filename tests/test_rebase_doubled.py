@@ -352,3 +352,20 @@ def test_a_guard_beside_a_changed_call_stops_though_the_next_function_has_it(tmp
     stack = stack_with(tmp_path, module(function(1, head=guard, call=True)), upstream,
                        module(function(1)))
     said_doubled(stack, "pkg/a.py line 20 (upstream's at line 23)")
+
+
+def test_a_call_black_wrapped_by_the_fix_is_its_change_not_lines_added_beside_it(tmp_path):
+    # The fix passes the stream to launch(), black-wrapped over four lines; upstream passes the
+    # same stream to another call it adds three lines lower and leaves launch alone. The
+    # wrapped arguments go on with the changed line: they were read as lines added beside it,
+    # and the rebase stopped as doubled, its advice (delete your copy) breaking the call.
+    body = (b"def run(x, limit):\n    a = prepare(x)\n    b4 = pin(a)\n"
+            b"    out = launch(b4)\n    c = narrow(out)\n    d = finish(c)\n    e = pack(d)\n"
+            b"    return e\n")
+    base = b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+    tail = b"        b4,\n        stream=torch.cuda.current_stream(),\n    )\n"
+    stack = stack_with(tmp_path, base.replace(b"    out = launch(b4)\n",
+                                              b"    out = launch(\n" + tail),
+                       base.replace(b"    d = finish(c)\n",
+                                    b"    d = finish(c)\n    res = reduce(\n" + tail), base)
+    moves(stack)

@@ -258,7 +258,25 @@ def _new_parts(lines: list[bytes], old: list[bytes]) -> list[list[bytes]]:
         return []
     first = new.index(False)
     last = len(new) - new[::-1].index(False)
+    # Lines that go on with the last changed line (a call black wrapped: `launch(`, `b4,`,
+    # `stream=s,`, `)`) are that change, up to the bracket that closes what it opened.
+    depth = 0
+    while last <= len(lines):
+        depth += _bracket_depth(lines[last - 1])
+        if depth <= 0 or last == len(lines):
+            break
+        last += 1
     return [part for part in (lines[:first], lines[last:]) if part]
+
+
+# A string literal or a line's comment: its brackets are not the code's.
+_STRING_OR_COMMENT = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
+
+
+def _bracket_depth(line: bytes) -> int:
+    """How many brackets `line` opens and leaves open (negative: closes more than it opens)."""
+    code = _STRING_OR_COMMENT.sub(b"", line)
+    return sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
 
 
 def near_flat(content: bytes) -> NearFlat:
