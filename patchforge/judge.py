@@ -1879,9 +1879,11 @@ def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], in
     return starts, own[0], min(theirs, key=lambda line: abs(line - own[0]))
 
 
-# A name that a line sets (`ok = load(c);`, `err := f()`, `n += 1`, `auto ok = ...`), never a
-# comparison (`==`, `<=`, `!=`, `>=`).
-_SETS_NAME = on_first_use(rb"([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
+# The name a statement sets (`ok = load(c);`, `err := f()`, `n += 1`, `auto ok = ...`,
+# `bool ok = ...`): its target, first on the line after any type words, never a comparison
+# (`==`, `<=`, `!=`, `>=`) nor a keyword argument inside a call's brackets (`f(limit=limit)`).
+_SETS_NAME = on_first_use(rb"^\s*(?:[A-Za-z_][\w:<>]*[*&]*\s+[*&]*)*([A-Za-z_]\w*)\s*"
+                          rb"(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
 _NAME = on_first_use(rb"[A-Za-z_]\w*")
 # A string literal or a line's comment: words, not names the code reads.
 _STRINGS = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')

@@ -369,3 +369,42 @@ def test_a_call_black_wrapped_by_the_fix_is_its_change_not_lines_added_beside_it
                        base.replace(b"    d = finish(c)\n",
                                     b"    d = finish(c)\n    res = reduce(\n" + tail), base)
     moves(stack)
+
+
+def stops(stack: OneUpstreamStack) -> None:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def test_a_keyword_argument_between_the_copies_sets_no_name(tmp_path):
+    # `widen(a, limit=limit)` passes the limit on; it sets nothing the guard reads, so the
+    # guard upstream added after it is the fix's made twice (it merged in twice, exit 0).
+    body = (b"def run(x, limit):\n    a = prepare(x)\n    b = widen(a, limit=limit)\n"
+            b"    out = launch(b)\n    c = narrow(out)\n    d = finish(c)\n    return d\n")
+    base = b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+    theirs = GUARD.replace(b"'a limit is never negative'", b'"a limit is never negative"')
+    fixed = base.replace(b"    a = prepare(x)\n", GUARD + b"    a = prepare(x)\n")
+    stops(stack_with(tmp_path, fixed, base.replace(b"    b = widen(a, limit=limit)\n",
+                                                   b"    b = widen(a, limit=limit)\n" + theirs),
+                     base))
+
+
+def test_a_block_the_changed_line_opens_is_no_call_going_on(tmp_path):
+    # The fix widens `if (mode == 1) {` and guards the block's first line; `{` opens a block,
+    # not arguments of the changed line: the guard upstream added a line lower is the fix's
+    # made twice (it merged in twice, exit 0).
+    kernel = (b"#include <hip/hip_runtime.h>\n\ntemplate <typename T>\n"
+              b"__global__ void scale(T* x, int n, int mode) {\n"
+              b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (mode == 1) {\n"
+              b"        T a = x[i];\n        T b = a * static_cast<T>(2);\n"
+              b"        T c = b + a;\n        x[i] = c;\n    }\n}\n\n"
+              b"int version() { return 1; }\n")
+    guard = b"        if (i >= n) return;\n"
+    stops(stack_with_file(tmp_path, "pkg/k.cu", kernel,
+                          kernel.replace(b"    if (mode == 1) {\n",
+                                         b"    if (mode == 1 && n > 0) {\n" + guard),
+                          kernel.replace(b"        T a = x[i];\n",
+                                         b"        T a = x[i];\n        if (i >= n)  return;\n")))

@@ -274,9 +274,10 @@ _STRING_OR_COMMENT = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|
 
 
 def _bracket_depth(line: bytes) -> int:
-    """How many brackets `line` opens and leaves open (negative: closes more than it opens)."""
+    """How many round and square brackets `line` opens and leaves open (negative: closes more
+    than it opens). Not braces: `if (...) {` opens a block, not a call going on."""
     code = _STRING_OR_COMMENT.sub(b"", line)
-    return sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
+    return sum(code.count(c) for c in b"([") - sum(code.count(c) for c in b")]")
 
 
 def near_flat(content: bytes) -> NearFlat:
