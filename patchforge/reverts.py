@@ -991,8 +991,11 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         if not function:
             return None
         bare = re.split(rb"\.|::", function.split(b" [")[0])[-1]
-        if function == own and \
-                signature_at(fp.path, lines_of(content), where - 1) == own_signature:
+        # The definition tells only overloads apart: a fix's function whose parameters
+        # upstream changed, the old definition nowhere in the file, is still its own.
+        if function == own and (
+                signature_at(fp.path, lines_of(content), where - 1) == own_signature
+                or own_signature not in b"".join(content.split())):
             return function, False
         return (function, True) if bare and bare not in old and calls(content, bare) else None
 
@@ -1001,7 +1004,10 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         base is the fix made again only where the fix's function uses it (`settle()`); one
         it never calls is other code that reads alike."""
         lines = lines_of(content)
-        return any(name + b"(" in text and function_named_at(fp.path, lines, i) == own
+        # `settle(n)`, `settle (n)`, `settle<int>(n)`, a kernel's `settle<<<g, b>>>(n)`.
+        call = re.compile(rb"\b" + re.escape(name) + rb"\s*(?:<[^;()]*>\s*)?\(")
+        return any(name in text and call.search(text) is not None
+                   and function_named_at(fp.path, lines, i) == own
                    for i, text in enumerate(lines))
 
     found = again(now, line)
@@ -1016,11 +1022,18 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
                 1 for where in _copy_lines(hunk, content) if again(content, where) == found)
 
         left = inside(takers.content(taker[0], k))
-        if left:
-            return (None, *found) if left >= inside(takers.content(taker[1], k)) else None
     newer = [sha for sha, _, _ in takers.log]
     if taker is not None and taker[0] in newer:
         newer = newer[:newer.index(taker[0])]
+    if taker is not None and left:
+        if left >= inside(takers.content(taker[1], k)):
+            return None, *found
+        # Upstream's own copies were there before the taker: a re-land is a later commit
+        # that puts one more in the function than the taker left.
+        for sha in reversed(newer):  # oldest first
+            if inside(takers.content(sha, k)) > left:
+                return sha, *found
+        return None
     for sha in reversed(newer):  # oldest first
         content = takers.content(sha, k)
         there = _copy_line(hunk, content) if content is not None else None

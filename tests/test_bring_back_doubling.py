@@ -298,3 +298,93 @@ def test_a_check_upstream_adds_to_another_overload_after_a_revert_is_no_re_land(
     stack.cli("overlays")
     deployed = (stack.root / "overlays/up/csrc/k.cu").read_bytes()
     assert deployed == fixed[:k + len(check)] + check + fixed[k + len(check):]
+
+
+
+def relanded_is_said_and_refused(stack: OneUpstreamStack, path: str, line: bytes) -> None:
+    """status at v3 says the fix landed again; bring-back refuses it (exit 2); the overlay
+    then has upstream's copy of `line` alone."""
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again its own way" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch", expect=2)
+    stack.cli("overlays", expect=None)
+    # No fix of the series is left on the file: upstream's own, its one copy, is deployed.
+    assert not (stack.root / "overlays/up" / path).exists()
+    assert (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+def test_a_re_land_after_upstreams_own_copy_elsewhere_in_the_function_is_said(tmp_path):
+    """Upstream synchronized after kernel12 too (#12), reverted the fix's #11, then made the
+    fix again its own way a line lower (#13): the function had upstream's other copy before the
+    revert, and that stopped the search: said "possibly doubled", and bring-back put the fix
+    back, three synchronize lines. A later commit that adds one more copy than the revert left
+    is the re-land."""
+    steps = b"".join(b"    step%d = kernel%d(step%d)\n" % (i, i, i - 1) for i in range(2, 16))
+    alpha = (b"def alpha(x):\n    step0 = x\n    step1 = kernel1(step0)\n" + steps
+             + b"    return step15\n\n\n")
+    base = alpha + BETA
+    fixed = base.replace(b"kernel1(step0)\n", b"kernel1(step0)\n" + SYNC)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize after kernel1 (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    both = fixed.replace(b"kernel12(step11)\n", b"kernel12(step11)\n" + SYNC)
+    stack.commit({"pkg/a.py": both}, "alpha: synchronize after kernel12 too (#12)")
+    reverted = both.replace(b"kernel1(step0)\n" + SYNC, b"kernel1(step0)\n")
+    stack.commit({"pkg/a.py": reverted}, 'Revert "alpha: synchronize after kernel1 (#11)"'
+                 f"\n\nThis reverts commit {landing}.")
+    stack.commit({"pkg/a.py": reverted.replace(b"kernel2(step1)\n", b"kernel2(step1)\n" + SYNC)},
+                 "alpha: wait for kernel1 and kernel2 (#13)", tag="v3")
+    relanded_is_said_and_refused(stack, "pkg/a.py", SYNC)
+
+
+C_CHECK = b"  C10_CUDA_KERNEL_LAUNCH_CHECK();\n"
+
+
+def test_a_re_land_in_the_fixs_function_whose_parameters_changed_is_said(tmp_path):
+    """Upstream made the fix again in launch() while adding a parameter to it: the definition
+    told that copy from the fix's function as another overload's, and bring-back put the fix
+    back beside it. The definition tells overloads apart only where the old one is still in
+    the file."""
+    body = b"".join(b"  int v%d = v%d * 2;\n" % (i, i - 1) for i in range(1, 12))
+    call = b"  kernel<<<1, 64>>>(v11);\n"
+    base = (b"#include <c10/cuda/CUDAException.h>\n\nvoid launch(int n) {\n  int v0 = n;\n"
+            + body + call + b"  report(v11);\n}\n\nint version() {\n  return 1;\n}\n")
+    stack = OneUpstreamStack(tmp_path, {"csrc/k.cu": base})
+    stack.add_fix("fa", "csrc/k.cu", base, base.replace(call, call + C_CHECK))
+    landing = stack.commit({"csrc/k.cu": base.replace(call, call + C_CHECK)},
+                           "launch: check the launch (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"csrc/k.cu": base}, 'Revert "launch: check the launch (#11)"'
+                 f"\n\nThis reverts commit {landing}.")
+    again = base.replace(b"void launch(int n) {", b"void launch(int n, hipStream_t stream) {") \
+        .replace(b"  int v0 = n;\n", b"  int v0 = n;\n  use(stream);\n") \
+        .replace(b"  report(v11);\n", b"  report(v11);\n" + C_CHECK)
+    stack.commit({"csrc/k.cu": again}, "launch: on the caller's stream, checked (#12)",
+                 tag="v3")
+    relanded_is_said_and_refused(stack, "csrc/k.cu", C_CHECK)
+
+
+def test_a_new_helper_called_as_a_template_is_called(tmp_path):
+    """The C++ twin of the settle() re-land: alpha calls `settle<int>(n)`, which a search for
+    `settle(` did not see, so the fix went back beside the helper's check."""
+    alpha = (b"void alpha(float* x, int n) {\n  int y = n + 1;\n  kernel<<<1, 64>>>(x, y);\n"
+             b"  int z = y * 2;\n  record(z);\n}\n\n")
+    beta = b"void beta(float* x, int n) {\n  int y = n - 1;\n  record(y * 3);\n}\n\n"
+    pad = b"".join(b"int pad%d() { return %d; }\n\n" % (i, i) for i in range(8))
+    head = b"#include <c10/cuda/CUDAException.h>\n\n"
+    base = head + alpha + pad + beta
+    fixed = base.replace(b"(x, y);\n", b"(x, y);\n" + C_CHECK)
+    settle = b"template <typename T>\nT settle(T v) {\n" + C_CHECK + b"  return v;\n}\n\n"
+    stack = OneUpstreamStack(tmp_path, {"csrc/k.cu": base})
+    stack.add_fix("fa", "csrc/k.cu", base, fixed)
+    landing = stack.commit({"csrc/k.cu": fixed}, "alpha: check the launch (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"csrc/k.cu": base}, 'Revert "alpha: check the launch (#11)"'
+                 f"\n\nThis reverts commit {landing}.")
+    relanded = head + alpha.replace(b"  int y = n + 1;\n", b"  int y = settle<int>(n) + 1;\n") \
+        + settle + pad + beta
+    stack.commit({"csrc/k.cu": relanded}, "alpha: settle after the launch", tag="v3")
+    relanded_is_said_and_refused(stack, "csrc/k.cu", C_CHECK)
