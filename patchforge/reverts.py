@@ -509,8 +509,7 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
     at several places, or a copy of its lines holds with part of them) is _PLACE_ASKED, for
     the history to say (_placed_by_history). Without `ask`, the files alone: present where
     such a copy holds; gone where none of its added lines is anywhere in the file (a guard
-    dropped alone among functions that start alike); else other. Neither held, its whole
-    post-image at exactly one place and its pre-image at none: present."""
+    dropped alone among functions that start alike); else other."""
     old, new = hunk.old_lines(), hunk.new_lines()
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
@@ -532,12 +531,6 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
         if ask:
             return _PLACE_ASKED
         return "other" if _lines_elsewhere(hunk, lines) else "gone"
-    if _whole_at_one_place(lines, new, old):
-        # The same, the other way: a guard another function also has holds at both with the
-        # context every function shares, but the fix's own place holds its whole post-image,
-        # context and all: there, not changed otherwise (another of its hunks, taken out
-        # while that function has its lines too, is then told by the history: _judge).
-        return "present"
     return "other"
 
 
@@ -787,19 +780,13 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
 def _back_exactly(lines: _Lines, hunk) -> bool:
     """Whether a hunk's whole pre-image (its context and the lines it removes) is at exactly
     one place of the file, and its post-image at none."""
-    return _whole_at_one_place(lines, hunk.old_lines(), hunk.new_lines())
-
-
-def _whole_at_one_place(lines: _Lines, run: list[bytes], other: list[bytes]) -> bool:
-    """Whether `run` (a hunk's whole pre- or post-image) is at exactly one place of the file,
-    and `other` (its other side) at none."""
+    old, new = hunk.old_lines(), hunk.new_lines()
     text = lines.lines
 
-    def places(lines_: list[bytes]) -> int:
-        return sum(1 for k in lines.at(lines_[0]) if text[k:k + len(lines_)] == lines_) \
-            if lines_ else 0
+    def places(run: list[bytes]) -> int:
+        return sum(1 for k in lines.at(run[0]) if text[k:k + len(run)] == run) if run else 0
 
-    return places(run) == 1 and places(other) == 0
+    return places(old) == 1 and places(new) == 0
 
 
 def _only_adds(hunk) -> bool:

@@ -1,8 +1,9 @@
 """A kept landing of two hunks (a guard at a function's top, `torch.cuda.synchronize()` before
-its return) of which upstream later takes one hunk back, while every other function of the
-file holds a kept fix with the same guard (and synchronize). That hunk reverse-applies at
-another function's copy, so it reads as still upstream there; but the fix's own function holds
-the hunk's old code, every line of it: taken back in part, said. Real git history, through
+its return) of which upstream later takes the guard back, while the other functions of the
+file hold kept fixes with the same guard or synchronize. The guard's context every function
+shares holds at several places, and the synchronize hunk still upstream cannot be told at its
+place from the other copies either; the guard's whole pre-image is at one place and the
+commit that took it out made that place: taken back in part, said. Real git history, through
 the CLI."""
 from __future__ import annotations
 
@@ -60,25 +61,3 @@ def test_a_guard_taken_back_while_every_other_function_has_the_same_guard_is_sai
         assert f"up/{said['name']}" in out + err and "taken back in part" in out + err, \
             (command, out + err)
 
-
-def test_a_sync_taken_back_while_another_function_has_the_same_guard_and_sync_is_said(tmp_path):
-    fixes = [("kfix1", 1, (True, True)), ("kfix2", 2, (True, True))]
-    stack, parts = _landed(tmp_path, fixes)
-    dropped = {**parts, 1: (True, False)}
-    drop = stack.commit({"pkg/k.py": _file(dropped)}, "k1: no sync after all", tag="v9")
-    (said,) = stack.json("status", "--against", "v9", expect=1)["gone_upstream"]
-    assert (said["name"], said["by"]) == ("kfix1.patch", drop), said
-    assert "taken back in part" in said["detail"], said
-    stack.cli("rebase", "--to", "v9", expect=1)
-    for command in (("check",), ("status",)):
-        _, out, err = stack.cli(*command, expect=1)
-        assert f"up/{said['name']}" in out + err and "taken back in part" in out + err, \
-            (command, out + err)
-    _, out, _ = stack.cli("bring-back", "up/kfix1.patch")
-    assert "1 of its 2 hunks landed upstream" in out, out
-    back = stack.patch("up", "kfix1")
-    assert b"\n+    torch.cuda.synchronize()" in back and b"if x is None" not in back, back.decode()
-    stack.cli("overlays")
-    assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == _file(parts)
-    for command in (("check",), ("status",)):
-        stack.cli(*command)

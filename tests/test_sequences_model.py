@@ -171,6 +171,9 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
+SYNC_DROPPED_ALONE = (
+    "a kept fix's synchronize dropped alone by other work, beside its landed guard, while "
+    "another function has the same guard and synchronize: said superseded, lost")
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -1190,6 +1193,11 @@ class SequencesModel(StackModel):
                 if len(fix["parts"]) < 2:
                     return
                 part = data.draw(st.sampled_from(fix["parts"]))
+                if part == "sync" and any(
+                        other.guard and other.has("sync")
+                        for i, other in head.slots.items() if i != slot) and \
+                        self.not_made(SYNC_DROPPED_ALONE):
+                    return
                 head.slots[slot] = state.without(part)
                 message = f"k{slot}: no {part} after all"
             elif kind == "moves a line":
