@@ -772,6 +772,11 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
                     weak.append(n)
             exact.append((n, state))
         if not any(state == "gone" for _, state in exact):
+            if unplaced and any(state == "other" and n not in asked for n, state in found):
+                # (The history is asked of a hunk whose place the files cannot tell only
+                # where the rest of the fix is there: beside a hunk upstream changed
+                # otherwise, a rewrite that made that place is no take-back of it.)
+                unplaced.clear()
             return None
         return exact
     return found
