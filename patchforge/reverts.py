@@ -1132,56 +1132,51 @@ def _copy_line(hunk, content: bytes) -> int | None:
     """The line (from 1) of `content` where a copy of the hunk's added lines begins: its
     first line that tells (_added) there as it is, or its first run (near_runs) read as
     near text from that line on."""
+    told, near = _copy_starts(hunk, content, first=True)
+    return told[0] if told else near[0] if near else None
+
+
+def _copy_lines(hunk, content: bytes) -> list[int]:
+    """Every line (from 1) of `content` where a copy of the hunk's added lines begins, as
+    _copy_line finds the first."""
+    told, near = _copy_starts(hunk, content)
+    return sorted(set(told) | set(near))
+
+
+def _copy_starts(hunk, content: bytes, first: bool = False) -> tuple[list[int], list[int]]:
+    """The lines (from 1) of `content` where the hunk's first line that tells (_added) is as
+    it is, and those where its first run (near_runs) begins read as near text; with `first`,
+    only the first found, the near text not read where a line that tells is found."""
     from patchforge.apply.hunks import lines_of
 
     lines = lines_of(content)
     added = _added(hunk)
+    told: list[int] = []
     if added:
         for number, line in enumerate(lines, 1):
             if _squeezed(line) == added[0]:
-                return number
+                told.append(number)
+                if first:
+                    return told, []
+    near: list[int] = []
     runs = near_runs(hunk)
     if not runs:
-        return None
-    near = [near_lines([line]) for line in lines]
+        return told, near
+    near_of = [near_lines([line]) for line in lines]
     for number in range(len(lines)):
         text = b""
-        for later in near[number:]:
+        for later in near_of[number:]:
             if not later:
                 continue
             text += later[0]
             if not runs[0].startswith(text):
                 break
             if text == runs[0]:
-                return number + 1
-    return None
-
-
-def _copy_lines(hunk, content: bytes) -> list[int]:
-    """Every line (from 1) of `content` where a copy of the hunk's added lines begins, as
-    _copy_line finds the first: its first line that tells there as it is, or its first run
-    read as near text from that line on."""
-    from patchforge.apply.hunks import lines_of
-
-    lines = lines_of(content)
-    added = _added(hunk)
-    found = {number for number, line in enumerate(lines, 1)
-             if added and _squeezed(line) == added[0]}
-    runs = near_runs(hunk)
-    if runs:
-        near = [near_lines([line]) for line in lines]
-        for number in range(len(lines)):
-            text = b""
-            for later in near[number:]:
-                if not later:
-                    continue
-                text += later[0]
-                if not runs[0].startswith(text):
-                    break
-                if text == runs[0]:
-                    found.add(number + 1)
-                    break
-    return sorted(found)
+                near.append(number + 1)
+                if first:
+                    return told, near
+                break
+    return told, near
 
 
 def _possibly_doubled(fix: _Fix) -> str:
