@@ -239,12 +239,10 @@ KERNEL_ALPHA = (b"def alpha(x):\n    step0 = x\n    step1 = kernel1(step0)\n" + 
                 + b"    return step15\n\n\n")
 
 
-def test_a_copy_upstream_had_beside_the_landed_fix_before_its_revert_is_no_re_land(tmp_path):
-    """A synchronize lands after alpha's kernel1 (#11); upstream then adds its own after
-    kernel12 in alpha (#12), beside the landed one, and later reverts #11 alone. The copy was
-    in alpha before the revert: upstream's other code, not the fix landed again. Status said
-    "landed again its own way" and advised `delete` (losing a fix upstream reverted and never
-    made again); now it says the fix is possibly doubled, and bring-back puts it back."""
+def _landed_beside_upstreams_copy_then_reverted(tmp_path, tag: str | None = None):
+    """A synchronize lands after alpha's kernel1 (#11, kept); upstream adds its own after
+    kernel12 (#12), then reverts #11 alone (tagged `tag`). The stack, the file at #12, and
+    the file the revert left."""
     base = KERNEL_ALPHA + BETA
     fixed = base.replace(b"kernel1(step0)\n", b"kernel1(step0)\n" + SYNC)
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
@@ -254,9 +252,19 @@ def test_a_copy_upstream_had_beside_the_landed_fix_before_its_revert_is_no_re_la
     stack.cli("rebase", "--to", "v2")
     both = fixed.replace(b"kernel12(step11)\n", b"kernel12(step11)\n" + SYNC)
     stack.commit({"pkg/a.py": both}, "alpha: synchronize after kernel12 too (#12)")
-    stack.commit({"pkg/a.py": both.replace(b"kernel1(step0)\n" + SYNC, b"kernel1(step0)\n")},
-                 f'Revert "alpha: synchronize after kernel1 (#11)"\n\nThis reverts commit '
-                 f'{landing}.', tag="v3")
+    reverted = both.replace(b"kernel1(step0)\n" + SYNC, b"kernel1(step0)\n")
+    stack.commit({"pkg/a.py": reverted}, 'Revert "alpha: synchronize after kernel1 (#11)"'
+                 f"\n\nThis reverts commit {landing}.", tag=tag)
+    return stack, both, reverted
+
+
+def test_a_copy_upstream_had_beside_the_landed_fix_before_its_revert_is_no_re_land(tmp_path):
+    """A synchronize lands after alpha's kernel1 (#11); upstream then adds its own after
+    kernel12 in alpha (#12), beside the landed one, and later reverts #11 alone. The copy was
+    in alpha before the revert: upstream's other code, not the fix landed again. Status said
+    "landed again its own way" and advised `delete` (losing a fix upstream reverted and never
+    made again); now it says the fix is possibly doubled, and bring-back puts it back."""
+    stack, both, _ = _landed_beside_upstreams_copy_then_reverted(tmp_path, tag="v3")
     _, out, _ = stack.cli("status", "--against", "v3", expect=1)
     assert "landed again" not in out and "patchforge delete" not in out, out
     assert "a bring-back puts it back (possibly doubled: look at pkg/a.py line 15)" in out, out
@@ -320,21 +328,7 @@ def test_a_re_land_after_upstreams_own_copy_elsewhere_in_the_function_is_said(tm
     revert, and that stopped the search: said "possibly doubled", and bring-back put the fix
     back, three synchronize lines. A later commit that adds one more copy than the revert left
     is the re-land."""
-    steps = b"".join(b"    step%d = kernel%d(step%d)\n" % (i, i, i - 1) for i in range(2, 16))
-    alpha = (b"def alpha(x):\n    step0 = x\n    step1 = kernel1(step0)\n" + steps
-             + b"    return step15\n\n\n")
-    base = alpha + BETA
-    fixed = base.replace(b"kernel1(step0)\n", b"kernel1(step0)\n" + SYNC)
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
-    stack.add_fix("fa", "pkg/a.py", base, fixed)
-    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize after kernel1 (#11)",
-                           tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    both = fixed.replace(b"kernel12(step11)\n", b"kernel12(step11)\n" + SYNC)
-    stack.commit({"pkg/a.py": both}, "alpha: synchronize after kernel12 too (#12)")
-    reverted = both.replace(b"kernel1(step0)\n" + SYNC, b"kernel1(step0)\n")
-    stack.commit({"pkg/a.py": reverted}, 'Revert "alpha: synchronize after kernel1 (#11)"'
-                 f"\n\nThis reverts commit {landing}.")
+    stack, _, reverted = _landed_beside_upstreams_copy_then_reverted(tmp_path)
     stack.commit({"pkg/a.py": reverted.replace(b"kernel2(step1)\n", b"kernel2(step1)\n" + SYNC)},
                  "alpha: wait for kernel1 and kernel2 (#13)", tag="v3")
     relanded_is_said_and_refused(stack, "pkg/a.py", SYNC)

@@ -28,6 +28,27 @@ FIXED = BASE.replace(K1, K1.replace(b"    step0 = x\n", GUARD + b"    step0 = x\
 DROPPED = BASE.replace(K1, K1.replace(b"    return step9\n", SYNC + b"    return step9\n"))
 
 
+def guard_said_taken_back_and_brought_back(stack: OneUpstreamStack, drop: str) -> dict:
+    """kfix's guard, taken out by `drop` at v3, is said taken back in part by status (its
+    entry returned), the rebase onto v3, check and status at the pin (exit 1); the advised
+    bring-back puts the guard alone back into the series, the landed synchronize kept."""
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert (said["name"], said["by"]) == ("kfix.patch", drop), said
+    assert "taken back in part: pkg/k.py hunk 1, the rest of its change still upstream" \
+        in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    for command in (("check",), ("status",)):
+        _, out, err = stack.cli(*command, expect=1)
+        assert "up/kfix.patch" in out + err and "taken back in part" in out + err, \
+            (command, out + err)
+    _, out, _ = stack.cli("bring-back", "up/kfix.patch")
+    assert "1 of its 2 hunks landed upstream" in out, out
+    assert stack.series("up") == ["kfix.patch"]
+    back = stack.patch("up", "kfix")
+    assert b"\n+    if x is None" in back and b"synchronize" not in back, back.decode()
+    return said
+
+
 def test_a_guard_upstream_drops_alone_with_context_every_function_shares_is_said(tmp_path):
     """It was "superseded" (the guard's hunk neither there nor back at one place its
     neighbours tell): status, the rebase onto it and check exited 0 with the guard in no
@@ -39,21 +60,7 @@ def test_a_guard_upstream_drops_alone_with_context_every_function_shares_is_said
     stack.cli("rebase", "--to", "v2")
     assert (stack.root / "series/up/upstreamed/kfix.patch").is_file()
     drop = stack.commit({"pkg/k.py": DROPPED}, "Tidy the kernels", tag="v3")
-    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
-    assert (said["name"], said["by"]) == ("kfix.patch", drop), said
-    assert "taken back in part: pkg/k.py hunk 1, the rest of its change still upstream" \
-        in said["detail"], said
-    stack.cli("rebase", "--to", "v3", expect=1)
-    for command in (("check",), ("status",)):
-        _, out, err = stack.cli(*command, expect=1)
-        assert "up/kfix.patch" in out + err and "taken back in part" in out + err, \
-            (command, out + err)
-    # The advised bring-back puts the guard back; the synchronize, landed, stays kept.
-    _, out, _ = stack.cli("bring-back", "up/kfix.patch")
-    assert "1 of its 2 hunks landed upstream" in out, out
-    assert stack.series("up") == ["kfix.patch"]
-    back = stack.patch("up", "kfix")
-    assert b"\n+    if x is None" in back and b"synchronize" not in back, back.decode()
+    guard_said_taken_back_and_brought_back(stack, drop)
     assert (stack.root / "series/up/upstreamed/kfix.patch").is_file()
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/k.py").read_bytes()
@@ -95,19 +102,8 @@ def test_a_guard_dropped_alone_while_another_function_has_the_same_guard_is_said
     stack, both = _two_kept_guards(tmp_path)
     dropped = _guarded(_guarded(BASE, K1, guard=False), K2, sync=False)
     drop = stack.commit({"pkg/k.py": dropped}, "Tidy the kernels", tag="v3")
-    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
-    assert (said["name"], said["kind"], said["by"]) == ("kfix.patch", "removed", drop), said
-    assert "taken back in part: pkg/k.py hunk 1, the rest of its change still upstream" \
-        in said["detail"], said
-    stack.cli("rebase", "--to", "v3", expect=1)
-    for command in (("check",), ("status",)):
-        _, out, err = stack.cli(*command, expect=1)
-        assert "up/kfix.patch" in out + err and "taken back in part" in out + err, \
-            (command, out + err)
-    _, out, _ = stack.cli("bring-back", "up/kfix.patch")
-    assert "1 of its 2 hunks landed upstream" in out, out
-    back = stack.patch("up", "kfix")
-    assert b"\n+    if x is None" in back and b"synchronize" not in back, back.decode()
+    said = guard_said_taken_back_and_brought_back(stack, drop)
+    assert said["kind"] == "removed", said
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == both
     for command in (("check",), ("status",)):
