@@ -19,9 +19,9 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     defined_names, file_changes, function_named_at,
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import (NEAR_LINES, NearText, doubled_near, line_spans,
-                                       near_lines, near_runs, near_windows, replacing_runs,
-                                       telling_runs)
+from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, doubled_near,
+                                       line_spans, near_lines, near_runs, near_windows,
+                                       replacing_runs, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1885,8 +1885,6 @@ def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], in
 _SETS_NAME = on_first_use(rb"^\s*(?:[A-Za-z_][\w:<>]*[*&]*\s+[*&]*)*([A-Za-z_]\w*)\s*"
                           rb"(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
 _NAME = on_first_use(rb"[A-Za-z_]\w*")
-# A string literal or a line's comment: words, not names the code reads.
-_STRINGS = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
 
 
 def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> bool:
@@ -1906,7 +1904,8 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
         near += b"".join(near_lines([line]))
         if len(near) >= len(run):
             break
-    read = {name for line in written for name in _NAME.findall(_STRINGS.sub(b"", line))}
+    read = {name for line in written
+            for name in _NAME.findall(STRING_OR_COMMENT.sub(b"", line))}
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]

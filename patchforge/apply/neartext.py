@@ -269,14 +269,14 @@ def _new_parts(lines: list[bytes], old: list[bytes]) -> list[list[bytes]]:
     return [part for part in (lines[:first], lines[last:]) if part]
 
 
-# A string literal or a line's comment: its brackets are not the code's.
-_STRING_OR_COMMENT = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
+# A string literal or a line's comment: its brackets and words are not the code's.
+STRING_OR_COMMENT = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
 
 
 def _bracket_depth(line: bytes) -> int:
     """How many round and square brackets `line` opens and leaves open (negative: closes more
     than it opens). Not braces: `if (...) {` opens a block, not a call going on."""
-    code = _STRING_OR_COMMENT.sub(b"", line)
+    code = STRING_OR_COMMENT.sub(b"", line)
     return sum(code.count(c) for c in b"([") - sum(code.count(c) for c in b")]")
 
 
