@@ -301,13 +301,13 @@ def test_a_one_line_guard_upstream_added_to_the_next_kernel_moves(tmp_path):
     assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(guard) == 2
 
 
-@pytest.mark.parametrize("language", ["c++", "python"])
+@pytest.mark.parametrize("language", ["c++", "python", "c++-commented"])
 def test_the_same_check_upstream_added_after_the_next_step_is_another_check(tmp_path, language):
     # A check after each of two steps: the fix checks the first step's result, upstream adds
     # the same check after the second step, a line or two lower. Each checks another state
     # (the name it reads is set again between them); the stop and its advice (delete your
     # copy, or --skip) lost the fix's check of the first step.
-    if language == "c++":
+    if language != "python":
         path, check = "pkg/k.cu", b"    if (!ok) return false;\n"
         base = (b"bool setup(Ctx* c) {\n    bool ok = alloc_buffers(c);\n"
                 b"    ok = load_weights(c);\n    c->ready = true;\n    log_setup(c);\n"
@@ -319,7 +319,9 @@ def test_the_same_check_upstream_added_after_the_next_step_is_another_check(tmp_
                 b"    c.ready = True\n    log_setup(c)\n    return None\n\n\n"
                 b"def version():\n    return 1\n")
         first, second = b"alloc_buffers(c)\n", b"load_weights(c)\n"
-    stack = stack_with_file(tmp_path, path, base, base.replace(first, first + check),
+    # (A comment above the fix's check: the check inside the run is read on its own.)
+    mine = b"    // the buffers are there\n" + check if language == "c++-commented" else check
+    stack = stack_with_file(tmp_path, path, base, base.replace(first, first + mine),
                             base.replace(second, second + check))
     moves(stack)
     stack.cli("overlays")
@@ -408,3 +410,53 @@ def test_a_block_the_changed_line_opens_is_no_call_going_on(tmp_path):
                                          b"    if (mode == 1 && n > 0) {\n" + guard),
                           kernel.replace(b"        T a = x[i];\n",
                                          b"        T a = x[i];\n        if (i >= n)  return;\n")))
+
+
+@pytest.mark.parametrize("run", [b"    // threads past the end do nothing\n    if (i >= n) return;\n",
+                                 b"    if (n <= 0) return;\n    if (i >= n) return;\n"],
+                         ids=["comment-above", "two-guards"])
+def test_a_guard_inside_a_longer_run_upstream_added_alone_a_line_lower_stops(tmp_path, run):
+    # The fix's run is a comment line and the guard (or two guards); upstream adds the guard
+    # alone, over two lines, a line lower. The run as a whole is no guard and under 24
+    # characters of code, and the comment's words are not in upstream's file: the rebase
+    # merged the guard in twice, exit 0.
+    index = b"threadIdx.x;\n"
+    stack = stack_with_file(tmp_path, "pkg/k.cu", KERNEL, KERNEL.replace(index, index + run),
+                            KERNEL.replace(b"    T a = x[i];\n",
+                                           b"    T a = x[i];\n    if (i >= n)\n        return;\n"))
+    said_doubled(stack, "pkg/k.cu line 7 (upstream's at line 9)")
+
+
+def test_a_guard_with_a_comment_upstream_added_to_the_next_kernel_moves(tmp_path):
+    # Its neighbour: the same guard alone in the kernel after the fix's is another function's.
+    run = b"    // threads past the end do nothing\n    if (i >= n) return;\n"
+    index = b"threadIdx.x;\n"
+    shift = (b"__global__ void shift(float* x, int n) {\n"
+             b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    x[i] += 1.0f;\n}\n")
+    two = KERNEL.replace(b"\nint version()", b"\n" + shift + b"\nint version()")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", two, two.replace(index, index + run, 1),
+                            two.replace(shift, shift.replace(index, index + b"    if (i >= n) "
+                                                                           b"return;\n")))
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(b"if (i >= n)") == 2
+
+
+def test_a_guard_beside_a_changed_line_naming_a_word_upstream_lacks_stops(tmp_path):
+    # The fix widens the block's condition with `x != nullptr`, a word upstream's file does not
+    # have, and guards the block's first line; upstream adds the guard alone a line lower.
+    # The run's words were asked whole, `nullptr` missing, and the guard in it never read: it
+    # merged in twice, exit 0.
+    kernel = (b"#include <hip/hip_runtime.h>\n\ntemplate <typename T>\n"
+              b"__global__ void scale(T* x, int n, int mode) {\n"
+              b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (mode == 1) {\n"
+              b"        T a = x[i];\n        T b = a * static_cast<T>(2);\n"
+              b"        T c = b + a;\n        x[i] = c;\n    }\n}\n\n"
+              b"int version() { return 1; }\n")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", kernel,
+                            kernel.replace(b"    if (mode == 1) {\n",
+                                           b"    if (mode == 1 && x != nullptr) {\n"
+                                           b"        if (i >= n) return;\n"),
+                            kernel.replace(b"        T a = x[i];\n",
+                                           b"        T a = x[i];\n        if (i >= n)  return;\n"))
+    said_doubled(stack, "pkg/k.cu line 7 (upstream's at line 9)")

@@ -237,7 +237,29 @@ def _added_runs(hunk) -> list[tuple[bytes, list[bytes], list[bytes]]]:
         if change[at] in removed:
             found.extend((b"".join(near_lines(part)), part, [])
                          for part in _new_parts(lines, old_lines[change[at]]))
+    # A guard inside a longer run added alone (a comment line above it, a second guard beside
+    # it) is read on its own as well: upstream adding that guard alone, its own way, a line
+    # lower, is the fix made twice all the same.
+    found.extend((b"".join(near_lines(part)), part, []) for text, lines, was in list(found)
+                 if not was for part in _guards_within(lines))
     return [run for run in found if len(run[0]) >= 4]
+
+
+def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
+    """The whole guards (is_guard, each the fewest lines that make one) among `lines`, a run
+    of added lines as written that is not one guard itself; [] for a run that is one."""
+    if is_guard(lines):
+        return []
+    found, at = [], 0
+    while at < len(lines):
+        end = next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
+                    if is_guard(lines[at:end])), None)
+        if end is None:
+            at += 1
+        else:
+            found.append(lines[at:end])
+            at = end
+    return found
 
 
 # How alike (difflib's ratio of near text) an added line must be to a removed one to be taken
@@ -331,9 +353,9 @@ def is_guard(lines: list[bytes]) -> bool:
 
 
 def telling_runs(fp: FilePatch) -> list[bytes]:
-    """The runs of lines `fp` adds (near_runs, each whole) with MIN_RUN_CHARS of code or more,
-    or one whole guard (is_guard), but for those its own removed lines hold (code the fix
-    moves, or re-wraps itself)."""
+    """The runs of lines `fp` adds (near_runs, each whole, and the parts _added_runs reads on
+    their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard), but for
+    those its own removed lines hold (code the fix moves, or re-wraps itself)."""
     removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
     return list(dict.fromkeys(text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
                               if (len(text) >= MIN_RUN_CHARS or is_guard(lines))
@@ -409,10 +431,13 @@ def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base:
 
 
 def _words_there(fp: FilePatch, text: bytes) -> bool:
-    """Whether some run of lines `fp` adds has each of its words (_WORD) in `text` (code with
-    its whitespace taken out): a run whose near text is there has (near text rewrites quotes,
-    numbers, commas and black's parentheses, never a letter). Asked first, in C, of every file a rebase carries onto
-    a file upstream changed: most have no such run, and no near text is made for them."""
+    """Whether some run of lines `fp` adds, or a part of one that may tell on its own (a guard
+    or a stretch of MIN_RUN_CHARS beside lines whose words are not there: a comment above the
+    guard, a changed line naming `nullptr`), has each of its words (_WORD) in `text` (code
+    with its whitespace taken out): a run whose near text is there has (near text rewrites
+    quotes, numbers, commas and black's parentheses, never a letter). Asked first, in C, of
+    every file a rebase carries onto a file upstream changed: most have no such run, and no
+    near text is made for them."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     for hunk in fp.hunks:
@@ -421,9 +446,26 @@ def _words_there(fp: FilePatch, text: bytes) -> bool:
             if line_kind(line) == b"+":
                 run.append(line_content(line))
             elif run:
-                if all(word in text for word in _WORD.findall(b"".join(run))):
+                if all(word in text for word in _WORD.findall(b"".join(run))) or \
+                        _part_there(run, text):
                     return True
                 run = []
+    return False
+
+
+def _part_there(run: list[bytes], text: bytes) -> bool:
+    """Whether a stretch of `run`'s lines whose words are all in `text` may tell on its own:
+    MIN_RUN_CHARS of code, or a guard in it (every part the doubling check reads, a guard
+    (_guards_within) or lines added beside a changed one (_new_parts), is such a stretch)."""
+    stretch: list[bytes] = []
+    for line in [*run, None]:
+        if line is not None and all(word in text for word in _WORD.findall(line)):
+            stretch.append(line)
+            continue
+        if stretch and (len(b"".join(b"".join(stretch).split())) >= MIN_RUN_CHARS or
+                        _GUARD.search(b" ".join(part.strip() for part in stretch))):
+            return True
+        stretch = []
     return False
 
 
