@@ -1909,7 +1909,19 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
-    return any(name in read for line in between for name in _SETS_NAME.findall(line))
+    return any(_sets_anew(line, read) for line in between)
+
+
+def _sets_anew(line: bytes, read: set[bytes]) -> bool:
+    """Whether `line` sets one of the names `read` to a new state: not a re-computation of the
+    same value from itself (`x = x.contiguous()`, `x = x.to(device).float()`: the state a guard
+    on `x` checks is the same after it, and its second copy is the fix made twice)."""
+    set_at = _SETS_NAME.match(line)
+    if set_at is None or set_at[1] not in read:
+        return False
+    value = line[set_at.end():].lstrip()
+    return not (value.startswith(set_at[1] + b".") and set_at[0].rstrip().endswith(b"=")
+                and set_at[0].rstrip()[-2:-1] not in b"-+*/%&|^<>:")
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

@@ -460,3 +460,37 @@ def test_a_guard_beside_a_changed_line_naming_a_word_upstream_lacks_stops(tmp_pa
                             kernel.replace(b"        T a = x[i];\n",
                                            b"        T a = x[i];\n        if (i >= n)  return;\n"))
     said_doubled(stack, "pkg/k.cu line 7 (upstream's at line 9)")
+
+
+@pytest.mark.parametrize("language", ["python", "c++"])
+def test_a_name_recomputed_from_itself_between_the_copies_is_the_same_check(tmp_path, language):
+    # `x = x.contiguous()` sets x again, but to the same tensor laid out anew: the guard on x
+    # upstream added after it checks what the fix's before it checks. It read as a check of
+    # another state, and the guard merged in twice, exit 0.
+    if language == "python":
+        path, guard, again = "pkg/a.py", b"    if x.numel() == 0:\n        return x\n", \
+            b"    x = x.contiguous()\n"
+        base = (b'"""Kernels."""\n\n\ndef run(x, limit):\n    a = prepare(limit)\n' + again +
+                b"    out = launch(x, a)\n    c = narrow(out)\n    return c\n\n\n"
+                b"def other(y):\n    return y\n")
+    else:
+        path, guard, again = "pkg/k.cu", b"    if (x.numel() == 0) return x;\n", \
+            b"    x = x.contiguous();\n"
+        base = (b"at::Tensor run(at::Tensor x, int limit) {\n    auto a = prepare(limit);\n" +
+                again + b"    auto out = launch(x, a);\n    return narrow(out);\n}\n\n"
+                b"int version() { return 1; }\n")
+    stops(stack_with_file(tmp_path, path, base, base.replace(again, guard + again),
+                          base.replace(again, again + guard)))
+
+
+def test_a_counter_stepped_between_the_copies_is_another_check(tmp_path):
+    # Its neighbour: `i += stride;` moves the index on, so the same guard after it checks the
+    # next element: both are wanted, and the fix moves.
+    kernel = (b"__global__ void two(float* x, int n, int stride) {\n"
+              b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    x[i] *= 2.0f;\n"
+              b"    i += stride;\n    x[i] *= 2.0f;\n}\n\nint version() { return 1; }\n")
+    guard = b"    if (i >= n) return;\n"
+    first, second = b"threadIdx.x;\n", b"    i += stride;\n"
+    stack = stack_with_file(tmp_path, "pkg/k.cu", kernel, kernel.replace(first, first + guard),
+                            kernel.replace(second, second + guard))
+    moves(stack)
