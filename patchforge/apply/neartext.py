@@ -159,9 +159,12 @@ class NearText:
 def spellings(run: bytes) -> tuple[bytes, ...]:
     """A run's near text, and for an `if` whose whole body is one statement (`if(C)S;`) the
     same with that body in braces, or out of them (`if(C){S;}`): C and C++ formatters write one
-    for the other (clang-format's InsertBraces, RemoveBracesLLVM), as black wraps a condition."""
+    for the other (clang-format's InsertBraces, RemoveBracesLLVM), as black wraps a condition.
+    A run that may be an item of a list, dict or call is read with a comma after it and
+    without: near text takes the comma off the last item only, before the closing bracket, so
+    an item added last and the same item added in the middle read otherwise (_item_spellings)."""
     if not run.startswith(b"if(") or not run.endswith((b";", b";}")):
-        return (run,)
+        return _item_spellings(run)
     depth = 0
     for at in range(2, len(run)):
         depth += {40: 1, 41: -1}.get(run[at], 0)
@@ -173,6 +176,22 @@ def spellings(run: bytes) -> tuple[bytes, ...]:
     if depth or not inner or b"{" in inner or b"}" in inner or inner.count(b";") != 1:
         return (run,)
     return (run, head + inner) if braced else (run, head + b"{" + inner + b"}")
+
+
+# How a line ends that no item of a list, dict or call ends with: a block's `:` or `{`, a
+# statement's `;`, a bracket left open.
+_NO_ITEM_END = (b":", b";", b"{", b"(", b"[")
+
+
+def _item_spellings(run: bytes) -> tuple[bytes, ...]:
+    """`run`, and the same with its comma at the end taken off or put on, where it can end an
+    item: `"gfx1151":{"fp8":fp8}` as the last item of a dict and `"gfx1151":{"fp8":fp8},` in
+    the middle of it are one entry."""
+    if run.endswith(b","):
+        return (run, run[:-1])
+    if run.endswith(_NO_ITEM_END):
+        return (run,)
+    return (run, run + b",")
 
 
 def near_runs(hunk, kind: bytes = b"+") -> list[bytes]:
