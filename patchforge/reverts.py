@@ -1393,9 +1393,11 @@ def _left_at(store: UpstreamStore, landed: str | None, fp: FilePatch, patch,
         except PatchforgeError:
             left = None
         if left is not None and _applies(left, fp, reverse=True):
-            for rest in (_put_back_after(store, landed, rev, fp) if rev else None,
-                         _parent_file(store, landed, fp.path)):
-                fixed = apply_file_patch(rest, fp, max_fuzz=0) if rest is not None else None
+            taker = _put_back_after(store, landed, rev, fp) if rev else None
+            for rest, fix in ((taker, fp), (taker, _not_there(taker, fp)),
+                              (_parent_file(store, landed, fp.path), fp)):
+                fixed = apply_file_patch(rest, fix, max_fuzz=0) \
+                    if rest is not None and fix is not None else None
                 if fixed is not None and fixed.ok and fixed.content is not None:
                     return fixed.content
     base = (patch.get("Base") or "").strip()
@@ -1426,6 +1428,18 @@ def _put_back_after(store: UpstreamStore, landed: str, rev: str, fp: FilePatch) 
         if before is not None and _applies(before, fp, reverse=True):
             return after
     return None
+
+
+def _not_there(content: bytes | None, fp: FilePatch) -> FilePatch | None:
+    """`fp` with only the hunks whose change `content` does not have at their place (a landing
+    taken back in part: the rest still upstream, where the whole fix cannot be put back), None
+    where every hunk or none is so. A twin guard that landed in the same commit, in another
+    function, then stays counted as upstream's, beside the fix's own put back."""
+    if content is None:
+        return None
+    missing = [hunk for hunk in fp.hunks
+               if not _applies(content, replace(fp, hunks=[hunk]), reverse=True)]
+    return replace(fp, hunks=missing) if 0 < len(missing) < len(fp.hunks) else None
 
 
 def _parent_file(store: UpstreamStore, commit: str, path: str) -> bytes | None:

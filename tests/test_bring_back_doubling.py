@@ -382,3 +382,45 @@ def test_a_new_helper_called_as_a_template_is_called(tmp_path):
         + settle + pad + beta
     stack.commit({"csrc/k.cu": relanded}, "alpha: settle after the launch", tag="v3")
     relanded_is_said_and_refused(stack, "csrc/k.cu", C_CHECK)
+
+
+def kernel(n: int) -> bytes:
+    steps = b"".join(b"    step%d = step%d + %d\n" % (i, i - 1, 100 * n + i) for i in range(1, 10))
+    return b"def k%d(x):\n    step0 = x\n" % n + steps + b"    return step9\n"
+
+
+KERNELS = b'"""Kernels."""\nimport torch\n' + b"".join(b"\n\n" + kernel(n) for n in range(4))
+GUARD = b"    if x is None and not torch.cuda.is_available():\n        raise ValueError('x is needed')\n"
+
+
+def guarded(text: bytes, n: int, guard: bool = True, sync: bool = True) -> bytes:
+    new = kernel(n)
+    if guard:
+        new = new.replace(b"    step0 = x\n", GUARD + b"    step0 = x\n")
+    if sync:
+        new = new.replace(b"    return step9\n", SYNC + b"    return step9\n")
+    return text.replace(kernel(n), new)
+
+
+def test_a_guard_dropped_alone_whose_twin_landed_in_the_same_commit_is_brought_back(tmp_path):
+    """kfix (k1's guard and a synchronize before its return) and kfix2 (the same guard in k2)
+    land in one upstream commit; upstream then drops k1's guard alone. Said taken back in part,
+    rightly; the advised bring-back was refused as doubled naming k2's guard (the fix's lines
+    were counted against the landing's parent, where the whole fix applies, not against the
+    file the drop left, where its synchronize is still upstream). It goes back once."""
+    fixed = guarded(KERNELS, 1)
+    both = guarded(fixed, 2, sync=False)
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": KERNELS})
+    stack.add_fix("kfix", "pkg/k.py", KERNELS, fixed)
+    stack.add_fix("kfix2", "pkg/k.py", fixed, both)
+    stack.commit({"pkg/k.py": both}, "k1, k2: guards (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/k.py": guarded(guarded(KERNELS, 1, guard=False), 2, sync=False)},
+                 "Tidy the kernels", tag="v3")
+    _, out, _ = stack.cli("status", "--against", "v3", expect=1)
+    assert "`patchforge bring-back up/kfix.patch` puts it back" in out, out
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, out, err = stack.cli("bring-back", "up/kfix.patch")
+    assert "is back at the end of the series" in out, out + err
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == both
