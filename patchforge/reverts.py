@@ -998,14 +998,18 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         function = function_named_at(fp.path, lines_of(content), where - 1)
         if not function:
             return None
-        bare = re.split(rb"\.|::", function.split(b" [")[0])[-1]
         # The definition tells only overloads apart: a fix's function whose parameters
         # upstream changed, the old definition nowhere in the file, is still its own.
         if function == own and (
                 signature_at(fp.path, lines_of(content), where - 1) == own_signature
                 or own_signature not in b"".join(content.split())):
             return function, False
-        return (function, True) if bare and bare not in old and calls(content, bare) else None
+        # A helper's own function nested in it (a decorator's wrapper) is reached through the
+        # helper: any name of the path new since the base that the fix's function uses.
+        parts = [part for part in re.split(rb"\.|::", function.split(b" [")[0]) if part]
+        return (function, True) if any(part not in old and (calls(content, part) or
+                                                             decorates(content, part))
+                                       for part in parts) else None
 
     def calls(content: bytes, name: bytes) -> bool:
         """Whether the fix's function in `content` calls `name`: a function new since the
@@ -1017,6 +1021,15 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         return any(name in text and call.search(text) is not None
                    and function_named_at(fp.path, lines, i) == own
                    for i, text in enumerate(lines))
+
+    def decorates(content: bytes, name: bytes) -> bool:
+        """Whether `name` decorates the fix's function in `content` (`@name`, `@name(...)`,
+        `@module.name`, among other decorators): the function reaches it without a call."""
+        own_name = re.split(rb"\.|::", own)[-1]
+        return name in content and re.search(
+            rb"^[ \t]*@(?:[\w.]*\.)?" + re.escape(name) + rb"\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*"
+            rb"[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(own_name) + rb"\b",
+            content, re.MULTILINE) is not None
 
     found = again(now, line)
     if found is None:

@@ -424,3 +424,53 @@ def test_a_guard_dropped_alone_whose_twin_landed_in_the_same_commit_is_brought_b
     assert "is back at the end of the series" in out, out + err
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == both
+
+
+SYNCHRONIZED = (b"def synchronized(fn):\n    def run(*args, **kwargs):\n"
+                b"        out = fn(*args, **kwargs)\n" + SYNC.replace(b"    ", b"        ") +
+                b"        return out\n\n    return run\n\n\n")
+
+
+def test_a_fix_reverted_then_made_in_a_new_decorator_is_not_put_back_beside_it(tmp_path):
+    """As test_a_fix_reverted_then_made_in_a_new_helper_is_not_put_back_beside_it, but alpha
+    reaches the new helper by a decorator (`@synchronized`), no call, and the copy is in the
+    decorator's wrapper: said "possibly doubled" only, and the bring-back put the fix back
+    beside it, alpha synchronizing twice. Now said landed again, and refused."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    made = stack.commit({"pkg/a.py": SYNCHRONIZED + b"@synchronized\n" + ALPHA + PAD + BETA},
+                        "alpha: synchronized", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert f"{made[:12]} put them in synchronized.run, a function new since the fix's base, " \
+        "since: landed again its own way, it seems: a bring-back stops on it (look at pkg/a.py " \
+        "line 4)" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert "pkg/a.py hunk 1 (upstream has its lines at pkg/a.py line 4)" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+def test_a_new_decorator_on_another_function_is_no_re_land(tmp_path):
+    """Its neighbour: the new decorator is on beta, not on the fix's alpha: other code, and
+    the fix goes back ("possibly doubled" at most)."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": SYNCHRONIZED + ALPHA + PAD + b"@synchronized\n" + BETA},
+                 "beta: synchronized", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert SYNCED_ALPHA in overlay and overlay.count(b"torch.cuda.synchronize()") == 2
