@@ -2210,3 +2210,47 @@ def test_a_change_made_in_quilt_before_a_rebase_names_the_pin_and_a_way_that_wor
     assert "+line2 quilt" in text and "+line3 fixed" in text and "line6 up" in text
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def hinted_commands(err: str) -> list[str]:
+    """The commands a refusal's hint names between backticks, in the order it says them."""
+    hint = err[err.index("hint:"):]
+    return re.findall(r"`([^`]+)`", hint)
+
+
+def test_a_patch_above_one_changed_in_the_series_is_refused_with_a_way_that_works(stack,
+                                                                                   tmp_path):
+    """fix-a changed in the series since the export (edit + refresh: line4), the pin did not;
+    in quilt, fix-d (above it) changed a line whose context is fix-a's line4 as quilt's tree
+    has it. quilt's diff does not apply on fix-d's base in the series. The refusal said "`quilt
+    push` it in the tree it was made for and `quilt refresh` it", which in that tree gives the
+    same diff again and the same refusal, round and round. It names fix-a as the patch the
+    series changed since the export, and its way on, followed word for word in quilt's tree,
+    takes quilt's change back with the series' change kept."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    change_fix_a_in_series(root)
+    quilt(checkout, env, "push", "-a")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line7\n", b"line7 quilt\n"))
+    quilt(checkout, env, "refresh")
+    before = {n: patch_text(root, n) for n in ("fix-a.patch", "fix-d.patch")}
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2, run.text
+    assert "fix-a.patch, below it, changed in the up series since `export --quilt`" in run.err
+    assert "in the tree it was made for" not in run.err
+    assert {n: patch_text(root, n) for n in before} == before
+
+    # The way on, word for word, in quilt's tree (bash reads each command as the hint says it).
+    commands = hinted_commands(run.err)
+    assert commands[0] == "quilt pop -a" and commands[-1] == "quilt refresh", commands
+    for command in commands:
+        proc = subprocess.run(["bash", "-c", command], cwd=checkout, env=env,
+                              capture_output=True)
+        assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
+    ok(root, "import", "quilt", str(exported), "--update")
+    text = patch_text(root, "fix-d.patch")
+    assert "+line7 quilt" in text and "+line18 fixed" in text
+    assert "+line4 series" in patch_text(root, "fix-a.patch")
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

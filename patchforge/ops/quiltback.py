@@ -164,6 +164,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # two sides agree on it, so the record takes it as the export's (_record_taken), and a
     # later `quilt refresh` of it is quilt's change alone, not a change on both sides.
     agreed: dict[str, bytes] = {}
+    # Not changed in quilt, changed in the series since (edit + refresh, a rebase): quilt's
+    # tree holds the older version, on which quilt made the diffs of the patches above it.
+    older_in_quilt: set[str] = set()
     quilt_listed = {e[0] for e in entries}
     # Exported names neither side lists now: a fix renamed in the series since the export.
     gone_from_both = [n for n in {**(record or {}), **took}
@@ -192,12 +195,16 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 if data in (mine, exported) and _sha256(data) not in recorded and \
                         record is not None:
                     agreed[file_name] = data
+                elif data not in (mine, exported) and _sha256(mine) not in {
+                        t["into"] for t in took.get(file_name, {}).values()}:
+                    older_in_quilt.add(file_name)
                 continue
             undone = taken_undone(took, file_name, data, mine)
             if undone is False:  # taken back before; the series holds it, or changed since
                 how[file_name] = KEPT
                 if _sha256(mine) != took[file_name][_sha256(data)]["into"]:
                     kept_newer.append((file_name, str(source)))
+                    older_in_quilt.add(file_name)
                 continue
             if undone:
                 if _sha256(mine) != took[file_name][_sha256(data)].get("over"):
@@ -377,7 +384,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     ambiguous: dict[str, list] = {}
     made = _made_again(project, store, upstream, pin.commit, patches, taken, moved,
                        {e[0]: (e[1], e[2], strip_levels[e[0]]) for e in entries},
-                       series_path, ambiguous, made_on, pin.label)
+                       series_path, ambiguous, made_on, pin.label, older_in_quilt)
     for name in taken:
         made.setdefault(name, taken[name])  # quilt's diff was already git's (copied in)
         if how[name] == CHANGED and \
@@ -737,7 +744,7 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
                 patches: list[tuple[str, PatchFile]], taken: dict[str, PatchFile],
                 moved: set[str], where: dict[str, tuple[Path, int, int]],
                 series_path: Path, ambiguous: dict[str, list], made_on: dict[str, str],
-                label: str) -> dict[str, PatchFile]:
+                label: str, older_in_quilt: set[str]) -> dict[str, PatchFile]:
     """Each patch of `taken` with its diff made again on its base in `patches` (the new
     series): quilt's diff applied there without fuzz, then git's diff of the result, modes
     carried from the series' own patch. A diff that does not apply there is refused, naming
@@ -758,7 +765,11 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
     rebase would: quilt said "Hunk #1 succeeded at 24 (offset 2 lines)" and kept it, which
     `status` calls an offset and `lint` a diff that is not byte-stable. One that needs fuzz is
     left as it is, for `status` to say; so is one whose lines match at several places, put
-    in `ambiguous` ({name: [RepeatedPlace]}) for the command to say."""
+    in `ambiguous` ({name: [RepeatedPlace]}) for the command to say.
+
+    `older_in_quilt`: the patches quilt did not change whose file in quilt's directory is an
+    older version than the series' (changed in the series since the export): a refusal of a
+    patch above one of them names it, as the tree quilt made the diff on."""
     configured = list(project.config.profiles)
 
     def read_base(paths):
@@ -791,6 +802,8 @@ def _made_again(project: Project, store: UpstreamStore, upstream: str, pin: str,
             state = states[mine] = _one_made_again(
                 project, upstream, pin, name, patch, state, tree, taken, where, series_path,
                 made, ambiguous, read_base, base_mode, fill, made_on.get(name, ""), label,
+                [n for i, (n, below) in enumerate(patches[:position]) if n in older_in_quilt
+                 and counts_for(own[i], mine) and patch_paths(below) & set(paths)],
                 lambda path: (profiles_note(mine),
                               met_in_chain(patches, own, in_tree, position, path),
                               _not_in_tree(patches, own, where, position, path),
@@ -819,9 +832,12 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
                     state: SeriesState, tree: SeriesState, taken: dict[str, PatchFile],
                     where: dict[str, tuple[Path, int, int]], series_path: Path,
                     made: dict[str, PatchFile], ambiguous: dict[str, list], read_base,
-                    base_mode, fill, made_on: str, label: str, met) -> SeriesState:
+                    base_mode, fill, made_on: str, label: str, older_below: list[str],
+                    met) -> SeriesState:
     """_made_again of the one patch `name` on its base `state` (`tree`: quilt's stack below
-    it): the base's state with it, its new version put in `made` when its diff changes."""
+    it): the base's state with it, its new version put in `made` when its diff changes.
+    `older_below`: the patches below it touching its files that quilt's directory holds in
+    an older version than the series (_made_again's `older_in_quilt`)."""
     paths = sorted(patch_paths(patch))
     before = dict(state.current)
     modes_before = {fp.old_path: state.mode(fp.old_path, base_mode)
@@ -869,6 +885,24 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
                      f"then `patchforge edit {patch_word}`, change the files as the copy "
                      f"does, `patchforge refresh`, and `patchforge export --quilt "
                      f"{source.parent}` again for quilt to go on from {label}")
+        if older_below:
+            # quilt's tree holds the older version of a patch below it, on which quilt made
+            # the diff: `quilt push` + `quilt refresh` there give the same diff again. The
+            # series' version, copied into quilt's directory, is the tree to make it on.
+            one = len(older_below) == 1
+            files = [(project.patch_path(upstream, n), where[n][0]) for n in older_below]
+            raise InputError(
+                f"{failed}: {', '.join(older_below)}, below it, changed in the {upstream} "
+                f"series since `export --quilt` wrote {'it' if one else 'them'}, and quilt "
+                f"made this diff on the older version{'' if one else 's'}, which "
+                f"{series_path.parent} still holds; nothing was taken back", path=str(source),
+                hint="in quilt's tree: `quilt pop -a`, "
+                     + ", ".join(f"`cp {shlex.quote(str(mine))} {shlex.quote(str(theirs))}`"
+                                 for mine, theirs in files)
+                     + " (the series' version), `quilt push "
+                     + shlex.quote(source.relative_to(series_path.parent).as_posix())
+                     + "` (where it does not apply: push it with -f, resolve the rejects), "
+                       "`quilt refresh`, then run this again")
         raise InputError(f"{failed}; nothing was taken back",
                          path=str(source),
                          hint=f"`quilt push` it in the tree it was made for and `quilt "
