@@ -2254,3 +2254,51 @@ def test_a_patch_above_one_changed_in_the_series_is_refused_with_a_way_that_work
     assert "+line4 series" in patch_text(root, "fix-a.patch")
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+@pytest.mark.parametrize("told_by", ["quilts-file", "history"])
+def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_deleted_there(
+        stack, tmp_path, told_by):
+    """`rename fix-a fix-z` and a change of it (edit + refresh) in the series after the export,
+    `quilt delete fix-a.patch` in quilt: the import kept fix-z with the note "joined the series
+    after the export", which it did not (the export wrote it as fix-a; its bytes are no longer
+    the export's, so the rename went unseen), and quilt's deletion went unseen too. It is read
+    as a fix changed in the series and deleted in quilt: refused with or without --delete,
+    naming both names; the series' fix-z copied into DIR and listed there, as the hint says, is
+    nothing to take back. Told by the file the export wrote, which `quilt delete` leaves in
+    DIR (fix-z's header is fix-a's), or, where `quilt delete -r` removed it, by the history's
+    `renamed` event in a stack that keeps one. Left in quilt under its old name, it is said
+    renamed and changed, never "joined"."""
+    root, base = stack
+    if told_by == "history":
+        ok(root, "ledger")  # a stack that keeps a ledger records each rename
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    change_fix_a_in_series(root)
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")  # quilt still lists fix-a
+    assert "joined the series" not in run.err, run.text
+    assert "note: up/fix-z.patch is fix-a.patch of the export, renamed and changed in the " \
+        "series since; kept in its place" in run.err, run.text
+    fix_z = (root / "series/up/fix-z.patch").read_bytes()
+
+    quilt(checkout, env, "delete", *(["-r"] if told_by == "history" else []), "fix-a.patch")
+    assert (exported / "fix-a.patch").exists() == (told_by != "history")
+    before = untouched(root, exported)
+    for extra in ([], ["--delete"]):
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert "fix-z.patch (fix-a.patch when `export --quilt` wrote it, renamed in the series " \
+            "since) changed in the up series since `export --quilt` wrote it, and " \
+            f"{exported / 'series'} no longer lists it (quilt delete?" in run.err, run.err
+        assert "joined the series" not in run.err
+        assert untouched(root, exported) == before
+    assert f"copy {root / 'series/up/fix-z.patch'} into {exported} and list it in " \
+        f"{exported / 'series'}, then run this again" in run.err, run.err
+    shutil.copyfile(root / "series/up/fix-z.patch", exported / "fix-z.patch")
+    series = exported / "series"
+    series.write_text("fix-z.patch\n" + series.read_text())
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out, run.text
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    assert (root / "series/up/fix-z.patch").read_bytes() == fix_z
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

@@ -162,6 +162,10 @@ def import_quilt(app, directory, upstream, update, delete_gone):
         click.echo(f"note: {upstream}/{name} joined the series after the export; kept in its "
                    "place", err=True)
     for name, was in result.get("kept_renamed", ()):
+        if name in result.get("renamed_and_changed", ()):
+            click.echo(f"note: {upstream}/{name} is {was} of the export, renamed and changed in "
+                       "the series since; kept in its place", err=True)
+            continue
         click.echo(f"note: {upstream}/{name} is {was} as `export --quilt` wrote it, renamed in "
                    "the series since; kept in its place", err=True)
     for name in result.get("kept_other_profile", ()):

@@ -76,7 +76,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     """Take the quilt series of `directory` back into `upstream`'s series (see the module's
     text). Returns what was done: {"changed": [...], "moved": [...], "added": [...],
     "deleted": [(name, kept path)], "kept_ours": [...], "kept_renamed": [(name, the exported
-    name)], "left_out": [...], "left_renamed":
+    name)], "renamed_and_changed": [those of kept_renamed changed too], "left_out": [...],
+    "left_renamed":
     [(quilt's name, the exported name)], "kept_newer":
     [(name, quilt file)], "reordered": bool, "left_ambiguous": {name: [RepeatedPlace]},
     "directory": the quilt directory}. "left_ambiguous": each patch quilt did not change whose
@@ -316,9 +317,14 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # The series' patches quilt does not list: taken out with `quilt delete` (the export
     # wrote them), or added to the series after the export (it did not).
     quilt_names = [e[0] for e in entries]
-    # A fix the series renamed since the export (renamed_in_series): where quilt's series lists
-    # neither name, it was deleted in quilt as any exported fix is.
-    exported_name = {n: was for n, was in renamed_in_series.items() if n not in how}
+    # A fix the series renamed since the export (renamed_in_series), or renamed and changed
+    # (its bytes no longer the export's: the history's `renamed` events tell): where quilt's
+    # series lists neither name, it was deleted in quilt as any exported fix is.
+    renamed_and_changed = {} if exported_listed is None else _renamed_and_changed_since(
+        project, upstream, [n for n in ours if n not in how and n not in exported_listed
+                            and n not in renamed_in_series], exported_listed, ours, folder)
+    exported_name = {n: was for n, was in {**renamed_in_series, **renamed_and_changed}.items()
+                     if n not in how}
     gone = [n for n in ours if n not in how
             and (exported_listed is None or n in exported_listed
                  or (n in exported_name and exported_name[n] not in quilt_listed))]
@@ -332,7 +338,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         project, upstream, n, ours_bytes[n], record.get(exported_name.get(n, n), []),
         {t["into"] for t in took.get(exported_name.get(n, n), {}).values()})]
     if changed_since:
-        listed = ", ".join(changed_since)
+        listed = ", ".join(n + (f" ({exported_name[n]} when `export --quilt` wrote it, "
+                                "renamed in the series since)" if n in exported_name else "")
+                           for n in changed_since)
         one = len(changed_since) == 1
         words = " ".join(project.patch_word(upstream, n) for n in changed_since)
         raise UsageError(
@@ -345,8 +353,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                  f"{words}`, then run this again; to keep "
                  f"{'it' if one else 'them'}: copy "
                  + ", ".join(str(project.patch_path(upstream, n)) for n in changed_since)
-                 + f" into {folder} and list {'it' if one else 'them'} in {series_path} "
-                 "again, then run this again")
+                 + f" into {folder} and list {'it' if one else 'them'} in {series_path}"
+                 + ("" if any(n in exported_name for n in changed_since) else " again")
+                 + ", then run this again")
     if gone and not delete:
         listed = ", ".join(n + (f" ({exported_name[n]} as `export --quilt` wrote it, renamed "
                                 "in the series since)" if n in exported_name else "")
@@ -453,6 +462,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                                            and n not in exported_name],
               "kept_renamed": [(n, exported_name[n]) for n in newer if n not in others
                                and n in exported_name],
+              "renamed_and_changed": [n for n in newer if n in renamed_and_changed],
               "kept_other_profile": others, "profile": profile,
               "left_out": [n for n in left_out if n not in dict(left_renamed)],
               "left_renamed": left_renamed, "kept_newer": kept_newer, "taken_again": taken_again,
@@ -582,11 +592,8 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
     `Last-Update`, the description) quilt's file holds byte for byte, as quilt keeps the header
     of the patch it renames and refreshes.
     None when there is not exactly one (a patch `quilt new` made has a header of its own)."""
-    def header(patch: PatchFile) -> tuple:
-        # (but Base and Last-Update, which an import of quilt's earlier refresh set anew)
-        return patch.preamble, tuple(f.raw for f in patch.fields if f.name.lower() not in (
-            "base", "last-update")), patch.gap, patch.description
-
+    # (but Base and Last-Update, which an import of quilt's earlier refresh set anew)
+    header = _kept_header
     if not unchanged:
         return None
     try:  # (a file that does not parse is refused as such where it is taken as a new fix)
@@ -615,6 +622,60 @@ def _renamed_from(project: Project, upstream: str, name: str, mine: bytes,
                 t["into"] for t in took.get(was, {}).values()}):
             return was
     return None
+
+
+def _renamed_and_changed_since(project: Project, upstream: str, names: list[str],
+                               exported: dict[str, list[str]], ours: list[str],
+                               folder: Path) -> dict[str, str]:
+    """Of the series' patches `names` (not exported under their name, nor byte for byte
+    under another), each that is a fix the export wrote under an earlier name (`exported`)
+    the series no longer holds, renamed and changed since (edit + refresh): name -> that
+    earlier name. A fix renamed and changed since the export is no fix that joined the series
+    after it. Told by the history's `renamed` events (ledger.follow_fixes), in a stack that
+    keeps one; else by the file the export wrote under the earlier name, still in `folder` as
+    written (`quilt delete` leaves it there, as a series line quilt left as it was does),
+    whose header (every field but `Base` and `Last-Update`, the description) the series'
+    patch holds byte for byte, as `edit` + `refresh` keeps it. An earlier name two patches
+    could be tells neither."""
+    if not names:
+        return {}
+    from patchforge.ledger import RENAMED, RENAMED_FROM, follow_fixes, read_history
+
+    left = [was for was in exported if was not in ours]
+    history = read_history(project)
+    fixes, last = follow_fixes(history)
+    found: dict[str, list[str]] = {}
+    for fix, event in zip(fixes, history):
+        old = event.get(RENAMED_FROM)
+        if fix is None or event.get("event") != RENAMED or event.get("upstream") != upstream \
+                or old not in left:
+            continue
+        name = last[fix].removeprefix(f"{upstream}/")
+        if name in names and last[fix] == f"{upstream}/{name}" and \
+                old not in found.get(name, []):
+            found.setdefault(name, []).append(old)
+    headers: dict[str, tuple] = {}
+    for was in left:
+        try:
+            data = quilt_file_bytes(folder / was)
+            if data is not None and _sha256(data) in exported[was]:
+                headers[was] = _kept_header(parse_patch_file(data, str(folder / was)))
+        except (OSError, PatchforgeError):
+            continue  # (not the export's file: nothing it tells)
+    for name in names:
+        if name not in found and headers:
+            mine = _kept_header(project.read_patch(upstream, name))
+            found[name] = [was for was, header in headers.items() if header == mine]
+    claimed = [old for olds in found.values() for old in olds]
+    return {name: olds[0] for name, olds in found.items()
+            if len(olds) == 1 and claimed.count(olds[0]) == 1}
+
+
+def _kept_header(patch: PatchFile) -> tuple:
+    """What of `patch`'s header `edit` + `refresh` (or quilt's `refresh`) keeps as it was:
+    every field but Base and Last-Update, and the description."""
+    return patch.preamble, tuple(f.raw for f in patch.fields if f.name.lower() not in (
+        "base", "last-update")), patch.gap, patch.description
 
 
 def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
