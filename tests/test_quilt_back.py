@@ -2302,3 +2302,47 @@ def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_delete
     assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
     assert (root / "series/up/fix-z.patch").read_bytes() == fix_z
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_patch_renamed_and_its_header_edited_in_quilt_is_renamed_alike_then_taken_back(
+        stack, tmp_path):
+    """`quilt rename -P fix-a.patch fix-z.patch`, then `quilt header -e fix-z.patch` (its
+    Description said better), its diff left as it was: the import said fix-a.patch was deleted
+    in quilt ("quilt delete?"), and --delete put fix-a under deleted/ and added quilt's file
+    as a new fix-z, the fix's history cut in two. Quilt's file holds fix-a's diff byte for
+    byte: it is said fix-a renamed and changed, with or without --delete, nothing written,
+    with the `patchforge rename` that renames it alike; after it, quilt's header comes back
+    into the one fix."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/^Description: Fix fix-a$/Description: Fix fix-a, "
+                      "said better/' \"$1\"\n")
+    editor.chmod(0o755)
+    quilt(checkout, dict(env, EDITOR=str(editor)), "header", "-e", "fix-z.patch")
+    assert (exported / "fix-z.patch").read_bytes().startswith(
+        b"Description: Fix fix-a, said better\n")
+    quilt(checkout, env, "pop", "-a")
+    for extra in ([], ["--delete"]):
+        before = untouched(root, exported)
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert f"{exported / 'series'}:1: fix-z.patch is fix-a.patch renamed (`quilt rename`) " \
+            "and changed in quilt: nothing was taken back" in run.err, run.err
+        assert "`patchforge rename fix-a fix-z`" in run.err, run.err
+        assert "quilt delete" not in run.err, run.err
+        assert untouched(root, exported) == before
+
+    diff = (root / "series/up/fix-a.patch").read_text().split("\ndiff --git", 1)[1]
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-z.patch" in run.out, run.text
+    text = patch_text(root, "fix-z.patch")
+    assert text.startswith("Description: Fix fix-a, said better\n")
+    assert text.split("\ndiff --git", 1)[1] == diff
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    assert not (root / "series/up/deleted").exists()
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

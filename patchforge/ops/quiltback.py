@@ -590,8 +590,11 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
     refresh`): of the patches quilt's series no longer lists that the series did not change
     since the export (`unchanged`), the one whose header (every field but `Base` and
     `Last-Update`, the description) quilt's file holds byte for byte, as quilt keeps the header
-    of the patch it renames and refreshes.
-    None when there is not exactly one (a patch `quilt new` made has a header of its own)."""
+    of the patch it renames and refreshes; else the one whose diff quilt's file holds byte
+    for byte (as the series has it, or as the export wrote it for GNU patch), its header
+    changed (`quilt header -e` after `quilt rename`).
+    None when there is not exactly one (a patch `quilt new` made has a header and a change of
+    its own)."""
     # (but Base and Last-Update, which an import of quilt's earlier refresh set anew)
     header = _kept_header
     if not unchanged:
@@ -600,10 +603,12 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
         quilt = read_quilt()
     except PatchforgeError:
         return None
-    if not quilt.fields:
-        return None
-    found = [name for name in unchanged
-             if header(project.read_patch(upstream, name)) == header(quilt)]
+    patches = {name: project.read_patch(upstream, name) for name in unchanged}
+    found = [name for name, patch in patches.items()
+             if quilt.fields and header(patch) == header(quilt)]
+    if len(found) != 1 and quilt.file_patches:
+        found = [name for name, patch in patches.items()
+                 if quilt.diff in (patch.diff, for_gnu_patch(patch.diff))]
     return found[0] if len(found) == 1 else None
 
 
