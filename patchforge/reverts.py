@@ -948,7 +948,8 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
         again = _landed_again(store, fix, k, hunk, takers, taker, now, line)
         if again is not None:
             adder, function, new = again
-            # (No commit after it seen putting them there: a merge's, or its own doing.)
+            # (No commit seen putting them there: a merge's, or the taker's own doing; or no
+            # commit seen taking them out, when none is named.)
             why += f", and {adder[:12] + ' put them' if adder else 'they are'} in " \
                 f"{function.decode(errors='replace')}" + \
                 (", a function new since the fix's base," if new else " again") + \
@@ -969,7 +970,9 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     function the base file does not name at all (a helper made since, `settle()`, that the
     fix's function calls). (the commit after the one
     that took the hunk out (`taker`) that put the copy in that function first, None where no
-    such commit is seen (a merge's); the function's name; whether it is new since the base),
+    such commit is seen (a merge's), and where no taker is seen (the commits after the
+    landing hold the landed fix's own copy: none is told to have put it there); the
+    function's name; whether it is new since the base),
     None for a copy elsewhere, or where the function is not known here (no base file, a file
     of no language known here, the top level). A bring-back stops on such a copy (the judge's
     nearby doubling check, reverts.near_doubled) instead of putting the fix back beside it."""
@@ -1034,19 +1037,24 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     found = again(now, line)
     if found is None:
         return None
-    if taker is not None:
-        # A copy the file had in that function beside the landed fix's lines before the taker
-        # took those out (the taker leaves fewer copies there than its parent had) is
-        # upstream's other code, no re-land; one the taker left as many as before, it made.
-        def inside(content: bytes | None) -> int:
-            return 0 if content is None else sum(
-                1 for where in _copy_lines(hunk, content) if again(content, where) == found)
+    if taker is None:
+        # No commit seen taking the hunk out (a revert in a merge, or past the commits
+        # asked): the first commits after the landing hold the landed fix's own lines in the
+        # function, so the first commit with a copy there is no re-land: none is named.
+        return None, *found
 
-        left = inside(takers.content(taker[0], k))
+    # A copy the file had in that function beside the landed fix's lines before the taker
+    # took those out (the taker leaves fewer copies there than its parent had) is upstream's
+    # other code, no re-land; one the taker left as many as before, it made.
+    def inside(content: bytes | None) -> int:
+        return 0 if content is None else sum(
+            1 for where in _copy_lines(hunk, content) if again(content, where) == found)
+
+    left = inside(takers.content(taker[0], k))
     newer = [sha for sha, _, _ in takers.log]
-    if taker is not None and taker[0] in newer:
+    if taker[0] in newer:
         newer = newer[:newer.index(taker[0])]
-    if taker is not None and left:
+    if left:
         if left >= inside(takers.content(taker[1], k)):
             return None, *found
         # Upstream's own copies were there before the taker: a re-land is a later commit
