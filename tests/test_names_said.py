@@ -1,12 +1,15 @@
-"""Names in what the commands say, as a user can take them back: a path with a space in a
-hint quoted as a shell reads it, a name that is not UTF-8 written as git writes it, never
-with the surrogate escapes Python reads such an argument with."""
+"""Names in what the commands say, as a user can take them back: a path in a hint quoted
+as a shell reads it back (a space, a name that is not UTF-8), a name that is not UTF-8 in a
+message written as git writes it, never with the surrogate escapes Python reads such an
+argument with."""
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
 import sys
+
+import pytest
 
 from helpers.project import OneUpstreamStack, git_project
 
@@ -39,3 +42,30 @@ def test_a_rebase_stop_hint_quotes_a_path_with_a_space(tmp_path):
     assert f"hint: edit 'pkg/a b.py' in {shlex.quote(str(work))} (`patchforge add PATH`" \
         in err, err
     assert "'" in shlex.quote(str(work))
+
+
+@pytest.mark.parametrize("raw", [b"pkg/f\xffb.py", b"pkg/it's a f\xffb.py"])
+def test_a_rebase_stop_hint_says_a_name_that_is_not_utf8_as_a_shell_reads_it_back(tmp_path,
+                                                                                   raw):
+    """A rebase stopped on `pkg/f\\xffb.py` hinted "edit "pkg/f\\377b.py" in ...", git's
+    quoting, which a shell reads back as the four characters `\\377`, not the byte: pasted
+    into bash (`cat "pkg/f\\377b.py"`), no such file. It is said as bash, zsh and ksh read it
+    back ($'pkg/f\\377b.py'), and the hint's words, given to bash, name the worktree's file
+    (a quote and spaces in the name too)."""
+    name = os.fsdecode(raw)
+    old = b"".join(b"line%d\n" % i for i in range(1, 11))
+    stack = OneUpstreamStack(tmp_path / "my stacks", {name: old})
+    stack.add_fix("fa", name, old, old.replace(b"line5\n", b"line5 ours\n"))
+    stack.commit({name: old.replace(b"line5\n", b"line5 theirs\n")}, "Change 5", tag="v2")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    work = stack.root / ".patchforge/work/up"
+    if raw == b"pkg/f\xffb.py":
+        assert f"hint: edit $'pkg/f\\377b.py' in {shlex.quote(str(work))} (" in err, err
+    said = err.split("hint: edit ", 1)[1].split(" (`patchforge add", 1)[0]
+    path, directory = said.split(" in ", 1)
+    # Pasted into bash as the hint says them: the file the stop left to edit.
+    proc = subprocess.run(["bash", "-c", f"cd {directory} && cat {path}"],
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (work / name).read_bytes()
+    assert b"<<<<<<<" in proc.stdout
