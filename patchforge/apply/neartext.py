@@ -450,41 +450,52 @@ def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base:
 
 
 def _words_there(fp: FilePatch, text: bytes) -> bool:
-    """Whether some run of lines `fp` adds, or a part of one that may tell on its own (a guard
-    or a stretch of MIN_RUN_CHARS beside lines whose words are not there: a comment above the
-    guard, a changed line naming `nullptr`), has each of its words (_WORD) in `text` (code
-    with its whitespace taken out): a run whose near text is there has (near text rewrites
-    quotes, numbers, commas and black's parentheses, never a letter). Asked first, in C, of
-    every file a rebase carries onto a file upstream changed: most have no such run, and no
-    near text is made for them."""
+    """Whether some run of lines `fp` adds, or a part of one that may tell on its own
+    (_part_there: a guard beside a comment line, a guard added above a changed line naming
+    `nullptr`), has each of its words (_WORD) in `text` (code with its whitespace taken out):
+    a run whose near text is there has (near text rewrites quotes, numbers, commas and black's
+    parentheses, never a letter). Asked first, in C, of every file a rebase carries onto a
+    file upstream changed: most have no such run, and no near text is made for them."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     for hunk in fp.hunks:
-        run: list[bytes] = []
+        runs: list[list[bytes]] = [[]]  # the change's runs (the lines between context lines)
+        replacing = False  # whether the change removes lines too
         for line in [*hunk.lines, b" "]:
-            if line_kind(line) == b"+":
-                run.append(line_content(line))
-            elif run:
-                if all(word in text for word in _WORD.findall(b"".join(run))) or \
-                        _part_there(run, text):
+            kind = line_kind(line)
+            if kind == b"+":
+                runs[-1].append(line_content(line))
+            elif kind == b"-":
+                replacing = True
+                if runs[-1]:
+                    runs.append([])
+            else:
+                if any(run and (all(word in text for word in _WORD.findall(b"".join(run))) or
+                                _part_there(run, text, replacing)) for run in runs):
                     return True
-                run = []
+                runs, replacing = [[]], False
     return False
 
 
-def _part_there(run: list[bytes], text: bytes) -> bool:
-    """Whether a stretch of `run`'s lines whose words are all in `text` may tell on its own:
-    MIN_RUN_CHARS of code, or a guard in it (every part the doubling check reads, a guard
-    (_guards_within) or lines added beside a changed one (_new_parts), is such a stretch)."""
+def _part_there(run: list[bytes], text: bytes, replacing: bool) -> bool:
+    """Whether a part of `run` the doubling check reads on its own has each of its words in
+    `text`: a stretch of lines whose words are all there that holds a guard (_guards_within),
+    or, in a change that removes lines too, that begins or ends the run with MIN_RUN_CHARS of
+    code (lines added beside the changed ones, _new_parts)."""
+    there = [all(word in text for word in _WORD.findall(line)) for line in run]
+    if replacing:
+        for part in (run[:there.index(False)] if False in there else run,
+                     run[len(there) - there[::-1].index(False):] if False in there else run):
+            if len(b"".join(b"".join(part).split())) >= MIN_RUN_CHARS:
+                return True
     stretch: list[bytes] = []
-    for line in [*run, None]:
-        if line is not None and all(word in text for word in _WORD.findall(line)):
+    for line, ok in zip([*run, b""], [*there, False]):
+        if ok:
             stretch.append(line)
-            continue
-        if stretch and (len(b"".join(b"".join(stretch).split())) >= MIN_RUN_CHARS or
-                        _GUARD.search(b" ".join(part.strip() for part in stretch))):
-            return True
-        stretch = []
+        elif stretch:
+            if _GUARD.search(b" ".join(part.strip() for part in stretch)):
+                return True
+            stretch = []
     return False
 
 
