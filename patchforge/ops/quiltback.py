@@ -1002,13 +1002,23 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         source, line, _ = where[name]
         raise InputError(f"{name}: quilt's patch holds no change, and taken back the fix "
                          "would be gone; nothing was taken back", path=str(source),
-                         hint=f"to drop the fix, take its line out of {series_path} and "
-                              "run this again with --delete (it is kept under deleted/)")
+                         hint=_drop_emptied_hint(name))
     diff = make_diff(changes)
     if diff != patch.diff:
         made[name] = patch.with_remade_diff(diff) if name in taken else \
             patch.with_remade_diff(diff).with_field("Base", pin)
     return state
+
+
+def _drop_emptied_hint(name: str) -> str:
+    """The way to drop a fix quilt emptied, in quilt's own tree first: its series line taken
+    out by hand leaves the patch applied there and unlisted ("The series file no longer
+    matches the applied patches"), and `quilt delete` takes an applied patch only from the
+    top."""
+    quoted = shlex.quote(name)
+    return (f"to drop the fix, in quilt's tree: `quilt pop {quoted}`, `quilt delete {quoted}`, "
+            f"`quilt push -a` (just `quilt delete {quoted}` where it is not applied), then run "
+            "this again with --delete (it is kept under deleted/)")
 
 
 def _changed_lines(patch: PatchFile) -> dict[tuple[str, bytes], int]:
