@@ -285,6 +285,47 @@ class Project:
             raise UsageError(f"cannot write {out}: the directory {target.parent} does not exist",
                              hint="create it first, or name another file")
 
+    def own_file_of(self, status: os.stat_result) -> Path | None:
+        """The project's own file that is the file `status` describes (the same device and
+        inode), None when none is: a second name of the lock or of a patch (a hard link, made
+        by hand or by a tool copying a checkout with `cp -l`) passes every comparison of paths,
+        and a command appending to it (the job summary) changed the lock. Looked for only
+        when the file has more than one name: a file with one name that passed the comparison
+        of paths is none of the project's. Among the files refuse_own_destination refuses,
+        and the configuration's neighbours in the root (pyproject.toml, .gitignore)."""
+        if status.st_nlink < 2:
+            return None
+        wanted = (status.st_dev, status.st_ino)
+        root = Path(os.path.abspath(self.root))
+        files = [self.lock_path, Path(self.config_path),
+                 *(root / name for name in ("pyproject.toml", ".gitignore"))]
+        for path in files:
+            try:
+                found = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if (found.st_dev, found.st_ino) == wanted:
+                return path
+        pending = [str(d) for d in (self.series_root, self.overlays_dir, self.state_dir,
+                                    *self._git_dirs())]
+        while pending:
+            try:
+                with os.scandir(pending.pop()) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(entry.path)
+                        elif entry.inode() == status.st_ino and entry.is_file(
+                                follow_symlinks=False):
+                            try:
+                                found = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            if (found.st_dev, found.st_ino) == wanted:
+                                return Path(entry.path)
+            except OSError:
+                continue  # gone or unreadable: nothing there to compare
+        return None
+
     def _git_dirs(self) -> list[Path]:
         """The `.git` of the repository holding the project (the project's root or a directory
         above it; a worktree's `.git` file counts too): `export --mbox .git/HEAD` or `status

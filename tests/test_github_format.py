@@ -706,3 +706,59 @@ def test_the_pre_commit_hooks_of_a_stack_in_a_subdirectory_as_the_docs_give_them
         proc = subprocess.run(shlex.split(hook["entry"]) + list(hook.get("args", [])),
                               cwd=repo, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (hook, proc.stdout + proc.stderr)
+
+
+def test_a_summary_file_that_is_a_hard_link_to_a_project_file_is_refused(tmp_path):
+    """GITHUB_STEP_SUMMARY naming a file outside the project that is a hard link to
+    upstream.lock (or to a patch) passed the comparison of paths: `status --format github`
+    appended its Markdown to the lock through the link (exit 0), and every later command
+    failed `upstream.lock:15: not valid JSON`. The opened file is compared with the project's
+    own now: exit 2 naming the variable and the file it is, the findings printed, nothing
+    appended. A summary file of its own is appended to as before. Run as a workflow step runs
+    it, in a process of its own."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.env import REPO_ROOT
+
+    root, _ = git_project(tmp_path)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(plain_patch(1, 4, b"Upstream-Status: Pending\n"))
+    (series / "series").write_text("fix.patch\n")
+    ok(root, "status")
+    (root / ".patchforge").mkdir(exist_ok=True)
+    (root / ".patchforge" / "notes.md").write_text("kept\n")
+    owned = ["upstream.lock", "series/up/fix.patch", "series/up/series", ".patchforge/notes.md"]
+    assert (root / "upstream.lock").exists()
+    before = {name: (root / name).read_bytes() for name in owned}
+    outside = tmp_path / "runner"
+    outside.mkdir()
+
+    def run(summary, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), PYTHONPATH=str(REPO_ROOT))
+        return subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    for k, name in enumerate(owned):
+        link = outside / f"step_summary_{k}"
+        os.link(root / name, link)
+        for command in (["status", "--format", "github"],
+                        ["lint", "--no-forge", "--format", "github"]):
+            proc = run(link, *command)
+            assert proc.returncode == 2, (name, command, proc.stdout + proc.stderr)
+            assert f"GITHUB_STEP_SUMMARY={link} is the project's own {name} under another " \
+                   "name (a hard link)" in proc.stderr, proc.stderr
+            assert "nothing was appended" in proc.stderr, proc.stderr
+            assert proc.stdout.strip(), proc.stderr  # the findings, before the refusal
+            after = {n: (root / n).read_bytes() for n in owned}
+            assert after == before, (name, command)
+    assert run(tmp_path / "s.md", "status").returncode == 0
+    # A file with a second name that is none of the project's is appended to as before.
+    mine = outside / "summary.md"
+    mine.write_text("")
+    os.link(mine, outside / "summary-copy.md")
+    proc = run(mine, "lint", "--no-forge", "--format", "github")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert (outside / "summary-copy.md").read_text().startswith("### patchforge lint")

@@ -5,7 +5,8 @@ runner turns into marks on the pull request's files; their values are escaped as
 own toolkit escapes them (% CR LF, and `:` `,` in properties). The summary is appended to the file
 `$GITHUB_STEP_SUMMARY` names, when it is set (on a runner it always is): each command adds its
 own section, so a job that runs lint, overlays --check and status shows all three. A path among
-the project's own files (a patch, the lock) is refused as every other output path is.
+the project's own files (a patch, the lock) is refused as every other output path is, and so
+is another name of one of them (a hard link): appending writes into the file in place.
 """
 from __future__ import annotations
 
@@ -97,7 +98,9 @@ def append_summary(project: Project, markdown: str) -> bool:
     The variable names any file: one of the project's own (a workflow that points it at a
     file it commits, a typo) is refused as `status --html` refuses it
     (Project.refuse_own_destination), exit 2 after the findings are printed, never appended
-    to: Markdown appended to upstream.lock or a patch left every later command failing on it."""
+    to: Markdown appended to upstream.lock or a patch left every later command failing on it.
+    Another name of one of those files (a hard link) is refused alike: the opened file is
+    compared with the project's (Project.own_file_of) before anything is appended."""
     from patchforge.errors import UsageError
 
     path = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -114,7 +117,12 @@ def append_summary(project: Project, markdown: str) -> bool:
                               "to print no summary") from None
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(markdown.rstrip("\n") + "\n\n")
+            # The same file under another name (a hard link to upstream.lock) passed the
+            # comparison of paths above: the opened file itself is compared with the
+            # project's, before a byte is appended.
+            owned = project.own_file_of(os.fstat(out.fileno()))
+            if owned is None:
+                out.write(markdown.rstrip("\n") + "\n\n")
     except OSError as exc:
         # A path the runner did not make (a directory, a missing one, set by hand): the
         # machine's bare "Is a directory: PATH" and "run the command again" pointed nowhere.
@@ -122,6 +130,14 @@ def append_summary(project: Project, markdown: str) -> bool:
                          f"({exc.strerror or exc}); the findings above were printed",
                          hint="point GITHUB_STEP_SUMMARY at a file you can write (the runner "
                               "sets it), or unset it to print no summary") from None
+    if owned is not None:
+        raise UsageError(f"GITHUB_STEP_SUMMARY={path} is the project's own "
+                         f"{os.path.relpath(owned, project.root)} under another name (a hard "
+                         "link), never written by this command; nothing was appended, the "
+                         "findings above were printed",
+                         hint="point GITHUB_STEP_SUMMARY at a file of its own outside series/, "
+                              "overlays/ and .patchforge/ (the runner sets it), or unset it "
+                              "to print no summary")
     return True
 
 
