@@ -1537,3 +1537,51 @@ def test_a_subjects_own_bracketed_tags_are_the_pull_requests_title(stack, monkey
     assert show(stack["fork"], "%s", branch).strip() == title
     mail = stack["root"] / ".patchforge/pr/up/ck-a8w4-gfx950/0001-ck-a8w4-gfx950.patch"
     assert f"Subject: [PATCH] {title}\n".encode() in mail.read_bytes()
+
+
+def test_a_template_that_is_a_symbolic_link_is_read_from_the_file_it_names_inside_the_tree(
+        stack):
+    """The upstream's `.github/PULL_REQUEST_TEMPLATE.md` a symbolic link (git mode 120000):
+    its blob, the path it names, was read as the template, and PR.md's body was
+    `../docs/pr_template.md`, said to be "from the upstream's" template (exit 0; `--open`
+    would send it). A link inside the tree is followed, as a checkout gives it, and said; one
+    leading outside the tree (absolute, or `..` past the root) or to no file is not used: the
+    plain body, and a note saying so. Nothing outside the tree is ever read."""
+    import os
+
+    upstream = stack["upstream"]
+    (upstream / "docs").mkdir()
+    (upstream / "docs" / "pr_template.md").write_bytes(
+        b"## Purpose\n\n## Test Plan\n\n## Test Result\n\nLINKED TEMPLATE TAIL\n")
+    link = upstream / ".github" / "PULL_REQUEST_TEMPLATE.md"
+    link.unlink()
+    os.symlink("../docs/pr_template.md", link)
+    _commit_all(upstream, "template: kept in docs/")
+    body_path = stack["root"] / ".patchforge" / "pr" / "up" / "ck-a8w4-gfx950" / "PR.md"
+
+    result = run_pr(stack, "ck-a8w4-gfx950")
+    assert result.rc == 0, result.text
+    assert "(from the upstream's .github/PULL_REQUEST_TEMPLATE.md)" in result.out, result.out
+    assert "note: .github/PULL_REQUEST_TEMPLATE.md is a symbolic link to docs/pr_template.md: " \
+           "that file is the pull-request template" in result.out, result.out
+    body = body_path.read_text()
+    assert "LINKED TEMPLATE TAIL" in body and "../docs/pr_template.md" not in body
+    assert "## Purpose\n\nOn gfx950 the backend fell through" in body, body
+
+    secret = stack["root"].parent / "outside.md"
+    secret.write_text("## Purpose\n\nOUTSIDE THE TREE\n")
+    for target in (str(secret), "../../" + secret.name, "../docs/none.md"):
+        link.unlink()
+        os.symlink(target, link)
+        _commit_all(upstream, f"template: {target}")
+        result = run_pr(stack, "ck-a8w4-gfx950")
+        assert result.rc == 0, result.text
+        assert "from the upstream's" not in result.out, result.out
+        said = ("a symbolic link to docs/none.md, which is no file in the upstream's tree"
+                if target.endswith("none.md") else "a symbolic link leading outside the "
+                "upstream's tree")
+        assert f"note: .github/PULL_REQUEST_TEMPLATE.md is {said}: not used as the " \
+               "pull-request template" in result.out, (target, result.out)
+        body = body_path.read_text()
+        assert target not in body and "OUTSIDE THE TREE" not in body, (target, body)
+        assert "## Purpose" in body  # the plain body's own sections

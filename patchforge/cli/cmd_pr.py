@@ -334,6 +334,8 @@ def _report(draft, document, body):
     else:
         click.echo(f"wrote {written['body']}" + (f" (from the upstream's {draft.body.template})"
                                                 if draft.body.template else ""))
+        for note in draft.notes:
+            click.echo(f"note: {note}")
         if draft.body.unfilled:
             click.echo(("not filled from the patch: " if document["pull"] else
                         "not filled from the patch (fill in before opening): ")

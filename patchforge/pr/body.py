@@ -11,6 +11,7 @@ holds are kept as they are.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 
 from patchforge.model.record import field, record
@@ -81,12 +82,54 @@ class Body:
     unfilled: list[str] = field(default_factory=list)
 
 
-def find_template(read) -> tuple[str, str] | None:
-    """(path, text) of the upstream's template; `read(path)` gives bytes or None."""
+# Links followed from a template's place to the file it names, at most (a checkout's kernel
+# gives up on a loop alike).
+_TEMPLATE_LINK_HOPS = 8
+
+
+def find_template(lookup, notes: list[str] | None = None) -> tuple[str, str] | None:
+    """(path, text) of the upstream's template; `lookup(path)` gives the tree's (mode, bytes)
+    of a path, or None when it is no file there.
+
+    Only a regular file's bytes are a template's text. A symbolic link's blob is the path it
+    names: read as text, `.github/PULL_REQUEST_TEMPLATE.md -> ../docs/pr_template.md` made the
+    body `../docs/pr_template.md`, said to be the upstream's template. A link is followed
+    inside the tree, as a checkout gives it; one leading outside the tree (an absolute path,
+    `..` past the root), to no file, or in a loop is not used, and a note in `notes` says so."""
     for path in TEMPLATE_PATHS:
-        data = read(path)
+        data = _template_text(lookup, path, notes if notes is not None else [])
         if data is not None:
             return path, data.decode("utf-8", "replace").replace("\r\n", "\n")
+    return None
+
+
+def _template_text(lookup, path: str, notes: list[str]) -> bytes | None:
+    at = path
+    for _ in range(_TEMPLATE_LINK_HOPS):
+        found = lookup(at)
+        if found is None:
+            if at != path:
+                notes.append(f"{path} is a symbolic link to {at}, which is no file in the "
+                             "upstream's tree: not used as the pull-request template")
+            return None
+        mode, data = found
+        if mode in ("100644", "100755"):
+            if at != path:
+                notes.append(f"{path} is a symbolic link to {at}: that file is the "
+                             "pull-request template")
+            return data
+        if mode != "120000":
+            return None  # a submodule: no text of this tree
+        target = data.decode("utf-8", "surrogateescape")
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(at), target))
+        if target.startswith("/") or joined == ".." or joined.startswith("../") \
+                or not joined.isprintable():
+            notes.append(f"{path} is a symbolic link leading outside the upstream's tree: "
+                         "not used as the pull-request template")
+            return None
+        at = joined
+    notes.append(f"{path} is a symbolic link that leads to no file (a loop): not used as the "
+                 "pull-request template")
     return None
 
 

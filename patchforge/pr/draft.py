@@ -21,6 +21,7 @@ from patchforge.model.record import field, record
 from patchforge.pr.body import Body, Facts, find_template, make_body
 from patchforge.pr.message import (CommitSpec, bug_links, build_commit_spec, check_mail_reading,
                                    submitter)
+from patchforge.store.diff import check_path
 from patchforge.store.giturl import is_plain_path, redact, store_namespace
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class Draft:
     signoff_reason: str | None = None
     format_patch: bytes = b""
     body: Body | None = None
+    # Said beside the draft (a template that is a symbolic link, followed or not used).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def stem(self) -> str:
@@ -335,6 +338,19 @@ def signoff_reason(project: Project, store: UpstreamStore, upstream: str, head: 
     return None
 
 
+def _tree_file(store: UpstreamStore, commit: str, path: str) -> tuple[str, bytes] | None:
+    """(mode, bytes) of `path` at `commit`, None when it is no file there (absent, a
+    directory, a path no tree holds, such as a link's `.git/x`): a symbolic link's bytes are
+    the path it names."""
+    try:
+        check_path(path)
+    except StoreError:
+        return None
+    entry = store.entry(commit, path)
+    data = store.read_blob(commit, path) if entry is not None else None
+    return (entry[0], data) if entry is not None and data is not None else None
+
+
 def format_patch(store: UpstreamStore, commit: str) -> bytes:
     """`git format-patch` of one commit (fixed options: see UpstreamStore.format_patch)."""
     return store.format_patch(commit)
@@ -381,7 +397,8 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
             read_patch=lambda n: project.read_patch(upstream, n))
     if carried.state != "ready":
         return draft
-    template = find_template(lambda path: store.read_blob(target.commit, path))
+    template = find_template(lambda path: _tree_file(store, target.commit, path),
+                             draft.notes)
     draft.signoff_reason = signoff_reason(project, store, upstream, target.commit, template)
     signer = (submitter(project.root, draft.signoff_reason)
               if draft.signoff_reason is not None else None)
