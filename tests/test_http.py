@@ -324,3 +324,69 @@ def test_pagination_never_follows_a_next_page_on_another_host(make_client, forge
     with pytest.raises(NetworkError, match="the next page is on another host"):
         make_client().get_all(f"{forge_server.url}/repos/o/r/pulls?state=open")
     assert other_server.requests == []
+
+
+@pytest.mark.parametrize("damage", ["cut short", "cut short, an older entry", "edited"])
+def test_a_damaged_cached_forge_answer_is_asked_again_never_blamed_on_the_forge(
+        tmp_path, forge_server, damage):
+    """A forge answer in the HTTP cache whose body was cut short (by hand, a copy of a cache, a
+    disk tool) was revalidated with its ETag; the forge answered 304 and the damaged body was
+    the answer: `status` said `PR: GET .../pulls/5: the answer is not valid JSON` on every
+    later run, blaming the forge, and the PR's state stayed unknown. A cached body that is not
+    the one written (its recorded SHA-256; in an entry written before that was recorded, a
+    JSON answer that no longer parses) is a miss now: dropped, and asked again without the
+    validator; the next run revalidates the new entry. Through the CLI, on the test forge."""
+    import json
+
+    from patchforge.store.diff import make_file_diff
+    from patchforge.store.gitstore import cache_dir
+
+    from helpers.cli import run_subprocess
+    from helpers.project import add_git_upstream, make_project
+    from helpers.upstream import Upstream, dep3_patch
+
+    upstream = Upstream(tmp_path / "upstream", {"pkg/a.py": b"def f(x):\n    return x + 1\n"})
+    root = make_project(tmp_path / "project", api_url=forge_server.url)
+    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
+    series = root / "series" / "up"
+    series.mkdir(parents=True, exist_ok=True)
+    (series / "fix.patch").write_bytes(dep3_patch(
+        make_file_diff("pkg/a.py", "pkg/a.py", b"def f(x):\n    return x + 1\n",
+                       b"def f(x):\n    return x + 2\n"),
+        extra="Forwarded: https://github.com/o/r/pull/5\n"))
+    (series / "series").write_text("fix.patch\n")
+    forge_server.add_pull("o/r", 5, state="open")
+
+    def status_of_the_pull() -> str:
+        proc = run_subprocess(root, "status")
+        said = (proc.stdout + proc.stderr).decode()
+        assert proc.returncode == 0 and "not valid JSON" not in said, said
+        return said
+
+    def asked() -> list:
+        return [r for r in forge_server.requests if r.path == "/repos/o/r/pulls/5"]
+
+    assert "PR open" in status_of_the_pull()
+    entries = [p for p in (cache_dir() / "http").rglob("*") if p.is_file()
+               and b"/repos/o/r/pulls/5" in p.read_bytes().partition(b"\n")[0]]
+    assert len(entries) == 1, entries
+    (entry,) = entries
+    head, _, body = entry.read_bytes().partition(b"\n")
+    meta = json.loads(head)
+    assert meta["headers"].get("etag")
+    if damage == "edited":  # still JSON, but not what the forge sent
+        body = body.replace(b'"open"', b'"closed"')
+    else:
+        body = body[:len(body) // 2]
+    if damage.endswith("an older entry"):
+        meta.pop("body_sha256")
+    entry.write_bytes(json.dumps(meta).encode() + b"\n" + body)
+
+    before = len(asked())
+    assert "PR open" in status_of_the_pull()
+    assert asked()[before].header("if-none-match") is None
+    assert entry.read_bytes().partition(b"\n")[2].endswith(b"}")  # written again, whole
+    # The entry written again is revalidated as before: a 304, and the same answer.
+    before = len(asked())
+    assert "PR open" in status_of_the_pull()
+    assert asked()[before].header("if-none-match") == meta["headers"]["etag"]

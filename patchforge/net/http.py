@@ -3,7 +3,8 @@
 It owns: timeouts; bounded retries with exponential backoff and jitter on connection errors, 5xx,
 429 and 403 rate limits, honouring `Retry-After` and `x-ratelimit-remaining`/`-reset` (with a cap on
 the total wait: past it we fail clearly instead of sleeping for an hour); ETag conditional requests
-backed by an on-disk cache under `<cache>/http/`; `offline` mode answered from that cache; `Link`
+backed by an on-disk cache under `<cache>/http/` (an entry whose body is not the one written is
+a miss, never revalidated); `offline` mode answered from that cache; `Link`
 pagination; and the rule that a token is sent only to the host it belongs to and never appears in
 an exception message, a log line or a repr.
 """
@@ -661,20 +662,48 @@ class HttpClient:
             if not isinstance(headers, dict) or not all(
                     isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
                 return None
-            return Response(str(meta["method"]), str(meta["url"]), int(meta["status"]),
-                            headers, body, from_cache=True)
+            cached = Response(str(meta["method"]), str(meta["url"]), int(meta["status"]),
+                              headers, body, from_cache=True)
         except (ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss, not an error
+        if not _cached_body_whole(meta, cached):
+            # Cut short or changed since it was written (by hand, a copy of a cache, a disk
+            # tool): revalidated with its ETag, the server's 304 made it the answer on every
+            # later run, "the answer is not valid JSON" blamed on the server. A miss: dropped,
+            # and asked again without the validator.
+            log.debug("dropping a damaged HTTP cache entry %s", path)
+            try:
+                path.unlink()
+            except OSError:
+                pass  # written over by the next answer
+            return None
+        return cached
 
     def _cache_write(self, path: Path, resp: Response, accept: str | None) -> None:
         meta = {"format": _CACHE_FORMAT, "method": resp.method, "url": resp.url,
                 "accept": accept or "", "status": resp.status,
                 "headers": {k: v for k, v in sorted(resp.headers.items())
-                            if k not in _UNCACHED_HEADERS}}
+                            if k not in _UNCACHED_HEADERS},
+                "body_sha256": hashlib.sha256(resp.body).hexdigest()}
         try:
             atomic_write(path, json.dumps(meta, sort_keys=True).encode() + b"\n" + resp.body)
         except OSError as exc:
             log.debug("cannot write HTTP cache entry %s: %s", path, exc)
+
+
+def _cached_body_whole(meta: dict, cached: Response) -> bool:
+    """Whether a cache entry's body is the one written: its SHA-256 as recorded, or, in an
+    entry written before the digest was recorded, a JSON answer that still parses."""
+    recorded = meta.get("body_sha256")
+    if recorded is not None:
+        return recorded == hashlib.sha256(cached.body).hexdigest()
+    if "json" not in (cached.header("content-type") or "").lower():
+        return True
+    try:
+        parse_json(cached.body)
+    except ValueError:
+        return False
+    return True
 
 
 def _origin(url: str) -> tuple[str, str]:
