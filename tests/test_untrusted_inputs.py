@@ -1071,6 +1071,54 @@ def test_a_damaged_store_is_named_as_such_never_as_a_pin_to_change(tmp_path, dam
     assert lock_doc(root)["upstreams"]["up"]["commit"] == commit
 
 
+@pytest.mark.parametrize("damage", ["pack cut short", "pack lost"])
+def test_fetch_reads_the_pinned_tree_through_and_never_calls_a_damaged_store_fine(
+        tmp_path, monkeypatch, damage):
+    """A wheel pin whose commit and trees are loose objects of the store and whose files are
+    in a pack cut short (or lost): every other command refused the store ("is damaged", or
+    "the store lists it, but does not have its content": run `patchforge fetch`), while
+    `fetch`, what CI runs to warm or mend a cache, found the commit object and said `toy 1.0:
+    already in the cache`, exit 0. It reads the pinned tree through now: exit 2, the store
+    said damaged with the way on (move it aside), the project untouched; once moved aside,
+    `fetch` imports the pin again and every command works."""
+    from helpers.git import git
+
+    wheels = tmp_path / "wheels"
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    build_wheel(wheels, "toypkg", "1.0", {"toypkg/a.py": b"def f(x):\n    return x + 1\n"})
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "toy", "--wheel", "toypkg", "--at", "1.0", "--install-root",
+       "/opt/site")
+    ok(root, "new", "fix", "--file", "toypkg/a.py")
+    (root / ".patchforge/work/toy/toypkg/a.py").write_bytes(b"def f(x):\n    return x + 2\n")
+    ok(root, "refresh")
+    assert "toy 1.0: already in the cache" in ok(root, "fetch").out
+    store = Path(os.environ["PATCHFORGE_CACHE"]) / "store.git"
+    git(tmp_path, "--git-dir", str(store), "prune-packed")
+    packs = sorted((store / "objects" / "pack").glob("*.pack"))
+    assert packs and any(p.is_dir() for p in (store / "objects").iterdir()
+                         if len(p.name) == 2)  # the commit and its trees are loose
+    for pack in packs:
+        if damage == "pack cut short":
+            pack.write_bytes(pack.read_bytes()[:-30])
+        else:
+            pack.with_suffix(".idx").unlink()
+            pack.unlink()
+    assert run_cli(root, "status").rc == 2
+    before = tree_bytes(root)
+    run = run_cli(root, "fetch")
+    assert run.rc == 2, run.text
+    assert f"the cache's git store {store} is damaged" in run.err, run.err
+    assert f"move {store} aside" in run.err and "already in the cache" not in run.out, run.text
+    assert tree_bytes(root) == before
+    store.rename(store.with_name("store.git.damaged"))
+    assert "toy 1.0: imported into the cache" in ok(root, "fetch").out
+    assert run_cli(root, "status").rc == 0
+
+
 @pytest.mark.parametrize("damage", ["pinned-commit-ref", "branch-ref", "config", "packed-refs",
                                     "head", "objects-a-file"])
 def test_a_damaged_ref_or_config_of_the_store_is_its_damage_never_a_pin_to_change(tmp_path,

@@ -361,6 +361,9 @@ def fetch(project: Project, names: list[str] | None = None, *,
             if on_upstream:
                 on_upstream(name, pin.label)
             what = ensure_pinned(project, store, name, pin)
+            # Warming or mending a cache (a CI job's first step) must not call a damaged store
+            # fine: its pinned tree is read through.
+            store.check_readable(pin.commit)
             if pin.kind == "git":
                 _bring_series_files(project, store, name, pin.commit)
             out.append((name, pin.commit, what))

@@ -567,7 +567,7 @@ class UpstreamStore:
 
     # ---- running git in the store
 
-    def _run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
+    def _run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] | None = (0,),
              env: dict[str, str] | None = None, what: str | None = None,
              network: bool = False, spool: bool = False) -> subprocess.CompletedProcess:
         """git in the store; `network` for a command that reaches a remote: it reads the user's
@@ -902,6 +902,33 @@ class UpstreamStore:
             args += ["--", prefix.rstrip("/")]
         out = self._run(*args, what="listing files").stdout
         return [decode_path(p) for p in out.split(b"\0") if p]
+
+    def check_readable(self, commit: str) -> None:
+        """Whether git can read every object of `commit`'s tree (its trees, and the files a
+        store of all files holds: git's own walk, `rev-list --objects --no-walk`, which finds
+        each object without inflating it): StoreDamaged naming the damaged file, or the
+        missing object, when it cannot. Finding the commit object alone (has_object) said
+        nothing of the pack its files are in: `fetch` said "already in the cache" of a pin
+        in a damaged pack, which every other command then refused. A partial store lacks
+        files by design: there only what git calls damaged is."""
+        proc = self._run("rev-list", "--objects", "--no-walk", "--missing=print", commit,
+                         ok=None, what="reading the pinned tree", spool=True)
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        damaged = damage_error(err, self.git_dir)
+        if damaged is not None:
+            raise damaged
+        if proc.returncode != 0:
+            raise StoreError(f"reading the pinned tree failed: {err or proc.returncode}")
+        missing = [line[1:].decode() for line in proc.stdout.split(b"\n")
+                   if line.startswith(b"?")]
+        if missing and not self._is_partial():
+            raise StoreDamaged(
+                f"the cache's git store {self.git_dir} is damaged: object {missing[0]} of "
+                f"revision {commit[:12]} is missing" + (f" (and {len(missing) - 1} more)"
+                                                        if len(missing) > 1 else ""),
+                hint=f"nothing in the project is wrong and no pin needs to change: move "
+                     f"{self.git_dir} aside (or remove it), and the next command fetches and "
+                     f"imports the pinned revisions again")
 
     def _pin(self, rev: str) -> str:
         # Full ids go straight to cat-file; anything else is resolved once, so a request list
