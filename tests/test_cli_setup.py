@@ -402,6 +402,45 @@ def test_upstream_add_refuses_a_bad_value_naming_its_option(tmp_path):
         assert tree_bytes(root) == before
 
 
+def test_upstream_add_refuses_a_follow_that_is_no_ref_name_or_one_the_upstream_lacks(tmp_path):
+    """`upstream add --follow relase` (a typo) and `--follow 'main --upload-pack=x'` (no ref
+    name at all) were written into the configuration, exit 0, `lint` quiet; only `pr` and
+    `bump` refused them later, naming the line. A follow git takes for no branch or tag name
+    is refused before anything is asked of the remote, and one the upstream has no branch or
+    tag of in the words the later refusal uses (`URL has no branch or tag 'relase' (its
+    branches: main, release/0.9)`): exit 2, nothing written. A branch or a tag it has is
+    written as before, and the name is never an option to git."""
+    upstream = Upstream(tmp_path / "src", UPSTREAM_FILES)
+    git(upstream.path, "branch", "release/0.9")
+    git(upstream.path, "tag", "v1.0")
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+    before = tree_bytes(root)
+    for follow in ("main --upload-pack=x", "--upload-pack=touch x", "rel..ease", "main.lock",
+                   "a/.b", "ma~in", "-main"):
+        run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at",
+                      "main", "--follow", follow)
+        assert run.rc == 2, (follow, run.text)
+        assert f"--follow {follow!r}: not a branch or tag name git takes" in run.err, run.err
+        assert "nothing was written" in run.err
+        assert tree_bytes(root) == before
+    assert not (tmp_path / "x").exists() and not (root / "x").exists()
+    run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+                  "--follow", "relase")
+    assert run.rc == 2, run.text
+    assert f"--follow 'relase': {upstream.path} has no branch or tag 'relase' (its branches: " \
+           "main, release/0.9" in run.err, run.err
+    assert "nothing was written" in run.err
+    # (Only the project's lock file, taken to ask the remote, is new.)
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    for n, follow in enumerate(("release/0.9", "v1.0")):
+        ok(root, "upstream", "add", f"up{n}", "--git", str(upstream.path), "--at", "main",
+           "--follow", follow)
+        table = tomllib.loads((root / "patchforge.toml").read_text())["upstreams"][f"up{n}"]
+        assert table["follow"] == follow
+
+
 def test_upstream_add_needs_exactly_one_kind(tmp_path):
     ok(None, "init", "--standalone", cwd=tmp_path)
     for args in ([], ["--git", "x", "--wheel", "y"]):

@@ -202,6 +202,7 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
         problem = upstream.install_root and install_root_problem(upstream.install_root)
         if problem:
             raise UsageError(f"--install-root {problem}")
+        _refuse_follow_of_no_ref_name(upstream.follow)
         return
     where, message = found.where, found.message
     key = next((part for part in reversed(where) if part in _OPTION_OF_KEY), None)
@@ -214,6 +215,43 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
             raise UsageError(f"--wheel: {exc}") from None
     raise UsageError(f"{_OPTION_OF_KEY[key]} {value!r}: not a valid {key}{found.why}" if key
                      else message)
+
+
+def _refuse_follow_of_no_ref_name(follow: str | None) -> None:
+    """A --follow git takes for no branch or tag name (`main --upload-pack=x`, `rel ease`):
+    written, `lint` was quiet and only `pr` or `bump` refused it later, naming the line. Its
+    glob characters the configuration refuses as a pattern (formats.config)."""
+    from patchforge.store.git import is_ref_name
+
+    if follow is None or is_ref_name(follow):
+        return
+    raise UsageError(f"--follow {follow!r}: not a branch or tag name git takes (no space, "
+                     "'..', '~^:?*[\\', control character, leading '-', or part beginning "
+                     "with '.' or ending in '.lock'); nothing was written",
+                     hint="name the branch (e.g. main) or the tag to follow, as `git branch -r` "
+                          "or `git tag` shows it, or leave --follow out to follow the remote's "
+                          "default branch")
+
+
+def _refuse_absent_follow(project: Project, store: UpstreamStore,
+                          upstream: UpstreamConfig) -> None:
+    """A --follow the git upstream has no branch or tag of (`relase`): written, only `pr` and
+    `bump` refused it later. `upstream add` asks the remote for --at already; the followed
+    ref is asked for alike (and fetched: `bump` and `pr` read it), in the later refusal's
+    words. Offline, nothing can be said of it."""
+    from patchforge.errors import RefNotFound
+    from patchforge.pins import git_url_for
+    from patchforge.store.gitsource import fetch_git_upstream
+
+    if upstream.kind != "git" or not upstream.follow or project.offline:
+        return
+    try:
+        fetch_git_upstream(store, upstream.name, git_url_for(project, upstream.url or ""),
+                           upstream.follow)
+    except RefNotFound as exc:
+        raise UsageError(f"--follow {upstream.follow!r}: {exc.message}; nothing was written",
+                         hint="name a branch or tag the upstream has, or leave --follow out "
+                              "to follow the remote's default branch") from None
 
 
 def _check_appended(path: Path, data: bytes) -> None:
@@ -285,6 +323,7 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         refuse_beside_cut_short_write_out(project, "upstream add")
         require_readable_history(project)  # before the lock and configuration are written
         pin = pin_for_spec(project, store, upstream, spec)
+        _refuse_absent_follow(project, store, upstream)
         found = find_config_table(project.config_path)
         prefix = table_prefix(project.config_path)
         if found is None:

@@ -374,6 +374,16 @@ def check_upstream_name(name: str) -> None:
         raise StoreError(f"invalid upstream name {name!r} (letters, digits, '.', '_', '-')")
 
 
+def is_ref_name(name: str) -> bool:
+    """Whether git takes `name` for a branch or tag name: git's own check of `refs/heads/NAME`
+    (`git check-ref-format`: no space, `..`, `~^:?*[\\`, control character, part beginning
+    with `.` or ending in `.lock`, ...) and, as `git branch` has it, no leading `-`. The name
+    is never an option to git: it is asked about as the tail of a full ref name."""
+    if not name or name.startswith("-") or "\0" in name:
+        return False
+    return run_git("check-ref-format", f"refs/heads/{name}", ok=None).returncode == 0
+
+
 def check_label(label: str) -> None:
     # git's rules for a ref name hold for each `/` part of it (git check-ref-format): a label
     # `a/.b` or `a/b.lock/c` passed the checks of the whole, and git fast-import then refused
