@@ -127,9 +127,10 @@ def parse_target_specs(args: tuple[str, ...], upstream_names: list[str]) -> dict
         # `'vllm = 0.33.0'` (spaces around `=`, as in a TOML line) names vllm as well: read
         # as a bare SPEC, it was told to be named `vllm=vllm = 0.33.0`.
         name = name.strip()
-        if sep and not name and len(upstream_names) > 1:
+        if sep and not name and upstream_names:
             # `=0.33.0`: the upstream's name left out; the message named `vllm==0.33.0`,
-            # itself refused.
+            # itself refused. With one upstream too: read as a bare SPEC `=main`, it was
+            # said as `cannot resolve up==main`.
             raise UsageError(f"{arg.strip()!r} names no upstream before its `=`: " +
                              " or ".join(f"{n}={value.strip() or 'SPEC'}"
                                          for n in sorted(upstream_names)),

@@ -609,3 +609,25 @@ def test_a_spec_missing_its_upstreams_name_is_told_a_form_that_works(tmp_path):
     assert stack.snapshot() == before
     assert "up: target v2" in ok(stack.root, "status", "--against", "up=v2").out
     assert "up: target v2" in ok(stack.root, "status", "--against", "up = v2").out
+
+
+def test_a_spec_missing_its_upstreams_name_in_a_stack_of_one_upstream_is_told_the_form(tmp_path):
+    """With one upstream, `status --against =main` was read as the bare SPEC `=main` and said
+    `cannot resolve up==main (ref)`, naming a form that is itself refused (pip's `==`). It is
+    told the form that works, as in a stack of several: `'=main' names no upstream before its
+    `=`: up=main`, exit 2, nothing written."""
+    from helpers.cli import ok, run_cli
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    stack.commit({"a.py": b"x = 2\n"}, "two", tag="v2")
+    before = stack.snapshot()
+    for spec, said in (("=v2", "'=v2' names no upstream before its `=`: up=v2"),
+                       ("=", "'=' names no upstream before its `=`: up=SPEC")):
+        for args in (("status", "--against", spec), ("rebase", "--to", spec, "--dry-run")):
+            refused = run_cli(stack.root, *args)
+            assert refused.rc == 2 and said in refused.err, refused.text
+            assert "up==" not in refused.err and "cannot resolve" not in refused.err, \
+                refused.err
+    assert stack.snapshot() == before
+    assert "up: target v2" in ok(stack.root, "status", "--against", "v2").out
