@@ -494,3 +494,18 @@ def test_a_counter_stepped_between_the_copies_is_another_check(tmp_path):
     stack = stack_with_file(tmp_path, "pkg/k.cu", kernel, kernel.replace(first, first + guard),
                             kernel.replace(second, second + guard))
     moves(stack)
+
+
+def test_a_python_guard_with_a_statement_after_it_upstream_added_alone_stops(tmp_path):
+    # The fix's run is the guard and a statement after it; the Python guard pattern read the
+    # whole run as one guard (`return None` running on into `y = x.contiguous()`), so the
+    # guard was never read on its own: upstream's copy a line lower merged in twice, exit 0.
+    body = (b"def run(x, limit):\n    a = prepare(limit)\n    b = widen(a)\n"
+            b"    out = launch(x, b)\n    c = narrow(out)\n    d = finish(c)\n    return d\n")
+    base = b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+    guard = b"    if x is None:\n        return None\n"
+    stack = stack_with(tmp_path, base.replace(b"    a = prepare(limit)\n",
+                                              b"    a = prepare(limit)\n" + guard +
+                                              b"    y = x.contiguous()\n"),
+                       base.replace(b"    b = widen(a)\n", b"    b = widen(a)\n" + guard), base)
+    said_doubled(stack, "pkg/a.py line 6 (upstream's at line 10)")

@@ -265,18 +265,20 @@ def _added_runs(hunk) -> list[tuple[bytes, list[bytes], list[bytes]]]:
 
 
 def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
-    """The whole guards (is_guard, each the fewest lines that make one) among `lines`, a run
-    of added lines as written that is not one guard itself; [] for a run that is one."""
-    if is_guard(lines):
-        return []
+    """The whole guards among `lines`, a run of added lines as written, each the fewest lines
+    that make one (is_guard) with its brackets closed, but the run itself: a guard with a
+    comment line above it, or a statement after it (`if x is None:` + `return None` +
+    `y = x.contiguous()`, which the Python guard pattern reads on through as one guard)."""
     found, at = [], 0
     while at < len(lines):
         end = next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
-                    if is_guard(lines[at:end])), None)
+                    if is_guard(lines[at:end])
+                    and sum(map(_bracket_depth, lines[at:end])) == 0), None)
         if end is None:
             at += 1
         else:
-            found.append(lines[at:end])
+            if end - at < len(lines):
+                found.append(lines[at:end])
             at = end
     return found
 
