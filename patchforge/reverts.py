@@ -480,6 +480,7 @@ class _Lines:
     def __init__(self, content: bytes) -> None:
         from patchforge.apply.hunks import lines_of
 
+        self.content = content
         self.lines = lines_of(content)
         self._at: dict[bytes, list[int]] = {}
 
@@ -804,12 +805,12 @@ def _lines_elsewhere(hunk, lines: _Lines) -> bool:
     """Whether a line the hunk adds that tells (_added) is in the file, whitespace aside, or
     one of its runs of added lines is, as near text (near_runs)."""
     added = set(_added(hunk))
-    if added and any(_squeezed(line) in added for line in lines.lines):
+    if added and not added.isdisjoint(_squeezed_lines(lines.content)):
         return True
     runs = near_runs(hunk)
     if not runs:
         return False
-    there = _near_text_of(b"".join(lines.lines))
+    there = _near_text_of(lines.content)
     return any(there.count(run) for run in runs)
 
 
@@ -1130,12 +1131,9 @@ def _moved_by(fix: _Fix, k: int, hunk, before: bytes, after: bytes) -> bool:
     (_added) or as near text (near_runs): it put them elsewhere."""
     from collections import Counter
 
-    from patchforge.apply.hunks import lines_of
-
     added = _added(hunk)
     if added:
-        was = Counter(_squeezed(line) for line in lines_of(before))
-        now = Counter(_squeezed(line) for line in lines_of(after))
+        was, now = Counter(_squeezed_lines(before)), Counter(_squeezed_lines(after))
         if all(now[line] >= was[line] for line in added):
             return True
     removed = fix.counts.get((k, "removed"))
@@ -1254,6 +1252,22 @@ def _squeezed(line: bytes) -> bytes:
     return b"".join(line.split())
 
 
+# What bytes.split() splits at, and the same but the line end: deleted by one translate in C,
+# where a split and a join make an object of each word or line first.
+_WHITESPACE = b" \t\n\r\x0b\x0c"
+_SPACE_IN_LINE = b" \t\r\x0b\x0c"
+
+
+def _squeezed_lines(content: bytes) -> list[bytes]:
+    """_squeezed of each of the content's lines (lines_of: split at b"\\n" alone), in order.
+    Made from the whole content in two passes in C, not a split and a join per line: a file
+    of thousands of lines is asked this per hunk."""
+    squeezed = content.translate(None, _SPACE_IN_LINE).split(b"\n")
+    if not content or content.endswith(b"\n"):
+        squeezed.pop()  # (the piece after the last line end: no line)
+    return squeezed
+
+
 def _added(hunk, kind: bytes = b"+") -> list[bytes]:
     """The lines a hunk adds (`kind` "-": removes) that tell code (_squeezed, 4 bytes or
     more): a brace, a blank line or a bare `pass` is in most files many times over, and
@@ -1276,8 +1290,6 @@ def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content:
     either: none (the old code back is taken as what it says)."""
     from collections import Counter
 
-    from patchforge.apply.hunks import lines_of
-
     if k not in fix.counts:
         # Only the lines the file change adds on balance tell a move: a line one hunk
         # removes and another adds (code the fix itself moved) is there as often after a
@@ -1287,19 +1299,19 @@ def _moved_away(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch, content:
             net.update(_added(hunk))
             net.subtract(_added(hunk, b"-"))
         left = _left_by_fix(store, fix, fp)
-        fix.counts[k] = (Counter(_squeezed(line) for line in lines_of(left))
-                         if left is not None else Counter(), net, left)
+        fix.counts[k] = (Counter(_squeezed_lines(left)) if left is not None else Counter(),
+                         net, left)
     counts, net, _ = fix.counts[k]
     if not counts:
         return set()
     # Each line looked for must be in the file's bytes without whitespace first (one search
     # in C): a hunk taken out, as most are, is told so without splitting the file.
-    flat = b"".join(content.split())
+    flat = content.translate(None, _WHITESPACE)
     wanted = [(n, added) for n in gone if (added := _added(fp.hunks[n - 1])) and
               all(net[line] > 0 and line in flat for line in added)]
     moved = set()
     if wanted:
-        there = Counter(_squeezed(line) for line in lines_of(content))
+        there = Counter(_squeezed_lines(content))
         moved = {n for n, added in wanted if all(there[line] >= counts[line]
                                                  for line in added)}
     rest = [n for n in gone if n not in moved]
