@@ -30,7 +30,9 @@ going; a second stack on the same cache), and between them any other command, wh
   return, or both): upstream lands a fix (also again, after taking it back; its pull request
   also synchronizing in a helper), reverts it whole (`git revert`'s message, also with a
   synchronize added in a helper by the revert itself) or one of its hunks, moves one of its
-  lines within the function, re-wraps its guard (quotes, black's parentheses, moved too),
+  lines within the function, moves the function below the others (dropping its synchronize on
+  the way, too), drops its guard in a commit that rewrites the line below it, re-wraps its
+  guard (quotes, black's parentheses, moved too),
   adds the common synchronize in a helper, or makes a fix it reverted again its own way (a
   few lines off; a helper that synchronizes); or, before a fix lands, upstream makes its
   guard its own way a line lower (the fix's hunk changing a call too; a short one-line guard
@@ -167,13 +169,20 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
               "re-wraps the guard in quotes", "re-wraps the guard black's way",
               "re-wraps and moves the guard black's way", "adds the sync elsewhere",
               "reverts it whole, sync elsewhere", "lands it again its own way a few lines off",
-              "makes it its own way, a helper that synchronizes")
+              "makes it its own way, a helper that synchronizes",
+              "drops the guard, rewriting the line below it", "moves the function to the end",
+              "moves the function to the end, dropping its sync")
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
 SYNC_DROPPED_ALONE = (
     "a kept fix's synchronize dropped alone by other work, beside its landed guard, while "
     "another function has the same guard and synchronize: said superseded, lost")
+GUARD_DROPPED_BESIDE_AN_EDIT = (
+    "a kept fix's guard at its function's top dropped in a commit that also rewrote (then or "
+    "before) the line below it, among functions that start alike: said superseded, lost")
+# The line below a function's top as upstream rewrites it (KeptSlot.edited).
+STEP0_EDITED = b"    step0 = x.contiguous()\n"
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
 # short guard re-spaced); the fix's hunk may also change a call. The answer known wrong, or None.
 OWN_WAY = {
@@ -192,6 +201,7 @@ class KeptSlot:
     sync: int | None = None
     call: bool = False  # the line CALL_AT as a fix changes it
     settled: bool = False  # its step SETTLE_AT calls settle(), a helper that synchronizes
+    edited: bool = False  # its first step rewritten by upstream (STEP0_EDITED)
 
     def has(self, part: str) -> bool:
         """Whether the function has the fix's `part` in some form."""
@@ -230,6 +240,7 @@ class KeptHead:
     slots: dict[int, KeptSlot] = field(
         default_factory=lambda: {i: KeptSlot() for i in range(KEPT_SLOTS)})
     helpers: list[bool] = field(default_factory=lambda: [False, False])
+    order: list[int] | None = None  # the functions' order in the file (None: k0..k3)
 
 
 def kept_function(i: int, state: KeptSlot) -> bytes:
@@ -243,6 +254,8 @@ def kept_function(i: int, state: KeptSlot) -> bytes:
             out.append(SYNC)
         if state.settled and k == SETTLE_AT:
             line = b"    step%d = settle(step%d + %d)\n" % (k, k - 1, 100 * i + k)
+        if state.edited and k == 0:
+            line = STEP0_EDITED
         out.append(called(line) if state.call and k == CALL_AT else line)
     return b"".join(out)
 
@@ -258,7 +271,8 @@ def kept_file(head: KeptHead) -> bytes:
                % (j, j, SYNC if has else b"") for j, has in enumerate(head.helpers)]
     settle = [SETTLE] if any(state.settled for state in head.slots.values()) else []
     return b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
-        [kept_function(i, state) for i, state in sorted(head.slots.items())] + helpers + settle)
+        [kept_function(i, head.slots[i]) for i in head.order or sorted(head.slots)]
+        + helpers + settle)
 
 
 def kept_pattern(i: int) -> re.Pattern:
@@ -1200,6 +1214,29 @@ class SequencesModel(StackModel):
                     return
                 head.slots[slot] = state.without(part)
                 message = f"k{slot}: no {part} after all"
+            elif kind == "drops the guard, rewriting the line below it":
+                # Other work at the function's top: the guard taken out, the first step
+                # rewritten in the same commit (or its rewrite kept from an earlier one).
+                if "guard" not in fix["parts"] or state.guard_at != 0 or \
+                        self.not_made(GUARD_DROPPED_BESIDE_AN_EDIT):
+                    return
+                head.slots[slot] = replace(state.without("guard"), edited=True)
+                message = f"k{slot}: take contiguous input"
+            elif kind.startswith("moves the function to the end"):
+                # The function moved below the others (a reorder of the module), its
+                # synchronize dropped on the way too.
+                order = [i for i in head.order or sorted(head.slots) if i != slot] + [slot]
+                if order == (head.order or sorted(head.slots)) and "dropping" not in kind:
+                    return
+                head.order = order
+                if "dropping" in kind:
+                    if "sync" not in fix["parts"] or any(
+                            other.guard and other.has("sync")
+                            for i, other in head.slots.items() if i != slot) and \
+                            self.not_made(SYNC_DROPPED_ALONE):
+                        return
+                    head.slots[slot] = state.without("sync")
+                message = f"k{slot}: keep the kernels in call order"
             elif kind == "moves a line":
                 part = data.draw(st.sampled_from(fix["parts"]))
                 if state.moved(part) == state:
