@@ -1,5 +1,6 @@
 """What judging a kept landing costs in a long file: the file's lines read without their
-whitespace in passes over the whole file, not line by line. Real git history, through the
+whitespace in passes over the whole file, not line by line; the near text's numbers found by
+their first digit, at the places the rule says and no others. Real git history, through the
 CLI."""
 from __future__ import annotations
 
@@ -53,3 +54,33 @@ def test_a_long_file_a_kept_landing_left_is_not_squeezed_line_by_line(tmp_path, 
     # (The hunks' own lines are squeezed one by one; the file's 1,000 lines are not.)
     assert len(squeezed) < 100, len(squeezed)
 
+
+BASE = b"".join(b"line %d of the table's notes\n" % i for i in range(1, 31))
+# Numbers at a line's start, after a comma, inside a name (`gfx1250`, `x1.50`) and after a dot.
+ROWS = b"1.50,gfx1250,0.0,x1.50\n2.0,gfx942,12.50,v.1.50\n"
+
+
+def test_numbers_respelled_with_the_rows_moved_are_read_alike_only_as_numbers(tmp_path):
+    """A fix adds two table rows; upstream moves them to the end of the file and writes each
+    number without its trailing zeros (`1.50` as `1.5`, `0.0` as `0`): read as near text the
+    rows are the same, moved, and nothing is said. A fraction inside a name (`x1.50`) or after
+    a dot (`v.1.50`) is no number: written otherwise there, the rows are not the fix's, and
+    it is said taken out."""
+    fixed = BASE.replace(b"line 20 of the table's notes\n",
+                         b"line 20 of the table's notes\n" + ROWS)
+    respelled = ROWS.replace(b"1.50,", b"1.5,").replace(b",0.0,", b",0,").replace(
+        b"2.0,", b"2,").replace(b"12.50", b"12.5")
+    assert b"x1.50" in respelled and b"v.1.50" in respelled
+    for k, (later, said) in enumerate(((respelled, False),
+                                       (respelled.replace(b"x1.50", b"x1.5"), True),
+                                       (respelled.replace(b"v.1.50", b"v.1.5"), True))):
+        stack = OneUpstreamStack(tmp_path / str(k), {"pkg/t.csv": BASE, "pkg/b.py": b"b = 1\n"})
+        stack.add_fix("fa", "pkg/t.csv", BASE, fixed)
+        stack.commit({"pkg/t.csv": fixed}, "Rows (#11)", tag="v2")
+        stack.cli("rebase", "--to", "v2")
+        stack.commit({"pkg/t.csv": BASE + later}, "Tidy the table: the rows last",
+                     tag="v3")
+        document = stack.json("status", "--against", "v3", expect=1 if said else 0)
+        assert document["reverted"] == [] and \
+            [s["name"] for s in document["gone_upstream"]] == (["fa.patch"] if said else []), \
+            (later, document["gone_upstream"])

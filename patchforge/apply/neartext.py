@@ -21,7 +21,11 @@ from patchforge.patterns import on_first_use
 if TYPE_CHECKING:
     from patchforge.apply.diffparse import FilePatch
 
-_NUMBER = on_first_use(rb"(?<![\w.])(\d+)\.(\d*?)0+(?![\w.])")
+# A number with a fraction ending in zeros (`1.50`, `0.0`), not inside a name or a longer
+# number: its first digit, then what is left of it checked (the regular expression engine looks
+# for a pattern that begins with a character class by that class in C; one that begins with a
+# look-behind it tries at every byte of the file).
+_NUMBER = on_first_use(rb"(\d(?<![\w.]\d)\d*)\.(\d*?)0+(?![\w.])")
 _TRAILING_COMMA = on_first_use(rb",(?=[)\]}])")
 
 
