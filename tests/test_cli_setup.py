@@ -439,6 +439,9 @@ def test_upstream_add_refuses_a_follow_that_is_no_ref_name_or_one_the_upstream_l
            "--follow", follow)
         table = tomllib.loads((root / "patchforge.toml").read_text())["upstreams"][f"up{n}"]
         assert table["follow"] == follow
+    # The option's help called it "the branch or tag pattern to follow": patterns are refused.
+    said = " ".join(ok(None, "upstream", "add", "--help").out.split())
+    assert "pattern to follow" not in said and "one name (not a pattern)" in said, said
 
 
 def test_upstream_add_needs_exactly_one_kind(tmp_path):

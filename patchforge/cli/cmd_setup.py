@@ -66,7 +66,9 @@ def upstream():
 @click.option("--at", "spec", required=True, metavar="SPEC",
               help="What to pin: commit-ish, version, nightly tag, image reference.")
 @click.option("--install-root", metavar="PATH", help="Where the files live in the image.")
-@click.option("--follow", metavar="REF", help="git: the branch or tag pattern to follow.")
+@click.option("--follow", metavar="REF",
+              help="git: the branch or tag to follow, one name (not a pattern); default: the "
+                   "remote's default branch.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
 def upstream_add(app, name, git_url, package, directory, spec, install_root, follow, as_json):

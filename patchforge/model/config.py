@@ -13,7 +13,7 @@ class UpstreamConfig:
     name: str
     kind: str  # "git" | "wheel" | "dir"
     url: str | None = None  # git: any URL or local path
-    follow: str | None = None  # git: branch or tag pattern to follow (e.g. "main")
+    follow: str | None = None  # git: the one branch or tag to follow (e.g. "main")
     package: str | None = None  # wheel: the distribution name
     path: str | None = None  # dir: a local directory
     install_root: str | None = None  # where the upstream's files live in the target image
