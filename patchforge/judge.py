@@ -1914,14 +1914,22 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
 
 def _sets_anew(line: bytes, read: set[bytes]) -> bool:
     """Whether `line` sets one of the names `read` to a new state: not a re-computation of the
-    same value from itself (`x = x.contiguous()`, `x = x.to(device).float()`: the state a guard
-    on `x` checks is the same after it, and its second copy is the fix made twice)."""
+    same value by a method of its own (`x = x.contiguous()`, `x = x.to(device).float()`: the
+    state a guard on `x` checks is the same after it, and its second copy is the fix made
+    twice). A step along an attribute (`node = node.next`) or an augmented assignment
+    (`i += stride`) is a new state."""
     set_at = _SETS_NAME.match(line)
     if set_at is None or set_at[1] not in read:
         return False
+    augmented = set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:"
     value = line[set_at.end():].lstrip()
-    return not (value.startswith(set_at[1] + b".") and set_at[0].rstrip().endswith(b"=")
-                and set_at[0].rstrip()[-2:-1] not in b"-+*/%&|^<>:")
+    return augmented or not (value.startswith(set_at[1] + b".") and
+                             _OWN_METHOD.match(value) is not None)
+
+
+# A value made by a method of a name (`x.contiguous()`, `x.to(d)`): the name, a dot, the
+# method's name and its opening bracket.
+_OWN_METHOD = on_first_use(rb"[A-Za-z_]\w*\.[A-Za-z_]\w*\s*\(")
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

@@ -483,6 +483,18 @@ def test_a_name_recomputed_from_itself_between_the_copies_is_the_same_check(tmp_
                           base.replace(again, again + guard)))
 
 
+def test_a_step_along_an_attribute_between_the_copies_is_another_check(tmp_path):
+    # `node = node.next` sets node from itself, but to another node, not a method's new form
+    # of the same value: the guard after it checks the next node, and the fix moves.
+    base = (b'"""Lists."""\n\n\ndef second(node):\n    first = node.value\n'
+            b"    node = node.next\n    return first + node.value\n\n\n"
+            b"def other(y):\n    return y\n")
+    guard, step = b"    if node is None:\n        return None\n", b"    node = node.next\n"
+    stack = stack_with(tmp_path, base.replace(b"    first", guard + b"    first"),
+                       base.replace(step, step + guard), base)
+    moves(stack)
+
+
 def test_a_counter_stepped_between_the_copies_is_another_check(tmp_path):
     # Its neighbour: `i += stride;` moves the index on, so the same guard after it checks the
     # next element: both are wanted, and the fix moves.
