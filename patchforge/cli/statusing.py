@@ -202,8 +202,11 @@ def run_status(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], stri
                 # renamed says so, as the rebase does: its paths, overlay and mount move.)
                 # Cut to the table's width on a terminal only, at a word's end and marked:
                 # a log or a pipe gets it whole.
-                notes.append(_shortened(r.evidence[0], 90) if sys.stdout.isatty()
-                             else r.evidence[0])
+                # A fix landed in part names every hunk that landed (each its own item):
+                # the first alone left the others' landing unsaid.
+                shown = r.evidence if r.state == "partial" else r.evidence[:1]
+                notes += [_shortened(item, 90) if sys.stdout.isatty() else item
+                          for item in shown]
             elif r.state == "conflict":
                 notes += _failing_hunks(r.files)
             rows.append([f"{r.upstream}/{r.name}", state, "; ".join(notes)])

@@ -1094,7 +1094,8 @@ class Rebase:
         kept = part.with_field("Applied-Upstream",
                                target.label + (f", commit:{where}" if where else ""))
         result.detail += f"; {landed_words(patch, verdict, parts, where)}: " + \
-            ("to be kept" if self._run_record.dry_run else "kept") + " under upstreamed/"
+            ("to be kept" if self._run_record.dry_run else "kept") + " under upstreamed/" + \
+            rest_words(verdict.hunks_landed, verdict.hunks_total, parts)
         result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
                                          kept.to_bytes())
 
@@ -1462,7 +1463,8 @@ class Rebase:
             created = parse_patch_file(self.journal.staged_bytes(result.landed_part))
             kept = created.with_remade_diff(created.diff + part.diff)
         result.detail += (f"; {part_words(patch, count, landed.total, parts, where)}, "
-                          "left so by the resolution: kept under upstreamed/")
+                          "left so by the resolution: kept under upstreamed/"
+                          + rest_words(count, landed.total, parts))
         result.landed_part = self._stage(f"{result.upstream}/upstreamed/{result.name}",
                                          kept.to_bytes())
 
@@ -2300,6 +2302,18 @@ def part_words(patch, landed: int, total: int, parts: dict | None, where: str | 
     said += [f"{made} of the {changes} changes in its hunk {index + 1} ({path})"
              for path, index, made, changes in parts_landed(patch, parts)]
     return f"landed in part: {', '.join(said)} landed upstream{shown}"
+
+
+def rest_words(landed: int, total: int, parts: dict | None) -> str:
+    """What stays in the series beside a landed part kept under upstreamed/: "; the fix stays
+    in the series with its other hunk". Without it, "2 of its 3 hunks landed upstream: kept
+    under upstreamed/" reads as the whole fix leaving the series."""
+    if parts or landed >= total:
+        # (Changes inside a hunk landed: the rest is counted in changes, not hunks.)
+        return "; the fix stays in the series with the rest of its changes"
+    left = total - landed
+    return (f"; the fix stays in the series with its other "
+            f"{'hunk' if left == 1 else f'{left} hunks'}")
 
 
 def landed_hunks(verdict, landing: str | None, parts: dict | None = None) -> LandedHunks | None:
