@@ -2346,3 +2346,23 @@ def test_a_patch_renamed_and_its_header_edited_in_quilt_is_renamed_alike_then_ta
     assert not (root / "series/up/deleted").exists()
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_quilt_new_patch_without_a_header_is_taken_back_with_a_lint_warning(stack, tmp_path):
+    """A patch `quilt new` made with no header comes back with its name for a Description (so
+    the field DEP-3 and the series need is there). Before, `lint` said nothing of it, and `pr`
+    drafted a pull request titled by the file name with no body. Now lint warns, naming the
+    patch file and the line (a patch with a description of its own is not warned of)."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "norm-eps-doc.patch", "pkg/new.py", b"new = 1\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert patch_text(root, "norm-eps-doc.patch").startswith("Description: norm-eps-doc\n")
+    run = run_cli(root, "lint")
+    assert run.rc == 0, run.out + run.err
+    warned = [line for line in run.out.splitlines() if "up/norm-eps-doc.patch" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning"), run.out
+    assert "series/up/norm-eps-doc.patch line 1: the Description is only the patch's name " \
+        "('norm-eps-doc')" in warned[0], run.out
+    assert "fix-a.patch" not in run.out, run.out  # (`Description: Fix fix-a`: a description)

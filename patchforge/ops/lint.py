@@ -657,6 +657,8 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
                            "warning"))
     if not (patch.get("Description") or "").strip():
         out.append(Finding(label, "header", "no Description (or Subject)"))
+    else:
+        out += _name_for_description(label, patch)
     if not ((patch.get("Origin") or "").strip() or (patch.get("Author") or "").strip()):
         out.append(Finding(label, "header", "neither Origin nor Author"))
     declared = patch.get("Upstream")
@@ -678,6 +680,27 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
         out.append(Finding(label, "header", "no Base (the upstream commit the diff is against)",
                            "warning"))
     return out
+
+
+def _name_for_description(label: str, patch: PatchFile) -> list[Finding]:
+    """A warning for a fix whose Description is only its own name and which has no free text:
+    what `new NAME` without -m and `import quilt` of a patch `quilt new` made with no header
+    write, so that the field is there. `pr` takes the Description for the pull request's
+    title and the free text for its body: a name is no account of what the fix does."""
+    stem = label.rpartition("/")[2].removesuffix(".patch")
+    at = 1 + patch.preamble.count(b"\n")
+    for header in patch.fields:
+        if header.name.lower() in ("description", "subject"):
+            break
+        at += header.raw.count(b"\n")
+    else:
+        return []
+    if header.value.strip() != stem or patch.description.strip():
+        return []
+    return [Finding(label, "header", f"series/{label} line {at}: the Description is only the "
+                                     f"patch's name ({stem!r}) and there is no description "
+                                     "below the header: say what the fix changes and why "
+                                     "(`pr` drafts the pull request from it)", "warning")]
 
 
 # Bidirectional overrides, embeddings and isolates: an added line holding one shows code in an
