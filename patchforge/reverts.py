@@ -1009,11 +1009,21 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
                 or own_signature not in b"".join(content.split())):
             return function, False
         # A helper's own function nested in it (a decorator's wrapper) is reached through the
-        # helper: any name of the path new since the base that the fix's function uses.
+        # helper: a name of the path new since the base that the fix's function calls or is
+        # decorated with, the names after it its nested functions. A class the fix's function
+        # only constructs reaches its `__init__`, not its other methods (`Timer.stop`).
         parts = [part for part in re.split(rb"\.|::", function.split(b" [")[0]) if part]
-        return (function, True) if any(part not in old and (calls(content, part) or
-                                                             decorates(content, part))
-                                       for part in parts) else None
+        return (function, True) if any(
+            part not in old and (calls(content, part) or decorates(content, part))
+            and (not is_class(content, part) or parts[i + 1:] == [b"__init__"])
+            and not any(is_class(content, inner) for inner in parts[i + 1:])
+            for i, part in enumerate(parts)) else None
+
+    def is_class(content: bytes, name: bytes) -> bool:
+        """Whether `content` defines `name` as a class (or a C++ struct)."""
+        return name in content and re.search(
+            rb"^[ \t]*(?:class|struct)[ \t]+" + re.escape(name) + rb"\b", content,
+            re.MULTILINE) is not None
 
     def calls(content: bytes, name: bytes) -> bool:
         """Whether the fix's function in `content` calls `name`: a function new since the
@@ -1030,10 +1040,18 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         """Whether `name` decorates the fix's function in `content` (`@name`, `@name(...)`,
         `@module.name`, among other decorators): the function reaches it without a call."""
         own_name = re.split(rb"\.|::", own)[-1]
-        return name in content and re.search(
-            rb"^[ \t]*@(?:[\w.]*\.)?" + re.escape(name) + rb"\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*"
-            rb"[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(own_name) + rb"\b",
-            content, re.MULTILINE) is not None
+        if name not in content:
+            return False
+        lines = lines_of(content)
+        # The decorated `def` must be the fix's own function: a method of the same name in
+        # another class (`A.forward` beside the fix's `B.forward`) is another function.
+        return any(
+            function_named_at(fp.path, lines, content.count(b"\n", 0, found.end())) == own
+            for found in re.finditer(
+                rb"^[ \t]*@(?:[\w.]*\.)?" + re.escape(name)
+                + rb"\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*"
+                rb"[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(own_name) + rb"\b[^\n]*\n",
+                content, re.MULTILINE))
 
     found = again(now, line)
     if found is None:

@@ -474,3 +474,57 @@ def test_a_new_decorator_on_another_function_is_no_re_land(tmp_path):
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert SYNCED_ALPHA in overlay and overlay.count(b"torch.cuda.synchronize()") == 2
+
+
+def test_a_method_of_a_new_class_the_fix_function_only_constructs_is_no_re_land(tmp_path):
+    """alpha's reverted synchronize; upstream then adds `class Timer` whose `stop()`
+    synchronizes, and alpha makes a `Timer()` but never calls `stop`. Was: said landed again
+    in Timer.stop and the bring-back refused, the fix left in skipped/. A constructor call
+    reaches `__init__` only: the fix goes back."""
+    timer = (b"class Timer:\n    def __init__(self):\n        self.start = 0\n\n"
+             b"    def stop(self):\n" + SYNC.replace(b"    ", b"        ") +
+             b"        return 1\n\n\n")
+    timed_alpha = ALPHA.replace(b"    y = x + 1\n", b"    t = Timer()\n    y = x + 1\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": timer + timed_alpha + PAD + BETA}, "alpha: make a timer",
+                 tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
+
+
+def test_a_new_decorator_on_a_same_named_method_of_another_class_is_no_re_land(tmp_path):
+    """B.forward's reverted synchronize; upstream then puts a new `@synchronized` (its
+    wrapper synchronizes) on A.forward only. Was: said B's fix landed again and the
+    bring-back refused. The decorator must be on the fix's own `def`: the fix goes back."""
+    sync = b"    " + SYNC
+    a = b"class A:\n    def forward(self, x):\n        y = x + 1\n        z = y * 2\n" \
+        b"        return z\n\n\n"
+    b = b"class B:\n    def forward(self, x):\n        y = x - 1\n        z = y * 3\n" \
+        b"        return z\n\n\n"
+    synced_b = b.replace(b"        z = y * 3\n", b"        z = y * 3\n" + sync)
+    head = b"import torch\n\n\n"
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": head + a + PAD + b})
+    stack.add_fix("fb", "pkg/a.py", head + a + PAD + b, head + a + PAD + synced_b)
+    landing = stack.commit({"pkg/a.py": head + a + PAD + synced_b}, "Synchronize B (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": head + a + PAD + b},
+                 f'Revert "Synchronize B (#11)"\n\nThis reverts commit {landing}.')
+    decorated_a = a.replace(b"    def forward", b"    @synchronized\n    def forward")
+    stack.commit({"pkg/a.py": head + SYNCHRONIZED + decorated_a + PAD + b}, "A: synchronized",
+                 tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fb.patch")
+    stack.cli("overlays")
+    assert synced_b in (stack.root / "overlays/up/pkg/a.py").read_bytes()
