@@ -852,6 +852,7 @@ class SequencesModel(StackModel):
         env = {**os.environ, "PATCHFORGE_FAULT": point, "PATCHFORGE_FAULT_MODE": "stop"}
         outputs = [tempfile.TemporaryFile() for _ in range(4)]
         before, other = self.state(), None
+        stop = self.stopped_safely()
         held = subprocess.Popen([sys.executable, "-m", "patchforge", "--root", str(self.root),
                                  *first], stdout=outputs[0], stderr=outputs[1], env=env)
         try:
@@ -896,6 +897,10 @@ class SequencesModel(StackModel):
             if argv[:2] == ("--root", str(self.root)):
                 argv = argv[2:]
             self.after_either(argv, rc)
+            if argv[:2] == ("rebase", "--continue") and rc not in (2, 3) and stop and \
+                    "upstream has these lines already" in stop.get("message", ""):
+                # (As cli() learns it: the user kept both copies at a stop that said so.)
+                self.kept_twice_on_purpose |= self.kept_names(stop.get("name", ""))
 
     @staticmethod
     def read_output(out, err) -> str:
