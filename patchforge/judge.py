@@ -34,6 +34,7 @@ from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 file_strings, old_blob, over_lines, patch_blocks, put_in, share,
                                 strings_open_at, taken_out, undo_probes, without_whitespace)
 from patchforge.model.record import field, record, replace
+from patchforge.names import shell_quoted_bytes
 from patchforge.patterns import on_first_use
 from patchforge.store.diff import (DEFAULT_LABELS, FileChange, FileMerge, blob_oid,
                                    blocks_of_file_diff, check_path, decode_path, diff_header,
@@ -229,6 +230,13 @@ def binary_stop_note(paths: list[str]) -> str:
     return (f" ({', '.join(paths)}: binary, not merged: the target has neither the pre-image "
             "nor the post-image the binary patch records; put the file you want in the "
             "worktree and --continue, or --skip)")
+
+
+def _said(paths: list[str]) -> str:
+    """The files of a conflict, each as the stop's hint says it: a name that is not UTF-8 in
+    the $'...' quotes a shell reads back (printed as it is, its byte shows as a replacement
+    character)."""
+    return ", ".join(shell_quoted_bytes(path) or path for path in paths)
 
 
 def unmergeable_note(paths: list[str]) -> str:
@@ -1391,7 +1399,7 @@ class SeriesJudge:
             return Judgement(name, "stop", "obsolete", verdict, stop_kind="obsolete",
                              files=gone + conflicts, before=before, after=after,
                              evidence=evidence, modes=new_modes, bases=bases,
-                             message=gone_message + (f"; conflict in {', '.join(conflicts)}"
+                             message=gone_message + (f"; conflict in {_said(conflicts)}"
                                                      if conflicts else "")
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
@@ -1400,7 +1408,7 @@ class SeriesJudge:
             message = "; ".join(
                 ([self._modify_delete(name, deleted_here)] if deleted_here else [])
                 + list(added_too.values())
-                + ([f"conflict in {', '.join(others)}"] if others else []))
+                + ([f"conflict in {_said(others)}"] if others else []))
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
                              modes=new_modes, bases=bases, deleted_here=deleted_here,

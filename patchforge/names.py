@@ -121,6 +121,19 @@ def _is_utf8(value: str) -> bool:
     return True
 
 
+def shell_quoted_bytes(path: str) -> str | None:
+    """A path that is not UTF-8 (read with surrogateescape) in the $'...' quotes bash, zsh and
+    ksh read back byte for byte (`$'pkg/f\\377b.py'`), each byte but printable ASCII as three
+    octal digits; None for a UTF-8 path. git's quoting (`"pkg/f\\377b.py"`) a shell reads as
+    the four characters `\\377`: pasted, it names no file; printed as it is, the byte shows as
+    a replacement character."""
+    if _is_utf8(path):
+        return None
+    return "$'" + "".join("\\" + chr(byte) if byte in b"'\\" else chr(byte)
+                          if 0x20 <= byte < 0x7f else f"\\{byte:03o}"
+                          for byte in path.encode("utf-8", "surrogateescape")) + "'"
+
+
 # What a Windows checkout cannot write as a file name (git for Windows stops the clone of the
 # stack with "invalid path"): these characters, and the device names (CON, NUL, COM1, ...),
 # which Windows reserves with any extension (`nul.patch` is the device too). `"` and `\` are

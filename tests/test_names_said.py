@@ -61,6 +61,10 @@ def test_a_rebase_stop_hint_says_a_name_that_is_not_utf8_as_a_shell_reads_it_bac
     work = stack.root / ".patchforge/work/up"
     if raw == b"pkg/f\xffb.py":
         assert f"hint: edit $'pkg/f\\377b.py' in {shlex.quote(str(work))} (" in err, err
+        # The error line above the hint says the name the same way, never with the
+        # replacement character the byte printed as it is shows as.
+        assert "up/fa.patch: conflict in $'pkg/f\\377b.py'" in err, err
+        assert "\ufffd" not in err, err
     said = err.split("hint: edit ", 1)[1].split(" (`patchforge add", 1)[0]
     path, directory = said.split(" in ", 1)
     # Pasted into bash as the hint says them: the file the stop left to edit.

@@ -32,6 +32,7 @@ from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, OTHER_FUNCTION, HistoryI
                               moved_away, read_history, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
+from patchforge.names import shell_quoted_bytes
 from patchforge.rebase.journal import (ACTIONS, Blocked, CorruptJournal, Journal, LandedHunks,
                                        PatchResult, PlanStep, RebaseRun, Stop, UpstreamRun,
                                        confined_all)
@@ -78,16 +79,11 @@ def _shown(path: str) -> str:
 def _said_path(path: str) -> str:
     """A path in a hint, as a shell takes it back: quoted where it holds a space or another
     character the shell reads (shlex.quote: `'pkg/a b.py'`); a name that is not UTF-8 in the
-    $'...' quotes bash, zsh and ksh read back byte for byte (`$'pkg/f\\377b.py'`), each byte
-    but printable ASCII as three octal digits: git's quoting (`"pkg/f\\377b.py"`, _shown) a
-    shell reads as the four characters `\\377`, and pasted, it named no file."""
-    raw = path.encode("utf-8", "surrogateescape")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "$'" + "".join("\\" + chr(byte) if byte in b"'\\" else chr(byte)
-                              if 0x20 <= byte < 0x7f else f"\\{byte:03o}"
-                              for byte in raw) + "'"
+    $'...' quotes bash, zsh and ksh read back byte for byte (names.shell_quoted_bytes), as
+    the stop's error line says it."""
+    quoted = shell_quoted_bytes(path)
+    if quoted is not None:
+        return quoted
     import shlex  # (only a stop says a path: a clean rebase does not load it)
 
     return shlex.quote(path)
