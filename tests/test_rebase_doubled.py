@@ -521,3 +521,34 @@ def test_a_python_guard_with_a_statement_after_it_upstream_added_alone_stops(tmp
                                               b"    y = x.contiguous()\n"),
                        base.replace(b"    b = widen(a)\n", b"    b = widen(a)\n" + guard), base)
     said_doubled(stack, "pkg/a.py line 6 (upstream's at line 10)")
+
+
+@pytest.mark.parametrize("language", ["c++", "python"])
+def test_a_guard_opening_a_new_loop_of_the_fix_upstream_added_to_another_loop_moves(
+        tmp_path, language):
+    # The fix adds a new loop whose body begins with a bound check; upstream adds the same
+    # check to the other, existing loop a few lines higher. Two loops, two checks: the check
+    # read on its own out of the fix's run stopped "upstream has these lines already", and
+    # the advice (delete your copy, or --skip) left the fix's loop running past n.
+    if language == "c++":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, int n, int m) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        loop, after, first = (b"    for (int j = i; j < m; j += 64) {\n" + check +
+                              b"        y[j] += x[j];\n    }\n"), b"    sync_all();\n", \
+            b"        x[j] *= 2.0f;\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        loop, after, first = (b"    for j in range(0, m, 2):\n" + check +
+                              b"        y[j] += x[j]\n"), b"    sync_all()\n", \
+            b"        x[j] *= 2.0\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + loop),
+                            base.replace(first, check + first))
+    moves(stack)
+    stack.cli("overlays")
+    assert (stack.root / f"overlays/up/{path}").read_bytes().count(check) == 2

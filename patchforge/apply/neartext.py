@@ -281,10 +281,28 @@ def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
         if end is None:
             at += 1
         else:
-            if end - at < len(lines):
+            if end - at < len(lines) and not _in_block_opened(lines[:at], lines[at]):
                 found.append(lines[at:end])
             at = end
     return found
+
+
+def _in_block_opened(before: list[bytes], line: bytes) -> bool:
+    """Whether `line` lies inside a block that the lines `before` it in the same added run
+    open (a new loop's `for (...) {`, or a Python `for ...:` it is indented under): a guard
+    there guards that new block, and the same guard upstream put in another block is another
+    check, not the fix made twice."""
+    code = [STRING_OR_COMMENT.sub(b"", text) for text in before]
+    if sum(text.count(b"{") - text.count(b"}") for text in code) > 0:
+        return True
+    indent = len(line) - len(line.lstrip())
+    for text in reversed(code):
+        if not text.strip():
+            continue
+        # The nearest line of the run less indented than the guard is what holds it.
+        if len(text) - len(text.lstrip()) < indent:
+            return text.rstrip().endswith(b":")
+    return False
 
 
 # How alike (difflib's ratio of near text) an added line must be to a removed one to be taken
