@@ -1540,7 +1540,8 @@ class SeriesJudge:
                                          self._places(fp, current, application, result), doubled)
             if doubled:
                 doubled = [run for run in doubled
-                           if not _reads_what_is_set_between(current, result, run)]
+                           if not _reads_what_is_set_between(current, result, run)
+                           and not _items_of_two_brackets(current, result, run)]
             if doubled:
                 found.append((path, _doubled_where(path, current, result, doubled)))
         return found
@@ -1918,6 +1919,48 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
     return any(_sets_anew(line, read) for line in between)
+
+
+def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether `run` is an item of a list, dict or call (it ends with a comma, or a closing
+    bracket follows it) and the fix's copy in `result` and upstream's nearest are inside two
+    different brackets: the same keyword argument passed to two calls
+    (`stream=torch.cuda.current_stream(),` in launch_a's and in launch_b's) is two items,
+    both wanted: no doubling. Asked only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    written, near = 0, b""
+    for line in lines[own - 1:]:
+        written += 1
+        near += b"".join(near_lines([line]))
+        if len(near) >= len(run):
+            break
+    after = lines[own - 1 + written].lstrip() if own - 1 + written < len(lines) else b""
+    if not (run.endswith(b",") or after.startswith((b")", b"]", b"}"))):
+        return False
+    if run.endswith((b":", b";", b"{", b"(", b"[")):
+        return False
+    opened = [_bracket_opened_above(lines, own - 1), _bracket_opened_above(lines, theirs - 1)]
+    return None not in opened and opened[0] != opened[1]
+
+
+def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
+    """The line (0-based) whose bracket, left open, holds line `at` of `lines`: the nearest
+    above with more brackets opened than closed after it; None where none is within 200
+    lines."""
+    depth = 0
+    for k in range(at - 1, max(at - 200, 0) - 1, -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k])
+        for char in reversed(code):
+            if char in b")]}":
+                depth += 1
+            elif char in b"([{":
+                depth -= 1
+                if depth < 0:
+                    return k
+    return None
 
 
 def _sets_anew(line: bytes, read: set[bytes]) -> bool:

@@ -71,3 +71,29 @@ def test_an_item_upstream_did_not_add_moves_as_before(tmp_path):
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/dtypes.py").read_bytes()
     assert overlay.count(b'"gfx1151"') == 1 and overlay.count(b'"gfx1103"') == 1
+
+
+@pytest.mark.parametrize("where", ["last", "mid"])
+def test_the_same_keyword_upstream_passed_to_another_call_moves(tmp_path, where):
+    # The fix passes `stream=` to launch_a; upstream passes the same keyword to launch_b, two
+    # lines lower (as its last argument, or in the middle). Two calls, two arguments, both
+    # wanted: it stopped "upstream has these lines already", and the advice (delete your
+    # copy) took launch_a's stream away.
+    base = (b"import torch\n\n\ndef run(x, y):\n    a = launch_a(\n        x,\n        y,\n"
+            b"    )\n    b = launch_b(\n        y,\n        x,\n    )\n    return a + b\n\n\n"
+            b"def other(z):\n    return z\n")
+    keyword = b"        stream=torch.cuda.current_stream(),\n"
+    mine = base.replace(b"launch_a(\n        x,\n", b"launch_a(\n        x,\n" + keyword)
+    theirs = (base.replace(b"launch_b(\n        y,\n", b"launch_b(\n        y,\n" + keyword)
+              if where == "mid" else
+              base.replace(b"        y,\n        x,\n    )\n",
+                           b"        y,\n        x,\n" + keyword + b"    )\n"))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, mine)
+    stack.commit({"pkg/a.py": theirs}, "Pass the stream to launch_b", tag="v2")
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay.count(keyword) == 2 and b"launch_a(\n        x,\n" + keyword in overlay
