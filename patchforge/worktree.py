@@ -1648,6 +1648,45 @@ def resolution_undoes(project: Project, upstream: str, changes, earlier: Callabl
             for path, undone in found]
 
 
+def resolution_keeps_patch_over(project: Project, upstream: str, changes, patch,
+                                earlier: Callable[[], list], fallback: str) -> list[str]:
+    """Where the worktree's resolution (`changes`) keeps `patch`'s side of a block whole while
+    `by` (the upstream) changed the same lines: said with the file and lines, for a note. Not
+    refused, as resolution_undoes refuses: keeping the patch's side is often what is meant
+    (the fix's own change), yet it silently takes upstream's change of those lines back (a
+    `T | None` rewritten back to `Optional[T]`, whose import upstream dropped). Only files
+    whose markers showed what the patch was made on, and blocks kept exactly so. Whose
+    change it was: one of `earlier` ([(name, parsed patch)]), else `fallback`."""
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.apply.undone import Undone, describe_kept_over, patch_side_kept, who_changed
+
+    if patch is None:
+        return []
+    made_on = Worktree(project.work_dir(upstream)).made_on()
+    found: list = []
+    for path, old, new, _, _ in changes:
+        base = made_on.get(path)
+        if base is None or old is None or new is None:
+            continue
+        fp = next((fp for fp in patch.file_patches if path in (fp.new_path, fp.old_path)
+                   and fp.binary is None and not fp.is_binary), None)
+        if fp is None:
+            continue
+        try:
+            applied = apply_file_patch(base, fp, max_fuzz=0)
+        except PatchforgeError:
+            continue
+        if not applied.ok or applied.content is None:
+            continue
+        found += [(path, kept) for kept in patch_side_kept(base, old, applied.content, new)]
+    if not found:
+        return []
+    patches = list(earlier())
+    return [describe_kept_over(path, kept, who_changed(
+        path, Undone(kept.first, kept.back, kept.instead), patches, fallback))
+        for path, kept in found]
+
+
 def refuse_undoing(said: list[str], name: str, retry: str, other_ways: str) -> None:
     """UsageError (exit 2) naming what a resolution undoes (`resolution_undoes`), unless there
     is nothing: `retry` is the command that takes it on purpose (with ALLOW_UNDO), `other_ways`

@@ -229,3 +229,78 @@ def who_changed(path: str, undone: Undone, earlier, fallback: str) -> str:
                             (line[:1] == b"-" and body in wanted_removed):
                         return name
     return fallback
+
+
+class KeptOver(NamedTuple):
+    """A block where the patch and the change made under it changed the same lines, resolved
+    with the patch's side whole: lines [first, last] (1-based, of the resolved file) are the
+    patch's, where the file under the patch has `instead` (what the patch was made on: `back`)."""
+    first: int
+    last: int
+    instead: tuple[bytes, ...]
+    back: tuple[bytes, ...]
+
+
+def _changed(a: list[bytes], b: list[bytes]) -> list[tuple[int, int, int, int]]:
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in _opcodes(a, b) if tag != "equal"]
+
+
+def _at(changes: list[tuple[int, int, int, int]], i: int, *, end: bool) -> int:
+    """Where the start (or `end`) of a block at line boundary `i` of the first side is on the
+    second: shifted by the changes before it (for its end, the block's own too, lines put in
+    at its end among them: the blocks join every change that touches them)."""
+    shift = 0
+    for i1, i2, j1, j2 in changes:
+        if i1 < i or (end and i1 == i):
+            shift = j2 - i2
+    return i + shift
+
+
+def patch_side_kept(base: bytes, ours: bytes, theirs: bytes, new: bytes) -> list[KeptOver]:
+    """The blocks a 3-way merge of `ours` and `theirs` (the patch applied to `base`) conflicts
+    on, where both changed the same lines (or lines next to each other), that `new` resolves
+    with the patch's side as it is, between the same lines of `ours` around it: the change
+    made under the patch is undone there. Only blocks so kept whole are said; one that holds
+    `ours`' lines, both, or lines of its own is not."""
+    b, o, t, n = (data.splitlines(keepends=True) for data in (base, ours, theirs, new))
+    under, own = _changed(b, o), _changed(b, t)
+    spans = sorted([(i1, i2, 0) for i1, i2, _, _ in under] + [(i1, i2, 1) for i1, i2, _, _ in own])
+    blocks: list[list[int]] = []  # [start, end, sides]
+    for i1, i2, side in spans:
+        if blocks and i1 <= blocks[-1][1]:
+            blocks[-1][1] = max(blocks[-1][1], i2)
+            blocks[-1][2] |= 1 << side
+        else:
+            blocks.append([i1, i2, 1 << side])
+    to_new = [(i1, i2) for tag, i1, i2, _, _ in _opcodes(o, n) if tag == "equal"]
+    equal = _blocks(o, n)
+    out = []
+    for start, end, sides in blocks:
+        if sides != 3:
+            continue
+        o1, o2 = _at(under, start, end=False), _at(under, end, end=True)
+        t1, t2 = _at(own, start, end=False), _at(own, end, end=True)
+        if o[o1:o2] == t[t1:t2] or not any(line.strip() for line in t[t1:t2]):
+            continue
+        # The lines of `ours` around the block, each where `new` has it as it is.
+        before = o1 == 0 or any(i1 <= o1 - 1 < i2 for i1, i2 in to_new)
+        after = o2 == len(o) or any(i1 <= o2 < i2 for i1, i2 in to_new)
+        if not (before and after):
+            continue
+        n1 = 0 if o1 == 0 else next(y + o1 - 1 - x for x, y, size in equal
+                                    if x <= o1 - 1 < x + size) + 1
+        n2 = len(n) if o2 == len(o) else next(y + o2 - x for x, y, size in equal
+                                              if x <= o2 < x + size)
+        if n[n1:n2] == t[t1:t2]:
+            out.append(KeptOver(n1 + 1, n2, tuple(o[o1:o2]), tuple(b[start:end])))
+    return out
+
+
+def describe_kept_over(path: str, kept: KeptOver, by: str) -> str:
+    """`path` lines N-M: ... in words, for a note: the patch's side kept whole over `by`'s
+    change of the same lines."""
+    lines = f"line {kept.first} is" if kept.first == kept.last else \
+        f"lines {kept.first}-{kept.last} are"
+    changed = f"to {_lines(kept.instead)}" if kept.instead else "by taking them out"
+    return (f"{path} {lines} the patch's side kept whole, where {by} changed the same "
+            f"lines ({changed}): the resolution undoes that change there")

@@ -144,6 +144,10 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
                     summary = engine.resume(skip=skip, allow_undo=allow_undo)
                 finally:
                     _say_left_behind(project, engine)
+                    if not as_json:
+                        from patchforge.cli.output import say_notes
+
+                        say_notes(engine.kept_over)
         except ConflictStop as stop:
             if as_json:
                 emit_json(engine.stop_document(stop.message), "rebase")

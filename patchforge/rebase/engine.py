@@ -139,6 +139,10 @@ class Rebase:
         # (directory, files) of a hand resolution --abort copied from a stop's worktree before
         # it went (`_forget`); the CLI says where.
         self.resolutions_kept: list[tuple[Path, list[str]]] = []
+        # What --continue's resolution keeps of the patch's side over upstream's change of the
+        # same lines (`resolution_keeps_patch_over`): the CLI says it at once, the next patch
+        # may stop before the summary says it.
+        self.kept_over: list[str] = []
         # Called with (upstream, patch name) before each patch: the CLI's progress indicator.
         self.on_patch = on_patch or (lambda upstream, name: None)
         # Called once when the write-out (or --abort's restore) waits for commands reading the
@@ -1286,7 +1290,8 @@ class Rebase:
         from patchforge.worktree import (refuse_gone_files_left_out, refuse_removed_by_hand,
                                          refuse_resolution_not_applying,
                                          refuse_resolution_outside_series, refuse_undoing,
-                                         renames_and_copies, resolution_undoes, series_patch,
+                                         renames_and_copies, resolution_keeps_patch_over,
+                                         resolution_undoes, series_patch,
                                          worktree_diff)
 
         upstream, name = stopped.upstream, stopped.name
@@ -1343,6 +1348,11 @@ class Rebase:
             refuse_undoing(undoes, name, "patchforge rebase --continue",
                            "`patchforge rebase --skip` keeps the patch in skipped/, `--abort` "
                            "goes back")
+        kept_over = resolution_keeps_patch_over(
+            self.project, upstream, changes, old_patch,
+            lambda: [(r.name, self._staged_patch(upstream, r)) for r in entry.results
+                     if r.destination == "series" and r.staged],
+            f"the upstream ({target.label})")
         patch = self.project.read_patch(upstream, name)
         files = {p: n for p, _, n, _, _ in changes}
         modes = {p: mode for p, _, n, _, mode in changes if n is not None}
@@ -1392,6 +1402,10 @@ class Rebase:
             if stopped.landed is not None:
                 self._keep_hunks_left(result, self._old_patch(upstream, name), stopped,
                                       files, target)
+            if kept_over:
+                result.detail += "; look that it is meant: " + "; ".join(kept_over)
+                self.kept_over += [f"{upstream}/{name}: {said}; look that it is meant"
+                                   for said in kept_over]
         entry.results.append(result)
         entry.position += 1
         return files, modes
