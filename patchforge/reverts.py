@@ -51,7 +51,16 @@ function, holds with part of it) is as the history says (_placed_by_history): go
 latest commit that made that place took the hunk out there and did not put its lines
 elsewhere (a guard dropped alone); not where that place was there all along (a look-alike
 function holding the old code of a hunk upstream rewrote in the fix's own) or the commit moved
-the lines.
+the lines. Where the hunk is in a function of the fix's base file that the file still defines
+(_OwnFunction), that function tells the places apart: of several places its neighbours hold,
+the one in it is the fix's, and its whole pre-image or post-image counts only there.
+
+Lines the fix added that are elsewhere in the file while its own function lacks them are
+judged by the commit that took them out of that function (_HunkTakers.out_of_function), not by
+the one that made their old place (an edit of a neighbour line and its revert make it again)
+nor by the file's count: moved only where that commit put as many copies elsewhere in the
+same change. A copy another function had before it (another kept fix's guard or synchronize),
+or one a later commit added, is other code; the hunk is taken back, that commit named.
 
 For a change gone the history speaks only to name the commit that took it out and to tell a
 revert from other work (for neither, only to find such a revert). The commits after the
@@ -78,7 +87,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.neartext import NearFlat, NearText, near_flat, near_lines, near_runs
 from patchforge.errors import PatchforgeError
@@ -87,6 +96,7 @@ from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
     from patchforge.apply.diffparse import FilePatch
+    from patchforge.apply.hunks import CFile
     from patchforge.formats.patchfile import PatchFile
     from patchforge.project import Project
     from patchforge.store.gitstore import UpstreamStore
@@ -197,6 +207,9 @@ class _Fix:
     # left its lines in the file fewer times: taken back).
     unplaced: dict = field(default_factory=dict, repr=False, compare=False)
     placed: dict = field(default_factory=dict, repr=False, compare=False)
+    # The commit that took a hunk's lines out of the fix's own function, where that told the
+    # hunk taken back (_function_left): the commit a status names for it.
+    taken_by: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -483,6 +496,9 @@ class _Lines:
         self.content = content
         self.lines = lines_of(content)
         self._at: dict[bytes, list[int]] = {}
+        self._functions: dict[tuple[str, int, bytes], bytes | None] = {}
+        self._defined: dict[tuple[str, bytes], bool] = {}
+        self._c_file: CFile | None = None
 
     def at(self, line: bytes) -> list[int]:
         found = self._at.get(line)
@@ -498,8 +514,116 @@ class _Lines:
             self._at[line] = found
         return found
 
+    def in_function(self, own: _OwnFunction, k: int, changed: bytes | None = None) -> bool:
+        """Whether a change at line `k` (0-based), `changed` its first changed line (its
+        indentation tells a Python scope; default: line `k` itself), is in the body of the
+        fix's own function `own` (function_named_at's reading; each asked once)."""
+        return self.function_at(own.path, k, changed) == own.name
 
-def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
+    def function_at(self, path: str, k: int, changed: bytes | None = None) -> bytes | None:
+        """function_named_at(path, lines, k, changed), each asked once, a C file's blocks
+        found once for all its lines."""
+        if changed is None:
+            changed = self.lines[k] if 0 <= k < len(self.lines) else b""
+        key = (path, k, changed)
+        if key not in self._functions:
+            # (function_named_at's reading, the C file's blocks found once for all lines.)
+            from patchforge.apply.hunks import CFile, _definitions_of, _functions_of, _language
+
+            language = _language(path)
+            found = None
+            if language is not None:
+                if language == "c" and self._c_file is None:
+                    self._c_file = CFile(self.lines)
+                c_file = self._c_file if language == "c" else None
+                definitions = _definitions_of(self.lines, k, changed, language, c_file)
+                found = _functions_of(self.lines, definitions, language, c_file)[0] \
+                    if definitions else b""
+            self._functions[key] = found
+        return self._functions[key]
+
+
+class _OwnFunction:
+    """The function of a fix's base file a hunk changes (function_named_at: qualified), in
+    the file at `path`: where several places of a revision's file hold the hunk's neighbours
+    (functions that start or end alike, each with another kept fix's guard or synchronize),
+    the one in this function is the fix's. Found when first asked (the base file read once
+    per fix: _own_functions), as few hunks need it."""
+
+    def __init__(self, store: UpstreamStore, fix: _Fix, k: int, n: int) -> None:
+        self.path = fix.files[k].path
+        # The hunk's first changed line: a place's function is read as for that line there.
+        self.changed = _first_changed(fix.files[k].hunks[n - 1])
+        self._asked: tuple | None = (store, fix, k, n)
+        self._name: bytes | None = None
+
+    @property
+    def name(self) -> bytes | None:
+        """None where not known here (no base file, the top level, a file of no language
+        known here)."""
+        if self._asked is not None:
+            store, fix, k, n = self._asked
+            self._asked = None
+            self._name = _own_functions(store, fix, k)[n - 1]
+        return self._name
+
+    def defined(self, lines: _Lines) -> bool:
+        """Whether it is known and the file still has a function of that name (one upstream
+        renamed tells no place)."""
+        if self.name is None:
+            return False
+        cache = lines._defined
+        key = (self.path, self.name)
+        if key not in cache:
+            bare = re.split(rb"\.|::", self.name.split(b" [")[0])[-1]
+            # (A line of its body is among the few below a line naming it.)
+            cache[key] = bool(bare) and any(
+                lines.in_function(self, j)
+                for k, line in enumerate(lines.lines) if bare in line
+                for j in range(k + 1, min(k + 4, len(lines.lines))))
+        return cache[key]
+
+
+def _own_functions(store: UpstreamStore, fix: _Fix, k: int) -> list[bytes | None]:
+    """By hunk of the fix's file change `k`, the function of its base file the hunk changes
+    (function_named_at; None where none is known: no base file, the top level, a file of no
+    language known here); asked once per fix."""
+    key = (k, "own")
+    if key not in fix.counts:
+        from patchforge.apply.diffparse import line_kind
+
+        fp = fix.files[k]
+        base = _base_file(store, fix, fp)
+        base_lines = _Lines(base) if base is not None else None
+        found: list[bytes | None] = []
+        for hunk in fp.hunks:
+            name = None
+            if base_lines is not None:
+                kinds = [line_kind(body) for body in hunk.lines]
+                lead = next((j for j, kind in enumerate(kinds) if kind != b" "), len(kinds))
+                at = hunk.old_start - 1 + lead if hunk.old_count else hunk.old_start
+                name = base_lines.function_at(fp.path, at, _first_changed(hunk))
+            found.append(name or None)
+        fix.counts[key] = found
+    return fix.counts[key]
+
+
+def _first_changed(hunk) -> bytes:
+    """The first line a hunk adds (else removes), as _landed_again reads a change's place."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    return next((line_content(body) for body in hunk.lines if line_kind(body) == b"+"),
+                None) or next((line_content(body) for body in hunk.lines
+                               if line_kind(body) == b"-"), b"")
+
+
+def _own_function_of(store: UpstreamStore, fix: _Fix, k: int) -> Callable[[int], _OwnFunction]:
+    """Hunk number -> its _OwnFunction, for the fix's file change `k`."""
+    return lambda n: _OwnFunction(store, fix, k, n)
+
+
+def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
+                own: _OwnFunction | None = None) -> str | None:
     """present | gone | other for one hunk by its changed lines alone: the run from its first
     to its last changed line (the `+` side for present, the `-` side for gone) found at one
     place of the file with most of the hunk's context around it (`_held`). None for a hunk
@@ -510,20 +634,26 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
     at several places, or a copy of its lines holds with part of them) is _PLACE_ASKED, for
     the history to say (_placed_by_history). Without `ask`, the files alone: present where
     such a copy holds; gone where none of its added lines is anywhere in the file (a guard
-    dropped alone among functions that start alike); else other."""
+    dropped alone among functions that start alike); else other.
+
+    `own` (the function of the fix's base file the hunk changes, _OwnFunction, where the
+    file still defines it): a place in another function is not the hunk's, where its
+    neighbours hold at a place there too (functions that start or end alike, another kept
+    fix's guard or synchronize in each), nor is its whole pre-image or post-image there
+    (_back_exactly)."""
     old, new = hunk.old_lines(), hunk.new_lines()
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
         return None
-    if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:]):
+    if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:], own):
         # (Both held, the same code twice: taken as present, as above. Unless the pre-image
         # is whole at its place and the copy is not: another function's guard holds with the
         # blank lines and first body line every function has, and the fix's own place holds
         # the fix's old code, every line of it.)
-        return _PLACE_ASKED if ask and _back_exactly(lines, hunk) else "present"
-    if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:]):
+        return _PLACE_ASKED if ask and _back_exactly(lines, hunk, own) else "present"
+    if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
         return "gone"
-    if _back_exactly(lines, hunk):
+    if _back_exactly(lines, hunk, own):
         # Context every function shares (blank lines, a first body line) holds at several
         # places, so _held cannot tell the fix's; but its whole pre-image is at one place.
         # Whether that place is the fix's (a guard dropped alone) or another function's
@@ -540,13 +670,16 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False) -> str | None:
 _PLACE_ASKED = "gone: where the history says"
 
 
-def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes]) -> bool:
+def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
+          own: _OwnFunction | None = None) -> bool:
     """Whether `run` is at exactly one place of the file with most of its context around it:
     `before` ending right above it and `after` starting right below it, each context line
     compared at its own place (a neighbour line edited since misses; the others still hold),
     each side that has context keeping at least one line there, and at least half of all of
     them there. An empty run (the pre-image of lines a fix only added) is the place between
-    the two sides. Two places so held: which one is the fix's cannot be told (False)."""
+    the two sides. Two places so held: which one is the fix's cannot be told (False), unless
+    exactly one of them is in the fix's own function (`own`, _OwnFunction, the file still
+    defining it)."""
     if not before and not after:
         return False  # nothing to tell this place from any other
     text = lines.lines
@@ -557,7 +690,7 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
         # (Only where a context line is at its place can the place hold.)
         starts = sorted({k + j for j in range(1, len(before) + 1) for k in lines.at(before[-j])}
                         | {k - j for j, line in enumerate(after) for k in lines.at(line)})
-    held = 0
+    held = []
     for start in starts:
         end = start + len(run)
         if start < 0 or end > len(text):
@@ -568,10 +701,12 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
                     if end + j < len(text) and text[end + j] == line)
         if (before and not above) or (after and not below) or above + below < need:
             continue
-        held += 1
-        if held > 1:
+        held.append(start)
+        if len(held) > 1 and own is None:
             return False
-    return held == 1
+    if len(held) > 1 and own is not None and own.defined(lines):
+        held = [start for start in held if lines.in_function(own, start, own.changed)]
+    return len(held) == 1
 
 
 def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
@@ -700,7 +835,8 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
             unplaced: list[int] = []
             hunks = _hunk_states(fp, content, weak,
                                  {n for kk, n in fix.not_back if kk == k}, unplaced,
-                                 {n: back for (kk, n), back in fix.placed.items() if kk == k})
+                                 {n: back for (kk, n), back in fix.placed.items() if kk == k},
+                                 _own_function_of(store, fix, k))
             if unplaced and rev is not None:
                 # (Noted even where the files alone say neither: the hunk whose place the
                 # history tells may be the one the rest of the fix waits on, a guard another
@@ -723,34 +859,36 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
 
 def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = None,
                  refused: frozenset[int] | set[int] = frozenset(),
-                 unplaced: list[int] | None = None, placed: dict[int, bool] | None = None
+                 unplaced: list[int] | None = None, placed: dict[int, bool] | None = None,
+                 own: Callable[[int], _OwnFunction] | None = None
                  ) -> list[tuple[int, str]] | None:
     """(its number from 1, _hunk_state: present or gone) of each hunk of `fp` with a change,
     in order; None at the first hunk neither, or where hunks cannot be told apart (a created
     or deleted file, a file gone, a hunk without context). A hunk whose whole pre-image is at
     one place its neighbours cannot tell for the fix's (_PLACE_ASKED) is as the history said
     (`placed`: hunk number -> taken back), else as the files alone say, noted in `unplaced`
-    for the history to be asked."""
+    for the history to be asked. `own`: by hunk number, its _OwnFunction (_hunk_state's)."""
     if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
         return None
     lines = _Lines(content)
     found = []
     asked = set()  # (the history judges these: not weak)
     for n, hunk in enumerate(fp.hunks, 1):
-        state = _hunk_state(lines, hunk, ask=unplaced is not None)
+        within = own(n) if own else None
+        state = _hunk_state(lines, hunk, ask=unplaced is not None, own=within)
         if state == _PLACE_ASKED:
             asked.add(n)
             if placed is not None and n in placed:
                 # Not taken back: what its neighbours say (a copy of its lines is the fix's
                 # moved there, or the place is another function's that looks alike).
                 state = "gone" if placed[n] else \
-                    "present" if _hunk_state(lines, hunk) == "present" else "other"
+                    "present" if _hunk_state(lines, hunk, own=within) == "present" else "other"
             else:
                 # (Until asked, what the files alone say: a revision the history walk
                 # passes is judged as before.)
                 assert unplaced is not None
                 unplaced.append(n)
-                state = _hunk_state(lines, hunk)
+                state = _hunk_state(lines, hunk, own=within)
         if state is not None:
             found.append((n, state))
     if any(state == "other" for _, state in found):
@@ -766,7 +904,7 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
         for n, state in found:
             if state == "gone":
                 hunk = fp.hunks[n - 1]
-                if n in refused or not _back_exactly(lines, hunk):
+                if n in refused or not _back_exactly(lines, hunk, own(n) if own else None):
                     continue
                 if weak is not None and n not in asked and _only_adds(hunk) and \
                         _lines_elsewhere(hunk, lines):
@@ -783,16 +921,29 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
     return found
 
 
-def _back_exactly(lines: _Lines, hunk) -> bool:
+def _back_exactly(lines: _Lines, hunk, own: _OwnFunction | None = None) -> bool:
     """Whether a hunk's whole pre-image (its context and the lines it removes) is at exactly
-    one place of the file, and its post-image at none."""
+    one place of the file, and its post-image at none; where several places hold either,
+    with `own` (_OwnFunction, the file still defining it), of the places in the fix's own
+    function (another kept fix's guard in a function that starts alike)."""
     old, new = hunk.old_lines(), hunk.new_lines()
     text = lines.lines
 
-    def places(run: list[bytes]) -> int:
-        return sum(1 for k in lines.at(run[0]) if text[k:k + len(run)] == run) if run else 0
+    def places(run: list[bytes], inside: _OwnFunction | None = None) -> int:
+        # (In the function: the line at the change's place, below the hunk's leading
+        # context, which may be the end of the function above.)
+        return sum(1 for k in lines.at(run[0]) if text[k:k + len(run)] == run and (
+            inside is None or lines.in_function(inside, k + hunk.leading_context,
+                                                inside.changed))) if run else 0
 
-    return places(old) == 1 and places(new) == 0
+    old_places, new_places = places(old), places(new)
+    if old_places == 1 and new_places == 0:
+        return True
+    # (Only where other places hold a copy of either: code upstream moved into another
+    # function since is still judged where it is.)
+    # (None in the function where none is in the file: the file's functions not read.)
+    return old_places >= 1 and (old_places > 1 or new_places > 0) and own is not None and \
+        own.defined(lines) and places(old, own) == 1 and places(new, own) == 0
 
 
 def _only_adds(hunk) -> bool:
@@ -895,6 +1046,7 @@ class _HunkTakers:
                     store.path_log(landing, commit, _paths(fix))[:MAX_COMMITS]
                     if len(parents) == 1]
         self._files: dict[str, dict] = {}
+        self._copies: dict[tuple[str, int, int], tuple[int, int] | None] = {}
 
     def content(self, rev: str, k: int) -> bytes | None:
         if rev not in self._files:
@@ -905,13 +1057,63 @@ class _HunkTakers:
 
     def _place(self, rev: str, k: int, hunk) -> str | None:
         content = self.content(rev, k)
-        return None if content is None else _hunk_state(_Lines(content), hunk)
+        n = next((j for j, each in enumerate(self.fix.files[k].hunks, 1) if each is hunk), None)
+        return None if content is None else _hunk_state(
+            _Lines(content), hunk,
+            own=_OwnFunction(self.store, self.fix, k, n) if n is not None else None)
 
     def taker(self, k: int, hunk) -> tuple[str, str, bytes] | None:
         """(commit, its parent, its message) of the commit that took the hunk out."""
         return next(((sha, parents[0], message) for sha, parents, message in self.log
                      if self._place(sha, k, hunk) == "gone"
                      and self._place(parents[0], k, hunk) == "present"), None)
+
+    def copies(self, rev: str, k: int, n: int, own: _OwnFunction) -> tuple[int, int] | None:
+        """_own_copies of hunk `n` of file change `k` in `rev`'s file, None without it (each
+        revision read once: a commit is the parent of the next one asked)."""
+        if (rev, k, n) not in self._copies:
+            content = self.content(rev, k)
+            self._copies[(rev, k, n)] = None if content is None else \
+                _own_copies(own, self.fix.files[k].hunks[n - 1], content)
+        return self._copies[(rev, k, n)]
+
+    def out_of_function(self, k: int, n: int, own: _OwnFunction
+                        ) -> tuple[str, str, bytes, bool] | None:
+        """(commit, its parent, its message, whether it moved them) of the commit that took
+        hunk `n`'s lines out of the fix's own function: the newest after which that function
+        holds fewer copies of them than before it. It moved them where it put as many copies
+        elsewhere in the file as it took out of the function; a copy another function had
+        before it (another kept fix's guard) is other code, whatever the file's count says.
+        None where no commit here did (the function has them still, or they left it before
+        the landing's history read here)."""
+        for sha, parents, message in self.log:
+            after, before = self.copies(sha, k, n, own), self.copies(parents[0], k, n, own)
+            if after is None or before is None or after[0] >= before[0]:
+                continue
+            return sha, parents[0], message, after[1] - before[1] >= before[0] - after[0]
+        return None
+
+
+def _own_copies(own: _OwnFunction, hunk, content: bytes) -> tuple[int, int]:
+    """The copies of the hunk's added lines (_copy_lines) in `content`: (in the fix's own
+    function, elsewhere in the file)."""
+    lines = _Lines(content)
+    starts = _copy_lines(hunk, content)
+    inside = sum(1 for line in starts if lines.in_function(own, line - 1))
+    return inside, len(starts) - inside
+
+
+def _function_left(store: UpstreamStore, fix: _Fix, k: int, n: int, takers: _HunkTakers,
+                   commit: str) -> tuple[str, str, bytes, bool] | None:
+    """Of hunk `n` of the fix's file change `k`, whose old code is back at its place while its
+    lines are elsewhere in `commit`'s file, the commit that took them out of the fix's own
+    function (_HunkTakers.out_of_function). None where the function is not known here, or no
+    commit since the landing took them out of it (upstream moved them within it)."""
+    own = _OwnFunction(store, fix, k, n)
+    now = takers.content(commit, k)
+    if now is None or not own.defined(_Lines(now)):
+        return None
+    return takers.out_of_function(k, n, own)
 
 
 def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, base: str,
@@ -932,8 +1134,21 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
     for k, n in sorted(fix.moved[commit]):
         fp = fix.files[k]
         hunk = fp.hunks[n - 1]
-        taker = takers.taker(k, hunk)
-        if taker is None:
+        left = _function_left(store, fix, k, n, takers, commit)
+        if left is not None:
+            # The commit that took the lines out of the fix's own function tells: moved
+            # where it put them elsewhere, not where another function had a copy before.
+            sha, parent, message, moved = left
+            taker: tuple[str, str, bytes] | None = (sha, parent, message)
+            if not moved or named.how(message, sha):
+                fix.taken_by[(k, n)] = sha
+            if not moved:
+                why = f"{sha[:12]} took them out of their place without putting them there"
+            elif named.how(message, sha):
+                why = f"{sha[:12]}, a revert of the landing, took them out of their place"
+            else:
+                continue
+        elif (taker := takers.taker(k, hunk)) is None:
             why = "no commit since the landing is seen moving them"
         else:
             sha, parent, message = taker
@@ -1119,8 +1334,10 @@ def _placed_by_history(store: UpstreamStore, fix: _Fix, commit: str, since: str 
     took the hunk out there; taken back unless it left the hunk's added lines in the file as
     often as before it (it moved them elsewhere, _moved_by). A copy of the lines that was in
     the file before that commit is other code (another fix's guard in another function), no
-    sign of a move. No such commit (the place was there all along: another function's that
-    looks alike, the fix's own rewritten since), or no history to ask: not taken back."""
+    sign of a move. Where the hunk's function is known (_function_left), the commit that took
+    its lines out of that function is asked instead of that one. No such commit (the place was
+    there all along: another function's that looks alike, the fix's own rewritten since), or
+    no history to ask: not taken back."""
     asked = sorted(fix.unplaced.get(commit, set()) - fix.placed.keys())
     if not asked:
         return {}
@@ -1138,7 +1355,17 @@ def _placed_by_history(store: UpstreamStore, fix: _Fix, commit: str, since: str 
             after, before = takers.content(sha, k), takers.content(parents[0], k)
             if after is not None and before is not None and \
                     len(_place_offsets(after, old)) > len(_place_offsets(before, old)):
-                found[(k, n)] = not _moved_by(fix, k, hunk, before, after)
+                left = _function_left(store, fix, k, n, takers, commit)
+                if left is None:
+                    found[(k, n)] = not _moved_by(fix, k, hunk, before, after)
+                else:
+                    # Not that commit (an edit of a neighbour line and its revert make the
+                    # place again) but the one that took its lines out of the fix's own
+                    # function tells: taken back unless it put them elsewhere (another
+                    # function's copy it left alone is no move).
+                    found[(k, n)] = not left[3]
+                    if found[(k, n)]:
+                        fix.taken_by[(k, n)] = left[0]
                 break
     return found
 
@@ -1190,8 +1417,8 @@ def _copy_starts(hunk, content: bytes, first: bool = False) -> tuple[list[int], 
     added = _added(hunk)
     told: list[int] = []
     if added:
-        for number, line in enumerate(lines, 1):
-            if _squeezed(line) == added[0]:
+        for number, line in enumerate(_squeezed_lines(content), 1):
+            if line == added[0]:
                 told.append(number)
                 if first:
                     return told, []
@@ -1763,6 +1990,12 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     # revert) is not what took it out of this revision.
     takers = [(sha, message) for sha, message in takers
               if not any(store.is_ancestor(sha, later) for later in back)]
+    if fix.taken_by:
+        # A hunk whose lines the history found taken out of the fix's own function by a
+        # commit (_function_left): that commit took it out, though an earlier one that moved
+        # them within the function left the place the fix had them empty.
+        first = [(sha, message) for sha, _, message in log if sha in fix.taken_by.values()]
+        takers = first + [taker for taker in takers if taker not in first]
     if not takers:
         return gone("unexplained", None, "no commit after its landing was found that took its "
                     "change out")

@@ -110,6 +110,27 @@ def test_a_guard_dropped_alone_while_another_function_has_the_same_guard_is_said
         stack.cli(*command)
 
 
+def test_a_guard_dropped_alone_then_its_context_edited_and_reverted_is_said(tmp_path):
+    """The guard dropped alone as above, then upstream edits k1's first step (in the guard
+    hunk's context) and reverts that edit. The revert read as the commit that made the
+    guard's old place, and it left k2's guard as it was: a move, said superseded (exit 0),
+    the guard in no overlay and not upstream. The commit that took the guard out of k1 put
+    it nowhere else: taken back in part, said, that commit named."""
+    stack, both = _two_kept_guards(tmp_path)
+    dropped = _guarded(_guarded(BASE, K1, guard=False), K2, sync=False)
+    drop = stack.commit({"pkg/k.py": dropped}, "Tidy the kernels")
+    k1 = dropped.index(b"def k1(x):")
+    edited = dropped[:k1] + dropped[k1:].replace(b"    step1 = step0 + 101\n",
+                                                 b"    step1 = step0 + 1001\n", 1)
+    edit = stack.commit({"pkg/k.py": edited}, "k1: a wider first step")
+    stack.commit({"pkg/k.py": dropped},
+                 f'Revert "k1: a wider first step"\n\nThis reverts commit {edit}.', tag="v3")
+    said = guard_said_taken_back_and_brought_back(stack, drop)
+    assert said["kind"] == "removed" and "possibly doubled" not in said["detail"], said
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == both
+
+
 def test_a_guard_moved_into_another_function_beside_another_copy_is_not_said(tmp_path):
     """The commit that took the guard out of k1 put it into k3: the file has it as often as
     before (k2's and k3's), a move upstream made, not a take-back: quiet, as before."""

@@ -61,3 +61,77 @@ def test_a_guard_taken_back_while_every_other_function_has_the_same_guard_is_sai
         assert f"up/{said['name']}" in out + err and "taken back in part" in out + err, \
             (command, out + err)
 
+
+
+def test_a_sync_taken_back_while_another_function_has_the_same_guard_and_sync_is_said(tmp_path):
+    """kfix1's synchronize taken out of k1 alone while k2 holds kfix2's guard and synchronize:
+    it was said superseded (exit 0), the synchronize in no overlay and not upstream: k2's copy
+    counted as the line moved there, and k1's guard could not be told from k2's. The commit
+    that took the line out of k1 put none elsewhere: taken back in part, said (exit 1), and
+    the bring-back puts the synchronize alone back into k1."""
+    fixes = [("kfix1", 1, (True, True)), ("kfix2", 2, (True, True))]
+    stack, parts = _landed(tmp_path, fixes)
+    dropped = {**parts, 1: (True, False)}
+    drop = stack.commit({"pkg/k.py": _file(dropped)}, "k1: no sync after all", tag="v9")
+    (said,) = stack.json("status", "--against", "v9", expect=1)["gone_upstream"]
+    assert (said["name"], said["by"]) == ("kfix1.patch", drop), said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream" \
+        in said["detail"], said
+    stack.cli("rebase", "--to", "v9", expect=1)
+    for command in (("check",), ("status",)):
+        _, out, err = stack.cli(*command, expect=1)
+        assert f"up/{said['name']}" in out + err and "taken back in part" in out + err, \
+            (command, out + err)
+    _, out, _ = stack.cli("bring-back", "up/kfix1.patch")
+    assert "1 of its 2 hunks landed upstream" in out, out
+    back = stack.patch("up", "kfix1")
+    assert b"\n+    torch.cuda.synchronize()" in back and b"if x is None" not in back, back.decode()
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.py").read_bytes() == _file(parts)
+    for command in (("check",), ("status",)):
+        stack.cli(*command)
+
+
+def test_a_sync_moved_in_its_function_then_taken_out_is_said_beside_another_copy(tmp_path):
+    """Upstream moved kfix1's synchronize a few lines up within k1, later took it out of k1,
+    and later still put a synchronize in a helper. The commit that moved it left the place
+    the fix had it empty, and it read as the one that took the hunk out: a move, so the
+    helper's copy counted as the line and the fix was said superseded (exit 0), the
+    synchronize in no overlay and not upstream. The commit that took it out of k1 put it
+    nowhere: taken back in part, said."""
+    fixes = [("kfix1", 1, (True, True)), ("kfix2", 2, (True, False))]
+    stack, parts = _landed(tmp_path, fixes)
+    now = _file(parts)
+    moved = now.replace(SYNC + b"    return step9\n", b"    return step9\n", 1).replace(
+        b"    step6 = step5 + 106\n", b"    step6 = step5 + 106\n" + SYNC, 1)
+    assert moved.count(SYNC) == 1 and moved != now
+    stack.commit({"pkg/k.py": moved}, "k1: synchronize where it belongs")
+    drop = stack.commit({"pkg/k.py": moved.replace(SYNC, b"")}, "k1: no sync after all")
+    helper = b"\n\ndef helper(x):\n    y = x - 1\n" + SYNC + b"    return y\n"
+    stack.commit({"pkg/k.py": moved.replace(SYNC, b"") + helper}, "helper: settle first",
+                 tag="v9")
+    (said,) = stack.json("status", "--against", "v9", expect=1)["gone_upstream"]
+    assert (said["name"], said["by"]) == ("kfix1.patch", drop), said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream" \
+        in said["detail"], said
+    stack.cli("rebase", "--to", "v9", expect=1)
+    _, out, err = stack.cli("check", expect=1)
+    assert "up/kfix1.patch" in out + err and "taken back in part" in out + err, out + err
+
+
+def test_a_sync_dropped_as_its_function_moves_beside_another_copy_is_said(tmp_path):
+    """The same synchronize taken out of k1 by a commit that also moves k1 to the end of the
+    file (a reorder of the module): said superseded (exit 0) as the drop alone was; the
+    function that took it out put it nowhere else: taken back in part, said, that commit
+    named."""
+    fixes = [("kfix1", 1, (True, True)), ("kfix2", 2, (True, True))]
+    stack, parts = _landed(tmp_path, fixes)
+    text = b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
+        _kernel(n, guard=parts.get(n, (False, False))[0],
+                sync=parts.get(n, (False, False))[1] and n != 1) for n in (0, 2, 3, 1))
+    drop = stack.commit({"pkg/k.py": text}, "k1: keep the kernels in call order", tag="v9")
+    (said,) = stack.json("status", "--against", "v9", expect=1)["gone_upstream"]
+    assert (said["name"], said["by"]) == ("kfix1.patch", drop), said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream" \
+        in said["detail"], said
+    stack.cli("rebase", "--to", "v9", expect=1)
