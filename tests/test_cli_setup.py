@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -442,6 +443,39 @@ def test_upstream_add_refuses_a_follow_that_is_no_ref_name_or_one_the_upstream_l
     # The option's help called it "the branch or tag pattern to follow": patterns are refused.
     said = " ".join(ok(None, "upstream", "add", "--help").out.split())
     assert "pattern to follow" not in said and "one name (not a pattern)" in said, said
+
+
+def test_a_refused_follow_s_hint_names_the_branch_the_way_it_is_taken(tmp_path):
+    """The refusal of a --follow said to name the branch "as `git branch -r` shows it": in a
+    clone that is `origin/release/0.9`, which the upstream has no branch of, refused again.
+    Both refusals say to name it without a remote's name and give the `git ls-remote` that
+    lists the upstream's own names; that command, run as the hint gives it, lists the name
+    that `upstream add` then takes."""
+    upstream = Upstream(tmp_path / "src", UPSTREAM_FILES)
+    git(upstream.path, "branch", "release/0.9")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream.path), str(clone))
+    shown = git_bytes(clone, "branch", "-r").decode().split()
+    assert "origin/release/0.9" in shown, shown
+    root = tmp_path / "stack"
+    root.mkdir()
+    ok(None, "init", "--standalone", cwd=root)
+    for follow in ("origin/release/0.9", "release 0.9"):
+        run = run_cli(root, "upstream", "add", "up", "--git", str(upstream.path), "--at",
+                      "main", "--follow", follow)
+        assert run.rc == 2, (follow, run.text)
+        hint = " ".join(run.err.split("hint:", 1)[1].split())
+        assert "git branch -r" not in hint and "not `origin/main`" in hint, hint
+        listing = re.search(r"`(git ls-remote [^`]*)`", hint)
+        assert listing, hint
+        heads = subprocess.run(shlex.split(listing.group(1)), capture_output=True, check=True,
+                               text=True).stdout.split()
+        assert "refs/heads/release/0.9" in heads, heads
+    named = next(ref for ref in heads if ref.startswith("refs/heads/release"))
+    ok(root, "upstream", "add", "up", "--git", str(upstream.path), "--at", "main",
+       "--follow", named.removeprefix("refs/heads/"))
+    table = tomllib.loads((root / "patchforge.toml").read_text())["upstreams"]["up"]
+    assert table["follow"] == "release/0.9"
 
 
 def test_upstream_add_needs_exactly_one_kind(tmp_path):

@@ -202,7 +202,7 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
         problem = upstream.install_root and install_root_problem(upstream.install_root)
         if problem:
             raise UsageError(f"--install-root {problem}")
-        _refuse_follow_of_no_ref_name(upstream.follow)
+        _refuse_follow_of_no_ref_name(upstream.follow, upstream.url)
         return
     where, message = found.where, found.message
     key = next((part for part in reversed(where) if part in _OPTION_OF_KEY), None)
@@ -217,7 +217,7 @@ def _refuse_bad_values(upstream: UpstreamConfig) -> None:
                      else message)
 
 
-def _refuse_follow_of_no_ref_name(follow: str | None) -> None:
+def _refuse_follow_of_no_ref_name(follow: str | None, url: str | None) -> None:
     """A --follow git takes for no branch or tag name (`main --upload-pack=x`, `rel ease`):
     written, `lint` was quiet and only `pr` or `bump` refused it later, naming the line. Its
     glob characters the configuration refuses as a pattern (formats.config)."""
@@ -228,9 +228,24 @@ def _refuse_follow_of_no_ref_name(follow: str | None) -> None:
     raise UsageError(f"--follow {follow!r}: not a branch or tag name git takes (no space, "
                      "'..', '~^:?*[\\', control character, leading '-', or part beginning "
                      "with '.' or ending in '.lock'); nothing was written",
-                     hint="name the branch (e.g. main) or the tag to follow, as `git branch -r` "
-                          "or `git tag` shows it, or leave --follow out to follow the remote's "
-                          "default branch")
+                     hint=_FOLLOW_NAMES_HINT.format(listing=_ls_remote(url)))
+
+
+# How a follow is named, said by both refusals. `git branch -r` shows a clone's remote
+# branches as `origin/main`, a name the upstream has no branch of: the upstream's own names are
+# what `git ls-remote` lists, after refs/heads/ or refs/tags/.
+_FOLLOW_NAMES_HINT = (
+    "name the branch or tag to follow as the upstream names it, without a remote's name "
+    "(`main`, not `origin/main`): {listing} lists them, the name after refs/heads/ or "
+    "refs/tags/; or leave --follow out to follow the remote's default branch")
+
+
+def _ls_remote(url: str | None) -> str:
+    """The `git ls-remote` that lists the branches and tags of the upstream at `url`."""
+    import shlex
+
+    return f"`git ls-remote --heads --tags {shlex.quote(url)}`" if url else \
+        "`git ls-remote --heads --tags URL`"
 
 
 def _refuse_absent_follow(project: Project, store: UpstreamStore,
@@ -250,8 +265,8 @@ def _refuse_absent_follow(project: Project, store: UpstreamStore,
                            upstream.follow)
     except RefNotFound as exc:
         raise UsageError(f"--follow {upstream.follow!r}: {exc.message}; nothing was written",
-                         hint="name a branch or tag the upstream has, or leave --follow out "
-                              "to follow the remote's default branch") from None
+                         hint=_FOLLOW_NAMES_HINT.format(listing=_ls_remote(upstream.url))) \
+            from None
 
 
 def _check_appended(path: Path, data: bytes) -> None:
