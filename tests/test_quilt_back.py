@@ -2304,6 +2304,44 @@ def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_delete
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
 
+@pytest.mark.parametrize("ledger", [False, True])
+def test_a_fix_deleted_then_redone_under_another_name_alike_is_no_rename(
+        stack, tmp_path, ledger):
+    """`delete fix-a`, then fix-z made as fix-a was, with its description (the fix redone from
+    scratch under another name), and `quilt delete fix-a.patch` in quilt (which leaves the file in
+    DIR): fix-z's header is fix-a's, and the import took fix-z for fix-a renamed and changed
+    since, refused, with the hint `patchforge delete fix-z`, which would take out a fix that
+    never was fix-a. fix-a is kept under deleted/ (and the history says deleted, in a stack
+    that keeps one, where only a `renamed` event tells a rename): fix-z joined after the
+    export, nothing to take back, with or without --delete; quilt still listing fix-a, no
+    note says fix-z is fix-a renamed."""
+    root, base = stack
+    if ledger:
+        ok(root, "ledger")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    ok(root, "delete", "fix-a")
+    redone = tmp_path / "redone" / "fix-a.overlay"  # made as fix-a was: the same header
+    redone.parent.mkdir()
+    redone.write_bytes(A.replace(b"line18\n", b"line18 fixed\n")
+                       .replace(b"line20\n", b"line20 other\n"))
+    ok(root, "import", "overlay", str(redone), "--path", "a.py", "--name", "fix-z",
+       "-m", "Fix fix-a")
+    fix_z = (root / "series/up/fix-z.patch").read_bytes()
+    run = ok(root, "import", "quilt", str(exported), "--update")  # quilt still lists fix-a
+    assert "renamed" not in run.err, run.text
+
+    quilt(checkout, env, "delete", "fix-a.patch")
+    assert (exported / "fix-a.patch").exists()
+    for extra in ([], ["--delete"]):
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 0, run.text
+        assert "renamed" not in run.err and "patchforge delete" not in run.err, run.text
+        assert "nothing to take back" in run.out, run.text
+    assert (root / "series/up/fix-z.patch").read_bytes() == fix_z
+    assert "fix-z.patch" in (root / "series/up/series").read_text()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
 def test_a_patch_renamed_and_its_header_edited_in_quilt_is_renamed_alike_then_taken_back(
         stack, tmp_path):
     """`quilt rename -P fix-a.patch fix-z.patch`, then `quilt header -e fix-z.patch` (its

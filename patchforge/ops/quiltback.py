@@ -641,10 +641,13 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
     written (`quilt delete` leaves it there, as a series line quilt left as it was does),
     whose header (every field but `Base` and `Last-Update`, the description) the series'
     patch holds byte for byte, as `edit` + `refresh` keeps it. An earlier name two patches
-    could be tells neither."""
+    could be tells neither. A header is no rename where the earlier name's fix is kept under
+    deleted/ with that header (`delete fix-a`, then `new fix-z` with fix-a's description: fix-z
+    never was fix-a), nor in a stack that keeps a history, whose `renamed` events alone tell."""
     if not names:
         return {}
-    from patchforge.ledger import RENAMED, RENAMED_FROM, follow_fixes, read_history
+    from patchforge.ledger import (RENAMED, RENAMED_FROM, follow_fixes, history_path,
+                                   read_history)
 
     left = [was for was in exported if was not in ours]
     history = read_history(project)
@@ -660,11 +663,14 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
                 old not in found.get(name, []):
             found.setdefault(name, []).append(old)
     headers: dict[str, tuple] = {}
-    for was in left:
+    deleted_dir = project.series_dir(upstream) / "deleted"
+    for was in [] if history_path(project).exists() else left:
         try:
             data = quilt_file_bytes(folder / was)
             if data is not None and _sha256(data) in exported[was]:
-                headers[was] = _kept_header(parse_patch_file(data, str(folder / was)))
+                header = _kept_header(parse_patch_file(data, str(folder / was)))
+                if not _deleted_with(deleted_dir, was, header):
+                    headers[was] = header
         except (OSError, PatchforgeError):
             continue  # (not the export's file: nothing it tells)
     for name in names:
@@ -674,6 +680,24 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
     claimed = [old for olds in found.values() for old in olds]
     return {name: olds[0] for name, olds in found.items()
             if len(olds) == 1 and claimed.count(olds[0]) == 1}
+
+
+def _deleted_with(deleted_dir: Path, name: str, header: tuple) -> bool:
+    """True when deleted/ keeps a fix of `name` (as `delete` names it there: `name`, or
+    `name` with a number) whose header `_kept_header` reads as `header`: the fix the export
+    wrote as `name` was deleted in the series, not renamed."""
+    stem = name.removesuffix(".patch")
+    for path in sorted(deleted_dir.iterdir()) if deleted_dir.is_dir() else []:
+        if path.name != name and not (path.name.startswith(f"{stem}.") and path.name.endswith(
+                ".patch") and path.name[len(stem) + 1:-len(".patch")].isdigit()):
+            continue
+        try:
+            data = read_no_link(path)
+            if _kept_header(parse_patch_file(data, str(path))) == header:
+                return True
+        except (OSError, PatchforgeError):
+            continue  # (a link or a file that does not parse: nothing it tells)
+    return False
 
 
 def _kept_header(patch: PatchFile) -> tuple:
