@@ -764,3 +764,24 @@ def test_an_added_line_holding_a_bidirectional_override_is_warned(env, tmp_path,
         b"+LINE2", b"+s = '\\u202e'")))
     rc, doc = lint_json(root, "--no-forge")
     assert not findings(doc, "bidirectional"), doc["findings"]
+
+
+def test_a_follow_written_by_hand_that_is_no_ref_name_is_an_error_naming_the_line(
+        env, tmp_path, monkeypatch):
+    """`follow = "rel ease"` written in the configuration by hand (`upstream add --follow`
+    refuses it): lint was quiet (exit 0), and only `pr` or `bump` refused it, the day one ran.
+    lint names the file, the line and the key, exit 1, asking git alone (offline)."""
+    root = env.fresh(tmp_path, monkeypatch)
+    config = next(p for p in (root / "patchforge.toml", root / "pyproject.toml") if p.exists())
+    text = config.read_text()
+    marker = next(line for line in text.splitlines() if line.endswith("upstreams.up]"))
+    config.write_text(text.replace(marker, marker + '\nfollow = "rel ease"'))
+    line = config.read_text().splitlines().index('follow = "rel ease"') + 1
+    rc, doc = lint_json(root, "--no-forge")
+    [found] = findings(doc, "config")
+    assert rc == 1 and found["severity"] == "error" and found["patch"] == config.name, doc
+    assert found["message"].startswith(f"{config.name}:{line}: ")
+    assert "upstreams.up.follow: 'rel ease' is not a branch or tag name" in found["message"]
+    config.write_text(text.replace(marker, marker + '\nfollow = "release/1.2"'))
+    _, doc = lint_json(root, "--no-forge")
+    assert not findings(doc, "config"), doc

@@ -10,7 +10,7 @@ class Finding:
     patch: str  # "upstream/name", or a project file relative to the root
     check: str  # header | series | parse | byte-stable | apply | fuzz | zero-context
     #             | keeps | forwarded | drop-when | ledger | overlays | skipped
-    #             | attributes | ignore | line-ends | empty
+    #             | attributes | ignore | line-ends | empty | config
     message: str
     severity: str = "error"  # error | warning
 

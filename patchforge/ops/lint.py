@@ -63,6 +63,7 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     for name, line in unconfigured_pins(project):
         findings.append(Finding(project.lock_path.name, "lock",
                                 unconfigured_pin_message(project, name, line)))
+    findings += _follows_of_no_ref_name(project)
     parsed_series: dict[str, list] = {}  # upstream -> [(name, PatchFile)]
     for upstream in project.upstream_names():
         if upstream == KEPT_LANDINGS:
@@ -154,6 +155,30 @@ def lint(project: Project, store: UpstreamStore, *, forge=None, lookups=None) ->
     findings += _ignore_lines(project)
     if not any(f.check in ("apply", "parse") and f.severity == "error" for f in findings):
         findings += _stale_overlays(project, store)
+    return findings
+
+
+def _follows_of_no_ref_name(project: Project) -> list[Finding]:
+    """A `follow` written by hand that git takes for no branch or tag name (`rel ease`, `main
+    --upload-pack=x`): `upstream add --follow` refuses one, but written in the file it was
+    refused only by `pr` or `bump`, the day one ran. Asked of git alone (check-ref-format):
+    whether the remote has the branch is no question for lint, which stays offline."""
+    from patchforge.formats.config import table_prefix, upstream_key_line
+    from patchforge.store.git import is_ref_name
+
+    findings = []
+    for name, upstream in project.config.upstreams.items():
+        if upstream.follow is None or is_ref_name(upstream.follow):
+            continue
+        line = upstream_key_line(project.config_path, name, "follow")
+        where = project.config_path.name + (f":{line}" if line else "")
+        findings.append(Finding(
+            project.config_path.name, "config",
+            f"{where}: {table_prefix(project.config_path)}upstreams.{name}.follow: "
+            f"{upstream.follow!r} is not a branch or tag name git takes (no space, '..', "
+            "'~^:?*[\\', control character, leading '-', or part beginning with '.' or ending "
+            "in '.lock'): `pr` and `bump` refuse it; name the branch (e.g. main) or the tag to "
+            "follow, or remove the line to follow the remote's default branch"))
     return findings
 
 
