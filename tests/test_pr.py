@@ -196,7 +196,7 @@ def test_dry_run_drafts_commit_format_patch_and_body(stack, tmp_path):
     body = (out / "PR.md").read_text()
     assert doc["body"] == {"template": ".github/PULL_REQUEST_TEMPLATE.md",
                            "filled": ["Purpose", "Test Result", "(Optional) Documentation Update"],
-                           "unfilled": ["Test Plan"]}
+                           "unfilled": ["Test Plan"], "notes": []}
     assert body.startswith("<!-- markdownlint-disable -->\n\n## Purpose\n\n"
                            "On gfx950 the backend fell through to the generic CK kernel.\n")
     assert "PLEASE FILL IN" not in body
@@ -1566,6 +1566,16 @@ def test_a_template_that_is_a_symbolic_link_is_read_from_the_file_it_names_insid
            "that file is the pull-request template" in result.out, result.out
     body = body_path.read_text()
     assert "LINKED TEMPLATE TAIL" in body and "../docs/pr_template.md" not in body
+    # --json says the same note (it was left out: only text mode printed it).
+    from helpers.schemas import schema_errors
+
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.rc == 0, result.text
+    document = json.loads(result.out)
+    assert schema_errors(document, "pr") == []
+    assert document["body"]["notes"] == [
+        ".github/PULL_REQUEST_TEMPLATE.md is a symbolic link to docs/pr_template.md: that file "
+        "is the pull-request template"], document["body"]
     assert "## Purpose\n\nOn gfx950 the backend fell through" in body, body
 
     secret = stack["root"].parent / "outside.md"

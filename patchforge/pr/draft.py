@@ -130,7 +130,7 @@ class Draft:
             doc["signoff"] = self.signoff_reason
         if self.body is not None:
             doc["body"] = {"template": self.body.template, "filled": self.body.filled,
-                           "unfilled": self.body.unfilled}
+                           "unfilled": self.body.unfilled, "notes": self.notes}
         return doc
 
 
