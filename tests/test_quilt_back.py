@@ -2404,3 +2404,40 @@ def test_a_quilt_new_patch_without_a_header_is_taken_back_with_a_lint_warning(st
     assert "series/up/norm-eps-doc.patch line 1: the Description is only the patch's name " \
         "('norm-eps-doc')" in warned[0], run.out
     assert "fix-a.patch" not in run.out, run.out  # (`Description: Fix fix-a`: a description)
+
+
+def test_a_patch_changed_in_quilt_and_in_the_series_is_refused_with_a_way_that_works(stack,
+                                                                                    tmp_path):
+    """fix-a changed in the series since the export (line4) and in quilt (line5). The refusal
+    said "make one of them hold both changes, then run this again"; made so in quilt's patch,
+    or in the series' alone, the next import was refused the same way, round and round (only
+    the two being the same passes). Its way on, followed word for word (the series' patch made
+    to hold both by edit + refresh, then copied over quilt's in quilt's tree), passes: nothing
+    to take back, both changes in the series and in quilt's next push."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    change_fix_a_in_series(root)
+    quilt(checkout, env, "push", "fix-a.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    before = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "fix-a.patch changed in quilt and in the up series" in run.err, run.text
+    assert tree_bytes(root / "series") == before
+    commands = hinted_commands(run.err)
+    assert commands[:2] == ["patchforge edit fix-a", "patchforge refresh"], commands
+    ok(root, "edit", "fix-a")  # the files changed as quilt's patch does
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    ok(root, "refresh")
+    for command in commands[2:]:
+        proc = subprocess.run(["bash", "-c", command], cwd=checkout, env=env,
+                              capture_output=True)
+        assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    text = patch_text(root, "fix-a.patch")
+    assert "+line4 series" in text and "+line5 quilt" in text
+    quilt(checkout, env, "push", "-a")
+    assert b"line4 series\nline5 quilt\n" in a.read_bytes()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []

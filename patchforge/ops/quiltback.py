@@ -405,8 +405,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 f"{name} changed in quilt and in the {upstream} series since `export --quilt` "
                 "wrote it; taking quilt's back would lose the series' change, so nothing was "
                 "taken back", path=str(series_path), line=line,
-                hint=f"compare {source} with {project.patch_path(upstream, name)}, make one "
-                     "of them hold both changes, then run this again")
+                hint=_both_changed_way(project, upstream, name, source))
         made[name] = project.read_patch(upstream, name)  # taken back before, as it is
     for name, (source, line) in diverged.items():
         raise InputError(
@@ -414,8 +413,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             f"not in the {upstream} series' patch, which changed since without it (the import "
             "undone in the stack, then edit + refresh?); taking quilt's back would lose the "
             "series' change, so nothing was taken back", path=str(series_path), line=line,
-            hint=f"compare {source} with {project.patch_path(upstream, name)}, make one "
-                 "of them hold both changes, then run this again")
+            hint=_both_changed_way(project, upstream, name, source))
     for name, there in unlisted.items():
         if not _same_but_date(made[name], there):
             path = project.patch_path(upstream, name)
@@ -759,6 +757,19 @@ def _deletions_said(project: Project) -> set[tuple]:
         return set()
     return {(e.get("upstream"), e.get("patch"), e.get("detail")) for e in read_history(project)
             if e.get("event") == "deleted"}
+
+
+def _both_changed_way(project: Project, upstream: str, name: str, source: Path) -> str:
+    """The way on for a patch changed both in quilt and in the series since the export. The
+    import takes quilt's patch only where the series' is the export's, or quilt's is the
+    series' byte for byte, so "make one of them hold both" led back to the same refusal
+    unless the two ended the same: the series' patch is made to hold both, then copied over
+    quilt's."""
+    ours = project.patch_path(upstream, name)
+    return (f"compare {source} with {ours}; make the series' patch hold both changes "
+            f"(`patchforge edit {shlex.quote(name.removesuffix('.patch'))}`, change the files as "
+            "quilt's patch does, `patchforge refresh`), then in quilt's tree: `quilt pop -a`, "
+            f"`cp {shlex.quote(str(ours))} {shlex.quote(str(source))}`, and run this again")
 
 
 def _same_but_date(patch: PatchFile, data: bytes) -> bool:
