@@ -768,7 +768,8 @@ def _both_changed_way(project: Project, upstream: str, name: str, source: Path) 
     ours = project.patch_path(upstream, name)
     return (f"compare {source} with {ours}; make the series' patch hold both changes "
             f"(`patchforge edit {shlex.quote(name.removesuffix('.patch'))}`, change the files as "
-            "quilt's patch does, `patchforge refresh`), then in quilt's tree: `quilt pop -a`, "
+            "quilt's patch does, `patchforge refresh`), then in quilt's tree (keep a copy of quilt's "
+            "file first: the copy replaces it): `quilt pop -a`, "
             f"`cp {shlex.quote(str(ours))} {shlex.quote(str(source))}`, and run this again")
 
 
