@@ -1942,8 +1942,30 @@ def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
         return False
     if run.endswith((b":", b";", b"{", b"(", b"[")):
         return False
-    opened = [_bracket_opened_above(lines, own - 1), _bracket_opened_above(lines, theirs - 1)]
-    return None not in opened and opened[0] != opened[1]
+    mine, other = _bracket_opened_above(lines, own - 1), _bracket_opened_above(lines, theirs - 1)
+    if mine is None or other is None or mine == other:
+        return False
+    # A bracket that unpacks a name (`**opts`, `*args`) may be fed by the other copy
+    # (`opts = dict(stream=...)` above, passed as `**opts`): the same argument twice, which
+    # Python refuses at run time; only a bracket that unpacks nothing is an item of its own.
+    return not _UNPACKS.search(_bracket_text(lines, mine))
+
+
+# An item that unpacks a name into a call or a literal: `**opts,`, `*args`.
+_UNPACKS = on_first_use(rb"(?m)(?:^|[(\[{,])\s*\*{1,2}\s*[A-Za-z_]")
+
+
+def _bracket_text(lines: list[bytes], at: int) -> bytes:
+    """The code (strings and comments taken out) from line `at`, whose bracket is left open,
+    to the line that closes it (at most 200 lines)."""
+    depth, code = 0, []
+    for line in lines[at:at + 200]:
+        text = STRING_OR_COMMENT.sub(b"", line)
+        code.append(text)
+        depth += sum(text.count(c) for c in b"([{") - sum(text.count(c) for c in b")]}")
+        if depth <= 0:
+            break
+    return b"\n".join(code)
 
 
 def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:

@@ -76,18 +76,22 @@ def test_an_item_upstream_did_not_add_moves_as_before(tmp_path):
 @pytest.mark.parametrize("where", ["last", "mid"])
 def test_the_same_keyword_upstream_passed_to_another_call_moves(tmp_path, where):
     # The fix passes `stream=` to launch_a; upstream passes the same keyword to launch_b, two
-    # lines lower (as its last argument, or in the middle). Two calls, two arguments, both
-    # wanted: it stopped "upstream has these lines already", and the advice (delete your
-    # copy) took launch_a's stream away.
+    # lines lower (as its last argument, or in the middle, before `block=`). Two calls, two
+    # arguments, both wanted: it stopped "upstream has these lines already", and the advice
+    # (delete your copy) took launch_a's stream away.
     base = (b"import torch\n\n\ndef run(x, y):\n    a = launch_a(\n        x,\n        y,\n"
-            b"    )\n    b = launch_b(\n        y,\n        x,\n    )\n    return a + b\n\n\n"
-            b"def other(z):\n    return z\n")
+            b"    )\n    b = launch_b(\n        y,\n        x,\n        block=128,\n    )\n"
+            b"    return a + b\n\n\ndef other(z):\n    return z\n")
     keyword = b"        stream=torch.cuda.current_stream(),\n"
-    mine = base.replace(b"launch_a(\n        x,\n", b"launch_a(\n        x,\n" + keyword)
-    theirs = (base.replace(b"launch_b(\n        y,\n", b"launch_b(\n        y,\n" + keyword)
+    mine = base.replace(b"launch_a(\n        x,\n        y,\n",
+                        b"launch_a(\n        x,\n        y,\n" + keyword)
+    theirs = (base.replace(b"        x,\n        block=128,\n",
+                           b"        x,\n" + keyword + b"        block=128,\n")
               if where == "mid" else
-              base.replace(b"        y,\n        x,\n    )\n",
-                           b"        y,\n        x,\n" + keyword + b"    )\n"))
+              base.replace(b"        block=128,\n    )\n",
+                           b"        block=128,\n" + keyword + b"    )\n"))
+    for text in (mine, theirs):
+        compile(text, "a.py", "exec")
     stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
     stack.add_fix("fa", "pkg/a.py", base, mine)
     stack.commit({"pkg/a.py": theirs}, "Pass the stream to launch_b", tag="v2")
@@ -96,4 +100,26 @@ def test_the_same_keyword_upstream_passed_to_another_call_moves(tmp_path, where)
     stack.cli("rebase", "--to", "v2")
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
-    assert overlay.count(keyword) == 2 and b"launch_a(\n        x,\n" + keyword in overlay
+    compile(overlay, "a.py", "exec")
+    assert overlay.count(keyword) == 2 and b"        y,\n" + keyword + b"    )\n    b = " in overlay
+
+
+def test_the_same_keyword_upstream_passes_to_the_call_unpacked_stops(tmp_path):
+    # Upstream makes the fix its own way: the keyword in a dict built just above, unpacked
+    # into the same call (`**opts`). Two brackets, yet one call: merged, launch_a would get
+    # `stream` twice ("got multiple values for keyword argument"), exit 0.
+    base = (b"import torch\n\n\ndef run(x, y):\n    a = launch_a(\n        x,\n        y,\n"
+            b"        block=128,\n        warps=4,\n    )\n    return a\n\n\ndef other(z):\n"
+            b"    return z\n")
+    keyword = b"        stream=torch.cuda.current_stream(),\n"
+    mine = base.replace(b"        y,\n", b"        y,\n" + keyword)
+    theirs = (base.replace(b"    a = launch_a(\n",
+                           b"    opts = dict(\n" + keyword + b"    )\n    a = launch_a(\n")
+              .replace(b"        warps=4,\n", b"        warps=4,\n        **opts,\n"))
+    for text in (mine, theirs):
+        compile(text, "a.py", "exec")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, mine)
+    stack.commit({"pkg/a.py": theirs}, "Pass the stream to launch_a", tag="v2")
+    code, out, err = stack.cli("rebase", "--to", "v2", expect=None)
+    assert code == 3 and "upstream has these lines already" in out + err, out + err
