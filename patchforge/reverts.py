@@ -1226,13 +1226,22 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         # A helper's own function nested in it (a decorator's wrapper) is reached through the
         # helper: a name of the path new since the base that the fix's function calls or is
         # decorated with, the names after it its nested functions. A class the fix's function
-        # only constructs reaches its `__init__`, not its other methods (`Timer.stop`).
+        # only constructs reaches the methods the language runs on the object unnamed (Python's
+        # `__init__`, `__enter__`/`__exit__` of `with Synced():`, `__call__` of `Synced()(x)`;
+        # a C++ constructor `X::X` and destructor `X::~X`), not its other methods (`Timer.stop`).
         parts = [part for part in re.split(rb"\.|::", function.split(b" [")[0]) if part]
         return (function, True) if any(
             part not in old and (calls(content, part) or decorates(content, part))
-            and (not is_class(content, part) or parts[i + 1:] == [b"__init__"])
-            and not any(is_class(content, inner) for inner in parts[i + 1:])
+            and (not is_class(content, part) or special(part, parts[i + 1:]))
+            and not any(is_class(content, inner) for inner in parts[i + 1:]
+                        if inner.lstrip(b"~") != part)
             for i, part in enumerate(parts)) else None
+
+    def special(cls: bytes, rest: list[bytes]) -> bool:
+        """Whether the method path `rest` of class `cls` is one constructing `cls` reaches
+        without naming it: a Python dunder method, a C++ constructor or destructor."""
+        return len(rest) == 1 and (re.fullmatch(rb"__\w+__", rest[0]) is not None
+                                   or rest[0] in (cls, b"~" + cls))
 
     def is_class(content: bytes, name: bytes) -> bool:
         """Whether `content` defines `name` as a class (or a C++ struct)."""

@@ -5,6 +5,8 @@ the file at the landing: a line upstream had elsewhere before is its own. A refu
 where upstream has the lines, so that taking a hunk out (or `delete`) is never advised blind."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.project import OneUpstreamStack
 
 ALPHA = b"def alpha(x):\n    y = x + 1\n    z = y * 2\n    return z\n\n\n"
@@ -499,6 +501,71 @@ def test_a_method_of_a_new_class_the_fix_function_only_constructs_is_no_re_land(
     stack.cli("rebase", "--to", "v3", expect=1)
     stack.cli("bring-back", "up/fa.patch")
     assert stack.series("up") == ["fa.patch"]
+
+
+_HIP = b"#include <hip/hip_runtime.h>\n\n"
+_LAUNCH = (b"void launch(float* x, int n, hipStream_t s) {\n    int blocks = (n + 63) / 64;\n"
+           b"    kernel<<<blocks, 64, 0, s>>>(x, n);\n    record(x, n);\n}\n\n")
+_CPAD = b"".join(b"int pad%d() {\n    return %d;\n}\n\n" % (i, i) for i in range(8))
+_HIPSYNC = b"    hipStreamSynchronize(s);\n"
+_CLASS_REACHED = {
+    # `with Synced():` runs __enter__/__exit__, `Synced()(x)` runs __call__: no name of them
+    # in alpha, reached as surely as __init__.
+    "exit": ("pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA,
+             b"class Synced:\n    def __enter__(self):\n        return self\n\n"
+             b"    def __exit__(self, *exc):\n    " + SYNC + b"        return False\n\n\n"
+             b"def alpha(x):\n    with Synced():\n        y = x + 1\n    z = y * 2\n"
+             b"    return z\n\n\n" + PAD + BETA, "Synced.__exit__", 6),
+    "call": ("pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA,
+             b"class Synced:\n    def __init__(self):\n        self.n = 0\n\n"
+             b"    def __call__(self, z):\n    " + SYNC + b"        return z\n\n\n"
+             b"def alpha(x):\n    x = Synced()(x)\n    y = x + 1\n    z = y * 2\n"
+             b"    return z\n\n\n" + PAD + BETA, "Synced.__call__", 6),
+    # C++ RAII, `auto g = SyncGuard(s);`: its destructor runs when launch returns, its
+    # constructor (the class's own name) at once.
+    "dtor": ("pkg/k.cu", _HIP + _LAUNCH + _CPAD,
+             _HIP + _LAUNCH.replace(b"(x, n);\n    record", b"(x, n);\n" + _HIPSYNC
+                                    + b"    record") + _CPAD,
+             _HIP + b"struct SyncGuard {\n    hipStream_t s;\n"
+             b"    explicit SyncGuard(hipStream_t s_) : s(s_) {}\n    ~SyncGuard() {\n    "
+             + _HIPSYNC + b"    }\n};\n\n"
+             + _LAUNCH.replace(b"    int blocks", b"    auto g = SyncGuard(s);\n    int blocks")
+             + _CPAD, "SyncGuard::~SyncGuard", 7),
+    "ctor": ("pkg/k.cu", _HIP + _LAUNCH + _CPAD,
+             _HIP + _LAUNCH.replace(b"(x, n);\n    record", b"(x, n);\n" + _HIPSYNC
+                                    + b"    record") + _CPAD,
+             _HIP + b"struct SyncGuard {\n    hipStream_t s;\n"
+             b"    explicit SyncGuard(hipStream_t s_) : s(s_) {\n    " + _HIPSYNC
+             + b"    }\n};\n\n"
+             + _LAUNCH.replace(b"    int blocks", b"    auto g = SyncGuard(s);\n    int blocks")
+             + _CPAD, "SyncGuard::SyncGuard", 6),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CLASS_REACHED))
+def test_a_fix_reverted_then_made_in_a_special_method_of_a_class_it_constructs_is_not_put_back(
+        tmp_path, kind):
+    """The fix's synchronize lands, is reverted, then upstream makes it again in a method of a
+    new class the fix's function constructs that the language runs unnamed: Python's
+    `__exit__` (`with Synced():`) or `__call__` (`Synced()(x)`), a C++ destructor or
+    constructor (`auto g = SyncGuard(s);`). Was (a constructed class reaching `__init__`
+    only): said "possibly doubled", and the bring-back put the fix back beside the copy,
+    exit 0, synchronizing twice. Now said landed again there, and refused."""
+    path, base, fixed, made_again, where, line = _CLASS_REACHED[kind]
+    stack = OneUpstreamStack(tmp_path, {path: base})
+    stack.add_fix("fa", path, base, fixed)
+    landing = stack.commit({path: fixed}, "Synchronize (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({path: base}, f'Revert "Synchronize (#11)"\n\nThis reverts commit {landing}.')
+    made = stack.commit({path: made_again}, "synchronize its own way", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert f"{made[:12]} put them in {where}, a function new since the fix's base, since: " \
+        f"landed again its own way" in said["detail"], said
+    assert f"look at {path} line {line})" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert f"{path} hunk 1 (upstream has its lines at {path} line {line})" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
 
 
 def test_a_new_decorator_on_a_same_named_method_of_another_class_is_no_re_land(tmp_path):
