@@ -552,3 +552,35 @@ def test_a_guard_opening_a_new_loop_of_the_fix_upstream_added_to_another_loop_mo
     moves(stack)
     stack.cli("overlays")
     assert (stack.root / f"overlays/up/{path}").read_bytes().count(check) == 2
+
+
+@pytest.mark.parametrize("language", ["c++", "python"])
+def test_a_new_loop_of_the_fix_upstream_added_its_own_way_under_the_same_header_stops(
+        tmp_path, language):
+    # The fix adds a new loop whose body begins with a bound check; upstream adds the same
+    # loop (the same header, the same check, its body spelled another way) three lines
+    # higher. The fix made twice: merged, both loops would run and y get x added twice.
+    if language == "c++":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, int n, int m) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head = b"    for (int j = i; j < m; j += 64) {\n"
+        loop, theirs = (head + check + b"        y[j] += x[j];\n    }\n",
+                        head + check + b"        y[j] = y[j] + x[j];\n    }\n")
+        after, first, where = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n", \
+            "pkg/k.cu line 13 (upstream's at line 5)"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head = b"    for j in range(0, m, 2):\n"
+        loop, theirs = (head + check + b"        y[j] += x[j]\n",
+                        head + check + b"        y[j] = y[j] + x[j]\n")
+        after, first, where = b"    sync_all()\n", b"    for j in range(m):\n", \
+            "pkg/k.py line 9 (upstream's at line 2)"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + loop),
+                            base.replace(first, theirs + first))
+    said_doubled(stack, where)

@@ -281,28 +281,36 @@ def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
         if end is None:
             at += 1
         else:
-            if end - at < len(lines) and not _in_block_opened(lines[:at], lines[at]):
-                found.append(lines[at:end])
+            header = _block_opened(lines[:at], lines[at])
+            # A guard inside a block the run opens is read with the block's header, from it
+            # on: under another header upstream's same guard is another check; under the
+            # same header it is the fix's new block made again.
+            start = at if header is None else header
+            if end - start < len(lines):
+                found.append(lines[start:end])
             at = end
     return found
 
 
-def _in_block_opened(before: list[bytes], line: bytes) -> bool:
-    """Whether `line` lies inside a block that the lines `before` it in the same added run
-    open (a new loop's `for (...) {`, or a Python `for ...:` it is indented under): a guard
-    there guards that new block, and the same guard upstream put in another block is another
-    check, not the fix made twice."""
+def _block_opened(before: list[bytes], line: bytes) -> int | None:
+    """The index in `before` of the line that opens the block `line` lies in, where the lines
+    `before` it in the same added run open one (a new loop's `for (...) {`, or a Python
+    `for ...:` it is indented under); None where the run opens no block holding it."""
     code = [STRING_OR_COMMENT.sub(b"", text) for text in before]
-    if sum(text.count(b"{") - text.count(b"}") for text in code) > 0:
-        return True
+    depth = 0
+    for k in range(len(code) - 1, -1, -1):
+        depth += code[k].count(b"}") - code[k].count(b"{")
+        if depth < 0:
+            return k
     indent = len(line) - len(line.lstrip())
-    for text in reversed(code):
+    for k in range(len(code) - 1, -1, -1):
+        text = code[k]
         if not text.strip():
             continue
         # The nearest line of the run less indented than the guard is what holds it.
         if len(text) - len(text.lstrip()) < indent:
-            return text.rstrip().endswith(b":")
-    return False
+            return k if text.rstrip().endswith(b":") else None
+    return None
 
 
 # How alike (difflib's ratio of near text) an added line must be to a removed one to be taken
