@@ -584,3 +584,34 @@ def test_a_new_loop_of_the_fix_upstream_added_its_own_way_under_the_same_header_
     stack = stack_with_file(tmp_path, path, base, base.replace(after, after + loop),
                             base.replace(first, theirs + first))
     said_doubled(stack, where)
+
+
+@pytest.mark.parametrize("upstream", ["same loop", "another loop"])
+def test_a_new_loop_of_the_fix_in_allman_style_is_read_with_its_header(tmp_path, upstream):
+    # The same two cases with `{` on a line of its own: the fix's loop's header is the line
+    # above the brace. Upstream adding the fix's loop its own way stops; upstream adding the
+    # check to its other, existing loop moves.
+    check = b"        if (j >= n) break;\n"
+    base = (b"__global__ void twice(float* x, float* y, int n, int m)\n{\n"
+            b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            b"    for (int j = i; j < m; j += 32)\n    {\n        x[j] *= 2.0f;\n    }\n"
+            b"    sync_all();\n}\n\nint version() { return 1; }\n")
+    head = b"    for (int j = i; j < m; j += 64)\n    {\n"
+    fix = base.replace(b"    sync_all();\n",
+                       b"    sync_all();\n" + head + check + b"        y[j] += x[j];\n    }\n")
+    if upstream == "same loop":
+        theirs = base.replace(b"    for (int j = i; j < m; j += 32)",
+                              head + check + b"        y[j] = y[j] + x[j];\n    }\n"
+                              b"    for (int j = i; j < m; j += 32)")
+    else:
+        theirs = base.replace(b"    {\n        x[j]", b"    {\n" + check + b"        x[j]")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", base, fix, theirs)
+    if upstream == "same loop":
+        status = stack.json("status", "--against", "v2", expect=1)
+        assert [p["rebase"] for p in status["patches"]] == ["stop"], status["patches"]
+        rc, out, err = stack.cli("rebase", "--to", "v2", expect=3)
+        assert "upstream has these lines already, its own way" in err, err
+    else:
+        moves(stack)
+        stack.cli("overlays")
+        assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(check) == 2

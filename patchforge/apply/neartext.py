@@ -301,7 +301,8 @@ def _block_opened(before: list[bytes], line: bytes) -> int | None:
     for k in range(len(code) - 1, -1, -1):
         depth += code[k].count(b"}") - code[k].count(b"{")
         if depth < 0:
-            return k
+            # A lone `{` (Allman's style) is opened by the line above it, the loop's header.
+            return k - 1 if code[k].strip() == b"{" and k > 0 else k
     indent = len(line) - len(line.lstrip())
     for k in range(len(code) - 1, -1, -1):
         text = code[k]
