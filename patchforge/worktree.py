@@ -27,7 +27,7 @@ import re
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from patchforge.apply.chains import base_state
 from patchforge.apply.diffparse import SYMLINK
@@ -1621,6 +1621,18 @@ def _paired(changes, pairs, olds, entries, patch_paths: set[str]) -> list[FileCh
 ALLOW_UNDO = "--allow-undo"
 
 
+def _resolved_with_made_on(project: Project, upstream: str,
+                           changes) -> Iterator[tuple[str, bytes, bytes, bytes]]:
+    """(path, what the patch was made on, old, new) of each changed file whose conflict markers
+    showed what the patch was made on (`Worktree.made_on`), changed on both sides: the files
+    resolution_undoes and resolution_keeps_patch_over read."""
+    made_on = Worktree(project.work_dir(upstream)).made_on()
+    for path, old, new, _, _ in changes:
+        base = made_on.get(path)
+        if base is not None and old is not None and new is not None:
+            yield path, base, old, new
+
+
 def resolution_undoes(project: Project, upstream: str, changes, earlier: Callable[[], list],
                       fallback: str) -> list[str]:
     """What the worktree's resolution (`changes`, as worktree_diff gives them) undoes of the
@@ -1634,13 +1646,8 @@ def resolution_undoes(project: Project, upstream: str, changes, earlier: Callabl
     read every patch moved so far)."""
     from patchforge.apply.undone import describe, undone_changes, who_changed
 
-    made_on = Worktree(project.work_dir(upstream)).made_on()
-    found: list = []
-    for path, old, new, _, _ in changes:
-        base = made_on.get(path)
-        if base is None or old is None or new is None:
-            continue
-        found.extend((path, undone) for undone in undone_changes(base, old, new))
+    found = [(path, undone) for path, base, old, new in _resolved_with_made_on(
+        project, upstream, changes) for undone in undone_changes(base, old, new)]
     if not found:
         return []
     patches = list(earlier())
@@ -1662,12 +1669,8 @@ def resolution_keeps_patch_over(project: Project, upstream: str, changes, patch,
 
     if patch is None:
         return []
-    made_on = Worktree(project.work_dir(upstream)).made_on()
     found: list = []
-    for path, old, new, _, _ in changes:
-        base = made_on.get(path)
-        if base is None or old is None or new is None:
-            continue
+    for path, base, old, new in _resolved_with_made_on(project, upstream, changes):
         fp = next((fp for fp in patch.file_patches if path in (fp.new_path, fp.old_path)
                    and fp.binary is None and not fp.is_binary), None)
         if fp is None:
