@@ -1541,7 +1541,8 @@ class SeriesJudge:
             if doubled:
                 doubled = [run for run in doubled
                            if not _reads_what_is_set_between(current, result, run)
-                           and not _items_of_two_brackets(current, result, run)]
+                           and not _items_of_two_brackets(current, result, run)
+                           and not _on_two_paths(current, result, run)]
             if doubled:
                 found.append((path, _doubled_where(path, current, result, doubled)))
         return found
@@ -1919,6 +1920,80 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
     return any(_sets_anew(line, read) for line in between)
+
+
+def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether the fix's copy of `run` in `result` and upstream's nearest are on two paths of
+    the function, read by indentation: one copy inside a branch (`if`, `else`, a loop's body,
+    `except`, `case`) that the other is outside of and that ends (`return`, `raise`,
+    `continue`, `break`, `throw`) or leaves the other copy to another branch, or the later
+    copy inside a branch the earlier one is not in. A guard the fix adds in `if fast:` where
+    upstream added it for the slow path lower down guards what upstream's does not: both are
+    wanted, no doubling. (Copies on one path, one after the other, stay the fix made twice,
+    as a guard a line lower is.) Asked only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    first, second = sorted((own - 1, theirs - 1))
+    depth = _indent(lines[first])
+    # The first copy's block closes before the second: the first line between them (the
+    # second itself, at the latest) set less deep, not inside an open bracket.
+    closing, last = None, first
+    open_brackets = 0
+    for k in range(first, second + 1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if not code:
+            continue
+        if k > first and open_brackets <= 0 and _indent(lines[k]) < depth:
+            closing = k
+            break
+        if open_brackets <= 0 and _indent(lines[k]) == depth:
+            last = k
+        open_brackets += sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
+    fix_first = own < theirs
+    if closing is not None:
+        if _BRANCH.match(_opener_above(lines, first, depth)) is None:
+            return False  # (a `with` or `try` block runs on every path: one path still)
+        if not fix_first:
+            return True  # (upstream's copy guards one branch; the fix's, after it, all)
+        if _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last])) is not None:
+            return True
+        # An `else`, `elif`, `except` or `case` closing it: the second copy inside it is on
+        # the other branch.
+        head = lines[closing].lstrip().lstrip(b"}").lstrip()
+        return (_SIBLING.match(head) is not None and
+                _indent(lines[second]) > _indent(lines[closing]))
+    # Upstream's copy deeper, in a branch opened after the fix's: only on some of its paths.
+    # (Upstream's before the fix's branch runs on all of them: the fix made twice.)
+    if not fix_first:
+        return False
+    opener = _opener_above(lines, second, _indent(lines[second]), lowest=first)
+    return _BRANCH.match(opener) is not None
+
+
+def _indent(line: bytes) -> int:
+    """How deep `line` is set: its leading spaces, a tab as eight."""
+    text = line.expandtabs(8)
+    return len(text) - len(text.lstrip(b" "))
+
+
+def _opener_above(lines: list[bytes], at: int, depth: int, lowest: int = -1) -> bytes:
+    """The nearest code line above line `at` (0-based) of `lines` set less deep than `depth`,
+    not below line `lowest`, stripped, a closing brace before it taken off (b"" where none)."""
+    for k in range(at - 1, max(lowest, at - 400, -1), -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if code and _indent(lines[k]) < depth and not code.startswith((b")", b"]")):
+            return code.lstrip(b"}").lstrip()
+    return b""
+
+
+# A block only some paths run: a branch, a loop's body, a handler, a case.
+_BRANCH = on_first_use(rb"(?:if|elif|else|for|while|except|catch|case|default|switch|match)\b")
+# The head of another branch of the same statement.
+_SIBLING = on_first_use(rb"(?:elif|else|except|catch|case|default)\b")
+# A statement after which the path goes on elsewhere.
+_ENDS_PATH = on_first_use(rb"\s*(?:return|raise|continue|break|throw|goto)\b")
 
 
 def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:

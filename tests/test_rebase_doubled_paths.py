@@ -1,0 +1,131 @@
+"""A guard the fix adds in one branch of a function where upstream added the same guard for
+another path: after the branch, which ends (`return`), or in its `else`. Upstream's guard does
+not cover the fix's branch, so both are wanted; before, the near text read them as the fix
+made twice, the rebase stopped ("upstream has these lines already, its own way") and its first
+advice, delete your copy, lost the fix's check. Now the fix moves and the file checks both
+paths. The neighbours still stop: upstream's guard before the branch (it runs on every path),
+and the fix's branch running on into upstream's guard (one path, the guard a few lines lower).
+Real git upstreams, real commands."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+GUARD = b"if x is None:\n    return None\n"
+CPP_GUARD = b"if (x == nullptr) return nullptr;\n"
+
+
+def indented(text: bytes, depth: int) -> bytes:
+    return b"".join(b" " * depth + line + b"\n" for line in text.splitlines())
+
+
+def py(body: bytes) -> bytes:
+    return (b'"""Kernels."""\n\n\ndef run(x, fast):\n' + body +
+            b"\n\ndef other():\n    return 1\n")
+
+
+def cpp(body: bytes) -> bytes:
+    return (b"float* run(float* x, bool fast) {\n" + body + b"}\n\n"
+            b"int version() { return 1; }\n")
+
+
+def stack_with(tmp_path, path: str, base: bytes, fix: bytes,
+               upstream: bytes) -> OneUpstreamStack:
+    """Fix `fa` makes `path` `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: upstream}, "Guard the slow path", tag="v2")
+    return stack
+
+
+def moves_with_both(stack: OneUpstreamStack, path: str, guard: bytes) -> None:
+    """status says the fix moves, the rebase moves it, and the overlay has both guards."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up" / path).read_bytes().count(guard) == 2
+
+
+def stops(stack: OneUpstreamStack) -> None:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+FAST = b"    if fast:\n        y = x.contiguous()\n        return fast_path(y)\n"
+SLOW = b"    return slow_path(x)\n"
+
+
+@pytest.mark.parametrize("form", ["guard alone", "guard and a statement"])
+def test_a_guard_in_the_fast_branch_where_upstream_guards_the_slow_path_moves(tmp_path, form):
+    # The fix checks x in `if fast:`, which returns; upstream adds the same check after the
+    # branch, for the slow path only. The stop's first advice (delete your copy) left the
+    # fast path unchecked.
+    base = py(FAST + SLOW)
+    mine = indented(GUARD, 8) + (b"        x = x.contiguous()\n" if form != "guard alone" else b"")
+    fix = base.replace(b"    if fast:\n", b"    if fast:\n" + mine)
+    theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
+
+
+def test_a_guard_in_the_if_branch_where_upstream_guards_the_else_moves(tmp_path):
+    base = py(b"    if fast:\n        y = fast_path(x)\n    else:\n        y = slow_path(x)\n"
+              b"    return y\n")
+    fix = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+    theirs = base.replace(b"    else:\n", b"    else:\n" + indented(GUARD, 8))
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
+
+
+def test_a_guard_after_the_branch_where_upstream_guards_inside_it_moves(tmp_path):
+    # The other way round: upstream checks x in the fast branch only; the fix's check after
+    # the branch covers the slow path, which upstream's does not.
+    base = py(FAST + SLOW)
+    fix = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    theirs = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
+
+
+def test_a_cpp_guard_in_the_fast_branch_where_upstream_guards_the_slow_path_moves(tmp_path):
+    base = cpp(b"    if (fast) {\n        float* y = widen(x);\n        return fast_path(y);\n"
+               b"    }\n    return slow_path(x);\n")
+    fix = base.replace(b"    if (fast) {\n", b"    if (fast) {\n        " + CPP_GUARD)
+    theirs = base.replace(b"    return slow_path(x);\n",
+                          b"    " + CPP_GUARD + b"    return slow_path(x);\n")
+    moves_with_both(stack_with(tmp_path, "pkg/k.cu", base, fix, theirs), "pkg/k.cu",
+                    b"if (x == nullptr)")
+
+
+def test_upstreams_guard_before_the_branch_covers_the_fixs_and_stops(tmp_path):
+    # Neighbour: upstream's check runs before the branch, on every path: the fix made twice.
+    base = py(b"    y = prepare(fast)\n" + FAST + SLOW)
+    fix = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+    theirs = base.replace(b"    if fast:\n", indented(GUARD, 4) + b"    if fast:\n")
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+def test_the_fixs_branch_running_on_into_upstreams_guard_stops(tmp_path):
+    # Neighbour: the branch does not return, so the fast path reaches upstream's check a few
+    # lines lower, as any guard upstream added a line lower: the fix made twice.
+    base = py(b"    if fast:\n        y = x.contiguous()\n        log_fast(y)\n"
+              b"    return slow_path(x)\n")
+    fix = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+    theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+def test_a_guard_in_a_with_block_before_upstreams_stops(tmp_path):
+    # Neighbour: a `with` block runs on every path; it ending is no branch.
+    base = py(b"    with torch.no_grad():\n        y = x.contiguous()\n        log_fast(y)\n"
+              b"    return slow_path(x)\n")
+    fix = base.replace(b"no_grad():\n", b"no_grad():\n" + indented(GUARD, 8))
+    theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
