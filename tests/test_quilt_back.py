@@ -2406,6 +2406,31 @@ def test_a_quilt_new_patch_without_a_header_is_taken_back_with_a_lint_warning(st
     assert "fix-a.patch" not in run.out, run.out  # (`Description: Fix fix-a`: a description)
 
 
+@pytest.mark.parametrize("header", [b"pkg: say what new is for\n",
+                                    b"pkg: say what new is for\n\nThe C++ side reads it.\n"])
+def test_a_quilt_new_patch_whose_header_is_a_commit_subject_keeps_it_as_its_description(
+        stack, tmp_path, header):
+    """`quilt header -r` given a commit subject that names its area (`pkg: say what ...`), the
+    way quilt users and git write one. Before, `pkg` was read as a header field: the Description
+    was the file name, the subject a stray field above it, and lint said there was no
+    description at all. Now the subject is the Description, the words kept below the header."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "new-doc.patch", "pkg/new.py", b"new = 1\n")
+    quilt(checkout, env, "header", "-r", "new-doc.patch", stdin=header)
+    ok(root, "import", "quilt", str(exported), "--update")
+    text = patch_text(root, "new-doc.patch")
+    assert text.startswith("Description: pkg: say what new is for\n"), text
+    head, words = text.split("\n\n", 1)
+    assert "\npkg:" not in head, text
+    assert words.startswith(header.decode()), text
+    listed = ok(root, "list").out
+    assert "up/new-doc.patch" in listed and listed.rstrip().endswith("pkg: say what new is for")
+    run = run_cli(root, "lint")
+    assert "new-doc" not in run.out, run.out
+
+
 def test_a_patch_changed_in_quilt_and_in_the_series_is_refused_with_a_way_that_works(stack,
                                                                                     tmp_path):
     """fix-a changed in the series since the export (line4) and in quilt (line5). The refusal

@@ -385,12 +385,19 @@ class PatchFile:
         patchforge's, `Bug-*`, `X-*`), running straight into free text with no blank line
         between, are the first lines of a plain diff's words. A field written under them
         (refresh's `Last-Update`) split that paragraph in two, half of it now a field.
+        So is a first line naming a lower-case area (`enum: keep in step with C++`, a commit
+        subject as `quilt header` keeps it), alone or above a blank line and more words: field
+        names are written capitalized (DEP-3's, git's trailers), a subject's area is not, and
+        read as a field the subject was in no Description and `lint` said there was none.
         Otherwise the patch itself. The bytes are the same either way."""
-        if self.gap or self.preamble or not self.fields or not self.description.strip() \
+        if self.preamble or not self.fields \
                 or any(_is_header_name(f.name) for f in self.fields):
             return self
-        return _keep_parse(self, replace(self, fields=(), description=b"".join(
-            f.raw for f in self.fields) + self.description))
+        subject = self.fields[0].name[:1].islower()
+        if not subject and (self.gap or not self.description.strip()):
+            return self
+        return _keep_parse(self, replace(self, fields=(), gap=b"", description=b"".join(
+            f.raw for f in self.fields) + self.gap + self.description))
 
     def field_line(self, name: str) -> int | None:
         """The line of the patch file the first `name` field starts on, or None (for findings

@@ -814,7 +814,7 @@ def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
     text (`quilt header -e`), else the patch's name. Made in the tree of one profile's series
     (`export --quilt --profile P`), it is for that profile (`Profiles: P`) unless its header
     says otherwise: it was made and tried there only."""
-    patch = quilt
+    patch = quilt.header_read_as_text()  # `enum: keep in step with C++`: its subject
     if profile is not None and patch.get("Profiles") is None:
         patch = patch.with_field("Profiles", profile)
     if not (patch.get("Description") or "").strip():
