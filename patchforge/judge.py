@@ -2061,23 +2061,55 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
 
 
 def _sets_anew(line: bytes, read: set[bytes]) -> bool:
-    """Whether `line` sets one of the names `read` to a new state: not a re-computation of the
-    same value by a method of its own (`x = x.contiguous()`, `x = x.to(device).float()`: the
-    state a guard on `x` checks is the same after it, and its second copy is the fix made
-    twice). A step along an attribute (`node = node.next`) or an augmented assignment
-    (`i += stride`) is a new state."""
+    """Whether `line` sets one of the names `read` to a new state: not the same value laid
+    out anew by steps of its own that keep what a guard on it checks (`x = x.contiguous()`,
+    `x = x.to(device).float()`, `x = x.T`: its second copy is the fix made twice). Any other
+    method or attribute is a step to another value (`s = s.strip()` may empty s,
+    `node = node.next_node()` and `node = node.next` reach another node), as is an augmented
+    assignment (`i += stride`) or another expression."""
     set_at = _SETS_NAME.match(line)
     if set_at is None or set_at[1] not in read:
         return False
-    augmented = set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:"
-    value = line[set_at.end():].lstrip()
-    return augmented or not (value.startswith(set_at[1] + b".") and
-                             _OWN_METHOD.match(value) is not None)
+    if set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
+        return True  # (augmented)
+    value = STRING_OR_COMMENT.sub(b"", line[set_at.end():]).strip().rstrip(b";").rstrip()
+    return not _keeps_value(set_at[1], value)
 
 
-# A value made by a method of a name (`x.contiguous()`, `x.to(d)`): the name, a dot, the
-# method's name and its opening bracket.
-_OWN_METHOD = on_first_use(rb"[A-Za-z_]\w*\.[A-Za-z_]\w*\s*\(")
+def _keeps_value(name: bytes, value: bytes) -> bool:
+    """Whether `value` is `name` through a chain of steps each of _SAME_VALUE (`x.T`,
+    `x.to(d).float()`, `x.view(-1, 4).contiguous()`) and nothing else."""
+    if not value.startswith(name + b"."):
+        return False
+    at, steps = len(name), 0
+    while at < len(value):
+        step = _STEP.match(value, at)
+        if step is None or step[1] not in _SAME_VALUE:
+            return False
+        at, steps = step.end(), steps + 1
+        if value[at:at + 1] == b"(":
+            depth = 0
+            for k in range(at, len(value)):
+                depth += (value[k:k + 1] == b"(") - (value[k:k + 1] == b")")
+                if depth == 0:
+                    at = k + 1
+                    break
+            else:
+                return False
+    return steps > 0
+
+
+# One step of a chain: a dot and a method's or attribute's name.
+_STEP = on_first_use(rb"\.\s*([A-Za-z_]\w*)\s*")
+# The steps that lay a value out anew (its layout, element type, device, a copy, a view or a
+# transpose of the same elements) and keep what a guard on it checks: its being None or
+# empty, its element count.
+_SAME_VALUE = frozenset((
+    b"contiguous", b"to", b"float", b"half", b"double", b"bfloat16", b"cuda", b"cpu",
+    b"clone", b"detach", b"view", b"view_as", b"reshape", b"reshape_as", b"transpose",
+    b"permute", b"t", b"T", b"mT", b"H", b"mH", b"data", b"flatten", b"ravel", b"squeeze",
+    b"unsqueeze", b"type", b"type_as", b"astype", b"pin_memory", b"requires_grad_",
+    b"copy", b"numpy"))
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

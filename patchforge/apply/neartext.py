@@ -404,13 +404,26 @@ def is_guard(lines: list[bytes]) -> bool:
         b" ".join(line.strip() for line in lines)) is not None
 
 
+# A statement that changes a tensor in place, in torch's spelling (the method's name ends in
+# one `_`: `y.add_(bias)`, `out.mul_(scale);`). Short, yet made twice it is done twice: the
+# bias added twice, wrong numbers and no error.
+_IN_PLACE = on_first_use(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[A-Za-z]\w*[A-Za-z0-9]_\s*\(.*\)\s*;?")
+
+
+def is_in_place(lines: list[bytes]) -> bool:
+    """Whether a run of added lines (as written) is one in-place update (_IN_PLACE)."""
+    return len(lines) == 1 and _IN_PLACE.fullmatch(lines[0].strip()) is not None
+
+
 def telling_runs(fp: FilePatch) -> list[bytes]:
     """The runs of lines `fp` adds (near_runs, each whole, and the parts _added_runs reads on
-    their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard), but for
-    those its own removed lines hold (code the fix moves, or re-wraps itself)."""
+    their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard) or in-place
+    update (is_in_place), but for those its own removed lines hold (code the fix moves, or
+    re-wraps itself)."""
     removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
     return list(dict.fromkeys(text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
-                              if (len(text) >= MIN_RUN_CHARS or is_guard(lines))
+                              if (len(text) >= MIN_RUN_CHARS or is_guard(lines)
+                                  or is_in_place(lines))
                               and not any(text in other for other in removed)))
 
 

@@ -1,0 +1,103 @@
+"""A name set again between the fix's copy of its lines and upstream's copy a line or two
+lower: is the second copy the fix made twice, or a check (or update) of another value? Only
+steps that lay the same value out anew (`x.contiguous()`, `x.to(d).float()`, `x.T`, a view or a
+reshape: the same elements, so the same emptiness and count) keep what the copies read; any
+other method or attribute (`s.strip()`, which may empty s, `node.next_node()`, which reaches
+another node) makes a new value, and both copies are wanted. Before, every method of the
+name's own read as the same value (a stop whose first advice, delete your copy, lost the fix's
+check) and every attribute as a new one (`x = x.T`: the guard merged in twice, exit 0). An
+in-place update (`y.add_(bias)`) counts as a guard does at any length: made twice, the bias is
+added twice. Real git upstreams, real commands."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+
+def module(body: bytes) -> bytes:
+    return b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+
+
+def stack_with(tmp_path, base: bytes, fix: bytes, upstream: bytes) -> OneUpstreamStack:
+    """Fix `fa` makes pkg/a.py `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fix)
+    stack.commit({"pkg/a.py": upstream}, "Guard the kernel", tag="v2")
+    return stack
+
+
+def moves_with_both(stack: OneUpstreamStack, lines: bytes) -> None:
+    """status says the fix moves, the rebase moves it, and the overlay has both copies."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(lines) == 2
+
+
+def stops(stack: OneUpstreamStack) -> None:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def guarded_twice(tmp_path, name: bytes, step: bytes, guard: bytes) -> OneUpstreamStack:
+    """`run(NAME)` reads NAME, sets it by `step`, and reads it again; the fix adds `guard`
+    at the top, upstream adds it after the step."""
+    base = module(b"def run(%s):\n    first = prepare(%s)\n%s    return finish(first, %s)\n"
+                  % (name, name, step, name))
+    return stack_with(tmp_path, base, base.replace(b"    first", guard + b"    first"),
+                      base.replace(step, step + guard))
+
+
+@pytest.mark.parametrize("step", [b"    s = s.strip()\n", b"    s = s.next_node()\n",
+                                  b"    s = s.next\n", b"    s = s[1:]\n"],
+                         ids=["strip", "next_node", "next", "slice"])
+def test_a_step_to_a_new_value_between_the_copies_is_another_check(tmp_path, step):
+    # strip() may empty s and next_node() reach the end: the guard after it checks what the
+    # fix's before it did not. They stopped as doubled (strip, next_node), the advice losing
+    # the fix's first check.
+    guard = b"    if not s:\n        return None\n"
+    moves_with_both(guarded_twice(tmp_path, b"s", step, guard), b"if not s:")
+
+
+@pytest.mark.parametrize("step", [b"    x = x.T\n", b"    x = x.view(-1, 4).contiguous()\n",
+                                  b"    x = x.to(device=x.device).T\n",
+                                  b"    x = x.contiguous()  # dense\n"],
+                         ids=["T", "view", "to-T", "commented"])
+def test_the_same_value_laid_out_anew_between_the_copies_stops(tmp_path, step):
+    # `x = x.T` is the same tensor transposed: its count, which the guard checks, is the
+    # same; the guard merged in twice, exit 0.
+    guard = b"    if x.numel() == 0:\n        return x\n"
+    stops(guarded_twice(tmp_path, b"x", step, guard))
+
+
+def test_an_in_place_update_upstream_made_after_a_transpose_stops(tmp_path):
+    # The fix adds the bias once y is made; upstream adds it after `y = y.T`, the same
+    # tensor: merged, the bias was added twice, exit 0.
+    base = module(b"def run(x, bias):\n    y = prepare(x)\n    y = y.T\n    return launch(y)\n")
+    stops(stack_with(tmp_path, base,
+                     base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n    y.add_(bias)\n"),
+                     base.replace(b"    y = y.T\n", b"    y = y.T\n    y.add_(bias)\n")))
+
+
+def test_an_in_place_update_after_a_new_value_or_in_another_function_moves(tmp_path):
+    # Neighbours: upstream's add after `y = widen(y)` updates another tensor, and the same
+    # line in the next function is that function's: the fix moves, both kept.
+    base = module(b"def run(x, bias):\n    y = prepare(x)\n    y = widen(y)\n"
+                  b"    return launch(y)\n\n\ndef run2(y, bias):\n    y = widen(y)\n"
+                  b"    return launch(y)\n")
+    fix = base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n    y.add_(bias)\n")
+    for n, upstream in enumerate((base.replace(b"    y = widen(y)\n    return launch(y)\n\n\n"
+                                               b"def run2",
+                                               b"    y = widen(y)\n    y.add_(bias)\n"
+                                               b"    return launch(y)\n\n\ndef run2"),
+                                  base.replace(b"bias):\n    y = widen(y)\n",
+                                               b"bias):\n    y = widen(y)\n    y.add_(bias)\n"))):
+        stack = stack_with(tmp_path / str(n), base, fix, upstream)
+        moves_with_both(stack, b"y.add_(bias)")
