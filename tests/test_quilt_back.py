@@ -22,6 +22,7 @@ from helpers.env import need_tool
 from helpers.git import git
 from helpers.project import UPSTREAM_FILES, git_project
 from helpers.snapshot import tree_bytes
+from patchforge.formats.patchfile import parse_patch_file
 
 A = UPSTREAM_FILES["a.py"]
 B = UPSTREAM_FILES["pkg/b.py"]
@@ -2466,3 +2467,52 @@ def test_a_patch_changed_in_quilt_and_in_the_series_is_refused_with_a_way_that_w
     quilt(checkout, env, "push", "-a")
     assert b"line4 series\nline5 quilt\n" in a.read_bytes()
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+@pytest.mark.parametrize("export", [["--profile", "gfx942"], []], ids=["profile", "whole"])
+def test_quilt_header_r_keeps_the_fields_the_import_gave_a_new_fix(stack, tmp_path, export):
+    """A patch `quilt new` made (no header) is taken back with the fields a fix needs (Author,
+    Upstream-Status, from a `--profile` export Profiles); quilt's file never has them. A
+    `quilt header -r` with a Description alone, taken back again, replaced the header whole:
+    Author and Upstream-Status were gone (lint: "neither Origin nor Author"), and Profiles with
+    them, so the gfx942 fix went into gfx950's overlays too. Fields quilt's user never saw are
+    no deletion: they stay, and the ones quilt's header has are quilt's."""
+    root, base = stack
+    exported = tmp_path / "q"
+    ok(root, "export", "--quilt", str(exported), *export)
+    env, checkout = quilt_env(tmp_path, exported, ""), checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "norm-eps-doc.patch", "pkg/new.py", b"new = 1\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    first = parse_patch_file((root / "series/up/norm-eps-doc.patch").read_bytes(), "p")
+    author, status = first.get("Author"), first.get("Upstream-Status")
+    assert author and status == "Pending"
+    quilt(checkout, env, "header", "-r", stdin=b"Description: Document the eps of the norm\n")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/norm-eps-doc.patch" in run.out, run.out
+    fix = parse_patch_file((root / "series/up/norm-eps-doc.patch").read_bytes(), "p")
+    assert fix.get("Description") == "Document the eps of the norm"
+    assert (fix.get("Author"), fix.get("Upstream-Status")) == (author, status)
+    assert fix.get("Profiles") == ("gfx942" if export else None)
+    assert lint_errors(root) == []
+    ok(root, "overlays")
+    assert (root / "overlays/gfx950/up/pkg/new.py").exists() == (not export)
+    # A field quilt's header has is quilt's: an Author written there replaces the one kept.
+    quilt(checkout, env, "header", "-r", stdin=b"Description: Document the eps of the norm\n"
+                                                b"Author: Ada <ada@example.com>\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    fix = parse_patch_file((root / "series/up/norm-eps-doc.patch").read_bytes(), "p")
+    assert (fix.get("Author"), fix.get("Upstream-Status")) == ("Ada <ada@example.com>", status)
+
+
+def test_quilt_header_r_of_an_exported_fix_is_quilt_users_header(stack, tmp_path):
+    """The fields of a patch the export wrote were in quilt's file: a `quilt header -r` that
+    leaves one out (Upstream-Status) takes it out, as before; lint says so."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "header", "-r", "fix-a.patch",
+          stdin=b"Description: Fix fix-a better\nAuthor: Ada <ada@example.com>\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    fix = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "p")
+    assert fix.get("Description") == "Fix fix-a better" and fix.get("Upstream-Status") is None

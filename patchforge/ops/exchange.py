@@ -17,7 +17,7 @@ import shlex
 import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Sequence
 
 from patchforge.apply.diffparse import parse_diff_full, validate_path
 from patchforge.apply.gnupatch import as_git_writes, for_gnu_patch, with_p1_names
@@ -2334,7 +2334,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
 # header lines it added and took out, see _change_lines), so that quilt's file counts as the
 # series' own only while the series holds that change: not when the series went back to
 # "over" or took the new patch out again (the import undone: `git checkout -- series`), nor
-# when the patch changed since without it (the import undone, then `edit` + `refresh`).
+# when the patch changed since without it (the import undone, then `edit` + `refresh`);
+# "filled": the fields the written patch has that quilt's file had not (a new fix's Author,
+# Upstream-Status...), which a later `quilt header -r` lacking them never drops.
 # "order" is DIR/series as the export wrote it (as an import left it since), so that
 # `import quilt --update` takes quilt's order only where quilt changed it (a record without
 # it, an earlier version's, takes DIR/series' order as it stands).
@@ -2433,16 +2435,19 @@ def series_holdings(project: Project, upstream: str) -> Iterable[bytes]:
                     yield path.read_bytes()
 
 
-def taken_entry(before: bytes | None, written: bytes) -> dict:
+def taken_entry(before: bytes | None, written: bytes,
+                filled: Sequence[str] = ()) -> dict:
     """The "taken" entry of a quilt file an `import quilt --update` took back (see
     EXPORT_RECORD): `written` the series' patch file it became, over `before` (None: a patch
-    the series did not have)."""
+    the series did not have); `filled`, the fields `written` has that quilt's file had not."""
     old = _change_lines(before) if before is not None else {}
     new = _change_lines(written)
     entry: dict = {"into": _sha256(written),
                    "change": {"+": {k: n for k, n in new.items() if n > old.get(k, 0)},
                               "-": {k: new.get(k, 0) for k, n in old.items()
                                     if n > new.get(k, 0)}}}
+    if filled:
+        entry["filled"] = list(filled)
     if before is None:
         entry["new"] = True
     else:

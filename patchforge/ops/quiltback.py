@@ -21,7 +21,7 @@ from __future__ import annotations
 import shlex
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from patchforge.apply.chains import (apply_on_chains, carry_file, carry_files, carry_into,
                                      met_in_chain, patch_paths, profiles_note)
@@ -145,6 +145,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
 
     empty = _empty_at_the_pin(store, pin.commit, entries, strip_levels, ours_bytes)
     taken: dict[str, PatchFile] = {}  # name -> the patch with quilt's diff, to be made again
+    # name -> the fields of taken[name] quilt's file lacks (the series' header, or what a new
+    # fix needs): recorded, so that a later change of quilt's header never drops them.
+    filled: dict[str, list[str]] = {}
     made_on: dict[str, str] = {}  # name -> the Base: of quilt's file (the pin at the export)
     how: dict[str, str] = {}
     # Changed in quilt and, it seems, in the series since the export: refused below unless
@@ -229,7 +232,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 both[file_name] = (source, line)
             theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
             made_on[file_name] = (theirs.get("Base") or "").strip()
-            taken[file_name] = _changed_patch(mine_patch, theirs, upstream, pin.commit)
+            taken[file_name] = _changed_patch(mine_patch, theirs, upstream, pin.commit,
+                                              _filled_before(took, file_name, mine))
+            filled[file_name] = _filled(taken[file_name], theirs)
             how[file_name] = CHANGED
         else:
             # A patch `quilt new` made that an import took back, and that the series no longer
@@ -292,9 +297,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 unlisted[file_name] = read_no_link(project.patch_path(upstream, file_name))
             except FileNotFoundError:
                 pass
-            taken[file_name] = _new_patch(_quilt_patch(data, source, strip_levels[file_name],
-                                                       empty),
-                                          file_name, upstream, pin.commit, profile)
+            theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
+            taken[file_name] = _new_patch(theirs, file_name, upstream, pin.commit, profile)
+            filled[file_name] = _filled(taken[file_name], theirs)
             how[file_name] = ADDED
             if again:
                 taken_again.append(file_name)
@@ -472,7 +477,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         with RepoLock(project.state_dir), writing_project(project.root):
             series_changed(project)
         _record_taken(folder, record, profile, entries, took, ours_bytes,
-                      {n: made[n].to_bytes() for n in taken}, recorded_order, agreed)
+                      {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled)
         if recorded_order is not None and recorded_order != quilt_names:
             _record_order(folder, profile, quilt_names)
         return result
@@ -519,7 +524,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # before is quilt's change not yet taken, and a new patch the series does not
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
-                          {n: made[n].to_bytes() for n in taken}, recorded_order, agreed)
+                          {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled)
             for name, where in kept:
                 atomic_write(where, ours_bytes[name])
             for name, data in writes.items():
@@ -797,14 +802,50 @@ def _kept_aside(path: Path, deleted_dir: Path) -> bool:
     return (deleted_dir / aside_name(deleted_dir, path.name, data)).is_file()
 
 
-def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str) -> PatchFile:
+def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
+                   kept: Sequence[str] = ()) -> PatchFile:
     """The series' patch as quilt changed it: quilt's header (quilt keeps the header it was
     given; `quilt header -e` edits it), or the series' when quilt's has no field at all (a
-    tool that wrote the diff alone), with quilt's diff, made again later on the new base."""
+    tool that wrote the diff alone), with quilt's diff, made again later on the new base.
+    `kept` are fields quilt's file never had (_filled_before): where quilt's header lacks
+    one, the series' value stays (`quilt header -r` replacing a header the import completed
+    deletes nothing quilt's user saw, so it deletes nothing)."""
     head = quilt if quilt.fields else mine.with_diff(quilt.diff)
+    if quilt.fields:
+        for name in kept:
+            value = mine.get(name)
+            if quilt.get(name) is None and value is not None:
+                head = head.with_field(name, value)
     if (head.get("Upstream") or "").strip() != upstream:
         head = head.with_field("Upstream", upstream)
     return head.with_field("Base", pin)
+
+
+# Fields every take sets anew (the pin, the upstream, the day): never carried over.
+_SET_ON_EACH_TAKE = ("base", "upstream", "last-update")
+# The fields _new_patch may add, read as quilt never had them where an earlier version's
+# record of a new patch does not say which it added.
+_NEW_PATCH_FIELDS = ["Description", "Author", "Upstream-Status", "Profiles"]
+
+
+def _filled(made: PatchFile, quilt: PatchFile) -> list[str]:
+    """The fields of `made` (a patch taken back from quilt's file) that quilt's header
+    (`quilt`) lacks, but those every take sets again."""
+    return [f.name for f in made.fields
+            if f.name.lower() not in _SET_ON_EACH_TAKE and quilt.get(f.name) is None]
+
+
+def _filled_before(took: dict[str, dict[str, dict]], name: str, mine: bytes) -> list[str]:
+    """The fields the import that wrote the series' patch `name` (its bytes `mine`) gave it
+    that quilt's file did not have (the record's "filled"): quilt's user never saw them, so
+    quilt's header lacking them now is no deletion. Empty when no import wrote `mine`."""
+    for entry in took.get(name, {}).values():
+        if entry.get("into") == _sha256(mine):
+            listed = entry.get("filled")
+            if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+                return listed
+            return _NEW_PATCH_FIELDS if entry.get("new") else []
+    return []
 
 
 def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
@@ -1438,7 +1479,8 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
                   entries: list[tuple[str, Path, int, bytes]],
                   took: dict[str, dict[str, dict]], before: dict[str, bytes],
                   written: dict[str, bytes], order: list[str] | None,
-                  agreed: dict[str, bytes] | None = None) -> None:
+                  agreed: dict[str, bytes] | None = None,
+                  filled: dict[str, list[str]] | None = None) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
@@ -1469,7 +1511,8 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
                 grown.setdefault(file_name, []).append(_sha256(data))
             continue
         grown_took.setdefault(file_name, {})[_sha256(data)] = \
-            taken_entry(before.get(file_name), written[file_name])
+            taken_entry(before.get(file_name), written[file_name],
+                        (filled or {}).get(file_name, []))
     if grown != record or grown_took != took:
         atomic_write(folder / EXPORT_RECORD,
                      _record_bytes(grown, profile, grown_took, order=order))
