@@ -108,6 +108,18 @@ def refuse_second_config(directory: Path) -> None:
                            "remove patchforge.toml")
 
 
+def _plain_rel(rel: str) -> bool:
+    """Whether `rel` is a relative path as a Path writes it: no empty or `.` part (a Path
+    drops those), not absolute."""
+    return bool(rel) and not any(part in ("", ".") for part in rel.split("/"))
+
+
+def _joined(directory: str, rel: str) -> str:
+    """`directory` and a plain relative `rel` (_plain_rel) as one path: str(Path(directory) /
+    rel) without making the Path."""
+    return f"{directory}/{rel}" if directory != "/" else f"/{rel}"
+
+
 def read_no_link(path: Path) -> bytes:
     """A file of the stack (a patch, a series file, a fix set aside or kept as landed, the
     history, upstream.lock), opened without following a link: one a pull request links to a
@@ -217,6 +229,25 @@ class Project:
         if found is None:
             found = self._patch_paths[key] = self.series_dir(upstream) / patch_file_name(name)
         return found
+
+    def patch_rel(self, upstream: str, name: str) -> str:
+        """patch_path from the root, in posix form (`series/UP/NAME.patch`), made once per
+        patch as text: a rebase names each of its patches so in several places, and a Path
+        made and taken relative per patch was a per-patch cost of its own."""
+        key = ("rel", upstream, name)
+        found = self._patch_paths.get(key)
+        if found is None:
+            found = f"series/{upstream}/{patch_file_name(name)}" \
+                if _plain_rel(upstream) and "/" not in name else \
+                self.patch_path(upstream, name).relative_to(self.root).as_posix()
+            self._patch_paths[key] = found
+        return found
+
+    def series_file(self, rel: str) -> str:
+        """str(series_root / rel) for a path `rel` inside the series directory, joined as text
+        when `rel` is already in the form a Path would give it."""
+        return _joined(str(self.series_root), rel) if _plain_rel(rel) else \
+            str(self.series_root / rel)
 
     @property
     def overlays_dir(self) -> Path:

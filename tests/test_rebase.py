@@ -154,6 +154,26 @@ def test_a_clean_rebase_loads_neither_tempfile_nor_shutil(stack, upstream):
         "-S")
 
 
+def test_a_clean_rebase_names_its_patch_files_without_a_path_per_patch(stack, upstream):
+    """The patch files' paths from the root (the line-end check's names, the write-out's plan,
+    the range-diff's originals) are made as text once per patch (Project.patch_rel): no Path
+    made relative per patch and step, a per-patch cost of a long series' rebase of its own.
+    The rebase writes the same files as before (the series, the moved patch)."""
+    before = ("import pathlib\n"
+              "relative = []\n"
+              "_relative_to = pathlib.PurePath.relative_to\n"
+              "def counted(self, *args, **kwargs):\n"
+              "    relative.append(str(self))\n"
+              "    return _relative_to(self, *args, **kwargs)\n"
+              "pathlib.PurePath.relative_to = counted\n")
+    out = _after_a_clean_rebase(
+        stack, upstream, before,
+        "print('RELATIVE', [p for p in relative if p.endswith('.patch')], rc)\n")
+    assert "RELATIVE [] 0" in out, out
+    patch = (stack.root / "series" / "up" / "fix-f3.patch").read_bytes()
+    assert b"\n+    return -3\n" in patch and b"Base:" in patch
+
+
 def test_a_clean_rebase_of_python_files_compiles_no_pattern_it_does_not_use(stack, upstream):
     """Patterns only some inputs need are compiled at their first use (patchforge.patterns):
     a clean rebase of a Python file compiles neither the C-family function patterns, nor

@@ -255,8 +255,8 @@ class Rebase:
                 assert new is not None  # given, or resolved (result() raises otherwise)
             refuse_converted_line_ends(
                 self.store, old.commit,
-                [(self.project.patch_path(upstream, name).relative_to(self.project.root)
-                  .as_posix(), patch) for name, patch in series], then="rebase")
+                [(self.project.patch_rel(upstream, name), patch) for name, patch in series],
+                then="rebase")
             self.store.read_trees_ahead([new.commit], [path for _, patch in series
                                                        for path in patch.paths])
             refuse_symlinked_paths(self.store, new.commit, series,
@@ -1224,7 +1224,7 @@ class Rebase:
     def _remembered(self, rel: str, patch) -> bytes:
         """The bytes of a patch this run made, to be written at series/<rel>; the parse is kept
         for whoever reads that file back in this process (the ledger)."""
-        return self.project.remember_patch(patch, str(self.project.series_root / rel))
+        return self.project.remember_patch(patch, self.project.series_file(rel))
 
     def _stage(self, rel: str, data: bytes) -> str | None:
         if self._run_record.dry_run:
@@ -1531,10 +1531,6 @@ class Rebase:
         except FileNotFoundError:
             lock_raw = None
 
-        def patch_rel(upstream: str, name: str) -> str:
-            # The patch's own file: a series line may name it without `.patch`.
-            return project.patch_path(upstream, name).relative_to(project.root).as_posix()
-
         writes: list[tuple[str, bytes | None, str | None]] = []
         removals: list[tuple[str, None, None]] = []
         series_writes: list[tuple[str, bytes, None]] = []
@@ -1546,7 +1542,7 @@ class Rebase:
                 data = self.journal.staged_bytes(staged)
                 if result.destination == "series":
                     kept.append(name)
-                    rel = patch_rel(upstream, name)
+                    rel = project.patch_rel(upstream, name)
                     if data != self._old_bytes(upstream, name):
                         writes.append((rel, data, staged))
                     for where, staged_part in (("upstreamed", result.landed_part),
@@ -1566,7 +1562,7 @@ class Rebase:
                 # aside_name gives a name that is free or already holds these bytes.
                 if not (project.root / aside_rel).exists():
                     writes.append((aside_rel, data, staged))
-                removals.append((patch_rel(upstream, name), None, None))
+                removals.append((project.patch_rel(upstream, name), None, None))
             listed = project.read_series(upstream)
             series = listed.replaced_names(kept).to_bytes()
             if series != listed.to_bytes():
@@ -1993,9 +1989,7 @@ class Rebase:
                 originals = self.journal.originals()
                 old_patches = []
                 for name in old_names:
-                    rel = self.project.patch_path(upstream, name).relative_to(
-                        self.project.root).as_posix()
-                    saved = originals.get(rel)
+                    saved = originals.get(self.project.patch_rel(upstream, name))
                     old_patches.append((name, self.project.parse_patch(saved,
                                                                        self._source(upstream, name))
                                         if saved is not None else self._old_patch(upstream, name)))
