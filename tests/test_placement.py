@@ -393,3 +393,41 @@ def test_a_fix_is_not_put_into_one_of_the_copies_upstream_split_its_code_into(tm
         "copy of that code" in err, err
     stack.cli("rebase", "--abort")
     assert stack.series("up") == ["fix.patch"]
+
+
+def test_the_line_diff_of_two_contents_is_made_once_for_every_hunk_that_asks(monkeypatch):
+    """Where a moved hunk has its own place asked by a line diff of the file before and after
+    upstream's change (`_diff_place`: a near-copy upstream inserted, as above), every other
+    hunk of the patch on that file asks of the same two contents: the alignment (difflib, a
+    whole-file line diff in Python, the largest step of the carried patches' copy check) is
+    made once and each hunk's place read from it, the places those of a fresh alignment."""
+    import difflib
+
+    from patchforge.apply import hunks
+
+    made = []
+
+    class Counted(difflib.SequenceMatcher):
+        def __init__(self, *args, **kwargs):
+            made.append(args)
+            super().__init__(*args, **kwargs)
+
+    unique = b"# contents of this test alone: %d\n" % id(made)
+    old = unique + CONFIGS + CONFIGS.replace(b"get_configs", b"other_configs")
+    new = old.replace(b'"BLOCK_N": 64,', b'"BLOCK_N": 48,', 1).replace(
+        b"    return [\n", b"    return [\n" + OWN_ENTRY.replace(b"num_warps=8", b"num_warps=4"), 1)
+    first = [b'                "BLOCK_M": 64,\n', b'                "BLOCK_N": 64,\n',
+             b'                "SLICE": 2,\n']
+    second = [b"            num_stages=2,\n", b"            num_warps=8,\n", b"        ),\n"]
+    at = {tuple(pre): lines_of(old).index(pre[0]) for pre in (first, second)}
+    fresh = [hunks._aligned_blocks(lines_of(old), lines_of(new))]
+    made.clear()
+    monkeypatch.setattr(difflib, "SequenceMatcher", Counted)
+    places = [hunks._diff_place(old, new, pre, pre, at[tuple(pre)]) for pre in (first, second)]
+    assert len(made) == 1
+    assert list(hunks._aligned_contents(old, new)) == fresh[0]
+    monkeypatch.undo()
+    hunks._aligned_contents.cache_clear()
+    assert places == [hunks._diff_place(old, new, pre, pre, at[tuple(pre)])
+                      for pre in (first, second)]
+    assert all(place is not None for place in places)

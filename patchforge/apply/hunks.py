@@ -1065,7 +1065,7 @@ def _diff_place(old: bytes, new: bytes, pre: list[bytes], post: list[bytes],
         range(max(same - 1, 0), min(same + 1, size))
     starts: dict[int, int] = {}
     at_changed: dict[int, int] = {}
-    for i, j, length in _aligned_blocks(lines_of(old), lines_of(new)):
+    for i, j, length in _aligned_contents(old, new):
         for k in range(max(i, was), min(i + length, was + size)):
             start = j - i + was
             starts[start] = starts.get(start, 0) + 1
@@ -1075,6 +1075,14 @@ def _diff_place(old: bytes, new: bytes, pre: list[bytes], post: list[bytes],
     if not counted:
         return None
     return max(counted.items(), key=lambda item: (item[1], -item[0]))[0]
+
+
+@lru_cache(maxsize=8)
+def _aligned_contents(old: bytes, new: bytes) -> tuple[tuple[int, int, int], ...]:
+    """_aligned_blocks of two contents' lines, kept for the pairs asked again: each moved hunk
+    of a patch on a file upstream changed asks of the same two contents (a line diff of
+    whole files, the largest single step of the carried patches' copy check)."""
+    return tuple(_aligned_blocks(lines_of(old), lines_of(new)))
 
 
 def _aligned_blocks(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, int]]:
