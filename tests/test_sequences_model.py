@@ -31,7 +31,7 @@ going; a second stack on the same cache), and between them any other command, wh
   also synchronizing in a helper), reverts it whole (`git revert`'s message, also with a
   synchronize added in a helper by the revert itself) or one of its hunks, moves one of its
   lines within the function, moves the function below the others (dropping its synchronize on
-  the way, too), drops its guard in a commit that rewrites the line below it, re-wraps its
+  the way, too) or into another file (KEPT_ELSEWHERE), drops its guard in a commit that rewrites the line below it, re-wraps its
   guard (quotes, black's parentheses, moved too),
   adds the common synchronize in a helper, or makes a fix it reverted again its own way (a
   few lines off; a helper that synchronizes); or, before a fix lands, upstream makes its
@@ -136,6 +136,8 @@ HOLD_AT = ("lock:1", "lock:1", "lock:1", "lock:2", "write:1", "write:2", "rename
 # Kept fixes (SequencesModel's kept-fix rules): the file their functions are in, and what upstream
 # does to a landing of one before the user's next command.
 KEPT_PATH = "pkg/k.py"
+# The module upstream moves a kept fix's function into (out of KEPT_PATH, whole).
+KEPT_ELSEWHERE = "pkg/k_moved.py"
 KEPT_SLOTS = 4  # functions k0..k3, one fix each
 STEPS = 10  # lines of a function between its guard and its synchronize: two hunks
 GUARD_MOVED, SYNC_AT, SYNC_MOVED = 3, STEPS, 6
@@ -171,7 +173,8 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
               "reverts it whole, sync elsewhere", "lands it again its own way a few lines off",
               "makes it its own way, a helper that synchronizes",
               "drops the guard, rewriting the line below it", "moves the function to the end",
-              "moves the function to the end, dropping its sync")
+              "moves the function to the end, dropping its sync",
+              "moves the function to another file", "moves the function to another file, dropping its guard")
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
@@ -181,6 +184,12 @@ SYNC_DROPPED_ALONE = (
 GUARD_DROPPED_BESIDE_AN_EDIT = (
     "a kept fix's guard at its function's top dropped in a commit that also rewrote (then or "
     "before) the line below it, among functions that start alike: said superseded, lost")
+GUARD_REWRAPPED_AND_MOVED = (
+    "a kept fix's guard re-wrapped black's way and moved down in one commit: said taken back in "
+    "part, and the bring-back it advises puts the fix's guard back beside upstream's, doubled")
+FUNCTION_MOVED_TO_ANOTHER_FILE = (
+    "a kept fix's function moved by upstream into another file, a line of the fix taken out on "
+    "the way or by a later commit there (its revert too): nothing said, exit 0, lost")
 # The line below a function's top as upstream rewrites it (KeptSlot.edited).
 STEP0_EDITED = b"    step0 = x.contiguous()\n"
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
@@ -241,6 +250,7 @@ class KeptHead:
         default_factory=lambda: {i: KeptSlot() for i in range(KEPT_SLOTS)})
     helpers: list[bool] = field(default_factory=lambda: [False, False])
     order: list[int] | None = None  # the functions' order in the file (None: k0..k3)
+    elsewhere: list[int] = field(default_factory=list)  # those moved into KEPT_ELSEWHERE
 
 
 def kept_function(i: int, state: KeptSlot) -> bytes:
@@ -271,8 +281,17 @@ def kept_file(head: KeptHead) -> bytes:
                % (j, j, SYNC if has else b"") for j, has in enumerate(head.helpers)]
     settle = [SETTLE] if any(state.settled for state in head.slots.values()) else []
     return b'"""Kernels."""\nimport torch\n\n\n' + b"\n\n".join(
-        [kept_function(i, head.slots[i]) for i in head.order or sorted(head.slots)]
-        + helpers + settle)
+        [kept_function(i, head.slots[i]) for i in head.order or sorted(head.slots)
+         if i not in head.elsewhere] + helpers + settle)
+
+
+def kept_files(head: KeptHead) -> dict[str, bytes]:
+    """What upstream's commit writes: KEPT_PATH, and KEPT_ELSEWHERE once a function is there."""
+    files = {KEPT_PATH: kept_file(head)}
+    if head.elsewhere:
+        files[KEPT_ELSEWHERE] = b'"""Kernels moved out of k.py."""\nimport torch\n\n\n' + \
+            b"\n\n".join(kept_function(i, head.slots[i]) for i in head.elsewhere)
+    return files
 
 
 def kept_pattern(i: int) -> re.Pattern:
@@ -340,6 +359,9 @@ class SequencesModel(StackModel):
         # Kept fixes whose copy of lines upstream made its own way the user kept at a rebase
         # stop that said the file would have them twice (`--continue` with the worktree as is).
         self.kept_twice_on_purpose: set[int] = set()
+        # (Such a stop's `--continue` that stopped again on a later patch: kept both copies once
+        # that rebase ends, forgotten if it is aborted.)
+        self.kept_twice_pending: set[int] = set()
         self.kept_head = KeptHead()
         super().__init__()  # (runs commands)
 
@@ -348,9 +370,10 @@ class SequencesModel(StackModel):
         situations = self.situations()
         stop = self.stopped_safely() if args[:2] == ("rebase", "--continue") else None
         result = super().cli(*args)
-        if stop and result.rc not in (2, 3) and \
-                "upstream has these lines already" in stop.get("message", ""):
-            self.kept_twice_on_purpose |= self.kept_names(stop.get("name", ""))
+        if stop and "upstream has these lines already" in stop.get("message", "") and \
+                self.went_past(stop, result.rc):
+            self.kept_twice_pending |= self.kept_names(stop.get("name", ""))
+        self.rebase_ended(args, result.rc)
         refused_in = REFUSED_IN.get(self.table_row(args), ())
         if situations & set(refused_in):
             assert result.rc == 2, \
@@ -367,6 +390,22 @@ class SequencesModel(StackModel):
         if args in GREEN_CHECKS and result.rc == 0:
             self.green_means_deployed(" ".join(args), result.text)
         return result
+
+    def rebase_ended(self, args: tuple[str, ...], rc: int) -> None:
+        """Where no rebase is open any more, what its stops' `--continue`s kept stays kept,
+        unless the rebase was aborted."""
+        if self.kept_twice_pending and not self.state()["rebase"]:
+            if args[:2] != ("rebase", "--abort") or rc != 0:
+                self.kept_twice_on_purpose |= self.kept_twice_pending
+            self.kept_twice_pending = set()
+
+    def went_past(self, stop: dict, rc: int) -> bool:
+        """Whether the `rebase --continue` that ended in `rc` took the resolution of `stop`:
+        it was not refused, and the rebase ended or stopped again on another patch."""
+        if rc == 3:
+            now = self.stopped_safely()
+            return not now or now.get("name") != stop.get("name")
+        return rc != 2
 
     def stopped_safely(self) -> dict | None:
         """The rebase journal's stop, None where there is none (or a journal cut short)."""
@@ -897,10 +936,12 @@ class SequencesModel(StackModel):
             if argv[:2] == ("--root", str(self.root)):
                 argv = argv[2:]
             self.after_either(argv, rc)
-            if argv[:2] == ("rebase", "--continue") and rc not in (2, 3) and stop and \
-                    "upstream has these lines already" in stop.get("message", ""):
+            if argv[:2] == ("rebase", "--continue") and stop and \
+                    "upstream has these lines already" in stop.get("message", "") and \
+                    self.went_past(stop, rc):
                 # (As cli() learns it: the user kept both copies at a stop that said so.)
-                self.kept_twice_on_purpose |= self.kept_names(stop.get("name", ""))
+                self.kept_twice_pending |= self.kept_names(stop.get("name", ""))
+            self.rebase_ended(argv, rc)
 
     @staticmethod
     def read_output(out, err) -> str:
@@ -972,7 +1013,7 @@ class SequencesModel(StackModel):
         return {**super().initial_upstream(), KEPT_PATH: kept_file(KeptHead())}
 
     def judged_elsewhere(self) -> tuple[str, ...]:
-        return (KEPT_PATH,)
+        return (KEPT_PATH, KEPT_ELSEWHERE)
 
     def moved(self) -> tuple[int, ...]:
         # (1 also where a kept fix was taken back at the new pin.)
@@ -994,12 +1035,13 @@ class SequencesModel(StackModel):
                       for p in self.series_dir.rglob(f"{fix['name']}*.patch"))
 
     def kept_content(self, rev: str | None = None) -> bytes:
-        """KEPT_PATH at `rev` (the pin) with every listed patch that changes it applied."""
+        """KEPT_PATH at `rev` (the pin) with every listed patch that changes it applied, then
+        KEPT_ELSEWHERE at `rev` (no fix is made on it: its functions are upstream's moves)."""
         rev = rev or self.pin()
         base = self.pinned_files()[KEPT_PATH] if rev == self.pin() else self.up.read(KEPT_PATH, rev)
         patches = [data for _, data in self.listed_data() if KEPT_PATH.encode() in data]
         if not patches:
-            return base
+            return base + self.kept_elsewhere(rev)
         tree = self.tmp / "kept-apply"
         shutil.rmtree(tree, ignore_errors=True)
         (tree / os.path.dirname(KEPT_PATH)).mkdir(parents=True)
@@ -1008,7 +1050,15 @@ class SequencesModel(StackModel):
             proc = subprocess.run(["git", "apply", f"--include={KEPT_PATH}", "-"], cwd=tree,
                                   input=data, capture_output=True)
             assert proc.returncode == 0, proc.stderr
-        return (tree / KEPT_PATH).read_bytes()
+        return (tree / KEPT_PATH).read_bytes() + self.kept_elsewhere(rev)
+
+    def kept_elsewhere(self, rev: str) -> bytes:
+        """KEPT_ELSEWHERE at `rev` (b"" before upstream moves a function there)."""
+        if rev == self.pin():
+            return self.pinned_files().get(KEPT_ELSEWHERE, b"")
+        shown = subprocess.run(["git", "show", f"{rev}:{KEPT_ELSEWHERE}"], cwd=self.up.path,
+                               capture_output=True)
+        return shown.stdout if shown.returncode == 0 else b""
 
     def wrong_counts(self, content: bytes) -> dict[int, dict[str, int]]:
         """Kept fix -> each of its lines that `content` has other than once in its function."""
@@ -1048,7 +1098,7 @@ class SequencesModel(StackModel):
         made = [p for p in (self.root / "overlays").rglob(os.path.basename(KEPT_PATH))
                 if p.as_posix().endswith(KEPT_PATH)]
         content = made[0].read_bytes() if made else self.pinned_files()[KEPT_PATH]
-        wrong = self.wrong_counts(content)
+        wrong = self.wrong_counts(content + self.kept_elsewhere(self.pin()))
         assert not wrong, f"`{command}` exit 0, but the overlays have the kept fixes' lines " \
             f"other than once: " + ", ".join(f"{self.kept[n]['name']} {counts}"
                                              for n, counts in wrong.items()) + f"\n{text}"
@@ -1094,7 +1144,7 @@ class SequencesModel(StackModel):
             head.helpers[self.kept_wider[n]] = True
         self.kept_head = head
         message = f"k{fix['slot']}: guard and synchronize (#{100 + len(self.kept_landings)})"
-        commit = self.up.commit({KEPT_PATH: kept_file(head)}, message)
+        commit = self.up.commit(kept_files(head), message)
         self.kept_landings[n] = (commit, message, kept_file(head).count(SYNC))
         event(f"kept: upstream lands {fix['name']}{' again' if how == 'again' else ''}")
         self.after_upstream_move(then)
@@ -1142,7 +1192,7 @@ class SequencesModel(StackModel):
             return
         head.slots[slot] = KeptSlot(guard=form, guard_at=OWN_GUARD_AT)
         self.kept_head = head
-        self.up.commit({KEPT_PATH: kept_file(head)}, f"k{slot}: check x first")
+        self.up.commit(kept_files(head), f"k{slot}: check x first")
         event(f"kept: upstream {kind}")
         self.after_upstream_move(then)
 
@@ -1195,6 +1245,12 @@ class SequencesModel(StackModel):
             fix = self.kept[n]
             slot, state = fix["slot"], head.slots[fix["slot"]]
             commit, landing, _ = self.kept_landings[n]
+            if slot in head.elsewhere and kind.startswith("moves the function to"):
+                return  # (moved out of KEPT_PATH already)
+            if slot in head.elsewhere and (kind.startswith(("reverts", "drops")) or
+                                           "dropping" in kind) and \
+                    self.not_made(FUNCTION_MOVED_TO_ANOTHER_FILE):
+                return
             if kind.startswith("reverts it whole"):
                 # (`git revert` of the landing: its lines as the landing left them.)
                 if state != KeptSlot().landed_all(fix["parts"]):
@@ -1227,6 +1283,17 @@ class SequencesModel(StackModel):
                     return
                 head.slots[slot] = replace(state.without("guard"), edited=True)
                 message = f"k{slot}: take contiguous input"
+            elif kind.startswith("moves the function to another file"):
+                # A module split: the function moved whole into KEPT_ELSEWHERE (its guard
+                # dropped on the way, too), a landing no longer in the series.
+                if any(name.startswith(fix["name"]) for name in self.listed()) or \
+                        "dropping" in kind and ("guard" not in fix["parts"] or
+                                                self.not_made(FUNCTION_MOVED_TO_ANOTHER_FILE)):
+                    return
+                head.elsewhere = [*head.elsewhere, slot]
+                if "dropping" in kind:
+                    head.slots[slot] = state.without("guard")
+                message = f"k{slot}: move into {KEPT_ELSEWHERE}"
             elif kind.startswith("moves the function to the end"):
                 # The function moved below the others (a reorder of the module), its
                 # synchronize dropped on the way too.
@@ -1255,7 +1322,7 @@ class SequencesModel(StackModel):
                 head.slots[slot] = state.rewrapped(form, moved="moves" in kind)
                 message = f"k{slot}: format"
         self.kept_head = head
-        self.up.commit({KEPT_PATH: kept_file(head)}, message)
+        self.up.commit(kept_files(head), message)
         event(f"kept: upstream {kind}")
         self.after_upstream_move(then)
 
@@ -1280,7 +1347,8 @@ class SequencesModel(StackModel):
             if state["rebase"] or state["bringing"] or result.rc == 2:
                 return
             # A kept fix the series does not carry, whose lines the target lacks: said.
-            lacking = [n for n in self.wrong_counts(self.up.read(KEPT_PATH, head))
+            lacking = [n for n in self.wrong_counts(self.up.read(KEPT_PATH, head)
+                                                    + self.kept_elsewhere(head))
                        if not any(name.startswith(self.kept[n]["name"]) for name in self.listed())
                        and any(p.startswith("upstreamed/") for p in self.kept_on_disk(self.kept[n]))
                        and not any(p.startswith("skipped/") for p in self.kept_on_disk(self.kept[n]))]
@@ -1306,6 +1374,10 @@ class SequencesModel(StackModel):
         if not names:
             return
         name = data.draw(st.sampled_from(sorted(names)))
+        if any(self.kept_head.slots[self.kept[n]["slot"]].guard == "black" and
+               self.kept_head.slots[self.kept[n]["slot"]].guard_at for n in self.kept_names(name)) \
+                and self.not_made(GUARD_REWRAPPED_AND_MOVED):
+            return
         result = self.cli("bring-back", name)
         event(f"kept: bring-back -> {result.rc}")
         self.allowed(result, 0, 1, 2, 3)
