@@ -1175,6 +1175,12 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
     return doubtful
 
 
+# The Python methods that making an object (`Synced()`), using it as a context manager
+# (`with Synced():`), calling it (`Synced()(x)`) or dropping it runs without naming them.
+_RUN_UNNAMED = frozenset((b"__new__", b"__init__", b"__post_init__", b"__enter__",
+                          b"__exit__", b"__aenter__", b"__aexit__", b"__call__", b"__del__"))
+
+
 def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTakers,
                   taker: tuple[str, str, bytes] | None, now: bytes | None,
                   line: int | None) -> tuple[str | None, bytes, bool] | None:
@@ -1239,9 +1245,10 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
 
     def special(cls: bytes, rest: list[bytes]) -> bool:
         """Whether the method path `rest` of class `cls` is one constructing `cls` reaches
-        without naming it: a Python dunder method, a C++ constructor or destructor."""
-        return len(rest) == 1 and (re.fullmatch(rb"__\w+__", rest[0]) is not None
-                                   or rest[0] in (cls, b"~" + cls))
+        without naming it: a Python method the object's making, entering, calling or
+        dropping runs (_RUN_UNNAMED), a C++ constructor or destructor. (Not `__repr__`,
+        `__str__` or `__len__`: only printing or measuring the object runs them.)"""
+        return len(rest) == 1 and (rest[0] in _RUN_UNNAMED or rest[0] in (cls, b"~" + cls))
 
     def is_class(content: bytes, name: bytes) -> bool:
         """Whether `content` defines `name` as a class (or a C++ struct)."""
