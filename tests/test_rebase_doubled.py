@@ -615,3 +615,43 @@ def test_a_new_loop_of_the_fix_in_allman_style_is_read_with_its_header(tmp_path,
         moves(stack)
         stack.cli("overlays")
         assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(check) == 2
+
+
+@pytest.mark.parametrize("header", ["same", "another"])
+@pytest.mark.parametrize("language", ["c++", "python"])
+def test_a_new_loop_of_the_fix_upstream_added_with_a_line_before_the_check(
+        tmp_path, language, header):
+    # As test_a_new_loop_of_the_fix_upstream_added_its_own_way_under_the_same_header_stops,
+    # but upstream's loop reads x[j] into a name before the check: the header and the check
+    # read as one run were nowhere in the file, the fix moved, and both loops ran (y got x
+    # added twice, exit 0). Under another header the check is another loop's: it moves.
+    if language == "c++":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, int n, int m) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head = b"    for (int j = i; j < m; j += 64) {\n"
+        theirs_head = head if header == "same" else b"    for (int j = i; j < m; j += 16) {\n"
+        loop = head + check + b"        y[j] += x[j];\n    }\n"
+        theirs = theirs_head + b"        float w = x[j];\n" + check + \
+            b"        y[j] = y[j] + w;\n    }\n"
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head = b"    for j in range(0, m, 2):\n"
+        theirs_head = head if header == "same" else b"    for j in range(1, m, 2):\n"
+        loop = head + check + b"        y[j] += x[j]\n"
+        theirs = theirs_head + b"        w = x[j]\n" + check + b"        y[j] = y[j] + w\n"
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + loop),
+                            base.replace(first, theirs + first))
+    if header == "same":
+        stops(stack)
+    else:
+        moves(stack)
+        stack.cli("overlays")
+        assert (stack.root / f"overlays/up/{path}").read_bytes().count(check) == 2

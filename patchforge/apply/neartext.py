@@ -138,9 +138,21 @@ class NearText:
         at = list(accumulate(map(len, texts), initial=0))
         self.starts = dict(zip(at, numbers))  # where a line begins in `flat` -> its index
         self.ends = set(at[1:])
+        self.at = at
 
     def _found(self, run: bytes):
-        """Where `run` is in the text from a line's start to a line's end."""
+        """Where `run` is in the text from a line's start to a line's end (a GAP run: where
+        its head is, its tail beginning at most GAP_LINES lines after the head's end)."""
+        if GAP in run:
+            from bisect import bisect_left
+
+            head, tail = run.split(GAP, 1)
+            for at in self._found(head):
+                k = bisect_left(self.at, at + len(head))
+                if any(self.flat.startswith(tail, start) and start + len(tail) in self.ends
+                       for start in self.at[k:k + GAP_LINES + 1]):
+                    yield at
+            return
         at = self.flat.find(run)
         while at >= 0:
             if at in self.starts and at + len(run) in self.ends:
@@ -263,9 +275,41 @@ def _added_runs(hunk) -> list[tuple[bytes, list[bytes], list[bytes]]]:
     # A guard inside a longer run added alone (a comment line above it, a second guard beside
     # it) is read on its own as well: upstream adding that guard alone, its own way, a line
     # lower, is the fix made twice all the same.
-    found.extend((b"".join(near_lines(part)), part, []) for text, lines, was in list(found)
-                 if not was for part in _guards_within(lines))
+    alone = [lines for text, lines, was in found if not was]
+    found.extend((b"".join(near_lines(part)), part, []) for lines in alone
+                 for part in _guards_within(lines))
+    # A guard opening a new block of the run is read with the block's header also where
+    # upstream's same block has a line or a few between the header and the guard (a GAP run).
+    found.extend((b"".join(near_lines(head)) + GAP + b"".join(near_lines(guard)), head + guard,
+                  []) for lines in alone for head, guard in _headed_guards(lines))
     return [run for run in found if len(run[0]) >= 4]
+
+
+# Between the header and the guard of a GAP run (_headed_guards): NearText reads the guard as
+# following the header within GAP_LINES lines. (No line of code holds a NUL byte.)
+GAP = b"\0"
+GAP_LINES = 3
+
+
+def _headed_guards(lines: list[bytes]) -> list[tuple[list[bytes], list[bytes]]]:
+    """The whole guards among `lines` (as _guards_within finds them) that a block the run
+    opens holds, each as (the lines that open the block: its header, and a lone `{` under
+    it, the guard's lines)."""
+    found, at = [], 0
+    while at < len(lines):
+        end = next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
+                    if is_guard(lines[at:end])
+                    and sum(map(_bracket_depth, lines[at:end])) == 0), None)
+        if end is None:
+            at += 1
+            continue
+        header = _block_opened(lines[:at], lines[at])
+        if header is not None:
+            opened = header + 1 if header + 1 < at and \
+                STRING_OR_COMMENT.sub(b"", lines[header + 1]).strip() == b"{" else header
+            found.append((lines[header:opened + 1], lines[at:end]))
+        at = end
+    return found
 
 
 def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
