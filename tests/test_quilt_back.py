@@ -2516,3 +2516,99 @@ def test_quilt_header_r_of_an_exported_fix_is_quilt_users_header(stack, tmp_path
     ok(root, "import", "quilt", str(exported), "--update")
     fix = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "p")
     assert fix.get("Description") == "Fix fix-a better" and fix.get("Upstream-Status") is None
+
+
+@pytest.mark.parametrize("how", ["ledger-after-export", "renamed-by-hand"])
+def test_a_fix_renamed_where_the_history_does_not_say_so_is_read_by_its_header(
+        stack, tmp_path, how):
+    """In a stack that keeps a history, fix-a renamed to fix-z and changed in the series since
+    the export, with no `renamed` event (renamed before the history was switched on, or by hand
+    in git), then `quilt delete fix-a.patch` (which leaves the export's file in DIR, fix-z's
+    header in it): the import kept fix-z with the note "joined the series after the export"
+    and quilt's deletion went unseen, since only a `renamed` event counted there. The header
+    tells as in a stack with no history: refused as a fix changed in the series and deleted
+    in quilt, with or without --delete; the hint's way that keeps it works as written."""
+    root, base = stack
+    if how == "renamed-by-hand":
+        ok(root, "ledger")
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    change_fix_a_in_series(root)
+    if how == "ledger-after-export":
+        ok(root, "rename", "fix-a", "fix-z")
+        ok(root, "ledger")
+    else:
+        up = root / "series/up"
+        (up / "fix-a.patch").rename(up / "fix-z.patch")
+        (up / "series").write_text((up / "series").read_text().replace("fix-a", "fix-z"))
+    ok(root, "rename", "fix-d", "fix-e")  # an event: the history is there
+    assert (root / "series/history.jsonl").is_file()
+    fix_z = (root / "series/up/fix-z.patch").read_bytes()
+    quilt(checkout, env, "delete", "fix-a.patch")
+    series = exported / "series"
+    series.write_text(series.read_text().replace("fix-d", "fix-e"))
+    shutil.copyfile(root / "series/up/fix-e.patch", exported / "fix-e.patch")
+    before = untouched(root, exported)
+    for extra in ([], ["--delete"]):
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert "fix-z.patch (fix-a.patch when `export --quilt` wrote it, renamed in the series " \
+            "since) changed in the up series since" in run.err, run.err
+        assert "joined the series" not in run.err and untouched(root, exported) == before
+    shutil.copyfile(root / "series/up/fix-z.patch", exported / "fix-z.patch")
+    series.write_text("fix-z.patch\n" + series.read_text())
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out and "joined the series" not in run.err, run.text
+    assert (root / "series/up/fix-z.patch").read_bytes() == fix_z
+
+
+def test_a_patch_renamed_with_header_and_diff_changed_in_quilt_is_asked_with_the_rename(
+        stack, tmp_path):
+    """`quilt rename` of fix-a to fix-z, `quilt header -e` and a change of its diff (`quilt
+    refresh`): nothing tells the rename byte for byte, and the refusal said only "quilt
+    delete?", its ways `--delete` (fix-a under deleted/, fix-z a new fix: the history cut in
+    two) or listing fix-a again. Quilt's new fix-z changes fix-a's file: the refusal asks
+    both, with the `patchforge rename fix-a fix-z` that, followed, takes quilt's header and
+    change back into the one fix. A new patch of other files is no rename asked."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/^Description: Fix fix-a$/Description: Fix fix-a, "
+                      "said better/' \"$1\"\n")
+    editor.chmod(0o755)
+    quilt(checkout, dict(env, EDITOR=str(editor)), "header", "-e", "fix-z.patch")
+    quilt(checkout, env, "pop", "fix-z.patch")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "pop", "-a")
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and untouched(root, exported) == before, run.text
+    assert "fix-a.patch is in the up series but not in " f"{exported / 'series'} (quilt " \
+        "delete? or `quilt rename` of fix-a.patch to fix-z.patch, new in quilt and changing " \
+        "the same files?)" in run.err, run.err
+    assert "`patchforge rename fix-a fix-z`, then run this again, which takes quilt's change " \
+        "back into it; where quilt deleted it: `--delete`" in run.err, run.err
+    ok(root, "rename", "fix-a", "fix-z")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-z.patch" in run.out, run.text
+    assert (root / "series/up/series").read_text() == "fix-z.patch\nfix-b.patch\nfix-d.patch\n"
+    fix_z = patch_text(root, "fix-z.patch")
+    assert "Description: Fix fix-a, said better\n" in fix_z and "+line5 quilt\n" in fix_z
+    assert "+line3 fixed\n" in fix_z and not (root / "series/up/deleted").exists()
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_patch_deleted_and_a_new_one_of_other_files_asks_no_rename(stack, tmp_path):
+    """`quilt delete -r fix-a.patch` and a `quilt new` of another file: "quilt delete?" only."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "pop", "-a")
+    quilt(checkout, env, "delete", "-r", "fix-a.patch")
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "fix-n.patch", "pkg/new.py", b"new = 1\n")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "(quilt delete?)" in run.err and "rename" not in run.err, run.text

@@ -368,11 +368,27 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         # (quilt's file under the old name, listed again, is the fix the series let go under
         # that name: the series' own patch is the one to list.)
         copies = [n for n in gone if n in exported_name]
+        # A patch quilt added that changes a file of one it no longer lists may be that one
+        # renamed (`quilt rename`) with its header and diff both changed since, which nothing
+        # tells byte for byte: asked, with the rename that keeps the fix's history.
+        added = [n for n in quilt_names if how.get(n) == ADDED and n not in taken_again]
+        touching = {n: [a for a in added if patch_paths(taken[a]) & patch_paths(
+            project.read_patch(upstream, n))] for n in gone}
+        maybe = {n: found[0] for n, found in touching.items() if len(found) == 1}
+        asked = "" if not maybe else " or " + ", ".join(
+            f"`quilt rename` of {n} to {new}, new in quilt and changing the same files"
+            for n, new in maybe.items()) + "?"
         raise UsageError(f"{listed} {'is' if len(gone) == 1 else 'are'} in the {upstream} "
-                         f"series but not in {series_path} (quilt delete?): nothing was taken "
-                         "back, since that would drop "
+                         f"series but not in {series_path} (quilt delete?{asked}): nothing was "
+                         "taken back, since that would drop "
                          f"{'it' if len(gone) == 1 else 'them'} without a word",
-                         hint="`--delete` takes them out too (kept under "
+                         hint=("" if not maybe else "where quilt renamed it, rename it alike in "
+                               "the series, which keeps its history: " + ", ".join(
+                                   f"`patchforge rename {project.patch_word(upstream, n)} "
+                                   f"{new.removesuffix('.patch')}`" for n, new in maybe.items())
+                               + ", then run this again, which takes quilt's change back into "
+                                 "it; where quilt deleted it: ")
+                              + "`--delete` takes them out too (kept under "
                               f"series/{upstream}/deleted/, as `patchforge delete` keeps a fix); "
                               + (f"or list them in {series_path} again" if not copies else
                                  "or copy " + ", ".join(str(project.patch_path(upstream, n))
@@ -646,10 +662,13 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
     patch holds byte for byte, as `edit` + `refresh` keeps it. An earlier name two patches
     could be tells neither. A header is no rename where the earlier name's fix is kept under
     deleted/ with that header (`delete fix-a`, then `new fix-z` with fix-a's description: fix-z
-    never was fix-a), nor in a stack that keeps a history, whose `renamed` events alone tell."""
+    never was fix-a), nor where the history says the earlier name left the series (deleted,
+    landed, skipped) or was renamed to another: a history tells what its commands did, not a
+    rename done by hand in git nor one made before the history was switched on, so its lack of
+    a `renamed` event is no word against the header."""
     if not names:
         return {}
-    from patchforge.ledger import (RENAMED, RENAMED_FROM, follow_fixes, history_path,
+    from patchforge.ledger import (DEPARTURE_EVENTS, RENAMED, RENAMED_FROM, follow_fixes,
                                    read_history)
 
     left = [was for was in exported if was not in ours]
@@ -665,9 +684,12 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
         if name in names and last[fix] == f"{upstream}/{name}" and \
                 old not in found.get(name, []):
             found.setdefault(name, []).append(old)
+    said_gone = {event.get(RENAMED_FROM) if event.get("event") == RENAMED else
+                 event.get("patch") for event in history if event.get("upstream") == upstream
+                 and event.get("event") in (RENAMED, *DEPARTURE_EVENTS)}
     headers: dict[str, tuple] = {}
     deleted_dir = project.series_dir(upstream) / "deleted"
-    for was in [] if history_path(project).exists() else left:
+    for was in [w for w in left if w not in said_gone]:
         try:
             data = quilt_file_bytes(folder / was)
             if data is not None and _sha256(data) in exported[was]:
