@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import threading
@@ -136,8 +137,8 @@ def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path,
     exported = tmp_path / "q"
     run = ok(root, "export", "--quilt", str(exported))
     assert f"next: `QUILT_PATCHES={exported} quilt push -a` in the upstream's files at the " \
-        f"pin; after quilt refresh, `patchforge import quilt {exported} --update` takes the " \
-        "changes back" in run.out, run.out
+        f"pin (main, {base[:12]}); after quilt refresh, `patchforge import quilt {exported} " \
+        "--update` takes the changes back" in run.out, run.out
     env = quilt_env(tmp_path, exported, QUILTRCS[quiltrc])
     checkout = checkout_of(tmp_path, base)
     quilt(checkout, env, "push", "-a")
@@ -2405,6 +2406,48 @@ def test_a_quilt_new_patch_without_a_header_is_taken_back_with_a_lint_warning(st
     assert "series/up/norm-eps-doc.patch line 1: the Description is only the patch's name " \
         "('norm-eps-doc')" in warned[0], run.out
     assert "fix-a.patch" not in run.out, run.out  # (`Description: Fix fix-a`: a description)
+
+
+def test_an_export_of_several_upstreams_says_each_way_there_and_back_as_it_runs(stack, tmp_path):
+    """Two upstreams: the export writes DIR/up and DIR/two. Before, the way back was said as
+    `patchforge import quilt DIR/UPSTREAM --update --upstream UPSTREAM`, words to fill in, and
+    neither that nor the single-series hint said which revision quilt's tree must be (a git
+    upstream's checkout is made at it). Now each upstream has its own line, the pin named, and
+    the import it gives, run as printed after a `quilt refresh` in that tree, takes it back."""
+    root, base = stack
+    ok(root, "upstream", "add", "two", "--git", str(tmp_path / "up-upstream"), "--at", base)
+    overlay = tmp_path / "two.overlay"
+    overlay.write_bytes(A.replace(b"line7\n", b"line7 two\n"))
+    ok(root, "import", "overlay", str(overlay), "--upstream", "two", "--path", "a.py",
+       "--name", "fix-two", "-m", "Fix two")
+    exported = tmp_path / "q"
+    out = ok(root, "export", "--quilt", str(exported)).out
+    said = {}
+    for line in out.splitlines():
+        m = re.match(r"next: `QUILT_PATCHES=(\S+) quilt push -a` in (\w+)'s files at the pin "
+                     r"\((?:(\w+), )?([0-9a-f]{12})\); after quilt refresh there, `(patchforge "
+                     r"import quilt [^`]+)` takes the changes back$", line)
+        if m:
+            said[m.group(2)] = m.groups()
+    assert sorted(said) == ["two", "up"], out
+    directory, _, _, short, back = said["two"]
+    assert directory == str(exported / "two") and short == base[:12], said
+    assert said["up"][:3] == (str(exported / "up"), "up", "main"), said
+    assert "DIR/UPSTREAM" not in out
+    env = quilt_env(tmp_path, Path(directory), "")
+    checkout = checkout_of(tmp_path, base)
+    quilt(checkout, env, "push", "-a")
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line7 two\n", b"line7 two, said better\n"))
+    quilt(checkout, env, "refresh")
+    words = shlex.split(back)
+    assert words[:3] == ["patchforge", "import", "quilt"], back
+    ok(root, *words[1:])  # as printed, from the project
+    assert "+line7 two, said better" in patch_text_of(root, "two", "fix-two.patch")
+
+
+def patch_text_of(root: Path, upstream: str, name: str) -> str:
+    return (root / "series" / upstream / name).read_text()
 
 
 @pytest.mark.parametrize("header", [b"pkg: say what new is for\n",

@@ -305,12 +305,14 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
             series_dirs = sorted({Path(path).parent.resolve() for path in written
                                   if Path(path).name == "series"})
             if len(series_dirs) > 1:
-                click.echo("one quilt series per upstream: "
-                           + ", ".join(f"QUILT_PATCHES={shlex.quote(str(d))}"
-                                       for d in series_dirs), err=to_stdout)
-                click.echo("next: after quilt refresh there, `patchforge import quilt "
-                           "DIR/UPSTREAM --update --upstream UPSTREAM` takes the changes back",
-                           err=to_stdout)
+                # One way there and back per upstream, each as it runs: the directory is
+                # DIR/<upstream>, and `import quilt` takes DIR with the upstream named.
+                for d in series_dirs:
+                    click.echo(f"next: `QUILT_PATCHES={shlex.quote(str(d))} quilt push -a` in "
+                               f"{d.name}'s files at the pin{_pin_said(project, d.name)}; "
+                               "after quilt refresh there, `patchforge import quilt "
+                               f"{shlex.quote(str(quilt_dir))} --update --upstream "
+                               f"{shlex.quote(d.name)}` takes the changes back", err=to_stdout)
             elif series_dirs:
                 # The way there and the way back, for one who came from quilt. With several
                 # upstreams configured, `import quilt` asks which one the series is.
@@ -318,10 +320,11 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
                 back = upstream or (with_patches[0] if len(with_patches) == 1 else None)
                 which = (f" --upstream {shlex.quote(back)}"
                          if back and len(project.upstream_names()) > 1 else "")
+                at = _pin_said(project, back) if back else ""
                 click.echo(f"next: `QUILT_PATCHES={shlex.quote(str(series_dirs[0]))} quilt "
-                           "push -a` in the upstream's files at the pin; after quilt refresh, "
-                           f"`patchforge import quilt {shlex.quote(str(quilt_dir))} --update"
-                           f"{which}` takes the changes back", err=to_stdout)
+                           f"push -a` in the upstream's files at the pin{at}; after quilt "
+                           f"refresh, `patchforge import quilt {shlex.quote(str(quilt_dir))} "
+                           f"--update{which}` takes the changes back", err=to_stdout)
             for name in per_profile:
                 click.echo(f"warning: {name}'s series has patches for some profiles only, and "
                            "quilt applies every patch in one stack: where two profiles' fixes "
@@ -406,3 +409,13 @@ def _say_empty(names: list[tuple[str, str]], stops: str) -> None:
         click.echo(f"warning: {name} has no change yet (no diff): {stops}; `patchforge edit "
                    f"{word}`, make the change and refresh it, or `patchforge delete` it",
                    err=True)
+
+
+def _pin_said(project: Project, upstream: str) -> str:
+    """` (v0.1.20, fc2e5d57fb5b)`: the revision quilt's tree must be, which a git upstream's
+    checkout is made at (`git checkout`, `git worktree add`); empty without a pin."""
+    pin = project.lock.upstreams.get(upstream)
+    if pin is None:
+        return ""
+    short = pin.commit[:12]
+    return f" ({pin.label}, {short})" if pin.label and pin.label != pin.commit else f" ({short})"
