@@ -1953,17 +1953,16 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
         open_brackets += sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
     fix_first = own < theirs
     if closing is not None:
+        # An `else`, `elif`, `except` or `case` closing it (a `try:` body's too): the second
+        # copy inside it is on the other branch.
+        head = lines[closing].lstrip().lstrip(b"}").lstrip()
+        if _SIBLING.match(head) is not None and _indent(lines[second]) > _indent(lines[closing]):
+            return True
         if _BRANCH.match(_opener_above(lines, first, depth)) is None:
             return False  # (a `with` or `try` block runs on every path: one path still)
         if not fix_first:
             return True  # (upstream's copy guards one branch; the fix's, after it, all)
-        if _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last])) is not None:
-            return True
-        # An `else`, `elif`, `except` or `case` closing it: the second copy inside it is on
-        # the other branch.
-        head = lines[closing].lstrip().lstrip(b"}").lstrip()
-        return (_SIBLING.match(head) is not None and
-                _indent(lines[second]) > _indent(lines[closing]))
+        return _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last])) is not None
     # Upstream's copy deeper, in a branch opened after the fix's: only on some of its paths.
     # (Upstream's before the fix's branch runs on all of them: the fix made twice.)
     if not fix_first:

@@ -129,3 +129,26 @@ def test_a_guard_in_a_with_block_before_upstreams_stops(tmp_path):
     fix = base.replace(b"no_grad():\n", b"no_grad():\n" + indented(GUARD, 8))
     theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
     stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+@pytest.mark.parametrize("head", [b"    try:\n", b"    if fast:\n"], ids=["try", "if"])
+def test_a_guard_in_the_body_where_upstream_guards_the_handler_or_elif_moves(tmp_path, head):
+    # The fix's check in a `try:` body (or an `if`) that returns, upstream's in the `except`
+    # handler (or the `elif`): another path each. A `try:` body runs on every path but the
+    # handler's, so it stopped as doubled.
+    other = b"    except ValueError:\n" if head == b"    try:\n" else b"    elif x is not None:\n"
+    base = py(head + b"        y = fast_path(x)\n        return y\n" + other +
+              b"        log_slow(x)\n" + SLOW)
+    fix = base.replace(head, head + indented(GUARD, 8))
+    theirs = base.replace(b"        log_slow(x)\n", b"        log_slow(x)\n" + indented(GUARD, 8))
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
+
+
+def test_a_guard_in_a_loop_body_running_on_into_upstreams_after_the_loop_stops(tmp_path):
+    # Neighbour: the loop's body ends without leaving, so its path reaches upstream's check
+    # after the loop: one path, the fix made twice.
+    base = py(b"    for k in range(3):\n        y = fast_path(x)\n        log_fast(y)\n" + SLOW)
+    fix = base.replace(b"range(3):\n", b"range(3):\n" + indented(GUARD, 8))
+    theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
