@@ -584,6 +584,9 @@ def bring_back(app, name, cont, abort, upstream, allow_undo, allow_doubled):
                            err=True)
             if result.get("kept"):
                 click.echo(f"note: {result['name']}: {result['kept']}", err=True)
+            for said in result.get("kept_over", ()):
+                click.echo(f"note: {result['upstream']}/{result['name']}: {said}; look that it "
+                           "is meant", err=True)
             say_overlays_lag(project)
             return
         result = do_bring_back(project, store, name, allow_doubled=allow_doubled)

@@ -39,7 +39,8 @@ from patchforge.worktree import (add_to_worktree, close_edit, close_edit_if_move
                                  refuse_changed_since_edit, refuse_gone_files_left_out,
                                  refuse_removed_by_hand, refuse_resolution_not_applying,
                                  refuse_resolution_outside_series, refuse_undoing, editing,
-                                 require_state, require_state_still, resolution_undoes,
+                                 require_state, require_state_still,
+                                 resolution_keeps_patch_over, resolution_undoes,
                                  series_on_paths, state_file, worktree_diff)
 
 if TYPE_CHECKING:
@@ -2798,6 +2799,12 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
     if not allow_undo:
         refuse_undoing(undoes, file_name, "patchforge bring-back --continue",
                        "`patchforge bring-back --abort` (the fix stays in skipped/)")
+    # As `rebase --continue`: the patch's side kept whole where upstream changed the same
+    # lines is taken (often meant), and said, since it takes upstream's change back there.
+    kept_over = resolution_keeps_patch_over(
+        project, upstream, changes, patch,
+        lambda: [(n, project.read_patch(upstream, n)) for n in series.names if n != file_name],
+        f"the upstream ({project.lock.pin(upstream).label})")
     if not changes:
         raise UsageError(f"the worktree {work} holds no change: nothing to bring back",
                          hint=f"make the fix there; or `patchforge bring-back --abort` (it stays "
@@ -2885,12 +2892,13 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
             atomic_delete(skipped)
             record_brought_back(project, _brought_back(
                 upstream, file_name, skipped.name, project.lock.pin(upstream),
-                "conflict resolved by hand" + kept_said))
+                "conflict resolved by hand" + kept_said + (
+                    "; look that it is meant: " + "; ".join(kept_over) if kept_over else "")))
             # Last, and the end of the stop: until then, --continue again finishes it.
             atomic_delete(state_file(project, upstream))
         close_worktree(project, upstream)
     return {"upstream": upstream, "name": file_name, "files": [c[0] for c in changes],
-            "undoes": undoes, "kept": kept_said.removeprefix("; ")}
+            "undoes": undoes, "kept": kept_said.removeprefix("; "), "kept_over": kept_over}
 
 
 def _created_files_left(store: UpstreamStore, project: Project, upstream: str, file_name: str,
