@@ -227,6 +227,26 @@ def test_a_rebase_dropping_a_landed_fix_keeps_it_without_loading_the_kept_fixes_
     assert not (stack.root / "series" / "up" / "fix-f3.patch").exists()
 
 
+def test_a_landed_fix_set_aside_has_its_free_name_found_once(stack, upstream):
+    """The name a landed fix is kept under in upstreamed/ (its own, or a numbered one beside
+    an earlier, different fix of that name) is found once, by the write-out's plan: the
+    summary names the same file without looking at the directory again (a link check, a
+    lookup and a read of the file just written, per fix set aside)."""
+    fix = b"def f3():\n    return -3\n\n"
+    before = ("import patchforge.stack as stack_module\n"
+              "asked = []\n"
+              "_aside_name = stack_module.aside_name\n"
+              "def counted(directory, name, *args, **kwargs):\n"
+              "    asked.append(name)\n"
+              "    return _aside_name(directory, name, *args, **kwargs)\n"
+              "stack_module.aside_name = counted\n")
+    out = _after_a_clean_rebase(stack, upstream, before, "print('ASKED', asked, rc)\n",
+                                fix=fix, change={"pkg/mod.py": with_lines({3: fix})})
+    assert "ASKED ['fix-f3.patch'] 0" in out, out
+    assert (stack.root / "series" / "up" / "upstreamed" / "fix-f3.patch").exists()
+    assert not (stack.root / "series" / "up" / "fix-f3.patch").exists()
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"

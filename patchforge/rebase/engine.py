@@ -123,6 +123,8 @@ class Rebase:
         # (upstream, name) -> the bytes a dropped patch is kept under upstreamed/ with, when
         # no journal holds them (a dry run stages nothing)
         self._aside_bytes: dict[tuple[str, str], bytes] = {}
+        # (upstream, destination, name, bytes) -> the free name _free_name gave them
+        self._free_names: dict[tuple[str, str, str, bytes], str] = {}
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
         # The range-diff's pairs git's diffs can show exact (RangeDiffImport.start): per
@@ -1581,7 +1583,14 @@ class Rebase:
         set aside there (it must not be overwritten)."""
         from patchforge.stack import aside_name
 
-        return aside_name(self.project.series_dir(upstream) / destination, name, data)
+        # Asked once per fix set aside: the write-out's plan, then the summary's kept name
+        # (the file the write-out put there holds these bytes: the same name again).
+        key = (upstream, destination, name, data)
+        found = self._free_names.get(key)
+        if found is None:
+            found = self._free_names[key] = aside_name(
+                self.project.series_dir(upstream) / destination, name, data)
+        return found
 
     def _write_out(self, range_diff: _RangeDiffs | None = None) -> dict:
         """The run's result written into the project, with every command reading its files
