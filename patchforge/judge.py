@@ -1171,7 +1171,7 @@ class SeriesJudge:
     def _modify_delete(self, name: str, paths: list[str]) -> str:
         """The stop's words for files the patch deletes and the target changed, as git says
         it ("CONFLICT (modify/delete): F deleted in X and modified in Y")."""
-        listed = ", ".join(paths)
+        listed = _said(paths)
         said = (f"CONFLICT (modify/delete): {listed} deleted in {name} and modified upstream "
                 f"in {self.target.label}")
         if self.stop_files:
@@ -1664,17 +1664,18 @@ class SeriesJudge:
         the target at one of its parent directories (the series so far seen through
         read_current)."""
         if there is not None:
-            return (f"CONFLICT ({kind}): {path} is in {self.target.label} too (with other "
-                    "content)")
+            return (f"CONFLICT ({kind}): {_said([path])} is in {self.target.label} too (with "
+                    "other content)")
         parents = path.split("/")[:-1]
         for depth in range(1, len(parents) + 1):
             parent = "/".join(parents[:depth])
             if self.read_current(parent) is not None:
-                return (f"CONFLICT (file/directory): {parent} is a file in {self.target.label}, "
-                        f"where {path} would go")
+                return (f"CONFLICT (file/directory): {_said([parent])} is a file in "
+                        f"{self.target.label}, where {_said([path])} would go")
         entry = self.store.entries(self.read_commit, [path], directories=True)[path]
         if entry is not None and entry[0] == "040000" and path not in self.current:
-            return f"CONFLICT (file/directory): {path} is a directory in {self.target.label}"
+            return (f"CONFLICT (file/directory): {_said([path])} is a directory in "
+                    f"{self.target.label}")
         return None
 
     def _both_added(self, fp, fp_target, base: bytes | None, current: bytes | None,

@@ -837,14 +837,18 @@ def modify_delete_ways(project: Project, paths: list[str], go_on: str, skip: str
     project makes no overlays, keep the deletion, as `git add` or `git rm` resolve git's
     modify/delete. `empty`: what becomes of a patch left with no change. An overlay cannot delete a file in the image, so where overlays are made
     (overlays/ exists) the deletion is not offered: `--continue` refuses it."""
-    listed = ", ".join(paths)
+    from patchforge.names import shell_quoted_bytes
+
+    # (a name that is not UTF-8 said as the stop's hint says it, which a shell reads back)
+    said = [shell_quoted_bytes(path) or path for path in paths]
+    listed = ", ".join(said)
     keep = (f": `{go_on}` with {listed} as the worktree has it keeps the upstream's file and "
             f"drops the patch's deletion of it (change it first if the fix needs it otherwise; "
             f"{empty})")
     if project.makes_overlays:
         return (keep + f"; the deletion cannot be kept, since this project's overlays cannot "
                 f"delete a file in the image; or {skip}")
-    return (keep + f"; to keep the deletion, `patchforge rm {' '.join(paths)}` (or remove it "
+    return (keep + f"; to keep the deletion, `patchforge rm {' '.join(said)}` (or remove it "
             f"from the worktree), then `{go_on}` (`patchforge overlays` would refuse the "
             f"series); or {skip}")
 
@@ -862,10 +866,13 @@ def refuse_gone_files_left_out(store: UpstreamStore, base: str, kind: str | None
     entries = store.entries(base, list(files))
     left_out = [path for path in files if path not in made and entries.get(path) is None]
     if left_out:
-        raise UsageError(f"{', '.join(left_out)} (gone upstream) is not re-created in {work}: "
+        from patchforge.names import shell_quoted_bytes
+
+        said = [shell_quoted_bytes(path) or path for path in left_out]
+        raise UsageError(f"{', '.join(said)} (gone upstream) is not re-created in {work}: "
                          "the patch would be written without its change to it",
                          hint=f"make the fix there and `patchforge add` it, then --continue; "
-                              f"`patchforge rm {' '.join(left_out)}` drops the patch's change "
+                              f"`patchforge rm {' '.join(said)}` drops the patch's change "
                               f"to it and keeps the rest, then --continue; or {way_out}")
 
 

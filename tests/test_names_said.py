@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers.project import OneUpstreamStack, git_project
+from helpers.project import OneUpstreamStack, add_patch_file, git_project
 
 
 def test_a_name_that_is_not_utf8_is_said_as_git_quotes_it(tmp_path):
@@ -73,3 +73,52 @@ def test_a_rebase_stop_hint_says_a_name_that_is_not_utf8_as_a_shell_reads_it_bac
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (work / name).read_bytes()
     assert b"<<<<<<<" in proc.stdout
+
+
+def _deleting_diff(tmp_path, raw: bytes, content: bytes) -> bytes:
+    """git's diff deleting the file `raw` (its name's bytes) of `content`."""
+    repo = tmp_path / "deleting"
+    repo.mkdir()
+    (repo / "pkg").mkdir()
+    path = os.fsencode(repo) + b"/" + raw
+    with open(path, "wb") as handle:
+        handle.write(content)
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "f"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    os.remove(path)
+    return subprocess.run(["git", "diff"], cwd=repo, check=True, capture_output=True).stdout
+
+
+@pytest.mark.parametrize("kind", ["modify/delete", "add/add"])
+def test_a_modify_delete_or_add_add_stop_says_a_name_that_is_not_utf8_as_its_hint(tmp_path,
+                                                                                  kind):
+    """A rebase stopped on `pkg/f\\xffb.py` deleted by the fix and changed upstream (or made by
+    both) said "CONFLICT (modify/delete): pkg/f\\ufffdb.py ...", a replacement character for
+    the byte, where a conflict in the file says $'pkg/f\\377b.py'. Said the same way."""
+    raw = b"pkg/f\xffb.py"
+    name = os.fsdecode(raw)
+    old = b"".join(b"line%d\n" % i for i in range(1, 11))
+    if kind == "modify/delete":
+        stack = OneUpstreamStack(tmp_path / "stack", {name: old, "a.py": b"a\n"})
+        data = (f"Description: drop it\nAuthor: T <t@example.com>\nUpstream-Status: Pending\n"
+                f"Upstream: up\nBase: {stack.base}\n\n---\n").encode() + \
+            _deleting_diff(tmp_path, raw, old)
+        add_patch_file(stack.root, "up", "fd.patch", data)
+        stack.commit({name: old.replace(b"line5\n", b"line5 theirs\n")}, "Change 5", tag="v2")
+    else:
+        stack = OneUpstreamStack(tmp_path / "stack", {"a.py": b"a\n"})
+        stack.add_fix("fd", name, None, old)
+        stack.commit({name: old.replace(b"line5\n", b"line5 theirs\n")}, "Add it", tag="v2")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert f"CONFLICT ({kind}): $'pkg/f\\377b.py' " in err, err
+    assert "\ufffd" not in err, err
+    if kind == "modify/delete":
+        # The way that keeps the deletion, pasted into bash as the stop says it.
+        rm = err.split("to keep the deletion, `", 1)[1].split("`", 1)[0]
+        assert rm == "patchforge rm $'pkg/f\\377b.py'", err
+        proc = subprocess.run(["bash", "-c", f"cd {shlex.quote(str(stack.root))} && "
+                               f"{shlex.quote(sys.executable)} -m {rm}"], capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+        stack.cli("rebase", "--continue")
+        assert b"+++ /dev/null" in stack.patch("up", "fd")
