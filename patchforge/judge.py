@@ -2315,6 +2315,21 @@ def _history(store: UpstreamStore, target: Target) -> bool:
                                                                      target.commit)
 
 
+def series_renames(store: UpstreamStore, target: Target,
+                   patches) -> tuple[set[str], Callable[[], dict[str, str]]] | None:
+    """SeriesJudge's `renames` for a series (name, patch) over `target`: where upstream moved
+    the files its patches change, asked once for all of them (store.renames: git's pairing
+    of those gone from the target, as `git rebase` pairs the files it replays, against every
+    file the target adds). `status --against` and `rebase --to` ask this one question, so
+    that where two of the series' files are nearest the same new file both settle it alike;
+    None where there is nothing to ask."""
+    paths = sorted({fp.source_path for _, patch in patches if patch is not None
+                    for fp in patch.file_patches if not fp.is_new})
+    if target.base_commit == target.commit or not paths:
+        return None
+    return set(paths), lambda: store.renames(target.base_commit, target.commit, paths)
+
+
 def _patch_paths(verdict) -> list[str]:
     return sorted({f.path for f in verdict.files}
                   | {f.target_path for f in verdict.files if f.target_path})

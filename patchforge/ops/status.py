@@ -14,7 +14,7 @@ from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
                               _patch_paths, judge_on_profile_bases, read_history,
-                              series_history_index, where_landed)
+                              series_history_index, series_renames, where_landed)
 from patchforge.model.findings import no_diff_said
 from patchforge.model.record import field, record
 from patchforge.model.words import counted
@@ -214,14 +214,13 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 Background(series_history_index, store, target, walks[upstream].result,
                            patches, squash)) \
                 if upstream in walks and any(patch.paths for _, patch in patches) else None
-            # Which of the series' files upstream renamed (git's rename detection over the
-            # whole tree, a git process) is asked on the second thread too, once for all of
-            # them: only a file gone from the target asks, and the answer waits there.
-            paths = sorted({fp.source_path for _, patch in patches for fp in patch.file_patches
-                            if not fp.is_new})
-            renames = threads.enter_context(
-                Background(store.renames, target.base_commit, target.commit, paths)) \
-                if target.base_commit != target.commit and paths else None
+            # Which of the series' files upstream renamed (git's rename detection, a git
+            # process: judge.series_renames, the rebase's question) is asked on the second
+            # thread too, once for all of them: only a file gone from the target asks, and
+            # the answer waits there.
+            asked = series_renames(store, target, patches)
+            renames = (asked[0], threads.enter_context(Background(asked[1])).result) \
+                if asked is not None else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
             # Only the files a 3-way merge needs of the old series are walked (lazy_old).
 
@@ -233,8 +232,7 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                 if lazy is not None:
                     threads.callback(lazy.close)  # the diffs started and not taken (an error)
                 return SeriesJudge(store, target, stop_files=False, history=lazy,
-                                   renames=(set(paths), renames.result)
-                                   if renames is not None else None, lazy_old=True,
+                                   renames=renames, lazy_old=True,
                                    past_keeps_stops=True, obsolete_hunks=every_hunk)
 
             if profile_bases_differ(patches, configured_profiles):

@@ -29,7 +29,7 @@ from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, OTHER_FUNCTION, HistoryIndex, LazyHistory,
                               SeriesJudge, Target, _patch_paths, carry_moved, carry_old,
-                              moved_away, read_history, where_landed)
+                              moved_away, read_history, series_renames, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.names import shell_quoted_bytes
@@ -640,11 +640,12 @@ class Rebase:
         """A judge on the new base with the patches moved so far applied (they were made against
         exactly that state, so they replay without fuzz)."""
         target = self._target(upstream, entry)
+        old_series = self._old_series(upstream, entry.names)
         judge = SeriesJudge(self.store, target, history=LazyHistory(
-            lambda: self._history_index(upstream, target),
-            self._old_series(upstream, entry.names),
+            lambda: self._history_index(upstream, target), old_series,
             lambda paths: self.store.read_blobs(target.base_commit, paths)),
-            past_keeps_stops=self._run_record.dry_run)
+            past_keeps_stops=self._run_record.dry_run,
+            renames=series_renames(self.store, target, old_series))
         moved = [(r.name, self._staged_patch(upstream, r))
                  for r in entry.results if r.destination == "series" and r.staged]
         if moved:
@@ -751,12 +752,13 @@ class Rebase:
         chains = profile_chains(patches, configured)
         start = entry.position
         judges: dict = {}
+        renames = series_renames(self.store, target, patches)  # status's question, whole
         for chosen, positions in chains:
             chain = [patches[i] for i in positions]
             judge = SeriesJudge(self.store, target, history=LazyHistory(
                 lambda: self._history_index(upstream, target), chain,
                 lambda paths: self.store.read_blobs(target.base_commit, paths)),
-                past_keeps_stops=self._run_record.dry_run)
+                past_keeps_stops=self._run_record.dry_run, renames=renames)
             judge.prefetch(chain)
             judges[chosen] = (judge, set(positions))
         # The old series before the first patch to judge, each chain's as the walk leaves it:

@@ -47,7 +47,8 @@ from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
                                      shallow_local_repository)
 from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as keep_file
 from patchforge.store.kept import bound as bound_kept
-from patchforge.store.objects import commit_bytes, edit_tree, write_loose
+from patchforge.store.objects import (EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree, object_id,
+                                      tree_bytes, write_loose)
 from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config, store_remotes
 
@@ -331,7 +332,8 @@ class UpstreamStore:
         self._cat = CatFile(self.git_dir)
         self._lock = threading.RLock()  # the caches below and their reads through self._cat
         self._ancestry: dict[tuple[str, str], bool] = {}
-        self._renames: dict[tuple[str, str], dict[str, str]] = {}  # (old, new) -> src -> dst
+        self._renames: dict[tuple[str, str, tuple[str, ...]], dict[str, str]] = {}
+        # (old, new, the files asked) -> src -> dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
         # pack index file name -> (its fan-out table, its sorted object ids) (_held_by_packs)
         self._pack_ids: dict[str, tuple[tuple[int, ...], mmap.mmap]] = {}
@@ -1657,22 +1659,34 @@ class UpstreamStore:
         # Cheap first: only paths that are gone in `new` can have been renamed (read from the
         # trees the store already parses, no git process).
         before, after = self.entries(old, paths), self.entries(new, paths)
-        gone = [p for p in paths if before[p] is not None and after[p] is None]
+        gone = sorted({p for p in paths if before[p] is not None and after[p] is None})
         if not gone:
             return {}
-        found = self._rename_map(old, new)
+        found = self._rename_map(old, new, gone)
         return {p: found[p] for p in gone if p in found}
 
-    def _rename_map(self, old: str, new: str) -> dict[str, str]:
-        """Every rename from `old` to `new` (git's -M): one diff-tree per pair of commits, kept
-        for the command (a series asks once per renamed file, and the answer for two commit
-        ids never changes), and in the cache for the next one (_answer_of_two_commits)."""
-        key = (old, new)
+    def _rename_map(self, old: str, new: str, gone: list[str]) -> dict[str, str]:
+        """Where git's rename detection (-M) pairs the files `gone` (in `old`, not in `new`)
+        in `new`, as `git rebase` (merge-ort) asks it: only the files asked are sources, each
+        weighed against every file `new` adds, exhaustively. The whole tree's pairing would
+        be under git's rename limit (diff.renameLimit, 1000: over 1000 x 1000 deleted x added
+        files git pairs only identical files) and would let another deleted file, of no
+        interest here, take a moved file's new place. One diff-tree per question, kept for the
+        command (a series asks once for all of its files, its judge once per file outside
+        them), and in the cache for the next one: the answer is a function of the two commit
+        ids and the files asked (_answer_of_two_commits)."""
+        key = (old, new, tuple(gone))
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
-            out = self._answer_of_two_commits(
-                "renames", old, new, ("diff-tree", "-r", "-z", "-M", "--name-status",
-                                      "--diff-filter=R", old, new), what="finding renames",
-                reads=[new])
+            args = ("diff-tree", "-r", "-z", "-M", "-l0", "--name-status", "--diff-filter=R")
+            name = None
+            if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
+                name = answer_name("renames", (*args, old, new),
+                                   ["\0".join(gone).encode("utf-8", "surrogateescape")])
+                out = answer_of(self.kept_text(name))
+            if name is None or out is None:
+                out = self._pairing_of(old, new, gone, args)
+                if name is not None:
+                    self.keep_text(name, answer_parts([out]))
             fields = out.split(b"\0")
             found: dict[str, str] = {}
             i = 0
@@ -1684,6 +1698,62 @@ class UpstreamStore:
                     i += 2
             self._renames[key] = found
         return self._renames[key]
+
+    def _pairing_of(self, old: str, new: str, gone: list[str], args: tuple[str, ...]) -> bytes:
+        """git's rename pairing (`args`) of `old`'s tree without the files `new` deleted other
+        than `gone`, against `new`: the deleted files git weighs are then `gone` alone. The
+        trees made for it go to a temporary object directory beside the store's: the store
+        keeps none of them."""
+        keep = {check_path(path) for path in gone}
+        with self._lock:
+            old_tree, new_tree = self.tree_id(old), self.tree_id(new)
+            made: dict[str, bytes] = {}
+            narrowed = self._without_deletions(old_tree, new_tree, keep, b"", made) \
+                or EMPTY_TREE
+        objects = tempfiles.make_temp_dir("patchforge-renames-")
+        try:
+            (Path(objects) / "objects").mkdir()
+            for data in made.values():
+                write_loose(Path(objects), b"tree", data)
+            # (An alternate of the store's, read only: a file git fetches into a partial store
+            # to weigh it goes to the store, and stays.)
+            env = dict(self._only_owner_fetches([new, old]))
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(Path(objects) / "objects")
+            return self._run(*args, narrowed, new, what="finding renames", env=env).stdout
+        finally:
+            tempfiles.remove_tree(objects, ignore_errors=True)
+
+    def _without_deletions(self, old: str, new: str | None, keep: set[bytes], prefix: bytes,
+                           made: dict[str, bytes]) -> str | None:
+        """The tree `old` (at `prefix`) without the files the tree `new` (None: no such
+        directory there) lacks, but for those in `keep` (raw paths); None when nothing is
+        left. Only the directories that differ are read; each tree written is put in `made`
+        (id -> raw tree)."""
+        if old == new:
+            return old
+        before = self._read_tree(old)
+        after = self._read_tree(new) if new is not None else {}
+        entries: dict[bytes, tuple[str, str]] = {}
+        for name, (mode, oid) in before.items():
+            path = prefix + name
+            there = after.get(name)
+            if mode == TREE_MODE:
+                inner = there[1] if there is not None and there[0] == TREE_MODE else None
+                if inner is None and not any(k.startswith(path + b"/") for k in keep):
+                    continue  # a directory gone whole, none of its files asked
+                kept = self._without_deletions(oid, inner, keep, path + b"/", made)
+                if kept is not None:
+                    entries[name] = (mode, kept)
+            elif (there is not None and there[0] != TREE_MODE) or path in keep:
+                entries[name] = (mode, oid)
+        if entries == before:
+            return old
+        if not entries:
+            return None
+        data = tree_bytes(entries)
+        oid = object_id(b"tree", data)
+        made[oid] = data
+        return oid
 
     def commits_touching(self, old: str, new: str, paths: list[str]) -> list[str]:
         """Commits after `old` up to `new` that change `paths`, oldest first; [] without history."""
