@@ -1673,8 +1673,9 @@ class UpstreamStore:
         files git pairs only identical files) and would let another deleted file, of no
         interest here, take a moved file's new place. One diff-tree per question, kept for the
         command (a series asks once for all of its files, its judge once per file outside
-        them), and in the cache for the next one: the answer is a function of the two commit
-        ids and the files asked (_answer_of_two_commits)."""
+        them), and in the cache for the next one, as _answer_of_two_commits keeps its
+        answers: this one is a function of the two commit ids and the files asked, which its
+        name digests too."""
         key = (old, new, tuple(gone))
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
             args = ("diff-tree", "-r", "-z", "-M", "-l0", "--name-status", "--diff-filter=R")
