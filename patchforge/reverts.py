@@ -974,8 +974,17 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
     verdicts = _hunk_verdicts(store, fix, _file_states(
         fix, contents,
         lambda fp, content, both: _at_copy(_at_own_place(store, fix, fp, content, both))))
+    # A hunk with a change that has no verdict (its added lines gone where its old code is
+    # not back as it was: upstream changed a line beside it too) is said with those upstream
+    # changed since: left out, it was named in neither list.
+    states = {(id(fp), n): found for fp, n, found in verdicts or ()}
+    every = [(fp, n, states.get((id(fp), n), "other"))
+             for fp in dict.fromkeys(fp for fp, _, _ in verdicts or ())
+             for n in ([None] if (id(fp), None) in states else
+                       [n for n, hunk in enumerate(fp.hunks, 1)
+                        if any(line[:1] in (b"+", b"-") for line in hunk.lines)])]
     gone, moved, changed = ([fp.path if n is None else f"{fp.path} hunk {n}"
-                             for fp, n, found in verdicts or () if found == state]
+                             for fp, n, found in every if found == state]
                             for state in ("gone", "moved", "other"))
     said = f"; taken back in part: {', '.join(gone)}, the rest of its change " + \
         (f"changed upstream since ({', '.join(changed)})" if changed else "still upstream")
