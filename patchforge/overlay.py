@@ -1940,6 +1940,17 @@ def recover_overlays(project: Project) -> None:
     _remove(staging)
 
 
+def read_whole_series(project: Project) -> None:
+    """Read every upstream's series and each patch it lists as `overlays` does, raising its
+    error (file:line) for one that cannot be read: a patch listed twice, a byte-order mark at
+    the start of the series or of a patch, a listed file that is missing, a lost series file.
+    verify passed such a series ("3 ok, 0 failed") that status, list and overlays refuse."""
+    for upstream in project.upstream_names():
+        project.refuse_lost_series(upstream)
+        for name in project.patch_names(upstream):
+            project.read_patch(upstream, name)
+
+
 def verify_overlays(project: Project, *, installed: Path | None = None,
                     profile: str | None = None, hints: list[str] | None = None,
                     also=None) -> list[tuple[str, str, str]]:
@@ -1957,6 +1968,7 @@ def verify_overlays(project: Project, *, installed: Path | None = None,
     sums_path = root / "SHA256SUMS"
     manifest_path = root / "manifest.json"
     rows: list[tuple[str, str, str]] = []
+    read_whole_series(project)
     if not sums_path.exists() and project.overlays_swap_cut_short:
         from patchforge.state import OVERLAYS_SWAP_CUT_SHORT
 
@@ -2218,13 +2230,9 @@ def series_since_overlays(project: Project, manifest: dict,
     again = "`patchforge overlays` makes them again"
     for upstream in sorted(set(project.upstream_names()) | set(made)):
         held_here = made.get(upstream, {})
-        try:
-            names = project.patch_names(upstream) if upstream in project.config.upstreams \
-                else []
-            series = [(name, project.read_patch(upstream, name),
-                       project.read_patch_bytes(upstream, name)) for name in names]
-        except PatchforgeError:
-            continue
+        names = project.patch_names(upstream) if upstream in project.config.upstreams else []
+        series = [(name, project.read_patch(upstream, name),
+                   project.read_patch_bytes(upstream, name)) for name in names]
         for name, patch, raw in series:
             # A fix with no change yet (`new`) is in no overlay; one for other profiles only
             # is not in this profile's.

@@ -2174,3 +2174,38 @@ def test_the_import_a_hand_changed_overlay_is_hinted_to_runs_pasted_into_a_shell
     _run_hinted(root, _import_hinted(run.err) + " --create", NAME="added")
     ok(root, "overlays")
     assert added.read_bytes() == b"new\n"
+
+
+@pytest.mark.parametrize("damage", ["twice", "series_bom", "patch_bom", "missing"])
+def test_verify_refuses_a_series_that_status_and_overlays_refuse(stack, tmp_path, damage):
+    """A series every other command refuses (exit 2, the series or patch file and its line)
+    passed `verify --installed` as "N ok, 0 failed": verify compared the installed files with
+    the manifest and never read the series. It reads it as `overlays` does now."""
+    root = stack
+    ok(root, "overlays")
+    site = tmp_path / "site-packages"
+    for rel in ("a.py", "pkg/b.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(UPSTREAM_FILES[rel])
+    ok(root, "verify", "--installed", str(site))
+    series = root / "series/up/series"
+    where = f"{series}:"
+    if damage == "twice":
+        series.write_bytes(series.read_bytes() + b"fnuz.patch\n")
+        where = f"{series}:4:"
+    elif damage == "series_bom":
+        series.write_bytes(b"\xef\xbb\xbf" + series.read_bytes())
+        where = f"{series}:1:"
+    elif damage == "patch_bom":
+        patch = root / "series/up/all-b.patch"
+        patch.write_bytes(b"\xef\xbb\xbf" + patch.read_bytes())
+        where = f"{patch}:1:"
+    else:
+        series.write_bytes(series.read_bytes() + b"gone.patch\n")
+        where = f"{series}:4:"
+    status = run_cli(root, "status")
+    assert status.rc == 2 and where in status.err, status.text
+    for args in (("verify", "--installed", str(site)), ("verify",)):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert where in run.err and "ok, 0 failed" not in run.out, (args, run.text)
