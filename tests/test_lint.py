@@ -705,6 +705,33 @@ def test_a_patch_file_saved_with_crlf_line_ends_is_named(env, tmp_path, monkeypa
     assert "hint" not in run_cli(root, "status").err
 
 
+def test_every_command_applying_the_series_names_a_patch_saved_with_crlf(env, tmp_path,
+                                                                          monkeypatch):
+    """`overlays`, `overlays --check` and `check` (what CI runs) said only "patch good.patch:
+    hunk #1 of a.txt does not apply" of a patch an editor saved with CRLF line ends, where
+    lint names the file's line and the way back. They say lint's words now, with the line."""
+    root = env.fresh(tmp_path, monkeypatch)
+    r = run_cli(root, "import", "overlay", str(_write(tmp_path / "o", b"line1\nLINE2\nline3\n"
+                                                      b"line4\nline5\nline6\nline7\nline8\n")),
+                "--upstream", "up", "--path", "a.txt", "--name", "good")
+    assert r.rc == 0, r.text
+    assert run_cli(root, "overlays").rc in (0, 1)  # (1: a warning, no install-root)
+    path = root / "series/up/good.patch"
+    original = path.read_bytes()
+    path.write_bytes(original.replace(b"\n", b"\r\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    [converted] = findings(doc, "line-ends", "good.patch")
+    for args in (("overlays", "--check"), ("check",), ("overlays",)):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        line = converted["message"].split(" ")[1]
+        assert f"{path}:{line}: patch good.patch: hunk #1 of a.txt does not apply: " \
+               f"{converted['message'].split('; convert')[0]}" in run.err, (args, run.text)
+        assert "hint: convert its line ends back (`sed -i 's/\\r$//' " in run.err, run.err
+    path.write_bytes(original)
+    assert "overlays are up to date" in run_cli(root, "overlays", "--check").out
+
+
 def test_profiles_in_a_stack_that_declares_none_is_said_never_silently_ignored(tmp_path):
     """`Profiles: gfx942` in a stack without [profiles] limited nothing, silently: the fix is in
     the one layout every deployment mounts, gfx950 machines too. `lint` warns, naming the

@@ -72,6 +72,9 @@ def test_a_listed_patch_without_its_file_is_named_by_its_series_line(tmp_path):
     series.write_bytes(b"# the fixes\nfix.patch\ngone.patch\n")
     _, _, err = stack.cli("list", expect=2)
     assert f"{series}:3: patch gone.patch is listed in the series but the file is missing" in err
+    # lint names the line too (it said only "listed in the series but missing").
+    _, out, _ = stack.cli("lint", "--no-forge", expect=1)
+    assert "series/up/series:3: listed in the series but the file is missing" in out, out
 
 
 def test_a_series_file_read_again_is_parsed_once_and_never_served_stale(tmp_path):

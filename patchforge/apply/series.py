@@ -5,6 +5,7 @@ are read from the store by revision, results stay in memory as bytes.
 """
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from patchforge.apply.hunks import (FileApplication, HunkOutcome, apply_file_patch,
@@ -193,6 +194,22 @@ def describe_failure(name: str, application) -> str:
     return f"patch {name}: hunk {hunks} of {path} does not apply{why}"
 
 
+def _refuse_converted_line_ends(name: str, patch, application, old: bytes | None) -> None:
+    """ApplyError naming the patch file's line and the cause for a hunk that fails because an
+    editor saved the patch with CRLF line ends, on an LF file (`lint`'s `line-ends` words):
+    `overlays`, `overlays --check` and `check` said only that the hunk does not apply. A file
+    with CR line ends of its own can hold them rightly: its failure is said as any other."""
+    said = getattr(patch, "converted_line_end_words", lambda: None)()
+    if said is None or old is None or b"\r" in old:
+        return
+    source = patch.source
+    raise ApplyError(f"{describe_failure(name, application)}: {said[1]}", path=source,
+                     line=said[0],
+                     hint="convert its line ends back (`sed -i 's/\\r$//' "
+                          f"{shlex.quote(source)}`, or `dos2unix`); `patchforge lint` names "
+                          "every such file")
+
+
 def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                  patches: Sequence[tuple[str, PatchFile | PatchPart]], *, max_fuzz: int = 2,
                  strict: bool = True, state: SeriesState | None = None,
@@ -241,6 +258,7 @@ def apply_series(read_base: Callable[[list[str]], dict[str, bytes | None]],
                     raise ApplyError(describe_failure(name, application), path=source_file,
                                      line=fp.binary.index_line)
                 if strict:
+                    _refuse_converted_line_ends(name, patch, application, old)
                     raise ApplyError(describe_failure(name, application))
                 continue
             if placement and old is not None:

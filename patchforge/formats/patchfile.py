@@ -504,6 +504,17 @@ class PatchFile:
                 return fp.line_no
         return None
 
+    def converted_line_end_words(self) -> tuple[int, str] | None:
+        """(line, why its hunks fail) for a patch file whose line ends an editor converted to
+        CRLF (`converted_line_end`), or None: the words lint's `line-ends` finding and every
+        command applying the series say, so that the ones CI runs (`overlays --check`,
+        `check`) name the cause, not only a hunk that does not apply."""
+        line = self.converted_line_end()
+        if line is None:
+            return None
+        return line, (f"line {line} of the patch file ends in CRLF: its line ends were converted "
+                      "(an editor saving with CRLF?), so its hunks match no LF file")
+
     def notes_in_diff(self) -> list[tuple[int, bytes]]:
         """(line in the file, text) of each block of words the diff holds outside its file
         sections: between two of them (a note on the next file, written into a plain .diff)

@@ -383,9 +383,15 @@ def _series_consistency(project: Project, upstream: str) -> list[Finding]:
         return [Finding(str(project.series_path(upstream).relative_to(project.root)), "series",
                         str(exc))]
     on_disk = {p.name for p in directory.glob("*.patch")} if directory.is_dir() else set()
+    series = project.read_series(upstream)
+    series_rel = project.series_path(upstream).relative_to(project.root).as_posix()
     for name in names:
         if not project.patch_path(upstream, name).is_file():
-            out.append(Finding(f"{upstream}/{name}", "series", "listed in the series but missing"))
+            # Its line, as status and overlays name it: the line to take out or the file to
+            # restore (a series listing the name twice is refused above).
+            out.append(Finding(f"{upstream}/{name}", "series",
+                               f"{series_rel}:{series.line_of(name)}: listed in the series but "
+                               "the file is missing"))
     # A series line may name a patch without `.patch` (the file is NAME.patch).
     listed = {project.patch_path(upstream, name).name for name in names}
     from patchforge.ops.series import cut_short_words
@@ -784,13 +790,12 @@ def _diff_shape(label: str, patch: PatchFile) -> list[Finding]:
 
 def _converted_line_ends(label: str, patch: PatchFile) -> list[Finding]:
     """A patch file an editor saved with CRLF line ends (`PatchFile.converted_line_end`)."""
-    line = patch.converted_line_end()
-    if line is None:
+    said = patch.converted_line_end_words()
+    if said is None:
         return []
     return [Finding(label, "line-ends",
-                    f"line {line} of the patch file ends in CRLF: its line ends were converted "
-                    "(an editor saving with CRLF?), so its hunks match no LF file; convert them "
-                    "back (`sed -i 's/\\r$//' FILE`, or `dos2unix FILE`)")]
+                    f"{said[1]}; convert them back (`sed -i 's/\\r$//' FILE`, or `dos2unix "
+                    "FILE`)")]
 
 
 def _apply_checks(project: Project, store: UpstreamStore, upstream, pin, parsed) -> list[Finding]:
