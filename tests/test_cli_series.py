@@ -140,7 +140,7 @@ def test_a_path_the_upstream_lacks_is_refused_unless_create_says_it_is_new(proje
     """`new --file vllm/platform/rocm.py` (for `platforms`) only warned, exit 0: refresh wrote
     a patch creating an empty file, which overlays mounted into the image. A path the
     upstream lacks is refused, naming the nearest upstream paths, with nothing written;
-    `--create` says it is a new file, and a warning still names it while it is empty."""
+    `--create` says it is a new file, which a plain line then names (no warning: it was asked)."""
     root = project
     before = snapshot(root)
     for args in (["new", "typo", "--file", "pkg/c.py"], ["new", "typo", "--file", "pkgs/b.py"]):
@@ -149,9 +149,11 @@ def test_a_path_the_upstream_lacks_is_refused_unless_create_says_it_is_new(proje
         assert "--create" in run.err
         assert snapshot(root) == before
     assert "(did you mean pkg/b.py?)" in run.err, run.err
+    # --create asked for it: a plain line names it, no warning that the upstream lacks it
+    # (it warned, as for a path `add` brings in unasked).
     run = ok(root, "new", "typo", "--file", "a.py", "--file", "nosuch.py", "--create")
-    assert "warning: up has no file nosuch.py: it is a new, empty file" in run.err
-    assert "a.py:" not in run.err
+    assert "new, empty file the patch creates, as --create asked: nosuch.py\n" in run.out
+    assert "warning" not in run.err and "a.py" not in run.out.split("--create asked")[1]
     # `add` is the way to bring in a new file, as `quilt add`: a warning names it, and the
     # upstream's nearest paths.
     run = ok(root, "add", "pkg/nosuch2.py", "pkg/crlf.text")

@@ -170,7 +170,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
         click.echo(f"{work} holds no file yet: `patchforge add PATH` brings in the upstream "
                    "file the fix changes (PATH relative to the upstream's root), edit it "
                    "there, then run `patchforge refresh`")
-    _warn_new_files(work, files)
+    _say_new_files(work, files, create)
 
 
 @click.command()
@@ -208,7 +208,7 @@ def edit(app, name, files, close, discard, create):
                              on_left_behind=_left_behind_note(project))
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
-    _warn_new_files(work, files)
+    _say_new_files(work, files, create)
 
 
 @click.command()
@@ -247,6 +247,21 @@ def _left_behind_note(project):
     from patchforge.cli.output import say_left_behind
 
     return lambda directory, files: say_left_behind(project, directory, files, late=True)
+
+
+def _say_new_files(work, files, create: bool) -> None:
+    """`new`/`edit --file`'s new files: with --create, which asked for them, one plain line
+    naming them (a warning that the upstream has no such file was noise there); without it,
+    a path the upstream lacks was refused, so what is left to say is `_warn_new_files`'s."""
+    if not create:
+        _warn_new_files(work, files)
+        return
+    from patchforge.worktree import new_empty_files
+
+    made = new_empty_files(work, files)
+    if made:
+        click.echo(f"new, empty file{'s' if len(made) > 1 else ''} the patch creates, as "
+                   f"--create asked: {', '.join(made)}")
 
 
 def _warn_new_files(work, paths, near=lambda path: "", opened=None, project=None) -> None:
