@@ -1697,17 +1697,24 @@ def resolution_keeps_patch_over(project: Project, upstream: str, changes, patch,
         for path, kept in found]
 
 
-def refuse_undoing(said: list[str], name: str, retry: str, other_ways: str) -> None:
+def refuse_undoing(said: list[str], name: str, retry: str, other_ways: str,
+                   work: Path) -> None:
     """UsageError (exit 2) naming what a resolution undoes (`resolution_undoes`), unless there
     is nothing: `retry` is the command that takes it on purpose (with ALLOW_UNDO), `other_ways`
-    what else the user may do."""
+    what else the user may do. The blocks are resolved by then (a marker left is refused
+    first), so the hint says what to edit now and where the newer lines are to be seen: the
+    worktree `work`'s own git holds the files before the patch (it said to keep the upper side
+    of blocks whose markers were gone)."""
     if not said:
         return
     shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
     raise UsageError(
         f"the resolution of {name} undoes a change made under it since it was made: {shown}. "
         f"Written so, {name} would take that change back out; nothing was written",
-        hint="in each such block keep the lines as the upper side (<<<<<<<) has them (the "
-             "||||||| section is what the patch was made on) and make only the patch's own "
-             f"change there; to undo that change on purpose: `{retry} {ALLOW_UNDO}`"
+        hint="at each line named, give the file back what that change made there (the lines "
+             "it `has` or `put there`; none where it `took out` lines) and make only the "
+             "patch's own change beside them (the conflict markers went with the resolution: "
+             f"`git -C {shlex.quote(str(work))} diff` shows it against the files before the "
+             "patch, its `-` lines the ones to keep); to undo that change on purpose: "
+             f"`{retry} {ALLOW_UNDO}`"
              + (f"; {other_ways}" if other_ways else ""))

@@ -7,6 +7,7 @@ whose change it undoes, unless `--allow-undo` asks for it. Real git upstream, re
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,13 @@ def test_rebase_continue_refuses_a_resolution_that_undoes_the_new_upstream(proje
     _, _, err = project.cli("rebase", "--continue", expect=2)
     assert "pkg/mod.py line 18" in err and f"the upstream ({target})" in err, err
     assert "rebase --continue --allow-undo" in err and "--skip" in err, err
+    # The markers are gone with the resolution: the hint said "in each such block keep the
+    # upper side (<<<<<<<)". It says what to edit now, and where the newer lines are seen.
+    assert "<<<<<<<" not in err and "upper side" not in err, err
+    assert f"`git -C {project.work} diff` shows it against the files before the patch" in err
+    diff = subprocess.run(["git", "-C", str(project.work), "diff"], capture_output=True,
+                          check=True).stdout
+    assert b"\n-    y = x + 4  # up\n" in diff, diff.decode()
     assert b"Base: " + project.up.base.encode() in project.patch("up", "fix-b")  # not written
     _, _, err = project.cli("status", expect=1)
     assert "stopped at fix-b.patch" in err

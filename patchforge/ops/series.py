@@ -361,7 +361,8 @@ def refresh(project: Project, store: UpstreamStore, name: str | None = None, *,
         undoes = _undone_by(project, upstream, file_name, changes)
         if not allow_undo:
             refuse_undoing(undoes, file_name, "patchforge refresh",
-                           "`patchforge edit --close --discard` leaves the patch as it is")
+                           "`patchforge edit --close --discard` leaves the patch as it is",
+                           project.work_dir(upstream))
     if not changes and patch.file_patches:
         # The worktree put back as at the base (`git checkout -- .`, an editor's revert):
         # writing that emptied the fix, exit 0, and status said it applies. quilt refuses
@@ -2798,7 +2799,7 @@ def bring_back_continue(project, store, upstream: str | None = None, *,
                                f"the upstream ({project.lock.pin(upstream).label})")
     if not allow_undo:
         refuse_undoing(undoes, file_name, "patchforge bring-back --continue",
-                       "`patchforge bring-back --abort` (the fix stays in skipped/)")
+                       "`patchforge bring-back --abort` (the fix stays in skipped/)", work)
     # As `rebase --continue`: the patch's side kept whole where upstream changed the same
     # lines is taken (often meant), and said, since it takes upstream's change back there.
     kept_over = resolution_keeps_patch_over(

@@ -1351,7 +1351,7 @@ class Rebase:
         if not allow_undo:
             refuse_undoing(undoes, name, "patchforge rebase --continue",
                            "`patchforge rebase --skip` keeps the patch in skipped/, `--abort` "
-                           "goes back")
+                           "goes back", work)
         kept_over = resolution_keeps_patch_over(
             self.project, upstream, changes, old_patch,
             lambda: [(r.name, self._staged_patch(upstream, r)) for r in entry.results
