@@ -1223,8 +1223,10 @@ def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
                                "export", "--quilt", "q"], cwd=tmp_path, capture_output=True,
                               text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert exported.returncode == 0, exported.stderr
-    assert f"QUILT_PATCHES={out / 'two'}, QUILT_PATCHES={out / 'up'}" in exported.stdout, \
-        exported.stdout
+    # One runnable line per upstream, each naming its own directory.
+    for name in ("two", "up"):
+        assert f"next: `QUILT_PATCHES={out / name} quilt push -a`" in exported.stdout, \
+            exported.stdout
     if shutil.which("quilt"):
         checkout = tmp_path / "checkout"
         shutil.copytree(tmp_path / "up-src", checkout, ignore=shutil.ignore_patterns(".git"))
