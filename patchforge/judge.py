@@ -21,7 +21,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, doubled_near,
                                        line_spans, near_lines, near_runs, near_windows,
-                                       replacing_runs, telling_runs)
+                                       is_guard, replacing_runs, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1907,14 +1907,7 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
-    # The fix's copy as written (near text glues words: `if(!ok)returnfalse;`): its lines
-    # from its first on, as many as make up the run's near text.
-    written, near = [], b""
-    for line in lines[own - 1:]:
-        written.append(line)
-        near += b"".join(near_lines([line]))
-        if len(near) >= len(run):
-            break
+    written = _written(lines, own, run)
     read = {name for line in written
             for name in _NAME.findall(STRING_OR_COMMENT.sub(b"", line))}
     low, high = sorted((own, theirs))
@@ -1923,19 +1916,36 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     return any(_sets_anew(line, read) for line in between)
 
 
+def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:
+    """The fix's copy of `run` as written, from line `own` (1-based) of `lines` on: as many
+    lines as make up the run's near text (near text glues words: `if(!ok)returnfalse;`)."""
+    written, near = [], b""
+    for line in lines[own - 1:]:
+        written.append(line)
+        near += b"".join(near_lines([line]))
+        if len(near) >= len(run):
+            break
+    return written
+
+
 def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
-    """Whether the fix's copy of `run` in `result` and upstream's nearest are on two paths of
-    the function, read by indentation: one copy inside a branch (`if`, `else`, a loop's body,
-    `except`, `case`) that the other is outside of and that ends (`return`, `raise`,
-    `continue`, `break`, `throw`) or leaves the other copy to another branch, or the later
-    copy inside a branch the earlier one is not in. A guard the fix adds in `if fast:` where
-    upstream added it for the slow path lower down guards what upstream's does not: both are
-    wanted, no doubling. (Copies on one path, one after the other, stay the fix made twice,
-    as a guard a line lower is.) Asked only of a doubling found."""
+    """Whether `run` is a guard (is_guard) and the fix's copy of it in `result` and upstream's
+    nearest are on two paths of the function that never meet, read by indentation: the later
+    copy inside another branch of the same statement (`else`, `elif`, `except`, `case`,
+    `default`), or the earlier copy inside a branch (`if`, a loop's body, a handler, a case)
+    that ends (`return`, `raise`, `continue`, `break`, `throw`, `goto`) before the later one.
+    A guard the fix adds in `if fast:` that returns, where upstream added it for the slow path
+    lower down, guards what upstream's does not: both are wanted, no doubling. Not another path:
+    a `try:` body's or a loop's `else:` (it runs after the body), a branch that runs on into
+    the other copy, a copy in a branch opened after the other. Nor any run but a guard: a
+    statement run twice on the path that reaches both (`y.add_(bias)`) is done twice. Asked
+    only of a doubling found."""
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
+    if not is_guard(_written(lines, own, run)):
+        return False
     first, second = sorted((own - 1, theirs - 1))
     depth = _indent(lines[first])
     # The first copy's block closes before the second: the first line between them (the
@@ -1952,24 +1962,42 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
         if open_brackets <= 0 and _indent(lines[k]) == depth:
             last = k
         open_brackets += sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
-    fix_first = own < theirs
-    if closing is not None:
-        # An `else`, `elif`, `except` or `case` closing it (a `try:` body's too): the second
-        # copy inside it is on the other branch.
-        head = lines[closing].lstrip().lstrip(b"}").lstrip()
-        if _SIBLING.match(head) is not None and _indent(lines[second]) > _indent(lines[closing]):
-            return True
-        if _BRANCH.match(_opener_above(lines, first, depth)) is None:
-            return False  # (a `with` or `try` block runs on every path: one path still)
-        if not fix_first:
-            return True  # (upstream's copy guards one branch; the fix's, after it, all)
-        return _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last])) is not None
-    # Upstream's copy deeper, in a branch opened after the fix's: only on some of its paths.
-    # (Upstream's before the fix's branch runs on all of them: the fix made twice.)
-    if not fix_first:
+    if closing is None:
+        return False  # (the second copy in the first's block: one path reaches both)
+    head = lines[closing].lstrip().lstrip(b"}").lstrip()
+    if _SIBLING.match(head) is not None and _inside(lines, closing, second) \
+            and not (head.startswith(b"else") and _LOOP_OR_TRY.match(
+                _head_of(lines, first, _indent(lines[closing]))) is not None):
+        return True
+    opener = _opener_above(lines, first, depth)
+    if _BRANCH.match(opener) is None:
+        return False  # (a `with` or `try` block runs on every path: one path still)
+    ends = _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last]))
+    # (A loop's body that goes on to its next round ends in the loop, whose path goes on.)
+    return ends is not None and not (ends[0].strip() == b"continue"
+                                     and _LOOP_OR_TRY.match(opener) is not None)
+
+
+def _inside(lines: list[bytes], opened: int, at: int) -> bool:
+    """Whether line `at` (0-based) of `lines` is inside the block line `opened` opens: set
+    deeper, with no code line between them set as shallow as `opened` (another branch's head,
+    a statement after the block)."""
+    depth = _indent(lines[opened])
+    if _indent(lines[at]) <= depth:
         return False
-    opener = _opener_above(lines, second, _indent(lines[second]), lowest=first)
-    return _BRANCH.match(opener) is not None
+    return not any(STRING_OR_COMMENT.sub(b"", lines[k]).strip() and _indent(lines[k]) <= depth
+                   for k in range(opened + 1, at))
+
+
+def _head_of(lines: list[bytes], at: int, depth: int) -> bytes:
+    """The nearest code line above line `at` (0-based) of `lines` set at `depth` exactly or
+    less deep, stripped, a closing brace before it taken off: the head of the statement
+    whose branch holds line `at`."""
+    for k in range(at - 1, max(at - 400, -1), -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if code and _indent(lines[k]) <= depth and not code.startswith((b")", b"]")):
+            return code.lstrip(b"}").lstrip()
+    return b""
 
 
 def _indent(line: bytes) -> int:
@@ -1992,6 +2020,8 @@ def _opener_above(lines: list[bytes], at: int, depth: int, lowest: int = -1) -> 
 _BRANCH = on_first_use(rb"(?:if|elif|else|for|while|except|catch|case|default|switch|match)\b")
 # The head of another branch of the same statement.
 _SIBLING = on_first_use(rb"(?:elif|else|except|catch|case|default)\b")
+# A statement whose `else:` runs after its body, on the body's path.
+_LOOP_OR_TRY = on_first_use(rb"(?:for|while|try)\b")
 # A statement after which the path goes on elsewhere.
 _ENDS_PATH = on_first_use(rb"\s*(?:return|raise|continue|break|throw|goto)\b")
 

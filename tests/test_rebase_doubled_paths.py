@@ -152,3 +152,67 @@ def test_a_guard_in_a_loop_body_running_on_into_upstreams_after_the_loop_stops(t
     fix = base.replace(b"range(3):\n", b"range(3):\n" + indented(GUARD, 8))
     theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
     stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+BIAS = b"y.add_(self.bias.to(y.dtype))\n"
+MATMUL = b"    y = matmul(x, weight)\n"
+
+
+@pytest.mark.parametrize("where", ["fix first", "upstream first"])
+def test_a_statement_on_the_path_through_both_copies_stops(tmp_path, where):
+    # Only a guard is exempt as on another path: the fix adds the bias after the matmul and
+    # upstream inside a later `if fast:` (or upstream's inside an `if fast:` that runs on, the
+    # fix's after it). The fast path adds the bias twice; it moved, exit 0.
+    base = py(MATMUL + b"    if fast:\n        log_fast(y)\n    return finish(y)\n")
+    if where == "fix first":
+        fix = base.replace(MATMUL, MATMUL + b"    " + BIAS)
+        theirs = base.replace(b"    if fast:\n", b"    if fast:\n        " + BIAS)
+    else:
+        fix = base.replace(b"    return finish", b"    " + BIAS + b"    return finish")
+        theirs = base.replace(b"    if fast:\n", b"    if fast:\n        " + BIAS)
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+def test_a_guard_in_a_branch_that_runs_on_before_the_fixs_stops(tmp_path):
+    # Upstream's guard in `if fast:` that does not return, the fix's after the branch: the
+    # fast path checks twice, the fix made twice (the rule a guard a line lower is under).
+    base = py(b"    if fast:\n        y = x.contiguous()\n        log_fast(y)\n" + SLOW)
+    fix = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    theirs = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+TRY_ELSE = (b"    y = prepare(x)\n    try:\n        launch(y)\n    except RuntimeError:\n"
+            b"        fallback(y)\n    else:\n        finish(y)\n    return y\n")
+
+
+@pytest.mark.parametrize("line", [BIAS, b"if y is None: return None\n"],
+                         ids=["statement", "guard"])
+def test_the_try_body_and_the_trys_else_are_one_path_and_stop(tmp_path, line):
+    # The try's `else:` runs after the body on success: the fix's line in the body and
+    # upstream's in the `else:` run one after the other. The `else:` closing the handler read
+    # as another branch of the body: it moved, the line twice, exit 0.
+    fix = py(TRY_ELSE.replace(b"        launch(y)\n", b"        " + line + b"        launch(y)\n"))
+    theirs = py(TRY_ELSE.replace(b"        finish(y)\n", b"        " + line + b"        finish(y)\n"))
+    stops(stack_with(tmp_path, "pkg/a.py", py(TRY_ELSE), fix, theirs))
+
+
+def test_a_loops_body_and_its_else_are_one_path_and_stop(tmp_path):
+    base = py(b"    for part in x:\n        launch(part)\n    else:\n        finish(x)\n"
+              b"    return x\n")
+    fix = base.replace(b"    for part in x:\n", b"    for part in x:\n" + indented(GUARD, 8))
+    theirs = base.replace(b"    else:\n", b"    else:\n" + indented(GUARD, 8))
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+def test_a_guard_in_the_handler_where_upstream_guards_the_trys_else_moves(tmp_path):
+    # Neighbour the other way: the handler and the try's `else:` are two paths (the body
+    # raised, or it did not): both guards wanted.
+    fix = py(TRY_ELSE.replace(b"        fallback(y)\n",
+                              b"        if y is None:\n            return None\n"
+                              b"        fallback(y)\n"))
+    theirs = py(TRY_ELSE.replace(b"        finish(y)\n",
+                                 b"        if y is None:\n            return None\n"
+                                 b"        finish(y)\n"))
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", py(TRY_ELSE), fix, theirs), "pkg/a.py",
+                    b"if y is None")
