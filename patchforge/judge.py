@@ -19,7 +19,8 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     defined_names, file_changes, function_named_at,
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, doubled_near,
+from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
+                                       doubled_near,
                                        line_spans, near_lines, near_runs, near_windows,
                                        is_guard, replacing_runs, telling_runs)
 from patchforge.apply.series import git_mode
@@ -1539,8 +1540,10 @@ class SeriesJudge:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
             if doubled:
+                blocks = block_runs(fp)
                 doubled = [run for run in doubled
-                           if not _reads_what_is_set_between(current, result, run)
+                           if not (run in blocks and _bodies_differ(current, result, run))
+                           and not _reads_what_is_set_between(current, result, run)
                            and not _items_of_two_brackets(current, result, run)
                            and not _on_two_paths(current, result, run)]
             if doubled:
@@ -1914,6 +1917,41 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
     return any(_sets_anew(line, read) for line in between)
+
+
+def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether `run`, a new block's header with the guard its body begins with (block_runs),
+    heads a block in `result` at the fix's copy that names something upstream's nearest block
+    of the same header and check does not: upstream's loop writes `z[j]` where the fix's adds
+    to `y[j]`, another loop, both wanted. (The same names spelled another way, `y[j] += x[j]`
+    and `y[j] = y[j] + w` after `w = x[j]`, are the fix's block made again.) Asked only of a
+    doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    return not _block_names(lines, own - 1) <= _block_names(lines, theirs - 1)
+
+
+def _block_names(lines: list[bytes], at: int) -> set[bytes]:
+    """The names the block whose header is line `at` (0-based) of `lines` holds, its header
+    with them: to its closing brace where the header, or a lone `{` under it, opens one;
+    else (Python) the lines set deeper than the header (at most 80 lines)."""
+    code = [STRING_OR_COMMENT.sub(b"", line) for line in lines[at:at + 80]]
+    braced = code[0].rstrip().endswith(b"{") or (len(code) > 1 and code[1].strip() == b"{")
+    names: set[bytes] = set()
+    depth = 0
+    for k, text in enumerate(code):
+        if braced:
+            depth += text.count(b"{") - text.count(b"}")
+            names.update(_NAME.findall(text))
+            if k > 0 and depth <= 0:
+                break
+        else:
+            if k > 0 and text.strip() and _indent(lines[at + k]) <= _indent(lines[at]):
+                break
+            names.update(_NAME.findall(text))
+    return names
 
 
 def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:

@@ -655,3 +655,38 @@ def test_a_new_loop_of_the_fix_upstream_added_with_a_line_before_the_check(
         moves(stack)
         stack.cli("overlays")
         assert (stack.root / f"overlays/up/{path}").read_bytes().count(check) == 2
+
+
+@pytest.mark.parametrize("between", ["a line before the check", "none"])
+@pytest.mark.parametrize("language", ["c++", "python"])
+def test_upstreams_loop_of_the_same_header_and_check_writing_another_array_moves(
+        tmp_path, language, between):
+    # Upstream adds a loop with the fix's header and bound check whose body writes z, not the
+    # fix's y: another loop, both wanted. The header and the check read as the fix's loop made
+    # again stopped as doubled, and the advice (delete your copy) dropped the fix's y loop.
+    if language == "c++":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, float* z, int n, int m) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head, body = b"    for (int j = i; j < m; j += 64) {\n", b"        y[j] += x[j];\n    }\n"
+        gap, theirs_body = b"        float w = x[j];\n", b"        z[j] = w * 3.0f;\n    }\n"
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, z, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head, body = b"    for j in range(0, m, 2):\n", b"        y[j] += x[j]\n"
+        gap, theirs_body = b"        w = x[j]\n", b"        z[j] = w * 3.0\n"
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    if between == "none":
+        gap, theirs_body = b"", theirs_body.replace(b"w * 3.0", b"x[j] * 3.0")
+    theirs = head + gap + check + theirs_body
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + head + check + body),
+                            base.replace(first, theirs + first))
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(b"y[j] += x[j]") == 1, made.decode()

@@ -312,6 +312,24 @@ def _headed_guards(lines: list[bytes]) -> list[tuple[list[bytes], list[bytes]]]:
     return found
 
 
+def block_runs(fp: FilePatch) -> set[bytes]:
+    """The runs telling_runs reads of a new block of `fp` by its header and the guard that
+    begins its body (_guards_within's read from a header, _headed_guards' GAP runs): upstream's
+    block under the same header with the same check is the fix's made again only where it
+    does what the fix's body does too (the doubling check asks that of the file)."""
+    return {text for hunk in fp.hunks for text, lines, was in _added_runs(hunk)
+            if not was and (GAP in text or _header_and_guard(lines))}
+
+
+def _header_and_guard(lines: list[bytes]) -> bool:
+    """Whether `lines` (as written) are a block's header (and a lone `{` under it) and one
+    whole guard after it."""
+    if len(lines) < 2 or is_guard(lines):
+        return False
+    after = 2 if len(lines) > 2 and STRING_OR_COMMENT.sub(b"", lines[1]).strip() == b"{" else 1
+    return is_guard(lines[after:]) and _block_opened(lines[:after], lines[after]) == 0
+
+
 def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
     """The whole guards among `lines`, a run of added lines as written, each the fewest lines
     that make one (is_guard) with its brackets closed, but the run itself: a guard with a
