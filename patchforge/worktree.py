@@ -281,8 +281,13 @@ class Worktree:
         a second look, from the base, only when someone moved HEAD."""
         record = self._read_record()
         self._bytes_as_they_are()  # (a worktree an earlier patchforge made has no such file)
-        out = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                        "--ignored=matching", "--no-renames", "--ignore-submodules")
+        # --no-optional-locks: `git status` would otherwise write its index whenever it
+        # refreshes the stat data it keeps (a file `patchforge add` staged by its hash has none),
+        # so a read-only command (`overlays --check`, a dry run) changed the open edit's
+        # worktree and held its index lock against a `git add` the user runs there.
+        out = self._git("--no-optional-locks", "status", "--porcelain=v1", "-z",
+                        "--untracked-files=all", "--ignored=matching", "--no-renames",
+                        "--ignore-submodules")
         changed: set[str] = set()
         untracked: set[str] = set()
         ignored = False

@@ -2945,3 +2945,20 @@ def test_patch_files_a_series_line_cannot_name_are_reported_as_unlisted(project)
     for rel in ("extra.diff", "X.PATCH", "old/fix-b.patch"):
         (directory / rel).rename(directory / "deleted" / rel.replace("/", "-"))
     assert project.cli("status")[0] == 0
+
+
+def test_a_read_only_command_leaves_the_open_edits_git_index_alone(project):
+    """A read-only command during an edit never writes the worktree's git index: `git status`
+    there refreshed the stat data of a file `patchforge add` staged by its hash, so `overlays
+    --check`, `rebase --dry-run` and `bump --dry-run` rewrote .git/index (and took its lock,
+    which a `git add` run there at the same time then found taken)."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    project.cli("edit", "fix-a")
+    project.cli("add", "pkg/other.py")
+    index = project.work / ".git" / "index"
+    head = project.up.head()
+    for argv in (("overlays", "--check"), ("rebase", "--to", f"up={head}", "--dry-run"),
+                 ("bump", "up", "--to", head, "--dry-run"), ("status",), ("check",)):
+        before = index.read_bytes()
+        project.cli(*argv, expect=None)
+        assert index.read_bytes() == before, argv
