@@ -53,7 +53,9 @@ elsewhere (a guard dropped alone); not where that place was there all along (a l
 function holding the old code of a hunk upstream rewrote in the fix's own) or the commit moved
 the lines. Where the hunk is in a function of the fix's base file that the file still defines
 (_OwnFunction), that function tells the places apart: of several places its neighbours hold,
-the one in it is the fix's, and its whole pre-image or post-image counts only there.
+the one in it is the fix's, and its whole pre-image or post-image counts only there; a
+post-image held only in another function while the pre-image is held in it (a neighbour line
+upstream rewrote) is gone from its place, for the count and the history to tell a move.
 
 Lines the fix added that are elsewhere in the file while its own function lacks them are
 judged by the commit that took them out of that function (_HunkTakers.out_of_function), not by
@@ -645,12 +647,27 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
         return None
-    if _held(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:], own):
+    at = _held_at(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:], own)
+    if at is not None:
         # (Both held, the same code twice: taken as present, as above. Unless the pre-image
         # is whole at its place and the copy is not: another function's guard holds with the
         # blank lines and first body line every function has, and the fix's own place holds
         # the fix's old code, every line of it.)
-        return _PLACE_ASKED if ask and _back_exactly(lines, hunk, own) else "present"
+        if ask and _back_exactly(lines, hunk, own):
+            return _PLACE_ASKED
+        if own is not None and own.defined(lines) and \
+                not lines.in_function(own, at, own.changed):
+            # The one place holding the post-image is in another function (one that starts
+            # alike, with another kept fix's guard), while the fix's own function holds its
+            # old code by the neighbours (a neighbour line upstream rewrote, so not every
+            # line of it): gone from its place. Whether upstream moved the lines there, the
+            # commit that took them out of the fix's function tells (_moved_away counts the
+            # copy, _doubtful_moves asks that commit).
+            back = _held_at(lines, old[:lead], old[lead:len(old) - trail],
+                            old[len(old) - trail:], own)
+            if back is not None and lines.in_function(own, back, own.changed):
+                return "gone"
+        return "present"
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
         return "gone"
     if _back_exactly(lines, hunk, own):
@@ -672,16 +689,22 @@ _PLACE_ASKED = "gone: where the history says"
 
 def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
           own: _OwnFunction | None = None) -> bool:
-    """Whether `run` is at exactly one place of the file with most of its context around it:
-    `before` ending right above it and `after` starting right below it, each context line
-    compared at its own place (a neighbour line edited since misses; the others still hold),
-    each side that has context keeping at least one line there, and at least half of all of
-    them there. An empty run (the pre-image of lines a fix only added) is the place between
-    the two sides. Two places so held: which one is the fix's cannot be told (False), unless
-    exactly one of them is in the fix's own function (`own`, _OwnFunction, the file still
-    defining it)."""
+    """Whether `run` is held at exactly one place (_held_at)."""
+    return _held_at(lines, before, run, after, own) is not None
+
+
+def _held_at(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
+             own: _OwnFunction | None = None) -> int | None:
+    """The one place (line index) of the file where `run` is with most of its context around
+    it, else None: `before` ending right above it and `after` starting right below it, each
+    context line compared at its own place (a neighbour line edited since misses; the others
+    still hold), each side that has context keeping at least one line there, and at least
+    half of all of them there. An empty run (the pre-image of lines a fix only added) is the
+    place between the two sides. Two places so held: which one is the fix's cannot be told
+    (None), unless exactly one of them is in the fix's own function (`own`, _OwnFunction,
+    the file still defining it)."""
     if not before and not after:
-        return False  # nothing to tell this place from any other
+        return None  # nothing to tell this place from any other
     text = lines.lines
     need = (len(before) + len(after) + 1) // 2
     if run:
@@ -703,10 +726,10 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
             continue
         held.append(start)
         if len(held) > 1 and own is None:
-            return False
+            return None
     if len(held) > 1 and own is not None and own.defined(lines):
         held = [start for start in held if lines.in_function(own, start, own.changed)]
-    return len(held) == 1
+    return held[0] if len(held) == 1 else None
 
 
 def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:

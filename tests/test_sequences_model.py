@@ -181,9 +181,6 @@ KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), (
 SYNC_DROPPED_ALONE = (
     "a kept fix's synchronize dropped alone by other work, beside its landed guard, while "
     "another function has the same guard and synchronize: said superseded, lost")
-GUARD_DROPPED_BESIDE_AN_EDIT = (
-    "a kept fix's guard at its function's top dropped in a commit that also rewrote (then or "
-    "before) the line below it, among functions that start alike: said superseded, lost")
 GUARD_REWRAPPED_AND_MOVED = (
     "a kept fix's guard re-wrapped black's way and moved down in one commit: said taken back in "
     "part, and the bring-back it advises puts the fix's guard back beside upstream's, doubled")
@@ -1284,8 +1281,7 @@ class SequencesModel(StackModel):
             elif kind == "drops the guard, rewriting the line below it":
                 # Other work at the function's top: the guard taken out, the first step
                 # rewritten in the same commit (or its rewrite kept from an earlier one).
-                if "guard" not in fix["parts"] or state.guard_at != 0 or \
-                        self.not_made(GUARD_DROPPED_BESIDE_AN_EDIT):
+                if "guard" not in fix["parts"] or state.guard_at != 0:
                     return
                 head.slots[slot] = replace(state.without("guard"), edited=True)
                 message = f"k{slot}: take contiguous input"
