@@ -647,25 +647,35 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
     lead, trail = hunk.leading_context, hunk.trailing_context
     if lead + trail >= len(old) and lead + trail >= len(new):
         return None
-    at = _held_at(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:], own)
-    if at is not None:
+    best = _held_best(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:],
+                      own)
+    if best is not None:
+        at, score = best
         # (Both held, the same code twice: taken as present, as above. Unless the pre-image
         # is whole at its place and the copy is not: another function's guard holds with the
         # blank lines and first body line every function has, and the fix's own place holds
         # the fix's old code, every line of it.)
         if ask and _back_exactly(lines, hunk, own):
             return _PLACE_ASKED
-        if own is not None and own.defined(lines) and \
-                not lines.in_function(own, at, own.changed):
-            # The one place holding the post-image is in another function (one that starts
-            # alike, with another kept fix's guard), while the fix's own function holds its
-            # old code by the neighbours (a neighbour line upstream rewrote, so not every
-            # line of it): gone from its place. Whether upstream moved the lines there, the
-            # commit that took them out of the fix's function tells (_moved_away counts the
-            # copy, _doubtful_moves asks that commit).
-            back = _held_at(lines, old[:lead], old[lead:len(old) - trail],
-                            old[len(old) - trail:], own)
-            if back is not None and lines.in_function(own, back, own.changed):
+        # (The pre-image held at another place too: which of the two is the fix's. Asked
+        # only then: most hunks there have no such place, and reading the file's functions
+        # costs more than this search.)
+        back = _held_best(lines, old[:lead], old[lead:len(old) - trail],
+                          old[len(old) - trail:], own)
+        if back is not None and back[0] != at:
+            if own is not None and own.defined(lines):
+                # The one place holding the post-image is in another function (one that
+                # starts alike, with another kept fix's guard), while the fix's own function
+                # holds its old code by the neighbours (a neighbour line upstream rewrote, so
+                # not every line of it): gone from its place. Whether upstream moved the lines
+                # there, the commit that took them out of the fix's function tells
+                # (_moved_away counts the copy, _doubtful_moves asks that commit).
+                if not lines.in_function(own, at, own.changed) and \
+                        lines.in_function(own, back[0], own.changed):
+                    return "gone"
+            elif back[1] > score:
+                # Where the function is not known, the one holding more of the context is
+                # the fix's: the other holds only what every block shares.
                 return "gone"
         return "present"
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
@@ -689,20 +699,24 @@ _PLACE_ASKED = "gone: where the history says"
 
 def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
           own: _OwnFunction | None = None) -> bool:
-    """Whether `run` is held at exactly one place (_held_at)."""
-    return _held_at(lines, before, run, after, own) is not None
+    """Whether `run` is held at exactly one place (_held_best)."""
+    return _held_best(lines, before, run, after, own) is not None
 
 
-def _held_at(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
-             own: _OwnFunction | None = None) -> int | None:
+def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
+               own: _OwnFunction | None = None) -> tuple[int, int] | None:
     """The one place (line index) of the file where `run` is with most of its context around
-    it, else None: `before` ending right above it and `after` starting right below it, each
-    context line compared at its own place (a neighbour line edited since misses; the others
-    still hold), each side that has context keeping at least one line there, and at least
-    half of all of them there. An empty run (the pre-image of lines a fix only added) is the
-    place between the two sides. Two places so held: which one is the fix's cannot be told
-    (None), unless exactly one of them is in the fix's own function (`own`, _OwnFunction,
-    the file still defining it)."""
+    it, and how many of its context lines hold there; else None: `before` ending right above
+    it and `after` starting right below it, each context line compared at its own place (a
+    neighbour line edited since misses; the others still hold), each side that has context
+    keeping at least one line there, and at least half of all of them there. An empty run
+    (the pre-image of lines a fix only added) is the place between the two sides. Two places
+    so held: which one is the fix's cannot be told (None), unless exactly one of them is in
+    the fix's own function (`own`, _OwnFunction, the file still defining it); where that
+    function is not known (the top level, a file of no language known here, a function
+    upstream renamed), the one place holding more of the context than every other (its
+    block's own first line: the others hold only the blank lines and first body line every
+    block has)."""
     if not before and not after:
         return None  # nothing to tell this place from any other
     text = lines.lines
@@ -713,7 +727,7 @@ def _held_at(lines: _Lines, before: list[bytes], run: list[bytes], after: list[b
         # (Only where a context line is at its place can the place hold.)
         starts = sorted({k + j for j in range(1, len(before) + 1) for k in lines.at(before[-j])}
                         | {k - j for j, line in enumerate(after) for k in lines.at(line)})
-    held = []
+    held: list[tuple[int, int]] = []
     for start in starts:
         end = start + len(run)
         if start < 0 or end > len(text):
@@ -724,11 +738,13 @@ def _held_at(lines: _Lines, before: list[bytes], run: list[bytes], after: list[b
                     if end + j < len(text) and text[end + j] == line)
         if (before and not above) or (after and not below) or above + below < need:
             continue
-        held.append(start)
-        if len(held) > 1 and own is None:
-            return None
-    if len(held) > 1 and own is not None and own.defined(lines):
-        held = [start for start in held if lines.in_function(own, start, own.changed)]
+        held.append((start, above + below))
+    if len(held) > 1:
+        if own is not None and own.defined(lines):
+            held = [place for place in held if lines.in_function(own, place[0], own.changed)]
+        else:
+            most = max(score for _, score in held)
+            held = [place for place in held if place[1] == most]
     return held[0] if len(held) == 1 else None
 
 
