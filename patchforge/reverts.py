@@ -1909,6 +1909,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     """`cache`: the fix's states at revisions already judged (_states_at's); `history`: the
     walk since the kept fixes' landings judge_many shares among them."""
     cache = {} if cache is None else cache
+    renamed: dict[str, str] = {}
     landed, dropped_at = _landing_of(fix, recorded)
     landing = _commit(store, landed)
     # Where the fix is known to have been upstream: its landing commit, else the target the
@@ -2041,6 +2042,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     takers = []
     back = []  # commits at which the change is not gone
     for sha, parents, message in log:
+        if renamed and _renamed_between(store, fix, since, [sha, *parents[:1]], renamed):
+            cache.clear()
         state = _fix_state(store, fix, sha, cache)
         if state not in ("gone", "part"):
             back.append(sha)
@@ -2075,6 +2078,31 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _renamed_between(store: UpstreamStore, fix: _Fix, since: str | None, revs: list[str],
+                     renamed: dict[str, str]) -> bool:
+    """Whether a file of the fix that upstream renamed since the landing (`renamed`: its path
+    -> its path at the revision judged) is at none of its known paths at one of `revs` and
+    git's rename detection (from `since`) finds it at another there, now one of its aliases:
+    a file renamed twice is at neither its old path nor its newest one at a revision between
+    the renames, which read as the change there again, so the revert before them was passed
+    over and the second rename named as taking the change out. Asked of the history's commits
+    only for a renamed file (its trees read as the store already parses them)."""
+    if since is None:
+        return False
+    found = False
+    for k, fp in enumerate(fix.files):
+        if fp.path not in renamed:
+            continue
+        for rev in revs:
+            if any(store.entries(rev, fix.aliases[k]).values()):
+                continue
+            new = store.renames(since, rev, [fp.path]).get(fp.path)
+            if new is not None and new not in fix.aliases[k]:
+                fix.aliases[k].append(new)
+                found = True
+    return found
 
 
 def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing: str | None,

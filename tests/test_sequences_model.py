@@ -178,9 +178,6 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
-SYNC_DROPPED_ALONE = (
-    "a kept fix's synchronize dropped alone by other work, beside its landed guard, while "
-    "another function has the same guard and synchronize: said superseded, lost")
 GUARD_REWRAPPED_AND_MOVED = (
     "a kept fix's guard re-wrapped black's way and moved down in one commit: said taken back in "
     "part, and the bring-back it advises puts the fix's guard back beside upstream's, doubled")
@@ -1271,11 +1268,6 @@ class SequencesModel(StackModel):
                 if len(fix["parts"]) < 2:
                     return
                 part = data.draw(st.sampled_from(fix["parts"]))
-                if part == "sync" and any(
-                        other.guard and other.has("sync")
-                        for i, other in head.slots.items() if i != slot) and \
-                        self.not_made(SYNC_DROPPED_ALONE):
-                    return
                 head.slots[slot] = state.without(part)
                 message = f"k{slot}: no {part} after all"
             elif kind == "drops the guard, rewriting the line below it":
@@ -1304,10 +1296,7 @@ class SequencesModel(StackModel):
                     return
                 head.order = order
                 if "dropping" in kind:
-                    if "sync" not in fix["parts"] or any(
-                            other.guard and other.has("sync")
-                            for i, other in head.slots.items() if i != slot) and \
-                            self.not_made(SYNC_DROPPED_ALONE):
+                    if "sync" not in fix["parts"]:
                         return
                     head.slots[slot] = state.without("sync")
                 message = f"k{slot}: keep the kernels in call order"
