@@ -91,7 +91,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.neartext import NearFlat, NearText, near_flat, near_lines, near_runs
+from patchforge.apply.neartext import NearFlat, NearText, near_flat, near_runs
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -1475,9 +1475,6 @@ def _copy_starts(hunk, content: bytes, first: bool = False) -> tuple[list[int], 
     """The lines (from 1) of `content` where the hunk's first line that tells (_added) is as
     it is, and those where its first run (near_runs) begins read as near text; with `first`,
     only the first found, the near text not read where a line that tells is found."""
-    from patchforge.apply.hunks import lines_of
-
-    lines = lines_of(content)
     added = _added(hunk)
     told: list[int] = []
     if added:
@@ -1486,25 +1483,13 @@ def _copy_starts(hunk, content: bytes, first: bool = False) -> tuple[list[int], 
                 told.append(number)
                 if first:
                     return told, []
-    near: list[int] = []
     runs = near_runs(hunk)
     if not runs:
-        return told, near
-    near_of = [near_lines([line]) for line in lines]
-    for number in range(len(lines)):
-        text = b""
-        for later in near_of[number:]:
-            if not later:
-                continue
-            text += later[0]
-            if not runs[0].startswith(text):
-                break
-            if text == runs[0]:
-                near.append(number + 1)
-                if first:
-                    return told, near
-                break
-    return told, near
+        return told, []
+    # (Read as the whole file's near text: a run black re-wrapped over several lines, its
+    # wrapping parentheses read away, begins at the first of them.)
+    near = _near_text_of(content).lines_of(runs[0])
+    return told, near[:1] if first else near
 
 
 def _possibly_doubled(fix: _Fix) -> str:
