@@ -20,9 +20,9 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
-                                       doubled_near,
-                                       line_spans, near_lines, near_runs, near_windows,
-                                       is_guard, replacing_runs, telling_runs)
+                                       doubled_near, is_guard, is_in_place, line_spans,
+                                       near_lines, near_runs, near_windows, replacing_runs,
+                                       telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1911,12 +1911,42 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
         return False
     lines = result.split(b"\n")
     written = _written(lines, own, run)
-    read = {name for line in written
-            for name in _NAME.findall(STRING_OR_COMMENT.sub(b"", line))}
+    code = [STRING_OR_COMMENT.sub(b"", line) for line in written]
+    read = {name for line in code for name in _NAME.findall(line)}
+    # The names whose layout the run reads (`x.size(0)`, `x.is_contiguous()`, `len(x)`,
+    # `x[0]`): a transpose or a view between the copies gives them another answer.
+    shaped = frozenset(name for line in code for found in _READS_LAYOUT.finditer(line)
+                       for name in found.groups() if name)
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
-    return any(_sets_anew(line, read) for line in between)
+    if any(_sets_anew(line, read, shaped) for line in between):
+        return True
+    target = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
+    if target is None or target[2] not in _RESETS:
+        return False
+    # An update that resets its target whatever it held (`out.zero_()`, `out.fill_(0)`) is
+    # made for the use after it: with a line between the copies that names the target
+    # (`accumulate(out, a)`, `save(out)`), each reset serves another use, and both are wanted.
+    # (One that adds to what the target holds, `y.add_(bias)`, done twice is done twice,
+    # whatever reads y between.)
+    uses = re.compile(rb"(?<![\w.])" + re.escape(target[1]) + rb"(?!\w)")
+    return any(uses.search(STRING_OR_COMMENT.sub(b"", line)) for line in between)
+
+
+# The names a run reads the layout of: `x.size(0)`, `x.shape[0]`, `x.stride(1)`,
+# `x.is_contiguous()`, `x.dim()`, `len(x)`, an item `x[0]`.
+_READS_LAYOUT = on_first_use(
+    rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(?:size|shape|stride|is_contiguous|dim|ndim|ndimension"
+    rb"|storage_offset)\b|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
+# What an in-place update acts on and how: `out` and `zero_` of `out.zero_()`, `self.buf` and
+# `add_` of `self.buf.add_(b)`.
+_IN_PLACE_TARGET = on_first_use(
+    rb"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.([A-Za-z]\w*[A-Za-z0-9]_)\s*\(")
+# In-place updates (torch's) that set their target whatever it held: a reset, a fill, a copy
+# into it, a random draw.
+_RESETS = frozenset((b"zero_", b"fill_", b"copy_", b"normal_", b"uniform_", b"random_",
+                     b"bernoulli_", b"set_"))
 
 
 def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
@@ -2128,31 +2158,34 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
     return None
 
 
-def _sets_anew(line: bytes, read: set[bytes]) -> bool:
+def _sets_anew(line: bytes, read: set[bytes], shaped: frozenset[bytes] = frozenset()) -> bool:
     """Whether `line` sets one of the names `read` to a new state: not the same value laid
     out anew by steps of its own that keep what a guard on it checks (`x = x.contiguous()`,
     `x = x.to(device).float()`, `x = x.T`: its second copy is the fix made twice). Any other
     method or attribute is a step to another value (`s = s.strip()` may empty s,
     `node = node.next_node()` and `node = node.next` reach another node), as is an augmented
-    assignment (`i += stride`) or another expression."""
+    assignment (`i += stride`) or another expression. For a name in `shaped`, whose layout
+    the run reads (`x.size(0)`), a step of _LAYOUT_STEPS (`x = x.T`, a view) is another value
+    too."""
     set_at = _SETS_NAME.match(line)
     if set_at is None or set_at[1] not in read:
         return False
     if set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
         return True  # (augmented)
     value = STRING_OR_COMMENT.sub(b"", line[set_at.end():]).strip().rstrip(b";").rstrip()
-    return not _keeps_value(set_at[1], value)
+    return not _keeps_value(set_at[1], value, set_at[1] in shaped)
 
 
-def _keeps_value(name: bytes, value: bytes) -> bool:
+def _keeps_value(name: bytes, value: bytes, layout: bool = False) -> bool:
     """Whether `value` is `name` through a chain of steps each of _SAME_VALUE (`x.T`,
-    `x.to(d).float()`, `x.view(-1, 4).contiguous()`) and nothing else."""
+    `x.to(d).float()`, `x.view(-1, 4).contiguous()`) and nothing else; with `layout`, none
+    of _LAYOUT_STEPS (what is read is the layout those change)."""
     if not value.startswith(name + b"."):
         return False
     at, steps = len(name), 0
     while at < len(value):
         step = _STEP.match(value, at)
-        if step is None or step[1] not in _SAME_VALUE:
+        if step is None or step[1] not in _SAME_VALUE or (layout and step[1] in _LAYOUT_STEPS):
             return False
         at, steps = step.end(), steps + 1
         if value[at:at + 1] == b"(":
@@ -2178,6 +2211,11 @@ _SAME_VALUE = frozenset((
     b"permute", b"t", b"T", b"mT", b"H", b"mH", b"data", b"flatten", b"ravel", b"squeeze",
     b"unsqueeze", b"type", b"type_as", b"astype", b"pin_memory", b"requires_grad_",
     b"copy", b"numpy"))
+# The steps of _SAME_VALUE that change the layout (the sizes' order, the strides): a guard on
+# `x.size(0)` or `x.is_contiguous()` reads another answer after them.
+_LAYOUT_STEPS = frozenset((
+    b"contiguous", b"view", b"view_as", b"reshape", b"reshape_as", b"transpose", b"permute",
+    b"t", b"T", b"mT", b"H", b"mH", b"flatten", b"ravel", b"squeeze", b"unsqueeze"))
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

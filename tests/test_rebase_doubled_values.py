@@ -101,3 +101,54 @@ def test_an_in_place_update_after_a_new_value_or_in_another_function_moves(tmp_p
                                                b"bias):\n    y = widen(y)\n    y.add_(bias)\n"))):
         stack = stack_with(tmp_path / str(n), base, fix, upstream)
         moves_with_both(stack, b"y.add_(bias)")
+
+
+@pytest.mark.parametrize("guard", [b"    if x.size(0) == 0:\n        return x\n",
+                                   b"    if x.shape[0] == 0:\n        return x\n",
+                                   b"    if not x.is_contiguous():\n        x = x.contiguous()\n"],
+                         ids=["size0", "shape0", "contiguous"])
+def test_a_transpose_before_a_guard_on_the_layout_is_another_check(tmp_path, guard):
+    # `x = x.T` keeps the count but swaps the sizes and strides: a guard on x.size(0) or on
+    # x.is_contiguous() after it checks another dimension, another layout. It stopped as
+    # doubled, and the advice (delete your copy) dropped the fix's check of the untransposed x.
+    moves_with_both(guarded_twice(tmp_path, b"x", b"    x = x.T\n", guard),
+                    guard.splitlines()[0].strip())
+
+
+def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path):
+    # Neighbour: `x = x.float()` keeps the sizes a guard on x.size(0) reads: the fix made twice.
+    stops(guarded_twice(tmp_path, b"x", b"    x = x.float()\n",
+                        b"    if x.size(0) == 0:\n        return x\n"))
+
+
+@pytest.mark.parametrize("between", [b"    save(out)\n", b"    out.mul_(2)\n",
+                                     b"    out[0] = 1\n"], ids=["call", "in-place", "item"])
+def test_a_reset_with_its_target_used_between_the_copies_moves(tmp_path, between):
+    # The fix zeroes out before the first accumulate, upstream before the second: with out
+    # used between them (accumulate, save, an in-place update, an item set), each zeroing
+    # serves another use, and both are wanted. It stopped as doubled, and the advice (delete
+    # your copy) had the first accumulate sum into stale data.
+    base = module(b"def run(a, b, out):\n    accumulate(out, a)\n" + between +
+                  b"    accumulate(out, b)\n    return out\n")
+    fix = base.replace(b"    accumulate(out, a)\n", b"    out.zero_()\n    accumulate(out, a)\n")
+    theirs = base.replace(b"    accumulate(out, b)\n", b"    out.zero_()\n    accumulate(out, b)\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"out.zero_()")
+
+
+def test_a_reset_with_only_other_names_between_stops(tmp_path):
+    # Neighbour: the lines between the copies name no out: the fix made twice, out zeroed
+    # twice in a row.
+    base = module(b"def run(a, b, out):\n    w = prepare(a)\n    log(w, b)\n"
+                  b"    accumulate(out, w)\n    return out\n")
+    fix = base.replace(b"    w = prepare(a)\n", b"    out.zero_()\n    w = prepare(a)\n")
+    theirs = base.replace(b"    accumulate(out, w)\n", b"    out.zero_()\n    accumulate(out, w)\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+def test_an_update_adding_to_its_target_with_a_call_taking_it_between_stops(tmp_path):
+    # Neighbour: `y.add_(bias)` adds to what y holds: made twice, the bias is added twice,
+    # whatever call reads y between the copies.
+    base = module(b"def run(x, bias):\n    y = prepare(x)\n    save(y)\n    return launch(y)\n")
+    fix = base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n    y.add_(bias)\n")
+    stops(stack_with(tmp_path, base, fix,
+                     base.replace(b"    save(y)\n", b"    save(y)\n    y.add_(bias)\n")))
