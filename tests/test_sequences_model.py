@@ -178,9 +178,6 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
-GUARD_REWRAPPED_AND_MOVED = (
-    "a kept fix's guard re-wrapped black's way and moved down in one commit: said taken back in "
-    "part, and the bring-back it advises puts the fix's guard back beside upstream's, doubled")
 RELANDED_BESIDE_ANOTHER_COPY = (
     "a kept fix reverted whole, then made again by upstream its own way a few lines off, while "
     "another function holds the same line: said reverted, and its bring-back doubles the line")
@@ -1383,8 +1380,6 @@ class SequencesModel(StackModel):
         slot = self.kept[n]["slot"]
         state = self.kept_head.slots[slot]
         others = [other for i, other in self.kept_head.slots.items() if i != slot]
-        if state.guard == "black" and state.guard_at:
-            return GUARD_REWRAPPED_AND_MOVED
         if n in self.kept_relanded and any(
                 state.has(part) and any(other.has(part) for other in others)
                 for part in ("guard", "sync") if part in self.kept[n]["parts"]):
