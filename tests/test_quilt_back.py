@@ -2561,6 +2561,39 @@ def test_quilt_header_r_of_an_exported_fix_is_quilt_users_header(stack, tmp_path
     assert fix.get("Description") == "Fix fix-a better" and fix.get("Upstream-Status") is None
 
 
+@pytest.mark.parametrize("words", [b"Negative slots are skipped\n",
+                                   b"cache: negative slots are skipped\n",
+                                   b"cache: negative slots are skipped\n\nThe second paragraph.\n"])
+def test_quilt_header_r_with_words_alone_is_the_fixs_description(stack, tmp_path, words):
+    """`quilt header -r` of an exported fix with words alone (quilt's users write a subject, a
+    paragraph; no `Name: value` field). Words without a colon were read as no header (a tool
+    that wrote the diff alone): the series' header was kept whole and quilt's words dropped
+    unsaid. A subject with an area (`cache: ...`) was read as the whole header: Description,
+    Author and Upstream-Status were gone and lint refused the fix. The words are the fix's
+    description now (its first line the Description, as a fix `quilt new` made gets one); the
+    fields they never speak of stay; taking it back again changes nothing."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    before = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "p")
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "header", "-r", "fix-a.patch", stdin=words)
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.out
+    fix = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "p")
+    assert fix.description.strip() == words.strip()
+    assert fix.get("Description") == words.decode().splitlines()[0]
+    for name in ("Author", "Upstream-Status", "Upstream"):
+        assert fix.get(name) == before.get(name), name
+    assert fix.diff == before.diff
+    assert lint_errors(root) == []
+    # The next export shows quilt the header taken; taking that back again is no change.
+    ok(root, "export", "--quilt", str(exported))
+    taken = (root / "series/up/fix-a.patch").read_bytes()
+    assert words in (exported / "fix-a.patch").read_bytes()
+    ok(root, "import", "quilt", str(exported), "--update")
+    assert (root / "series/up/fix-a.patch").read_bytes() == taken
+
+
 @pytest.mark.parametrize("how", ["ledger-after-export", "renamed-by-hand"])
 def test_a_fix_renamed_where_the_history_does_not_say_so_is_read_by_its_header(
         stack, tmp_path, how):

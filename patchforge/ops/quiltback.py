@@ -827,13 +827,26 @@ def _kept_aside(path: Path, deleted_dir: Path) -> bool:
 def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
                    kept: Sequence[str] = ()) -> PatchFile:
     """The series' patch as quilt changed it: quilt's header (quilt keeps the header it was
-    given; `quilt header -e` edits it), or the series' when quilt's has no field at all (a
-    tool that wrote the diff alone), with quilt's diff, made again later on the new base.
+    given; `quilt header -e` edits it), or the series' when quilt's has none at all (a tool
+    that wrote the diff alone), or, quilt's a header of words alone, the series' fields with
+    those words as its description; with quilt's diff, made again later on the new base.
     `kept` are fields quilt's file never had (_filled_before): where quilt's header lacks
     one, the series' value stays (`quilt header -r` replacing a header the import completed
     deletes nothing quilt's user saw, so it deletes nothing)."""
-    head = quilt if quilt.fields else mine.with_diff(quilt.diff)
-    if quilt.fields:
+    words = quilt.header_read_as_text()
+    if not quilt.preamble and not words.fields and words.description.strip():
+        # Words alone (`quilt header -r` as quilt's users write a header: a subject, a
+        # paragraph): they are the fix's description now, in place of the series' words, and
+        # their first line its Description (as _new_patch gives a new fix one). The fields
+        # they never speak of (Author, Upstream-Status, Profiles) stay: read as deleted, every
+        # such edit made a fix lint refuses, and taken as no header at all (a diff alone),
+        # the words quilt's user wrote were dropped unsaid.
+        subject = words.description.decode("utf-8", "replace").strip().splitlines()[0]
+        head = mine.with_field("Description", subject.strip()).with_description(
+            words.description).with_diff(quilt.diff)
+    else:
+        head = quilt if quilt.fields else mine.with_diff(quilt.diff)
+    if quilt.fields and head is quilt:
         for name in kept:
             value = mine.get(name)
             if quilt.get(name) is None and value is not None:
