@@ -1914,9 +1914,13 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     code = [STRING_OR_COMMENT.sub(b"", line) for line in written]
     read = {name for line in code for name in _NAME.findall(line)}
     # The names whose layout the run reads (`x.size(0)`, `x.is_contiguous()`, `len(x)`,
-    # `x[0]`): a transpose or a view between the copies gives them another answer.
-    shaped = frozenset(name for line in code for found in _READS_LAYOUT.finditer(line)
-                       for name in found.groups() if name)
+    # `x[0]`), each with the steps that give it another answer (a transpose, a view).
+    shaped: dict[bytes, frozenset[bytes]] = {}
+    for line in code:
+        for found in _READS_LAYOUT.finditer(line):
+            name = found[1] or found[3] or found[4]
+            changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS
+            shaped[name] = shaped.get(name, frozenset()) | changing
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
@@ -1935,9 +1939,9 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
 
 
 # The names a run reads the layout of: `x.size(0)`, `x.shape[0]`, `x.stride(1)`,
-# `x.is_contiguous()`, `x.dim()`, `len(x)`, an item `x[0]`.
+# `x.is_contiguous()`, `x.dim()` (name, what is read), `len(x)`, an item `x[0]`.
 _READS_LAYOUT = on_first_use(
-    rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(?:size|shape|stride|is_contiguous|dim|ndim|ndimension"
+    rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(size|shape|stride|is_contiguous|dim|ndim|ndimension"
     rb"|storage_offset)\b|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
 # What an in-place update acts on and how: `out` and `zero_` of `out.zero_()`, `self.buf` and
 # `add_` of `self.buf.add_(b)`.
@@ -2158,14 +2162,15 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
     return None
 
 
-def _sets_anew(line: bytes, read: set[bytes], shaped: frozenset[bytes] = frozenset()) -> bool:
+def _sets_anew(line: bytes, read: set[bytes],
+               shaped: dict[bytes, frozenset[bytes]] | None = None) -> bool:
     """Whether `line` sets one of the names `read` to a new state: not the same value laid
     out anew by steps of its own that keep what a guard on it checks (`x = x.contiguous()`,
     `x = x.to(device).float()`, `x = x.T`: its second copy is the fix made twice). Any other
     method or attribute is a step to another value (`s = s.strip()` may empty s,
     `node = node.next_node()` and `node = node.next` reach another node), as is an augmented
     assignment (`i += stride`) or another expression. For a name in `shaped`, whose layout
-    the run reads (`x.size(0)`), a step of _LAYOUT_STEPS (`x = x.T`, a view) is another value
+    the run reads (`x.size(0)`), a step `shaped` gives it (`x = x.T`, a view) is another value
     too."""
     set_at = _SETS_NAME.match(line)
     if set_at is None or set_at[1] not in read:
@@ -2173,19 +2178,19 @@ def _sets_anew(line: bytes, read: set[bytes], shaped: frozenset[bytes] = frozens
     if set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
         return True  # (augmented)
     value = STRING_OR_COMMENT.sub(b"", line[set_at.end():]).strip().rstrip(b";").rstrip()
-    return not _keeps_value(set_at[1], value, set_at[1] in shaped)
+    return not _keeps_value(set_at[1], value, (shaped or {}).get(set_at[1], frozenset()))
 
 
-def _keeps_value(name: bytes, value: bytes, layout: bool = False) -> bool:
+def _keeps_value(name: bytes, value: bytes, changing: frozenset[bytes] = frozenset()) -> bool:
     """Whether `value` is `name` through a chain of steps each of _SAME_VALUE (`x.T`,
-    `x.to(d).float()`, `x.view(-1, 4).contiguous()`) and nothing else; with `layout`, none
-    of _LAYOUT_STEPS (what is read is the layout those change)."""
+    `x.to(d).float()`, `x.view(-1, 4).contiguous()`) and nothing else, none of `changing`
+    (the steps that change the layout a check reads)."""
     if not value.startswith(name + b"."):
         return False
     at, steps = len(name), 0
     while at < len(value):
         step = _STEP.match(value, at)
-        if step is None or step[1] not in _SAME_VALUE or (layout and step[1] in _LAYOUT_STEPS):
+        if step is None or step[1] not in _SAME_VALUE or step[1] in changing:
             return False
         at, steps = step.end(), steps + 1
         if value[at:at + 1] == b"(":
@@ -2211,11 +2216,18 @@ _SAME_VALUE = frozenset((
     b"permute", b"t", b"T", b"mT", b"H", b"mH", b"data", b"flatten", b"ravel", b"squeeze",
     b"unsqueeze", b"type", b"type_as", b"astype", b"pin_memory", b"requires_grad_",
     b"copy", b"numpy"))
-# The steps of _SAME_VALUE that change the layout (the sizes' order, the strides): a guard on
-# `x.size(0)` or `x.is_contiguous()` reads another answer after them.
-_LAYOUT_STEPS = frozenset((
-    b"contiguous", b"view", b"view_as", b"reshape", b"reshape_as", b"transpose", b"permute",
-    b"t", b"T", b"mT", b"H", b"mH", b"flatten", b"ravel", b"squeeze", b"unsqueeze"))
+# The steps of _SAME_VALUE that change the layout, by what a check reads: the number of
+# dimensions (a view, a reshape), the sizes' order too (a transpose), the strides too
+# (`contiguous()`): a guard on `x.dim()`, `x.size(0)` or `x.is_contiguous()` reads another
+# answer after them.
+_RANK_STEPS = frozenset((b"view", b"view_as", b"reshape", b"reshape_as", b"flatten", b"ravel",
+                         b"squeeze", b"unsqueeze"))
+_SIZE_STEPS = _RANK_STEPS | {b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"}
+_CHANGED_BY = {b"dim": _RANK_STEPS, b"ndim": _RANK_STEPS, b"ndimension": _RANK_STEPS,
+               b"size": _SIZE_STEPS, b"shape": _SIZE_STEPS,
+               b"stride": _SIZE_STEPS | {b"contiguous"},
+               b"is_contiguous": _SIZE_STEPS | {b"contiguous"},
+               b"storage_offset": _SIZE_STEPS | {b"contiguous"}}
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

@@ -115,10 +115,15 @@ def test_a_transpose_before_a_guard_on_the_layout_is_another_check(tmp_path, gua
                     guard.splitlines()[0].strip())
 
 
-def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path):
-    # Neighbour: `x = x.float()` keeps the sizes a guard on x.size(0) reads: the fix made twice.
-    stops(guarded_twice(tmp_path, b"x", b"    x = x.float()\n",
-                        b"    if x.size(0) == 0:\n        return x\n"))
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.float()\n", b"    if x.size(0) == 0:\n        return x\n"),
+    (b"    x = x.contiguous()\n", b"    if x.size(0) == 0:\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.dim() != 2:\n        return x\n")],
+    ids=["float-size0", "contiguous-size0", "T-dim"])
+def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path, step, guard):
+    # Neighbours: `x = x.float()` and `x = x.contiguous()` keep the sizes a guard on
+    # x.size(0) reads, a transpose the number of dimensions: the fix made twice.
+    stops(guarded_twice(tmp_path, b"x", step, guard))
 
 
 @pytest.mark.parametrize("between", [b"    save(out)\n", b"    out.mul_(2)\n",
