@@ -1720,6 +1720,8 @@ def refuse_undoing(said: list[str], name: str, retry: str, other_ways: str,
              "it `has` or `put there`; none where it `took out` lines) and make only the "
              "patch's own change beside them (the conflict markers went with the resolution: "
              f"`git -C {shlex.quote(str(work))} diff` shows it against the files before the "
-             "patch, its `-` lines the ones to keep); to undo that change on purpose: "
+             "patch: its `-` lines at the lines named are the ones to give back, and any other "
+             "`-` line is the patch's own change, to leave as it is); to undo that change on "
+             "purpose: "
              f"`{retry} {ALLOW_UNDO}`"
              + (f"; {other_ways}" if other_ways else ""))

@@ -189,6 +189,9 @@ def test_rebase_continue_refuses_a_resolution_that_undoes_the_new_upstream(proje
     # upper side (<<<<<<<)". It says what to edit now, and where the newer lines are seen.
     assert "<<<<<<<" not in err and "upper side" not in err, err
     assert f"`git -C {project.work} diff` shows it against the files before the patch" in err
+    # Every `-` line of that diff is not to be kept: the patch's own change is one too.
+    assert "`-` lines at the lines named are the ones to give back" in err, err
+    assert "any other `-` line is the patch's own change, to leave as it is" in err, err
     diff = subprocess.run(["git", "-C", str(project.work), "diff"], capture_output=True,
                           check=True).stdout
     assert b"\n-    y = x + 4  # up\n" in diff, diff.decode()
