@@ -2688,3 +2688,69 @@ def test_a_patch_deleted_and_a_new_one_of_other_files_asks_no_rename(stack, tmp_
     quilt_new(checkout, env, "fix-n.patch", "pkg/new.py", b"new = 1\n")
     run = run_cli(root, "import", "quilt", str(exported), "--update")
     assert run.rc == 2 and "(quilt delete?)" in run.err and "rename" not in run.err, run.text
+
+
+def test_a_fix_set_aside_or_landed_then_changed_in_quilt_is_refused_with_its_way_on(
+        stack, tmp_path):
+    """After an export, quilt refreshed fix-a and fix-d; then a rebase to v2 set fix-a aside
+    (it conflicts there) and found fix-d landed upstream. The refusal said either "left the
+    series (deleted, renamed, or landed upstream)" and to give it a new name: a second copy of
+    a set-aside fix, whose quilt diff, made on the export's pin, then did not apply, and the
+    next refusal sent quilt's user back to the tree it was made in, again and again. Each is
+    now said as what it is, with the moved pin, and its hint, followed as written, takes
+    quilt's change into the series."""
+    from helpers.git import commit_files
+
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    for name, old in (("fix-a.patch", b"line3 fixed\n"), ("fix-d.patch", b"line18 fixed\n")):
+        quilt(checkout, env, "push", name)
+        work = checkout / "a.py"
+        work.write_bytes(work.read_bytes().replace(old, old[:-1] + b" in quilt\n"))
+        quilt(checkout, env, "refresh")
+    upstream = tmp_path / "up-upstream"
+    commit_files(upstream, {"a.py": A.replace(b"line3\n", b"line3 otherwise\n")
+                            .replace(b"line18\n", b"line18 fixed\n")}, "v2", tag="v2")
+    assert run_cli(root, "rebase", "--to", "up=v2").rc == 3  # stops on fix-a
+    assert run_cli(root, "rebase", "--skip").rc == 1
+    assert (root / "series/up/skipped/fix-a.patch").is_file()
+    assert (root / "series/up/upstreamed/fix-d.patch").is_file()
+    before = untouched(root, exported)
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    said = " ".join(run.text.split())
+    assert run.rc == 2 and "fix-a.patch was set aside by a rebase (series/up/skipped/" \
+        "fix-a.patch)" in said and "the series moved to v2" in said, said
+    assert f"{base[:12]}" in said and "give it a new name" not in said, said
+    assert untouched(root, exported) == before
+    # The hint, as written.
+    assert "keep a copy of" in said and "`patchforge bring-back fix-a`" in said, said
+    copy = (exported / "fix-a.patch").read_bytes()
+    stop = run_cli(root, "bring-back", "fix-a")
+    assert stop.rc == 3, stop.text  # it conflicts with v2's line3: resolved as a user would
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(A.replace(b"line3\n", b"line3 otherwise fixed\n")
+                     .replace(b"line18\n", b"line18 fixed\n"))
+    ok(root, "bring-back", "--continue")
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    assert b"+line3 fixed in quilt\n" in copy
+    work.write_bytes(re.sub(rb"line3 [^\n]*\n", b"line3 otherwise fixed in quilt\n",
+                            work.read_bytes(), count=1))
+    ok(root, "refresh")
+    shutil.copyfile(root / "series/up/fix-a.patch", exported / "fix-a.patch")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    said = " ".join(run.text.split())
+    assert run.rc == 2 and "fix-d.patch landed upstream (series/up/upstreamed/fix-d.patch)" \
+        in said and "the series moved to v2" in said, said
+    series = exported / "series"
+    series.write_text("".join(line for line in series.read_text().splitlines(True)
+                              if not line.startswith("fix-d.patch")))
+    ok(root, "import", "quilt", str(exported), "--update")
+    ok(root, "new", "fix-d-more", "--file", "a.py")
+    work.write_bytes(work.read_bytes().replace(b"line18 fixed\n", b"line18 fixed in quilt\n"))
+    ok(root, "refresh")
+    ok(root, "overlays")
+    done = (root / "overlays/gfx950/up/a.py").read_bytes()
+    assert done.count(b"line3 otherwise fixed in quilt\n") == 1, done
+    assert done.count(b"line18 fixed in quilt\n") == 1, done
+    assert ok(root, "status").rc == 0

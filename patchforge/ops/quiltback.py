@@ -285,6 +285,10 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if not again and record is not None and file_name in record:
                 _refuse_renamed(project, upstream, file_name, recorded,
                                 {e[0] for e in entries}, series_path, source, line)
+                _refuse_set_aside(project, upstream, file_name, source, series_path, line,
+                                  (_quilt_patch(data, source, strip_levels[file_name],
+                                                empty).get("Base") or "").strip(),
+                                  pin.commit, pin.label)
                 raise InputError(
                     f"{file_name} left the {upstream} series after `export --quilt` wrote it "
                     "(deleted, renamed, or landed upstream) and was changed in quilt since; "
@@ -579,6 +583,40 @@ def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: l
             "taken back", path=str(series_path), line=line,
             hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
                  f"(line {line}) and {source} to {new_source}, then run this again")
+
+
+def _refuse_set_aside(project: Project, upstream: str, file_name: str, source: Path,
+                      series_path: Path, line: int, made_on: str, pin: str,
+                      label: str) -> None:
+    """`file_name` left the series after the export and quilt changed it: where a rebase
+    set the fix aside (skipped/) or found it landed upstream (upstreamed/), the refusal
+    says which and gives the way on from the new pin. "Give it a new name" made a second
+    copy of a set-aside fix (bring-back is its way back), and quilt's diff, made on the
+    export's pin, did not apply on the new one, whose refusal sent quilt's user back to
+    the tree it was made in: a loop."""
+    folder = project.series_dir(upstream)
+    word = project.patch_word(upstream, file_name)
+    moved = (f"quilt made its change on {upstream} at {made_on[:12]} (its Base:), and the "
+             f"series moved to {label} ({pin[:12]}) since" if made_on and made_on != pin
+             else f"the series is at {label} ({pin[:12]})")
+    if (folder / "skipped" / file_name).is_file():
+        raise InputError(
+            f"{file_name} was set aside by a rebase (series/{upstream}/skipped/{file_name}) "
+            f"after `export --quilt` wrote it, and was changed in quilt since: {moved}; "
+            "nothing was taken back", path=str(series_path), line=line,
+            hint=f"keep a copy of {source}; `patchforge bring-back {word}` (it puts the fix "
+                 f"back on {label}); then `patchforge edit {word}`, change the files as the "
+                 f"copy does, `patchforge refresh`; copy "
+                 f"{project.patch_path(upstream, file_name)} over {source} and run this again")
+    if (folder / "upstreamed" / file_name).is_file():
+        raise InputError(
+            f"{file_name} landed upstream (series/{upstream}/upstreamed/{file_name}) after "
+            f"`export --quilt` wrote it, and was changed in quilt since: {moved}; nothing "
+            "was taken back", path=str(series_path), line=line,
+            hint=f"keep a copy of {source}; take its line out of {series_path} (line {line}) "
+                 "and run this again; then make quilt's change a new fix on "
+                 f"{label}: `patchforge new NAME --file PATH`, change the files as the copy "
+                 "does (upstream holds the fix now), `patchforge refresh`")
 
 
 def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str],
