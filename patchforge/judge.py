@@ -2045,8 +2045,9 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
     if _BRANCH.match(opener) is None:
         return False  # (a `with` or `try` block runs on every path: one path still)
     ends = _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last]))
-    # (A loop's body that goes on to its next round ends in the loop, whose path goes on.)
-    return ends is not None and not (ends[0].strip() == b"continue"
+    # (A loop's body that goes on to its next round, or out of the loop, ends in the loop,
+    # whose path goes on.)
+    return ends is not None and not (ends[0].strip() in (b"continue", b"break")
                                      and _LOOP_OR_TRY.match(opener) is not None)
 
 

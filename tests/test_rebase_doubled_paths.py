@@ -145,10 +145,12 @@ def test_a_guard_in_the_body_where_upstream_guards_the_handler_or_elif_moves(tmp
                     b"if x is None")
 
 
-def test_a_guard_in_a_loop_body_running_on_into_upstreams_after_the_loop_stops(tmp_path):
-    # Neighbour: the loop's body ends without leaving, so its path reaches upstream's check
-    # after the loop: one path, the fix made twice.
-    base = py(b"    for k in range(3):\n        y = fast_path(x)\n        log_fast(y)\n" + SLOW)
+@pytest.mark.parametrize("end", [b"log_fast(y)", b"continue", b"break"])
+def test_a_guard_in_a_loop_body_running_on_into_upstreams_after_the_loop_stops(tmp_path, end):
+    # Neighbour: the loop's body ends without leaving the function (`continue` and `break`
+    # go on in or after the loop), so its path reaches upstream's check after the loop: one
+    # path, the fix made twice (with `break` it moved, the check twice, exit 0).
+    base = py(b"    for k in range(3):\n        y = fast_path(x)\n        " + end + b"\n" + SLOW)
     fix = base.replace(b"range(3):\n", b"range(3):\n" + indented(GUARD, 8))
     theirs = base.replace(SLOW, indented(GUARD, 4) + SLOW)
     stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
@@ -192,8 +194,8 @@ def test_the_try_body_and_the_trys_else_are_one_path_and_stop(tmp_path, line):
     # The try's `else:` runs after the body on success: the fix's line in the body and
     # upstream's in the `else:` run one after the other. The `else:` closing the handler read
     # as another branch of the body: it moved, the line twice, exit 0.
-    fix = py(TRY_ELSE.replace(b"        launch(y)\n", b"        " + line + b"        launch(y)\n"))
-    theirs = py(TRY_ELSE.replace(b"        finish(y)\n", b"        " + line + b"        finish(y)\n"))
+    fix = py(TRY_ELSE.replace(b"        launch(y)\n", b"        %s        launch(y)\n" % line))
+    theirs = py(TRY_ELSE.replace(b"        finish(y)\n", b"        %s        finish(y)\n" % line))
     stops(stack_with(tmp_path, "pkg/a.py", py(TRY_ELSE), fix, theirs))
 
 
