@@ -650,7 +650,7 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
     best = _held_best(lines, new[:lead], new[lead:len(new) - trail], new[len(new) - trail:],
                       own)
     if best is not None:
-        at, score = best
+        at, score = best[0], best[1]
         # (Both held, the same code twice: taken as present, as above. Unless the pre-image
         # is whole at its place and the copy is not: another function's guard holds with the
         # blank lines and first body line every function has, and the fix's own place holds
@@ -670,12 +670,24 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
                 # not every line of it): gone from its place. Whether upstream moved the lines
                 # there, the commit that took them out of the fix's function tells
                 # (_moved_away counts the copy, _doubtful_moves asks that commit).
+                # (A copy of the added lines anywhere in the fix's own function, one a
+                # commit moved a line lower with its neighbours, is the fix's: present.)
                 if not lines.in_function(own, at, own.changed) and \
-                        lines.in_function(own, back[0], own.changed):
+                        lines.in_function(own, back[0], own.changed) and \
+                        not _in_own_function(lines, new[lead:len(new) - trail], own):
+                    return "gone"
+            elif back[2] != best[2]:
+                # Where the function is not known, the place holding a context line the file
+                # has nowhere else (the block's own header) is the fix's; the other holds
+                # only what every block shares, whatever the count. (Unless the added
+                # lines are among the neighbours there: moved a line or two lower in their
+                # own block.)
+                run = new[lead:len(new) - trail]
+                if back[2] and not (run and any(
+                        back[0] <= k <= back[0] + len(old) - lead and
+                        lines.lines[k:k + len(run)] == run for k in lines.at(run[0]))):
                     return "gone"
             elif back[1] > score:
-                # Where the function is not known, the one holding more of the context is
-                # the fix's: the other holds only what every block shares.
                 return "gone"
         return "present"
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
@@ -704,9 +716,10 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
 
 
 def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
-               own: _OwnFunction | None = None) -> tuple[int, int] | None:
+               own: _OwnFunction | None = None) -> tuple[int, int, bool] | None:
     """The one place (line index) of the file where `run` is with most of its context around
-    it, and how many of its context lines hold there; else None: `before` ending right above
+    it, how many of its context lines hold there, and whether one of them is a line the file
+    has there only; else None: `before` ending right above
     it and `after` starting right below it, each context line compared at its own place (a
     neighbour line edited since misses; the others still hold), each side that has context
     keeping at least one line there, and at least half of all of them there. An empty run
@@ -714,9 +727,9 @@ def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list
     so held: which one is the fix's cannot be told (None), unless exactly one of them is in
     the fix's own function (`own`, _OwnFunction, the file still defining it); where that
     function is not known (the top level, a file of no language known here, a function
-    upstream renamed), the one place holding more of the context than every other (its
-    block's own first line: the others hold only the blank lines and first body line every
-    block has)."""
+    upstream renamed), the one place holding a context line the file has nowhere else (its
+    block's own header or body line: look-alike blocks hold only the blank lines and first
+    body lines every block has, however many); none or several such: cannot be told."""
     if not before and not after:
         return None  # nothing to tell this place from any other
     text = lines.lines
@@ -727,7 +740,7 @@ def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list
         # (Only where a context line is at its place can the place hold.)
         starts = sorted({k + j for j in range(1, len(before) + 1) for k in lines.at(before[-j])}
                         | {k - j for j, line in enumerate(after) for k in lines.at(line)})
-    held: list[tuple[int, int]] = []
+    held: list[tuple[int, int, bool]] = []
     for start in starts:
         end = start + len(run)
         if start < 0 or end > len(text):
@@ -738,14 +751,28 @@ def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list
                     if end + j < len(text) and text[end + j] == line)
         if (before and not above) or (after and not below) or above + below < need:
             continue
-        held.append((start, above + below))
+        # (A context line the file has at this place only: the block's own header, or a
+        # line of its own body, not the blank lines and first body line every block has.)
+        header = any(start - j >= 0 and text[start - j] == before[-j] and
+                     len(lines.at(before[-j])) == 1 for j in range(1, len(before) + 1)) or \
+            any(end + j < len(text) and text[end + j] == line and len(lines.at(line)) == 1
+                for j, line in enumerate(after))
+        held.append((start, above + below, header))
     if len(held) > 1:
         if own is not None and own.defined(lines):
             held = [place for place in held if lines.in_function(own, place[0], own.changed)]
         else:
-            most = max(score for _, score in held)
-            held = [place for place in held if place[1] == most]
+            held = [place for place in held if place[2]]
     return held[0] if len(held) == 1 else None
+
+
+def _in_own_function(lines: _Lines, run: list[bytes], own: _OwnFunction) -> bool:
+    """Whether `run` is anywhere in the body of the fix's own function, whatever its
+    neighbours."""
+    text = lines.lines
+    return bool(run) and any(text[k:k + len(run)] == run and
+                             lines.in_function(own, k, own.changed)
+                             for k in lines.at(run[0]))
 
 
 def _applies(content: bytes, fp: FilePatch, *, reverse: bool) -> bool:
