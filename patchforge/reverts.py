@@ -212,6 +212,9 @@ class _Fix:
     # The commit that took a hunk's lines out of the fix's own function, where that told the
     # hunk taken back (_function_left): the commit a status names for it.
     taken_by: dict = field(default_factory=dict, repr=False, compare=False)
+    # By FilePatch index, where upstream moved the function(s) its hunks change whole into
+    # another file, the old file staying (_moved_functions): (that file, the functions).
+    moved_to: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -814,13 +817,34 @@ def _paths(fix: _Fix) -> list[str]:
     return sorted({p for aliases in fix.aliases.values() for p in aliases})
 
 
+def _content_of(fix: _Fix, k: int, contents: dict) -> bytes | None:
+    """The fix's file change `k` in `contents` (a revision's files by path): at the first of
+    its paths (aliases: renames upstream made) there; but where upstream moved the fix's
+    function whole into another file (`fix.moved_to`, _moved_functions), that file from the
+    revision on whose own file lacks the function and the other one has it (the old file
+    stays, so a path found tells nothing)."""
+    content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None), None)
+    moved = fix.moved_to.get(k)
+    if moved is not None and content is not None:
+        path, owns = moved
+        there = contents.get(path)
+        if there is not None and not _defines(owns, content) and _defines(owns, there):
+            return there
+    return content
+
+
+def _defines(owns: list[_OwnFunction], content: bytes) -> bool:
+    """Whether `content` has a function of each name in `owns` (_OwnFunction.defined)."""
+    lines = _Lines(content)
+    return all(own.defined(lines) for own in owns)
+
+
 def _file_states(fix: _Fix, contents: dict, own_place) -> list[tuple]:
     """(file change, its content, _file_state) of each file of the fix in `contents` (the
     files at a revision by path), its whole diff alone asked (`own_place`: _file_state's)."""
     files = []
     for k, fp in enumerate(fix.files):
-        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
-                       None)
+        content = _content_of(fix, k, contents)
         files.append((fp, content, _file_state(fp, content, own_place, by_lines=False)))
     return files
 
@@ -1109,6 +1133,23 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
     return moved, fix.landing, doubtful
 
 
+def moved_files(project: Project, store: UpstreamStore, upstream: str, name: str, rel: str,
+                data: bytes, rev: str) -> dict[str, str]:
+    """The files of the kept fix NAME (its bytes `data`, at `rel`) whose functions upstream
+    moved whole into another file by `rev`, the old file staying (_moved_functions): by path,
+    that file. `bring-back` puts the fix there: judged at its own path, the fix's function is
+    no longer in the file."""
+    fix = _parse(upstream, name, rel, data)
+    if fix is None:
+        return {}
+    landing = _commit(store, _recorded_landing(project, fix))
+    base = (fix.patch.get("Base") or "").strip()
+    since = landing or (base if base and store.has_object(base) else None)
+    if since is None or not _moved_functions(store, fix, since, rev):
+        return {}
+    return {fix.files[k].path: path for k, (path, _) in fix.moved_to.items()}
+
+
 class _HunkTakers:
     """The commits (one parent) after a fix's landing up to `commit` that change its files,
     newest first, and of a hunk the one that took it out of its place: after it the hunk's
@@ -1127,8 +1168,7 @@ class _HunkTakers:
         if rev not in self._files:
             self._files[rev] = self.store.read_blobs(rev, _paths(self.fix))
         contents = self._files[rev]
-        return next((contents[p] for p in self.fix.aliases[k] if contents.get(p) is not None),
-                    None)
+        return _content_of(self.fix, k, contents)
 
     def _place(self, rev: str, k: int, hunk) -> str | None:
         content = self.content(rev, k)
@@ -1947,6 +1987,10 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         if renamed:
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
+    if state != "present" and since is not None and \
+            _moved_functions(store, fix, since, commit):
+        cache.clear()
+        state = _fix_state(store, fix, commit, cache)
     if fix.unplaced.get(commit):
         # A hunk whose whole pre-image is at one place its neighbours cannot tell for the
         # fix's, judged by the files alone until the history says (_placed_by_history):
@@ -2090,6 +2134,55 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -> bool:
+    """Whether a file of the fix has, at `commit`, none of the functions its hunks change
+    (each known: _own_functions) while the commit after `since` that took the last of them
+    out of it added functions of those names (and kinds: the same qualified name) to one
+    other file of the same language: upstream moved the fix's function whole there, the old
+    file staying, which git's rename detection cannot tell. That file is then where the hunks
+    are judged from that commit on (`fix.moved_to`, _content_of), as they would be in their
+    own file: a line dropped on the way or later is taken back, not superseded."""
+    from patchforge.apply.hunks import _language
+
+    found = False
+    contents = store.read_blobs(commit, _paths(fix))
+    for k, fp in enumerate(fix.files):
+        if k in fix.moved_to or fp.is_new or fp.is_delete or fp.binary is not None or \
+                _language(fp.path) is None:
+            continue
+        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
+                       None)
+        names = _own_functions(store, fix, k)
+        if content is None or not names or None in names:
+            continue
+        owns = [_OwnFunction(store, fix, k, n) for n in range(1, len(names) + 1)]
+        lines = _Lines(content)
+        if any(own.defined(lines) for own in owns):
+            continue
+        log = [(sha, parents) for sha, parents, _ in store.path_log(since, commit, fix.aliases[k])
+               if len(parents) == 1][:MAX_COMMITS]
+        for sha, parents in reversed(log):  # (oldest first: the commit that took them out)
+            there = store.read_blobs(sha, fix.aliases[k])
+            now = next((there[p] for p in fix.aliases[k] if there.get(p) is not None), None)
+            if now is not None and any(own.defined(_Lines(now)) for own in owns):
+                continue
+            changed = store.files_changed([sha]).get(sha, set())
+            others = sorted(p for p in changed if p not in fix.aliases[k] and
+                            _language(p) == _language(fp.path))
+            after = store.read_blobs(sha, others)
+            before = store.read_blobs(parents[0], others)
+            into = [p for p, there in after.items() if p in others and there is not None and
+                    _defines(owns, there) and not any(
+                        own.defined(_Lines(was)) for own in owns
+                        for was in (before.get(p),) if was is not None)]
+            if len(into) == 1:
+                fix.moved_to[k] = (into[0], owns)
+                fix.aliases[k].append(into[0])
+                found = True
+            break
+    return found
 
 
 def _renamed_between(store: UpstreamStore, fix: _Fix, since: str | None, revs: list[str],
@@ -2376,8 +2469,7 @@ def _relanded(fix: _Fix, contents: dict) -> bool:
     tells nothing, and no hunk telling is no re-landing: the revert stands."""
     nearer_fix = False
     for k, fp in enumerate(fix.files):
-        content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None),
-                       None)
+        content = _content_of(fix, k, contents)
         if content is None or fp.is_new or fp.is_delete or fp.binary is not None:
             continue
         lines = _Lines(content)

@@ -2095,6 +2095,37 @@ def _moved_upstream_split(project: Project, store: UpstreamStore, fix, patch,
     return (None if kept is None else (kept, moved, landing)), doubtful
 
 
+def _moved_function_files(project: Project, store: UpstreamStore, fix, patch,
+                          pin) -> PatchFile | None:
+    """A fix bring-back takes from upstreamed/ whose function upstream moved whole into another
+    file since, the old file staying (reverts.moved_files): the fix made on the pin in that
+    file instead (its file sections' paths changed, the hunks found there by their lines); None
+    where no file of it so moved. At its own path the judge finds the function gone and stops
+    on a conflict there."""
+    from patchforge.reverts import moved_files
+
+    rel = fix.path.relative_to(project.root).as_posix()
+    try:
+        into = moved_files(project, store, fix.upstream, fix.name, rel, patch.to_bytes(),
+                           pin.commit)
+    except PatchforgeError:
+        return None
+    if not into:
+        return None
+    out = []
+    for line in patch.diff.splitlines(keepends=True):
+        for old, new in into.items():
+            a, b = old.encode("utf-8", "surrogateescape"), new.encode("utf-8", "surrogateescape")
+            if line.rstrip(b"\r\n") == b"diff --git a/%s b/%s" % (a, a):
+                line = b"diff --git a/%s b/%s" % (b, b) + line[len(line.rstrip(b"\r\n")):]
+            elif line.rstrip(b"\r\n") in (b"--- a/" + a, b"+++ b/" + a):
+                line = line[:6] + b + line[len(line.rstrip(b"\r\n")):]
+        out.append(line)
+    # (The index line names the old file's blobs: not this file's.)
+    diff = b"".join(line for line in out if not line.startswith(b"index "))
+    return patch.with_diff(diff).with_field("Base", pin.commit)
+
+
 def _whole_index(whole, moved: dict[str, list[int]], path: str, k: int) -> int:
     """The number in the whole fix `whole` of hunk `k` of `path` in the fix without its
     `moved` hunks (a split bring-back's rest)."""
@@ -2205,6 +2236,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     # possibly doubled, never kept as landed on a count (it would be in no overlay).
     from patchforge.reverts import taken_out_runs
 
+    if from_kept:
+        into = _moved_function_files(project, store, fix, patch, pin)
+        if into is not None:
+            patch = whole = into
     moved_split, doubtful = _moved_upstream_split(project, store, fix, patch, pin) \
         if from_kept else (None, {})
     taken_out = taken_out_runs(whole, doubtful)
