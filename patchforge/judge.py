@@ -1958,34 +1958,99 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
     heads a block in `result` at the fix's copy that names something upstream's nearest block
     of the same header and check does not: upstream's loop writes `z[j]` where the fix's adds
     to `y[j]`, another loop, both wanted. (The same names spelled another way, `y[j] += x[j]`
-    and `y[j] = y[j] + w` after `w = x[j]`, are the fix's block made again.) Asked only of a
-    doubling found."""
+    and `y[j] = y[j] + w` after `w = x[j]`, are the fix's block made again, on either side:
+    the fix's temporaries and the type words that declare them are its own spelling, not
+    names upstream's block must hold.) Asked only of a doubling found."""
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
-    return not _block_names(lines, own - 1) <= _block_names(lines, theirs - 1)
+    mine = _block_code(lines, own - 1)
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine) - _TYPE_WORDS
+    return not names <= _names_in(_block_code(lines, theirs - 1))
 
 
-def _block_names(lines: list[bytes], at: int) -> set[bytes]:
-    """The names the block whose header is line `at` (0-based) of `lines` holds, its header
-    with them: to its closing brace where the header, or a lone `{` under it, opens one;
-    else (Python) the lines set deeper than the header (at most 80 lines)."""
+def _block_code(lines: list[bytes], at: int) -> list[bytes]:
+    """The code of the block whose header is line `at` (0-based) of `lines`, its header with
+    it, strings and comments taken out: to its closing brace where the header, or a lone `{`
+    under it, opens one; else (Python) the lines set deeper than the header (at most 80)."""
     code = [STRING_OR_COMMENT.sub(b"", line) for line in lines[at:at + 80]]
-    braced = code[0].rstrip().endswith(b"{") or (len(code) > 1 and code[1].strip() == b"{")
-    names: set[bytes] = set()
+    braced = _braced(code)
     depth = 0
     for k, text in enumerate(code):
         if braced:
             depth += text.count(b"{") - text.count(b"}")
-            names.update(_NAME.findall(text))
             if k > 0 and depth <= 0:
+                return code[:k + 1]
+        elif k > 0 and text.strip() and _indent(lines[at + k]) <= _indent(lines[at]):
+            return code[:k]
+    return code
+
+
+def _braced(code: list[bytes]) -> bool:
+    """Whether the block headed by `code[0]` opens a brace, on its header or a lone `{` under it."""
+    return code[0].rstrip().endswith(b"{") or (len(code) > 1 and code[1].strip() == b"{")
+
+
+def _names_in(code: list[bytes]) -> set[bytes]:
+    return {name for text in code for name in _NAME.findall(text)}
+
+
+def _temporaries(lines: list[bytes], at: int, code: list[bytes]) -> set[bytes]:
+    """The names the block at line `at` (0-based) of `lines`, whose code is `code`
+    (_block_code), sets and reads only within itself, with the type words declaring them:
+    `w` and `float` of `float w = x[j];` (C's declaration in a braced block lives in that
+    block), `w` of Python's `w = x[j]` where no other line of the function names `w`. A name
+    only added to (`acc += x[j]`) or set by the function outside the block is not one."""
+    found: set[bytes] = set()
+    braced = _braced(code)
+    outside: set[bytes] | None = None
+    for text in code[1:]:
+        set_at = _SETS_NAME.match(text)
+        if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
+            continue
+        declared = _NAME.findall(text[:set_at.start(1)])
+        if braced:
+            if declared and not set(declared) & _NOT_TYPES:
+                found.update(declared)
+                found.add(set_at[1])
+            continue
+        if outside is None:
+            outside = _names_in(_function_around(lines, at, len(code)))
+        if set_at[1] not in outside:
+            found.add(set_at[1])
+    return found
+
+
+# C and C++'s own type words and qualifiers: a cast or a declaration spells the same work
+# (`y[j] += (float)x[j];`), it names nothing another block must hold.
+_TYPE_WORDS = frozenset((b"int", b"float", b"double", b"char", b"bool", b"long", b"short",
+                         b"unsigned", b"signed", b"auto", b"const", b"constexpr", b"volatile",
+                         b"register", b"static", b"void", b"size_t", b"int32_t", b"int64_t",
+                         b"uint32_t", b"uint64_t", b"half", b"__half"))
+# Words before a name that are not a declaration's type (`return x = ...` is not C).
+_NOT_TYPES = frozenset((b"return", b"delete", b"throw", b"else", b"case", b"goto", b"co_return",
+                        b"co_yield", b"yield", b"not", b"and", b"or", b"in", b"is", b"lambda"))
+
+
+def _function_around(lines: list[bytes], at: int, size: int) -> list[bytes]:
+    """The code of the Python function holding the block of `size` lines at line `at`
+    (0-based) of `lines`, the block's own lines left out: from the nearest `def` above set
+    less deep than the block's header to the next line set no deeper than that `def` (the
+    whole file where no `def` holds it)."""
+    top, depth = 0, -1
+    for k in range(at - 1, -1, -1):
+        text = lines[k].lstrip()
+        if text.startswith((b"def ", b"async def ")) and _indent(lines[k]) < _indent(lines[at]):
+            top, depth = k, _indent(lines[k])
+            break
+    end = len(lines)
+    if depth >= 0:
+        for k in range(at + size, len(lines)):
+            if lines[k].strip() and _indent(lines[k]) <= depth:
+                end = k
                 break
-        else:
-            if k > 0 and text.strip() and _indent(lines[at + k]) <= _indent(lines[at]):
-                break
-            names.update(_NAME.findall(text))
-    return names
+    return [STRING_OR_COMMENT.sub(b"", line) for line in lines[top:at] + lines[at + size:end]]
 
 
 def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:

@@ -690,3 +690,63 @@ def test_upstreams_loop_of_the_same_header_and_check_writing_another_array_moves
     stack.cli("overlays")
     made = (stack.root / f"overlays/up/{path}").read_bytes()
     assert made.count(check) == 2 and made.count(b"y[j] += x[j]") == 1, made.decode()
+
+
+@pytest.mark.parametrize("writes", ["y", "z"])
+@pytest.mark.parametrize("language", ["c++", "python", "c++ cast"])
+def test_the_fixs_loop_through_a_temporary_upstream_wrote_straight_stops(
+        tmp_path, language, writes):
+    # The fix's new loop does its work through a temporary (`w = x[j]` then `y[j] += w`),
+    # upstream added the same loop written straight (`y[j] += x[j]`). The temporary (and the
+    # type word declaring it) named nothing upstream's loop holds, so it read as another loop:
+    # the fix moved, both loops ran and y got x added twice, exit 0. Upstream's loop writing
+    # another array (z) is another loop still, and moves.
+    if language != "python":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, float* z, int n, int m) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head = b"    for (int j = i; j < m; j += 64) {\n"
+        mine = b"        float w = x[j];\n        y[j] += w;\n    }\n"
+        if language == "c++ cast":  # (a cast's type word alike)
+            mine = b"        y[j] += (float)x[j];\n    }\n"
+        theirs_body = b"        %s[j] += x[j];\n    }\n" % writes.encode()
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, z, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head = b"    for j in range(0, m, 2):\n"
+        mine = b"        w = x[j]\n        y[j] += w\n"
+        theirs_body = b"        %s[j] += x[j]\n" % writes.encode()
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + head + check + mine),
+                            base.replace(first, head + check + theirs_body + first))
+    if writes == "y":
+        stops(stack)
+        return
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(b"y[j] +=") == 1, made.decode()
+
+
+def test_a_python_loop_whose_set_name_the_function_reads_after_it_is_no_temporary(tmp_path):
+    # The fix's loop keeps the last item in `last`, which the function returns after the loop;
+    # upstream's loop of the same header and check adds x to y. `last` is the fix's loop's
+    # work, not a temporary: another loop, both wanted, the fix moves.
+    base = (b"def twice(x, y, z, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+            b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+    head, check = b"    for j in range(0, m, 2):\n", b"        if j >= n:\n            break\n"
+    fixed = base.replace(b"    sync_all()\n    return y\n",
+                         b"    sync_all()\n    last = None\n" + head + check
+                         + b"        last = x[j]\n    return last\n")
+    theirs = base.replace(b"    for j in range(m):\n",
+                          head + check + b"        y[j] += x[j]\n    for j in range(m):\n")
+    stack = stack_with_file(tmp_path, "pkg/k.py", base, fixed, theirs)
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/k.py").read_bytes()
+    assert made.count(check) == 2 and b"        last = x[j]\n" in made, made.decode()
