@@ -182,6 +182,7 @@ def _cache_variable() -> str:
 
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+_GITLINK_MODE = "160000"  # a submodule: no blob of the store
 _HEXABBREV = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
@@ -1681,7 +1682,9 @@ class UpstreamStore:
             args = ("diff-tree", "-r", "-z", "-M", "-l0", "--name-status", "--diff-filter=R")
             name = None
             if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
-                name = answer_name("renames", (*args, old, new),
+                # ("exact sources": the other deleted files an added file is identical to
+                # are weighed too, _pairing_of.)
+                name = answer_name("renames", (*args, "exact sources", old, new),
                                    ["\0".join(gone).encode("utf-8", "surrogateescape")])
                 out = answer_of(self.kept_text(name))
             if name is None or out is None:
@@ -1702,12 +1705,19 @@ class UpstreamStore:
 
     def _pairing_of(self, old: str, new: str, gone: list[str], args: tuple[str, ...]) -> bytes:
         """git's rename pairing (`args`) of `old`'s tree without the files `new` deleted other
-        than `gone`, against `new`: the deleted files git weighs are then `gone` alone. The
-        trees made for it go to a temporary object directory beside the store's: the store
-        keeps none of them."""
+        than `gone` and those identical to a file `new` adds, against `new`: the deleted
+        files git weighs are then `gone` and the exact renames. merge-ort pairs exact renames
+        among all deleted files first, then only the relevant ones inexactly: a file upstream
+        moved unchanged keeps its new name, which a gone series file near it must not take.
+        The trees made for it go to a temporary object directory beside the store's: the
+        store keeps none of them."""
         keep = {check_path(path) for path in gone}
         with self._lock:
             old_tree, new_tree = self.tree_id(old), self.tree_id(new)
+            deleted: dict[bytes, str] = {}
+            added: set[str] = set()
+            self._deleted_and_added(old_tree, new_tree, b"", deleted, added)
+            keep |= {path for path, oid in deleted.items() if oid in added}
             made: dict[str, bytes] = {}
             narrowed = self._without_deletions(old_tree, new_tree, keep, b"", made) \
                 or EMPTY_TREE
@@ -1723,6 +1733,31 @@ class UpstreamStore:
             return self._run(*args, narrowed, new, what="finding renames", env=env).stdout
         finally:
             tempfiles.remove_tree(objects, ignore_errors=True)
+
+    def _deleted_and_added(self, old: str | None, new: str | None, prefix: bytes,
+                           deleted: dict[bytes, str], added: set[str]) -> None:
+        """The files (not submodules) the tree `old` has and `new` lacks into `deleted` (raw
+        path -> blob id), the blob ids of those `new` has and `old` lacks into `added`; None:
+        no such directory on that side. Only the directories that differ are read (the
+        store's parsed trees, no git process)."""
+        if old == new:
+            return
+        before = self._read_tree(old) if old is not None else {}
+        after = self._read_tree(new) if new is not None else {}
+        for name, (mode, oid) in before.items():
+            there = after.get(name)
+            if mode == TREE_MODE:
+                inner = there[1] if there is not None and there[0] == TREE_MODE else None
+                self._deleted_and_added(oid, inner, prefix + name + b"/", deleted, added)
+            elif mode != _GITLINK_MODE and (there is None or there[0] == TREE_MODE):
+                deleted[prefix + name] = oid
+        for name, (mode, oid) in after.items():
+            there = before.get(name)
+            if mode == TREE_MODE:
+                if there is None or there[0] != TREE_MODE:
+                    self._deleted_and_added(None, oid, prefix + name + b"/", deleted, added)
+            elif mode != _GITLINK_MODE and (there is None or there[0] == TREE_MODE):
+                added.add(oid)
 
     def _without_deletions(self, old: str, new: str | None, keep: set[bytes], prefix: bytes,
                            made: dict[str, bytes]) -> str | None:

@@ -1,0 +1,76 @@
+"""A file upstream moved unchanged keeps its new name: a series file upstream deleted beside
+it is not followed there.
+
+`git rebase` (merge-ort) pairs exact renames among all the files a range deletes first, then
+weighs only the files the replayed commits change against the added files left. Where the
+series' file is deleted and a near copy of it (not in the series) is moved unchanged, the
+copy's new name is its exact rename: the series file is gone, not renamed, and its fix stops
+modify/delete, as `git rebase` stops. Where the copy is moved with a change, git pairs the
+series file there too, and so does patchforge."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers.cli import run_subprocess
+from helpers.project import add_git_upstream, make_project
+from helpers.upstream import Upstream, dep3_patch
+from patchforge.store.diff import make_file_diff
+
+LEGACY = "pkg/legacy_impl.py"
+OLD, NEW = "pkg/old_impl.py", "pkg/new_impl.py"
+
+
+def _impl(changed: int | None = None) -> bytes:
+    return "".join(f"def f{i}(x):\n    return x + {i * 10 if i == changed else i}\n\n"
+                   for i in range(1, 21)).encode()
+
+
+def _setup(tmp_path: Path, moved: bytes) -> tuple[Path, str]:
+    upstream = Upstream(tmp_path / "upstream", {OLD: _impl(), LEGACY: _impl(7)})
+    root = make_project(tmp_path / "project")
+    add_git_upstream(tmp_path / "project", "up", upstream.path, upstream.base, install_root=None)
+    directory = root / "series" / "up"
+    directory.mkdir(parents=True, exist_ok=True)
+    fixed = _impl(7).replace(b"return x + 3\n", b"return x + 3  # fixed\n")
+    (directory / "fix.patch").write_bytes(dep3_patch(make_file_diff(LEGACY, LEGACY, _impl(7),
+                                                                    fixed)))
+    (directory / "series").write_text("fix.patch\n")
+    target = upstream.commit({LEGACY: None, OLD: None, NEW: moved},
+                             "drop the legacy impl; rename old_impl")
+    return root, target
+
+
+def _state(root: Path, target: str) -> dict:
+    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json")
+    assert proc.returncode in (0, 1), proc.stderr.decode(errors="replace")
+    [found] = json.loads(proc.stdout)["patches"]
+    return found
+
+
+def test_a_deleted_series_file_does_not_take_the_new_name_of_a_file_moved_unchanged(tmp_path):
+    """Before: "was renamed upstream to pkg/new_impl.py" and `rebase --to` exit 0 carrying
+    the fix into the other file's new name; now gone upstream (deleted, not renamed) and the
+    rebase stops modify/delete, as `git rebase` does."""
+    root, target = _setup(tmp_path, _impl())
+    found = _state(root, target)
+    assert found["state"] != "applies", found
+    assert any("deleted, not renamed" in line for line in found["evidence"]), found
+    assert not any(NEW in line for line in found["evidence"]), found
+    rebase = run_subprocess(root, "rebase", "--to", f"up={target}")
+    said = rebase.stdout.decode(errors="replace") + rebase.stderr.decode(errors="replace")
+    assert rebase.returncode == 3, said
+    assert "CONFLICT (modify/delete)" in said and NEW not in said, said
+    assert f"+++ b/{LEGACY}".encode() in (root / "series" / "up" / "fix.patch").read_bytes()
+
+
+def test_a_deleted_series_file_follows_a_near_copy_moved_with_a_change(tmp_path):
+    """The neighbour: the copy moved WITH a change is no exact rename, so git pairs the
+    series file (its relevant source) with it, and `git rebase` carries the fix there:
+    followed, as before."""
+    root, target = _setup(tmp_path, _impl() + b"# moved\n")
+    found = _state(root, target)
+    assert found["state"] == "applies", found
+    rebase = run_subprocess(root, "rebase", "--to", f"up={target}")
+    assert rebase.returncode == 0, rebase.stderr.decode(errors="replace")
+    assert f"+++ b/{NEW}".encode() in (root / "series" / "up" / "fix.patch").read_bytes()
