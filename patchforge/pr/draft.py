@@ -213,14 +213,18 @@ class Carried:
 
 
 def carry_onto(store: UpstreamStore, upstream: str, name: str, patch: PatchFile, *, pin_commit: str,
-               head: str, label: str, base_files: dict[str, bytes | None]) -> Carried:
+               head: str, label: str, base_files: dict[str, bytes | None],
+               series: list | None = None) -> Carried:
     """The patch alone on `head`, as file contents; `base_files` is the series state just
     before the patch on the pin (the merge base a 3-way merge needs). The decision is the one
-    judge's (`judge.SeriesJudge`), the same `status` and `rebase` use."""
-    from patchforge.judge import SeriesJudge, Target, landed_in
+    judge's (`judge.SeriesJudge`), the same `status` and `rebase` use. `series` (name, patch):
+    the whole series, whose files upstream moved is asked for all of them at once, as
+    `status --against` and `rebase --to` ask it (judge.series_renames)."""
+    from patchforge.judge import SeriesJudge, Target, landed_in, series_renames
 
     target = Target(upstream, pin_commit, head, label, None)
-    judge = SeriesJudge(store, target, labels=("upstream", "base", f"patch {name}"))
+    judge = SeriesJudge(store, target, labels=("upstream", "base", f"patch {name}"),
+                        renames=series_renames(store, target, series) if series else None)
     judge.old.current.update(base_files)
     judgement = judge.decide(name, patch)
     verdict = judgement.verdict
@@ -386,8 +390,11 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
     index = project.patch_names(upstream).index(file_name)
     state = series_state(project, store, upstream, upto=index, commit=pin.commit, strict=False,
                          base_of=patch)  # its base: another profile's fix is not in it
+    series = [(n, patch if n == file_name else project.read_patch(upstream, n))
+              for n in project.patch_names(upstream)]
     carried = carry_onto(store, upstream, file_name, patch, pin_commit=pin.commit,
-                         head=target.commit, label=target.ref, base_files=dict(state.current))
+                         head=target.commit, label=target.ref, base_files=dict(state.current),
+                         series=series)
     draft = Draft(upstream, file_name, carried.state, target, carried.how, carried.detail,
                   carried.evidence, carried.files, landed_in=carried.landed_in)
     if carried.state == "conflict":

@@ -672,8 +672,13 @@ class Rebase:
             # may be near), and nothing is fetched: the run that started the rebase brought
             # every file of the series into the store, so the judge reads a patch's files
             # together without asking git which are missing first (`fetched`).
+            # Where upstream moved the series' files is the whole series' question, as the
+            # run's first judge and `status --against` ask it (kept: read back, no git): a
+            # patch after a stop is judged as it would be without one.
             judge = SeriesJudge(self.store, target, read_commit=resumed.base,
-                                old_commit=resumed.old_base, fetched=True)
+                                old_commit=resumed.old_base, fetched=True,
+                                renames=series_renames(self.store, target,
+                                                       self._old_series(upstream, names)))
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
             patches = None
