@@ -20,7 +20,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
-                                       doubled_near, is_guard, is_in_place, line_spans,
+                                       doubled_near, is_in_place, line_spans,
                                        near_lines, near_runs, near_windows, replacing_runs,
                                        telling_runs)
 from patchforge.apply.series import git_mode
@@ -2066,23 +2066,21 @@ def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:
 
 
 def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
-    """Whether `run` is a guard (is_guard) and the fix's copy of it in `result` and upstream's
-    nearest are on two paths of the function that never meet, read by indentation: the later
-    copy inside another branch of the same statement (`else`, `elif`, `except`, `case`,
-    `default`), or the earlier copy inside a branch (`if`, a loop's body, a handler, a case)
-    that ends (`return`, `raise`, `continue`, `break`, `throw`, `goto`) before the later one.
-    A guard the fix adds in `if fast:` that returns, where upstream added it for the slow path
-    lower down, guards what upstream's does not: both are wanted, no doubling. Not another path:
-    a `try:` body's or a loop's `else:` (it runs after the body), a branch that runs on into
-    the other copy, a copy in a branch opened after the other. Nor any run but a guard: a
-    statement run twice on the path that reaches both (`y.add_(bias)`) is done twice. Asked
-    only of a doubling found."""
+    """Whether the fix's copy of `run` in `result` and upstream's nearest are on two paths of
+    the function that never meet, read by indentation: the later copy inside another branch of
+    the same statement (`else`, `elif`, `except`, `case`, `default`), or the earlier copy
+    inside a branch (`if`, a loop's body, a handler, a case) that ends (`return`, `raise`,
+    `throw`, `goto`; `continue` or `break` only where the later copy is further on in the same
+    loop's body) before the later one. A guard, or any line, the fix adds in `if fast:` that
+    returns, where upstream added it for the slow path lower down, runs once on each path: both
+    are wanted, no doubling. Not another path: a `try:` body's or a loop's `else:` (it runs
+    after the body), a branch that runs on into the other copy, a copy in a branch opened
+    after the other, a branch that breaks out of its loop before the line after the loop.
+    Asked only of a doubling found."""
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
-    if not is_guard(_written(lines, own, run)):
-        return False
     first, second = sorted((own - 1, theirs - 1))
     depth = _indent(lines[first])
     # The first copy's block closes before the second: the first line between them (the
@@ -2110,10 +2108,35 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
     if _BRANCH.match(opener) is None:
         return False  # (a `with` or `try` block runs on every path: one path still)
     ends = _ENDS_PATH.match(STRING_OR_COMMENT.sub(b"", lines[last]))
-    # (A loop's body that goes on to its next round, or out of the loop, ends in the loop,
-    # whose path goes on.)
-    return ends is not None and not (ends[0].strip() in (b"continue", b"break")
-                                     and _LOOP_OR_TRY.match(opener) is not None)
+    if ends is None:
+        return False
+    if ends[0].strip() not in (b"continue", b"break"):
+        return True
+    # A loop's body that goes on to its next round, or out of the loop, ends in the loop,
+    # whose path goes on: past the other copy where that is after the loop (a branch that
+    # breaks out reaches the line after the loop), before it only where the other copy is
+    # later in the same loop's body.
+    loop = _loop_around(lines, first)
+    return (loop is not None and _LOOP_OR_TRY.match(opener) is None
+            and not lines[loop].lstrip().lstrip(b"}").lstrip().startswith(b"switch")
+            and _inside(lines, loop, second))
+
+
+def _loop_around(lines: list[bytes], at: int) -> int | None:
+    """The line (0-based) of the innermost loop (`for`, `while`, `do`) or `switch` holding
+    line `at` of `lines`, what a `break` there leaves, read by indentation (None where none
+    holds it)."""
+    depth = _indent(lines[at])
+    for k in range(at - 1, max(at - 400, -1), -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if not code or _indent(lines[k]) >= depth:
+            continue
+        depth = _indent(lines[k])
+        if _LOOP.match(code.lstrip(b"}").lstrip()) is not None:
+            return k
+        if depth == 0:
+            return None
+    return None
 
 
 def _inside(lines: list[bytes], opened: int, at: int) -> bool:
@@ -2160,6 +2183,8 @@ _BRANCH = on_first_use(rb"(?:if|elif|else|for|while|except|catch|case|default|sw
 _SIBLING = on_first_use(rb"(?:elif|else|except|catch|case|default)\b")
 # A statement whose `else:` runs after its body, on the body's path.
 _LOOP_OR_TRY = on_first_use(rb"(?:for|while|try)\b")
+# A loop's head, or a switch's (what a `break` leaves).
+_LOOP = on_first_use(rb"(?:for|while|do|switch)\b")
 # A statement after which the path goes on elsewhere.
 _ENDS_PATH = on_first_use(rb"\s*(?:return|raise|continue|break|throw|goto)\b")
 

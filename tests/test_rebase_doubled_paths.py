@@ -162,9 +162,9 @@ MATMUL = b"    y = matmul(x, weight)\n"
 
 @pytest.mark.parametrize("where", ["fix first", "upstream first"])
 def test_a_statement_on_the_path_through_both_copies_stops(tmp_path, where):
-    # Only a guard is exempt as on another path: the fix adds the bias after the matmul and
-    # upstream inside a later `if fast:` (or upstream's inside an `if fast:` that runs on, the
-    # fix's after it). The fast path adds the bias twice; it moved, exit 0.
+    # A line on the path through both copies is done twice: the fix adds the bias after the
+    # matmul and upstream inside a later `if fast:` (or upstream's inside an `if fast:` that
+    # runs on, the fix's after it). The fast path adds the bias twice; it moved, exit 0.
     base = py(MATMUL + b"    if fast:\n        log_fast(y)\n    return finish(y)\n")
     if where == "fix first":
         fix = base.replace(MATMUL, MATMUL + b"    " + BIAS)
@@ -218,3 +218,46 @@ def test_a_guard_in_the_handler_where_upstream_guards_the_trys_else_moves(tmp_pa
                                  b"        finish(y)\n"))
     moves_with_both(stack_with(tmp_path, "pkg/a.py", py(TRY_ELSE), fix, theirs), "pkg/a.py",
                     b"if y is None")
+
+
+CHANNELS_LAST = b"y = y.contiguous(memory_format=torch.channels_last)\n"
+FAST_Y = b"    y = prepare(x)\n    if fast:\n        return fast_path(y)\n    return slow_path(y)\n"
+
+
+@pytest.mark.parametrize("line", [CHANNELS_LAST, BIAS], ids=["layout", "bias"])
+@pytest.mark.parametrize("where", ["fix in the branch", "upstream in the branch"])
+def test_a_statement_in_a_branch_that_returns_and_after_it_moves(tmp_path, line, where):
+    # Any line, not only a guard: the fix's in `if fast:`, which returns, upstream's after the
+    # branch for the slow path (or the other way round). The paths never meet, each runs the
+    # line once. It stopped as "upstream has these lines already, its own way", and the first
+    # advice, delete your copy, left the fast path without the fix's line.
+    base = py(FAST_Y)
+    in_branch = base.replace(b"        return fast_path",
+                             b"        " + line + b"        return fast_path")
+    after = base.replace(b"    return slow_path", b"    " + line + b"    return slow_path")
+    fix, theirs = (in_branch, after) if where == "fix in the branch" else (after, in_branch)
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    line.strip())
+
+
+@pytest.mark.parametrize("line", [BIAS, GUARD], ids=["statement", "guard"])
+def test_a_line_in_a_branch_that_breaks_out_of_the_loop_and_after_the_loop_stops(tmp_path, line):
+    # Neighbour: `break` in an `if` inside the loop leaves the loop, and its path reaches the
+    # line after the loop: one path, the fix made twice (a guard moved, the check twice, exit 0).
+    base = py(b"    y = prepare(x)\n    for k in range(3):\n        y = step(y)\n"
+              b"        if done(y):\n            log(y)\n            break\n    return finish(y)\n")
+    fix = base.replace(b"            log(y)\n", indented(line, 12) + b"            log(y)\n")
+    theirs = base.replace(b"    return finish", indented(line, 4) + b"    return finish")
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+
+
+def test_a_statement_in_a_branch_that_goes_on_to_the_next_round_and_later_in_the_body_moves(
+        tmp_path):
+    # `continue` in an `if` skips the rest of the loop's body: the fix's line in the branch and
+    # upstream's later in the same body run once each round, on two paths.
+    base = py(b"    for k in range(3):\n        y = step(x)\n        if done(y):\n"
+              b"            log(y)\n            continue\n        save(y)\n    return x\n")
+    fix = base.replace(b"            log(y)\n", b"            " + BIAS + b"            log(y)\n")
+    theirs = base.replace(b"        save(y)\n", b"        " + BIAS + b"        save(y)\n")
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    BIAS.strip())
