@@ -823,14 +823,20 @@ def _content_of(fix: _Fix, k: int, contents: dict) -> bytes | None:
     function whole into another file (`fix.moved_to`, _moved_functions), that file from the
     revision on whose own file lacks the function and the other one has it (the old file
     stays, so a path found tells nothing)."""
-    content = next((contents[p] for p in fix.aliases[k] if contents.get(p) is not None), None)
+    path = _path_of(fix, k, contents)
+    return contents[path] if path is not None else None
+
+
+def _path_of(fix: _Fix, k: int, contents: dict) -> str | None:
+    """The path _content_of reads the fix's file change `k` at in `contents`."""
+    path = next((p for p in fix.aliases[k] if contents.get(p) is not None), None)
     moved = fix.moved_to.get(k)
-    if moved is not None and content is not None:
-        path, owns = moved
-        there = contents.get(path)
-        if there is not None and not _defines(owns, content) and _defines(owns, there):
+    if moved is not None and path is not None:
+        there, owns = moved
+        if contents.get(there) is not None and not _defines(owns, contents[path]) and \
+                _defines(owns, contents[there]):
             return there
-    return content
+    return path
 
 
 def _defines(owns: list[_OwnFunction], content: bytes) -> bool:
@@ -1205,7 +1211,16 @@ class _HunkTakers:
             after, before = self.copies(sha, k, n, own), self.copies(parents[0], k, n, own)
             if after is None or before is None or after[0] >= before[0]:
                 continue
-            return sha, parents[0], message, after[1] - before[1] >= before[0] - after[0]
+            elsewhere = before[1]
+            path = _path_of(self.fix, k, self._files[sha])
+            if path != _path_of(self.fix, k, self._files[parents[0]]):
+                # The commit that moved the function into another file (_moved_functions):
+                # the copies elsewhere before it are that file's, not the old one's; a copy
+                # another function of it had already is other code, not the fix's moved.
+                was = self._files[parents[0]].get(path)
+                elsewhere = 0 if was is None else _own_copies(
+                    own, self.fix.files[k].hunks[n - 1], was)[1]
+            return sha, parents[0], message, after[1] - elsewhere >= before[0] - after[0]
         return None
 
 
@@ -1285,7 +1300,9 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
                 f"{function.decode(errors='replace')}" + \
                 (", a function new since the fix's base," if new else " again") + \
                 " since: landed again its own way, it seems"
-        doubtful[(k, n)] = (f"{fp.path} line {line}" if line else fp.path, why,
+        # (The file the lines are looked for in: the one upstream moved the function into.)
+        path = _path_of(fix, k, takers._files[commit]) or fp.path
+        doubtful[(k, n)] = (f"{path} line {line}" if line else path, why,
                             again is not None)
     return doubtful
 

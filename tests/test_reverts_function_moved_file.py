@@ -88,3 +88,42 @@ def test_a_guard_dropped_from_a_function_moved_into_another_file_is_said(tmp_pat
     assert not (stack.root / "overlays/up/pkg/a.py").exists() or \
         GUARD not in (stack.root / "overlays/up/pkg/a.py").read_bytes()
     stack.cli("status")
+
+
+C1 = b"def c1(x):\n" + GUARD + b"    return x + 1\n"
+
+
+@pytest.mark.parametrize("lookalike", ["above", "below, its body a2's", "below"])
+@pytest.mark.parametrize("guard", [False, True])
+def test_the_other_files_own_guard_is_not_the_fix_moved_there(tmp_path, lookalike, guard):
+    # pkg/c.py has, since before the fix, another function starting with the same guard. The
+    # move commit puts a2 there without the fix's guard: c1's copy is not the fix's moved
+    # (it was in that file before the move), so the guard dropped by the move is said, and
+    # bring-back puts it into a2 in pkg/c.py once. Moved with its guard: quiet.
+    base = _module(A)
+    fixed = _module(A, b"a2")
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/c.py": b'"""c."""\n\n\n' + C1})
+    stack.add_fix("fix", "pkg/a.py", base, fixed)
+    stack.commit({"pkg/a.py": fixed}, "a2: check x (#5)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    a2 = _fn(b"a2", 2, guard)
+    into = C1 + b"\n\n" + a2 if lookalike == "above" else \
+        a2 + b"\n\n" + (_fn(b"c1", 2, True) if lookalike.endswith("a2's") else C1)
+    took = stack.commit({"pkg/a.py": _module([b"a0", b"a1", b"a3"]),
+                         "pkg/c.py": b'"""c."""\n\n\n' + into}, "move a2 to pkg/c.py")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+    assert "pkg/a.py line" not in said["detail"], said
+    stack.cli("rebase", "--to", f"up={head}", expect=1)
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    moved = (stack.root / "overlays/up/pkg/c.py").read_bytes()
+    assert moved.count(GUARD) == 2 and _fn(b"a2", 2, True) in moved, moved
+    stack.cli("status")
