@@ -6,6 +6,7 @@ between base and target). `status`, `rebase`, `pr` and `bring-back` all decide w
 """
 from __future__ import annotations
 
+import ast
 import io
 import itertools
 import os
@@ -1920,6 +1921,8 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
         for found in _READS_LAYOUT.finditer(line):
             name = found[1] or found[3] or found[4]
             changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS
+            if found[2] in (b"size", b"shape"):
+                changing = changing - _transposes_keeping(line, name)
             shaped[name] = shaped.get(name, frozenset()) | changing
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
@@ -1936,6 +1939,89 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # whatever reads y between.)
     uses = re.compile(rb"(?<![\w.])" + re.escape(target[1]) + rb"(?!\w)")
     return any(uses.search(STRING_OR_COMMENT.sub(b"", line)) for line in between)
+
+
+def _transposes_keeping(line: bytes, name: bytes) -> frozenset[bytes]:
+    """The transposing steps that keep what the check on `line` reads of `name`'s sizes.
+    One reading the whole shape (`if 0 in x.shape:`) is kept by any transpose or permutation:
+    they reorder the sizes, the set stays. One reading sizes 0 and 1 alike, reading the same
+    with the two swapped (`x.size(0) == 0 or x.size(1) == 0`, `x.shape[0] * x.shape[1] == 0`),
+    is kept by the 2-D transposes `x.T`, `x.t()`. Those steps between two copies of such a check
+    leave it the same check twice. A view or a reshape gives other sizes: never kept; so is
+    any other read of `name` on the line (an item, a stride, `x.size(0) == 0` alone)."""
+    text = line.strip()
+    for word in (b"if ", b"elif ", b"while ", b"assert "):
+        if text.startswith(word):
+            text = text[len(word):]
+            break
+    try:
+        tree = ast.parse(text.rstrip(b":").decode(), mode="eval").body
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return frozenset()
+    target = name.decode()
+    seen: set[str] = set()
+
+    def sizes(node: ast.AST) -> int | str | None:
+        """Which size `node` reads of target: an index, "whole", or None (not a size read)."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and sizes(node.value) == "whole" and type(node.slice.value) is int:
+            return node.slice.value
+        if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "size" and _is_name(node.func.value, target):
+            if not node.args:
+                return "whole"
+            first = node.args[0]
+            if len(node.args) == 1 and isinstance(first, ast.Constant) and type(first.value) is int:
+                return first.value
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "shape" and _is_name(node.value, target):
+            return "whole"
+        return None
+
+    def form(node: object, swap: bool) -> str:
+        """`node` written so that `or`, `and`, `*` and `+` read in any order are one form;
+        with `swap`, sizes 0 and 1 of target trade places."""
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                and len(node.comparators) == 1 and sizes(node.comparators[0]) == "whole":
+            seen.add("whole")
+            return f"in({type(node.ops[0]).__name__},{form(node.left, swap)})"
+        if isinstance(node, ast.AST):
+            read = sizes(node)
+            if isinstance(read, int):
+                seen.add(str(read))
+                return f"size({1 - read if swap and read in (0, 1) else read})"
+            if read == "whole" or _is_name(node, target):
+                seen.add("other")
+                return "other"
+        if isinstance(node, ast.BoolOp):
+            return f"{type(node.op).__name__}({','.join(sorted(form(v, swap) for v in node.values))})"
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add)):
+            terms: list[ast.expr] = []
+            stack: list[ast.expr] = [node]
+            while stack:
+                part = stack.pop()
+                if isinstance(part, ast.BinOp) and type(part.op) is type(node.op):
+                    stack += (part.left, part.right)
+                else:
+                    terms.append(part)
+            return f"{type(node.op).__name__}({','.join(sorted(form(t, swap) for t in terms))})"
+        if isinstance(node, ast.AST):
+            return type(node).__name__ + "(" + ",".join(
+                f"{key}={form(value, swap)}" for key, value in ast.iter_fields(node)) + ")"
+        if isinstance(node, list):
+            return "[" + ",".join(form(item, swap) for item in node) + "]"
+        return repr(node)
+
+    same = form(tree, False) == form(tree, True)
+    if not same or "other" in seen or not seen:
+        return frozenset()
+    if seen == {"whole"}:
+        return _TRANSPOSES
+    return _TWO_D_TRANSPOSES if seen - {"whole"} == {"0", "1"} else frozenset()
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 # The names a run reads the layout of: `x.size(0)`, `x.shape[0]`, `x.stride(1)`,
@@ -2314,6 +2400,10 @@ _SAME_VALUE = frozenset((
 _RANK_STEPS = frozenset((b"view", b"view_as", b"reshape", b"reshape_as", b"flatten", b"ravel",
                          b"squeeze", b"unsqueeze"))
 _SIZE_STEPS = _RANK_STEPS | {b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"}
+# The steps that reorder the sizes and keep them (a transpose, a permutation), and those of
+# them that swap sizes 0 and 1 of a 2-D tensor: a check reading the sizes alike stays.
+_TRANSPOSES = frozenset((b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"))
+_TWO_D_TRANSPOSES = frozenset((b"t", b"T"))
 _CHANGED_BY = {b"dim": _RANK_STEPS, b"ndim": _RANK_STEPS, b"ndimension": _RANK_STEPS,
                b"size": _SIZE_STEPS, b"shape": _SIZE_STEPS,
                b"stride": _SIZE_STEPS | {b"contiguous"},

@@ -126,6 +126,32 @@ def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path, step, gu
     stops(guarded_twice(tmp_path, b"x", step, guard))
 
 
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.T\n", b"    if 0 in x.shape:\n        return x\n"),
+    (b"    x = x.permute(1, 0)\n", b"    if 0 in x.size():\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
+    (b"    x = x.t()\n", b"    if x.shape[0] * x.shape[1] == 0:\n        return x\n")],
+    ids=["T-in-shape", "permute-in-size", "T-or-sizes", "t-product"])
+def test_a_transpose_before_a_guard_reading_the_sizes_alike_stops(tmp_path, step, guard):
+    # A transpose reorders the sizes and keeps them: a guard reading the whole shape, or sizes
+    # 0 and 1 alike, checks the same after it: the fix made twice. It moved, and the file
+    # held the guard twice, exit 0.
+    stops(guarded_twice(tmp_path, b"x", step, guard))
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.view(-1, 4)\n", b"    if 0 in x.shape:\n        return x\n"),
+    (b"    x = x.reshape(4, -1)\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
+    (b"    x = x.transpose(1, 2)\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) > 1:\n        return x\n")],
+    ids=["view-in-shape", "reshape-or-sizes", "transpose12-or-sizes", "T-unlike-sizes"])
+def test_a_step_giving_other_sizes_before_a_guard_reading_them_alike_moves(tmp_path, step, guard):
+    # Neighbours: a view or a reshape gives other sizes, a transpose of dimensions 1 and 2
+    # moves another size to place 1, and a guard comparing sizes 0 and 1 unlike reads another
+    # answer after a transpose: another check, both kept.
+    moves_with_both(guarded_twice(tmp_path, b"x", step, guard), guard.splitlines()[0].strip())
+
+
 @pytest.mark.parametrize("between", [b"    save(out)\n", b"    out.mul_(2)\n",
                                      b"    out[0] = 1\n"], ids=["call", "in-place", "item"])
 def test_a_reset_with_its_target_used_between_the_copies_moves(tmp_path, between):
