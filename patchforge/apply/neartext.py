@@ -297,9 +297,7 @@ def _headed_guards(lines: list[bytes]) -> list[tuple[list[bytes], list[bytes]]]:
     it, the guard's lines)."""
     found, at = [], 0
     while at < len(lines):
-        end = next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
-                    if is_guard(lines[at:end])
-                    and sum(map(_bracket_depth, lines[at:end])) == 0), None)
+        end = _guard_end(lines, at)
         if end is None:
             at += 1
             continue
@@ -337,9 +335,7 @@ def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
     `y = x.contiguous()`, which the Python guard pattern reads on through as one guard)."""
     found, at = [], 0
     while at < len(lines):
-        end = next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
-                    if is_guard(lines[at:end])
-                    and sum(map(_bracket_depth, lines[at:end])) == 0), None)
+        end = _guard_end(lines, at)
         if end is None:
             at += 1
         else:
@@ -352,6 +348,14 @@ def _guards_within(lines: list[bytes]) -> list[list[bytes]]:
                 found.append(lines[start:end])
             at = end
     return found
+
+
+def _guard_end(lines: list[bytes], at: int) -> int | None:
+    """Where the fewest lines from `at` that make one whole guard (is_guard, its brackets
+    closed) end, or None where no guard of at most _GUARD_LINES lines starts there."""
+    return next((end for end in range(at + 1, min(at + _GUARD_LINES, len(lines)) + 1)
+                 if is_guard(lines[at:end]) and sum(map(_bracket_depth, lines[at:end])) == 0),
+                None)
 
 
 def _block_opened(before: list[bytes], line: bytes) -> int | None:
