@@ -2399,11 +2399,11 @@ _SAME_VALUE = frozenset((
 # answer after them.
 _RANK_STEPS = frozenset((b"view", b"view_as", b"reshape", b"reshape_as", b"flatten", b"ravel",
                          b"squeeze", b"unsqueeze"))
-_SIZE_STEPS = _RANK_STEPS | {b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"}
 # The steps that reorder the sizes and keep them (a transpose, a permutation), and those of
 # them that swap sizes 0 and 1 of a 2-D tensor: a check reading the sizes alike stays.
 _TRANSPOSES = frozenset((b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"))
 _TWO_D_TRANSPOSES = frozenset((b"t", b"T"))
+_SIZE_STEPS = _RANK_STEPS | _TRANSPOSES
 _CHANGED_BY = {b"dim": _RANK_STEPS, b"ndim": _RANK_STEPS, b"ndimension": _RANK_STEPS,
                b"size": _SIZE_STEPS, b"shape": _SIZE_STEPS,
                b"stride": _SIZE_STEPS | {b"contiguous"},
