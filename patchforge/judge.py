@@ -1943,10 +1943,11 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
 
 def _transposes_keeping(line: bytes, name: bytes) -> frozenset[bytes]:
     """The transposing steps that keep what the check on `line` reads of `name`'s sizes.
-    One reading the whole shape (`if 0 in x.shape:`) is kept by any transpose or permutation:
-    they reorder the sizes, the set stays. One reading sizes 0 and 1 alike, reading the same
-    with the two swapped (`x.size(0) == 0 or x.size(1) == 0`, `x.shape[0] * x.shape[1] == 0`),
-    is kept by the 2-D transposes `x.T`, `x.t()`. Those steps between two copies of such a check
+    One reading the whole shape in any order (`if 0 in x.shape:`, `min(x.shape) == 0`,
+    `x.shape == (0, 0)`) is kept by any transpose or permutation: they reorder the sizes, the
+    set stays. One reading sizes 0 and 1 alike, reading the same with the two swapped
+    (`x.size(0) == 0 or x.size(1) == 0`, `x.shape[0] * x.shape[1] == 0`,
+    `x.size(0) == x.size(1)`), is kept by the 2-D transposes `x.T`, `x.t()`. Those steps between two copies of such a check
     leave it the same check twice. A view or a reshape gives other sizes: never kept; so is
     any other read of `name` on the line (an item, a stride, `x.size(0) == 0` alone)."""
     text = line.strip()
@@ -1985,6 +1986,25 @@ def _transposes_keeping(line: bytes, name: bytes) -> frozenset[bytes]:
                 and len(node.comparators) == 1 and sizes(node.comparators[0]) == "whole":
             seen.add("whole")
             return f"in({type(node.ops[0]).__name__},{form(node.left, swap)})"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            sides = (node.left, node.comparators[0])
+            listed = [side for side in sides if isinstance(side, (ast.Tuple, ast.List))]
+            if listed and any(sizes(side) == "whole" for side in sides):
+                # The whole shape against sizes written out (`x.shape == (0, 0)`): the same
+                # answer in any order only where every size written is the same.
+                items = [form(item, swap) for item in listed[0].elts]
+                seen.add("whole" if len(set(items)) == 1 else "other")
+                return f"shape({type(node.ops[0]).__name__},{items[0] if items else ''})"
+            # `a == b` reads as `b == a`: sizes 0 and 1 compared (`x.size(0) == x.size(1)`)
+            # read the same swapped.
+            return f"{type(node.ops[0]).__name__}({','.join(sorted(form(v, swap) for v in sides))})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in _ORDER_FREE and len(node.args) == 1 and not node.keywords \
+                and sizes(node.args[0]) == "whole":
+            # A function of the sizes in any order (`min(x.shape)`, `len(x.shape)`).
+            seen.add("whole")
+            return f"{node.func.id}(whole)"
         if isinstance(node, ast.AST):
             read = sizes(node)
             if isinstance(read, int):
@@ -2018,6 +2038,10 @@ def _transposes_keeping(line: bytes, name: bytes) -> frozenset[bytes]:
     if seen == {"whole"}:
         return _TRANSPOSES
     return _TWO_D_TRANSPOSES if seen - {"whole"} == {"0", "1"} else frozenset()
+
+
+# The builtins whose answer for a shape is the same in any order of its sizes.
+_ORDER_FREE = frozenset(("min", "max", "sum", "len", "sorted", "set", "frozenset", "any", "all"))
 
 
 def _is_name(node: ast.AST, name: str) -> bool:

@@ -130,12 +130,16 @@ def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path, step, gu
     (b"    x = x.T\n", b"    if 0 in x.shape:\n        return x\n"),
     (b"    x = x.permute(1, 0)\n", b"    if 0 in x.size():\n        return x\n"),
     (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
-    (b"    x = x.t()\n", b"    if x.shape[0] * x.shape[1] == 0:\n        return x\n")],
-    ids=["T-in-shape", "permute-in-size", "T-or-sizes", "t-product"])
+    (b"    x = x.t()\n", b"    if x.shape[0] * x.shape[1] == 0:\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.size(0) == x.size(1):\n        return x\n"),
+    (b"    x = x.T\n", b"    if min(x.shape) == 0:\n        return x\n"),
+    (b"    x = x.permute(1, 0)\n", b"    if x.shape == (0, 0):\n        return x\n")],
+    ids=["T-in-shape", "permute-in-size", "T-or-sizes", "t-product", "T-sizes-equal", "T-min",
+         "permute-shape-tuple"])
 def test_a_transpose_before_a_guard_reading_the_sizes_alike_stops(tmp_path, step, guard):
     # A transpose reorders the sizes and keeps them: a guard reading the whole shape, or sizes
-    # 0 and 1 alike, checks the same after it: the fix made twice. It moved, and the file
-    # held the guard twice, exit 0.
+    # 0 and 1 alike (`x.size(0) == x.size(1)`, `min(x.shape)`, `x.shape == (0, 0)`), checks
+    # the same after it: the fix made twice. It moved, and the file held the guard twice, exit 0.
     stops(guarded_twice(tmp_path, b"x", step, guard))
 
 
@@ -143,8 +147,12 @@ def test_a_transpose_before_a_guard_reading_the_sizes_alike_stops(tmp_path, step
     (b"    x = x.view(-1, 4)\n", b"    if 0 in x.shape:\n        return x\n"),
     (b"    x = x.reshape(4, -1)\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
     (b"    x = x.transpose(1, 2)\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
-    (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) > 1:\n        return x\n")],
-    ids=["view-in-shape", "reshape-or-sizes", "transpose12-or-sizes", "T-unlike-sizes"])
+    (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) > 1:\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.size(0) < x.size(1):\n        return x\n"),
+    (b"    x = x.T\n", b"    if x.shape == (0, 1):\n        return x\n"),
+    (b"    x = x.transpose(1, 2)\n", b"    if x.size(0) == x.size(1):\n        return x\n")],
+    ids=["view-in-shape", "reshape-or-sizes", "transpose12-or-sizes", "T-unlike-sizes",
+         "T-sizes-ordered", "T-shape-unlike", "transpose12-sizes-equal"])
 def test_a_step_giving_other_sizes_before_a_guard_reading_them_alike_moves(tmp_path, step, guard):
     # Neighbours: a view or a reshape gives other sizes, a transpose of dimensions 1 and 2
     # moves another size to place 1, and a guard comparing sizes 0 and 1 unlike reads another
