@@ -1914,11 +1914,17 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     written = _written(lines, own, run)
     code = [STRING_OR_COMMENT.sub(b"", line) for line in written]
     read = {name for line in code for name in _NAME.findall(line)}
-    # The names whose layout the run reads (`x.size(0)`, `x.is_contiguous()`, `len(x)`,
-    # `x[0]`), each with the steps that give it another answer (a transpose, a view).
+    # The names whose layout or kind the run reads (`x.size(0)`, `x.is_contiguous()`,
+    # `len(x)`, `x[0]`, `x.dtype`, `x.is_cuda`), each with the steps that give it another
+    # answer (a transpose, a view, `x.float()`, `x.cuda()`). Not the target an in-place update
+    # acts on: `y.add_(bias.to(y.dtype))` adds to what `y = y.float()` carried over, and
+    # made twice it adds twice, whatever dtype it reads.
+    in_place = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
     shaped: dict[bytes, frozenset[bytes]] = {}
     for line in code:
         for found in _READS_LAYOUT.finditer(line):
+            if in_place is not None and (found[1] or found[3] or found[4]) == in_place[1]:
+                continue
             name = found[1] or found[3] or found[4]
             changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS
             if found[2] in (b"size", b"shape"):
@@ -1929,7 +1935,7 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     between = lines[low - 1 + len(written):high - 1]
     if any(_sets_anew(line, read, shaped) for line in between):
         return True
-    target = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
+    target = in_place
     if target is None or target[2] not in _RESETS:
         return False
     # An update that resets its target whatever it held (`out.zero_()`, `out.fill_(0)`) is
@@ -2048,11 +2054,14 @@ def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-# The names a run reads the layout of: `x.size(0)`, `x.shape[0]`, `x.stride(1)`,
-# `x.is_contiguous()`, `x.dim()` (name, what is read), `len(x)`, an item `x[0]`.
+# The names a run reads the layout or the kind of: `x.size(0)`, `x.shape[0]`, `x.stride(1)`,
+# `x.is_contiguous()`, `x.dim()`, `x.dtype`, `x.is_cuda`, `x.requires_grad` (name, what is
+# read: a key of _CHANGED_BY), `len(x)`, an item `x[0]`.
 _READS_LAYOUT = on_first_use(
     rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(size|shape|stride|is_contiguous|dim|ndim|ndimension"
-    rb"|storage_offset)\b|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
+    rb"|storage_offset|dtype|is_floating_point|is_complex|is_signed|element_size|itemsize"
+    rb"|device|is_cuda|is_cpu|get_device|is_pinned|requires_grad|is_leaf|grad_fn|grad)\b"
+    rb"|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
 # What an in-place update acts on and how: `out` and `zero_` of `out.zero_()`, `self.buf` and
 # `add_` of `self.buf.add_(b)`.
 _IN_PLACE_TARGET = on_first_use(
@@ -2391,9 +2400,9 @@ def _keeps_value(name: bytes, value: bytes, changing: frozenset[bytes] = frozens
     at, steps = len(name), 0
     while at < len(value):
         step = _STEP.match(value, at)
-        if step is None or step[1] not in _SAME_VALUE or step[1] in changing:
+        if step is None or step[1] not in _SAME_VALUE:
             return False
-        at, steps = step.end(), steps + 1
+        at, steps, opened = step.end(), steps + 1, step.end()
         if value[at:at + 1] == b"(":
             depth = 0
             for k in range(at, len(value)):
@@ -2403,7 +2412,22 @@ def _keeps_value(name: bytes, value: bytes, changing: frozenset[bytes] = frozens
                     break
             else:
                 return False
+        if step[1] in changing or (step[1] == b"to" and _to_kinds(value[opened:at]) & changing):
+            return False
     return steps > 0
+
+
+def _to_kinds(arguments: bytes) -> frozenset[bytes]:
+    """What a `.to(...)` with `arguments` may change, read from how they are spelt: the device
+    (`device`, `"cuda"`, `torch.device(...)`, `other.device`), the element type (`dtype`,
+    `torch.float16`, `other.dtype`), or, where they tell neither (`x.to(other)`), both (the
+    keys TO_DEVICE and TO_DTYPE of _CHANGED_BY's sets)."""
+    kinds = set()
+    if _DEVICE_WORDS.search(arguments):
+        kinds.add(_TO_DEVICE)
+    if _DTYPE_WORDS.search(arguments):
+        kinds.add(_TO_DTYPE)
+    return frozenset(kinds or (_TO_DEVICE, _TO_DTYPE))
 
 
 # One step of a chain: a dot and a method's or attribute's name.
@@ -2428,11 +2452,30 @@ _RANK_STEPS = frozenset((b"view", b"view_as", b"reshape", b"reshape_as", b"flatt
 _TRANSPOSES = frozenset((b"transpose", b"permute", b"t", b"T", b"mT", b"H", b"mH"))
 _TWO_D_TRANSPOSES = frozenset((b"t", b"T"))
 _SIZE_STEPS = _RANK_STEPS | _TRANSPOSES
+# A `.to(...)` by what its arguments change (_to_kinds): the device, the element type.
+_TO_DEVICE, _TO_DTYPE = b"to(device)", b"to(dtype)"
+_DEVICE_WORDS = on_first_use(rb"device|\bdev\b|cuda|cpu|\bmeta\b|\bhip\b")
+_DTYPE_WORDS = on_first_use(rb"dtype|\btorch\s*\.\s*(?:u?int\d*|float\d*|half|double|bfloat16"
+                            rb"|bool|complex\d*|long|short)\b")
+# The steps of _SAME_VALUE that give another element type (a check on `x.dtype`, on
+# `x.is_floating_point()` reads another answer after them), another device, or another
+# tensor cut off from autograd (`x.requires_grad`); `x.grad_fn`, `x.is_leaf` and `x.grad`
+# are another tensor's after any step.
+_DTYPE_STEPS = frozenset((b"float", b"half", b"double", b"bfloat16", b"type", b"type_as",
+                          b"astype", b"numpy", _TO_DTYPE))
+_DEVICE_STEPS = frozenset((b"cuda", b"cpu", b"type", b"type_as", b"numpy", _TO_DEVICE))
+_GRAD_STEPS = frozenset((b"detach", b"data", b"requires_grad_", b"numpy"))
 _CHANGED_BY = {b"dim": _RANK_STEPS, b"ndim": _RANK_STEPS, b"ndimension": _RANK_STEPS,
                b"size": _SIZE_STEPS, b"shape": _SIZE_STEPS,
                b"stride": _SIZE_STEPS | {b"contiguous"},
                b"is_contiguous": _SIZE_STEPS | {b"contiguous"},
-               b"storage_offset": _SIZE_STEPS | {b"contiguous"}}
+               b"storage_offset": _SIZE_STEPS | {b"contiguous"},
+               **dict.fromkeys((b"dtype", b"is_floating_point", b"is_complex", b"is_signed",
+                                b"element_size", b"itemsize"), _DTYPE_STEPS),
+               **dict.fromkeys((b"device", b"is_cuda", b"is_cpu", b"get_device"), _DEVICE_STEPS),
+               b"is_pinned": _DEVICE_STEPS | {b"pin_memory"},
+               b"requires_grad": _GRAD_STEPS,
+               **dict.fromkeys((b"is_leaf", b"grad_fn", b"grad"), _SAME_VALUE)}
 
 
 def _with_history_word(judgement: Judgement, verdict, final) -> Judgement:

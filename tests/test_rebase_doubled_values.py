@@ -127,6 +127,46 @@ def test_a_step_keeping_the_layout_before_a_guard_on_it_stops(tmp_path, step, gu
 
 
 @pytest.mark.parametrize("step, guard", [
+    (b"    x = x.float()\n", b"    if x.dtype == torch.float16:\n        return x\n"),
+    (b"    x = x.half()\n", b"    if not x.is_floating_point():\n        return x\n"),
+    (b"    x = x.to(torch.float16)\n", b"    if x.dtype != torch.float16:\n        return x\n"),
+    (b"    x = x.cuda()\n", b"    if not x.is_cuda:\n        return x\n"),
+    (b"    x = x.to(device)\n", b"    if x.device != device:\n        return x\n"),
+    (b"    x = x.to(other)\n", b"    if x.dtype == torch.float16:\n        return x\n"),
+    (b"    x = x.detach()\n", b"    if x.requires_grad:\n        return x\n")],
+    ids=["float-dtype", "half-floating", "to-dtype", "cuda-is_cuda", "to-device", "to-other",
+         "detach-grad"])
+def test_a_step_changing_the_kind_a_guard_reads_is_another_check(tmp_path, step, guard):
+    # `x = x.float()` gives x another dtype, `x.cuda()` another device, `x.detach()` a tensor
+    # needing no grad: the guard after it reads another answer than the fix's before it. It
+    # stopped as doubled, and the first advice, delete your copy, left the input unchecked.
+    moves_with_both(guarded_twice(tmp_path, b"x", step, guard), guard.splitlines()[0].strip())
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.to(device)\n", b"    if x.dtype == torch.float16:\n        return x\n"),
+    (b"    x = x.float()\n", b"    if not x.is_cuda:\n        return x\n"),
+    (b"    x = x.contiguous()\n", b"    if x.dtype == torch.float16:\n        return x\n"),
+    (b"    x = x.to(torch.float16)\n", b"    if x.device != device:\n        return x\n")],
+    ids=["to-device-dtype", "float-is_cuda", "contiguous-dtype", "to-dtype-device"])
+def test_a_step_keeping_the_kind_a_guard_reads_stops(tmp_path, step, guard):
+    # Neighbours: moving x to a device keeps its dtype, a cast keeps its device: the same
+    # check twice, the fix made twice.
+    stops(guarded_twice(tmp_path, b"x", step, guard))
+
+
+def test_an_in_place_update_reading_its_targets_dtype_after_a_cast_stops(tmp_path):
+    # The bias cast to y's dtype is added to what `y = y.float()` carried over: made twice,
+    # added twice, whatever dtype the second reads.
+    bias = b"    y.add_(bias.to(y.dtype))\n"
+    base = module(b"def run(x, bias):\n    y = prepare(x)\n    y = y.float()\n"
+                  b"    return launch(y)\n")
+    stops(stack_with(tmp_path, base,
+                     base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n" + bias),
+                     base.replace(b"    y = y.float()\n", b"    y = y.float()\n" + bias)))
+
+
+@pytest.mark.parametrize("step, guard", [
     (b"    x = x.T\n", b"    if 0 in x.shape:\n        return x\n"),
     (b"    x = x.permute(1, 0)\n", b"    if 0 in x.size():\n        return x\n"),
     (b"    x = x.T\n", b"    if x.size(0) == 0 or x.size(1) == 0:\n        return x\n"),
