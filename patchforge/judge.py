@@ -21,7 +21,7 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
-                                       doubled_near, is_in_place, line_spans,
+                                       doubled_near, is_guard, is_in_place, line_spans,
                                        near_lines, near_runs, near_windows, replacing_runs,
                                        telling_runs)
 from patchforge.apply.series import git_mode
@@ -162,6 +162,10 @@ OTHER_FUNCTION = "another function"
 # How the evidence of a stop on a fix whose added lines upstream has already near where the fix
 # goes (its own way: re-wrapped, quotes changed) starts.
 DOUBLED = "upstream has these lines already"
+# What such a stop's evidence adds where upstream's copy runs on only some of the paths
+# through the fix's (inside a branch the fix's copy is not in): deleting the fix's copy would
+# lose its line on the other paths, so the way on that keeps it comes first.
+FEWER_PATHS = "upstream's copy runs on only some of the paths through yours"
 # What the evidence of a fix whose removed code upstream moved to another file (where the
 # target has it) says (`_removal_moved`): the file, the other file, the commit(s).
 _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
@@ -1548,7 +1552,17 @@ class SeriesJudge:
                            and not _items_of_two_brackets(current, result, run)
                            and not _on_two_paths(current, result, run)]
             if doubled:
-                found.append((path, _doubled_where(path, current, result, doubled)))
+                # Upstream's copy inside a branch the fix's copy is not in runs on only some
+                # of the paths through the fix's: a guard there is checked twice on those and
+                # once, the fix's, on the others; both are wanted. Any other line is done twice
+                # on those paths, and deleting the fix's copy loses it on the others: a stop
+                # whose first way on keeps the fix's copy (FEWER_PATHS).
+                fewer = [run for run in doubled if _upstreams_on_fewer_paths(current, result, run)]
+                doubled = [run for run in doubled
+                           if run not in fewer or not _guard_at_fix(current, result, run)]
+            if doubled:
+                said = _doubled_where(path, current, result, doubled)
+                found.append((path, f"{said}; {FEWER_PATHS}" if doubled[0] in fewer else said))
         return found
 
     def _runs_not_taken_out(self, fp) -> list[bytes] | None:
@@ -2239,6 +2253,70 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
     return (loop is not None and _LOOP_OR_TRY.match(opener) is None
             and not lines[loop].lstrip().lstrip(b"}").lstrip().startswith(b"switch")
             and _inside(lines, loop, second))
+
+
+def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether upstream's nearest copy of `run` in `result` runs on only some of the paths
+    through the fix's copy: a block that holds upstream's copy and not the fix's is one only
+    some paths run (an `if`'s or `else`'s branch, a loop's body, a handler, a case), read by
+    indentation from upstream's copy outwards up to the first block holding both. Upstream's
+    in an `if fast:` that runs on, the fix's after it (or the fix's first and upstream's in a
+    later branch): the paths past the branch run the fix's copy alone. A `with` or `try:` body
+    and a `finally:` run on every path; a loop's or a `try:`'s `else:` runs after the body on
+    its path, so one holding upstream's copy where the body holds the fix's is one path (a
+    body that breaks out is _on_two_paths'). Asked only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    mine, at = own - 1, theirs - 1
+    while True:
+        opener = _opener_at(lines, at)
+        if opener is None or _inside(lines, opener, mine):
+            return False
+        head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+        if head.startswith((b"def ", b"async def ", b"class ")):
+            return False
+        if _BRANCH.match(head) is not None and not (
+                head.startswith(b"else") and _else_after_body_of(lines, opener, mine)):
+            return True
+        at = opener
+
+
+def _opener_at(lines: list[bytes], at: int) -> int | None:
+    """The line (0-based) of the nearest code line above line `at` of `lines` set less deep
+    than it (not a bracket's closing line): the head of the block holding it (None where none
+    is within 400 lines)."""
+    depth = _indent(lines[at])
+    for k in range(at - 1, max(at - 400, -1), -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if code and _indent(lines[k]) < depth and not code.startswith((b")", b"]")):
+            return k
+    return None
+
+
+def _else_after_body_of(lines: list[bytes], opened: int, at: int) -> bool:
+    """Whether the `else:` at line `opened` (0-based) of `lines` is a loop's or a `try:`'s
+    whose body holds line `at`: it runs after that body on its path."""
+    depth = _indent(lines[opened])
+    head = None
+    for k in range(opened - 1, max(opened - 400, -1), -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip().lstrip(b"}").lstrip()
+        if not code or _indent(lines[k]) > depth:
+            continue
+        if _indent(lines[k]) < depth or not code.startswith((b"except", b"catch")):
+            head = k if _indent(lines[k]) == depth else None
+            break
+    return head is not None and _LOOP_OR_TRY.match(
+        STRING_OR_COMMENT.sub(b"", lines[head]).strip().lstrip(b"}").lstrip()) is not None \
+        and _inside(lines, head, at)
+
+
+def _guard_at_fix(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether the fix's copy of `run` in `result` is one whole guard (neartext.is_guard):
+    a check that, made a second time on a path, changes nothing."""
+    _, own, _ = _copies_of(current, result, run)
+    return own is not None and is_guard(_written(result.split(b"\n"), own, run))
 
 
 def _loop_around(lines: list[bytes], at: int) -> int | None:

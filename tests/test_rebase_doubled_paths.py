@@ -50,12 +50,14 @@ def moves_with_both(stack: OneUpstreamStack, path: str, guard: bytes) -> None:
     assert (stack.root / "overlays/up" / path).read_bytes().count(guard) == 2
 
 
-def stops(stack: OneUpstreamStack) -> None:
-    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+def stops(stack: OneUpstreamStack) -> str:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines (what
+    it says)."""
     status = stack.json("status", "--against", "v2", expect=1)
     assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way" in err, err
+    return err
 
 
 FAST = b"    if fast:\n        y = x.contiguous()\n        return fast_path(y)\n"
@@ -165,6 +167,8 @@ def test_a_statement_on_the_path_through_both_copies_stops(tmp_path, where):
     # A line on the path through both copies is done twice: the fix adds the bias after the
     # matmul and upstream inside a later `if fast:` (or upstream's inside an `if fast:` that
     # runs on, the fix's after it). The fast path adds the bias twice; it moved, exit 0.
+    # Upstream's copy runs on the fast path only: deleting the fix's would lose the bias on
+    # the slow path, so the first way on keeps the fix's copy (it was "delete your copy").
     base = py(MATMUL + b"    if fast:\n        log_fast(y)\n    return finish(y)\n")
     if where == "fix first":
         fix = base.replace(MATMUL, MATMUL + b"    " + BIAS)
@@ -172,16 +176,56 @@ def test_a_statement_on_the_path_through_both_copies_stops(tmp_path, where):
     else:
         fix = base.replace(b"    return finish", b"    " + BIAS + b"    return finish")
         theirs = base.replace(b"    if fast:\n", b"    if fast:\n        " + BIAS)
-    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+    stack = stack_with(tmp_path, "pkg/a.py", base, fix, theirs)
+    err = stops(stack)
+    assert "upstream's copy runs on only some of the paths through yours" in err, err
+    assert ": keep yours and take upstream's copy out in the worktree" in err, err
+    assert err.index("keep yours") < err.index("delete your copy only if"), err
 
 
-def test_a_guard_in_a_branch_that_runs_on_before_the_fixs_stops(tmp_path):
-    # Upstream's guard in `if fast:` that does not return, the fix's after the branch: the
-    # fast path checks twice, the fix made twice (the rule a guard a line lower is under).
-    base = py(b"    if fast:\n        y = x.contiguous()\n        log_fast(y)\n" + SLOW)
-    fix = base.replace(SLOW, indented(GUARD, 4) + SLOW)
-    theirs = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
-    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+def test_the_fixs_branch_running_on_into_upstreams_statement_advises_deleting_the_fixs(tmp_path):
+    # Neighbour: the fix's bias inside `if fast:`, which runs on into upstream's after it:
+    # every path through the fix's copy runs upstream's, the fix made twice, and deleting
+    # the fix's copy loses nothing: that stays the first way on.
+    base = py(MATMUL + b"    if fast:\n        log_fast(y)\n    return finish(y)\n")
+    fix = base.replace(b"    if fast:\n", b"    if fast:\n        " + BIAS)
+    theirs = base.replace(b"    return finish", b"    " + BIAS + b"    return finish")
+    stack = stack_with(tmp_path, "pkg/a.py", base, fix, theirs)
+    err = stops(stack)
+    assert ": delete your copy of these lines in the worktree" in err, err
+    assert "only some of the paths" not in err, err
+
+
+@pytest.mark.parametrize("where", ["upstream in the branch", "fix first",
+                                   "upstream in a loop body", "cpp"])
+def test_a_guard_where_upstreams_copy_runs_on_fewer_paths_moves(tmp_path, where):
+    # Upstream's guard in `if fast:` that does not return, the fix's after the branch (or the
+    # fix's at the top and upstream's in a later `if fast:`, or upstream's in a loop's body,
+    # which may run no round, and the fix's after the loop): the paths past upstream's branch
+    # run the fix's check alone. It stopped as doubled, and the first advice, delete your
+    # copy, left the slow path unchecked. A guard made twice on the fast path changes nothing.
+    if where == "cpp":
+        base = cpp(b"    if (fast) {\n        log_fast(x);\n    }\n    return slow_path(x);\n")
+        fix = base.replace(b"    return slow", b"    " + CPP_GUARD + b"    return slow")
+        theirs = base.replace(b"    if (fast) {\n", b"    if (fast) {\n        " + CPP_GUARD)
+        moves_with_both(stack_with(tmp_path, "pkg/k.cu", base, fix, theirs), "pkg/k.cu",
+                        CPP_GUARD.strip())
+        return
+    if where == "upstream in a loop body":
+        base = py(b"    for k in range(tries(x)):\n        y = x.contiguous()\n"
+                  b"        log_fast(y)\n" + SLOW)
+        theirs = base.replace(b"range(tries(x)):\n", b"range(tries(x)):\n" + indented(GUARD, 8))
+        fix = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    else:
+        base = py(b"    y = prepare(x)\n    if fast:\n        y = x.contiguous()\n"
+                  b"        log_fast(y)\n" + SLOW)
+        theirs = base.replace(b"    if fast:\n", b"    if fast:\n" + indented(GUARD, 8))
+        if where == "fix first":
+            fix = base.replace(b"    y = prepare(x)\n", indented(GUARD, 4) + b"    y = prepare(x)\n")
+        else:
+            fix = base.replace(SLOW, indented(GUARD, 4) + SLOW)
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
 
 
 TRY_ELSE = (b"    y = prepare(x)\n    try:\n        launch(y)\n    except RuntimeError:\n"

@@ -27,9 +27,10 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
                                StoreError, UsageError)
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, OTHER_FUNCTION, HistoryIndex, LazyHistory,
-                              SeriesJudge, Target, _patch_paths, carry_moved, carry_old,
-                              moved_away, read_history, series_renames, where_landed)
+from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, FEWER_PATHS, OTHER_FUNCTION,
+                              HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
+                              carry_moved, carry_old, moved_away, read_history, series_renames,
+                              where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.names import shell_quoted_bytes
@@ -983,6 +984,16 @@ class Rebase:
                     self.project, judgement.deleted_here, "patchforge rebase --continue",
                     "`patchforge rebase --skip` (the whole fix is kept in skipped/)",
                     "a patch left with no change is set aside in skipped/")
+            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(FEWER_PATHS)
+                                            for item in judgement.evidence):
+                # Deleting the fix's copy loses its line on the paths upstream's does not
+                # run: the way that keeps it first.
+                message += ": keep yours and take upstream's copy out in the worktree (on " \
+                    "the paths through both the line is done twice), then `patchforge " \
+                    "rebase --continue`; keep both (--continue with the worktree as it is); " \
+                    "delete your copy only if the fix's line is not wanted where upstream's " \
+                    "does not run; or `patchforge rebase --skip` (sets the WHOLE fix aside in " \
+                    "skipped/, its other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED)
                                             for item in judgement.evidence):
                 # The edit first: --skip sets the whole fix aside, its changes upstream does
