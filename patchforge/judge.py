@@ -7,6 +7,7 @@ between base and target). `status`, `rebase`, `pr` and `bring-back` all decide w
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import itertools
 import os
@@ -3396,7 +3397,7 @@ def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
     with memoryview(data) as view:
         if fields[0] != b"%08x" % zlib.crc32(view[at:]):
             return {}
-    texts: dict[str, bytes | _KeptText] = {}
+    spans: list[tuple[str, int, int]] = []
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)
         if entry is None:
@@ -3405,8 +3406,8 @@ def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
         at = start + int(entry[1])
         if at > len(data):
             return {}
-        texts[entry[2].decode("utf-8", "surrogateescape")] = _KeptText(data, start, at)
-    return texts
+        spans.append((entry[2].decode("utf-8", "surrogateescape"), start, at))
+    return _KeptLoose(data, spans) if spans else {}
 
 
 class _KeptText:
@@ -3439,6 +3440,87 @@ def _holds_share(lines: list[tuple[int, bytes]], text: bytes | _KeptText, need: 
         if line in text:
             found += size
     return found >= need
+
+
+class _KeptLoose(dict):
+    """_kept_loose's texts by path (each a _KeptText), all in one kept file's bytes, one after
+    the other, each behind its entry line: a part asked of every text is searched for in the
+    file once (`holding`, `sharing`), not once per text. A release's 1,246 texts asked one by
+    one were 1,246 searches over the same bytes, each a call that set up its search of the
+    part again (for a part of 100 bytes or more, the two-way search's preprocessing)."""
+
+    def __init__(self, data: bytes | mmap.mmap, spans: list[tuple[str, int, int]]) -> None:
+        super().__init__((path, _KeptText(data, start, end)) for path, start, end in spans)
+        self.data = data
+        self.paths = [path for path, _, _ in spans]
+        self.starts = [start for _, start, _ in spans]
+        self.ends = [end for _, _, end in spans]
+
+    def _holding(self, part: bytes) -> list[int]:
+        """The positions (in order) of the texts that hold `part`: one search from the first
+        text on. A place found lies in the text it starts in, or runs past that text's end
+        (across the entry line after it: in no text, and no later place of that text can
+        end inside it); either way the search goes on from the next text's start."""
+        data, starts, ends = self.data, self.starts, self.ends
+        found: list[int] = []
+        k, at = 0, starts[0]
+        while True:
+            place = data.find(part, at)
+            if place < 0:
+                return found
+            k = bisect.bisect_right(starts, place, k) - 1
+            if place + len(part) <= ends[k]:
+                found.append(k)
+            k += 1
+            if k == len(starts):
+                return found
+            at = starts[k]
+
+    def holding(self, part: bytes) -> list[str]:
+        """The paths of the texts that hold `part` (`part in text`), in order."""
+        return [self.paths[k] for k in self._holding(part)]
+
+    def sharing(self, lines: list[tuple[int, bytes]], need: float) -> list[str]:
+        """The paths, in order, of the texts _holds_share(lines, text, need) answers yes for:
+        each line (largest first) searched for once in the whole file while the texts still
+        undecided are most of its bytes, then in each undecided text alone. A text stays
+        undecided while _holds_share's search of it would go on (below `need`, and the lines
+        left can still reach it); a decided text's answer is its sum's, found more or not
+        (_holds_share's answer is the sum's)."""
+        starts, ends = self.starts, self.ends
+        found = [0] * len(starts)
+        left = sum(size for size, _ in lines)
+        whole = ends[-1] - starts[0]
+        undecided: list[int] | range = range(len(starts))
+        for size, line in lines:
+            undecided = [k for k in undecided if found[k] < need <= found[k] + left]
+            if not undecided:
+                break
+            left -= size
+            if 2 * sum(ends[k] - starts[k] for k in undecided) > whole:
+                for k in self._holding(line):
+                    found[k] += size
+            else:
+                for k in undecided:
+                    if self.data.find(line, starts[k], ends[k]) >= 0:
+                        found[k] += size
+        return [self.paths[k] for k, held in enumerate(found) if held >= need]
+
+
+def _texts_holding(texts: dict[str, bytes | _KeptText], part: bytes) -> list[str]:
+    """The paths of `texts` whose text holds `part`, in order (kept texts: one search)."""
+    if isinstance(texts, _KeptLoose):
+        return texts.holding(part)
+    return [path for path, text in texts.items() if part in text]
+
+
+def _texts_sharing(texts: dict[str, bytes | _KeptText], lines: list[tuple[int, bytes]],
+                   need: float) -> list[str]:
+    """The paths of `texts` that hold `need` of `lines` (_holds_share), in order (kept
+    texts: each line searched for once in the whole kept file while most are undecided)."""
+    if isinstance(texts, _KeptLoose):
+        return texts.sharing(lines, need)
+    return [path for path, text in texts.items() if _holds_share(lines, text, need)]
 
 
 def _net_lines(part: bytes, adds: bool) -> frozenset[bytes]:
@@ -4013,8 +4095,8 @@ class HistoryIndex:
         asked."""
         lines = sorted(((len(line), loose_code(line)) for line in code), reverse=True)
         need = MOVED_SHARE * sum(size for size, _ in lines)
-        loose = [one for one, text in self._loose_contents(commit).items() if one != path and
-                 _holds_share(lines, text, need)]
+        loose = [one for one in _texts_sharing(self._loose_contents(commit), lines, need)
+                 if one != path]
         # Only those files' content is read again as it is (the release's every file read
         # again cost a 300-patch rebase about 60 ms of CPU), their blobs fetched already.
         texts = self.store.read_blobs(commit, loose, fetch_together=False) if loose else {}
@@ -4059,7 +4141,7 @@ class HistoryIndex:
         if whole is not None:
             return whole
         wanted = loose_code(code)  # (code_of keeps a string's whitespace; the texts none)
-        holding = [path for path, text in self._loose_contents(commit).items() if wanted in text]
+        holding = _texts_holding(self._loose_contents(commit), wanted)
         if len(holding) > self.NAMED_FILES_AT_MOST:  # (code that common: the whole diff)
             return self._whole_commit(commit)
         return _blocks_per_file(self.store.commit_file_patches(commit, holding)) \

@@ -999,6 +999,65 @@ def test_a_files_share_of_moved_lines_is_the_sum_of_those_it_holds():
             (sum(size for size, line in lines if line in text) >= need)
 
 
+def _kept_release(texts: dict[str, bytes]):
+    """`texts` written as the cache keeps a release's loose code (_keep_loose) and read back
+    (_kept_loose), the file's bytes counting the searches made in them."""
+    from patchforge.judge import _keep_loose, _kept_loose
+
+    class Counted(bytes):
+        finds = 0
+
+        def find(self, *args):
+            Counted.finds += 1
+            return bytes.find(self, *args)
+
+    kept = _kept_loose(Counted(b"".join(_keep_loose(texts))))
+    assert list(kept) == list(texts) and {p: bytes(t) for p, t in kept.items()} == texts
+    return kept, Counted
+
+
+def test_a_releases_kept_texts_are_searched_once_for_each_part_asked_of_them_all():
+    """The moved-code checks ask each new file of a release (1,246 at 300 patches) whether it
+    holds a block (HistoryIndex._files_with_code) or a share of a block's lines
+    (_adding_most_of). Kept in the cache, the texts are one file's bytes: a part is searched
+    for in the file once, plus once more per text that holds it, not once per text; the
+    answers are those of each text asked alone, in order, on random texts and parts (parts
+    that run across two texts' boundary, at a text's very end, empty texts and parts)."""
+    import random
+
+    from patchforge.judge import _holds_share, _texts_holding, _texts_sharing
+
+    rng = random.Random(19)
+    files = {f"pkg/m{k:04d}.py": b"defg%d(x):returnx+%d" % (k, k) for k in range(1200)}
+    kept, counted = _kept_release(files)
+    counted.finds = 0
+    assert _texts_holding(kept, b"defg1117(x):") == ["pkg/m1117.py"]
+    assert counted.finds <= 2, counted.finds
+    counted.finds = 0
+    lines = [(12, b"returnx+1117"), (8, b"defg1117"), (3, b"x+7")]
+    assert _texts_sharing(kept, lines, 10) == ["pkg/m1117.py"]
+    assert counted.finds < 40, counted.finds
+    for _ in range(400):
+        alphabet = rng.choice([b"ab", b"abc", b"a\n"])
+        texts = {f"f{k}": bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+                 for k in range(rng.randrange(1, 9))}
+        kept, _ = _kept_release(texts)
+        words = [bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 5)))
+                 for _ in range(rng.randint(1, 5))]
+        # Slices of the kept file's bytes: parts across a text's end and the next entry line.
+        body = bytes(kept.data)
+        cuts = [body[at:at + rng.randrange(1, 6)]
+                for at in (rng.randrange(len(body)) for _ in range(6))]
+        for part in words + cuts + [b"1 f", b"f1\n", b"\n"]:
+            assert _texts_holding(kept, part) == \
+                [path for path, text in texts.items() if part in text], (texts, part)
+        lines = sorted(((len(word) * rng.randint(1, 3), word) for word in words), reverse=True)
+        need = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0]) * sum(size for size, _ in lines)
+        assert _texts_sharing(kept, lines, need) == \
+            [path for path, text in texts.items() if _holds_share(lines, text, need)], \
+            (texts, lines, need)
+
+
 def test_a_history_asked_of_many_changes_answers_as_asked_of_each_alone():
     """HistoryIndex asks judge_history of each patch over the same commits: the commits'
     blocks without whitespace are kept between the questions (`kept`), and a change's spaced
