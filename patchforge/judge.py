@@ -2251,9 +2251,28 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
     # breaks out reaches the line after the loop), before it only where the other copy is
     # later in the same loop's body.
     loop = _loop_around(lines, first)
+    if loop is not None and ends[0].strip() == b"break" and _in_loops_else(lines, loop, second):
+        return True
     return (loop is not None and _LOOP_OR_TRY.match(opener) is None
             and not lines[loop].lstrip().lstrip(b"}").lstrip().startswith(b"switch")
             and _inside(lines, loop, second))
+
+
+def _in_loops_else(lines: list[bytes], loop: int, at: int) -> bool:
+    """Whether line `at` (0-based) of `lines` is in the `else:` of the loop whose head is line
+    `loop`, and that loop's body never goes on to its next round (`continue`): the `else:`
+    runs only where the loop ran out, so a body's path that breaks out never reaches it."""
+    depth = _indent(lines[loop])
+    for k in range(loop + 1, min(len(lines), loop + 400)):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if not code:
+            continue
+        if _indent(lines[k]) <= depth:
+            return _indent(lines[k]) == depth and re.match(rb"else\s*:", code) is not None \
+                and _inside(lines, k, at)
+        if re.match(rb"continue\b", code):
+            return False
+    return False
 
 
 def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool:

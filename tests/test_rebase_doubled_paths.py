@@ -305,3 +305,29 @@ def test_a_statement_in_a_branch_that_goes_on_to_the_next_round_and_later_in_the
     theirs = base.replace(b"        save(y)\n", b"        " + BIAS + b"        save(y)\n")
     moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
                     BIAS.strip())
+
+
+@pytest.mark.parametrize("whose", ["fix's in the body", "upstream's in the body"])
+def test_a_guard_in_a_body_that_breaks_out_and_in_the_loops_else_moves(tmp_path, whose):
+    # `break` skips the loop's `else:`, which runs only where the loop ran out: a guard in a
+    # body ending in `break` and the same guard in the `else:` are on two paths, both
+    # wanted. It stopped as doubled, and the first advice, delete your copy, left the path
+    # through the body unchecked.
+    base = py(b"    for k in range(tries):\n        y = fast_path(x)\n        break\n"
+              b"    else:\n        y = slow_path(x)\n    return finish(y)\n")
+    in_body = base.replace(b"range(tries):\n", b"range(tries):\n" + indented(GUARD, 8))
+    in_else = base.replace(b"    else:\n", b"    else:\n" + indented(GUARD, 8))
+    fix, theirs = (in_body, in_else) if whose == "fix's in the body" else (in_else, in_body)
+    moves_with_both(stack_with(tmp_path, "pkg/a.py", base, fix, theirs), "pkg/a.py",
+                    b"if x is None")
+
+
+def test_a_guard_in_a_body_that_may_go_on_and_in_the_loops_else_stops(tmp_path):
+    # Neighbour: a body that may go on to its next round (`continue`) can run the loop out,
+    # and the `else:` after it: one path through both guards, the fix made twice.
+    base = py(b"    for k in range(tries):\n        y = fast_path(x)\n        if y is None:\n"
+              b"            continue\n        break\n"
+              b"    else:\n        y = slow_path(x)\n    return finish(y)\n")
+    fix = base.replace(b"range(tries):\n", b"range(tries):\n" + indented(GUARD, 8))
+    theirs = base.replace(b"    else:\n", b"    else:\n" + indented(GUARD, 8))
+    stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
