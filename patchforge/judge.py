@@ -21,10 +21,10 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     defined_names, file_changes, function_named_at,
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import (NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
-                                       doubled_near, is_guard, is_in_place, line_spans,
-                                       near_lines, near_runs, near_windows, replacing_runs,
-                                       telling_runs)
+from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
+                                       NearText, block_runs, doubled_near, is_guard,
+                                       is_in_place, line_spans, near_lines, near_runs,
+                                       near_windows, replacing_runs, short_runs, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
@@ -1872,11 +1872,15 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
              for k in range(j1, j2)}
     functions = {function_named_at(path, lines, start, first) for start, _, first in places}
     text = NearText(current)
+    short = short_runs(fp)
     own = []
     for run in runs:
+        # (A short statement's copy counts within the fix's hunk only: further off it is as
+        # often another step that reads alike.)
+        reach = SHORT_NEAR_LINES if run in short else NEAR_LINES
         for at in text.lines_of(run):
             k = at - 1
-            if k in added and any(start - NEAR_LINES <= k < end + NEAR_LINES
+            if k in added and any(start - reach <= k < end + reach
                                   for start, end, _ in places) \
                     and function_named_at(path, lines, k) in functions:
                 own.append(run)

@@ -448,8 +448,9 @@ class NearFlat:
 NEAR_LINES = 10
 # The least near text (whitespace aside) a run of added lines must have for its copy nearby to
 # say anything: `return None`, `break`, `}`, `else:` are near any place of any file (history's
-# MIN_CHANGED_CHARS, the same measure of code that proves something). A guard is the exception
-# (_GUARD).
+# MIN_CHANGED_CHARS, the same measure of code that proves something). A guard, an in-place
+# update and a short statement that does something (_GUARD, _IN_PLACE, _SHORT_STATEMENT) are
+# the exceptions.
 MIN_RUN_CHARS = 24
 # A run that is one whole guard: an `if` whose whole body leaves (return, continue, break,
 # throw, raise, goto), on one line or wrapped, in braces or not: `if (i >= n) return;`,
@@ -481,15 +482,57 @@ def is_in_place(lines: list[bytes]) -> bool:
     return len(lines) == 1 and _IN_PLACE.fullmatch(lines[0].strip()) is not None
 
 
+# A short statement that does something each time it runs: a counter stepped (`count += 1`,
+# `n++;`), a call made for what it does (`seen.append(name)`, `sync();`), a name set from
+# itself (`y = y.contiguous()`, `y = y * 2`). Under MIN_RUN_CHARS, yet made twice it is done
+# twice (or stands twice). Not a line near any place: a `return`, a `break`, a block's opener
+# or closer, a name set from other names (`n = 0`, `out = None`).
+_SHORT_STATEMENT = on_first_use(
+    rb"(?:(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:[-+*/%&|^]|<<|>>|\*\*|//)=(?!=)\s*\S.*"
+    rb"|(?:\+\+|--)\s*[A-Za-z_]\w*|[A-Za-z_]\w*\s*(?:\+\+|--)"
+    rb"|[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(.*\)"
+    rb"|(?P<set>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*=(?!=)\s*(?P<value>\S.*))\s*;?")
+_KEYWORDS = frozenset((b"return", b"if", b"while", b"for", b"switch", b"assert", b"del",
+                       b"yield", b"await", b"raise", b"throw", b"sizeof", b"elif", b"not",
+                       b"lambda", b"catch", b"with"))
+# How far (in lines) from where the fix changes the file upstream's copy of a short statement
+# counts: the fix's hunk's own context, as git diff writes it. Further off, a short statement
+# is as often another step that happens to read alike.
+SHORT_NEAR_LINES = 3
+
+
+def is_short_statement(lines: list[bytes]) -> bool:
+    """Whether a run of added lines (as written) is one short statement that does something
+    each time it runs (_SHORT_STATEMENT): read only within SHORT_NEAR_LINES of the fix's change."""
+    if len(lines) != 1:
+        return False
+    code = STRING_OR_COMMENT.sub(b"", lines[0]).strip()
+    found = _SHORT_STATEMENT.fullmatch(code)
+    if found is None or code.split(b"(")[0].split(b" ")[0] in _KEYWORDS:
+        return False
+    if found["set"] is not None:
+        # A name set from itself: anything else set anew is the same value twice, harmless.
+        return re.search(rb"(?<![\w.])" + re.escape(found["set"]) + rb"(?!\w)",
+                         found["value"]) is not None
+    return True
+
+
+def short_runs(fp: FilePatch) -> set[bytes]:
+    """The runs of telling_runs that count only as a short statement (is_short_statement)."""
+    return {text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
+            if len(text) < MIN_RUN_CHARS and not is_guard(lines) and not is_in_place(lines)
+            and is_short_statement(lines)}
+
+
 def telling_runs(fp: FilePatch) -> list[bytes]:
     """The runs of lines `fp` adds (near_runs, each whole, and the parts _added_runs reads on
-    their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard) or in-place
-    update (is_in_place), but for those its own removed lines hold (code the fix moves, or
-    re-wraps itself)."""
+    their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard), in-place
+    update (is_in_place) or short statement (is_short_statement), but for those its own
+    removed lines hold (code the fix moves, or re-wraps itself)."""
     removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
     return list(dict.fromkeys(text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
                               if (len(text) >= MIN_RUN_CHARS or is_guard(lines)
-                                  or is_in_place(lines))
+                                  or is_in_place(lines) or is_short_statement(lines))
                               and not any(text in other for other in removed)))
 
 

@@ -1,0 +1,127 @@
+"""A short statement the fix adds that upstream added too, its own way, within the fix's hunk:
+a counter stepped (`count += 1`), a call made for what it does (`seen.append(name)`), a name set
+from itself (`y = y.contiguous()`). Shorter than the 24 characters of code a run needs to say
+anything, it was never read: `status` said the fix moves, the rebase merged the line in twice
+(on the fast path the counter stepped twice), exit 0, as a plain 3-way merge does. Now the copy
+stops as upstream's own way, where upstream added it within the fix's hunk (3 lines of the
+change, its context) in the fix's function. The neighbours move, both kept: the same line
+further off, another value, another function, a line setting a name from other names (`n = 0`:
+twice is harmless), and a line between the copies that sets a name the statement reads.
+Real git upstreams, real commands."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+
+def module(body: bytes) -> bytes:
+    return (b'"""Kernels."""\n\n\nclass Lin:\n    def run(self, x, fast, seen, name):\n' + body +
+            b"\n\ndef other(y):\n    return y\n")
+
+
+BODY = (b"        y = matmul(x, self.weight)\n"
+        b"        if fast:\n"
+        b"            y = fuse(y)\n"
+        b"            return y\n"
+        b"        return finish(y)\n")
+TOP = b"        y = matmul(x, self.weight)\n"
+FAST = b"        if fast:\n"
+
+
+def stack_with(tmp_path, base: bytes, fix: bytes, upstream: bytes) -> OneUpstreamStack:
+    """Fix `fa` makes pkg/a.py `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fix)
+    stack.commit({"pkg/a.py": upstream}, "Count the calls", tag="v2")
+    return stack
+
+
+def stops(stack: OneUpstreamStack) -> None:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def moves_with_both(stack: OneUpstreamStack, line: bytes) -> None:
+    """status says the fix moves, the rebase moves it, and the overlay has both copies."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(line) == 2
+
+
+STATEMENTS = [b"count += 1", b"seen.append(name)", b"y = y.contiguous()"]
+
+
+@pytest.mark.parametrize("statement", STATEMENTS, ids=["counter", "call", "self-set"])
+def test_a_short_statement_upstream_added_in_the_fast_branch_stops(tmp_path, statement):
+    # The fix steps the counter once y is made; upstream steps it first thing on the fast
+    # path, two lines lower: merged, the fast path stepped it twice, exit 0.
+    base = module(BODY)
+    fix = base.replace(TOP, TOP + b"        " + statement + b"\n")
+    theirs = base.replace(FAST, FAST + b"            " + statement + b"\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+@pytest.mark.parametrize("statement", STATEMENTS, ids=["counter", "call", "self-set"])
+def test_a_short_statement_upstream_added_a_line_lower_stops(tmp_path, statement):
+    # No branch between: upstream's copy one line lower, past a line that sets another name.
+    base = module(BODY.replace(TOP, TOP + b"        z = prep(x)\n"))
+    fix = base.replace(TOP, TOP + b"        " + statement + b"\n")
+    theirs = base.replace(b"        z = prep(x)\n",
+                          b"        z = prep(x)\n        " + statement + b"\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+def test_a_short_statement_upstream_added_further_off_moves(tmp_path):
+    # Neighbour: six lines lower, past the fix's hunk, a short line is as often another step
+    # that reads alike: the fix moves, both kept.
+    body = BODY.replace(b"        return finish(y)\n",
+                        b"        y = norm(y)\n        y = scale(y)\n        y = clip(y)\n"
+                        b"        return finish(y)\n")
+    base = module(body)
+    fix = base.replace(TOP, b"        count += 1\n" + TOP)
+    theirs = base.replace(b"        y = clip(y)\n", b"        y = clip(y)\n        count += 1\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"count += 1")
+
+
+@pytest.mark.parametrize("mine, theirs", [
+    (b"count += 1", b"count += 2"),
+    (b"seen.append(name)", b"seen.append(x)"),
+    (b"n = 0", b"n = 0")], ids=["other-step", "other-item", "set-from-other-names"])
+def test_another_value_or_a_plain_setting_moves(tmp_path, mine, theirs):
+    # Neighbours: another step or item is another statement; a name set from other names
+    # twice is the same value twice, harmless, and as often a line near any place.
+    base = module(BODY)
+    fix = base.replace(TOP, TOP + b"        " + mine + b"\n")
+    upstream = base.replace(FAST, FAST + b"            " + theirs + b"\n")
+    stack = stack_with(tmp_path, base, fix, upstream)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"])
+
+
+def test_a_short_statement_upstream_added_to_another_function_moves(tmp_path):
+    # Neighbour: the next function's own counter, right below the fix's place.
+    base = (b'"""Kernels."""\n\n\ndef run(x):\n    y = matmul(x)\n    return y\n\n\n'
+            b"def run2(x):\n    y = matmul(x)\n    return y\n")
+    fix = base.replace(b"def run(x):\n    y = matmul(x)\n",
+                       b"def run(x):\n    y = matmul(x)\n    count += 1\n")
+    theirs = base.replace(b"def run2(x):\n", b"def run2(x):\n    count += 1\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"count += 1")
+
+
+def test_a_name_the_statement_reads_set_between_the_copies_moves(tmp_path):
+    # Neighbour: y is set anew between the two `y = y.contiguous()`: each lays out another y.
+    base = module(BODY)
+    fix = base.replace(TOP, TOP + b"        y = y.contiguous()\n")
+    theirs = base.replace(b"            y = fuse(y)\n",
+                          b"            y = fuse(y)\n            y = y.contiguous()\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"y = y.contiguous()")
