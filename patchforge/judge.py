@@ -2103,9 +2103,32 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
-    mine = _block_code(lines, own - 1)
-    names = _names_in(mine) - _temporaries(lines, own - 1, mine) - _TYPE_WORDS
-    return not names <= _names_in(_block_code(lines, theirs - 1))
+    mine, other = _block_code(lines, own - 1), _block_code(lines, theirs - 1)
+    written = _SPACES.sub(b"", b"".join(other))
+    # A cast that may change the value (to an integer type: `(int)x[j]` truncates a float)
+    # is the fix's own work unless upstream's block casts alike, or what it casts is declared
+    # an integer above (`int* x`): then it is spelling.
+    for line in mine[1:]:
+        for cast in _VALUE_CASTS.finditer(line):
+            if _SPACES.sub(b"", cast[0]) not in written and \
+                    not _declared_integer(lines, own - 1, line[cast.end():]):
+                return True
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine, written) - _TYPE_WORDS
+    return not names <= _names_in(other)
+
+
+def _declared_integer(lines: list[bytes], at: int, cast: bytes) -> bool:
+    """Whether the name that `cast` (the code after a cast) starts with is declared above line
+    `at` (0-based) of `lines`, within 200 lines, as an integer or a pointer to integers
+    (`int* x`, `const int64_t* __restrict__ x`, `size_t x`)."""
+    name = _NAME.match(cast.lstrip().lstrip(b"("))
+    if name is None:
+        return False
+    declared = re.compile(rb"\b(?:int|long|short|char|bool|size_t|u?int\d+_t|unsigned|signed)"
+                          rb"\s*[*&\s]\s*(?:__restrict__\s*|const\s*)*" + re.escape(name[0]) +
+                          rb"\b(?!\s*\()")
+    return any(declared.search(STRING_OR_COMMENT.sub(b"", line))
+               for line in lines[max(at - 200, 0):at])
 
 
 def _block_code(lines: list[bytes], at: int) -> list[bytes]:
@@ -2134,18 +2157,23 @@ def _names_in(code: list[bytes]) -> set[bytes]:
     return {name for text in code for name in _NAME.findall(text)}
 
 
-def _temporaries(lines: list[bytes], at: int, code: list[bytes]) -> set[bytes]:
+def _temporaries(lines: list[bytes], at: int, code: list[bytes], other: bytes) -> set[bytes]:
     """The names the block at line `at` (0-based) of `lines`, whose code is `code`
     (_block_code), sets and reads only within itself, with the type words declaring them:
     `w` and `float` of `float w = x[j];` (C's declaration in a braced block lives in that
     block), `w` of Python's `w = x[j]` where no other line of the function names `w`. A name
-    only added to (`acc += x[j]`) or set by the function outside the block is not one."""
+    only added to (`acc += x[j]`) or set by the function outside the block is not one, nor
+    one holding a value upstream's block (`other`, its code without whitespace) never
+    spells: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]` is other work."""
     found: set[bytes] = set()
     braced = _braced(code)
     outside: set[bytes] | None = None
     for text in code[1:]:
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
+            continue
+        value = _SPACES.sub(b"", text[set_at.end():]).rstrip(b";")
+        if value not in other:
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:
@@ -2160,6 +2188,15 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes]) -> set[bytes]:
     return found
 
 
+# Whitespace, taken out to compare code as written.
+_SPACES = on_first_use(rb"\s+")
+# A cast to an integer type, C's or C++'s (`(int)x[j]`, `(unsigned long)`,
+# `static_cast<int64_t>(`): it drops a float's fraction, another value.
+_VALUE_CASTS = on_first_use(
+    rb"\(\s*(?:(?:const|unsigned|signed)\s+)*(?:int|long|short|char|bool|size_t|u?int\d+_t"
+    rb"|unsigned|signed)(?:\s+(?:int|long))*\s*\)(?=\s*[\w(])"
+    rb"|\b(?:static|reinterpret)_cast\s*<\s*(?:(?:const|unsigned|signed)\s+)*(?:int|long|short"
+    rb"|char|bool|size_t|u?int\d+_t|unsigned|signed)(?:\s+(?:int|long))*\s*>")
 # C and C++'s own type words and qualifiers: a cast or a declaration spells the same work
 # (`y[j] += (float)x[j];`), it names nothing another block must hold.
 _TYPE_WORDS = frozenset((b"int", b"float", b"double", b"char", b"bool", b"long", b"short",

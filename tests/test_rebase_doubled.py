@@ -733,6 +733,51 @@ def test_the_fixs_loop_through_a_temporary_upstream_wrote_straight_stops(
     assert made.count(check) == 2 and made.count(b"y[j] +=") == 1, made.decode()
 
 
+@pytest.mark.parametrize("mine, x_type, want", [
+    (b"        float w = -x[j];\n        y[j] += w;\n", b"float", "move"),
+    (b"        float w = x[j] * 0.5f;\n        y[j] += w;\n", b"float", "move"),
+    (b"        float w = x[j + 1];\n        y[j] += w;\n", b"float", "move"),
+    (b"        y[j] += (int)x[j];\n", b"float", "move"),
+    (b"        y[j] += static_cast<int>(x[j]);\n", b"float", "move"),
+    (b"        y[j] += (int)x[j];\n", b"int", "stop"),
+    (b"        w = -x[j]\n        y[j] += w\n", None, "move"),
+    (b"        w = x[j] ** 2\n        y[j] += w\n", None, "move"),
+    (b"        w = x[j - 1]\n        y[j] += w\n", None, "move")],
+    ids=["neg", "scaled", "next-item", "int-cast", "static-cast", "int-cast-of-ints", "py-neg",
+         "py-square", "py-prev-item"])
+def test_the_fixs_loop_through_another_value_than_upstreams_moves(tmp_path, mine, x_type, want):
+    # The fix's loop adds another value than upstream's same-header loop (`w = -x[j]`, a
+    # scaled or another item, a cast that drops a float's fraction): two loops doing other
+    # work. It stopped as doubled (the temporary, the cast's type word, read as spelling), and
+    # the first advice, delete your copy, lost the fix's loop. A cast of what is declared an
+    # integer array (`int* x`) is spelling still, and stops.
+    if x_type is not None:
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(%s* x, float* y, int n, int m) {\n" % x_type +
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head, theirs_body = b"    for (int j = i; j < m; j += 64) {\n", b"        y[j] += x[j];\n    }\n"
+        mine += b"    }\n"
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head, theirs_body = b"    for j in range(0, m, 2):\n", b"        y[j] += x[j]\n"
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + head + check + mine),
+                            base.replace(first, head + check + theirs_body + first))
+    if want == "stop":
+        stops(stack)
+        return
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(b"y[j] += x[j]") == 1, made.decode()
+
+
 def test_a_python_loop_whose_set_name_the_function_reads_after_it_is_no_temporary(tmp_path):
     # The fix's loop keeps the last item in `last`, which the function returns after the loop;
     # upstream's loop of the same header and check adds x to y. `last` is the fix's loop's
