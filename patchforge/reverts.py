@@ -91,7 +91,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.neartext import NearFlat, NearText, near_flat, near_runs
+from patchforge.apply.neartext import STRING_OR_COMMENT, NearFlat, NearText, near_flat, near_runs
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -1313,6 +1313,10 @@ _RUN_UNNAMED = frozenset((b"__new__", b"__init__", b"__post_init__", b"__enter__
                           b"__exit__", b"__aenter__", b"__aexit__", b"__call__", b"__del__"))
 
 
+# Those of them only using the object runs (`with`, a call), not its making alone.
+_RUN_BY_USE = frozenset((b"__enter__", b"__exit__", b"__aenter__", b"__aexit__", b"__call__"))
+
+
 def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTakers,
                   taker: tuple[str, str, bytes] | None, now: bytes | None,
                   line: int | None) -> tuple[str | None, bytes, bool] | None:
@@ -1370,17 +1374,42 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
         parts = [part for part in re.split(rb"\.|::", function.split(b" [")[0]) if part]
         return (function, True) if any(
             part not in old and (calls(content, part) or decorates(content, part))
-            and (not is_class(content, part) or special(part, parts[i + 1:]))
+            and (not is_class(content, part) or special(content, part, parts[i + 1:]))
             and not any(is_class(content, inner) for inner in parts[i + 1:]
                         if inner.lstrip(b"~") != part)
             for i, part in enumerate(parts)) else None
 
-    def special(cls: bytes, rest: list[bytes]) -> bool:
+    def special(content: bytes, cls: bytes, rest: list[bytes]) -> bool:
         """Whether the method path `rest` of class `cls` is one constructing `cls` reaches
         without naming it: a Python method the object's making, entering, calling or
         dropping runs (_RUN_UNNAMED), a C++ constructor or destructor. (Not `__repr__`,
-        `__str__` or `__len__`: only printing or measuring the object runs them.)"""
-        return len(rest) == 1 and (rest[0] in _RUN_UNNAMED or rest[0] in (cls, b"~" + cls))
+        `__str__` or `__len__`: only printing or measuring the object runs them; nor what
+        entering or calling it runs where the fix's function only makes it and never uses
+        it again, `s = Synced()`.)"""
+        if len(rest) != 1 or not (rest[0] in _RUN_UNNAMED or rest[0] in (cls, b"~" + cls)):
+            return False
+        return rest[0] not in _RUN_BY_USE or not only_made(content, cls)
+
+    def only_made(content: bytes, cls: bytes) -> bool:
+        """Whether the fix's function in `content` uses class `cls` only to make an object
+        it drops: each line naming `cls` is `Cls(...)` alone or `name = Cls(...)`, and no
+        other line of the function names `name` (no `with`, no call, not passed on)."""
+        lines = lines_of(content)
+        body = [STRING_OR_COMMENT.sub(b"", text) for i, text in enumerate(lines)
+                if function_named_at(fp.path, lines, i) == own]
+        made = re.compile(rb"\s*(?:([A-Za-z_]\w*)\s*=\s*)?" + re.escape(cls) +
+                          rb"\s*\([^()]*\)\s*")
+        names = []
+        for text in body:
+            if re.search(rb"\b" + re.escape(cls) + rb"\b", text) is None:
+                continue
+            found = made.fullmatch(text.rstrip(b"\r\n"))
+            if found is None:
+                return False
+            if found[1]:
+                names.append(found[1])
+        return not any(sum(len(re.findall(rb"(?<![\w.])" + re.escape(name) + rb"\b", text))
+                           for text in body) > 1 for name in names)
 
     def is_class(content: bytes, name: bytes) -> bool:
         """Whether `content` defines `name` as a class (or a C++ struct)."""

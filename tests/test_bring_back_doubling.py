@@ -568,13 +568,14 @@ def test_a_fix_reverted_then_made_in_a_special_method_of_a_class_it_constructs_i
     assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
 
 
-@pytest.mark.parametrize("method", ["__repr__", "__str__", "__init__"])
+@pytest.mark.parametrize("method", ["__repr__", "__str__", "__init__", "__exit__", "__call__"])
 def test_a_special_method_constructing_never_runs_is_no_re_land(tmp_path, method):
     """alpha's reverted synchronize; upstream then adds `class Synced` with the synchronize in
     `METHOD`, and alpha only makes one (`s = Synced()`). Making the object runs `__init__`, a
-    re-land, refused; never `__repr__` nor `__str__` (printing it does). Was: every dunder
-    method read as run, said landed again there and the bring-back refused, the fix left in
-    skipped/ with only `--allow-doubled` as the way on. Now the fix goes back."""
+    re-land, refused; never `__repr__` nor `__str__` (printing it does), nor `__exit__` or
+    `__call__` of an object alpha never enters nor calls. Was: every dunder method read as
+    run, said landed again there and the bring-back refused, the fix left in skipped/ with
+    only `--allow-doubled` as the way on. Now the fix goes back."""
     synced = (b"class Synced:\n    def __new__(cls):\n        return super().__new__(cls)\n\n"
               if method == "__init__" else
               b"class Synced:\n    def __init__(self):\n        self.n = 0\n\n")
@@ -603,6 +604,35 @@ def test_a_special_method_constructing_never_runs_is_no_re_land(tmp_path, method
         assert "a bring-back puts it back" in said["detail"], said
         stack.cli("bring-back", "up/fa.patch")
         assert stack.series("up") == ["fa.patch"]
+
+
+@pytest.mark.parametrize("method, use", [
+    ("__exit__", b"    s = Synced()\n    with s:\n        y = x + 1\n"),
+    ("__call__", b"    s = Synced()\n    y = s(x) + 1\n"),
+    ("__call__", b"    y = Synced()(x) + 1\n")], ids=["with-name", "call-name", "call-made"])
+def test_a_special_method_of_an_object_the_fix_function_uses_is_a_re_land(tmp_path, method, use):
+    """Neighbour: alpha makes a Synced and enters it (`with s:`) or calls it (`s(x)`,
+    `Synced()(x)`): that runs `__exit__`, `__call__`, the synchronize made again, refused."""
+    synced = (b"class Synced:\n    def __init__(self):\n        self.n = 0\n\n"
+              b"    def __enter__(self):\n        return self\n\n"
+              b"    def %s(self, *args):\n    " % method.encode() + SYNC +
+              b"        return args[0] if args else False\n\n\n")
+    made_alpha = ALPHA.replace(b"    y = x + 1\n", use)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": ALPHA + PAD + BETA})
+    stack.add_fix("fa", "pkg/a.py", ALPHA + PAD + BETA, SYNCED_ALPHA + PAD + BETA)
+    landing = stack.commit({"pkg/a.py": SYNCED_ALPHA + PAD + BETA}, "Synchronize alpha (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": ALPHA + PAD + BETA},
+                 f'Revert "Synchronize alpha (#11)"\n\nThis reverts commit {landing}.')
+    stack.commit({"pkg/a.py": synced + made_alpha + PAD + BETA}, "alpha: synchronize its way",
+                 tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert f"put them in Synced.{method}, a function new since the fix's base, since: " \
+        "landed again its own way" in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert stack.series("up") == []
 
 
 def test_a_new_decorator_on_a_same_named_method_of_another_class_is_no_re_land(tmp_path):
