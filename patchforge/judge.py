@@ -2336,6 +2336,16 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
         if opener is None or _inside(lines, opener, mine):
             return False
         head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+        if head == b"{":
+            # (Allman's style: the block's header is the code line above its lone `{`.)
+            above = next((k for k in range(opener - 1, max(opener - 5, -1), -1)
+                          if STRING_OR_COMMENT.sub(b"", lines[k]).strip()), None)
+            if above is None or _indent(lines[above]) != _indent(lines[opener]):
+                return False
+            opener = above
+            if _inside(lines, opener, mine):
+                return False
+            head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
         if head.startswith((b"def ", b"async def ", b"class ")):
             return False
         if _BRANCH.match(head) is not None and not (

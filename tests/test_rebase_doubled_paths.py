@@ -197,17 +197,18 @@ def test_the_fixs_branch_running_on_into_upstreams_statement_advises_deleting_th
 
 
 @pytest.mark.parametrize("where", ["upstream in the branch", "fix first",
-                                   "upstream in a loop body", "cpp"])
+                                   "upstream in a loop body", "cpp", "cpp allman"])
 def test_a_guard_where_upstreams_copy_runs_on_fewer_paths_moves(tmp_path, where):
     # Upstream's guard in `if fast:` that does not return, the fix's after the branch (or the
     # fix's at the top and upstream's in a later `if fast:`, or upstream's in a loop's body,
     # which may run no round, and the fix's after the loop): the paths past upstream's branch
     # run the fix's check alone. It stopped as doubled, and the first advice, delete your
     # copy, left the slow path unchecked. A guard made twice on the fast path changes nothing.
-    if where == "cpp":
-        base = cpp(b"    if (fast) {\n        log_fast(x);\n    }\n    return slow_path(x);\n")
+    if where.startswith("cpp"):
+        opened = b"    if (fast)\n    {\n" if where == "cpp allman" else b"    if (fast) {\n"
+        base = cpp(opened + b"        log_fast(x);\n    }\n    return slow_path(x);\n")
         fix = base.replace(b"    return slow", b"    " + CPP_GUARD + b"    return slow")
-        theirs = base.replace(b"    if (fast) {\n", b"    if (fast) {\n        " + CPP_GUARD)
+        theirs = base.replace(opened, opened + b"        " + CPP_GUARD)
         moves_with_both(stack_with(tmp_path, "pkg/k.cu", base, fix, theirs), "pkg/k.cu",
                         CPP_GUARD.strip())
         return
