@@ -1949,10 +1949,15 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
             if found[2] in (b"size", b"shape"):
                 changing = changing - _transposes_keeping(line, name)
             shaped[name] = shaped.get(name, frozenset()) | changing
+    # The names the run reads as a tensor, through its own accessors (`x.numel()`,
+    # `x.size(0)`, `x.dtype`): a step between the copies of the project's own, or arithmetic,
+    # may keep what the guard reads (_may_keep).
+    tensors = {found[1] for line in code for found in _READS_TENSOR.finditer(line)} - (
+        {in_place[1]} if in_place is not None else set())
     low, high = sorted((own, theirs))
     # The lines after the first copy (it spans as many as the fix's), before the other.
     between = lines[low - 1 + len(written):high - 1]
-    if any(_sets_anew(line, read, shaped) for line in between):
+    if any(_sets_anew(line, read, shaped, tensors) for line in between):
         return True
     target = in_place
     if target is None or target[2] not in _RESETS:
@@ -2081,6 +2086,22 @@ _READS_LAYOUT = on_first_use(
     rb"|storage_offset|dtype|is_floating_point|is_complex|is_signed|element_size|itemsize"
     rb"|device|is_cuda|is_cpu|get_device|is_pinned|requires_grad|is_leaf|grad_fn|grad)\b"
     rb"|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
+# The names a run reads through a tensor's own accessors: its count, sizes, layout, kind.
+_READS_TENSOR = on_first_use(
+    rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(?:numel|nelement|size|shape|stride|is_contiguous|dim|ndim"
+    rb"|ndimension|storage_offset|dtype|is_floating_point|element_size|itemsize|device|is_cuda"
+    rb")\b")
+# Tensor methods known to give another count or other sizes (a reduction, a selection, a
+# repeat, a matrix product): a check on the count or sizes reads another answer after them.
+_NEW_COUNT = frozenset((
+    b"sum", b"mean", b"amax", b"amin", b"max", b"min", b"prod", b"norm", b"any", b"all",
+    b"argmax", b"argmin", b"std", b"var", b"median", b"mode", b"logsumexp", b"nansum",
+    b"count_nonzero", b"nonzero", b"unique", b"unique_consecutive", b"masked_select",
+    b"index_select", b"narrow", b"gather", b"select", b"expand", b"expand_as", b"repeat",
+    b"repeat_interleave", b"tile", b"unfold", b"diag", b"diagonal", b"topk", b"kthvalue",
+    b"split", b"chunk", b"unbind", b"tensor_split", b"item", b"tolist", b"numel", b"size",
+    b"new_empty", b"new_zeros", b"new_ones", b"new_full", b"new_tensor", b"as_strided",
+    b"take", b"matmul", b"mm", b"bmm", b"mv", b"dot", b"outer", b"kron"))
 # What an in-place update acts on and how: `out` and `zero_` of `out.zero_()`, `self.buf` and
 # `add_` of `self.buf.add_(b)`.
 _IN_PLACE_TARGET = on_first_use(
@@ -2522,7 +2543,8 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
 
 
 def _sets_anew(line: bytes, read: set[bytes],
-               shaped: dict[bytes, frozenset[bytes]] | None = None) -> bool:
+               shaped: dict[bytes, frozenset[bytes]] | None = None,
+               tensors: set[bytes] | frozenset[bytes] = frozenset()) -> bool:
     """Whether `line` sets one of the names `read` to a new state: not the same value laid
     out anew by steps of its own that keep what a guard on it checks (`x = x.contiguous()`,
     `x = x.to(device).float()`, `x = x.T`: its second copy is the fix made twice). Any other
@@ -2530,14 +2552,57 @@ def _sets_anew(line: bytes, read: set[bytes],
     `node = node.next_node()` and `node = node.next` reach another node), as is an augmented
     assignment (`i += stride`) or another expression. For a name in `shaped`, whose layout
     the run reads (`x.size(0)`), a step `shaped` gives it (`x = x.T`, a view) is another value
-    too."""
+    too. For a name in `tensors`, read through a tensor's own accessors, a step not known
+    either way may keep what the guard reads (_may_keep): not a new value, so the second copy
+    stops with both ways on rather than merge in twice."""
     set_at = _SETS_NAME.match(line)
     if set_at is None or set_at[1] not in read:
         return False
     if set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
         return True  # (augmented)
     value = STRING_OR_COMMENT.sub(b"", line[set_at.end():]).strip().rstrip(b";").rstrip()
-    return not _keeps_value(set_at[1], value, (shaped or {}).get(set_at[1], frozenset()))
+    changing = (shaped or {}).get(set_at[1], frozenset())
+    if _keeps_value(set_at[1], value, changing):
+        return False
+    return set_at[1] not in tensors or not _may_keep(set_at[1], value, changing)
+
+
+def _may_keep(name: bytes, value: bytes, changing: frozenset[bytes]) -> bool:
+    """Whether `value`, set to tensor `name`, may keep what a check on it reads, not known
+    either way: `name` through a chain of methods none of them known to change it (neither
+    `changing` nor _NEW_COUNT), some the project's own (`x.to_kernel_layout()`), or such a
+    chain (or `name` itself) with arithmetic after it (`x.float() * scale`: the same count
+    unless the operand broadcasts). An attribute of the project's own (`x.weight`) reaches
+    another object, as `node.next` does; a matrix product (`@`) or an item (`x[mask]`) gives
+    another tensor."""
+    if not value.startswith(name) or value[len(name):len(name) + 1].isalnum() \
+            or value[len(name):len(name) + 1] == b"_":
+        return False
+    at = len(name)
+    while True:
+        step = _STEP.match(value, at)
+        if step is None:
+            break
+        opened = step.end()
+        if value[opened:opened + 1] != b"(":
+            if step[1] not in _SAME_VALUE:
+                return False  # (an attribute: another object)
+            at = opened
+        else:
+            depth = 0
+            for k in range(opened, len(value)):
+                depth += (value[k:k + 1] == b"(") - (value[k:k + 1] == b")")
+                if depth == 0:
+                    at = k + 1
+                    break
+            else:
+                return False
+        if step[1] in changing or step[1] in _NEW_COUNT or (
+                step[1] == b"to" and _to_kinds(value[opened:at]) & changing):
+            return False
+    rest = value[at:].strip()
+    return not rest and at > len(name) or rest[:1] in (b"*", b"/", b"+", b"-") \
+        and rest[:2] != b"**"
 
 
 def _keeps_value(name: bytes, value: bytes, changing: frozenset[bytes] = frozenset()) -> bool:

@@ -231,3 +231,36 @@ def test_an_update_adding_to_its_target_with_a_call_taking_it_between_stops(tmp_
     fix = base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n    y.add_(bias)\n")
     stops(stack_with(tmp_path, base, fix,
                      base.replace(b"    save(y)\n", b"    save(y)\n    y.add_(bias)\n")))
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.to_kernel_layout()\n", b"    if x.numel() == 0:\n        return x\n"),
+    (b"    x = x.float() * scale\n", b"    if x.numel() == 0:\n        return x\n"),
+    (b"    x = x.to_kernel_layout()\n", b"    if x.size(0) == 0:\n        return x\n"),
+    (b"    x = x * 2\n", b"    if x.dim() != 2:\n        return x\n"),
+    (b"    x = x.view(-1) * 2\n", b"    if x.numel() == 0:\n        return x\n")],
+    ids=["own-method-numel", "float-times-scale", "own-method-size0", "times-two-dim",
+         "view-times-two-numel"])
+def test_a_step_that_may_keep_a_tensor_before_a_guard_on_it_stops(tmp_path, step, guard):
+    # A method of the project's own (`to_kernel_layout()`) may keep what the guard reads, as
+    # may arithmetic on the same tensor (`x.float() * scale`): not known either way, the
+    # rebase stops with both ways on (delete your copy, or keep yours) where it moved, and the
+    # file held the guard twice, exit 0.
+    stops(guarded_twice(tmp_path, b"x", step, guard))
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.sum(0)\n", b"    if x.numel() == 0:\n        return x\n"),
+    (b"    x = x.float() @ w\n", b"    if x.numel() == 0:\n        return x\n"),
+    (b"    x = x.T * scale\n", b"    if x.size(0) == 0:\n        return x\n"),
+    (b"    x = x.to_kernel_layout()\n", b"    if not x:\n        return x\n"),
+    (b"    x = first.to_kernel_layout()\n", b"    if x.numel() == 0:\n        return x\n"),
+    (b"    x = x.weight * 2\n", b"    if x.numel() == 0:\n        return x\n")],
+    ids=["sum-numel", "matmul-numel", "T-times-size0", "own-method-truth", "other-name",
+         "own-attribute"])
+def test_a_step_known_to_change_a_tensor_or_a_guard_on_no_tensor_moves(tmp_path, step, guard):
+    # Neighbours: a reduction and a matrix product give another count, a transpose other
+    # sizes, another name's layout or an attribute of x another tensor; and a guard reading no
+    # tensor accessor (`if not x:`) after a method of the project's own checks a new value, as
+    # `s.strip()` does: both kept.
+    moves_with_both(guarded_twice(tmp_path, b"x", step, guard), guard.splitlines()[0].strip())
