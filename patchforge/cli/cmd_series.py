@@ -151,16 +151,31 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
                                               and store.entry(pin, p) is None])
         up, file_name = new_patch(project, name, upstream=upstream, after=after,
                                   description=description, profiles=profiles, store=store)
+        work = None
+        if not no_edit:
+            try:
+                work = open_worktree(project, store, f"{up}/{file_name}", files=files,
+                                     create=create, on_left_behind=_left_behind_note(project))
+            except Exception:
+                from patchforge.errors import PatchforgeError
+                from patchforge.ops.series import withdraw_new_patch
+
+                # `new` writes nothing unless it all succeeds: the empty patch listed above
+                # goes (an interruption leaves it, and `new` run again takes it over, as it
+                # does when this fails too: the first failure is the one said).
+                try:
+                    withdraw_new_patch(project, up, file_name)
+                except (PatchforgeError, OSError):
+                    pass
+                raise
         click.echo(f"created {up}/{file_name}")
         from patchforge.ops.series import unknown_author_note
 
         note = unknown_author_note(project.read_patch(up, file_name).get("Author") or "")
         if note:
             click.echo(note, err=True)
-        if no_edit:
+        if work is None:
             return
-        work = open_worktree(project, store, f"{up}/{file_name}", files=files, create=create,
-                             on_left_behind=_left_behind_note(project))
     if files:
         click.echo(f"edit files in {work} (`patchforge add PATH` brings more), then run "
                    "`patchforge refresh`")

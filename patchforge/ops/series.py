@@ -963,6 +963,30 @@ def patches_before_new(project: Project, upstream: str, after: str | None) -> li
     return list(series.names[:series.names.index(after) + 1])
 
 
+def withdraw_new_patch(project: Project, upstream: str, file_name: str) -> None:
+    """Take back the empty patch new_patch() listed, when the rest of `new` (its worktree)
+    failed: `new` writes nothing unless it all succeeds, and a failure left an empty fix
+    listed that the next `new` of the name refused as already there. Only the patch `new`
+    wrote (still empty, no edit open on it) is taken back."""
+    from patchforge.state import editing_path
+
+    with RepoLock(project.state_dir, wait=10):
+        path = project.patch_path(upstream, file_name)
+        series = project.read_series(upstream)
+        if file_name not in series.names or editing_path(project, upstream).exists():
+            return
+        try:
+            empty = not parse_patch_file(path.read_bytes(), str(path)).file_patches
+        except (InputError, OSError):
+            return
+        if not empty:
+            return
+        with writing_project(project.root):
+            atomic_write(project.series_path(upstream), series.removed(file_name).to_bytes())
+            path.unlink(missing_ok=True)
+            series_changed(project)
+
+
 def _made_by_this_new(project: Project, upstream: str, file_name: str, data: bytes) -> bool:
     """True when the series lists `file_name` with exactly the empty patch `new` writes now."""
     if file_name not in project.patch_names(upstream):

@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchforge.errors import ConfigError, StoreDamaged, StoreError, UsageError
+from patchforge.errors import (ConfigError, SourceUnusable, StoreDamaged, StoreError,
+                               UsageError)
 from patchforge.formats.config import (PYPROJECT, STANDALONE, case_twin_problem,
                                        find_config_table, starting_config_text, table_prefix,
                                        toml_key, upstream_table_text, validate_config_table)
@@ -269,6 +270,18 @@ def _refuse_absent_follow(project: Project, store: UpstreamStore,
             from None
 
 
+def _refuse_unreadable_files(store: UpstreamStore, name: str, commit: str) -> None:
+    """A git upstream whose files cannot be had (its URL a blob-less partial clone, which never
+    fetches a file it lacks for another repository) was pinned, and every `new` and `edit`
+    then failed: one file of the pinned tree is read now, and the pin refused with the reason
+    and the ways on."""
+    try:
+        store.check_a_file_readable(commit)
+    except SourceUnusable as exc:
+        raise SourceUnusable(f"{exc.message}; nothing was written ({name} is not added)",
+                             hint=exc.hint) from None
+
+
 def _check_appended(path: Path, data: bytes) -> None:
     """Refuse to write a configuration that would no longer parse (e.g. a pyproject.toml whose
     `tool` is an inline table cannot take a `[tool.patchforge]` section)."""
@@ -338,6 +351,8 @@ def add_upstream(project: Project, upstream: UpstreamConfig, spec: str) -> Upstr
         refuse_beside_cut_short_write_out(project, "upstream add")
         require_readable_history(project)  # before the lock and configuration are written
         pin = pin_for_spec(project, store, upstream, spec)
+        if upstream.kind == "git" and not project.offline:
+            _refuse_unreadable_files(store, upstream.name, pin.commit)
         _refuse_absent_follow(project, store, upstream)
         found = find_config_table(project.config_path)
         prefix = table_prefix(project.config_path)

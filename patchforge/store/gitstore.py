@@ -43,8 +43,8 @@ from patchforge.store import commitdiffs
 from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   damage_error, is_offline, run_git)
-from patchforge.store.giturl import (check_git_url, is_local_git_url, redact,
-                                     shallow_local_repository)
+from patchforge.store.giturl import (check_git_url, is_local_git_url, partial_local_repository,
+                                     redact, shallow_local_repository)
 from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as keep_file
 from patchforge.store.kept import bound as bound_kept
 from patchforge.store.objects import (EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree, object_id,
@@ -933,6 +933,30 @@ class UpstreamStore:
                      f"{self.git_dir} aside (or remove it), and the next command fetches and "
                      f"imports the pinned revisions again")
 
+    def check_a_file_readable(self, rev: str) -> None:
+        """Read one file of `rev` (the first of its root tree, or of the first directory down
+        that has one): a partial store brings it as every later read would, so a source no
+        file can be had from (a blob-less mirror: _refuse_partial_source) is said now, with
+        one small fetch, rather than by the first `new` or `edit`."""
+        tree = self.tree_id(rev)
+        prefix = ""
+        for _ in range(8):
+            entries = sorted(self._read_tree(tree).items())
+            for name, (mode, _) in entries:
+                if mode.startswith("100"):
+                    try:
+                        check_path(prefix + decode_path(name))
+                    except PatchforgeError:
+                        continue  # a name no patch could touch: another file says as much
+                    self.read_blobs(rev, [prefix + decode_path(name)])
+                    return
+            below = next(((name, oid) for name, (mode, oid) in entries if mode == TREE_MODE),
+                         None)
+            if below is None:
+                return
+            prefix += decode_path(below[0]) + "/"
+            tree = below[1]
+
     def _pin(self, rev: str) -> str:
         # Full ids go straight to cat-file; anything else is resolved once, so a request list
         # never mixes two readings of a moving ref.
@@ -1011,17 +1035,72 @@ class UpstreamStore:
                              "(a partial clone brings files when they are first read)",
                              hint="run the command once without --offline, or `patchforge "
                                   "fetch` (it brings the files the series touches)")
+        asked = []
         for remote in self._owning_remotes(missing, where) if missing else ():
             if not missing:
                 break
+            asked.append(remote)
             self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
                       "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
                       "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128),
                       network=True)
             missing = self._missing(missing)
+        if missing:
+            self._refuse_partial_source(asked, missing, where)
         # Objects never leave the store: remember the present ones, so that reading the same
         # files again (every patch of a series on one file) costs no `rev-list` process.
         self._present.update(wanted.difference(missing))
+
+    def _refuse_partial_source(self, remotes: list[str], missing: list[str],
+                               where: dict[str, tuple[str, str]] | None) -> None:
+        """SourceUnusable when a remote asked for `missing` is a partial clone on this machine
+        (a blob-less mirror): its upload-pack never fetches what it lacks for another
+        repository, so no file it lacks can ever be read through it, and git's own fetch on
+        demand (a reader's) only failed again with its raw words ("lazy fetching disabled",
+        "could not fetch ... from promisor remote"). Said with the upstream, the file, the
+        revision and the ways on; nothing to say (None) of a remote that is no such clone."""
+        if self._remotes is None:
+            self._remotes = store_remotes(self.git_dir)
+        urls = self._remotes[1]
+        for remote in remotes:
+            for url in urls.get(remote, []):
+                mirror = partial_local_repository(url)
+                if mirror is None:
+                    continue
+                import shlex
+
+                first = missing[0]
+                what = (f"{where[first][1]} at {where[first][0][:12]}" if where and first in where
+                        else f"object {first[:12]}")
+                more = f" (and {len(missing) - 1} more files)" if len(missing) > 1 else ""
+                origin, origin_url = self._origin_of(mirror)
+                mirror_said = shlex.quote(str(mirror))
+                raise SourceUnusable(
+                    f"upstream {remote.rpartition('.')[0] or remote}: its repository {mirror} is "
+                    f"a partial clone (`git clone --filter`) that lacks {what}{more}; git never "
+                    "fetches a missing file through a partial clone for another repository, so "
+                    "no file it lacks can be read from it",
+                    hint="make the upstream's url the repository it was cloned from" + (f" ({redact(origin_url)})" if origin_url else "")
+                         + f", or make {mirror_said} a full clone (`git -C {mirror_said} config "
+                           f"--unset-all remote.{origin}.partialclonefilter && git -C "
+                           f"{mirror_said} fetch --refetch {origin}`)")
+
+    @staticmethod
+    def _origin_of(mirror: Path) -> tuple[str, str | None]:
+        """(the name, the URL) of the promisor remote a partial clone fetches its missing
+        objects from: `extensions.partialClone`, or (as `git clone --filter` writes it) the
+        remote marked `promisor`; ("origin", None) when neither says."""
+        got = run_git("-C", str(mirror), "config", "--get-regexp",
+                      r"^(extensions\.partialclone|remote\..*\.(promisor|url))$", ok=None)
+        found: dict[str, str] = {}
+        for line in got.stdout.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(" ")
+            found.setdefault(key.lower(), value.strip())
+        name = found.get("extensions.partialclone") or next(
+            (key[len("remote."):-len(".promisor")] for key, value in found.items()
+             if key.endswith(".promisor") and value.lower() in ("true", "1", "yes", "on")),
+            "origin")
+        return name, found.get(f"remote.{name}.url")
 
     def _owning_remotes(self, missing: list[str],
                         where: dict[str, tuple[str, str]] | None) -> list[str]:

@@ -95,6 +95,37 @@ def shallow_local_repository(url: str) -> Path | None:
     None otherwise. Read from the files, no git process: a work tree's `.git` directory, a
     `.git` file's `gitdir:` (a linked work tree, whose `commondir` holds the shallow file) or a
     bare repository."""
+    found = _local_git_dir(url)
+    if found is None:
+        return None
+    top, git_dir = found
+    try:
+        shallow = (git_dir / "shallow").stat().st_size > 0
+    except (OSError, ValueError):
+        return None  # not a repository git reads as shallow: its own fetch says what it is
+    return top if shallow else None
+
+
+def partial_local_repository(url: str) -> Path | None:
+    """The repository `url` names when it is on this machine and a partial clone (`git clone
+    --filter=blob:none`: a `.promisor` pack marks objects it may lack and fetch later); None
+    otherwise. Its upload-pack never fetches a missing object for another repository (git's
+    lazy fetch is off there), so what it lacks cannot be had through it. Read from the files."""
+    found = _local_git_dir(url)
+    if found is None:
+        return None
+    top, git_dir = found
+    try:
+        partial = any(p.suffix == ".promisor" for p in (git_dir / "objects" / "pack").iterdir())
+    except (OSError, ValueError):
+        return None
+    return top if partial else None
+
+
+def _local_git_dir(url: str) -> tuple[Path, Path] | None:
+    """(the path `url` names, its git directory holding the objects) for a repository on this
+    machine: a work tree's `.git` directory, a `.git` file's `gitdir:` (a linked work tree,
+    whose `commondir` holds the objects and the shallow file) or a bare repository."""
     if not is_local_git_url(url):
         return None
     match = _SCHEME.match(url)
@@ -109,10 +140,9 @@ def shallow_local_repository(url: str) -> Path | None:
         common = git_dir / "commondir"
         if common.is_file():
             git_dir = git_dir / common.read_text("utf-8", "surrogateescape").strip()
-        shallow = (git_dir / "shallow").stat().st_size > 0
     except (OSError, ValueError):
-        return None  # not a repository git reads as shallow: its own fetch says what it is
-    return top if shallow else None
+        return None
+    return top, git_dir
 
 
 def store_namespace(upstream: str, url: str) -> str:
