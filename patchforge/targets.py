@@ -480,7 +480,9 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
         known = [c for c in candidates if res.known_tag(c)]
         for candidate in dict.fromkeys(known + candidates):
             commit = res.commitish("tag", candidate)
-            if commit:
+            if commit or res.unreachable:
+                # A remote that could not be asked is down, not without the tag: asking it
+                # of the next spelling waited out git's low-speed timeout (two minutes) again.
                 break
     elif hint is not None:
         commit = res.commitish("commit", hint)

@@ -433,3 +433,40 @@ def _z_beside_a_on_a_server(tmp_path):
         yield root, z, server, fix
     finally:
         server.close()
+
+
+def test_a_remote_that_does_not_answer_ends_the_tries_of_a_release_spec(tmp_path):
+    """`status --against v2` tries tag `v2`, then tag `2` (a release with or without its "v").
+    With the configured remote not answering, each try waited for git's low-speed timeout (two
+    minutes each, unless GIT_HTTP_LOW_SPEED_TIME says less, as here): the remote is down, not
+    the tag missing, so the first failed listing ends the tries, and the message names the URL
+    and never says to check the name."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers.env import REPO_ROOT
+    from helpers.project import UPSTREAM_FILES, add_git_upstream, make_project
+    from helpers.servers import GitHttpServer
+    from helpers.upstream import Upstream
+
+    upstream = Upstream(tmp_path / "up-upstream", UPSTREAM_FILES, message="upstream: initial",
+                        tag="v1")
+    upstream.commit({"a.py": b"later\n"}, "later", tag="v2")
+    server = GitHttpServer(upstream.path)
+    try:
+        root = make_project(tmp_path / "project", pyproject=True)
+        add_git_upstream(root, "up", server.repo_url, "v1")
+        server.requests.clear()
+        server.misbehave("slow", path="/repo.git/", delay=600, times=100)
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), GIT_HTTP_LOW_SPEED_TIME="2")
+        proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "status",
+                               "--against", "v2"], capture_output=True, env=env, timeout=120)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, err
+        assert server.paths() == ["/repo.git/info/refs?service=git-upload-pack"], \
+            (server.paths(), err)
+        assert server.repo_url in err and "could not be reached" in err, err
+        assert "tag 2" not in err and "check the name" not in err, err
+    finally:
+        server.close()
