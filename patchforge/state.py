@@ -147,6 +147,21 @@ class UpstreamState:
         return ""
 
 
+def regenerate_overlays_advice(project: Project) -> str:
+    """What a check finding overlays/ out of step says to do: `patchforge overlays` and a
+    commit; while a rebase is stopped or in progress, which refuses `overlays`, to run it
+    once the rebase ends (the advice alone led to that refusal)."""
+    for state in read_states(project).values():
+        if COMMANDS["overlays"].get(state.kind) == "yes":
+            continue
+        ends = ("`patchforge rebase --continue`, `--skip` or `--abort`" if state.kind == STOPPED
+                else "`patchforge rebase --continue` or `--abort`")
+        return (f"`patchforge overlays` is refused while the rebase of {state.upstream} is "
+                f"{'stopped' if state.kind == STOPPED else 'in progress'}: once it ends "
+                f"({ends}), run `patchforge overlays` and commit the result")
+    return "run `patchforge overlays` and commit the result"
+
+
 def edit_command(words: str, upstream: str, patch: str, several: bool) -> str:
     """`patchforge refresh` (WORDS) for the edit of UPSTREAM's PATCH, or, when `several` edits
     are open (in other upstreams), `patchforge refresh UPSTREAM/NAME`: without NAME the

@@ -34,6 +34,7 @@ def overlays(app, profiles, check, as_json, output_format):
     from patchforge.ops.setup import update_ignore_lines
     from patchforge.overlay import check_overlays, fixes_gone_from_files, write_overlays
     from patchforge.pins import open_store
+    from patchforge.state import regenerate_overlays_advice
 
     project = app.project()
     with contextlib.ExitStack() as held:
@@ -127,7 +128,7 @@ def overlays(app, profiles, check, as_json, output_format):
                 click.echo(f"  {d.kind:8} {d.path}" + (f": {d.detail}" if d.detail else ""))
             # An overlay edited by hand: `overlays` refuses to throw the change away, so
             # "run `patchforge overlays`" led to a refusal; the way on is the import.
-            click.echo(by_hand or "run `patchforge overlays` and commit the result", err=True)
+            click.echo(by_hand or regenerate_overlays_advice(project), err=True)
         else:
             click.echo(_up_to_date(project, result))
         if output_format == "github":
@@ -632,9 +633,12 @@ def _unmounted_said(result) -> list[str]:
 
 
 def _github_drift(project, drifts, in_step: str, lacking: list[str]) -> None:
+    from patchforge.state import regenerate_overlays_advice
+
+    advice = regenerate_overlays_advice(project)
     github.emit_annotations(project, [
-        ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") +
-         "; run `patchforge overlays` and commit the result", _overlay_file(d.path),
+        ("error", f"{d.kind}" + (f": {d.detail}" if d.detail else "") + f"; {advice}",
+         _overlay_file(d.path),
          "patchforge overlays --check") for d in drifts] +
         [("error", said, None, "patchforge overlays --check") for said in lacking])
     differ = f"{len(drifts)} file differs" if len(drifts) == 1 else f"{len(drifts)} files differ"

@@ -344,6 +344,7 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
     patch edited without regenerating. Only for a stack that commits overlays/ (it has a
     manifest); the overlay files themselves are compared where they exist."""
     from patchforge.overlay import build_overlays, check_overlays, fixes_gone_from_files
+    from patchforge.state import regenerate_overlays_advice
 
     if not (project.overlays_dir / "manifest.json").exists():
         return []
@@ -364,7 +365,7 @@ def _stale_overlays(project: Project, store: UpstreamStore) -> list[Finding]:
     return gone + [Finding("overlays/", "overlays",
                            f"{counted(len(drifts), 'file')} {differ} from what the series "
                            "generates: "
-                           f"{shown}; run `patchforge overlays` and commit the result "
+                           f"{shown}; {regenerate_overlays_advice(project)} "
                            "(`patchforge overlays --check` shows each difference)")]
 
 
