@@ -2162,17 +2162,27 @@ def _chain_steps(store: UpstreamStore, base: str, patches) -> tuple[list[str], l
     return paths, steps
 
 
+# A path the old series had not read yet when a patch came to it (its content the base's):
+# told apart from one it holds as deleted (None).
+_UNREAD = object()
+
+
 def _contents(files: dict, paths) -> dict:
-    """`files`' contents at `paths` (None where it has none): what a patch may change of them,
-    kept before it is applied. Applying a patch changes only the paths it names, so the whole
-    series' files are not copied for each patch (quadratic in a long series)."""
-    return {path: files.get(path) for path in paths}
+    """`files`' contents at `paths` (None where it has none, _UNREAD where it has not read
+    it): what a patch may change of them, kept before it is applied. Applying a patch changes
+    only the paths it names, so the whole series' files are not copied for each patch
+    (quadratic in a long series)."""
+    return {path: files.get(path, _UNREAD) for path in paths}
 
 
 def _changed(before: dict, after: dict) -> dict:
-    """The files of `before` (see _contents) whose content in `after` differs (None: deleted)."""
+    """The files of `before` (see _contents) whose content in `after` differs (None: deleted).
+    A file read only when the patch came to it counts as changed: a rename's old path, never
+    read before, is deleted by it (its None equalled the None of "not read" and the deletion
+    was lost: the range-diff's chain showed the rename as a new file, unpaired with the new
+    series' rename, git's rename detection having nothing to pair)."""
     return {path: after[path] for path, content in before.items()
-            if path in after and after[path] != content}
+            if path in after and (content is _UNREAD or after[path] != content)}
 
 
 class _Chains:
