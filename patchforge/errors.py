@@ -10,6 +10,10 @@ EXIT_ATTENTION = 1  # a check found something: status needs action, verify misma
 EXIT_BAD_INPUT = 2  # bad usage or bad input; the message names the file and line
 EXIT_CONFLICT = 3  # a rebase stopped on a conflict and can be resumed
 EXIT_INTERNAL = 70  # a bug
+# A service or remote that did not answer after the retries (sysexits' EX_TEMPFAIL): nothing
+# of the project or the command line is wrong, and the same command may succeed later. Kept
+# apart from 2 so that a CI job can retry this and fail on that.
+EXIT_TEMPFAIL = 75
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM), as shells report a process it ended
 
@@ -18,6 +22,10 @@ class PatchforgeError(Exception):
     """Base class. `exit_code` says how the CLI ends; `hint` is one line of advice."""
 
     exit_code = EXIT_INTERNAL
+    # A service gave no usable answer after the retries (a 5xx, a rate limit, no connection, a
+    # broken read), and this error comes of it: asking again later may succeed, so it says
+    # nothing about what was asked, and the command exits 75 whatever its class (exit_code_of).
+    gave_up = False
 
     def __init__(self, message: str, *, hint: str | None = None,
                  path: str | None = None, line: int | None = None) -> None:
@@ -32,6 +40,12 @@ class PatchforgeError(Exception):
         if self.path is not None:
             where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
         return where + self.message
+
+
+def exit_code_of(error: PatchforgeError) -> int:
+    """The exit code the command ends with for `error`: 75 for one that comes of a service
+    giving no answer (`gave_up`), whatever it was said as, else its class's."""
+    return EXIT_TEMPFAIL if error.gave_up else error.exit_code
 
 
 class PartlyWritten(PatchforgeError):
@@ -109,13 +123,13 @@ class CacheUnwritable(StoreDamaged):
 
 
 class NetworkError(PatchforgeError):
-    """An HTTP service failed after retries, or `--offline` has no cached answer."""
+    """An HTTP service failed after retries, or `--offline` has no cached answer. Exit 75
+    when it gave up waiting for an answer (`gave_up`), else 2: an answer that says something
+    is wrong (a refusal, a bad body, `--offline` without a cached answer) is not made right by
+    running the command again."""
 
     exit_code = EXIT_BAD_INPUT
     unreachable = False  # no connection could be made at all: callers stop asking that host
-    # The service gave no answer after the retries (a 5xx, a rate limit, no connection, a
-    # broken read): asking again later may succeed, so it says nothing about what was asked.
-    gave_up = False
     # The registry's definite answer about one image (no such manifest, or what it serves is
     # not an image for this platform), not its own state (no answer, a refusal, a corrupted
     # body): `bump` passes over such a nightly and stops on anything else.

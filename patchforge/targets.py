@@ -313,6 +313,7 @@ class _Resolution:
         self.attempts: list[str] = []
         self.hints: list[str] = []  # the advice of the errors met on the way, in order
         self.unreachable = False  # a remote could not be asked (errors.RemoteUnreachable)
+        self.gave_up = False  # a service gave no answer after the retries (exit 75)
         self.label_key: str | None = None  # the image label `label` last took a value from
 
     def _asked(self, attempt: str, ask: Callable[..., _T], *args: Any) -> _T | None:
@@ -326,10 +327,12 @@ class _Resolution:
             raise
         except PatchforgeError as exc:
             self.attempts.append(f"{attempt}: {exc.message}")
-            if isinstance(exc, RemoteUnreachable):
-                # The remote, not the name, failed: its advice (--offline) is the way on, and
-                # "check the name" would send the user after a name that is right.
+            if isinstance(exc, RemoteUnreachable) or exc.gave_up:
+                # The remote, not the name, failed: its advice (--offline, run again later) is
+                # the way on, and "check the name" would send the user after a name that is
+                # right.
                 self.unreachable = True
+                self.gave_up = self.gave_up or exc.gave_up
                 if exc.hint:
                     self.hints.append(exc.hint)
             return None
@@ -373,6 +376,8 @@ class _Resolution:
             self.attempts.append(f"{what} {ref}: {exc.message}")
             if exc.hint:
                 self.hints.append(exc.hint)
+            if exc.gave_up:  # the registry, not the name: no "check the name", exit 75
+                self.unreachable = self.gave_up = True
             return None
         self.attempts.append(f"{what} {ref}: digest {info.digest}")
         return info
@@ -495,9 +500,13 @@ def resolve_target(spec: str, upstream_config: Any, *, store_resolver: StoreReso
     if commit is None:
         offline = bool(getattr(getattr(registry, "http", None), "offline", False)
                        or getattr(getattr(store_resolver, "project", None), "offline", False))
-        raise ResolutionError(f"cannot resolve {name}={full_spec} ({kind.name})", res.attempts,
-                              hint=_resolution_hint(spec, kind, up_kind, offline, res.hints,
-                                                    unreachable=res.unreachable))
+        unresolved = ResolutionError(f"cannot resolve {name}={full_spec} ({kind.name})",
+                                     res.attempts,
+                                     hint=_resolution_hint(spec, kind, up_kind, offline,
+                                                           res.hints,
+                                                           unreachable=res.unreachable))
+        unresolved.gave_up = res.gave_up
+        raise unresolved
     if kind is SpecKind.commit:
         hint = commit
     return ResolvedTarget(upstream=name, spec=full_spec, kind=kind, commit_hint=hint,

@@ -585,7 +585,7 @@ def test_a_forge_failure_after_the_move_keeps_the_report_and_the_next_run_opens_
     the pull request with the kept report and says so."""
     clean.forge.misbehave("status", path="/repos/team/stack/pulls", times=20, status=502)
     code, out, err = clean.bump("--open-pr")
-    assert code == 2 and "502" in err, err
+    assert code == 75 and "502" in err, err
     assert f"the stack moved to nightly-{clean.c3}" in err and "--open-pr` opens its pull" in err
     kept = clean.root / ".patchforge" / "bump" / "report.md"
     assert kept.is_file() and f"## Bump vllm to nightly-{clean.c3}" in out
@@ -955,10 +955,10 @@ def test_the_reusable_action_runs_bump_and_reports_as_github_actions_expects(cle
     env.update(INPUT_IMAGE="127.0.0.1:1/org/img", INPUT_OPEN_PR="false")
     failed = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=clean.root,
                             env=env, capture_output=True)
-    assert failed.returncode == 2 and b"Traceback" not in failed.stderr, failed.stderr.decode()
+    assert failed.returncode == 75 and b"Traceback" not in failed.stderr, failed.stderr.decode()
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert outputs["exit-code"] == "2"
-    assert summary.read_text().startswith("## Bump failed (exit 2)\n\n")
+    assert outputs["exit-code"] == "75"
+    assert summary.read_text().startswith("## Bump failed (exit 75)\n\n")
     assert "cannot connect to 127.0.0.1:1" in summary.read_text()
 
 
@@ -991,12 +991,12 @@ def test_a_newer_nightly_the_registry_does_not_answer_for_is_not_up_to_date(clea
     """The registry lists the newest nightly but answers 503 for its image, every retry.
     `bump` took that as "no image", skipped it, and moved to an older nightly, or (with none
     left) said the stack was on the newest nightly already, exit 0: a scheduled bump stayed
-    green while a nightly waited. No answer is not an answer: exit 2, naming the nightly,
-    and nothing is written."""
+    green while a nightly waited. No answer is not an answer: exit 75 (run again later, not
+    bad input), naming the nightly, and nothing is written."""
     _manifests_unanswered(clean, clean.c3)
     before = snapshot(clean.root)
     code, out, err = clean.bump("--json")
-    assert code == 2, (out, err)
+    assert code == 75, (out, err)
     assert f"the nightly nightly-{clean.c3}, newer than upstream.lock, could not be looked up" \
         in err and "503" in err, err
     assert "run bump again when the registry answers" in err
@@ -1007,11 +1007,11 @@ def test_bump_to_a_nightly_whose_image_is_not_looked_up_moves_nothing(clean):
     """`bump --to nightly-X` with the registry failing on X's image: the move went ahead and
     pinned the image by its tag alone, exit 0, although the contract is that it pins the
     image by digest (the Dockerfile then said the lock pins no image). Now nothing is moved,
-    exit 2, and the hint names the move without an image (the commit as SPEC), which works."""
+    exit 75 (the registry gave no answer), and the hint names the move without an image (the commit as SPEC), which works."""
     _manifests_unanswered(clean, clean.c3)
     before = snapshot(clean.root)
     code, out, err = clean.bump("--to", f"nightly-{clean.c3}")
-    assert code == 2, (out, err)
+    assert code == 75, (out, err)
     assert f"the image {clean.image_repo}:nightly-{clean.c3} could not be looked up" in err
     way = f"patchforge bump vllm --to {clean.c3}"  # without the image: the commit as SPEC
     assert f"`{way}` (no image is pinned then)" in err, err
@@ -1594,12 +1594,13 @@ def test_a_registry_rate_limit_is_advised_a_login_not_a_github_token(tmp_path, r
                                                                       forge_server):
     """A registry's 429 with a long Retry-After (Docker Hub's anonymous limit) ended bump with
     exit 2 and the hint "a GITHUB_TOKEN raises GitHub's rate limit", which does nothing for a
-    registry. The hint names what does: logging in."""
+    registry. The hint names what does: logging in; exit 75, as for a registry that does not
+    answer (running it later may do)."""
     s = Scenario(tmp_path, registry_server, forge_server, conflict=False)
     registry_server.misbehave("status", path=f"/v2/{REPO}/tags/list", status=429,
                               headers={"Retry-After": "3600"}, times=100)
     code, _, err = s.bump("--dry-run")
-    assert code == 2 and "429" in err, err
+    assert code == 75 and "429" in err, err
     assert "GITHUB_TOKEN" not in err and "docker login" in err, err
 
 
@@ -1853,7 +1854,7 @@ def test_a_wheel_upstreams_nightly_whose_image_is_not_looked_up_names_a_way_that
                               status=503, headers={"Retry-After": "0"}, times=1000)
     before = snapshot(stack.root)
     code, out, err = stack.bump("--to", stack.tag)
-    assert code == 2 and "could not be looked up" in err, out + err
+    assert code == 75 and "could not be looked up" in err, out + err
     way = "patchforge bump tiny --to VERSION"
     assert f"`{way}`, VERSION the version of tinypkg the nightly holds (no image is pinned " \
         "then)" in err, err

@@ -990,7 +990,8 @@ def test_token_from_gh_token_and_from_gh_auth_token(stack, monkeypatch, tmp_path
 
 
 def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
-    """No token, or a forge that cannot be reached: exit 2 and the fork has no new branch."""
+    """No token (exit 2), or a forge that cannot be reached (exit 75: run again later): the
+    fork has no new branch."""
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
     assert result.rc == 2
@@ -1005,7 +1006,7 @@ def test_open_checks_the_forge_before_pushing(stack, monkeypatch):
     monkeypatch.setenv("GITHUB_API_URL", dead)
     result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]), "--open",
                     "--fork-owner", "ada")
-    assert result.rc == 2, result.text
+    assert result.rc == 75, result.text
     assert "cannot connect to 127.0.0.1:9" in result.err
     assert fork_branches(stack["fork"]) == {}
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchforge import COLLECT_AFTER
 from patchforge.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
-                               PatchforgeError, UsageError)
+                               PatchforgeError, UsageError, exit_code_of)
 
 if TYPE_CHECKING:
     from patchforge.project import Project
@@ -320,16 +320,17 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
         echo(f"patchforge: error: {neutralize(str(exc))}", err=True)
         if exc.hint:
             echo(f"hint: {neutralize(exc.hint)}", err=True)
+        code = exit_code_of(exc)
         if wants_json:
-            emit_json_error(exc.message, exit_code=exc.exit_code, hint=exc.hint,
+            emit_json_error(exc.message, exit_code=code, hint=exc.hint,
                             path=None if exc.path is None else str(exc.path), line=exc.line)
         # An ordinary outcome (bad input, a conflict stop, a refusal): the message says it
         # all, under -v too; a traceback is for internal errors only (exit 70), which a
         # PatchforgeError can be too (a ledger the code cannot read back, say).
-        if verbose and exc.exit_code == EXIT_INTERNAL:
+        if verbose and code == EXIT_INTERNAL:
             import traceback
             traceback.print_exc()
-        sys.exit(exc.exit_code)
+        sys.exit(code)
     except _click_exception("Abort") as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
             _interrupted(exc.__cause__)

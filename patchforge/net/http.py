@@ -437,7 +437,7 @@ class HttpClient:
                 break
             self.sleep(delay)
             waited += delay
-        raise NetworkError(f"GET {url}: {problem} (gave up after {number} attempts)")
+        raise _gave_up(f"GET {url}: {problem} (gave up after {number} attempts)", url)
 
     # -- retries --------------------------------------------------------------------------------
     def _send_with_retries(self, method: str, url: str, headers: dict[str, str],
@@ -472,9 +472,9 @@ class HttpClient:
             if delay > 0:
                 self.sleep(delay)
                 waited += delay
-        error = NetworkError(f"{method} {url}: {attempt.problem} (gave up after {attempts} attempts)")
+        error = _gave_up(f"{method} {url}: {attempt.problem} (gave up after {attempts} attempts)",
+                         url)
         error.unreachable = attempt.unreachable  # callers stop asking this host (net.forge)
-        error.gave_up = True
         raise error
 
     def _send_once(self, method: str, url: str, headers: dict[str, str],
@@ -718,6 +718,20 @@ def _is_rate_limited_403(resp: Response) -> bool:
         return True
     # GitHub's secondary rate limit answers 403 with only a message saying so.
     return b"rate limit" in resp.body[:2000].lower()
+
+
+def _gave_up(message: str, url: str) -> NetworkError:
+    """The error of a request that got no usable answer after the retries (exit 75): the hint
+    says that nothing asked was wrong, so that a person or a CI job tries again rather than
+    changing a configuration that is right."""
+    error = NetworkError(message, hint=f"no usable answer from {host_of(url)} after the "
+                                       "retries (the network, a proxy or the service "
+                                       "itself): nothing in the project or the "
+                                       "command line is wrong; run the command again later "
+                                       "(exit 75 says so to a script), or with --offline where "
+                                       "an earlier run's answers are cached")
+    error.gave_up = True
+    return error
 
 
 def _failed_host(url: str, exc: BaseException) -> str:

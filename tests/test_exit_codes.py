@@ -1,0 +1,68 @@
+"""The exit codes a script reads, and the hint beside each refusal, as a user meets them on the
+command line: a service that does not answer is told from bad input (75, not 2)."""
+from __future__ import annotations
+
+import json
+
+from helpers.cli import run_cli
+from helpers.project import git_project
+
+DEAD = "127.0.0.1:9"  # the discard port: nothing listens there
+
+
+def test_a_registry_that_does_not_answer_exits_75_with_a_hint_to_run_again(tmp_path):
+    """An image whose registry cannot be reached: before, exit 2 ("bad usage or input; the
+    message names the file and line") with no hint, so a CI job could not tell "run again
+    later" from "fix the configuration". Now exit 75 (sysexits' EX_TEMPFAIL), in the --json
+    error document too, with a hint saying nothing asked was wrong."""
+    root, _ = git_project(tmp_path)
+    run = run_cli(root, "status", "--json", "--against", f"up={DEAD}/org/img:nightly")
+    assert run.rc == 75, run.text
+    assert f"cannot connect to {DEAD}" in run.err, run.err
+    hint = run.err.rsplit("hint: ", 1)[-1]
+    assert "run the command again later" in hint and "nothing in the project" in hint, run.err
+    error = json.loads(run.out)["error"]
+    assert error["exit_code"] == 75 and error["hint"] == hint.strip(), error
+
+
+def test_bump_and_verify_against_a_registry_that_does_not_answer_exit_75(tmp_path):
+    """`bump --image` and `verify --image`, the commands a CI job runs against a registry:
+    exit 75 and the hint to run again, never 2 with nothing to fix."""
+    root, _ = git_project(tmp_path)
+    assert run_cli(root, "overlays").rc == 0
+    for args in (("bump", "up", "--image", f"{DEAD}/org/img", "--dry-run"),
+                 ("verify", "--image", f"{DEAD}/org/img:nightly")):
+        run = run_cli(root, *args)
+        assert run.rc == 75, (args, run.text)
+        assert "run the command again later" in run.err.rsplit("hint: ", 1)[-1], run.err
+
+
+def test_every_exit_code_is_listed_wherever_the_exit_codes_are():
+    """README, the tutorial, `patchforge --help` and the reference's table list every exit code
+    patchforge ends with (errors.EXIT_*): the README and --help lacked 143 (SIGTERM, what a
+    cancelled CI job or `timeout` sees), and none had a code for a service not answering."""
+    import re
+    from pathlib import Path
+
+    from patchforge import errors
+
+    codes = sorted({value for name, value in vars(errors).items() if name.startswith("EXIT_")})
+    assert 75 in codes and 143 in codes, codes
+    docs = Path(__file__).resolve().parents[1]
+    usage = run_cli(None, "--help")
+    assert usage.rc == 0, usage.text
+    paragraphs = {
+        "README.md": re.search(r"^Exit codes:.*?\n\n", (docs / "README.md").read_text(),
+                               re.S | re.M).group(0),
+        "docs/tutorial.md": re.search(r"^Exit codes matter.*?\n\n",
+                                      (docs / "docs/tutorial.md").read_text(),
+                                      re.S | re.M).group(0),
+        "--help": usage.out[usage.out.index("Exit codes:"):],
+        "docs/reference.md": re.search(r"^## Exit codes\n.*?\n\n(?:\|.*\n)+",
+                                       (docs / "docs/reference.md").read_text(),
+                                       re.S | re.M).group(0),
+    }
+    for where, text in paragraphs.items():
+        said = {int(n) for n in re.findall(r"(?<![\d.])(\d{1,3})(?![\d.%])", text)}
+        assert set(codes) <= said, (where, sorted(set(codes) - said))
+
