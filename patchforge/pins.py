@@ -484,6 +484,25 @@ def _locked_wheel_source(project: Project, upstream) -> dict | None:
     return pin.source
 
 
+def _not_a_wheel_target(upstream, spec: str, what: str, tried: str | None = None) -> StoreError:
+    """The refusal of a SPEC a wheel upstream cannot take: it names the upstream's kind, what
+    the SPEC was read as, and the forms a wheel upstream takes (the README's list of target
+    forms is a git upstream's)."""
+    from patchforge.targets import classify_spec
+
+    name, package = upstream.name, upstream.package
+    hint = (f"a nightly is named by its image: `{name}=REPO:{spec}` (REPO: the image "
+            "repository, e.g. vllm/vllm-openai-rocm)" if classify_spec(spec).name == "nightly"
+            else f"name the version of {package} that holds it (`{name}=VERSION`), or the "
+                 f"image it was built into (`{name}=REPO:TAG`); a commit, branch, tag, "
+                 "nightly-<sha> or +g<sha> form is taken by a git upstream "
+                 "(`upstream add NAME --git URL`)")
+    return StoreError(f"upstream {name} is a wheel upstream ({package}, from its package "
+                      f"index): {spec!r} names {what}, which only a git upstream's history "
+                      "has" + (f", and {tried}" if tried else "") + f"; a wheel upstream takes "
+                      f"a version of {package} or an image whose labels name one", hint=hint)
+
+
 def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) -> UpstreamPin:
     """Resolve SPEC for `upstream` (an UpstreamConfig) into a pin stored in `store`."""
     from patchforge import targets
@@ -505,10 +524,20 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
             # earlier patchforge wrote with another spelling (`01.1`) names the import made
             # under it, another commit than `1.1`'s; a target of that file is the pin itself.
             pinned = _locked_wheel_source(project, upstream)
-            commit, tree, wheel = sources.import_wheel_upstream(
-                store, upstream.name, upstream.package, _wheel_version(spec),
-                offline=project.offline, namespace=import_namespace(project, upstream),
-                pinned=pinned)
+            try:
+                commit, tree, wheel = sources.import_wheel_upstream(
+                    store, upstream.name, upstream.package, _wheel_version(spec),
+                    offline=project.offline, namespace=import_namespace(project, upstream),
+                    pinned=pinned)
+            except StoreError as exc:
+                # A `+g<hex>` version names a commit: an index that builds per commit (a
+                # nightly wheel index) may hold that wheel, so pip is asked; failing, the
+                # answer is the form's, not pip's "check the package name".
+                if targets.commit_from_version(spec) is None or project.offline or \
+                        isinstance(exc, CacheUnwritable):
+                    raise
+                raise _not_a_wheel_target(upstream, spec, "a commit by its `+g` part",
+                                          exc.message.splitlines()[0]) from None
             version = sources.wheel_label(wheel, pinned)
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.
@@ -520,14 +549,12 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
                 image = ImagePin(reference=spec, tag=resolved.image.tag,
                                  digest=resolved.image.digest)
         else:
-            # A nightly tag names a commit, which a wheel upstream has no history to find;
-            # the nightly's image says which wheel it holds.
-            hint = (f"a nightly is named by its image: `{upstream.name}=REPO:{spec}` "
-                    "(REPO: the image repository, e.g. vllm/vllm-openai-rocm)"
-                    if kind.name == "nightly" else None)
-            raise StoreError(f"upstream {upstream.name} is a wheel: name a version of "
-                             f"{upstream.package} or an image whose labels name one "
-                             f"(got {spec!r})", hint=hint)
+            # A commit, branch, tag or nightly tag names a revision of the upstream's
+            # history, which a wheel upstream has none of (a `git-url` serves `pr` and `bump`
+            # only); the nightly's image says which wheel it holds.
+            raise _not_a_wheel_target(upstream, spec, {
+                "nightly": "a nightly by its commit", "commit": "a commit",
+            }.get(kind.name, "a branch or tag"))
         return UpstreamPin(kind="wheel", commit=commit, tree=tree, label=version,
                            source={"package": upstream.package, "version": version,
                                    "filename": wheel.filename, "sha256": wheel.sha256},

@@ -66,3 +66,36 @@ def test_every_exit_code_is_listed_wherever_the_exit_codes_are():
         said = {int(n) for n in re.findall(r"(?<![\d.])(\d{1,3})(?![\d.%])", text)}
         assert set(codes) <= said, (where, sorted(set(codes) - said))
 
+
+def test_a_wheel_upstream_refuses_the_git_forms_naming_its_kind_and_what_it_takes(
+        tmp_path, monkeypatch):
+    """The README's target forms (a commit, a branch or tag, `nightly-<sha>`, `+g<sha>`) are a
+    git upstream's. On a wheel upstream, as the example stack's, a commit or branch was refused
+    without saying what the SPEC was read as, and a `+g<sha>` version went to pip, whose
+    "check the package name" sent the user after a name that is right. Now each refusal names
+    the upstream's kind, what the SPEC names, and the forms a wheel upstream takes; a `+g`
+    wheel the index does hold (a nightly wheel index) is still taken."""
+    from helpers.cli import ok
+    from helpers.upstream import build_wheel
+
+    wheels, index = tmp_path / "wheels", tmp_path / "index"
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/calc.py": b"one\n"})
+    build_wheel(index, "tinypkg", "1.1+gabc1234", {"tinypkg/calc.py": b"two\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip looks in `index` alone, never the network
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0",
+       "--install-root", "/opt/tiny")
+    for spec, what in (("2346c1951967", "names a commit,"), ("main", "names a branch or tag"),
+                       ("nightly-" + "0" * 40, "names a nightly by its commit"),
+                       ("1.0+g2346c19", "names a commit by its `+g` part")):
+        run = run_cli(root, "status", "--against", f"tiny={spec}")
+        assert run.rc == 2, (spec, run.text)
+        first = run.err.splitlines()[0]
+        assert "upstream tiny is a wheel upstream" in first and what in first and \
+            "a wheel upstream takes a version of tinypkg or an image" in first, (spec, run.err)
+        assert "check the package name" not in run.err, (spec, run.err)
+    taken = run_cli(root, "status", "--against", "tiny=1.1+gabc1234")
+    assert taken.rc in (0, 1) and "1.1+gabc1234" in taken.text, taken.text
