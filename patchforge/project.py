@@ -565,6 +565,11 @@ class Project:
             return "`patchforge list` shows the series"
         return "did you mean " + " or ".join(f"{stems[c]}/{c}" for c in close) + "?"
 
+    def _no_such_upstream(self, given: str, upstream: str) -> str:
+        known = ", ".join(self.upstream_names()) or "none configured"
+        return (f"{given!r}: {upstream!r} is no configured upstream (known: {known}); a patch "
+                "is named `fix` or `upstream/fix`")
+
     def kept_aside(self, upstream: str | None, file_name: str) -> list[tuple[str, str, str]]:
         """(upstream, upstreamed|deleted, file name) of each kept copy of `file_name`: itself
         and the numbered copies (`fix.2.patch`) a later fix of the same name was kept as."""
@@ -599,6 +604,11 @@ class Project:
                              "`upstream/fix`",
                              hint="`patchforge list` shows the series")
         file_name = patch_file_name(name)
+        if wanted_upstream is not None and wanted_upstream not in self.upstream_names():
+            # `foo/fix`: the upstream part is what is wrong; "no patch named 'fix'" said
+            # nothing of it, though the fix may well be in another series.
+            raise UsageError(self._no_such_upstream(given, wanted_upstream),
+                             hint=self._did_you_mean(None, name))
         matches = [(u, n) for u, n in self.all_patches()
                    if n == file_name and (wanted_upstream is None or u == wanted_upstream)]
         if not matches:

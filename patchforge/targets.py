@@ -88,10 +88,17 @@ class ResolvedTarget:
 
 
 def _unknown_upstream(name: str, arg: str, upstream_names) -> UsageError:
+    """The refusal of `NAME=SPEC` naming no configured upstream: a name close to one (`vlm`)
+    is a typo, said with the SPEC as meant; else the SPEC may be a ref holding `=`."""
+    import difflib
+
     known = ", ".join(sorted(upstream_names)) or "none configured"
-    return UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})",
-                      hint="a ref whose name holds `=` is given after its upstream's name "
-                           f"(UPSTREAM={arg.strip()})")
+    close = difflib.get_close_matches(name, sorted(upstream_names), n=1, cutoff=0.6)
+    rest = arg.strip().partition("=")[2].strip()
+    hint = (f"did you mean {close[0]}={rest}?" if close else
+            "a ref whose name holds `=` is given after its upstream's name "
+            f"(UPSTREAM={arg.strip()})")
+    return UsageError(f"unknown upstream {name!r} in {arg!r} (known: {known})", hint=hint)
 
 
 def own_spec(spec: str, name: str, upstream_names, *, refusal: str, again: str) -> str:

@@ -527,7 +527,7 @@ def test_upstream_add_wheel_rejects_a_non_version(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
     ok(None, "init", "--standalone", cwd=tmp_path)
     run = run_cli(tmp_path, "--offline", "upstream", "add", "w", "--wheel", "tinypkg", "--at", "main")
-    assert run.rc == 2 and "name a version" in run.err
+    assert run.rc == 2 and "a wheel upstream takes a version of tinypkg" in run.err
     run = run_cli(tmp_path, "--offline", "upstream", "add", "w", "--wheel", "tinypkg", "--at", "9.9")
     assert run.rc == 2 and "--offline forbids downloading" in run.err
     assert lock_doc(tmp_path)["upstreams"] == {}

@@ -78,6 +78,38 @@ def test_mistyped_patch_name_gets_a_suggestion(stack):
     assert far.rc == 2 and "`patchforge list` shows the series" in far.err
 
 
+def test_a_mistyped_upstream_gets_a_suggestion(stack):
+    """`--against upp=main`: the hint said a ref holding `=` is given after its upstream's
+    name (`UPSTREAM=upp=main`), the wrong problem. A name close to a configured upstream gets
+    the SPEC as meant; one close to none keeps that hint. `show foo/NAME` said "no patch
+    named NAME", never that `foo` is no upstream."""
+    run = run_cli(stack, "status", "--against", "upp=main")
+    assert run.rc == 2 and "unknown upstream 'upp' in 'upp=main' (known: up)" in run.err
+    assert "hint: did you mean up=main?" in run.err, run.err
+    far = run_cli(stack, "status", "--against", "zzz=main")
+    assert far.rc == 2 and "(UPSTREAM=zzz=main)" in far.err, far.err
+    shown = run_cli(stack, "show", "foo/moe-mask")
+    assert shown.rc == 2 and "'foo' is no configured upstream (known: up)" in shown.err
+    assert "hint: did you mean up/moe-mask?" in shown.err, shown.err
+
+
+def test_a_global_option_after_the_command_is_said_to_go_before_it(stack):
+    """`patchforge status -q`, as git users write it: click's "No such option '-q'" alone,
+    exit 2. The hint gives the command line with the option before the command, in the
+    --json error document too; an option of no kind gets no such hint."""
+    import json
+
+    run = run_cli(stack, "status", "-q")
+    assert run.rc == 2 and "No such option '-q'" in run.err, run.err
+    assert f"hint: -q is an option of patchforge itself, given before the command: " \
+        f"`patchforge -q --root {stack} status`" in run.err, run.err
+    as_json = run_cli(stack, "status", "--json", "--offline")
+    assert as_json.rc == 2 and "patchforge --offline --root" in \
+        json.loads(as_json.out)["error"]["hint"], as_json.text
+    other = run_cli(stack, "status", "--bogus")
+    assert other.rc == 2 and "hint:" not in other.err, other.err
+
+
 def test_mistyped_command_gets_a_suggestion(stack):
     """As git answers `git rebse`: the closest command names, at the top level and in a group;
     a name close to none gets none. Exit 2, as for any bad usage."""

@@ -99,3 +99,25 @@ def test_a_wheel_upstream_refuses_the_git_forms_naming_its_kind_and_what_it_take
         assert "check the package name" not in run.err, (spec, run.err)
     taken = run_cli(root, "status", "--against", "tiny=1.1+gabc1234")
     assert taken.rc in (0, 1) and "1.1+gabc1234" in taken.text, taken.text
+
+
+def test_a_wheel_upstream_added_without_install_root_is_said_at_once(tmp_path, monkeypatch):
+    """`upstream add --wheel` without `--install-root` pinned without a word (exit 0); only
+    the next `overlays` warned and `verify` failed. The add says at once what it means, and
+    with --install-root says nothing of it."""
+    from helpers.cli import ok
+    from helpers.upstream import build_wheel
+
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/calc.py": b"one\n"})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    bare = run_cli(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    assert bare.rc == 0, bare.text
+    assert "note: tiny has no install-root: the compose fragment will mount none of its " \
+           "overlay files" in bare.err and "--install-root DIR" in bare.err, bare.err
+    placed = run_cli(root, "upstream", "add", "tiny2", "--wheel", "tinypkg", "--at", "1.0",
+                     "--install-root", "/opt/tiny")
+    assert placed.rc == 0 and "install-root" not in placed.err, placed.text

@@ -1,13 +1,15 @@
 """The command line: click commands, loaded lazily so that `--help` starts fast.
 
 This package is the one place that prints, and `main` is the one place that maps errors to exit
-codes: PatchforgeError subclasses carry their own code (1, 2, 3); anything else is a bug (70), with
+codes: PatchforgeError subclasses carry their own code (1, 2, 3; 75 for one that comes of a service
+giving no answer, errors.exit_code_of); anything else is a bug (70), with
 a short report and the traceback only under -v. The click group is `app.cli`; the `rebase`
 command lines that `direct` reads run without loading click at all.
 """
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import threading
 from pathlib import Path
@@ -339,8 +341,11 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
     except _click_exception("ClickException") as exc:
         exc.show()
         code = EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code
+        hint = _global_option_hint(exc, args)
+        if hint:
+            echo(f"hint: {hint}", err=True)
         if wants_json:
-            emit_json_error(exc.format_message(), exit_code=code)
+            emit_json_error(exc.format_message(), exit_code=code, hint=hint)
         sys.exit(code)
     except _click_exception("Exit") as exc:
         sys.exit(exc.exit_code)
@@ -389,6 +394,27 @@ def _main(argv: list[str] | None, verbose: bool, neutralize) -> None:
             traceback.print_exc()
         sys.exit(EXIT_INTERNAL)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+# The options of `patchforge` itself, which click takes before the command only.
+_GLOBAL_OPTIONS = frozenset({"--root", "--offline", "-v", "--verbose", "-vv", "-q", "--quiet",
+                             "-qq", "--no-color"})
+
+
+def _global_option_hint(exc: Exception, args: list[str]) -> str | None:
+    """For a global option given after the command (`patchforge status -q`, as git users
+    write it), the command line with it before the command; else None."""
+    option = getattr(exc, "option_name", None)
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ != "NoSuchOption" or option not in _GLOBAL_OPTIONS or ctx is None:
+        return None
+    command = ctx.info_name or "COMMAND"
+    # (`--root DIR` takes its value along: said in the general form.)
+    moved = [option, *(a for a in args if a != option)] \
+        if option in args and option != "--root" else None
+    line = "patchforge " + " ".join(shlex.quote(a) for a in moved) if moved else \
+        f"patchforge {option} {command} ..."
+    return f"{option} is an option of patchforge itself, given before the command: `{line}`"
 
 
 def _refusing_cache(exc: OSError) -> Path | None:

@@ -96,6 +96,14 @@ def upstream_add(app, name, git_url, package, directory, spec, install_root, fol
         emit_json(_pin_document(name, pin), "pin")
     else:
         click.echo(f"{name}: pinned {pin.label} at {pin.commit}")
+    if config.kind == "wheel" and not install_root:
+        # Said now: the next `overlays` only warns, and `verify` fails the deployment later.
+        click.echo(f"note: {name} has no install-root: the compose fragment will mount none of "
+                   "its overlay files and the Dockerfile copy none (`verify` fails them) until "
+                   f"upstreams.{name}.install-root is set in the configuration to the directory "
+                   f"{package} is installed in inside the image (e.g. "
+                   "/usr/local/lib/python3.12/dist-packages), or it is added with "
+                   "--install-root DIR", err=True)
     _say_unconfigured_pins(project)
 
 
