@@ -694,6 +694,26 @@ def test_ctrl_c_exits_130_and_names_the_journal_it_left(project):
     assert f"Base: {target}".encode() in project.patch("fix-a")
 
 
+@pytest.mark.parametrize("mode,code,said", [("interrupt", 130, "interrupted"),
+                                             ("terminate", 143, "terminated")])
+def test_an_interrupt_said_in_a_pipe_starts_on_its_own_line_without_empty_ones(
+        project, mode, code, said):
+    """Ctrl-C or SIGTERM of a command whose stderr is a pipe (a CI log): two empty lines came
+    before `patchforge: interrupted`, the newline that ends a terminal's `^C` line written
+    twice (by the rebase's own handler and the CLI's). In a pipe the line is empty already:
+    the message is the first line, with no empty line before it."""
+    project.fix("fix-a", {"pkg/mod.py": text({3: b"def f3():\n    return -3\n\n"})})
+    target = project.up.commit({"pkg/other.py": b"x = 3\n"})
+    env = {**os.environ, "PATCHFORGE_FAULT": "rename:2", "PATCHFORGE_FAULT_MODE": mode}
+    proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(project.root),
+                           "rebase", "--to", f"up={target}"], capture_output=True, env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == code, err
+    assert f"patchforge: {said}\n" in err and "\n\n" not in err and \
+        not err.startswith("\n"), repr(err)
+    project.cli("rebase", "--continue")
+
+
 def test_ctrl_c_during_the_first_imports_exits_130_without_a_traceback(tmp_path):
     """Ctrl-C in the first moments of a command, while main() still imports its output
     module (before its own handler is in place), printed a KeyboardInterrupt traceback and

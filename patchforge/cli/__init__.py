@@ -188,7 +188,14 @@ def _interrupted(exc: BaseException | None = None) -> None:
     from patchforge.cli.output import echo
 
     terminated = isinstance(exc, Terminated)
-    echo(f"\npatchforge: {'terminated' if terminated else 'interrupted'}", err=True)
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    # On a terminal the key press left `^C` (or a progress line) on the current line: the
+    # message starts on a line of its own. In a pipe or a CI log the line is empty already.
+    echo(f"{chr(10) if terminal else ''}patchforge: "
+         f"{'terminated' if terminated else 'interrupted'}", err=True)
     for line in _left_behind(cut_short=True):
         echo(f"hint: {line}", err=True)
     sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)

@@ -121,9 +121,6 @@ def run_direct(line: DirectLine) -> None:
 
             run_rebase(app, specs=tuple(line.specs), more_specs=tuple(line.more_specs),
                        **line.flags)
-    except KeyboardInterrupt:
-        echo(err=True)
-        raise
     except EOFError:
         echo(err=True)
         echo("patchforge: aborted", err=True)
