@@ -51,8 +51,8 @@ def test_every_configuration_key_is_in_the_reference():
 # The programs any system with a shell has (POSIX utilities and coreutils), and the ones the
 # README names as what patchforge needs. Any other program a page runs must be named on that
 # page with where it comes from.
-BASE_PROGRAMS = {"cat", "cd", "cmp", "cp", "echo", "grep", "head", "mkdir", "sed", "sha256sum",
-                 "tail", "git", "python3", "patchforge", "export"}
+BASE_PROGRAMS = {"cat", "cd", "cmp", "cp", "echo", "grep", "head", "mkdir", "mktemp", "sed",
+                 "sha256sum", "tail", "git", "python3", "patchforge", "export"}
 _SHELL_SEPARATORS = {";", "|", "&&", "||", "(", ")", "{", "}", "do", "then", "else", "!", "&"}
 
 
@@ -243,7 +243,9 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
             continue
         script.append(f"{{\n{text}\n}} >{outputs / str(index)} 2>&1\n"
                       "__rc=$?; echo $__rc >&3; (exit $__rc)")
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT))
+    # (TMPDIR: the tutorial's `mktemp -d` makes its directory in the test's scratch.)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT),
+               TMPDIR=str(scratch))
     subprocess.run(["bash", "-c", "\n".join(script)], env=env, capture_output=True, text=True,
                    timeout=1800)
     codes = (outputs / "rc").read_text().split()
