@@ -2014,18 +2014,22 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     # rebase that dropped it judged it landed at.
     reference = landing or _commit(store, dropped_at)
     base = (fix.patch.get("Base") or "").strip()
-    since = landing or (base if base and store.has_object(base) else None)
+    known_base = base if base and store.has_object(base) else None
+    since = landing or known_base
+    # Where the fix's paths are true: its base; and where it was upstream: its landing.
+    follow = (known_base, landing)
     state = _fix_state(store, fix, commit, cache)
     if state != "present" and since is not None:
-        # A file of the fix gone at `commit` may have been renamed since the landing: looked
-        # for at its new path too (git's rename detection, asked only when the fix is not
-        # found whole at its own paths, and only for its files gone).
+        # A file of the fix gone at `commit` may have been renamed since its base, before
+        # the landing or after it: looked for at its new path too (git's rename detection,
+        # _renamed_at, asked only when the fix is not found whole at its own paths, and only
+        # for its files gone).
         own = {fp.path for fp in fix.files}
         # (A file that is one of the fix's own is no new place of another: a revert of a
         # move deletes the file the landing created and brings back the one it deleted,
         # which git's rename detection pairs.)
-        renamed = {path: new for path, new in store.renames(
-            since, commit, sorted(p for p in own if not _deletes(fix, p))).items()
+        renamed = {path: new for path, new in _renamed_at(
+            store, follow, commit, sorted(p for p in own if not _deletes(fix, p))).items()
             if new not in own}
         for k, fp in enumerate(fix.files):
             if fp.path in renamed:
@@ -2144,7 +2148,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     takers = []
     back = []  # commits at which the change is not gone
     for sha, parents, message in log:
-        if renamed and _renamed_between(store, fix, since, [sha, *parents[:1]], renamed):
+        if renamed and _renamed_between(store, fix, follow, [sha, *parents[:1]], renamed):
             cache.clear()
         state = _fix_state(store, fix, sha, cache)
         if state not in ("gone", "part"):
@@ -2231,16 +2235,44 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
     return found
 
 
-def _renamed_between(store: UpstreamStore, fix: _Fix, since: str | None, revs: list[str],
-                     renamed: dict[str, str]) -> bool:
-    """Whether a file of the fix that upstream renamed since the landing (`renamed`: its path
+def _renamed_at(store: UpstreamStore, follow: tuple[str | None, str | None], rev: str,
+               paths: list[str]) -> dict[str, str]:
+    """Where `rev` has those of the fix's `paths` (true at its base) that upstream renamed:
+    path -> its path at `rev`. `follow`: (the fix's base, its landing), either None where not
+    known. A file the landing has at its path is followed from the landing, as ever; one it
+    has not was renamed between the base and the landing (the rebase that dropped the fix
+    followed that rename, its kept diff still names the old path): followed from the base to
+    the landing, then on from there. Asked from the landing alone, such a file was at neither
+    path, and a revert of the landing in the renamed file went unsaid."""
+    base, landing = follow
+    since = landing or base
+    if since is None or not paths:
+        return {}
+    found = store.renames(since, rev, paths)
+    if landing is None or base is None or base == landing:
+        return found
+    at_landing = store.entries(landing, paths)
+    before = [p for p in paths if at_landing[p] is None and p not in found]
+    for path, there in (store.renames(base, landing, before).items() if before else ()):
+        if store.entries(rev, [there])[there] is not None:
+            found[path] = there
+        else:
+            later = store.renames(landing, rev, [there]).get(there)
+            if later is not None:
+                found[path] = later
+    return found
+
+
+def _renamed_between(store: UpstreamStore, fix: _Fix, follow: tuple[str | None, str | None],
+                     revs: list[str], renamed: dict[str, str]) -> bool:
+    """Whether a file of the fix that upstream renamed since its base (`renamed`: its path
     -> its path at the revision judged) is at none of its known paths at one of `revs` and
-    git's rename detection (from `since`) finds it at another there, now one of its aliases:
-    a file renamed twice is at neither its old path nor its newest one at a revision between
-    the renames, which read as the change there again, so the revert before them was passed
-    over and the second rename named as taking the change out. Asked of the history's commits
-    only for a renamed file (its trees read as the store already parses them)."""
-    if since is None:
+    git's rename detection (_renamed_at, `follow`) finds it at another there, now one of its
+    aliases: a file renamed twice is at neither its old path nor its newest one at a revision
+    between the renames, which read as the change there again, so the revert before them was
+    passed over and the second rename named as taking the change out. Asked of the history's
+    commits only for a renamed file (its trees read as the store already parses them)."""
+    if follow == (None, None):
         return False
     found = False
     for k, fp in enumerate(fix.files):
@@ -2249,7 +2281,7 @@ def _renamed_between(store: UpstreamStore, fix: _Fix, since: str | None, revs: l
         for rev in revs:
             if any(store.entries(rev, fix.aliases[k]).values()):
                 continue
-            new = store.renames(since, rev, [fp.path]).get(fp.path)
+            new = _renamed_at(store, follow, rev, [fp.path]).get(fp.path)
             if new is not None and new not in fix.aliases[k]:
                 fix.aliases[k].append(new)
                 found = True

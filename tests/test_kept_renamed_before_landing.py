@@ -1,0 +1,79 @@
+"""A fix that landed upstream after upstream renamed its file (a.py -> pkg/a.py between the fix's
+base and the landing): the rebase that dropped it followed the rename, and the fix is kept under
+upstreamed/ with its diff still naming a.py. When upstream then took the change back (a revert,
+or other work), nothing was said (status exit 0, the rebase "nothing to do") and `bring-back`
+refused: the fix was in no patch and no overlay. The renames were looked for from the landing
+only, which has the file at neither path. They are now followed from the fix's base through the
+landing to the revision judged: the take-out is said, and `bring-back` puts the fix into the
+file under its current name. Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+GUARD = b'    assert x >= 0, "g needs a non-negative x"\n'
+BASE = b"import math\n\n\ndef f(x):\n    y = x + 1\n    return math.floor(y)\n\n\n" \
+    b"def g(x):\n    y = x * 2\n    return math.ceil(y)\n\n\ndef pad(v):\n    return [v, 3]\n"
+FIXED = BASE.replace(b"def g(x):\n", b"def g(x):\n" + GUARD)
+
+
+def _landed_after_a_rename(tmp_path, same: bool):
+    """Upstream renames a.py to pkg/a.py, then lands the fix there (v2; `same`: in one
+    commit); the rebase drops the fix as landed."""
+    stack = OneUpstreamStack(tmp_path, {"a.py": BASE})
+    stack.add_fix("fix", "a.py", BASE, FIXED)
+    if same:
+        landing = stack.upstream.commit({"pkg/a.py": FIXED}, "g: guard negative x",
+                                        {"a.py": "pkg/a.py"}, tag="v2")
+    else:
+        stack.upstream.commit({}, "move a.py into pkg", {"a.py": "pkg/a.py"})
+        landing = stack.commit({"pkg/a.py": FIXED}, "g: guard negative x", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    assert b"+++ b/a.py" in stack.patch("up", "fix", "upstreamed")
+    return stack, landing
+
+
+@pytest.mark.parametrize("later", ["", "renamed again"])
+@pytest.mark.parametrize("how", ["git revert", "other work"])
+def test_a_landing_in_a_file_renamed_before_it_taken_back_is_said(tmp_path, how, later):
+    stack, landing = _landed_after_a_rename(tmp_path, same=False)
+    path = "pkg/a.py"
+    if later:
+        stack.upstream.commit({}, "move pkg/a.py to lib", {path: "lib/a.py"})
+        path = "lib/a.py"
+    if how == "git revert":
+        took = stack.commit({path: BASE},
+                            f'Revert "g: guard negative x"\n\nThis reverts commit {landing}.\n')
+    else:
+        took = stack.commit({path: BASE + b"# note\n"}, "g: simplify")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    kind = "reverted" if how == "git revert" else "removed"
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert said in doc["reverted" if kind == "reverted" else "gone_upstream"], doc
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", kind, took), said
+    _, out, _ = stack.cli("rebase", "--to", f"up={head}", expect=1)
+    assert took[:12] in out, out
+    # The advised bring-back puts the guard into the file under its current name, once.
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    assert f"+++ b/{path}".encode() in stack.patch("up", "fix")
+    stack.cli("overlays")
+    now = (stack.root / "overlays/up" / path).read_bytes()
+    assert now.count(GUARD) == 1, now
+    assert not (stack.root / "overlays/up/a.py").exists()
+    stack.cli("status")
+    stack.cli("lint")
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_a_landing_in_a_file_renamed_before_it_still_there_is_quiet(tmp_path, same):
+    stack, _ = _landed_after_a_rename(tmp_path, same)
+    stack.commit({"pkg/a.py": FIXED + b"\n\ndef other(v):\n    return v\n"}, "add other")
+    stack.upstream.commit({}, "move pkg/a.py to lib", {"pkg/a.py": "lib/a.py"})
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+    stack.cli("rebase", "--to", f"up={head}")
+    stack.cli("status")
