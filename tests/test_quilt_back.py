@@ -2475,6 +2475,49 @@ def test_a_quilt_new_patch_whose_header_is_a_commit_subject_keeps_it_as_its_desc
     assert "new-doc" not in run.out, run.out
 
 
+@pytest.mark.parametrize("words", [
+    b"ROCm: skip negative slots\n",
+    b"MoE: skip negative slots\n\nThe kernel read slot -1.\n",
+    b"Note: skip negative slots\n\nSigned-off-by: A B <ab@example.com>\n"])
+def test_quilt_header_r_of_a_subject_naming_a_capitalized_area_keeps_the_fixs_fields(
+        stack, tmp_path, words):
+    """`quilt header -r` of an exported fix given words alone whose subject names its area
+    capitalized (`ROCm: ...`, as vLLM and AITER subjects do). Before, `ROCm` was read as a
+    header field: the fix's header was replaced by it, Description, Author and
+    Upstream-Status gone, and lint refused the fix. Now a `Name: value` line is a field only
+    under a name DEP-3, git or patchforge gives one: the subject is the Description, the
+    words the description, the fix's other fields kept."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    before = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "header", "-r", "fix-a.patch", stdin=words)
+    ok(root, "import", "quilt", str(exported), "--update")
+    after = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert after.get("Description") == words.decode().splitlines()[0], after.to_bytes()
+    for name in ("Author", "Origin", "Upstream-Status", "Upstream"):
+        assert after.get(name) == before.get(name), (name, after.to_bytes())
+    assert after.description.startswith(words), after.to_bytes()
+    assert b"+line3 fixed" in after.diff and lint_errors(root) == []
+
+
+@pytest.mark.parametrize("header", [b"ROCm: say what new is for\n",
+                                    b"ROCm: say what new is for\n\nThe C++ side reads it.\n"])
+def test_a_quilt_new_patch_whose_subject_names_a_capitalized_area_keeps_it(stack, tmp_path,
+                                                                           header):
+    """As a lower-case area's subject (above), so a capitalized one's: `ROCm` no field."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "new-doc.patch", "pkg/new.py", b"new = 1\n")
+    quilt(checkout, env, "header", "-r", "new-doc.patch", stdin=header)
+    ok(root, "import", "quilt", str(exported), "--update")
+    text = patch_text(root, "new-doc.patch")
+    assert text.startswith("Description: ROCm: say what new is for\n"), text
+    assert text.split("\n\n", 1)[1].startswith(header.decode()), text
+    assert lint_errors(root) == []
+
+
 def test_a_patch_changed_in_quilt_and_in_the_series_is_refused_with_a_way_that_works(stack,
                                                                                     tmp_path):
     """fix-a changed in the series since the export (line4) and in quilt (line5). The refusal

@@ -26,7 +26,12 @@ CANONICAL_ORDER = ("Description", "Author", "Origin", "Bug", "Forwarded", "Appli
 _ALIASES = {"description": "description", "subject": "description",
             "author": "author", "from": "author"}
 # Every field a header of ours (or a DEP-3 one) has, canonical and lower case: _is_header_name.
-_HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {"acked-by"}
+# With them the names git writes above a message or under it (format-patch's mail headers,
+# `quilt mail`'s, and the trailers `git interpret-trailers` users add): a first line `Name:
+# value` under any other name is words (`ROCm: skip ...`, a commit subject naming its area).
+_HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {
+    "acked-by", "date", "signed-off-by", "co-authored-by", "co-developed-by", "tested-by",
+    "reported-by", "suggested-by", "helped-by", "cc", "fixes", "link", "closes", "change-id"}
 
 # DEP-3's second set of fields ("pseudo-headers"), which may start any new paragraph of the free
 # text: what `gbp pq export` and a git format-patch'd Debian patch carry after the description
@@ -381,20 +386,17 @@ class PatchFile:
 
     def header_read_as_text(self) -> PatchFile:
         """This patch with a header that is no header given back to the text: lines that only
-        look like fields (`Note: c must be C.`), none a field a patch header has (DEP-3's,
-        patchforge's, `Bug-*`, `X-*`), running straight into free text with no blank line
-        between, are the first lines of a plain diff's words. A field written under them
-        (refresh's `Last-Update`) split that paragraph in two, half of it now a field.
-        So is a first line naming a lower-case area (`enum: keep in step with C++`, a commit
-        subject as `quilt header` keeps it), alone or above a blank line and more words: field
-        names are written capitalized (DEP-3's, git's trailers), a subject's area is not, and
-        read as a field the subject was in no Description and `lint` said there was none.
+        look like fields (`Note: c must be C.`, `ROCm: skip negative slots`, `enum: keep in
+        step with C++`), none a field a patch header has (DEP-3's, patchforge's, git's,
+        `Bug-*`, `X-*`: _is_header_name), are words. Running straight into free text, they
+        are the first lines of a plain diff's words: a field written under them (refresh's
+        `Last-Update`) split that paragraph in two, half of it now a field. Alone, or above
+        a blank line and more words, the first is a commit subject naming its area, as
+        `quilt header -r` keeps it: read as a field, the subject was in no Description,
+        `lint` said there was none, and taking it back replaced the fix's header with it.
         Otherwise the patch itself. The bytes are the same either way."""
         if self.preamble or not self.fields \
                 or any(_is_header_name(f.name) for f in self.fields):
-            return self
-        subject = self.fields[0].name[:1].islower()
-        if not subject and (self.gap or not self.description.strip()):
             return self
         return _keep_parse(self, replace(self, fields=(), gap=b"", description=b"".join(
             f.raw for f in self.fields) + self.gap + self.description))
