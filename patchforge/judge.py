@@ -2910,6 +2910,18 @@ def series_renames(store: UpstreamStore, target: Target,
     return set(paths), lambda: store.renames(target.base_commit, target.commit, paths)
 
 
+def series_gone(store: UpstreamStore, target: Target, patches) -> list[str]:
+    """The files of the series' rename question (series_renames) that `target` no longer has,
+    sorted: the only ones git's pairing weighs. A rebase records them with each fix it sets
+    aside, so that `bring-back` asks the whole series' question too (ops.series.bring_back)."""
+    asked = series_renames(store, target, patches)
+    if asked is None:
+        return []
+    paths = sorted(asked[0])
+    before, after = store.entries(target.base_commit, paths), store.entries(target.commit, paths)
+    return [path for path in paths if before[path] is not None and after[path] is None]
+
+
 def _patch_paths(verdict) -> list[str]:
     return sorted({f.path for f in verdict.files}
                   | {f.target_path for f in verdict.files if f.target_path})

@@ -61,6 +61,9 @@ OLD_NAME_KEPT_IN = "old_name_kept_in"
 # Set on a rebase's `dropped`/`skipped` event when the fix is kept under another file name
 # (NAME.2.patch: an earlier, different fix of its name is kept under NAME.patch there).
 KEPT_AS = "kept_as"
+# Set on a rebase's `skipped` event: the series' files the target no longer has, the sources of
+# the whole series' rename question (judge.series_gone), which `bring-back` asks again.
+SERIES_GONE = "series_gone"
 _PR_URL = on_first_use(r"^https?://[^\s/]+/[^\s/]+/[^\s/]+/pull/(\d+)/?$")
 _URL = re.compile(r"https?://[^\s\]\)>]+")
 _BRACKET = re.compile(r"^(?P<word>[A-Za-z-]+)\s*(?:\[(?P<arg>[^\]]*)\])?\s*$")
@@ -119,7 +122,7 @@ def read_history(project: Project) -> list[dict]:
 _EVENT_FIELDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("upstream", "patch", "detail", "landed_in", "url", "time", "run",
                      "action", "destination", RENAMED_FROM, KEPT_AS), (str,)),
-    "from": (dict,), "to": (dict,), "evidence": (list,), "pr": (int, str)}
+    "from": (dict,), "to": (dict,), "evidence": (list,), SERIES_GONE: (list,), "pr": (int, str)}
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "a number"}
 
 
@@ -263,6 +266,7 @@ def rebase_writes(project: Project, summary: dict) -> tuple[list[dict], list[tup
             "destination": result.get("destination", "series"),
             "run": run,
             **({KEPT_AS: result[KEPT_AS]} if result.get(KEPT_AS) else {}),
+            **({SERIES_GONE: result[SERIES_GONE]} if SERIES_GONE in result else {}),
         })
     # The ledger from the history as it will be, without reading and parsing it again (a
     # long-lived stack's history grows by a line per patch and rebase); both files in one

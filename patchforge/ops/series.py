@@ -2309,7 +2309,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     renamed = series_renames(prefix, patch, before.current)
     judge = SeriesJudge(store, judged_on, labels=("series", "base", f"skipped {fix.name}"),
                         history=LazyHistory(history),
-                        renames=(set(renamed), lambda: renamed) if renamed else None,
+                        renames=_renames_asked(store, judged_on, patch, renamed,
+                                               _series_gone_recorded(project, upstream,
+                                                                     fix.name)),
                         doubled_stops=not allow_doubled, taken_out=taken_out)
     judge.start_after(before)
     judgement = judge.decide(fix.name, patch)
@@ -2618,6 +2620,47 @@ def _cut_short_here(project: Project, upstream: str, file_name: str,
     if last != file_name and not numbered:
         return None
     return last if project.patch_path(upstream, last).is_file() else None
+
+
+def _series_gone_recorded(project: Project, upstream: str, file_name: str) -> list[str] | None:
+    """The series' files the target no longer had, as the rebase that set the fix kept as
+    skipped/`file_name` recorded them with its `skipped` event (ledger.SERIES_GONE): the
+    sources of the whole series' rename question. None where the history's latest event of
+    that file is no such event (a fix set aside before they were recorded, one put into
+    skipped/ by hand or from upstreamed/, a history without it)."""
+    from patchforge.ledger import KEPT_AS, RENAMED_FROM, SERIES_GONE, read_history
+
+    for event in reversed(read_history(project)):
+        if event.get("upstream") != upstream or file_name not in (
+                event.get(KEPT_AS) or event.get("patch"), event.get(RENAMED_FROM)):
+            continue
+        gone = event.get(SERIES_GONE)
+        if event.get("event") == "skipped" and event.get("destination") == "skipped" \
+                and isinstance(gone, list) and all(isinstance(p, str) for p in gone):
+            return gone
+        return None
+    return None
+
+
+def _renames_asked(store: UpstreamStore, target, patch, renamed: dict[str, str],
+                   gone: list[str] | None):
+    """SeriesJudge's `renames` for a fix brought back: the series' own renames (`renamed`,
+    series_renames below) over where upstream moved its files. That is asked, with `gone`
+    recorded, for the series' gone files and the fix's together, the question `status
+    --against` and the rebase that set the fix aside asked (judge.series_renames), so that
+    where another series file is nearer the same new file, bring-back settles it as they
+    did; without (a fix set aside before it was recorded), for the fix's files alone."""
+    if gone is None or target.base_commit == target.commit:
+        return (set(renamed), lambda: renamed) if renamed else None
+    asked = sorted(set(gone) | {fp.source_path for fp in patch.file_patches if not fp.is_new})
+    found: list[dict[str, str]] = []
+
+    def moves() -> dict[str, str]:
+        if not found:
+            found.append({**store.renames(target.base_commit, target.commit, asked), **renamed})
+        return found[0]
+
+    return set(asked) | set(renamed), moves
 
 
 def series_renames(prefix, patch, current: dict) -> dict[str, str]:

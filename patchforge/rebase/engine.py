@@ -29,7 +29,8 @@ from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, FEWER_PATHS, OTHER_FUNCTION,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
-                              carry_moved, carry_old, moved_away, read_history, series_renames,
+                              carry_moved, carry_old, moved_away, read_history, series_gone,
+                              series_renames,
                               where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
@@ -126,6 +127,7 @@ class Rebase:
         self._aside_bytes: dict[tuple[str, str], bytes] = {}
         # (upstream, destination, name, bytes) -> the free name _free_name gave them
         self._free_names: dict[tuple[str, str, str, bytes], str] = {}
+        self._gone_asked: dict[str, list[str]] = {}
         # upstream -> _Chains of this run, None when it was resumed
         self._chains: dict[str, _Chains | None] = {}
         # The range-diff's pairs git's diffs can show exact (RangeDiffImport.start): per
@@ -1937,7 +1939,21 @@ class Rebase:
             kept = self._kept_as(result)
             if kept != self.project.patch_path(result.upstream, result.name).name:
                 entry["kept_as"] = kept
+        if result.destination == "skipped":
+            # The series' question of where upstream moved its files, recorded with the fix
+            # (its history event): `bring-back` asks it for the whole series again, never for
+            # the fix's files alone, where another series file nearer the same new file
+            # would lose its pairing to the fix's.
+            entry["series_gone"] = self._series_gone(result.upstream)
         return entry
+
+    def _series_gone(self, upstream: str) -> list[str]:
+        """judge.series_gone of `upstream`'s series over the run's target, asked once."""
+        if upstream not in self._gone_asked:
+            entry = self._run_record.upstreams[upstream]
+            self._gone_asked[upstream] = series_gone(
+                self.store, self._target(upstream, entry), self._old_series(upstream, entry.names))
+        return self._gone_asked[upstream]
 
     def _kept_gone(self, results) -> dict:
         """The fixes kept under upstreamed/ (not those this run drops: landed at the target by
