@@ -2518,6 +2518,59 @@ def test_a_quilt_new_patch_whose_subject_names_a_capitalized_area_keeps_it(stack
     assert lint_errors(root) == []
 
 
+def test_a_quilt_new_patch_made_at_the_exports_pin_after_the_series_moved_has_a_way_on(
+        stack, tmp_path):
+    """`quilt new` in the export's tree (at the old pin) after `rebase --to v2` moved the
+    series, v2 changing the lines around quilt's change. It was refused as not applying on
+    its base, with "`quilt push` it in the tree it was made for", or the series' patches
+    below copied into quilt's directory, each giving the same diff again: round and round.
+    Now the refusal names both pins and a way on that works as written: quilt's file moved
+    out of DIR and unlisted, the import run again, the change made a new fix on v2 (`new`,
+    the change, `refresh`), and `export --quilt DIR` for quilt to go on from v2."""
+    from helpers.git import commit_files
+
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    upstream = tmp_path / "up-upstream"
+    commit_files(upstream, {"a.py": A.replace(b"line11\n", b"line11 upstream\n")}, "v2",
+                 tag="v2")
+    ok(root, "rebase", "--to", "up=v2")
+    quilt(checkout, env, "push", "-a")
+    quilt_new(checkout, env, "new-x.patch", "a.py",
+              (checkout / "a.py").read_bytes().replace(b"line10\n", b"line10 quilt\n"))
+    source = exported / "new-x.patch"
+    for _ in range(2):  # the same refusal, every time: nothing to do in quilt's tree
+        run = run_cli(root, "import", "quilt", str(exported), "--update")
+        assert run.rc == 2 and "the series moved to v2" in run.err, run.text
+    assert "quilt push" not in run.err and "tree it was made for" not in run.err, run.err
+    hint = run.err.split("hint:", 1)[1]
+    assert f"move {source} out of {exported}" in hint, hint
+    assert f"take its line out of {exported / 'series'} (line 4)" in hint, hint
+    commands = [shlex.split(c) for c in re.findall(r"`(patchforge [^`]*)`", hint)]
+    assert [c[:2] for c in commands] == [["patchforge", "new"], ["patchforge", "refresh"],
+                                         ["patchforge", "export"]], hint
+    # Followed word for word.
+    kept = tmp_path / "kept-new-x.patch"
+    shutil.move(source, kept)
+    series = exported / "series"
+    series.write_text(series.read_text().replace("new-x.patch\n", ""))
+    ok(root, "import", "quilt", str(exported), "--update")
+    ok(root, *commands[0][1:])
+    work = root / ".patchforge/work/up/a.py"
+    assert b"+line10 quilt" in kept.read_bytes()
+    work.write_bytes(work.read_bytes().replace(b"line10\n", b"line10 quilt\n"))
+    ok(root, *commands[1][1:])
+    ok(root, *commands[2][1:])
+    assert "new-x.patch" in series.read_text().splitlines()
+    assert b"+line10 quilt" in (exported / "new-x.patch").read_bytes()
+    assert b"line11 upstream" in (exported / "new-x.patch").read_bytes()  # made on v2
+    ok(root, "overlays")
+    for profile in ("gfx942", "gfx950"):
+        text = (root / f"overlays/{profile}/up/a.py").read_bytes()
+        assert text.count(b"line10 quilt") == 1 and b"line11 upstream" in text, text
+    assert ok(root, "status").rc == 0
+
+
 def test_a_patch_changed_in_quilt_and_in_the_series_is_refused_with_a_way_that_works(stack,
                                                                                     tmp_path):
     """fix-a changed in the series since the export (line4) and in quilt (line5). The refusal

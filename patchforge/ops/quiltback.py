@@ -19,7 +19,7 @@ DIR/series quilt left as it was (see _order_of_both).
 from __future__ import annotations
 
 import shlex
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -183,6 +183,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         n: was for n in ours if n not in exported_listed and n not in quilt_listed
         for was in [_renamed_from(project, upstream, n, ours_bytes[n], exported_listed, ours,
                                   took)] if was is not None}
+    export_pin = cache(partial(_export_pin, entries, record, strip_levels, empty))
     for file_name, source, line, data in entries:
         recorded = (record or {}).get(file_name, [])
         if file_name in ours:
@@ -302,6 +303,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             except FileNotFoundError:
                 pass
             theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
+            # Made in quilt's tree, which is the export's: on the pin its `Base:` names (a
+            # fix of the series given a new name there), else the one the export's files say.
+            made_on[file_name] = (theirs.get("Base") or "").strip() or export_pin()
             taken[file_name] = _new_patch(theirs, file_name, upstream, pin.commit, profile)
             filled[file_name] = _filled(taken[file_name], theirs)
             how[file_name] = ADDED
@@ -583,6 +587,18 @@ def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: l
             "taken back", path=str(series_path), line=line,
             hint=f"rename it alike in quilt: {file_name} to {name} in {series_path} "
                  f"(line {line}) and {source} to {new_source}, then run this again")
+
+
+def _export_pin(entries: list[tuple[str, Path, int, bytes]], record: dict | None,
+                strip_levels: dict[str, int], empty) -> str:
+    """The pin `export --quilt` wrote DIR at: the one `Base:` of the files in DIR that are as
+    it wrote them (the record vouches for their bytes); "" where they name none or several,
+    or there is no record."""
+    if record is None:
+        return ""
+    bases = {(_quilt_patch(data, source, strip_levels[name], empty).get("Base") or "").strip()
+             for name, source, _, data in entries if _sha256(data) in record.get(name, [])}
+    return bases.pop() if len(bases) == 1 else ""
 
 
 def _refuse_set_aside(project: Project, upstream: str, file_name: str, source: Path,
@@ -1087,6 +1103,30 @@ def _one_made_again(project: Project, upstream: str, pin: str, name: str, patch:
         source, line, _ = where[name]
         failed = f"{name}: quilt's diff does not apply on its base in the new series " \
                  f"({_failed_hunks(outcome)})"
+        if made_on and made_on != pin and name not in project.read_series(upstream).names:
+            # A patch new in quilt, made in the export's tree: as below, its context is the
+            # old pin's, and there is no fix of the series to make the change in; it is made
+            # a new fix on the series as it is now. quilt's file goes out of DIR first, so
+            # that the export that follows (for quilt to go on from the new pin) writes the
+            # new fix's file where it was.
+            directory = series_path.parent
+            profiles = (patch.get("Profiles") or "").strip()  # `--profile P`'s export: P's
+            raise InputError(
+                f"{name}: quilt made it on {upstream} at {made_on[:12]} (the pin "
+                f"`export --quilt` wrote {directory} at), and the series moved to {label} "
+                f"({pin[:12]}) since: quilt's diff does not apply there "
+                f"({_failed_hunks(outcome)}), and `quilt refresh` in that tree gives it "
+                "again; nothing was taken back", path=str(source),
+                hint=f"move {source} out of {directory} (keep it) and take its line out of "
+                     f"{series_path} (line {line}); run this again (quilt's other changes "
+                     f"are taken back); then make quilt's change a new fix on {label}: "
+                     f"`patchforge new {shlex.quote(name.removesuffix('.patch'))} "
+                     + " ".join(f"--file {shlex.quote(path)}" for path in paths)
+                     + (" --create" if any(fp.is_new for fp in patch.file_patches) else "")
+                     + (f" --profiles {shlex.quote(profiles)}" if profiles else "")
+                     + "`, change the files as the kept copy does, `patchforge refresh`, "
+                       f"and `patchforge export --quilt {shlex.quote(str(directory))}` for "
+                       f"quilt to go on from {label}")
         if made_on and made_on != pin:
             # quilt's tree is the export's: its context is the old pin's, so `quilt push` and
             # `quilt refresh` there give the same diff again. The change is to be made on the
