@@ -2258,7 +2258,7 @@ def test_a_patch_above_one_changed_in_the_series_is_refused_with_a_way_that_work
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
 
-@pytest.mark.parametrize("told_by", ["quilts-file", "history"])
+@pytest.mark.parametrize("told_by", ["quilts-file", "history", "record"])
 def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_deleted_there(
         stack, tmp_path, told_by):
     """`rename fix-a fix-z` and a change of it (edit + refresh) in the series after the export,
@@ -2269,8 +2269,9 @@ def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_delete
     naming both names; the series' fix-z copied into DIR and listed there, as the hint says, is
     nothing to take back. Told by the file the export wrote, which `quilt delete` leaves in
     DIR (fix-z's header is fix-a's), or, where `quilt delete -r` removed it, by the history's
-    `renamed` event in a stack that keeps one. Left in quilt under its old name, it is said
-    renamed and changed, never "joined"."""
+    `renamed` event in a stack that keeps one, and in one that keeps none by the header the
+    export record keeps of each patch it wrote (it was read as "joined" there). Left in
+    quilt under its old name, it is said renamed and changed, never "joined"."""
     root, base = stack
     if told_by == "history":
         ok(root, "ledger")  # a stack that keeps a ledger records each rename
@@ -2283,8 +2284,9 @@ def test_a_fix_the_series_renamed_and_changed_deleted_in_quilt_is_read_as_delete
         "series since; kept in its place" in run.err, run.text
     fix_z = (root / "series/up/fix-z.patch").read_bytes()
 
-    quilt(checkout, env, "delete", *(["-r"] if told_by == "history" else []), "fix-a.patch")
-    assert (exported / "fix-a.patch").exists() == (told_by != "history")
+    quilt(checkout, env, "delete", *(["-r"] if told_by != "quilts-file" else []), "fix-a.patch")
+    assert (exported / "fix-a.patch").exists() == (told_by == "quilts-file")
+    assert (root / "series/history.jsonl").exists() == (told_by == "history")
     before = untouched(root, exported)
     for extra in ([], ["--delete"]):
         run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)

@@ -2235,7 +2235,7 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
     `_refuse_losing_others`; `force` replaces a same-named file no export wrote)."""
     files: list[tuple[Path, bytes]] = []
     records: list[tuple[Path, dict[str, list[str]], dict[str, list[str]],
-                        dict[str, dict[str, dict]], list[str]]] = []
+                        dict[str, dict[str, dict]], list[str], dict[str, list[str]]]] = []
     binary_sections = []
     empty = []
     upstreams = [u for u in project.upstream_names() if project.patch_names(u)]
@@ -2296,6 +2296,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         files += patches
         files.append((target / "series", "".join(f"{n}\n" for n in names).encode()))
         now = {path.name: [_sha256(data)] for path, data in patches}
+        earlier_headers = read_header_record(record)
+        headers = {name: [kept_header_digest(project.read_patch(upstream, name))]
+                   for name in names}
         for name, hashes in (earlier or {}).items():
             # A file an earlier export wrote that this one no longer lists (its fix deleted
             # or renamed) stays in DIR as written: still recorded as this project's, or the
@@ -2303,6 +2306,8 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
             # change and refused.
             if name not in now and _sha256_of_regular(target, name) in hashes:
                 now[name] = list(hashes)
+                if name in earlier_headers:
+                    headers[name] = earlier_headers[name]
         for name in remade:
             # Written with the stack's line numbers: the series' own file is this export's
             # too, so that the way back knows the series did not change since.
@@ -2311,17 +2316,17 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
         # an export cut short is still recognised as this project's by the next one.
         during = {name: sorted(set(hashes) | set((earlier or {}).get(name, [])))
                   for name, hashes in now.items()}
-        records.append((target / EXPORT_RECORD, during, now, taken, names))
+        records.append((target / EXPORT_RECORD, during, now, taken, names, headers))
     for path, _ in files:
         project.refuse_own_destination(path, new_directory=True)
-    for path, during, _, taken, _ in records:
+    for path, during, _, taken, _, headers in records:
         project.refuse_own_destination(path, new_directory=True)
         # (No order yet: DIR/series may still be the earlier export's.)
-        atomic_write(path, _record_bytes(during, profile, taken))
+        atomic_write(path, _record_bytes(during, profile, taken, headers=headers))
     for path, data in files:
         atomic_write(path, data)
-    for path, _, now, _, names in records:
-        atomic_write(path, _record_bytes(now, profile, order=names))
+    for path, _, now, _, names, headers in records:
+        atomic_write(path, _record_bytes(now, profile, order=names, headers=headers))
     return [path for path, _ in files], binary_sections, per_profile, empty
 
 
@@ -2337,6 +2342,9 @@ def export_quilt(project: Project, directory: Path, upstream: str | None = None,
 # when the patch changed since without it (the import undone, then `edit` + `refresh`);
 # "filled": the fields the written patch has that quilt's file had not (a new fix's Author,
 # Upstream-Status...), which a later `quilt header -r` lacking them never drops.
+# "headers": {name: [kept_header_digest]}, the header of each patch as exported (and as an
+# import took it back since): a fix the series renamed and changed after the export is known
+# by it once quilt deleted its file (`quilt delete -r`), in a stack with no history to say so.
 # "order" is DIR/series as the export wrote it (as an import left it since), so that
 # `import quilt --update` takes quilt's order only where quilt changed it (a record without
 # it, an earlier version's, takes DIR/series' order as it stands).
@@ -2351,15 +2359,48 @@ def _sha256(data: bytes) -> str:
 
 def _record_bytes(patches: dict[str, list[str]], profile: str | None = None,
                   taken: dict[str, dict[str, dict]] | None = None,
-                  order: list[str] | None = None) -> bytes:
+                  order: list[str] | None = None,
+                  headers: dict[str, list[str]] | None = None) -> bytes:
     record: dict = {"version": 1, "patches": patches}
     if order is not None:
         record["order"] = order  # DIR/series' names as written (see EXPORT_RECORD)
+    if headers:
+        record["headers"] = headers  # kept_header_digest of each (see EXPORT_RECORD)
     if profile is not None:
         record["profile"] = profile  # the series exported was that profile's only
     if taken:
         record["taken"] = taken
     return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+
+
+def kept_header(patch: PatchFile) -> tuple:
+    """What of `patch`'s header `edit` + `refresh` (or quilt's `refresh`) keeps as it was:
+    every field but Base and Last-Update, and the description."""
+    return patch.preamble, tuple(f.raw for f in patch.fields if f.name.lower() not in (
+        "base", "last-update")), patch.gap, patch.description
+
+
+def kept_header_digest(patch: PatchFile) -> str:
+    """The SHA-256 of kept_header(patch), each part with its length: what an export record
+    keeps of an exported patch's header, so that the fix is known by it after its file left
+    DIR (`quilt delete -r`) and the series renamed and changed it."""
+    preamble, fields, gap, description = kept_header(patch)
+    digest = hashlib.sha256()
+    for part in (preamble, gap, description, *fields):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def read_header_record(record: dict | None) -> dict[str, list[str]]:
+    """The "headers" part of an export record (read_export_record; see EXPORT_RECORD): {}
+    when there is none (an export by an earlier version) or it is not as written."""
+    headers = None if record is None else record.get("headers")
+    if not isinstance(headers, dict) or not all(
+            isinstance(h, list) and all(isinstance(x, str) for x in h)
+            for h in headers.values()):
+        return {}
+    return headers
 
 
 def export_record_profile(record: dict | None) -> str | None:

@@ -39,7 +39,8 @@ from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_pa
                                      _record_bytes, read_export_record,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
-                                     quilt_file_bytes, read_taken_record, renamed_since_export,
+                                     kept_header, kept_header_digest, quilt_file_bytes,
+                                     read_header_record, read_taken_record, renamed_since_export,
                                      series_holdings,
                                      taken_entry, taken_undone)
 from patchforge.ops.series import (checked_new_patch_name, checked_patch_name, default_author,
@@ -335,7 +336,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # series lists neither name, it was deleted in quilt as any exported fix is.
     renamed_and_changed = {} if exported_listed is None else _renamed_and_changed_since(
         project, upstream, [n for n in ours if n not in how and n not in exported_listed
-                            and n not in renamed_in_series], exported_listed, ours, folder)
+                            and n not in renamed_in_series], exported_listed, ours, folder,
+        read_header_record(document))
     exported_name = {n: was for n, was in {**renamed_in_series, **renamed_and_changed}.items()
                      if n not in how}
     gone = [n for n in ours if n not in how
@@ -501,7 +503,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         with RepoLock(project.state_dir), writing_project(project.root):
             series_changed(project)
         _record_taken(folder, record, profile, entries, took, ours_bytes,
-                      {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled)
+                      {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled,
+                      read_header_record(document))
         if recorded_order is not None and recorded_order != quilt_names:
             _record_order(folder, profile, quilt_names)
         return result
@@ -548,7 +551,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # before is quilt's change not yet taken, and a new patch the series does not
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
-                          {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled)
+                          {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled,
+                          read_header_record(document))
             for name, where in kept:
                 atomic_write(where, ours_bytes[name])
             for name, data in writes.items():
@@ -669,7 +673,7 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
     None when there is not exactly one (a patch `quilt new` made has a header and a change of
     its own)."""
     # (but Base and Last-Update, which an import of quilt's earlier refresh set anew)
-    header = _kept_header
+    header = kept_header
     if not unchanged:
         return None
     try:  # (a file that does not parse is refused as such where it is taken as a new fix)
@@ -704,16 +708,19 @@ def _renamed_from(project: Project, upstream: str, name: str, mine: bytes,
 
 def _renamed_and_changed_since(project: Project, upstream: str, names: list[str],
                                exported: dict[str, list[str]], ours: list[str],
-                               folder: Path) -> dict[str, str]:
+                               folder: Path, recorded_headers: dict[str, list[str]]
+                               ) -> dict[str, str]:
     """Of the series' patches `names` (not exported under their name, nor byte for byte
     under another), each that is a fix the export wrote under an earlier name (`exported`)
     the series no longer holds, renamed and changed since (edit + refresh): name -> that
     earlier name. A fix renamed and changed since the export is no fix that joined the series
     after it. Told by the history's `renamed` events (ledger.follow_fixes), in a stack that
-    keeps one; else by the file the export wrote under the earlier name, still in `folder` as
-    written (`quilt delete` leaves it there, as a series line quilt left as it was does),
-    whose header (every field but `Base` and `Last-Update`, the description) the series'
-    patch holds byte for byte, as `edit` + `refresh` keeps it. An earlier name two patches
+    keeps one; else by the header the export wrote under the earlier name, every field but
+    `Base` and `Last-Update` and the description, which the series' patch holds byte for
+    byte, as `edit` + `refresh` keeps it: the record keeps it (`recorded_headers`, an
+    export's since they are recorded: `quilt delete -r` takes the file out of DIR), and the
+    export's file still in `folder` as written holds it (`quilt delete` leaves it there, as
+    a series line quilt left as it was does). An earlier name two patches
     could be tells neither. A header is no rename where the earlier name's fix is kept under
     deleted/ with that header (`delete fix-a`, then `new fix-z` with fix-a's description: fix-z
     never was fix-a), nor where the history says the earlier name left the series (deleted,
@@ -741,30 +748,33 @@ def _renamed_and_changed_since(project: Project, upstream: str, names: list[str]
     said_gone = {event.get(RENAMED_FROM) if event.get("event") == RENAMED else
                  event.get("patch") for event in history if event.get("upstream") == upstream
                  and event.get("event") in (RENAMED, *DEPARTURE_EVENTS)}
-    headers: dict[str, tuple] = {}
+    headers: dict[str, set[str]] = {}
     deleted_dir = project.series_dir(upstream) / "deleted"
     for was in [w for w in left if w not in said_gone]:
+        # The headers the record keeps (an export's own, `quilt delete -r` having taken its
+        # file out of DIR), and the file's in DIR where it is as the export wrote it.
+        digests = set(recorded_headers.get(was, []))
         try:
             data = quilt_file_bytes(folder / was)
             if data is not None and _sha256(data) in exported[was]:
-                header = _kept_header(parse_patch_file(data, str(folder / was)))
-                if not _deleted_with(deleted_dir, was, header):
-                    headers[was] = header
+                digests.add(kept_header_digest(parse_patch_file(data, str(folder / was))))
         except (OSError, PatchforgeError):
-            continue  # (not the export's file: nothing it tells)
+            pass  # (not the export's file: nothing it tells)
+        if digests and not _deleted_with(deleted_dir, was, digests):
+            headers[was] = digests
     for name in names:
         if name not in found and headers:
-            mine = _kept_header(project.read_patch(upstream, name))
-            found[name] = [was for was, header in headers.items() if header == mine]
+            mine = kept_header_digest(project.read_patch(upstream, name))
+            found[name] = [was for was, digests in headers.items() if mine in digests]
     claimed = [old for olds in found.values() for old in olds]
     return {name: olds[0] for name, olds in found.items()
             if len(olds) == 1 and claimed.count(olds[0]) == 1}
 
 
-def _deleted_with(deleted_dir: Path, name: str, header: tuple) -> bool:
+def _deleted_with(deleted_dir: Path, name: str, digests: set[str]) -> bool:
     """True when deleted/ keeps a fix of `name` (as `delete` names it there: `name`, or
-    `name` with a number) whose header `_kept_header` reads as `header`: the fix the export
-    wrote as `name` was deleted in the series, not renamed."""
+    `name` with a number) whose header is one of `digests` (kept_header_digest): the fix the
+    export wrote as `name` was deleted in the series, not renamed."""
     stem = name.removesuffix(".patch")
     for path in sorted(deleted_dir.iterdir()) if deleted_dir.is_dir() else []:
         if path.name != name and not (path.name.startswith(f"{stem}.") and path.name.endswith(
@@ -772,18 +782,11 @@ def _deleted_with(deleted_dir: Path, name: str, header: tuple) -> bool:
             continue
         try:
             data = read_no_link(path)
-            if _kept_header(parse_patch_file(data, str(path))) == header:
+            if kept_header_digest(parse_patch_file(data, str(path))) in digests:
                 return True
         except (OSError, PatchforgeError):
             continue  # (a link or a file that does not parse: nothing it tells)
     return False
-
-
-def _kept_header(patch: PatchFile) -> tuple:
-    """What of `patch`'s header `edit` + `refresh` (or quilt's `refresh`) keeps as it was:
-    every field but Base and Last-Update, and the description."""
-    return patch.preamble, tuple(f.raw for f in patch.fields if f.name.lower() not in (
-        "base", "last-update")), patch.gap, patch.description
 
 
 def _changed_since_export(project: Project, upstream: str, name: str, mine: bytes,
@@ -1593,7 +1596,8 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
                   took: dict[str, dict[str, dict]], before: dict[str, bytes],
                   written: dict[str, bytes], order: list[str] | None,
                   agreed: dict[str, bytes] | None = None,
-                  filled: dict[str, list[str]] | None = None) -> None:
+                  filled: dict[str, list[str]] | None = None,
+                  headers: dict[str, list[str]] | None = None) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
@@ -1606,9 +1610,19 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
     `agreed` (name -> quilt's file) are quilt's files the series' patch of that name is byte
     for byte, which the export did not write (the series' patch copied into DIR): recorded
     as an export of that file records it, in place of what the export wrote, so that a later
-    change on one side reads as that side's alone."""
+    change on one side reads as that side's alone.
+
+    `headers` (the record's, exchange.read_header_record) learn the header of each patch
+    file written, so that the fix is known by it as the export's once renamed and changed in
+    the series and deleted in quilt (_renamed_and_changed_since)."""
     if record is None:
         return
+    headers = headers or {}
+    grown_headers = {name: list(digests) for name, digests in headers.items()}
+    for name, data in written.items():
+        digest = kept_header_digest(parse_patch_file(data, name))
+        if digest not in grown_headers.get(name, []):
+            grown_headers.setdefault(name, []).append(digest)
     grown = {name: list(hashes) for name, hashes in record.items()}
     for name, data in (agreed or {}).items():
         grown[name] = [_sha256(data)]
@@ -1626,9 +1640,10 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
         grown_took.setdefault(file_name, {})[_sha256(data)] = \
             taken_entry(before.get(file_name), written[file_name],
                         (filled or {}).get(file_name, []))
-    if grown != record or grown_took != took:
+    if grown != record or grown_took != took or grown_headers != headers:
         atomic_write(folder / EXPORT_RECORD,
-                     _record_bytes(grown, profile, grown_took, order=order))
+                     _record_bytes(grown, profile, grown_took, order=order,
+                                   headers=grown_headers))
 
 
 def _recorded_order(folder: Path, record: dict | None) -> list[str] | None:
@@ -1652,7 +1667,7 @@ def _record_order(folder: Path, profile: str | None, order: list[str]) -> None:
     record = read_export_record(folder)  # (as written just before: read once, checked)
     atomic_write(folder / EXPORT_RECORD, _record_bytes(
         {} if record is None else record["patches"], profile, read_taken_record(record),
-        order=order))
+        order=order, headers=read_header_record(record)))
 
 
 def _order_of_both(upstream: str, ours: list[str], quilt: list[str], recorded: list[str],
