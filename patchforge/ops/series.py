@@ -2260,10 +2260,9 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     # possibly doubled, never kept as landed on a count (it would be in no overlay).
     from patchforge.reverts import taken_out_runs
 
-    if from_kept:
-        into = _moved_function_files(project, store, fix, patch, pin)
-        if into is not None:
-            patch = whole = into
+    into = _moved_function_files(project, store, fix, patch, pin) if from_kept else None
+    if into is not None:
+        patch = whole = into
     moved_split, doubtful = _moved_upstream_split(project, store, fix, patch, pin) \
         if from_kept else (None, {})
     taken_out = taken_out_runs(whole, doubtful)
@@ -2327,8 +2326,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
                                way_out=f"in {fix.path}, or leave it in skipped/")
 
     def moved_fix():
-        """The fix as it joins the series (outcome "applies")."""
-        return patch if judgement.unchanged and base == pin.commit else \
+        """The fix as it joins the series (outcome "applies"). Made again on the pin where
+        its function moved into another file: the hunks name that file, but their numbers,
+        context and index line were still the old file's (lint: not byte-stable)."""
+        return patch if judgement.unchanged and base == pin.commit and into is None else \
             patch.with_remade_diff(make_diffs([judgement.changes])[0]).with_field(
                 "Base", pin.commit)
 
