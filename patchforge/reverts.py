@@ -1291,7 +1291,14 @@ def _doubtful_moves(store: UpstreamStore, fix: _Fix, commit: str, landing: str, 
                 continue
         now = takers.content(commit, k)
         line = _copy_line(hunk, now) if now is not None else None
-        again = _landed_again(store, fix, k, hunk, takers, taker, now, line)
+        again = None
+        # Each copy asked in file order: the first may be another function's (another kept
+        # fix's same line), and upstream's making the fix again in its own function below it.
+        for at in _copy_lines(hunk, now) if now is not None else []:
+            again = _landed_again(store, fix, k, hunk, takers, taker, now, at)
+            if again is not None:
+                line = at
+                break
         if again is not None:
             adder, function, new = again
             # (No commit seen putting them there: a merge's, or the taker's own doing; or no

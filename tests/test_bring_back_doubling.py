@@ -662,3 +662,51 @@ def test_a_new_decorator_on_a_same_named_method_of_another_class_is_no_re_land(t
     stack.cli("bring-back", "up/fb.patch")
     stack.cli("overlays")
     assert synced_b in (stack.root / "overlays/up/pkg/a.py").read_bytes()
+
+
+def test_a_re_land_below_another_functions_same_line_is_said_and_refused(tmp_path):
+    """beta, above alpha, synchronizes (upstream's own line, before the fix); the fix's
+    synchronize in alpha lands (#11, kept), is reverted, and upstream makes it again its own
+    way two lines higher in alpha (#13). Only the first copy in the file, beta's, was asked
+    whether upstream made the fix again: another function's, so status said "possibly
+    doubled" and the bring-back it advised put the fix's line back beside upstream's, alpha
+    synchronizing twice, exit 0. Each copy is asked: alpha's is the re-land, said and
+    refused."""
+    alpha = KERNEL_ALPHA
+    base = SYNCED_BETA + PAD + alpha
+    fixed = base.replace(b"kernel3(step2)\n", b"kernel3(step2)\n" + SYNC)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize after kernel3 (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert (stack.root / "series/up/upstreamed/fa.patch").is_file()
+    stack.commit({"pkg/a.py": base}, 'Revert "alpha: synchronize after kernel3 (#11)"'
+                 f"\n\nThis reverts commit {landing}.")
+    again = base.replace(b"kernel1(step0)\n", b"kernel1(step0)\n" + SYNC)
+    stack.commit({"pkg/a.py": again}, "alpha: synchronize after kernel1 (#13)", tag="v3")
+    relanded_is_said_and_refused(stack, "pkg/a.py", SYNC)
+
+
+def test_a_second_copy_in_another_function_after_the_revert_is_no_re_land(tmp_path):
+    """Neighbour: upstream's commit after the revert adds the line to beta again, not to
+    alpha: every copy is another function's, the fix is said "possibly doubled" and brought
+    back, alpha's line once."""
+    base = SYNCED_BETA + PAD + KERNEL_ALPHA
+    fixed = base.replace(b"kernel3(step2)\n", b"kernel3(step2)\n" + SYNC)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "alpha: synchronize after kernel3 (#11)",
+                           tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": base}, 'Revert "alpha: synchronize after kernel3 (#11)"'
+                 f"\n\nThis reverts commit {landing}.")
+    beta_twice = base.replace(b"    z = y * 3\n" + SYNC, b"    z = y * 3\n" + SYNC + SYNC)
+    stack.commit({"pkg/a.py": beta_twice}, "beta: synchronize twice", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert overlay == fixed.replace(b"    z = y * 3\n" + SYNC, b"    z = y * 3\n" + SYNC + SYNC)

@@ -178,9 +178,6 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
-RELANDED_BESIDE_ANOTHER_COPY = (
-    "a kept fix reverted whole, then made again by upstream its own way a few lines off, while "
-    "another function holds the same line: said reverted, and its bring-back doubles the line")
 FUNCTION_MOVED_TO_ANOTHER_FILE = (
     "a kept fix's function moved by upstream into another file, a line of the fix taken out on "
     "the way or by a later commit there (its revert too): nothing said, exit 0, lost")
@@ -356,7 +353,6 @@ class SequencesModel(StackModel):
         # (Such a stop's `--continue` that stopped again on a later patch: kept both copies once
         # that rebase ends, forgotten if it is aborted.)
         self.kept_twice_pending: set[int] = set()
-        self.kept_relanded: set[int] = set()  # kept fixes upstream made again its own way
         self.kept_head = KeptHead()
         super().__init__()  # (runs commands)
 
@@ -1226,7 +1222,6 @@ class SequencesModel(StackModel):
                 return
             n = data.draw(st.sampled_from(gone))
             fix = self.kept[n]
-            self.kept_relanded.add(n)
             head.slots[fix["slot"]] = KeptSlot(
                 guard="quotes" if "guard" in fix["parts"] else None, guard_at=RELAND_GUARD_AT,
                 sync=RELAND_SYNC_AT if "sync" in fix["parts"] else None)
@@ -1362,9 +1357,6 @@ class SequencesModel(StackModel):
         if not names:
             return
         name = data.draw(st.sampled_from(sorted(names)))
-        known = {self.known_doubled_by_bring_back(n) for n in self.kept_names(name)} - {None}
-        if any(self.not_made(reason) for reason in sorted(known)):
-            return
         result = self.cli("bring-back", name)
         event(f"kept: bring-back -> {result.rc}")
         self.allowed(result, 0, 1, 2, 3)
@@ -1373,18 +1365,6 @@ class SequencesModel(StackModel):
                 self.ok("bring-back", "--abort")
             elif then == "resolve":
                 self.resolve_kept_stop()
-
-    def known_doubled_by_bring_back(self, n: int) -> str | None:
-        """The known wrong answer a bring-back of kept fix `n` meets, where upstream has the
-        fix's line in its function in another form or place (None: none known)."""
-        slot = self.kept[n]["slot"]
-        state = self.kept_head.slots[slot]
-        others = [other for i, other in self.kept_head.slots.items() if i != slot]
-        if n in self.kept_relanded and any(
-                state.has(part) and any(other.has(part) for other in others)
-                for part in ("guard", "sync") if part in self.kept[n]["parts"]):
-            return RELANDED_BESIDE_ANOTHER_COPY
-        return None
 
     @rule()
     def resolve_a_kept_stop(self) -> None:
