@@ -2125,17 +2125,27 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
         return False
     lines = result.split(b"\n")
     mine, other = _block_code(lines, own - 1), _block_code(lines, theirs - 1)
-    written = _SPACES.sub(b"", b"".join(other))
     # A cast that may change the value (to an integer type: `(int)x[j]` truncates a float)
-    # is the fix's own work unless upstream's block casts alike, or what it casts is declared
-    # an integer above (`int* x`): then it is spelling.
+    # is the fix's own work unless upstream's block casts to an integer too, however spelt
+    # (`static_cast<int>(x[j])`, _cast_type), or what it casts is declared an integer above
+    # (`int* x`): then it is spelling.
+    cast_to = {_cast_type(cast[0]) for line in other for cast in _VALUE_CASTS.finditer(line)}
     for line in mine[1:]:
         for cast in _VALUE_CASTS.finditer(line):
-            if _SPACES.sub(b"", cast[0]) not in written and \
+            if _cast_type(cast[0]) not in cast_to and \
                     not _declared_integer(lines, own - 1, line[cast.end():]):
                 return True
-    names = _names_in(mine) - _temporaries(lines, own - 1, mine, written) - _TYPE_WORDS
+    tokens = set(_TOKENS.findall(b"\n".join(other[1:])))  # (the header is the run's own)
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens) - _TYPE_WORDS
     return not names <= _names_in(other)
+
+
+def _cast_type(cast: bytes) -> bytes:
+    """What a cast (a _VALUE_CASTS match) makes of a float, its spelling aside: `bool` for a
+    cast to bool (any non-zero is true), else `integer`: `(int)`, `static_cast<int64_t>`,
+    `(unsigned long)` all drop the fraction, and where their widths could tell the values
+    apart is not shown, so they count as one cast (the doubling stops, both ways on)."""
+    return b"bool" if re.search(rb"\bbool\b", cast) else b"integer"
 
 
 def _declared_integer(lines: list[bytes], at: int, cast: bytes) -> bool:
@@ -2178,14 +2188,18 @@ def _names_in(code: list[bytes]) -> set[bytes]:
     return {name for text in code for name in _NAME.findall(text)}
 
 
-def _temporaries(lines: list[bytes], at: int, code: list[bytes], other: bytes) -> set[bytes]:
+def _temporaries(lines: list[bytes], at: int, code: list[bytes],
+                 other: set[bytes]) -> set[bytes]:
     """The names the block at line `at` (0-based) of `lines`, whose code is `code`
     (_block_code), sets and reads only within itself, with the type words declaring them:
     `w` and `float` of `float w = x[j];` (C's declaration in a braced block lives in that
     block), `w` of Python's `w = x[j]` where no other line of the function names `w`. A name
     only added to (`acc += x[j]`) or set by the function outside the block is not one, nor
-    one holding a value upstream's block (`other`, its code without whitespace) never
-    spells: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]` is other work."""
+    one holding a value with a token (a name, a constant, an operator) upstream's block
+    (`other`, its _TOKENS) never writes: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]`
+    is other work. A value of upstream's tokens in another order (`w = x[j] * s` against
+    `y[j] += s * x[j]`) cannot be shown other work: it stays spelling, and the doubling stops
+    with both ways on rather than make the work twice."""
     found: set[bytes] = set()
     braced = _braced(code)
     outside: set[bytes] | None = None
@@ -2193,8 +2207,7 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes], other: bytes) -
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
             continue
-        value = _SPACES.sub(b"", text[set_at.end():]).rstrip(b";")
-        if value not in other:
+        if not set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) <= other:
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:
@@ -2209,8 +2222,10 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes], other: bytes) -
     return found
 
 
-# Whitespace, taken out to compare code as written.
-_SPACES = on_first_use(rb"\s+")
+# The tokens of a line of code: names, constants (`0.5f`), operators of more than one
+# character whole (`**`, `+=`, `->`: `+=` holds no `+` of its own), any other character alone.
+_TOKENS = on_first_use(
+    rb"[A-Za-z_]\w*|\.?\d[\w.]*|\*\*=?|//=?|<<=?|>>=?|->|::|&&|\|\||[-+*/%&|^<>=!]=|\S")
 # A cast to an integer type, C's or C++'s (`(int)x[j]`, `(unsigned long)`,
 # `static_cast<int64_t>(`): it drops a float's fraction, another value.
 _VALUE_CASTS = on_first_use(

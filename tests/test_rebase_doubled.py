@@ -778,6 +778,56 @@ def test_the_fixs_loop_through_another_value_than_upstreams_moves(tmp_path, mine
     assert made.count(check) == 2 and made.count(b"y[j] += x[j]") == 1, made.decode()
 
 
+@pytest.mark.parametrize("lang, mine, theirs_body, want", [
+    ("py", b"        w = x[j] * s\n        y[j] += w\n", b"        y[j] += s * x[j]\n", "stop"),
+    ("cu", b"        float w = s * x[j];\n        y[j] += w;\n    }\n",
+     b"        y[j] += x[j] * s;\n    }\n", "stop"),
+    ("cu", b"        y[j] += (int)x[j];\n    }\n", b"        y[j] += static_cast<int>(x[j]);\n    }\n",
+     "stop"),
+    ("cu", b"        y[j] += (long)x[j];\n    }\n", b"        y[j] += (int64_t)x[j];\n    }\n",
+     "stop"),
+    ("py", b"        w = x[j] * s\n        y[j] += w\n", b"        y[j] += s + x[j]\n", "move"),
+    ("py", b"        w = x[j] * s * 2\n        y[j] += w\n", b"        y[j] += s * x[j]\n", "move"),
+    ("cu", b"        float w = s * x[j];\n        y[j] += w;\n    }\n",
+     b"        y[j] += x[j] - s;\n    }\n", "move"),
+    ("cu", b"        y[j] += (bool)x[j];\n    }\n", b"        y[j] += static_cast<int>(x[j]);\n    }\n",
+     "move")],
+    ids=["py-reordered", "cu-reordered", "cast-spelt-otherwise", "casts-of-other-widths",
+         "py-other-operator", "py-another-factor", "cu-other-operator", "bool-cast"])
+def test_the_fixs_loop_through_upstreams_value_in_another_order_stops(tmp_path, lang, mine,
+                                                                     theirs_body, want):
+    # The fix's loop adds through a temporary, or a cast, what upstream's loop of the same
+    # header and check adds written in another order (`w = x[j] * s` against
+    # `y[j] += s * x[j]`) or cast spelt another way (`(int)x[j]` against
+    # `static_cast<int>(x[j])`). Nothing shows the values apart: it is the fix's loop made
+    # twice, and it stops. It moved, and the merge added the value to y twice, exit 0, no word.
+    # A value with an operator or factor upstream's loop does not write is other work, and moves.
+    if lang == "cu":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, int n, int m, float s) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head = b"    for (int j = i; j < m; j += 64) {\n"
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m, s):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head = b"    for j in range(0, m, 2):\n"
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + head + check + mine),
+                            base.replace(first, head + check + theirs_body + first))
+    if want == "stop":
+        stops(stack)
+        return
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(b"y[j] +=") == 2, made.decode()
+
+
 def test_a_python_loop_whose_set_name_the_function_reads_after_it_is_no_temporary(tmp_path):
     # The fix's loop keeps the last item in `last`, which the function returns after the loop;
     # upstream's loop of the same header and check adds x to y. `last` is the fix's loop's
