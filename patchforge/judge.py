@@ -1937,12 +1937,18 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # `len(x)`, `x[0]`, `x.dtype`, `x.is_cuda`), each with the steps that give it another
     # answer (a transpose, a view, `x.float()`, `x.cuda()`). Not the target an in-place update
     # acts on: `y.add_(bias.to(y.dtype))` adds to what `y = y.float()` carried over, and
-    # made twice it adds twice, whatever dtype it reads.
+    # made twice it adds twice, whatever dtype it reads. Nor the kind (dtype, device, grad)
+    # a run other than a guard reads: a guard after a cast checks another answer, but
+    # `y.add_(bias.to(x.dtype))` after `x = x.half()` still adds the bias, and made twice it
+    # adds twice (what it adds is cast otherwise; the work is the same).
     in_place = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
+    guard = is_guard(written)
     shaped: dict[bytes, frozenset[bytes]] = {}
     for line in code:
         for found in _READS_LAYOUT.finditer(line):
             if in_place is not None and (found[1] or found[3] or found[4]) == in_place[1]:
+                continue
+            if found[1] and found[2] in _KIND_READS and not guard:
                 continue
             name = found[1] or found[3] or found[4]
             changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS
@@ -2694,6 +2700,11 @@ _DTYPE_STEPS = frozenset((b"float", b"half", b"double", b"bfloat16", b"type", b"
                           b"astype", b"numpy", _TO_DTYPE))
 _DEVICE_STEPS = frozenset((b"cuda", b"cpu", b"type", b"type_as", b"numpy", _TO_DEVICE))
 _GRAD_STEPS = frozenset((b"detach", b"data", b"requires_grad_", b"numpy"))
+# The reads of a tensor's kind (its element type, device, place in autograd), not its layout.
+_KIND_READS = frozenset((b"dtype", b"is_floating_point", b"is_complex", b"is_signed",
+                         b"element_size", b"itemsize", b"device", b"is_cuda", b"is_cpu",
+                         b"get_device", b"is_pinned", b"requires_grad", b"is_leaf", b"grad_fn",
+                         b"grad"))
 _CHANGED_BY = {b"dim": _RANK_STEPS, b"ndim": _RANK_STEPS, b"ndimension": _RANK_STEPS,
                b"size": _SIZE_STEPS, b"shape": _SIZE_STEPS,
                b"stride": _SIZE_STEPS | {b"contiguous"},

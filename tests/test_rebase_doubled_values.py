@@ -166,6 +166,25 @@ def test_an_in_place_update_reading_its_targets_dtype_after_a_cast_stops(tmp_pat
                      base.replace(b"    y = y.float()\n", b"    y = y.float()\n" + bias)))
 
 
+@pytest.mark.parametrize("line, step", [
+    (b"    y.add_(bias.to(x.dtype))\n", b"    x = x.half()\n"),
+    (b"    y.add_(bias.to(x.device))\n", b"    x = x.cuda()\n"),
+    (b"    y.mul_(scale.to(x.dtype))\n", b"    x = x.float()\n"),
+    (b"    y += bias.to(x.device)\n", b"    x = x.cuda()\n"),
+    (b"    y = y * scale.to(y.dtype)\n", b"    y = y.float()\n")],
+    ids=["add-other-dtype", "add-other-device", "mul-other-dtype", "augmented-device",
+         "scaled-own-dtype"])
+def test_an_update_reading_a_kind_a_step_between_changes_stops(tmp_path, line, step):
+    # A cast or a move to a device gives another answer only to a guard on what it changes:
+    # `y.add_(bias.to(x.dtype))` after `x = x.half()` still adds the bias to y, made twice it
+    # adds it twice. It moved, and the overlay added the bias twice, exit 0, no word.
+    base = module(b"def run(x, bias, scale):\n    y = prepare(x)\n%s    return launch(x, y)\n"
+                  % step)
+    stops(stack_with(tmp_path, base,
+                     base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n" + line),
+                     base.replace(step, step + line)))
+
+
 @pytest.mark.parametrize("step, guard", [
     (b"    x = x.T\n", b"    if 0 in x.shape:\n        return x\n"),
     (b"    x = x.permute(1, 0)\n", b"    if 0 in x.size():\n        return x\n"),
