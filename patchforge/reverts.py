@@ -1400,10 +1400,14 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     def only_made(content: bytes, cls: bytes) -> bool:
         """Whether the fix's function in `content` uses class `cls` only to make an object
         it drops: each line naming `cls` is `Cls(...)` alone or `name = Cls(...)`, and no
-        other line of the function names `name` (no `with`, no call, not passed on)."""
+        other line of the function names `name` (no `with`, no call, not passed on). The
+        functions nested in it are its lines too: `def run(): with s: ...` enters the object
+        where run() is called."""
         lines = lines_of(content)
+        nested = own + b"."
         body = [STRING_OR_COMMENT.sub(b"", text) for i, text in enumerate(lines)
-                if function_named_at(fp.path, lines, i) == own]
+                if (inside := function_named_at(fp.path, lines, i)) is not None
+                and (inside == own or inside.startswith(nested))]
         made = re.compile(rb"\s*(?:([A-Za-z_]\w*)\s*=\s*)?" + re.escape(cls) +
                           rb"\s*\([^()]*\)\s*")
         names = []

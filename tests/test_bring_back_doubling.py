@@ -609,10 +609,18 @@ def test_a_special_method_constructing_never_runs_is_no_re_land(tmp_path, method
 @pytest.mark.parametrize("method, use", [
     ("__exit__", b"    s = Synced()\n    with s:\n        y = x + 1\n"),
     ("__call__", b"    s = Synced()\n    y = s(x) + 1\n"),
-    ("__call__", b"    y = Synced()(x) + 1\n")], ids=["with-name", "call-name", "call-made"])
+    ("__call__", b"    y = Synced()(x) + 1\n"),
+    ("__exit__", b"    s = Synced()\n\n    def run():\n        with s:\n            return x + 1\n\n"
+                 b"    y = run()\n"),
+    ("__call__", b"    s = Synced()\n    y = (lambda: s(x))() + 1\n"),
+    ("__call__", b"    s = Synced()\n\n    def run(v):\n        return s(v)\n\n    y = run(x) + 1\n")],
+    ids=["with-name", "call-name", "call-made", "with-in-nested-def", "call-in-lambda",
+         "call-in-nested-def"])
 def test_a_special_method_of_an_object_the_fix_function_uses_is_a_re_land(tmp_path, method, use):
     """Neighbour: alpha makes a Synced and enters it (`with s:`) or calls it (`s(x)`,
-    `Synced()(x)`): that runs `__exit__`, `__call__`, the synchronize made again, refused."""
+    `Synced()(x)`), also from a function nested in it (`def run(): with s: ...`): that runs
+    `__exit__`, `__call__`, the synchronize made again, refused. (The nested function's use
+    was not seen: said possibly doubled, and the bring-back synchronized twice.)"""
     synced = (b"class Synced:\n    def __init__(self):\n        self.n = 0\n\n"
               b"    def __enter__(self):\n        return self\n\n"
               b"    def %s(self, *args):\n    " % method.encode() + SYNC +
