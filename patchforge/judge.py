@@ -1546,6 +1546,10 @@ class SeriesJudge:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
             if doubled:
+                short = short_runs(fp)
+                doubled = [run for run in doubled
+                           if not (run in short and _in_a_loop_apart(current, result, run))]
+            if doubled:
                 blocks = block_runs(fp)
                 doubled = [run for run in doubled
                            if not (run in blocks and _bodies_differ(current, result, run))
@@ -2430,6 +2434,23 @@ def _guard_at_fix(current: bytes, result: bytes, run: bytes) -> bool:
     a check that, made a second time on a path, changes nothing."""
     _, own, _ = _copies_of(current, result, run)
     return own is not None and is_guard(_written(result.split(b"\n"), own, run))
+
+
+def _in_a_loop_apart(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether one of the fix's copy of `run` and upstream's nearest in `result` is in a loop
+    (`for`, `while`, `do`) the other is not in: a short statement there runs once a round,
+    the other's once (or in another loop, `n += 1` counting each): each its own, both wanted.
+    Asked only of a short statement's doubling found (short_runs)."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    for one, other in ((own - 1, theirs - 1), (theirs - 1, own - 1)):
+        loop = _loop_around(lines, one)
+        if loop is not None and not lines[loop].lstrip().lstrip(b"}").lstrip().startswith(
+                b"switch") and (other < loop or not _inside(lines, loop, other)):
+            return True
+    return False
 
 
 def _loop_around(lines: list[bytes], at: int) -> int | None:

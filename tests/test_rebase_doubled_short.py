@@ -125,3 +125,24 @@ def test_a_name_the_statement_reads_set_between_the_copies_moves(tmp_path):
     theirs = base.replace(b"            y = fuse(y)\n",
                           b"            y = fuse(y)\n            y = y.contiguous()\n")
     moves_with_both(stack_with(tmp_path, base, fix, theirs), b"y = y.contiguous()")
+
+
+def test_a_short_statement_upstream_added_to_the_next_loop_moves(tmp_path):
+    # Neighbour: the fix counts in the first loop, upstream in the next one two lines lower:
+    # each loop's own count, both wanted (a stop's first advice, delete your copy, would
+    # leave the first loop uncounted).
+    base = (b'"""Kernels."""\n\n\ndef run(a, b):\n    n = 0\n    for x in a:\n        use(x)\n'
+            b"    for y in b:\n        use(y)\n    return n\n")
+    fix = base.replace(b"        use(x)\n", b"        use(x)\n        n += 1\n")
+    theirs = base.replace(b"        use(y)\n", b"        use(y)\n        n += 1\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"n += 1")
+
+
+def test_a_short_statement_in_the_same_loop_stops(tmp_path):
+    # Neighbour: both copies in the one loop's body, a line apart: the count stepped twice a
+    # round.
+    base = (b'"""Kernels."""\n\n\ndef run(a, b):\n    n = 0\n    for x in a:\n        use(x)\n'
+            b"        keep(x)\n    return n\n")
+    fix = base.replace(b"        use(x)\n", b"        use(x)\n        n += 1\n")
+    theirs = base.replace(b"        keep(x)\n", b"        keep(x)\n        n += 1\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
