@@ -38,7 +38,10 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
   edited those lines again, and it is said as reverted. A revert there is a commit whose
   message says revert, or one that put the fix's files back by hand as the landing found
-  them, from exactly what the landing made of them (_may_undo).
+  them, from exactly what the landing made of them (_may_undo). Unless the fix's function
+  was taken out of its file, added to no other, its name gone from the file, and the fix's
+  lines with it, into no other function or file (_function_taken_out): deleted with the fix,
+  said taken out by that commit.
 
 A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
 of them at the one place where most of its context still holds: a neighbour line upstream
@@ -215,6 +218,10 @@ class _Fix:
     # By FilePatch index, where upstream moved the function(s) its hunks change whole into
     # another file, the old file staying (_moved_functions): (that file, the functions).
     moved_to: dict = field(default_factory=dict, repr=False, compare=False)
+    # By FilePatch index, where the commit that took the function(s) its hunks change out of
+    # its file added none of those names to another file (_moved_functions): (that commit,
+    # its parent, the functions), for _function_taken_out to tell whether their lines went.
+    taken_out: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -560,6 +567,7 @@ class _OwnFunction:
         # The hunk's first changed line: a place's function is read as for that line there.
         self.changed = _first_changed(fix.files[k].hunks[n - 1])
         self._asked: tuple | None = (store, fix, k, n)
+        self._base: tuple = (store, fix, k)
         self._name: bytes | None = None
 
     @property
@@ -575,18 +583,72 @@ class _OwnFunction:
     def defined(self, lines: _Lines) -> bool:
         """Whether it is known and the file still has a function of that name (one upstream
         renamed tells no place)."""
+        return self.name is not None and _has_function(lines, self.path, self.name)
+
+    def named_in(self, lines: _Lines) -> bool:
+        """Whether the file has the function's bare name as a word anywhere (a definition, a
+        call, an import): False says it is not defined there, without reading its functions."""
         if self.name is None:
             return False
-        cache = lines._defined
-        key = (self.path, self.name)
-        if key not in cache:
-            bare = re.split(rb"\.|::", self.name.split(b" [")[0])[-1]
-            # (A line of its body is among the few below a line naming it.)
-            cache[key] = bool(bare) and any(
-                lines.in_function(self, j)
-                for k, line in enumerate(lines.lines) if bare in line
-                for j in range(k + 1, min(k + 4, len(lines.lines))))
-        return cache[key]
+        return _names_word(lines.content, re.split(rb"\.|::", self.name.split(b" [")[0])[-1])
+
+    def look_alike_at(self, lines: _Lines, k: int) -> bool:
+        """Whether line `k` of `lines` is in another function than this one that the fix's
+        base file has too (one that starts alike, another kept fix's guard in it): that
+        function's code, never this one's. A function of a name the base file lacks may be
+        this one renamed, and tells nothing."""
+        if self.name is None:
+            return False
+        name = lines.function_at(self.path, k, self.changed)
+        if not name or name == self.name:
+            return False
+        store, fix, k_file = self._base
+        base = _base_lines(store, fix, k_file)
+        return base is not None and _has_function(base, self.path, name)
+
+
+def _names_word(content: bytes, word: bytes) -> bool:
+    """Whether `content` has `word` as a whole word (an identifier: neither side a letter,
+    digit, `_` or `$`). Found by bytes.find, in C: a regular expression with look-arounds
+    tries every position of the file."""
+    if not word:
+        return False
+    at = content.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not _WORD_BYTE.get(content[at - 1])) and \
+                (end >= len(content) or not _WORD_BYTE.get(content[end])):
+            return True
+        at = content.find(word, at + 1)
+    return False
+
+
+# The bytes an identifier is made of (_names_word), by value.
+_WORD_BYTE = {b: True for b in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"}
+
+
+def _has_function(lines: _Lines, path: str, name: bytes) -> bool:
+    """Whether `lines` (the file at `path`) has a function of that qualified name
+    (function_named_at's reading; each asked once)."""
+    cache = lines._defined
+    key = (path, name)
+    if key not in cache:
+        bare = re.split(rb"\.|::", name.split(b" [")[0])[-1]
+        # (A line of its body is among the few below a line naming it.)
+        cache[key] = bool(bare) and any(
+            lines.function_at(path, j) == name
+            for k, line in enumerate(lines.lines) if bare in line
+            for j in range(k + 1, min(k + 4, len(lines.lines))))
+    return cache[key]
+
+
+def _base_lines(store: UpstreamStore, fix: _Fix, k: int) -> _Lines | None:
+    """The fix's file change `k`'s base file (_base_file) as _Lines, read once per fix."""
+    key = (k, "base lines")
+    if key not in fix.counts:
+        base = _base_file(store, fix, fix.files[k])
+        fix.counts[key] = _Lines(base) if base is not None else None
+    return fix.counts[key]
 
 
 def _own_functions(store: UpstreamStore, fix: _Fix, k: int) -> list[bytes | None]:
@@ -598,8 +660,7 @@ def _own_functions(store: UpstreamStore, fix: _Fix, k: int) -> list[bytes | None
         from patchforge.apply.diffparse import line_kind
 
         fp = fix.files[k]
-        base = _base_file(store, fix, fp)
-        base_lines = _Lines(base) if base is not None else None
+        base_lines = _base_lines(store, fix, k)
         found: list[bytes | None] = []
         for hunk in fp.hunks:
             name = None
@@ -718,23 +779,18 @@ def _held(lines: _Lines, before: list[bytes], run: list[bytes], after: list[byte
     return _held_best(lines, before, run, after, own) is not None
 
 
-def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
-               own: _OwnFunction | None = None) -> tuple[int, int, bool] | None:
-    """The one place (line index) of the file where `run` is with most of its context around
+def _held_all(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
+              own: _OwnFunction | None = None) -> list[tuple[int, int, bool]]:
+    """Each place (line index) of the file where `run` is with most of its context around
     it, how many of its context lines hold there, and whether one of them is a line the file
-    has there only; else None: `before` ending right above
+    has there only: `before` ending right above
     it and `after` starting right below it, each context line compared at its own place (a
     neighbour line edited since misses; the others still hold), each side that has context
     keeping at least one line there, and at least half of all of them there. An empty run
-    (the pre-image of lines a fix only added) is the place between the two sides. Two places
-    so held: which one is the fix's cannot be told (None), unless exactly one of them is in
-    the fix's own function (`own`, _OwnFunction, the file still defining it); where that
-    function is not known (the top level, a file of no language known here, a function
-    upstream renamed), the one place holding a context line the file has nowhere else (its
-    block's own header or body line: look-alike blocks hold only the blank lines and first
-    body lines every block has, however many); none or several such: cannot be told."""
+    (the pre-image of lines a fix only added) is the place between the two sides. A place in
+    a look-alike of the fix's function (`own`) while the file lacks that function is none."""
     if not before and not after:
-        return None  # nothing to tell this place from any other
+        return []  # nothing to tell this place from any other
     text = lines.lines
     need = (len(before) + len(after) + 1) // 2
     if run:
@@ -761,6 +817,34 @@ def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list
             any(end + j < len(text) and text[end + j] == line and len(lines.at(line)) == 1
                 for j, line in enumerate(after))
         held.append((start, above + below, header))
+    if held and own is not None and own.name is not None:
+        # The fix's function is gone from the file (moved into another file, deleted,
+        # renamed): a place in another function the fix's base file has too (one that starts
+        # alike, another kept fix's guard in it) is that function's code, never the fix's.
+        # (Asked of one place only where the file names the function nowhere: reading the
+        # functions of the places and the file's costs more than the search, and one place
+        # in a file that has the fix's function is that function's, as most are. A moved
+        # function still named in its old file, by a call or an import, is read as before.)
+        if len(held) > 1 or not own.named_in(lines):
+            alike = [place for place in held if own.look_alike_at(lines, place[0])]
+            if alike and not own.defined(lines):
+                held = [place for place in held if place not in alike]
+    return held
+
+
+def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list[bytes],
+               own: _OwnFunction | None = None) -> tuple[int, int, bool] | None:
+    """The one place (line index) of the file where `run` is with most of its context around
+    it, how many of its context lines hold there, and whether one of them is a line the file
+    has there only; else None (_held_all's places: none, or several that cannot be told
+    apart). Two places so held: which one is the fix's cannot be told, unless exactly one of
+    them is in the fix's own function (`own`, _OwnFunction, the file still defining it);
+    where that function is not known (the top level, a file of no language known here, a
+    function upstream renamed), the one place holding a context line the file has nowhere
+    else (its block's own header or body line: look-alike blocks hold only the blank lines
+    and first body lines every block has, however many); none or several such: cannot be
+    told."""
+    held = _held_all(lines, before, run, after, own)
     if len(held) > 1:
         if own is not None and own.defined(lines):
             held = [place for place in held if lines.in_function(own, place[0], own.changed)]
@@ -2089,7 +2173,21 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     if state == "other":
         # Neither there nor gone by the files: superseded, unless the history has a revert of
         # the landing that nothing since put back (upstream then edited the old code again).
-        return _reverted_then_changed(store, fix, commit, landing, base, cache, history)
+        said = _reverted_then_changed(store, fix, commit, landing, base, cache, history)
+        if said is None and fix.taken_out and landing is not None and \
+                store.is_ancestor(landing, commit):
+            # Unless the fix's function was taken out of its file with the fix's lines, into
+            # no other function or file: the fix is in no overlay and not upstream.
+            taken = _function_taken_out(store, fix, commit)
+            if taken is not None:
+                sha, detail = taken
+                how = _names_landing(store, store.commit_message(sha), landing,
+                                     _landing_commits(store, fix, landing, base),
+                                     _pull_requests(store, fix, landing))
+                said = LandingGone(fix.upstream, fix.name, fix.path,
+                                   "reverted" if how else "removed", landing, sha,
+                                   f"{detail} ({how or 'no revert of the landing'})")
+        return said
     if state not in ("gone", "part"):
         return None
     # Taken back in part (some of its files or hunks back at their old code, the others still
@@ -2242,8 +2340,71 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
                 fix.moved_to[k] = (into[0], owns)
                 fix.aliases[k].append(into[0])
                 found = True
+            elif not into:
+                fix.taken_out[k] = (sha, parents[0], owns)
             break
     return found
+
+
+def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
+                        ) -> tuple[str, str] | None:
+    """(the commit, what is said) where a file of the fix has, at `commit`, none of the
+    functions its hunks change, the commit that took them out added none of those names to
+    another file (`fix.taken_out`, _moved_functions), the file names none of them any more
+    (deleted, or merged into another function: not one made a method or renamed in a
+    namespace, whose name stays), and the lines a hunk of the fix added there went with
+    them: each line of it that tells (_added) and each run of them (near_runs, as a move is
+    counted) is fewer times in the files of the fix's language that commit or a later one
+    changed, at `commit`, than in them before that commit. A line of it still as often in
+    them (`"gfx1150",` in a new list elsewhere, the code rewritten in another form), the
+    function renamed or merged into another with the fix's lines, or a fix that only took
+    lines out: superseded, as before. Read as "superseded", a guard whose function upstream
+    deleted was in no overlay and not upstream, with nothing said."""
+    from collections import Counter
+
+    from patchforge.apply.diffparse import line_content, line_kind
+    from patchforge.apply.hunks import _language
+
+    contents = store.read_blobs(commit, _paths(fix))
+    for k, (sha, parent, owns) in sorted(fix.taken_out.items()):
+        fp = fix.files[k]
+        content = _content_of(fix, k, contents)
+        names = [own.name for own in owns if own.name is not None]
+        bare = {re.split(rb"\.|::", name.split(b" [")[0])[-1] for name in names}
+        if content is not None and any(_names_word(content, name) for name in bare):
+            continue  # (a name still there: made a method, renamed in a namespace, called)
+        removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
+        hunks = [(hunk, added, runs) for hunk in fp.hunks
+                 if (added := _added(hunk)) and
+                 (runs := [run for run in near_runs(hunk)
+                           if not any(run in other for other in removed)])]
+        if not hunks:
+            continue
+        paths = [p for p in store.changed_paths(parent, commit)
+                 if _language(p) == _language(fp.path)]
+        before = [c for c in store.read_blobs(parent, paths).values() if c is not None]
+        after = [c for c in store.read_blobs(commit, paths).values() if c is not None]
+        lines_before: Counter = Counter()
+        lines_after: Counter = Counter()
+        for files, counts in ((before, lines_before), (after, lines_after)):
+            for c in files:
+                counts.update(_squeezed_lines(c))
+
+        def runs_in(run: bytes, files: list[bytes]) -> int:
+            return sum(_near_text_of(c).count(run) for c in files if run in _near_flat_of(c))
+
+        gone = [hunk for hunk, added, runs in hunks
+                if all(lines_after[line] < lines_before[line] for line in added) and
+                all(runs_in(run, after) < runs_in(run, before) for run in runs)]
+        if not gone:
+            continue
+        first = next((line_content(line).strip() for line in gone[0].lines
+                      if line_kind(line) == b"+" and line_content(line).strip()), b"")
+        said = ", ".join(dict.fromkeys(name.decode("utf-8", "replace") for name in names))
+        return sha, (f"commit {sha[:12]} took {said} out of {fp.path}, the function the "
+                     f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` with "
+                     "it, into no other function or file")
+    return None
 
 
 def _renamed_at(store: UpstreamStore, follow: tuple[str | None, str | None], rev: str,
