@@ -1164,6 +1164,12 @@ class OwnPlaces:
             return ("at-base", "")
         return None
 
+    def carried(self, index: int, hunk) -> tuple[int, int] | None:
+        """The lines [lo, hi) of the target (0-based) that hunk `index`'s pre-image in the
+        base file became by upstream's changes (`_own_place`), None when nothing says."""
+        place = self._own_place(index, hunk)
+        return None if place is None else (place[0], place[1])
+
     def _own_place(self, index: int, hunk) -> tuple[int, int, list[bytes], set[int]] | None:
         """Where hunk `index`'s pre-image is in the target: (lo, hi, kinds, kept) as
         `_carried` tells them for the base lines the hunk applies to (kinds: the pre-image's

@@ -58,7 +58,11 @@ the lines. Where the hunk is in a function of the fix's base file that the file 
 (_OwnFunction), that function tells the places apart: of several places its neighbours hold,
 the one in it is the fix's, and its whole pre-image or post-image counts only there; a
 post-image held only in another function while the pre-image is held in it (a neighbour line
-upstream rewrote) is gone from its place, for the count and the history to tell a move.
+upstream rewrote) is gone from its place, for the count and the history to tell a move. Where
+no function is known and no place has a line of its own (look-alike blocks of a text file), a
+post-image held at one block and the pre-image at as many lines of another (or at several) is
+where git's diff of the base file to the revision's carries the fix's block (_carried_state):
+never present by a tie.
 
 Lines the fix added that are elsewhere in the file while its own function lacks them are
 judged by the commit that took them out of that function (_HunkTakers.out_of_function), not by
@@ -568,6 +572,7 @@ class _OwnFunction:
         self.changed = _first_changed(fix.files[k].hunks[n - 1])
         self._asked: tuple | None = (store, fix, k, n)
         self._base: tuple = (store, fix, k)
+        self.n = n
         self._name: bytes | None = None
 
     @property
@@ -605,6 +610,22 @@ class _OwnFunction:
         store, fix, k_file = self._base
         base = _base_lines(store, fix, k_file)
         return base is not None and _has_function(base, self.path, name)
+
+    def carried(self, lines: _Lines) -> tuple[int, int] | None:
+        """The lines [lo, hi) of `lines` (0-based) that the hunk's place in the fix's base
+        file became by upstream's changes since (git's diff of the base file to this one:
+        detect.OwnPlaces), None where nothing tells (no base file, a hunk that does not apply
+        to it)."""
+        from patchforge.apply.hunks import apply_file_patch
+        from patchforge.detect import OwnPlaces
+
+        store, fix, k = self._base
+        fp = fix.files[k]
+        base = _base_lines(store, fix, k)
+        if base is None:
+            return None
+        return OwnPlaces(fp, base.content, lines.content, apply_file_patch).carried(
+            self.n - 1, fp.hunks[self.n - 1])
 
 
 def _names_word(content: bytes, word: bytes) -> bool:
@@ -753,6 +774,17 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
                     return "gone"
             elif back[1] > score:
                 return "gone"
+            elif back[1] == score and own is not None:
+                # Neither place told by its neighbours (look-alike blocks of no known
+                # function, no line of their own, as many of them holding at each).
+                return _carried_state(lines, own, at, [back[0]])
+        elif back is None and own is not None and not best[2] and not own.defined(lines):
+            # (So too where the pre-image is held at several such blocks, none told.)
+            pre = [place[0] for place in _held_all(lines, old[:lead], old[lead:len(old) - trail],
+                                                   old[len(old) - trail:], own)
+                   if place[0] != at]
+            if pre:
+                return _carried_state(lines, own, at, pre)
         return "present"
     if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
         return "gone"
@@ -766,6 +798,21 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
             return _PLACE_ASKED
         return "other" if _lines_elsewhere(hunk, lines) else "gone"
     return "other"
+
+
+def _carried_state(lines: _Lines, own: _OwnFunction, at: int, pre: list[int]) -> str:
+    """present | gone for a hunk whose post-image is held at line `at` and its pre-image at
+    `pre`, where the neighbours cannot tell which place is the fix's (look-alike blocks of no
+    known function, none with a line of its own): upstream's own diff of the file since the
+    fix's base (_OwnFunction.carried) tells which block the fix's became. Present only where
+    that block holds the post-image and no pre-image; not told, gone: counting the
+    neighbours, a tie read as present, and a guard dropped from the fix's block beside a
+    look-alike holding the same guard was in no overlay with nothing said."""
+    carried = own.carried(lines)
+    if carried is None:
+        return "gone"
+    lo, hi = carried
+    return "present" if lo <= at <= hi and not any(lo <= k <= hi for k in pre) else "gone"
 
 
 # _hunk_state's answer for a hunk whose whole pre-image is at one place its neighbours cannot
