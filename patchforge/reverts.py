@@ -2234,6 +2234,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
                 said = LandingGone(fix.upstream, fix.name, fix.path,
                                    "reverted" if how else "removed", landing, sha,
                                    f"{detail} ({how or 'no revert of the landing'})")
+            else:
+                said = _taken_before_deleted(store, fix, recorded, landing, cache)
         return said
     if state not in ("gone", "part"):
         return None
@@ -2340,6 +2342,26 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _taken_before_deleted(store: UpstreamStore, fix: _Fix, recorded: dict, landing: str,
+                          cache: dict) -> LandingGone | None:
+    """Where the commit that took the fix's function out of its file (`fix.taken_out`) found
+    the fix's lines gone from it already (an earlier commit took them out, no exact reverse
+    of the landing): what is said of the fix just before that commit (the earlier one named),
+    and that the function went after. The deletion took no line of the fix, and read alone
+    the fix was superseded, nothing said."""
+    for k, (sha, parent, owns) in sorted(fix.taken_out.items()):
+        if parent == landing or not store.is_ancestor(landing, parent) or \
+                _fix_state(store, fix, parent, cache) not in ("gone", "part"):
+            continue
+        earlier = _judge(store, fix, parent, recorded, cache)
+        if earlier is not None:
+            names = ", ".join(dict.fromkeys(own.name.decode("utf-8", "replace")
+                                            for own in owns if own.name is not None))
+            return replace(earlier, detail=f"{earlier.detail}; commit {sha[:12]} then took "
+                                           f"{names} out of {fix.files[k].path}")
+    return None
 
 
 def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -> bool:

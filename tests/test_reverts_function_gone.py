@@ -217,3 +217,17 @@ def test_a_c_function_or_a_method_deleted(tmp_path, kind, guard):
         return
     said = _said_removed_by(stack, took)
     assert guard_line.decode() in said["detail"], said
+
+
+def test_a_guard_taken_out_before_its_function_was_deleted_names_the_commit_that_took_it(
+        tmp_path):
+    # The guard dropped from a2 by one commit, a2 deleted by a later one: the deletion took no
+    # line of the fix; the commit that did is named, and the deletion after it.
+    stack, _ = _landed(tmp_path, ())
+    # (Its own rewrite of a2's last line with it: no exact reverse of the landing.)
+    dropped = _module(A).replace(b"    a = 2\n    b = a + x\n    c = b * 2\n    return c\n",
+                                 b"    a = 2\n    b = a + x\n    c = b * 2\n    return c + 0\n")
+    took = stack.commit({"pkg/a.py": dropped}, "a2: x is never None")
+    deleted = stack.commit({"pkg/a.py": _old_file_without_a2(())}, "a2: no longer used")
+    said = _said_removed_by(stack, took)
+    assert f"commit {deleted[:12]} then took a2 out of pkg/a.py" in said["detail"], said
