@@ -178,9 +178,6 @@ KEPT_MOVES = ("reverts it whole", "reverts one hunk", "moves a line",
 KEPT_PARTS = st.sampled_from([("guard", "sync"), ("guard", "sync"), ("sync",), ("guard",)])
 # Upstream's moves whose answers are known wrong, not made until they are right (not_made;
 # PATCHFORGE_MODEL_KNOWN=1 makes them): the reason is the event the statistics show.
-FUNCTION_MOVED_TO_ANOTHER_FILE = (
-    "a kept fix's function moved by upstream into another file, a line of the fix taken out on "
-    "the way or by a later commit there (its revert too): nothing said, exit 0, lost")
 # The line below a function's top as upstream rewrites it (KeptSlot.edited).
 STEP0_EDITED = b"    step0 = x.contiguous()\n"
 # Before a fix lands, upstream makes its guard its own way a line lower (double quotes, or a
@@ -1239,10 +1236,6 @@ class SequencesModel(StackModel):
             commit, landing, _ = self.kept_landings[n]
             if slot in head.elsewhere and kind.startswith("moves the function to"):
                 return  # (moved out of KEPT_PATH already)
-            if slot in head.elsewhere and (kind.startswith(("reverts", "drops")) or
-                                           "dropping" in kind) and \
-                    self.not_made(FUNCTION_MOVED_TO_ANOTHER_FILE):
-                return
             if kind.startswith("reverts it whole"):
                 # (`git revert` of the landing: its lines as the landing left them.)
                 if state != KeptSlot().landed_all(fix["parts"]):
@@ -1273,8 +1266,7 @@ class SequencesModel(StackModel):
                 # A module split: the function moved whole into KEPT_ELSEWHERE (its guard
                 # dropped on the way, too), a landing no longer in the series.
                 if any(name.startswith(fix["name"]) for name in self.listed()) or \
-                        "dropping" in kind and ("guard" not in fix["parts"] or
-                                                self.not_made(FUNCTION_MOVED_TO_ANOTHER_FILE)):
+                        "dropping" in kind and "guard" not in fix["parts"]:
                     return
                 head.elsewhere = [*head.elsewhere, slot]
                 if "dropping" in kind:
