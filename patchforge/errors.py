@@ -42,6 +42,13 @@ class PatchforgeError(Exception):
         return where + self.message
 
 
+def gave_up_as(error: PatchforgeError, cause: BaseException) -> PatchforgeError:
+    """`error`, said of `cause` (a caller's words for a failure below it), keeping whether a
+    service gave no answer (`gave_up`, exit 75): the caller's words change, not the cause."""
+    error.gave_up = getattr(cause, "gave_up", False)
+    return error
+
+
 def exit_code_of(error: PatchforgeError) -> int:
     """The exit code the command ends with for `error`: 75 for one that comes of a service
     giving no answer (`gave_up`), whatever it was said as, else its class's."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from patchforge import logs
 from patchforge.errors import (CacheUnwritable, ConfigError, PatchforgeError, RefNotFound,
-                               StoreDamaged, StoreError, UsageError)
+                               StoreDamaged, StoreError, UsageError, gave_up_as)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -809,10 +809,11 @@ def _ensure_git_pin(project: Project, store: UpstreamStore, name: str, upstream,
             # The source was not reached, or failed on its way (a network error, a stalled
             # server, a refused login): its silence says nothing about the lock, whose re-pin
             # the message used to advise.
-            raise StoreError(f"upstream {name}: the locked commit {pin.commit[:12]} could not "
-                             f"be checked against {redact(url)}: {exc.message}",
-                             hint="the lock is not what failed: check the network, the URL "
-                                  "and its credentials, and run the command again") from None
+            raise gave_up_as(StoreError(
+                f"upstream {name}: the locked commit {pin.commit[:12]} could not be checked "
+                f"against {redact(url)}: {exc.message}",
+                hint="the lock is not what failed: check the network, the URL and its "
+                     "credentials, and run the command again"), exc) from None
         other = other_locked_repository(project, name, pin)
         if other is not None:
             # A lock merged from a branch that configured another repository (a fork): its

@@ -121,3 +121,24 @@ def test_a_wheel_upstream_added_without_install_root_is_said_at_once(tmp_path, m
     placed = run_cli(root, "upstream", "add", "tiny2", "--wheel", "tinypkg", "--at", "1.0",
                      "--install-root", "/opt/tiny")
     assert placed.rc == 0 and "install-root" not in placed.err, placed.text
+
+
+def test_a_git_remote_that_cannot_be_connected_to_exits_75_and_a_missing_one_2(tmp_path):
+    """A git upstream whose http remote refuses the connection: exit 2 before, as for a
+    wrong URL. Now 75, as for a registry: git said it could not connect, which running it
+    again later may mend. A remote path with no repository is an answer: still 2."""
+    import re
+    import shutil
+
+    root, _ = git_project(tmp_path)
+    config = root / "pyproject.toml"
+    local = config.read_text()
+    config.write_text(re.sub(r'"[^"]*up-upstream[^"]*"', f'"http://{DEAD}/up.git"', local))
+    for args in (("status", "--against", "up=main"), ("rebase", "--to", "up=main"), ("fetch",)):
+        run = run_cli(root, *args)
+        assert run.rc == 75, (args, run.text)
+        assert f"Failed to connect to {DEAD.split(':')[0]}" in run.err, run.err
+    config.write_text(local)
+    shutil.move(tmp_path / "up-upstream", tmp_path / "away")
+    gone = run_cli(root, "status", "--against", "up=main")
+    assert gone.rc == 2, gone.text

@@ -316,7 +316,8 @@ def test_a_git_remote_that_stops_answering_is_given_up_and_never_blamed_on_the_l
     brings the pins in) waited for it forever: git sets no limit of its own. Now git gives up
     when nothing arrives for GIT_HTTP_LOW_SPEED_TIME seconds (120 unless the user sets it, as
     here), and the message says the locked commit could not be checked, never that the lock
-    names a commit its source lacks (whose advice, re-pin it, changes a correct lock)."""
+    names a commit its source lacks (whose advice, re-pin it, changes a correct lock); exit 75,
+    run it again later, not 2."""
     import os
     import subprocess
     import sys
@@ -337,7 +338,7 @@ def test_a_git_remote_that_stops_answering_is_given_up_and_never_blamed_on_the_l
         proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "fetch"],
                               capture_output=True, env=env, timeout=60)
         err = proc.stderr.decode()
-        assert proc.returncode == 2, err
+        assert proc.returncode == 75, err
         assert "could not be checked against" in err and "too slow" in err, err
         assert "re-pin" not in err and "is not a commit of" not in err, err
     finally:
@@ -440,7 +441,7 @@ def test_a_remote_that_does_not_answer_ends_the_tries_of_a_release_spec(tmp_path
     With the configured remote not answering, each try waited for git's low-speed timeout (two
     minutes each, unless GIT_HTTP_LOW_SPEED_TIME says less, as here): the remote is down, not
     the tag missing, so the first failed listing ends the tries, and the message names the URL
-    and never says to check the name."""
+    and never says to check the name; exit 75, the remote gave no answer."""
     import os
     import subprocess
     import sys
@@ -463,7 +464,7 @@ def test_a_remote_that_does_not_answer_ends_the_tries_of_a_release_spec(tmp_path
         proc = subprocess.run([sys.executable, "-m", "patchforge", "--root", str(root), "status",
                                "--against", "v2"], capture_output=True, env=env, timeout=120)
         err = proc.stderr.decode()
-        assert proc.returncode == 2, err
+        assert proc.returncode == 75, err
         assert server.paths() == ["/repo.git/info/refs?service=git-upload-pack"], \
             (server.paths(), err)
         assert server.repo_url in err and "could not be reached" in err, err

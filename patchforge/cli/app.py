@@ -107,9 +107,9 @@ class LazyGroup(HelpGroup):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: 0 done, 1 something needs attention, 2 bad usage or input (the "
                     "message names the file and line), 3 a rebase stopped on a conflict, 70 an "
-                    "internal error, 75 a registry or forge gave no answer (run it again "
-                    "later), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). `patchforge "
-                    "COMMAND --help` gives a command's options.")
+                    "internal error, 75 a registry, forge or git remote gave no answer (run it "
+                    "again later), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). "
+                    "`patchforge COMMAND --help` gives a command's options.")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path),
               help="The project directory (default: the nearest one with a configuration).")
 @click.option("--offline", is_flag=True, help="Use only the local cache; no network.")

@@ -24,7 +24,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from patchforge.errors import (ConflictStop, InProgressError, NetworkError, PatchforgeError,
-                               StoreError, UsageError)
+                               StoreError, UsageError, gave_up_as)
 from patchforge.model.record import field, record, replace
 from patchforge.model.words import counted
 
@@ -206,10 +206,11 @@ def find_newest(project: Project, store: UpstreamStore, upstream, pin, registry,
                 # No answer, a refusal (an expired token) or a corrupted body is not "no
                 # image": skipping it would make an older nightly the target, or say the
                 # stack is up to date while this one waits, every night.
-                raise _again(NetworkError(f"the nightly {tag}, newer than upstream.lock, could "
-                                          f"not be looked up: {exc.message}",
-                                          hint=f"nothing was moved; {_registry_advice(exc)}"),
-                             exc) from None
+                raise gave_up_as(NetworkError(f"the nightly {tag}, newer than upstream.lock, "
+                                              f"could not be looked up: {exc.message}",
+                                              hint=f"nothing was moved; "
+                                                   f"{_registry_advice(exc)}"),
+                                 exc) from None
             search.skipped.append({"tag": tag, "reason": f"its image does not resolve: "
                                                          f"{exc.message}"})
             continue
@@ -235,13 +236,6 @@ def no_nightly_tags(search: Search, *, given: bool) -> UsageError:
                       hint=f"check that {source} names the repository the nightly images are "
                            "pushed to; for nightlies tagged otherwise, name the target with "
                            "--to SPEC (an image reference REPO:TAG, a commit or a version)")
-
-
-def _again(error: NetworkError, cause: PatchforgeError) -> NetworkError:
-    """`error`, said of a registry failure `cause`, keeps whether the registry gave up (exit 75:
-    run bump again later) or answered something wrong (exit 2)."""
-    error.gave_up = getattr(cause, "gave_up", False)
-    return error
 
 
 def _registry_advice(exc: PatchforgeError) -> str:
@@ -313,13 +307,13 @@ def named_candidate(project: Project, upstream, spec: str, registry,
                 without = f"`patchforge bump {shlex.quote(upstream.name)} --to {candidate.commit}`"
             else:
                 without = "--to the upstream's commit"
-            raise _again(NetworkError(f"the image {candidate.reference} could not be looked "
-                                      f"up: {exc.message}",
-                                      hint=f"nothing was moved; {again}, or move without the "
-                                           f"image: {without} (no image is pinned then"
-                                           + (f": the pin of {project.lock.image.reference} is "
-                                              "dropped" if project.lock.image is not None else "")
-                                           + ")"), exc) from None
+            dropped = (f": the pin of {project.lock.image.reference} is dropped"
+                       if project.lock.image is not None else "")
+            raise gave_up_as(NetworkError(f"the image {candidate.reference} could not be looked "
+                                          f"up: {exc.message}",
+                                          hint=f"nothing was moved; {again}, or move without "
+                                               f"the image: {without} (no image is pinned "
+                                               f"then{dropped})"), exc) from None
         else:
             said = _label_commit(upstream, info)
             if candidate.commit is None:

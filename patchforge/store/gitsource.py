@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from patchforge.errors import RefNotFound, RemoteUnreachable, StoreError
+from patchforge.errors import RefNotFound, RemoteUnreachable, StoreError, gave_up_as
 from patchforge.store.giturl import redact, store_namespace
 
 if TYPE_CHECKING:
@@ -144,13 +144,13 @@ def _checked_tag(store: UpstreamStore, upstream: str, name: str, url: str, tag: 
     except RemoteUnreachable as exc:
         # The name is fine (the store has the tag): the remote is what failed, and --offline
         # is the way on, said in the hint too (the --json error document has only that).
-        raise RemoteUnreachable(
+        raise gave_up_as(RemoteUnreachable(
             f"{upstream}: tag {tag!r} could not be checked against {where} "
             f"({exc.message}); with --offline the store answers as last fetched "
             f"(tag {tag} at {stored[:12]})",
             hint=f"{where} could not be reached (the network, the URL or a login); "
                  f"`--offline` answers from the store as last fetched (tag {tag} at "
-                 f"{stored[:12]})" + (f"; {exc.hint}" if exc.hint else "")) from None
+                 f"{stored[:12]})" + (f"; {exc.hint}" if exc.hint else "")), exc) from None
     if now is None:
         return None
     if now == stored:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol
 from patchforge import tempfiles
 from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
                                RemoteUnreachable, SourceUnusable, StoreDamaged, StoreError,
-                               UsageError)
+                               UsageError, gave_up_as)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
 from patchforge.store.catfile import CatFile, parse_tree
 from patchforge.store import commitdiffs
@@ -277,6 +277,14 @@ _UNWRITABLE = r"Read-only file system|Permission denied|insufficient permission"
 _REMOTE_LACKS = (r"not our ref|unadvertised object|couldn't find remote ref"
                  r"|no such remote ref")
 UNWRITABLE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
+# What git (curl, ssh) says when a remote could not be connected to or gave no answer: the
+# network or the remote, not the URL's repository or a name, so the command exits 75
+# (errors.EXIT_TEMPFAIL) and may be run again later. A refused login or a missing repository
+# is an answer, and stays 2.
+_NO_ANSWER = (r"Failed to connect to|Couldn't connect to server|Could not resolve host"
+              r"|Connection refused|Connection timed out|Operation timed out|Operation too slow"
+              r"|Network is unreachable|No route to host|Connection reset by peer"
+              r"|The requested URL returned error: 50[234]")
 
 
 def unwritable_cache(cache: Path, detail: str) -> CacheUnwritable:
@@ -588,6 +596,8 @@ class UpstreamStore:
             if re.search(_UNWRITABLE, exc.message) and not self.writable():
                 raise unwritable_cache(self.git_dir.parent, _unwritable_line(exc.message)) \
                     from None
+            if network and re.search(_NO_ANSWER, exc.message):
+                exc.gave_up = True  # the remote did not answer: exit 75, run it again later
             raise
 
     def writable(self) -> bool:
@@ -1381,9 +1391,9 @@ class UpstreamStore:
                 raise
             except StoreError as exc:
                 # Nothing is known of the names: not "check the name" (targets.py).
-                raise RemoteUnreachable(exc.message, hint=exc.hint or (
+                raise gave_up_as(RemoteUnreachable(exc.message, hint=exc.hint or (
                     f"{redact(url)} could not be reached (the network, the URL or a "
-                    "login)")) from None
+                    "login)")), exc) from None
             listed = [tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line]
             advertised = {ref for _, ref in listed}
             at_wanted = [ref.removesuffix("^{}") for oid, ref in listed
@@ -1463,7 +1473,7 @@ class UpstreamStore:
             raise
         except StoreError as exc:
             # ls-remote lists what the remote has; failing, it said nothing of the tag.
-            raise RemoteUnreachable(exc.message, hint=exc.hint) from None
+            raise gave_up_as(RemoteUnreachable(exc.message, hint=exc.hint), exc) from None
         named: dict[str, str] = {}
         for line in out.splitlines():
             oid, _, name = line.partition("\t")
