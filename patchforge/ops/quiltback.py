@@ -287,6 +287,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             if not again and record is not None and file_name in record:
                 _refuse_renamed(project, upstream, file_name, recorded,
                                 {e[0] for e in entries}, series_path, source, line)
+                _refuse_renamed_and_changed(
+                    project, upstream, file_name,
+                    partial(_quilt_patch, data, source, strip_levels[file_name], empty),
+                    [n for n in ours if n not in quilt_listed
+                     and n not in (exported_listed or record)],
+                    series_path, source, line)
                 _refuse_set_aside(project, upstream, file_name, source, series_path, line,
                                   (_quilt_patch(data, source, strip_levels[file_name],
                                                 empty).get("Base") or "").strip(),
@@ -603,6 +609,59 @@ def _export_pin(entries: list[tuple[str, Path, int, bytes]], record: dict | None
     bases = {(_quilt_patch(data, source, strip_levels[name], empty).get("Base") or "").strip()
              for name, source, _, data in entries if _sha256(data) in record.get(name, [])}
     return bases.pop() if len(bases) == 1 else ""
+
+
+def _refuse_renamed_and_changed(project: Project, upstream: str, file_name: str, theirs,
+                                names: list[str], series_path: Path, source: Path,
+                                line: int) -> None:
+    """`file_name` left the series after the export and quilt changed it: when `rename` gave
+    the fix another name and the series changed it since too (edit + refresh: its bytes no
+    longer the export's, so _refuse_renamed does not know it), it was said to have "left the
+    series", and the advice, keep quilt's version as a new fix, was refused in turn as meeting
+    the renamed fix's lines. Said as it is: renamed, and changed on both sides. Told by the
+    history's `renamed` events in a stack that keeps one; else by the header, which `quilt
+    refresh` and `edit` + `refresh` both keep: the one patch of `names` (the series' patches
+    neither quilt's series nor the export lists) whose header, every field but `Base` and
+    `Last-Update` and the description, is quilt's file's (`theirs()`, parsed when asked),
+    unless deleted/ keeps a fix of `file_name` with that header or the history says
+    `file_name` left the series or was renamed to another."""
+    from patchforge.ledger import (DEPARTURE_EVENTS, RENAMED, RENAMED_FROM, follow_fixes,
+                                   read_history)
+
+    if not names:
+        return
+    history = read_history(project)
+    fixes, last = follow_fixes(history)
+    found = [last[fix].removeprefix(f"{upstream}/") for fix, event in zip(fixes, history)
+             if fix is not None and event.get("event") == RENAMED
+             and event.get("upstream") == upstream and event.get(RENAMED_FROM) == file_name]
+    found = [name for name in dict.fromkeys(found) if name in names]
+    said_gone = any(event.get("upstream") == upstream and (
+        event.get("event") in DEPARTURE_EVENTS and event.get("patch") == file_name
+        or event.get("event") == RENAMED and event.get(RENAMED_FROM) == file_name)
+        for event in history)
+    if not found and not said_gone:
+        try:
+            header = kept_header_digest(theirs())
+        except PatchforgeError:
+            return
+        if _deleted_with(project.series_dir(upstream) / "deleted", file_name, {header}):
+            return
+        found = [name for name in names
+                 if kept_header_digest(project.read_patch(upstream, name)) == header]
+    if len(found) != 1:
+        return  # none, or two a header cannot tell apart: said as a fix that left
+    name = found[0]
+    word = project.patch_word(upstream, name)
+    raise InputError(
+        f"{file_name} is {name} now (renamed in the {upstream} series after `export --quilt` "
+        f"wrote it), and both sides changed it since: the series ({name}) and quilt "
+        f"({source}); nothing was taken back", path=str(series_path), line=line,
+        hint=f"keep a copy of {source}; make {name} hold quilt's change too (`patchforge edit "
+             f"{word}`, make the copy's change, `patchforge refresh`); then in quilt's tree "
+             f"`quilt pop -a`, rename {file_name} to {name} in {series_path} (line {line}), "
+             f"copy series/{upstream}/{name} to {source.with_name(name)}, remove {source}, "
+             "and run this again, which has nothing to take back")
 
 
 def _refuse_set_aside(project: Project, upstream: str, file_name: str, source: Path,
