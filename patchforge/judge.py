@@ -22,8 +22,8 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
-                                       NearText, block_runs, doubled_near, is_guard,
-                                       is_in_place, line_spans, near_lines, near_runs,
+                                       NearText, block_runs, doubled_near, in_place_runs,
+                                       is_guard, is_in_place, line_spans, near_lines, near_runs,
                                        near_windows, replacing_runs, short_runs, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.background import Background
@@ -1546,7 +1546,7 @@ class SeriesJudge:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
             if doubled:
-                short = short_runs(fp)
+                short = short_runs(fp) | in_place_runs(fp)
                 doubled = [run for run in doubled
                            if not (run in short and _in_a_loop_apart(current, result, run))]
             if doubled:
@@ -2438,9 +2438,10 @@ def _guard_at_fix(current: bytes, result: bytes, run: bytes) -> bool:
 
 def _in_a_loop_apart(current: bytes, result: bytes, run: bytes) -> bool:
     """Whether one of the fix's copy of `run` and upstream's nearest in `result` is in a loop
-    (`for`, `while`, `do`) the other is not in: a short statement there runs once a round,
-    the other's once (or in another loop, `n += 1` counting each): each its own, both wanted.
-    Asked only of a short statement's doubling found (short_runs)."""
+    (`for`, `while`, `do`) the other is not in: a short statement or an in-place update there
+    runs once a round, the other's once (or in another loop, `n += 1` counting each,
+    `y.add_(b)` adding in each): each its own, both wanted. Asked only of a short statement's
+    or an in-place update's doubling found (short_runs, in_place_runs)."""
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None:
         return False

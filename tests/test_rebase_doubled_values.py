@@ -283,3 +283,23 @@ def test_a_step_known_to_change_a_tensor_or_a_guard_on_no_tensor_moves(tmp_path,
     # tensor accessor (`if not x:`) after a method of the project's own checks a new value, as
     # `s.strip()` does: both kept.
     moves_with_both(guarded_twice(tmp_path, b"x", step, guard), guard.splitlines()[0].strip())
+
+
+LOOPS = (b'"""Kernels."""\n\n\ndef run(a, b, y, bias):\n    for x in a:\n        use(x)\n'
+         b"        keep(x)\n    for z in b:\n        use(z)\n    return y\n")
+
+
+def test_an_in_place_update_in_another_loop_moves(tmp_path):
+    # The fix adds the bias in the first loop's body, upstream in the next loop's, two lines
+    # lower: each loop's own update, both wanted. It stopped as doubled, its first advice
+    # (delete your copy) leaving the first loop without its update.
+    fix = LOOPS.replace(b"        use(x)\n", b"        use(x)\n        y.add_(bias)\n")
+    upstream = LOOPS.replace(b"        use(z)\n", b"        use(z)\n        y.add_(bias)\n")
+    moves_with_both(stack_with(tmp_path, LOOPS, fix, upstream), b"y.add_(bias)")
+
+
+def test_an_in_place_update_in_the_same_loop_stops(tmp_path):
+    # Neighbour: both copies in the one loop's body: the bias added twice a round.
+    fix = LOOPS.replace(b"        use(x)\n", b"        use(x)\n        y.add_(bias)\n")
+    upstream = LOOPS.replace(b"        keep(x)\n", b"        keep(x)\n        y.add_(bias)\n")
+    stops(stack_with(tmp_path, LOOPS, fix, upstream))

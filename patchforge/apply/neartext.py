@@ -524,6 +524,12 @@ def short_runs(fp: FilePatch) -> set[bytes]:
             and is_short_statement(lines)}
 
 
+def in_place_runs(fp: FilePatch) -> set[bytes]:
+    """The runs of telling_runs that count only as an in-place update (is_in_place)."""
+    return {text for hunk in fp.hunks for text, lines, _ in _added_runs(hunk)
+            if len(text) < MIN_RUN_CHARS and not is_guard(lines) and is_in_place(lines)}
+
+
 def telling_runs(fp: FilePatch) -> list[bytes]:
     """The runs of lines `fp` adds (near_runs, each whole, and the parts _added_runs reads on
     their own) with MIN_RUN_CHARS of code or more, or one whole guard (is_guard), in-place
