@@ -226,6 +226,9 @@ class _Fix:
     # its file added none of those names to another file (_moved_functions): (that commit,
     # its parent, the functions), for _function_taken_out to tell whether their lines went.
     taken_out: dict = field(default_factory=dict, repr=False, compare=False)
+    # By FilePatch index in `moved_to`: (the commit that moved the function(s) there, the
+    # paths upstream renamed that file to since, oldest first: _moved_renamed).
+    moved_on: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -964,9 +967,11 @@ def _path_of(fix: _Fix, k: int, contents: dict) -> str | None:
     moved = fix.moved_to.get(k)
     if moved is not None and path is not None:
         there, owns = moved
-        if contents.get(there) is not None and not _defines(owns, contents[path]) and \
-                _defines(owns, contents[there]):
-            return there
+        # (The file moved into, under its newest name there: upstream may have renamed it.)
+        for there in reversed([there, *fix.moved_on.get(k, (None, []))[1]]):
+            if contents.get(there) is not None and not _defines(owns, contents[path]) and \
+                    _defines(owns, contents[there]):
+                return there
     return path
 
 
@@ -1284,7 +1289,10 @@ def moved_files(project: Project, store: UpstreamStore, upstream: str, name: str
     since = landing or (base if base and store.has_object(base) else None)
     if since is None or not _moved_functions(store, fix, since, rev):
         return {}
-    return {fix.files[k].path: path for k, (path, _) in fix.moved_to.items()}
+    _moved_renamed(store, fix, [rev])
+    contents = store.read_blobs(rev, _paths(fix))
+    return {fix.files[k].path: _path_of(fix, k, contents) or path
+            for k, (path, _) in fix.moved_to.items()}
 
 
 class _HunkTakers:
@@ -2180,7 +2188,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
     if state != "present" and since is not None and \
-            _moved_functions(store, fix, since, commit):
+            (_moved_functions(store, fix, since, commit) | _moved_renamed(store, fix, [commit])):
         cache.clear()
         state = _fix_state(store, fix, commit, cache)
     if fix.unplaced.get(commit):
@@ -2308,6 +2316,8 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     for sha, parents, message in log:
         if renamed and _renamed_between(store, fix, follow, [sha, *parents[:1]], renamed):
             cache.clear()
+        if fix.moved_on and _moved_renamed(store, fix, [sha, *parents[:1]]):
+            cache.clear()
         state = _fix_state(store, fix, sha, cache)
         if state not in ("gone", "part"):
             back.append(sha)
@@ -2407,6 +2417,7 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
                         for was in (before.get(p),) if was is not None)]
             if len(into) == 1:
                 fix.moved_to[k] = (into[0], owns)
+                fix.moved_on[k] = (sha, [])
                 fix.aliases[k].append(into[0])
                 found = True
             elif not into:
@@ -2474,6 +2485,31 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
                      f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` with "
                      "it, into no other function or file")
     return None
+
+
+def _moved_renamed(store: UpstreamStore, fix: _Fix, revs: list[str]) -> bool:
+    """Whether a file upstream moved a function of the fix into (`fix.moved_to`) is at none of
+    its known names at one of `revs` (after that move) and git's rename detection, from the
+    commit that moved it there, finds it under another, now one of its names (`fix.moved_on`)
+    and aliases: a file renamed after the function moved into it is followed as the fix's own
+    are. Not followed, the function read as gone from there at the rename, which was said to
+    take the fix out, and at a real take-out later the rename was named again."""
+    found = False
+    for k, (there, _) in fix.moved_to.items():
+        moved_at, later = fix.moved_on.get(k, (None, []))
+        if moved_at is None:
+            continue
+        for rev in revs:
+            names = [there, *later]
+            if rev == moved_at or any(store.entries(rev, names).values()) or \
+                    not store.is_ancestor(moved_at, rev):
+                continue
+            new = store.renames(moved_at, rev, [there]).get(there)
+            if new is not None and new not in names:
+                later.append(new)
+                fix.aliases[k].append(new)
+                found = True
+    return found
 
 
 def _renamed_at(store: UpstreamStore, follow: tuple[str | None, str | None], rev: str,
