@@ -1554,6 +1554,7 @@ class SeriesJudge:
                 doubled = [run for run in doubled
                            if not (run in blocks and _bodies_differ(current, result, run))
                            and not _reads_what_is_set_between(current, result, run)
+                           and not _serves_a_use_between(current, result, run)
                            and not _items_of_two_brackets(current, result, run)
                            and not _on_two_paths(current, result, run)]
             if doubled:
@@ -1979,6 +1980,52 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # whatever reads y between.)
     uses = re.compile(rb"(?<![\w.])" + re.escape(target[1]) + rb"(?!\w)")
     return any(uses.search(STRING_OR_COMMENT.sub(b"", line)) for line in between)
+
+
+def _serves_a_use_between(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether `run` is one statement that done again at once changes nothing (a barrier,
+    `__syncthreads();`; a name set from itself through steps that keep it so,
+    `y = y.contiguous()`) and a line between the fix's copy and upstream's nearest in `result`
+    uses what it made (any statement, for a barrier; a line naming `y`): then each copy serves
+    another use, the fix's before `out = launch(y)`, upstream's after it, and both are wanted.
+    Deleting the fix's copy would hand the use between what the fix made ready; keeping both
+    does nothing twice. Asked only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    written = _written(lines, own, run)
+    if len(written) != 1:
+        return False
+    code = STRING_OR_COMMENT.sub(b"", written[0]).strip().rstrip(b";").rstrip()
+    low, high = sorted((own, theirs))
+    between = [STRING_OR_COMMENT.sub(b"", line).strip()
+               for line in lines[low:high - 1]]
+    barrier = _BARRIER.fullmatch(code)
+    if barrier is not None:
+        return any(line.strip(b"{}; ") for line in between)
+    set_at = _SETS_NAME.match(code)
+    if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:" or \
+            not _keeps_value(set_at[1], code[set_at.end():].strip(),
+                             _SAME_VALUE - _STEPS_AGAIN_THE_SAME):
+        return False
+    uses = re.compile(rb"(?<![\w.])" + re.escape(set_at[1]) + rb"(?!\w)")
+    return any(uses.search(line) for line in between)
+
+
+# A call that only waits for, or orders, what runs around it: a barrier, a fence, a
+# synchronize (`__syncthreads();`, `__syncwarp(mask);`, `torch.cuda.synchronize()`,
+# `hipDeviceSynchronize()`, `dist.barrier()`). Made twice at once it waits once more.
+_BARRIER = on_first_use(
+    rb"(?:[A-Za-z_]\w*\s*(?:\.|::)\s*)*(?:__sync\w*|sync|\w*[Ss]ynchronize|\w*[Bb]arrier\w*"
+    rb"|\w*threadfence\w*)\s*\([^()]*\)")
+# The steps of _SAME_VALUE that, made again on what they made, change nothing: a layout made
+# contiguous, an element type or device set, a view of a shape given. (Not a transpose or
+# `unsqueeze(0)`, nor `squeeze(0)`: made again, they change the value again.)
+_STEPS_AGAIN_THE_SAME = frozenset((
+    b"contiguous", b"to", b"float", b"half", b"double", b"bfloat16", b"cuda", b"cpu", b"clone",
+    b"detach", b"view", b"view_as", b"reshape", b"reshape_as", b"flatten", b"ravel", b"type",
+    b"type_as", b"pin_memory", b"data"))
 
 
 def _transposes_keeping(line: bytes, name: bytes) -> frozenset[bytes]:

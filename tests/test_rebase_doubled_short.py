@@ -146,3 +146,91 @@ def test_a_short_statement_in_the_same_loop_stops(tmp_path):
     fix = base.replace(b"        use(x)\n", b"        use(x)\n        n += 1\n")
     theirs = base.replace(b"        keep(x)\n", b"        keep(x)\n        n += 1\n")
     stops(stack_with(tmp_path, base, fix, theirs))
+
+
+LAUNCH = (b'"""Kernels."""\n\n\ndef scaled(x):\n    %(n)s = compute(x)\n    out = launch(%(n)s)\n'
+          b"    return finish(%(n)s, out)\n\n\ndef other(y):\n    return y\n")
+
+
+@pytest.mark.parametrize("name", [b"y", b"weight"], ids=["short", "long"])
+def test_a_step_again_the_same_before_and_after_a_use_moves(tmp_path, name):
+    # The fix makes y contiguous for the launch right below; upstream makes it contiguous
+    # after the launch, for what follows. Each copy serves another use, and made again it
+    # changes nothing: both wanted. It stopped as doubled, and the first advice, delete your
+    # copy, handed the launch a tensor not contiguous.
+    base = LAUNCH % {b"n": name}
+    line = b"    %s = %s.contiguous()\n" % (name, name)
+    fix = base.replace(b"    out = launch", line + b"    out = launch")
+    theirs = base.replace(b"    return finish", line + b"    return finish")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), line.strip())
+
+
+@pytest.mark.parametrize("line", [b"    count += 1\n", b"    y = y * 2\n", b"    y = y.T\n",
+                                  b"    y = y.unsqueeze(0)\n"],
+                         ids=["counter", "scaled", "transposed", "unsqueezed"])
+def test_a_step_changing_again_before_and_after_a_use_stops(tmp_path, line):
+    # Neighbours: a counter stepped, y scaled or transposed, before and after a use: made
+    # again it changes the value again, the fix made twice, as before.
+    base = LAUNCH % {b"n": b"y"}
+    fix = base.replace(b"    out = launch", line + b"    out = launch")
+    theirs = base.replace(b"    return finish", line + b"    return finish")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+def test_a_step_again_the_same_with_no_use_between_stops(tmp_path):
+    # Neighbour: nothing between the copies reads y: the fix made twice, as before.
+    base = LAUNCH % {b"n": b"y"}
+    base = base.replace(b"    out = launch", b"    z = prep(x)\n    out = launch")
+    line = b"    y = y.contiguous()\n"
+    fix = base.replace(b"    z = prep", line + b"    z = prep")
+    theirs = base.replace(b"    out = launch", line + b"    out = launch")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+KERNEL = (b"#include <hip/hip_runtime.h>\n\n"
+          b"__global__ void swap_pairs(float* out, const float* in, int n) {\n"
+          b"    __shared__ float smem[256];\n"
+          b"    int tid = threadIdx.x;\n"
+          b"    smem[tid] = in[tid];\n"
+          b"    float y = smem[tid ^ 1];\n"
+          b"    smem[tid] = y * 2.0f;\n"
+          b"    out[tid] = smem[255 - tid];\n"
+          b"}\n\nint version() { return 1; }\n")
+
+
+def kernel_stack(tmp_path, fix: bytes, theirs: bytes) -> OneUpstreamStack:
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.cu": KERNEL, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/k.cu", KERNEL, fix)
+    stack.commit({"pkg/k.cu": theirs}, "Order the shared memory", tag="v2")
+    return stack
+
+
+def test_two_barriers_around_a_shared_read_move(tmp_path):
+    # Upstream's barrier orders the first write before the read, the fix's the read before
+    # the second write: two races, two barriers. It stopped as doubled, and the first advice,
+    # delete your copy, brought the fix's race back.
+    barrier = b"    __syncthreads();\n"
+    fix = KERNEL.replace(b"    smem[tid] = y", barrier + b"    smem[tid] = y")
+    theirs = KERNEL.replace(b"    float y", barrier + b"    float y")
+    stack = kernel_stack(tmp_path, fix, theirs)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"])
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/k.cu").read_bytes()
+    assert made.count(barrier) == 2 and made.index(barrier) < made.index(b"float y") < \
+        made.rindex(barrier) < made.index(b"smem[tid] = y"), made.decode()
+
+
+def test_a_barrier_upstream_added_beside_the_fixs_stops(tmp_path):
+    # Neighbour: only a comment between the two barriers: the fix made twice, as before.
+    barrier = b"    __syncthreads();\n"
+    base = KERNEL.replace(b"    float y", b"    // read the pair\n    float y")
+    fix = base.replace(b"    // read", barrier + b"    // read")
+    theirs = base.replace(b"    float y", barrier + b"    float y")
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.cu": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/k.cu", base, fix)
+    stack.commit({"pkg/k.cu": theirs}, "Order the shared memory", tag="v2")
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
