@@ -167,6 +167,9 @@ DOUBLED = "upstream has these lines already"
 # through the fix's (inside a branch the fix's copy is not in): deleting the fix's copy would
 # lose its line on the other paths, so the way on that keeps it comes first.
 FEWER_PATHS = "upstream's copy runs on only some of the paths through yours"
+# What it says where upstream's copy is in a loop's body (each round) and the fix's outside
+# the loop (once): the same work only where the loop runs one round.
+EACH_ROUND = "upstream's copy runs each round of a loop, yours once outside it"
 # What the evidence of a fix whose removed code upstream moved to another file (where the
 # target has it) says (`_removal_moved`): the file, the other file, the commit(s).
 _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
@@ -1520,8 +1523,7 @@ class SeriesJudge:
             judgement.state, judgement.how = "conflict", None
             judgement.files = sorted({path for path, _ in doubled})
             judgement.evidence.extend(f"{DOUBLED}, its own way: {said}" for _, said in doubled)
-            judgement.message = "; ".join(f"{said}: {DOUBLED}, its own way"
-                                          for _, said in doubled)
+            judgement.message = "; ".join(_doubled_said(said) for _, said in doubled)
         return judgement
 
     def _doubled(self, carried: list, after: dict[str, bytes | None]) -> list[tuple[str, str]]:
@@ -1568,7 +1570,13 @@ class SeriesJudge:
                            if run not in fewer or not _guard_at_fix(current, result, run)]
             if doubled:
                 said = _doubled_where(path, current, result, doubled)
-                found.append((path, f"{said}; {FEWER_PATHS}" if doubled[0] in fewer else said))
+                if doubled[0] in fewer:
+                    # Upstream's copy in a loop's body runs each round, the fix's outside it
+                    # once: taking upstream's out would lose its rounds (EACH_ROUND).
+                    said += "; " + (EACH_ROUND if _upstreams_each_round(current, result,
+                                                                        doubled[0])
+                                    else FEWER_PATHS)
+                found.append((path, said))
         return found
 
     def _runs_not_taken_out(self, fp) -> list[bytes] | None:
@@ -1891,6 +1899,16 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
                 own.append(run)
                 break
     return own
+
+
+def _doubled_said(said: str) -> str:
+    """The stop's words for a doubling found at `said` (_doubled's: the place, then what
+    tells the copies' paths apart, FEWER_PATHS or EACH_ROUND, if any): the place, DOUBLED,
+    then that."""
+    for clause in (FEWER_PATHS, EACH_ROUND):
+        if said.endswith(f"; {clause}"):
+            return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
+    return f"{said}: {DOUBLED}, its own way"
 
 
 def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) -> str:
@@ -2444,6 +2462,41 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
         if _BRANCH.match(head) is not None and not (
                 head.startswith(b"else") and _else_after_body_of(lines, opener, mine)):
             return True
+        at = opener
+
+
+def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether upstream's nearest copy of `run` in `result` is inside a loop's body the fix's
+    copy is outside of, a body that never leaves the loop (no `break`, `return`, `raise`,
+    `throw` nor `goto` in it): upstream's copy runs each round (on the rounds its branches
+    take), the fix's once. Read by indentation, as _upstreams_on_fewer_paths reads it. (A body
+    that may leave runs a copy before the exit at most once: not asked here.)"""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    mine, at = own - 1, theirs - 1
+    while True:
+        opener = _opener_at(lines, at)
+        if opener is None or _inside(lines, opener, mine):
+            return False
+        head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+        if head == b"{":
+            above = next((k for k in range(opener - 1, max(opener - 5, -1), -1)
+                          if STRING_OR_COMMENT.sub(b"", lines[k]).strip()), None)
+            if above is None or _inside(lines, above, mine):
+                return False
+            opener = above
+            head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+        if head.startswith((b"def ", b"async def ", b"class ")):
+            return False
+        if re.match(rb"(?:for|while|do)\b", head) is not None:
+            depth = _indent(lines[opener])
+            body = itertools.takewhile(
+                lambda text: not STRING_OR_COMMENT.sub(b"", text).strip().lstrip(b"}")
+                or _indent(text) > depth, lines[opener + 1:opener + 400])
+            return not any(re.match(rb"\s*(?:return|raise|break|throw|goto)\b",
+                                    STRING_OR_COMMENT.sub(b"", text)) for text in body)
         at = opener
 
 

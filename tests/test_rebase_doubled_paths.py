@@ -183,6 +183,37 @@ def test_a_statement_on_the_path_through_both_copies_stops(tmp_path, where):
     assert err.index("keep yours") < err.index("delete your copy only if"), err
 
 
+ACCUMULATE = b"    total = total + scale * weight\n"
+
+
+def test_upstreams_line_each_round_of_a_loop_and_the_fixs_after_it_keeps_both_first(tmp_path):
+    # Upstream adds to the total each round of the loop, the fix once after it: the same work
+    # only where the loop runs one round. The first way on was "keep yours and take
+    # upstream's copy out", which lost upstream's rounds; now it is keep both, and taking
+    # upstream's copy out is never advised. The stop says the place, then what it is.
+    base = py(b"    total = 0.0\n    for item in x:\n        log_item(item)\n"
+              b"        check_item(item)\n    report(x)\n    return finish(total)\n")
+    fix = base.replace(b"    return finish", ACCUMULATE + b"    return finish")
+    theirs = base.replace(b"        log_item(item)\n", b"        log_item(item)\n    " + ACCUMULATE)
+    err = stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+    assert "upstream has these lines already, its own way; upstream's copy runs each round " \
+        "of a loop, yours once outside it: keep both" in err, err
+    assert "take upstream's copy out" not in err and "only some of the paths" not in err, err
+
+
+def test_upstreams_line_in_a_loop_body_that_breaks_out_keeps_the_fixs_first(tmp_path):
+    # Neighbour: a body that breaks out runs upstream's copy at most once, on the paths that
+    # break: on fewer paths than the fix's after the loop, keep yours first, as before, and
+    # the stop says the place before what it is.
+    base = py(b"    total = 0.0\n    for item in x:\n        log_item(item)\n"
+              b"        break\n    report(x)\n    return finish(total)\n")
+    fix = base.replace(b"    return finish", ACCUMULATE + b"    return finish")
+    theirs = base.replace(b"        log_item(item)\n", b"        log_item(item)\n    " + ACCUMULATE)
+    err = stops(stack_with(tmp_path, "pkg/a.py", base, fix, theirs))
+    assert "upstream has these lines already, its own way; upstream's copy runs on only some " \
+        "of the paths through yours: keep yours and take upstream's copy out" in err, err
+
+
 def test_the_fixs_branch_running_on_into_upstreams_statement_advises_deleting_the_fixs(tmp_path):
     # Neighbour: the fix's bias inside `if fast:`, which runs on into upstream's after it:
     # every path through the fix's copy runs upstream's, the fix made twice, and deleting

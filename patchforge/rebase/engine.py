@@ -27,11 +27,10 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
                                StoreError, UsageError)
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, FEWER_PATHS, OTHER_FUNCTION,
-                              HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
-                              carry_moved, carry_old, moved_away, read_history, series_gone,
-                              series_renames,
-                              where_landed)
+from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, EACH_ROUND, FEWER_PATHS,
+                              OTHER_FUNCTION, HistoryIndex, LazyHistory, SeriesJudge, Target,
+                              _patch_paths, carry_moved, carry_old, moved_away, read_history,
+                              series_gone, series_renames, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.names import shell_quoted_bytes
@@ -986,6 +985,16 @@ class Rebase:
                     self.project, judgement.deleted_here, "patchforge rebase --continue",
                     "`patchforge rebase --skip` (the whole fix is kept in skipped/)",
                     "a patch left with no change is set aside in skipped/")
+            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(EACH_ROUND)
+                                            for item in judgement.evidence):
+                # The copies run a different number of times: neither is the other made
+                # twice but where the loop runs one round, and taking upstream's out of the
+                # loop would lose its rounds: both kept first.
+                message += ": keep both (--continue with the worktree as it is: they are the " \
+                    "same work only where the loop runs one round); delete your copy in the " \
+                    "worktree and `patchforge rebase --continue` only if upstream's rounds do " \
+                    "the fix's work; or `patchforge rebase --skip` (sets the WHOLE fix aside " \
+                    "in skipped/, its other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(FEWER_PATHS)
                                             for item in judgement.evidence):
                 # Deleting the fix's copy loses its line on the paths upstream's does not
