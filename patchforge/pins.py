@@ -533,11 +533,14 @@ def pin_for_spec(project: Project, store: UpstreamStore, upstream, spec: str) ->
                 # A `+g<hex>` version names a commit: an index that builds per commit (a
                 # nightly wheel index) may hold that wheel, so pip is asked; failing, the
                 # answer is the form's, not pip's "check the package name".
+                # An index pip could not reach (exc.gave_up) said nothing of the version:
+                # that is a network failure (exit 75), not a wrong form.
                 if targets.commit_from_version(spec) is None or project.offline or \
-                        isinstance(exc, CacheUnwritable):
+                        isinstance(exc, CacheUnwritable) or exc.gave_up:
                     raise
-                raise _not_a_wheel_target(upstream, spec, "a commit by its `+g` part",
-                                          exc.message.splitlines()[0]) from None
+                raise _not_a_wheel_target(
+                    upstream, spec, "a commit by its `+g` part", "pip has no wheel of that "
+                    f"version (pip: {sources.pip_error_lines(exc)})") from None
             version = sources.wheel_label(wheel, pinned)
         elif kind.name == "image":
             # An image whose labels name the version (e.g. vllm.version): that wheel.

@@ -101,6 +101,45 @@ def test_a_wheel_upstream_refuses_the_git_forms_naming_its_kind_and_what_it_take
     assert taken.rc in (0, 1) and "1.1+gabc1234" in taken.text, taken.text
 
 
+def test_a_plus_g_version_pip_lacks_says_pips_errors_and_an_unreachable_index_exits_75(
+        tmp_path, monkeypatch):
+    """A `+g<hex>` version pip could not download was refused with pip's first line (often a
+    WARNING of an extra index) as though the SPEC's form were wrong, and so was one asked of
+    an index pip could not connect to. Now the refusal says pip has no wheel of that version
+    with pip's ERROR lines, and an index pip could not reach exits 75 (run it again), the
+    plain version as the `+g` one."""
+    from helpers.cli import ok
+    from helpers.upstream import build_wheel
+
+    wheels, index = tmp_path / "wheels", tmp_path / "index"
+    build_wheel(wheels, "tinypkg", "1.0", {"tinypkg/calc.py": b"one\n"})
+    index.mkdir()
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0",
+       "--install-root", "/opt/tiny")
+    lacking = run_cli(root, "status", "--against", "tiny=1.1+g2346c19")
+    assert lacking.rc == 2, lacking.text
+    first = lacking.err.splitlines()[0]
+    assert "pip has no wheel of that version (pip: ERROR: " in first and \
+        "No matching distribution found for tinypkg==1.1+g2346c19" in first and \
+        "a wheel upstream takes a version of tinypkg" in first, lacking.err
+    # The index is down: pip retries once (its default is 5) and says the connection failed.
+    monkeypatch.delenv("PIP_NO_INDEX")
+    monkeypatch.delenv("PIP_FIND_LINKS")
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://{DEAD}/simple")
+    monkeypatch.setenv("PIP_RETRIES", "1")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    for spec in ("1.1", "1.1+g2346c19"):
+        run = run_cli(root, "status", "--against", f"tiny={spec}")
+        assert run.rc == 75, (spec, run.text)
+        assert "names a commit" not in run.err and "could not reach its package index" in \
+            run.err, (spec, run.err)
+
+
 def test_a_wheel_upstream_added_without_install_root_is_said_at_once(tmp_path, monkeypatch):
     """`upstream add --wheel` without `--install-root` pinned without a word (exit 0); only
     the next `overlays` warned and `verify` failed. The add says at once what it means, and

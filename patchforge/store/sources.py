@@ -730,10 +730,37 @@ def _run_pip_download(package: str, specifier: str, version: str, scratch: Path,
     if proc.returncode != 0:
         err = [_shorter_version_list(line) for line in
                proc.stderr.decode("utf-8", "replace").strip().splitlines()]
-        raise StoreError(f"pip download {package}=={version} failed: "
-                         + ("\n".join(err[-8:]) or f"exit {proc.returncode}"),
+        message = f"pip download {package}=={version} failed: " + \
+            ("\n".join(err[-8:]) or f"exit {proc.returncode}")
+        if any(re.search(_PIP_NO_ANSWER, line) for line in err):
+            # pip says "no matching distribution" of an index it could not connect to, as
+            # of one that lacks the version: the index gave no answer, so nothing is known
+            # of the version and the command may succeed later (exit 75).
+            error = StoreError(message, hint="pip could not reach its package index: nothing "
+                                             "in the project or command line is wrong; run "
+                                             "the command again later")
+            error.gave_up = True
+            raise error
+        raise StoreError(message,
                          hint="check the package name, version and pip's index configuration")
     return proc
+
+
+# What pip (urllib3) logs when its index could not be connected to or gave no answer; with
+# its retries on (pip's default), each failed try is a "Retrying ..." warning naming it.
+_PIP_NO_ANSWER = (r"Failed to establish a new connection|Connection refused|Read timed out"
+                  r"|Connection reset by peer|Temporary failure in name resolution"
+                  r"|Name or service not known|Network is unreachable|No route to host"
+                  r"|too many 50[234] error responses")
+
+
+def pip_error_lines(error: StoreError) -> str:
+    """pip's own ERROR lines of `error` (a failed `pip download`), joined; its last line when
+    it printed none. Its WARNING lines (an extra index that is a missing directory) come
+    first and say nothing of why the download failed."""
+    said = error.message.partition(" failed: ")[2] or error.message
+    lines = [line for line in said.splitlines() if line.startswith("ERROR:")]
+    return "; ".join(lines or said.splitlines()[-1:])
 
 
 def _index_link_of(package: str, filename: str, scratch: Path) -> str | None:
