@@ -1960,18 +1960,24 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # `len(x)`, `x[0]`, `x.dtype`, `x.is_cuda`), each with the steps that give it another
     # answer (a transpose, a view, `x.float()`, `x.cuda()`). Not the target an in-place update
     # acts on: `y.add_(bias.to(y.dtype))` adds to what `y = y.float()` carried over, and
-    # made twice it adds twice, whatever dtype it reads. Nor the kind (dtype, device, grad)
-    # a run other than a guard reads: a guard after a cast checks another answer, but
-    # `y.add_(bias.to(x.dtype))` after `x = x.half()` still adds the bias, and made twice it
-    # adds twice (what it adds is cast otherwise; the work is the same).
+    # made twice it adds twice, whatever dtype it reads. Nor the kind a run other than a
+    # guard reads, nor the layout one that tests nothing reads: a guard after a cast or a
+    # transpose checks another answer, but
+    # `y.add_(bias.to(x.dtype))` after `x = x.half()`, or `y.add_(bias.view(x.shape))` after
+    # `x = x.t()`, still adds the bias, and made twice it adds twice (what it adds is cast or
+    # laid out otherwise; the work is the same).
     in_place = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
     guard = is_guard(written)
+    # A run that tests the layout (a guard, or `if not x.is_contiguous(): x = x.contiguous()`
+    # mending what a transpose undid) tests another answer after a layout step.
+    checks = guard or code[0].lstrip().startswith((b"if ", b"if(", b"elif ", b"while ",
+                                                    b"assert "))
     shaped: dict[bytes, frozenset[bytes]] = {}
     for line in code:
         for found in _READS_LAYOUT.finditer(line):
             if in_place is not None and (found[1] or found[3] or found[4]) == in_place[1]:
                 continue
-            if found[1] and found[2] in _KIND_READS and not guard:
+            if found[1] and found[2] in _KIND_READS and not guard or not checks:
                 continue
             name = found[1] or found[3] or found[4]
             changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS

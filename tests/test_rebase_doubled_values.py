@@ -185,6 +185,23 @@ def test_an_update_reading_a_kind_a_step_between_changes_stops(tmp_path, line, s
                      base.replace(step, step + line)))
 
 
+@pytest.mark.parametrize("line, step", [
+    (b"    y.add_(bias.view(x.shape))\n", b"    x = x.t()\n"),
+    (b"    y = y + bias.reshape(x.shape)\n", b"    x = x.t()\n"),
+    (b"    out.copy_(x.view(x.size(0), -1))\n", b"    x = x.view(-1, 4)\n"),
+    (b"    y.add_(bias[: len(x)])\n", b"    x = x.reshape(-1)\n")],
+    ids=["add-view-shape", "plus-reshape-shape", "copy-view-size", "add-slice-len"])
+def test_an_update_reading_a_layout_a_step_between_changes_stops(tmp_path, line, step):
+    # A transpose, a view or a reshape gives another answer only to a guard on the layout:
+    # `y.add_(bias.view(x.shape))` after `x = x.t()` still adds the bias to y, made twice it
+    # adds it twice. It moved, and the overlay added the bias twice, exit 0, no word.
+    base = module(b"def run(x, bias, out):\n    y = prepare(x)\n%s    return launch(x, y, out)\n"
+                  % step)
+    stops(stack_with(tmp_path, base,
+                     base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n" + line),
+                     base.replace(step, step + line)))
+
+
 @pytest.mark.parametrize("step, guard", [
     (b"    x = x.T\n", b"    if 0 in x.shape:\n        return x\n"),
     (b"    x = x.permute(1, 0)\n", b"    if 0 in x.size():\n        return x\n"),
