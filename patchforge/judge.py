@@ -2554,10 +2554,42 @@ def _in_a_loop_apart(current: bytes, result: bytes, run: bytes) -> bool:
     lines = result.split(b"\n")
     for one, other in ((own - 1, theirs - 1), (theirs - 1, own - 1)):
         loop = _loop_around(lines, one)
-        if loop is not None and not lines[loop].lstrip().lstrip(b"}").lstrip().startswith(
-                b"switch") and (other < loop or not _inside(lines, loop, other)):
+        leaves = _leaves_right_after(lines, one)
+        if leaves is not None and leaves != b"break":
+            # (Its branch leaves the function right after it: it runs once a call, as the
+            # other's does; no loop makes it each round's.)
+            continue
+        if leaves == b"break" and loop is not None and not _is_switch(lines[loop]):
+            # Its branch breaks out right after it: it runs once each time the loop is
+            # entered, as upstream's before a `break` reads to _upstreams_on_fewer_paths;
+            # only a loop around that one makes it a round's own.
+            loop = _loop_around(lines, loop)
+        if loop is not None and not _is_switch(lines[loop]) \
+                and (other < loop or not _inside(lines, loop, other)):
             return True
     return False
+
+
+def _is_switch(line: bytes) -> bool:
+    """Whether `line` opens a `switch` (a `break` in it leaves the switch, not a loop)."""
+    return line.lstrip().lstrip(b"}").lstrip().startswith(b"switch")
+
+
+def _leaves_right_after(lines: list[bytes], at: int) -> bytes | None:
+    """The statement (`break`, `return`, `raise`, `throw`, `goto`) that leaves, without a
+    condition, the block holding line `at` (0-based) of `lines` after it: a code line set
+    as deep as it further down in its block (None where none does)."""
+    depth = _indent(lines[at])
+    for k in range(at + 1, min(at + 400, len(lines))):
+        code = STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+        if not code:
+            continue
+        if _indent(lines[k]) < depth or code.startswith(b"}"):
+            return None
+        left = re.match(rb"(break|return|raise|throw|goto)\b", code)
+        if _indent(lines[k]) == depth and left is not None:
+            return left.group(1)
+    return None
 
 
 def _loop_around(lines: list[bytes], at: int) -> int | None:

@@ -320,3 +320,29 @@ def test_an_in_place_update_in_the_same_loop_stops(tmp_path):
     fix = LOOPS.replace(b"        use(x)\n", b"        use(x)\n        y.add_(bias)\n")
     upstream = LOOPS.replace(b"        keep(x)\n", b"        keep(x)\n        y.add_(bias)\n")
     stops(stack_with(tmp_path, LOOPS, fix, upstream))
+
+
+BREAKS_OUT = (b'"""Kernels."""\n\n\ndef run(a, y, bias):\n    n = 0\n    while True:\n'
+              b"        ok = step(a)\n        if ok:\n            break\n    return n, y\n")
+
+
+@pytest.mark.parametrize("line", [b"y.add_(bias)", b"n += 1"])
+def test_a_copy_before_a_loops_break_and_the_fixs_after_the_loop_stops(tmp_path, line):
+    # Upstream's copy right before the `break` runs once, as the fix's right after the loop
+    # does: made twice (the bias added twice, the count stepped twice). Read as each loop's
+    # own, it moved with both, silently.
+    fix = BREAKS_OUT.replace(b"            break\n", b"            break\n    %s\n" % line)
+    upstream = BREAKS_OUT.replace(b"            break\n",
+                                  b"            %s\n            break\n" % line)
+    stops(stack_with(tmp_path, BREAKS_OUT, fix, upstream))
+
+
+def test_a_copy_before_an_inner_loops_break_and_the_fixs_after_the_outer_loop_moves(tmp_path):
+    # Neighbour: the loop broken out of is inside another loop the fix's copy is after:
+    # upstream's runs once a round of the outer loop, the fix's once: both wanted.
+    base = (b'"""Kernels."""\n\n\ndef run(a, y, bias):\n    for x in a:\n        while True:\n'
+            b"            ok = step(x)\n            if ok:\n                break\n    return y\n")
+    fix = base.replace(b"    return y\n", b"    y.add_(bias)\n    return y\n")
+    upstream = base.replace(b"                break\n",
+                            b"                y.add_(bias)\n                break\n")
+    moves_with_both(stack_with(tmp_path, base, fix, upstream), b"y.add_(bias)")
