@@ -2217,7 +2217,8 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
                     not _declared_integer(lines, own - 1, line[cast.end():]):
                 return True
     tokens = set(_TOKENS.findall(b"\n".join(other[1:])))  # (the header is the run's own)
-    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens) - _TYPE_WORDS
+    written = _SPACES.sub(b"", b"".join(other[1:]))
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens, written) - _TYPE_WORDS
     return not names <= _names_in(other)
 
 
@@ -2270,7 +2271,7 @@ def _names_in(code: list[bytes]) -> set[bytes]:
 
 
 def _temporaries(lines: list[bytes], at: int, code: list[bytes],
-                 other: set[bytes]) -> set[bytes]:
+                 other: set[bytes], written: bytes) -> set[bytes]:
     """The names the block at line `at` (0-based) of `lines`, whose code is `code`
     (_block_code), sets and reads only within itself, with the type words declaring them:
     `w` and `float` of `float w = x[j];` (C's declaration in a braced block lives in that
@@ -2280,7 +2281,10 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
     (`other`, its _TOKENS) never writes: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]`
     is other work. A value of upstream's tokens in another order (`w = x[j] * s` against
     `y[j] += s * x[j]`) cannot be shown other work: it stays spelling, and the doubling stops
-    with both ways on rather than make the work twice."""
+    with both ways on rather than make the work twice. Only where its operators are all
+    commutative (`*`, `+`): with one that is not (`-`, `/`, `%`, a shift, a comparison) the
+    order is the value, `w = x[j] - s` against `s - x[j]` other work, and it is spelling only
+    where upstream's block (`written`, its code without whitespace) writes it as it is."""
     found: set[bytes] = set()
     braced = _braced(code)
     outside: set[bytes] | None = None
@@ -2288,7 +2292,9 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
             continue
-        if not set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) <= other:
+        value = text[set_at.end():].rstrip().rstrip(b";")
+        used = set(_TOKENS.findall(value))
+        if not used <= other or (used & _ORDERED and _SPACES.sub(b"", value) not in written):
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:
@@ -2303,6 +2309,11 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
     return found
 
 
+# Operators whose operands' order is the value (`a - b` is not `b - a`), as _TOKENS reads them.
+_ORDERED = frozenset((b"-", b"/", b"//", b"%", b"**", b"<<", b">>", b"<", b">", b"<=",
+                      b">="))
+# Whitespace, taken out to compare code as written.
+_SPACES = on_first_use(rb"\s+")
 # The tokens of a line of code: names, constants (`0.5f`), operators of more than one
 # character whole (`**`, `+=`, `->`: `+=` holds no `+` of its own), any other character alone.
 _TOKENS = on_first_use(
