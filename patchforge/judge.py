@@ -1972,12 +1972,18 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # mending what a transpose undid) tests another answer after a layout step.
     checks = guard or code[0].lstrip().startswith((b"if ", b"if(", b"elif ", b"while ",
                                                     b"assert "))
+    # A name set anew from itself converted to a kind it reads (`y = y.to(x.dtype)`,
+    # `y = y.to(x.device)`) makes that kind its value: after `x = x.half()` it makes another
+    # value, as a guard checks another answer (an in-place update reading a kind still adds
+    # what it adds, whatever the kind).
+    converts = len(code) == 1 and _CONVERTS_TO_KIND.match(code[0].strip()) is not None
     shaped: dict[bytes, frozenset[bytes]] = {}
     for line in code:
         for found in _READS_LAYOUT.finditer(line):
             if in_place is not None and (found[1] or found[3] or found[4]) == in_place[1]:
                 continue
-            if found[1] and found[2] in _KIND_READS and not guard or not checks:
+            if not converts and (found[1] and found[2] in _KIND_READS and not guard
+                                 or not checks):
                 continue
             name = found[1] or found[3] or found[4]
             changing = _CHANGED_BY.get(found[2], _SIZE_STEPS) if found[1] else _SIZE_STEPS
@@ -2185,6 +2191,9 @@ _NEW_COUNT = frozenset((
     b"take", b"matmul", b"mm", b"bmm", b"mv", b"dot", b"outer", b"kron"))
 # What an in-place update acts on and how: `out` and `zero_` of `out.zero_()`, `self.buf` and
 # `add_` of `self.buf.add_(b)`.
+# `y = y.to(...)` / `y = y.type(...)`, the whole value a conversion of the name it sets.
+_CONVERTS_TO_KIND = on_first_use(
+    rb"([A-Za-z_]\w*)\s*=\s*\1\s*\.\s*(?:to|type)\s*\((?:[^()]|\([^()]*\))*\)\s*;?$")
 _IN_PLACE_TARGET = on_first_use(
     rb"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.([A-Za-z]\w*[A-Za-z0-9]_)\s*\(")
 # In-place updates (torch's) that set their target whatever it held: a reset, a fill, a copy

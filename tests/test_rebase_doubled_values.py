@@ -346,3 +346,25 @@ def test_a_copy_before_an_inner_loops_break_and_the_fixs_after_the_outer_loop_mo
     upstream = base.replace(b"                break\n",
                             b"                y.add_(bias)\n                break\n")
     moves_with_both(stack_with(tmp_path, base, fix, upstream), b"y.add_(bias)")
+
+
+@pytest.mark.parametrize("line, step, want", [
+    (b"    y = y.to(x.dtype)\n", b"    x = x.half()\n", "move"),
+    (b"    y = y.to(x.device)\n", b"    x = x.cuda()\n", "move"),
+    (b"    y = y.to(x.dtype)\n", b"    x = x.contiguous()\n", "stop"),
+    (b"    y.add_(bias.to(x.dtype))\n", b"    x = x.half()\n", "stop")],
+    ids=["converted-to-other-dtype", "converted-to-other-device", "step-keeping-the-kind",
+         "in-place-update"])
+def test_a_conversion_to_a_kind_a_step_between_changes_moves(tmp_path, line, step, want):
+    # `y = y.to(x.dtype)` makes y of x's kind: upstream's before `x = x.half()` makes y float,
+    # the fix's after it half, to match the x it is launched with; both wanted. It stopped, its
+    # first advice (delete your copy) leaving y float beside a half x. A step keeping x's
+    # dtype between, or an in-place update adding whatever kind it reads, stops.
+    base = module(b"def run(x, y, bias):\n    y = prepare(y)\n%s    return launch(x, y)\n"
+                  % step)
+    stack = stack_with(tmp_path, base, base.replace(step, step + line),
+                       base.replace(b"    y = prepare(y)\n", b"    y = prepare(y)\n" + line))
+    if want == "stop":
+        stops(stack)
+        return
+    moves_with_both(stack, line.strip())
