@@ -2303,7 +2303,8 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
             continue
         value = text[set_at.end():].rstrip().rstrip(b";")
         used = set(_TOKENS.findall(value))
-        if not used <= other or (used & _ORDERED and _SPACES.sub(b"", value) not in written):
+        if not used <= other or (_ordered_at_top(value)
+                                 and _SPACES.sub(b"", value) not in written):
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:
@@ -2316,6 +2317,22 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
         if set_at[1] not in outside:
             found.add(set_at[1])
     return found
+
+
+def _ordered_at_top(value: bytes) -> bool:
+    """Whether `value` (an expression) applies, outside its brackets, an operator whose
+    operands' order is its value (_ORDERED) between two operands: `x[j] - s`, not
+    `x[j - 1] * s` (an index is one operand, read as a whole by the token comparison) nor
+    `-x[j] * s` (a sign)."""
+    flat = value
+    while True:
+        bare = re.sub(rb"\([^()\[\]]*\)|\[[^()\[\]]*\]", b" _ ", flat)
+        if bare == flat:
+            break
+        flat = bare
+    tokens = _TOKENS.findall(flat)
+    return any(token in _ORDERED and k > 0 and re.match(rb"[\w.]", tokens[k - 1]) is not None
+               for k, token in enumerate(tokens))
 
 
 # Operators whose operands' order is the value (`a - b` is not `b - a`), as _TOKENS reads them.

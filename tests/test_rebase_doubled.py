@@ -796,10 +796,14 @@ def test_the_fixs_loop_through_another_value_than_upstreams_moves(tmp_path, mine
     ("py", b"        w = x[j] / s\n        y[j] += w\n", b"        y[j] += s / x[j]\n", "move"),
     ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n    }\n",
      b"        y[j] += s - x[j];\n    }\n", "move"),
-    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += x[j] - s\n", "stop")],
+    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += x[j] - s\n", "stop"),
+    ("py", b"        w = x[j - 1] * s\n        y[j] += w\n", b"        y[j] += s * x[j - 1]\n",
+     "stop"),
+    ("py", b"        w = -x[j] * s\n        y[j] += w\n", b"        y[j] += s * -x[j]\n", "stop")],
     ids=["py-reordered", "cu-reordered", "cast-spelt-otherwise", "casts-of-other-widths",
          "py-other-operator", "py-another-factor", "cu-other-operator", "bool-cast",
-         "py-swapped-minus", "py-swapped-divide", "cu-swapped-minus", "py-minus-as-written"])
+         "py-swapped-minus", "py-swapped-divide", "cu-swapped-minus", "py-minus-as-written",
+         "py-index-reordered", "py-sign-reordered"])
 def test_the_fixs_loop_through_upstreams_value_in_another_order_stops(tmp_path, lang, mine,
                                                                      theirs_body, want):
     # The fix's loop adds through a temporary, or a cast, what upstream's loop of the same
@@ -810,7 +814,9 @@ def test_the_fixs_loop_through_upstreams_value_in_another_order_stops(tmp_path, 
     # A value with an operator or factor upstream's loop does not write is other work, and moves.
     # Only `*` and `+` leave the value alone in another order: `w = x[j] - s` against
     # `s - x[j]` (or `/`) is the opposite value, and moves (it stopped, its first advice,
-    # delete your copy, dropping the fix's loop); as upstream writes it, it stops.
+    # delete your copy, dropping the fix's loop); as upstream writes it, it stops. Only an
+    # operator between two operands outside brackets counts: `x[j - 1] * s` against
+    # `s * x[j - 1]`, or a sign, `-x[j] * s`, is the same value and stops.
     if lang == "cu":
         path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
         base = (b"#include <hip/hip_runtime.h>\n\n"
