@@ -2430,9 +2430,9 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
                         ) -> tuple[str, str] | None:
     """(the commit, what is said) where a file of the fix has, at `commit`, none of the
     functions its hunks change, the commit that took them out added none of those names to
-    another file (`fix.taken_out`, _moved_functions), the file names none of them any more
-    (deleted, or merged into another function: not one made a method or renamed in a
-    namespace, whose name stays), and the lines a hunk of the fix added there went with
+    another file (`fix.taken_out`, _moved_functions), the file keeps none of them any more
+    (_a_name_stays: deleted, or merged into another function; not one still defined there,
+    or a top-level one still called or imported), and the lines a hunk of the fix added there went with
     them: each line of it that tells (_added) and each run of them (near_runs, as a move is
     counted) is fewer times in the files of the fix's language that commit or a later one
     changed, at `commit`, than in them before that commit. A line of it still as often in
@@ -2450,9 +2450,9 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
         fp = fix.files[k]
         content = _content_of(fix, k, contents)
         names = [own.name for own in owns if own.name is not None]
-        bare = {re.split(rb"\.|::", name.split(b" [")[0])[-1] for name in names}
-        if content is not None and any(_names_word(content, name) for name in bare):
-            continue  # (a name still there: made a method, renamed in a namespace, called)
+        if content is not None and _a_name_stays(
+                _Lines(content), fp.path, owns, _base_lines(store, fix, k)):
+            continue  # (the function still there, or called or imported by its name)
         removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
         hunks = [(hunk, added, runs) for hunk in fp.hunks
                  if (added := _added(hunk)) and
@@ -2485,6 +2485,47 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
                      f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` with "
                      "it, into no other function or file")
     return None
+
+
+def _a_name_stays(lines: _Lines, path: str, owns: list[_OwnFunction], base: _Lines | None
+                  ) -> bool:
+    """Whether `lines` (the file at `path`) still has one of the functions `owns` names: by
+    its qualified name; as a function of its bare name under a qualifier the fix's `base` file
+    has not (renamed in a namespace, `aiter::f` now `aiter::ob::f`, its class renamed, made a
+    method); or, a top-level one, by its bare name outside comments (a call, an import). Then
+    the function was not deleted. A function of that bare name the base file has too is
+    another's (classes A and C keeping their own `forward` beside the fix's `B.forward`), and a
+    comment left naming the function keeps nothing of it: read as staying, the fix's guard
+    deleted with its function was in no overlay and not upstream, with nothing said."""
+    from patchforge.apply.hunks import _language
+
+    comment = rb"#.*" if _language(path) == "python" else rb"//.*"
+    # (Strings stay: a name in a string may be a registry's or getattr's use of it.)
+    code_of = re.compile(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|' + comment)
+    for own in owns:
+        if own.name is None:
+            continue
+        if own.defined(lines):
+            return True
+        qualified = re.search(rb"\.|::", own.name.split(b" [")[0]) is not None
+        bare = re.split(rb"\.|::", own.name.split(b" [")[0])[-1]
+        for k, line in enumerate(lines.lines):
+            if bare not in line or not _names_word(
+                    code_of.sub(lambda m: m.group() if m.group()[:1] in b"\"'" else b"", line),
+                    bare):
+                continue
+            heads = {h for j in range(k + 1, min(k + 4, len(lines.lines)))
+                     if (h := lines.function_at(path, j)) and h != lines.function_at(path, k)
+                     and re.split(rb"\.|::", h.split(b" [")[0])[-1] == bare}
+            if heads:
+                # (The head of a function of that bare name: the fix's renamed, unless the
+                # base file has it too.)
+                if base is None or any(not _has_function(base, path, h) for h in heads):
+                    return True
+                continue
+            if not qualified:
+                return True
+    return False
 
 
 def _moved_renamed(store: UpstreamStore, fix: _Fix, revs: list[str]) -> bool:

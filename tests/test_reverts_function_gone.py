@@ -11,6 +11,9 @@ overlay and not upstream, and nothing said it. It is said taken out by the commi
 function out, naming the function and the guard (`delete` the kept fix where upstream no longer
 needs the function; `bring-back` stops on the function gone, for the fix to be made where the
 code went). A function renamed or merged into another with the guard is quiet; without it, said.
+A method whose class was deleted while other classes keep a method of its name, or a function a
+comment left behind still names, is deleted all the same: the bare name as a word in the file
+read as the function staying, and that was quiet.
 Real git history, through the CLI."""
 from __future__ import annotations
 
@@ -231,3 +234,40 @@ def test_a_guard_taken_out_before_its_function_was_deleted_names_the_commit_that
     deleted = stack.commit({"pkg/a.py": _old_file_without_a2(())}, "a2: no longer used")
     said = _said_removed_by(stack, took)
     assert f"commit {deleted[:12]} then took a2 out of pkg/a.py" in said["detail"], said
+
+
+def _classes(names: list[bytes], guarded: tuple[bytes, ...] = ()) -> bytes:
+    # A torch module file's shape: each class with its own `forward`.
+    return b'"""m."""\n\n\n' + b"\n\n".join(
+        b"class %s:\n    def forward(self, x):\n" % name +
+        (b"        if x is None:\n            return 0\n" if name in guarded else b"") +
+        b"        a = x + %d\n        b = a * 2\n        return b\n" % n
+        for n, name in enumerate(names))
+
+
+@pytest.mark.parametrize("how", ["deleted", "class renamed with it"])
+def test_a_method_whose_class_was_deleted_while_others_keep_that_name(tmp_path, how):
+    # B.forward holds the fix's guard; upstream deletes class B while A and C keep their own
+    # `forward`: the name `forward` stays in the file, B's method does not, and the guard
+    # went with it: said. Class B renamed B2 with the guard in its forward: quiet.
+    base, fixed = _classes([b"A", b"B", b"C"]), _classes([b"A", b"B", b"C"], (b"B",))
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": base})
+    stack.add_fix("fix", "pkg/m.py", base, fixed)
+    stack.commit({"pkg/m.py": fixed}, "B: check x (#5)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    if how == "deleted":
+        took = stack.commit({"pkg/m.py": _classes([b"A", b"C"])}, "B: no longer used")
+        said = _said_removed_by(stack, took)
+        assert "took B.forward out of pkg/m.py" in said["detail"], said
+    else:
+        stack.commit({"pkg/m.py": _classes([b"A", b"B2", b"C"], (b"B2",))}, "B -> B2")
+        _quiet(stack)
+
+
+def test_a_guard_whose_function_was_deleted_leaving_a_comment_naming_it_is_said(tmp_path):
+    stack, _ = _landed(tmp_path, ())
+    gone = _old_file_without_a2(()).replace(
+        b"def a3(x):\n", b"# a2 was folded into its callers.\ndef a3(x):\n")
+    took = stack.commit({"pkg/a.py": gone}, "a2: no longer used")
+    said = _said_removed_by(stack, took)
+    assert "took a2 out of pkg/a.py" in said["detail"], said
