@@ -2226,8 +2226,7 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
                     not _declared_integer(lines, own - 1, line[cast.end():]):
                 return True
     tokens = set(_TOKENS.findall(b"\n".join(other[1:])))  # (the header is the run's own)
-    written = _SPACES.sub(b"", b"".join(other[1:]))
-    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens, written) - _TYPE_WORDS
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens) - _TYPE_WORDS
     return not names <= _names_in(other)
 
 
@@ -2280,7 +2279,7 @@ def _names_in(code: list[bytes]) -> set[bytes]:
 
 
 def _temporaries(lines: list[bytes], at: int, code: list[bytes],
-                 other: set[bytes], written: bytes) -> set[bytes]:
+                 other: set[bytes]) -> set[bytes]:
     """The names the block at line `at` (0-based) of `lines`, whose code is `code`
     (_block_code), sets and reads only within itself, with the type words declaring them:
     `w` and `float` of `float w = x[j];` (C's declaration in a braced block lives in that
@@ -2290,10 +2289,7 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
     (`other`, its _TOKENS) never writes: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]`
     is other work. A value of upstream's tokens in another order (`w = x[j] * s` against
     `y[j] += s * x[j]`) cannot be shown other work: it stays spelling, and the doubling stops
-    with both ways on rather than make the work twice. Only where its operators are all
-    commutative (`*`, `+`): with one that is not (`-`, `/`, `%`, a shift, a comparison) the
-    order is the value, `w = x[j] - s` against `s - x[j]` other work, and it is spelling only
-    where upstream's block (`written`, its code without whitespace) writes it as it is."""
+    with both ways on rather than make the work twice."""
     found: set[bytes] = set()
     braced = _braced(code)
     outside: set[bytes] | None = None
@@ -2301,10 +2297,7 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
             continue
-        value = text[set_at.end():].rstrip().rstrip(b";")
-        used = set(_TOKENS.findall(value))
-        if not used <= other or (_ordered_at_top(value)
-                                 and _SPACES.sub(b"", value) not in written):
+        if not set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) <= other:
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:
@@ -2319,27 +2312,6 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
     return found
 
 
-def _ordered_at_top(value: bytes) -> bool:
-    """Whether `value` (an expression) applies, outside its brackets, an operator whose
-    operands' order is its value (_ORDERED) between two operands: `x[j] - s`, not
-    `x[j - 1] * s` (an index is one operand, read as a whole by the token comparison) nor
-    `-x[j] * s` (a sign)."""
-    flat = value
-    while True:
-        bare = re.sub(rb"\([^()\[\]]*\)|\[[^()\[\]]*\]", b" _ ", flat)
-        if bare == flat:
-            break
-        flat = bare
-    tokens = _TOKENS.findall(flat)
-    return any(token in _ORDERED and k > 0 and re.match(rb"[\w.]", tokens[k - 1]) is not None
-               for k, token in enumerate(tokens))
-
-
-# Operators whose operands' order is the value (`a - b` is not `b - a`), as _TOKENS reads them.
-_ORDERED = frozenset((b"-", b"/", b"//", b"%", b"**", b"<<", b">>", b"<", b">", b"<=",
-                      b">="))
-# Whitespace, taken out to compare code as written.
-_SPACES = on_first_use(rb"\s+")
 # The tokens of a line of code: names, constants (`0.5f`), operators of more than one
 # character whole (`**`, `+=`, `->`: `+=` holds no `+` of its own), any other character alone.
 _TOKENS = on_first_use(

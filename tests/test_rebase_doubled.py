@@ -791,19 +791,9 @@ def test_the_fixs_loop_through_another_value_than_upstreams_moves(tmp_path, mine
     ("cu", b"        float w = s * x[j];\n        y[j] += w;\n    }\n",
      b"        y[j] += x[j] - s;\n    }\n", "move"),
     ("cu", b"        y[j] += (bool)x[j];\n    }\n", b"        y[j] += static_cast<int>(x[j]);\n    }\n",
-     "move"),
-    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += s - x[j]\n", "move"),
-    ("py", b"        w = x[j] / s\n        y[j] += w\n", b"        y[j] += s / x[j]\n", "move"),
-    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n    }\n",
-     b"        y[j] += s - x[j];\n    }\n", "move"),
-    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += x[j] - s\n", "stop"),
-    ("py", b"        w = x[j - 1] * s\n        y[j] += w\n", b"        y[j] += s * x[j - 1]\n",
-     "stop"),
-    ("py", b"        w = -x[j] * s\n        y[j] += w\n", b"        y[j] += s * -x[j]\n", "stop")],
+     "move")],
     ids=["py-reordered", "cu-reordered", "cast-spelt-otherwise", "casts-of-other-widths",
-         "py-other-operator", "py-another-factor", "cu-other-operator", "bool-cast",
-         "py-swapped-minus", "py-swapped-divide", "cu-swapped-minus", "py-minus-as-written",
-         "py-index-reordered", "py-sign-reordered"])
+         "py-other-operator", "py-another-factor", "cu-other-operator", "bool-cast"])
 def test_the_fixs_loop_through_upstreams_value_in_another_order_stops(tmp_path, lang, mine,
                                                                      theirs_body, want):
     # The fix's loop adds through a temporary, or a cast, what upstream's loop of the same
@@ -812,11 +802,6 @@ def test_the_fixs_loop_through_upstreams_value_in_another_order_stops(tmp_path, 
     # `static_cast<int>(x[j])`). Nothing shows the values apart: it is the fix's loop made
     # twice, and it stops. It moved, and the merge added the value to y twice, exit 0, no word.
     # A value with an operator or factor upstream's loop does not write is other work, and moves.
-    # Only `*` and `+` leave the value alone in another order: `w = x[j] - s` against
-    # `s - x[j]` (or `/`) is the opposite value, and moves (it stopped, its first advice,
-    # delete your copy, dropping the fix's loop); as upstream writes it, it stops. Only an
-    # operator between two operands outside brackets counts: `x[j - 1] * s` against
-    # `s * x[j - 1]`, or a sign, `-x[j] * s`, is the same value and stops.
     if lang == "cu":
         path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
         base = (b"#include <hip/hip_runtime.h>\n\n"
