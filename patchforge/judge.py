@@ -2464,8 +2464,7 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
         head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
         if head == b"{":
             # (Allman's style: the block's header is the code line above its lone `{`.)
-            above = next((k for k in range(opener - 1, max(opener - 5, -1), -1)
-                          if STRING_OR_COMMENT.sub(b"", lines[k]).strip()), None)
+            above = _code_line_above(lines, opener)
             if above is None or _indent(lines[above]) != _indent(lines[opener]):
                 return False
             opener = above
@@ -2497,8 +2496,7 @@ def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:
             return False
         head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
         if head == b"{":
-            above = next((k for k in range(opener - 1, max(opener - 5, -1), -1)
-                          if STRING_OR_COMMENT.sub(b"", lines[k]).strip()), None)
+            above = _code_line_above(lines, opener)
             if above is None or _inside(lines, above, mine):
                 return False
             opener = above
@@ -2513,6 +2511,13 @@ def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:
             return not any(re.match(rb"\s*(?:return|raise|break|throw|goto)\b",
                                     STRING_OR_COMMENT.sub(b"", text)) for text in body)
         at = opener
+
+
+def _code_line_above(lines: list[bytes], at: int) -> int | None:
+    """The nearest line (0-based) above line `at` holding code, within four lines: the header
+    of a block whose `{` stands alone on line `at` (Allman's style)."""
+    return next((k for k in range(at - 1, max(at - 5, -1), -1)
+                 if STRING_OR_COMMENT.sub(b"", lines[k]).strip()), None)
 
 
 def _opener_at(lines: list[bytes], at: int) -> int | None:
