@@ -26,6 +26,7 @@ from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_C
                                        is_guard, is_in_place, line_spans, near_lines, near_runs,
                                        near_windows, replacing_runs, short_runs, telling_runs)
 from patchforge.apply.series import git_mode
+from patchforge.apply.valueforms import BlockReading, read_block
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically, gone_file, spaced_literals)
@@ -2226,7 +2227,7 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
                     not _declared_integer(lines, own - 1, line[cast.end():]):
                 return True
     tokens = set(_TOKENS.findall(b"\n".join(other[1:])))  # (the header is the run's own)
-    names = _names_in(mine) - _temporaries(lines, own - 1, mine, tokens) - _TYPE_WORDS
+    names = _names_in(mine) - _temporaries(lines, own - 1, mine, other, tokens) - _TYPE_WORDS
     return not names <= _names_in(other)
 
 
@@ -2278,7 +2279,7 @@ def _names_in(code: list[bytes]) -> set[bytes]:
     return {name for text in code for name in _NAME.findall(text)}
 
 
-def _temporaries(lines: list[bytes], at: int, code: list[bytes],
+def _temporaries(lines: list[bytes], at: int, code: list[bytes], theirs: list[bytes],
                  other: set[bytes]) -> set[bytes]:
     """The names the block at line `at` (0-based) of `lines`, whose code is `code`
     (_block_code), sets and reads only within itself, with the type words declaring them:
@@ -2287,17 +2288,28 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes],
     only added to (`acc += x[j]`) or set by the function outside the block is not one, nor
     one holding a value with a token (a name, a constant, an operator) upstream's block
     (`other`, its _TOKENS) never writes: `w = -x[j]`, `w = x[j] * 0.5` against `y[j] += x[j]`
-    is other work. A value of upstream's tokens in another order (`w = x[j] * s` against
-    `y[j] += s * x[j]`) cannot be shown other work: it stays spelling, and the doubling stops
-    with both ways on rather than make the work twice."""
+    is other work. A value of upstream's tokens is read as syntax trees where both blocks
+    (`code`, `theirs`: _block_code) read as such (apply.valueforms): it is spelling where
+    upstream's block writes that value (`w = s * x[j] - t` against `y[j] += x[j] * s - t`,
+    the product in another order) or does the work of each line reading it, else other work
+    (`w = x[j] - s` against `y[j] += s - x[j]`). Where a line of either is not read, a value
+    of upstream's tokens in any order stays spelling, and the doubling stops with both ways on
+    rather than make the work twice."""
     found: set[bytes] = set()
     braced = _braced(code)
     outside: set[bytes] | None = None
+    trees: tuple[BlockReading | None, BlockReading | None] | None = None
     for text in code[1:]:
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
             continue
         if not set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) <= other:
+            continue
+        if trees is None:
+            trees = read_block(code[1:], braced), read_block(theirs[1:], braced)
+        mine_read, theirs_read = trees
+        if mine_read is not None and theirs_read is not None and \
+                not mine_read.same_work(set_at[1].decode(), theirs_read):
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
         if braced:

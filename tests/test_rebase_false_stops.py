@@ -1,0 +1,120 @@
+"""Stops whose first advice, delete your copy, would lose the fix: upstream added beside the fix's
+lines something that reads alike but is other work. Each shape is tried both ways: where
+upstream's lines are other work the fix moves and both are in the overlay; where they are the
+fix's work written another way the rebase stops as the fix made twice (a move would merge the
+same work in twice, exit 0). Real git upstreams, real commands."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+
+def stack_with_file(tmp_path, path: str, base: bytes, fix: bytes,
+                    upstream: bytes) -> OneUpstreamStack:
+    """Fix `fa` makes `path` `fix` from `base`; upstream makes it `upstream` at v2."""
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: upstream}, "Guard the kernel", tag="v2")
+    return stack
+
+
+def stops_as_doubled(stack: OneUpstreamStack) -> None:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def moves(stack: OneUpstreamStack) -> None:
+    """status says the rebase moves the fix, and the rebase does."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    assert stack.series("up") == ["fa.patch"]
+
+
+def loops(tmp_path, lang: str, mine: bytes, theirs_body: bytes) -> tuple[OneUpstreamStack,
+                                                                            str, bytes]:
+    """The fix adds a loop of a new header and check whose body is `mine`; upstream adds one
+    of the same header and check whose body is `theirs_body`, further up the function."""
+    if lang == "cu":
+        path, check = "pkg/k.cu", b"        if (j >= n) break;\n"
+        base = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__global__ void twice(float* x, float* y, int n, int m, float s, float t) {\n"
+                b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                b"    for (int j = i; j < m; j += 32) {\n        x[j] *= 2.0f;\n    }\n"
+                b"    sync_all();\n}\n\nint version() { return 1; }\n")
+        head = b"    for (int j = i; j < m; j += 64) {\n"
+        after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+        mine, theirs_body = mine + b"    }\n", theirs_body + b"    }\n"
+    else:
+        path, check = "pkg/k.py", b"        if j >= n:\n            break\n"
+        base = (b"def twice(x, y, n, m, s, t):\n    for j in range(m):\n        x[j] *= 2.0\n"
+                b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+        head = b"    for j in range(0, m, 2):\n"
+        after, first = b"    sync_all()\n", b"    for j in range(m):\n"
+    stack = stack_with_file(tmp_path, path, base, base.replace(after, after + head + check + mine),
+                            base.replace(first, head + check + theirs_body + first))
+    return stack, path, check
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += s - x[j]\n"),
+    ("py", b"        w = x[j] / s\n        y[j] += w\n", b"        y[j] += s / x[j]\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n", b"        y[j] += s - x[j];\n"),
+    ("cu", b"        float w = x[j] / s;\n        y[j] += w;\n", b"        y[j] += s / x[j];\n"),
+    ("py", b"        w = g(x[j] - s) * t\n        y[j] += w\n",
+     b"        y[j] += t * g(s - x[j])\n"),
+    ("cu", b"        float w = g(x[j] - s) * t;\n        y[j] += w;\n",
+     b"        y[j] += t * g(s - x[j]);\n"),
+    ("py", b"        w = x[j] - s * t\n        y[j] += w\n", b"        y[j] += t * s - x[j]\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] -= w;\n", b"        y[j] -= s - x[j];\n")],
+    ids=["py-swapped-minus", "py-swapped-divide", "cu-swapped-minus", "cu-swapped-divide",
+         "py-bracketed-minus", "cu-bracketed-minus", "py-minus-of-a-product",
+         "cu-subtracted-swapped"])
+def test_the_fixs_loop_through_another_order_of_a_minus_or_a_divide_moves(tmp_path, lang, mine,
+                                                                          theirs_body):
+    # The fix's loop adds through a temporary `x[j] - s`, upstream's loop of the same header
+    # and check adds `s - x[j]`: the same tokens, the opposite value, other work. It stopped as
+    # the fix made twice, and its first advice, delete your copy, lost the fix's loop. Read as
+    # syntax trees the two values differ: the fix moves and both loops are in the overlay.
+    stack, path, check = loops(tmp_path, lang, mine, theirs_body)
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(b"y[j] ") == 2, made.decode()
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = s * x[j] - t\n        y[j] += w\n", b"        y[j] += x[j] * s - t\n"),
+    ("cu", b"        float w = s * x[j] - t;\n        y[j] += w;\n",
+     b"        y[j] += x[j] * s - t;\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += x[j] - s\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += -s + x[j]\n"),
+    ("py", b"        w = x[j] - s\n        y[j] -= w\n", b"        y[j] += s - x[j]\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        y[j] = y[j] + (x[j] - s);\n"),
+    ("py", b"        w = x[j - 1] * s\n        y[j] += w\n", b"        y[j] += s * x[j - 1]\n"),
+    ("py", b"        w = -x[j] * s\n        y[j] += w\n", b"        y[j] += s * -x[j]\n"),
+    ("py", b"        w = abs(x[j] - s) * t\n        y[j] += w\n",
+     b"        y[j] += t * abs(s - x[j])\n"),
+    ("cu", b"        float w = (x[j] - s) / t;\n        y[j] += w;\n",
+     b"        y[j] += (-s + x[j]) / t;\n"),
+    ("cu", b"        float w = fmaxf(x[j], s) - t;\n        y[j] += w;\n",
+     b"        y[j] += fmaxf(s, x[j]) - t;\n")],
+    ids=["py-product-reordered", "cu-product-reordered", "py-minus-as-written",
+         "py-minus-as-a-sum", "py-subtracted-from", "cu-added-to-itself", "py-index-reordered",
+         "py-sign-reordered", "py-abs-of-the-swap", "cu-divided-sum", "cu-max-reordered"])
+def test_the_fixs_loop_through_the_same_value_written_otherwise_stops(tmp_path, lang, mine,
+                                                                      theirs_body):
+    # The mirror: upstream's loop adds the value the fix's temporary holds, written in another
+    # order or form (`x[j] * s - t` for `s * x[j] - t`; `y[j] += s - x[j]` for
+    # `w = x[j] - s` / `y[j] -= w`). It is the fix's loop made twice: a move would add the
+    # value to y twice, exit 0 (`w = s * x[j] - t` did, when order counted across `-`).
+    stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
+    stops_as_doubled(stack)
+
