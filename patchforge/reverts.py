@@ -1286,8 +1286,20 @@ def moved_files(project: Project, store: UpstreamStore, upstream: str, name: str
         return {}
     landing = _commit(store, _recorded_landing(project, fix))
     base = (fix.patch.get("Base") or "").strip()
-    since = landing or (base if base and store.has_object(base) else None)
-    if since is None or not _moved_functions(store, fix, since, rev):
+    known_base = base if base and store.has_object(base) else None
+    since = landing or known_base
+    if since is None:
+        return {}
+    # (A file of the fix upstream renamed since its base, before the landing or after it, is
+    # read under its new name, as status reads it (_judge): read at its old path only, the
+    # function moved out of it was not followed, and `bring-back` stopped on a conflict in
+    # the renamed file, its hint to make the fix where the function no longer is.)
+    own = {fp.path for fp in fix.files}
+    for path, new in _renamed_at(store, (known_base, landing), rev,
+                                 sorted(p for p in own if not _deletes(fix, p))).items():
+        if new not in own:
+            fix.aliases[next(k for k, fp in enumerate(fix.files) if fp.path == path)].append(new)
+    if not _moved_functions(store, fix, since, rev):
         return {}
     _moved_renamed(store, fix, [rev])
     contents = store.read_blobs(rev, _paths(fix))
@@ -2453,6 +2465,15 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
         if content is not None and _a_name_stays(
                 _Lines(content), fp.path, owns, _base_lines(store, fix, k)):
             continue  # (the function still there, or called or imported by its name)
+        named_back = _renamed_back(store, fix, k, owns, content) if content is not None \
+            else None
+        if named_back is not None and _file_state(fp, named_back) != "gone":
+            # Renamed in place (`a2` now `_a2`, where a2 was, its body kept): judged as the
+            # file would be without the rename, the fix's lines written again in another form
+            # are superseded, as they are in a function that kept its name; said taken out
+            # they were "removed" with advice to delete a fix upstream has its own way. (Its
+            # old code back there is said as below.)
+            continue
         removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
         hunks = [(hunk, added, runs) for hunk in fp.hunks
                  if (added := _added(hunk)) and
@@ -2485,6 +2506,71 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
                      f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` with "
                      "it, into no other function or file")
     return None
+
+
+def _renamed_back(store: UpstreamStore, fix: _Fix, k: int, owns: list[_OwnFunction],
+                  content: bytes) -> bytes | None:
+    """`content` (the fix's file change `k` at a revision defining none of `owns`, the functions
+    its hunks change) with each of them that upstream renamed in place given its old name back;
+    None where one of them is not so found. Renamed in place: the place upstream's own diff of
+    the base file carries the hunk to (_OwnFunction.carried) is in a function of a name the
+    base file lacks, under the same qualifier, and that function keeps at least half of the
+    lines of the old one's body. A function deleted and another written where it was keeps
+    too little of its body to be read as it renamed."""
+    from patchforge.apply.hunks import CFile, _definitions_of, _language
+
+    path = fix.files[k].path
+    language = _language(path)
+    base = _base_lines(store, fix, k)
+    if language is None or base is None or not owns:
+        return None
+    lines = _Lines(content)
+    text = list(lines.lines)
+    c_file = CFile(lines.lines) if language == "c" else None
+    renamed: dict[bytes, bytes] = {}
+    for own in owns:
+        old = own.name
+        if old is None:
+            return None
+        hunk = fix.files[k].hunks[own.n - 1]
+        carried = own.carried(lines)
+        if carried is None:
+            return None
+        lo, hi = carried
+        at = min(lo + hunk.leading_context, max(hi - 1, lo), len(text) - 1)
+        new = lines.function_at(path, at, own.changed) if at >= 0 else None
+        if not new or new == old or _has_function(base, path, new) or \
+                renamed.get(old, new) != new:
+            return None
+        head_old, _, bare_old = old.split(b" [")[0].rpartition(b"::" if b"::" in old else b".")
+        head_new, _, bare_new = new.split(b" [")[0].rpartition(b"::" if b"::" in new else b".")
+        if head_old != head_new or old[len(old.split(b" [")[0]):] != \
+                new[len(new.split(b" [")[0]):]:
+            return None  # (another qualifier or branch: not a rename in place)
+        definitions = _definitions_of(lines.lines, at, own.changed, language, c_file)
+        if not definitions:
+            return None
+        was = _body_of(base, path, old)
+        now = _body_of(lines, path, new)
+        kept = sum(min(was.count(line), now.count(line)) for line in set(was))
+        if not was or 2 * kept < len(was):
+            return None
+        word = re.compile(rb"(?<![\w$])" + re.escape(bare_new) + rb"(?![\w$])")
+        for j in range(definitions[0], min(definitions[0] + 3, len(text))):
+            if word.search(text[j]):
+                text[j] = word.sub(lambda _: bare_old, text[j], count=1)
+                break
+        else:
+            return None
+        renamed[old] = new
+    return b"".join(text)
+
+
+def _body_of(lines: _Lines, path: str, name: bytes) -> list[bytes]:
+    """The lines (stripped, blank ones left out) of the body of the function `name` in
+    `lines`, as function_named_at reads each line."""
+    return [line.strip() for j, line in enumerate(lines.lines)
+            if line.strip() and lines.function_at(path, j) == name]
 
 
 def _a_name_stays(lines: _Lines, path: str, owns: list[_OwnFunction], base: _Lines | None

@@ -77,3 +77,32 @@ def test_a_landing_in_a_file_renamed_before_it_still_there_is_quiet(tmp_path, sa
     assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
     stack.cli("rebase", "--to", f"up={head}")
     stack.cli("status")
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_a_landing_in_a_file_renamed_before_it_whose_function_moved_on_is_followed(
+        tmp_path, guard):
+    # After the landing in pkg/a.py (renamed from a.py), upstream moves g into pkg/b.py, the
+    # guard dropped on the way: said, and the advised bring-back puts the guard into g where it
+    # is now. (It stopped on a conflict in pkg/a.py, its hint to make the fix where g no longer
+    # is: the move was looked for at the kept diff's path, a.py, only.) With the guard: quiet.
+    stack, _ = _landed_after_a_rename(tmp_path, same=False)
+    g = b"def g(x):\n" + (GUARD if guard else b"") + b"    y = x * 2\n    return math.ceil(y)\n"
+    stack.commit({"pkg/a.py": BASE.replace(g.replace(GUARD, b"") + b"\n\n", b""),
+                  "pkg/b.py": b"import math\n\n\n" + g}, "move g into pkg/b.py")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"]) == ("fix.patch", "removed"), said
+    stack.cli("rebase", "--to", f"up={head}", expect=1)
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    assert b"+++ b/pkg/b.py" in stack.patch("up", "fix")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/b.py").read_bytes().count(GUARD) == 1
+    assert not (stack.root / "overlays/up/pkg/a.py").exists()
+    stack.cli("status")
