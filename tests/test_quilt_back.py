@@ -20,7 +20,7 @@ import pytest
 
 from helpers.cli import ok, run_cli
 from helpers.env import need_tool
-from helpers.git import git
+from helpers.git import commit_files, git
 from helpers.project import UPSTREAM_FILES, git_project
 from helpers.snapshot import tree_bytes
 from patchforge.formats.patchfile import parse_patch_file
@@ -2161,8 +2161,8 @@ def test_a_fix_the_series_let_go_renamed_in_quilt_stays_out(stack, tmp_path):
     quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
     run = ok(root, "import", "quilt", str(exported), "--update")
     assert "note: fix-z.patch is fix-a.patch renamed in quilt, which left the up series after " \
-        "the export (deleted, renamed, or landed upstream) and is unchanged in quilt; not " \
-        "taken back" in run.err, run.text
+        "the export (deleted since, kept in series/up/deleted/) and is unchanged in quilt; not " \
+        "taken back" in " ".join(run.err.split()), run.text
     assert "nothing to take back" in run.out, run.text
     assert (root / "series/up/series").read_text() == "fix-b.patch\nfix-d.patch\n"
     assert not (root / "series/up/fix-z.patch").exists()
@@ -2480,15 +2480,21 @@ def test_a_quilt_new_patch_whose_header_is_a_commit_subject_keeps_it_as_its_desc
 @pytest.mark.parametrize("words", [
     b"ROCm: skip negative slots\n",
     b"MoE: skip negative slots\n\nThe kernel read slot -1.\n",
-    b"Note: skip negative slots\n\nSigned-off-by: A B <ab@example.com>\n"])
+    b"Note: skip negative slots\n\nSigned-off-by: A B <ab@example.com>\n",
+    b"ROCm: skip negative slots\nSigned-off-by: A B <ab@example.com>\n",
+    b"ROCm: skip negative slots\nSigned-off-by: A B <ab@example.com>\n"
+    b"Fixes: 1234567890ab (\"moe: read the slots\")\n",
+    b"Fixes: negative slots read past the table\n",
+    b"Fixes: negative slots read past the table\n\nThe kernel read slot -1.\n"])
 def test_quilt_header_r_of_a_subject_naming_a_capitalized_area_keeps_the_fixs_fields(
         stack, tmp_path, words):
     """`quilt header -r` of an exported fix given words alone whose subject names its area
-    capitalized (`ROCm: ...`, as vLLM and AITER subjects do). Before, `ROCm` was read as a
-    header field: the fix's header was replaced by it, Description, Author and
-    Upstream-Status gone, and lint refused the fix. Now a `Name: value` line is a field only
-    under a name DEP-3, git or patchforge gives one: the subject is the Description, the
-    words the description, the fix's other fields kept."""
+    capitalized (`ROCm: ...`, as vLLM and AITER subjects do), with git's trailers straight
+    under it, or a subject that is itself `Fixes: ...`. Before, each was read as a header of
+    fields: the fix's header was replaced by it, Description, Author and Upstream-Status
+    gone, and lint refused the fix. Now a `Name: value` line is a field only under a name
+    DEP-3 or patchforge gives one, git's trailers only beside such a field: the subject is the
+    Description, the words the description, the fix's other fields kept."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
     before = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
@@ -2503,11 +2509,16 @@ def test_quilt_header_r_of_a_subject_naming_a_capitalized_area_keeps_the_fixs_fi
     assert b"+line3 fixed" in after.diff and lint_errors(root) == []
 
 
-@pytest.mark.parametrize("header", [b"ROCm: say what new is for\n",
-                                    b"ROCm: say what new is for\n\nThe C++ side reads it.\n"])
+@pytest.mark.parametrize("header", [
+    b"ROCm: say what new is for\n",
+    b"ROCm: say what new is for\n\nThe C++ side reads it.\n",
+    b"ROCm: say what new is for\nSigned-off-by: A B <ab@example.com>\n",
+    b"Fixes: new had no words\n\nThe C++ side reads it.\n"])
 def test_a_quilt_new_patch_whose_subject_names_a_capitalized_area_keeps_it(stack, tmp_path,
                                                                            header):
-    """As a lower-case area's subject (above), so a capitalized one's: `ROCm` no field."""
+    """As a lower-case area's subject (above), so a capitalized one's: `ROCm` no field; nor
+    git's trailers under a subject, or a subject that is itself `Fixes: ...` (they were read
+    as a header of fields: the Description was the file name, lint warned)."""
     root, base = stack
     exported, env, checkout = to_quilt(root, base, tmp_path)
     quilt(checkout, env, "push", "-a")
@@ -2515,7 +2526,8 @@ def test_a_quilt_new_patch_whose_subject_names_a_capitalized_area_keeps_it(stack
     quilt(checkout, env, "header", "-r", "new-doc.patch", stdin=header)
     ok(root, "import", "quilt", str(exported), "--update")
     text = patch_text(root, "new-doc.patch")
-    assert text.startswith("Description: ROCm: say what new is for\n"), text
+    subject = header.decode().splitlines()[0]
+    assert text.startswith(f"Description: {subject}\n"), text
     assert text.split("\n\n", 1)[1].startswith(header.decode()), text
     assert lint_errors(root) == []
 
@@ -2852,3 +2864,159 @@ def test_a_fix_set_aside_or_landed_then_changed_in_quilt_is_refused_with_its_way
     assert done.count(b"line3 otherwise fixed in quilt\n") == 1, done
     assert done.count(b"line18 fixed in quilt\n") == 1, done
     assert ok(root, "status").rc == 0
+
+
+
+
+def set_aside_after_export(root, base, tmp_path):
+    """Export, then a rebase to v2 (line3 changed there) that sets fix-a aside."""
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    commit_files(tmp_path / "up-upstream", {"a.py": A.replace(b"line3\n", b"line3 otherwise\n")},
+                 "v2", tag="v2")
+    assert run_cli(root, "rebase", "--to", "up=v2").rc == 3  # stops on fix-a
+    assert run_cli(root, "rebase", "--skip").rc == 1
+    assert (root / "series/up/skipped/fix-a.patch").is_file()
+    return exported, env, checkout
+
+
+def test_a_set_aside_fix_renamed_and_changed_in_quilt_is_brought_back_not_made_twice(
+        stack, tmp_path):
+    """fix-a set aside by a rebase after the export, then in quilt renamed fix-z and changed
+    (`quilt rename`, `quilt refresh`). The refusal read it as a fix new in quilt and said to
+    make quilt's change a new fix on v2 (`patchforge new fix-z`): a second copy of fix-a,
+    which `bring-back` then puts in beside it. Now it names fix-a as set aside, renamed in
+    quilt, and its way on (bring-back, rename, edit, refresh, the series' patch copied over
+    quilt's), followed word for word, takes quilt's change into the one fix."""
+    root, base = stack
+    exported, env, checkout = set_aside_after_export(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "rename", "fix-z.patch")
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line3 fixed\n", b"line3 fixed in quilt\n"))
+    quilt(checkout, env, "refresh")
+    series_before = (root / "series/up/series").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    said = " ".join(run.text.split())
+    assert run.rc == 2, run.text
+    assert "fix-z.patch is fix-a.patch renamed in quilt (`quilt rename`), which was set aside " \
+        "by a rebase (series/up/skipped/fix-a.patch)" in said, said
+    assert "patchforge new" not in said and "the series moved to v2" in said, said
+    assert (root / "series/up/series").read_bytes() == series_before
+    hint = said.split("hint:", 1)[1]
+    commands = re.findall(r"`(patchforge [^`]*)`", hint)
+    assert commands == ["patchforge bring-back fix-a", "patchforge rename fix-a fix-z",
+                        "patchforge edit fix-z", "patchforge refresh"], hint
+    # Followed word for word.
+    copy = (exported / "fix-z.patch").read_bytes()
+    assert b"+line3 fixed in quilt\n" in copy
+    stop = run_cli(root, "bring-back", "fix-a")
+    assert stop.rc == 3, stop.text  # it meets v2's line3: resolved as a user would
+    mine = root / ".patchforge/work/up/a.py"
+    mine.write_bytes(A.replace(b"line3\n", b"line3 otherwise fixed\n")
+                     .replace(b"line18\n", b"line18 fixed\n"))
+    ok(root, "bring-back", "--continue")
+    ok(root, "rename", "fix-a", "fix-z")
+    ok(root, "edit", "fix-z")
+    mine.write_bytes(re.sub(rb"line3 [^\n]*\n", b"line3 otherwise fixed in quilt\n",
+                            mine.read_bytes(), count=1))
+    ok(root, "refresh")
+    shutil.copyfile(root / "series/up/fix-z.patch", exported / "fix-z.patch")
+    back = ok(root, "import", "quilt", str(exported), "--update")
+    # Nothing of quilt's to take: the order only (bring-back put fix-a last; quilt has it first).
+    assert back.out.startswith("reordered up's series") and back.err == "", back.text
+    assert (root / "series/up/series").read_text().split() == ["fix-z.patch", "fix-b.patch",
+                                                                "fix-d.patch"]
+    assert not (root / "series/up/skipped").is_dir() or \
+        not any((root / "series/up/skipped").iterdir())
+    assert "fix-z.patch" in (root / "series/up/series").read_text().split()
+    ok(root, "overlays")
+    for profile in ("gfx942", "gfx950"):
+        done = (root / f"overlays/{profile}/up/a.py").read_bytes()
+        assert done.count(b"line3 otherwise fixed in quilt\n") == 1, done
+        assert b"line3 fixed" not in done, done
+    assert ok(root, "status").rc == 0
+
+
+def test_a_set_aside_fix_renamed_in_quilt_unchanged_says_where_it_is(stack, tmp_path):
+    """The same fix renamed in quilt and left unchanged: not taken back, and the note said it
+    "left the series (deleted, renamed, or landed upstream)", as if it were gone; it names
+    skipped/ and the bring-back that puts it back now."""
+    root, base = stack
+    exported, env, checkout = set_aside_after_export(root, base, tmp_path)
+    quilt(checkout, env, "rename", "-P", "fix-a.patch", "fix-z.patch")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    said = " ".join(run.err.split())
+    assert "note: fix-z.patch is fix-a.patch renamed in quilt, which left the up series after " \
+        "the export (set aside in series/up/skipped/ by a rebase: `patchforge bring-back " \
+        "fix-a` puts it back) and is unchanged in quilt; not taken back" in said, run.text
+    assert not (root / "series/up/fix-z.patch").exists()
+
+
+
+
+def moved_after_export(root, base, tmp_path, files):
+    """Export, then `rebase --to v2`, v2 changing `files` only: (DIR, quilt's env, its tree,
+    v2's commit)."""
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    v2 = commit_files(tmp_path / "up-upstream", files, "v2", tag="v2")
+    ok(root, "rebase", "--to", "up=v2")
+    return exported, env, checkout, v2
+
+
+def test_a_fix_the_rebase_only_moved_refreshed_in_quilt_is_taken_back(stack, tmp_path):
+    """v2 adds a file and changes none of fix-a's: the rebase wrote fix-a with v2's `Base`,
+    nothing else. `quilt refresh` of fix-a (line5 changed) was refused as "changed in quilt
+    and in the up series", a change of the series that was only the pin. Taken back now, on
+    v2, as a change of quilt's alone."""
+    root, base = stack
+    exported, env, checkout, v2 = moved_after_export(
+        root, base, tmp_path, {"pkg/new.txt": b"new\n"})
+    before = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert before.get("Base") == v2 != base
+    quilt(checkout, env, "push", "fix-a.patch")
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    after = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert after.get("Base") == v2
+    assert b"+line3 fixed\n" in after.diff and b"+line5 quilt\n" in after.diff, after.diff
+    ok(root, "overlays")
+    done = (root / "overlays/gfx950/up/a.py").read_bytes()
+    assert done.count(b"line3 fixed\n") == 1 and done.count(b"line5 quilt\n") == 1, done
+    assert ok(root, "status").rc == 0
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+
+def test_a_fix_the_rebase_only_moved_deleted_in_quilt_goes_with_delete(stack, tmp_path):
+    """The same fix taken out in quilt (`quilt delete`): refused even with --delete as
+    "changed in the up series since", its change the pin alone. `--delete` takes it out now,
+    kept under deleted/."""
+    root, base = stack
+    exported, env, checkout, _ = moved_after_export(
+        root, base, tmp_path, {"pkg/new.txt": b"new\n"})
+    quilt(checkout, env, "delete", "fix-a.patch")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "quilt delete?" in run.err and "changed in the up" not in run.err, \
+        run.text
+    run = ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    assert "deleted up/fix-a.patch" in run.out, run.text
+    assert (root / "series/up/series").read_text().split() == ["fix-b.patch", "fix-d.patch"]
+    assert any((root / "series/up/deleted").iterdir())
+
+
+def test_a_fix_the_rebase_changed_and_quilt_changed_is_still_refused(stack, tmp_path):
+    """The mirror: v2 changes a.py (line20, far from fix-a's lines), so the rebase wrote
+    fix-a's diff again (its `index` line): more than the pin moved, refused as before."""
+    root, base = stack
+    exported, env, checkout, _ = moved_after_export(
+        root, base, tmp_path, {"a.py": A.replace(b"line20\n", b"line20 v2\n")})
+    quilt(checkout, env, "push", "fix-a.patch")
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    series = (root / "series/up/fix-a.patch").read_bytes()
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "changed in quilt and in the up series" in run.err, run.text
+    assert (root / "series/up/fix-a.patch").read_bytes() == series

@@ -175,9 +175,10 @@ def import_quilt(app, directory, upstream, update, delete_gone):
         click.echo(f"note: {name} left the {upstream} series after the export and is unchanged "
                    "in quilt; not taken back", err=True)
     for name, was in result.get("left_renamed", ()):
+        where = result.get("where_now", {}).get(was, "deleted, renamed, or landed upstream")
         click.echo(f"note: {name} is {was} renamed in quilt, which left the {upstream} series "
-                   "after the export (deleted, renamed, or landed upstream) and is unchanged in "
-                   "quilt; not taken back", err=True)
+                   f"after the export ({where}) and is unchanged in quilt; not taken back",
+                   err=True)
     for name, source in result["kept_newer"]:
         click.echo(f"note: {source} is as an earlier `import quilt --update` took it back; "
                    f"{project.patch_path(upstream, name)} changed since (edit, refresh?): the "

@@ -29,9 +29,11 @@ _ALIASES = {"description": "description", "subject": "description",
 # With them the names git writes above a message or under it (format-patch's mail headers,
 # `quilt mail`'s, and the trailers `git interpret-trailers` users add): a first line `Name:
 # value` under any other name is words (`ROCm: skip ...`, a commit subject naming its area).
-_HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {
-    "acked-by", "date", "signed-off-by", "co-authored-by", "co-developed-by", "tested-by",
-    "reported-by", "suggested-by", "helped-by", "cc", "fixes", "link", "closes", "change-id"}
+_TRAILER_NAMES = frozenset({
+    "acked-by", "reviewed-by", "signed-off-by", "co-authored-by", "co-developed-by",
+    "tested-by", "reported-by", "suggested-by", "helped-by", "cc", "fixes", "link", "closes",
+    "change-id"})
+_HEADER_NAMES = {name.lower() for name in CANONICAL_ORDER} | {"date"} | _TRAILER_NAMES
 
 # DEP-3's second set of fields ("pseudo-headers"), which may start any new paragraph of the free
 # text: what `gbp pq export` and a git format-patch'd Debian patch carry after the description
@@ -98,6 +100,26 @@ def _is_header_name(name: str) -> bool:
     spellings), DEP-3's `Bug-<Vendor>` and `Acked-by`, and `X-` extensions."""
     low = name.lower()
     return _canon(low) in _HEADER_NAMES or low.startswith(("bug-", "x-"))
+
+
+def _is_trailer_name(name: str) -> bool:
+    """A name git writes under a commit message (`Signed-off-by`, `Fixes`, `Reviewed-by`):
+    a header of such lines alone, or of them under a subject, is a commit message's words."""
+    return name.lower() in _TRAILER_NAMES
+
+
+# What a trailer's value is: a person (`A B <ab@example.com>`), a commit (`Fixes: 1234567890ab
+# ("...")`), an address (`Link: https://...`, `Closes: #12`), a Change-Id (`I0123abc...`).
+_TRAILER_VALUE_RE = on_first_use(
+    r"(?:.*<[^<>@\s]+@[^<>\s]+>|[^\s@]+@[^\s@]+|[0-9a-fA-F]{7,40}\b.*|\S*://\S+|\S*#\d+"
+    r"|I[0-9a-f]{7,40})\s*")
+
+
+def _subject_not_trailer(f: HeaderField) -> bool:
+    """A first line `Name: value` under a trailer's name whose value is none of a trailer's
+    (`Fixes: negative slots read past the table`): a commit subject, not a field."""
+    return _is_trailer_name(f.name) and "\n" not in f.value and \
+        _TRAILER_VALUE_RE.fullmatch(f.value.strip()) is None
 
 
 def _canon(name: str) -> str:
@@ -394,9 +416,18 @@ class PatchFile:
         a blank line and more words, the first is a commit subject naming its area, as
         `quilt header -r` keeps it: read as a field, the subject was in no Description,
         `lint` said there was none, and taking it back replaced the fix's header with it.
-        Otherwise the patch itself. The bytes are the same either way."""
-        if self.preamble or not self.fields \
-                or any(_is_header_name(f.name) for f in self.fields):
+        So are git's trailers with no field of a patch header beside them, under such a
+        subject (`ROCm: ...` with `Signed-off-by:` straight under it) or under a subject that
+        is itself `Fixes: ...` (no commit, person or address a trailer names): a commit
+        message, not a header (read as one, `quilt header -r` of it replaced the fix's
+        Description, Author and Upstream-Status). Trailers alone (`Signed-off-by: A B
+        <ab@example.com>`) stay fields. Otherwise the patch itself. The bytes are the same
+        either way."""
+        if self.preamble or not self.fields or any(
+                _is_header_name(f.name) and not _is_trailer_name(f.name) for f in self.fields):
+            return self
+        first = self.fields[0]
+        if _is_header_name(first.name) and not _subject_not_trailer(first):
             return self
         return _keep_parse(self, replace(self, fields=(), gap=b"", description=b"".join(
             f.raw for f in self.fields) + self.gap + self.description))

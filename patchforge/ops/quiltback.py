@@ -36,6 +36,7 @@ from patchforge.overlay import refuse_series_removals
 from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write,
                                put_back_on_failure, writing_project)
 from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_patch,
+                                     _where_now,
                                      _record_bytes, read_export_record,
                                      _refuse_collisions, _refuse_taken,
                                      _refuse_unknown_profiles, _sha256, export_record_profile,
@@ -79,7 +80,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     "deleted": [(name, kept path)], "kept_ours": [...], "kept_renamed": [(name, the exported
     name)], "renamed_and_changed": [those of kept_renamed changed too], "left_out": [...],
     "left_renamed":
-    [(quilt's name, the exported name)], "kept_newer":
+    [(quilt's name, the exported name)], "where_now": {exported name: where that fix is now},
+    "kept_newer":
     [(name, quilt file)], "reordered": bool, "left_ambiguous": {name: [RepeatedPlace]},
     "directory": the quilt directory}. "left_ambiguous": each patch quilt did not change whose
     lines moved (a patch before it changed, or the order) to a place nearness chose among
@@ -221,9 +223,14 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                     taken_again.append(file_name)
             elif exported_listed is not None and file_name in exported_listed and \
                     _sha256(exported) not in recorded and _sha256(mine) not in recorded and \
-                    _sha256(mine) not in {t["into"] for t in took.get(file_name, {}).values()}:
+                    _sha256(mine) not in {t["into"] for t in took.get(file_name, {}).values()} \
+                    and not _base_moved_only(mine_patch, recorded, {
+                        (_quilt_patch(data, source, strip_levels[file_name], empty).get("Base")
+                         or "").strip(), export_pin()}):
                 # (The series' patch is what an earlier import wrote: not changed in the
-                # series since; quilt's file is a later change of quilt's, taken back.)
+                # series since; quilt's file is a later change of quilt's, taken back. Nor
+                # is a fix a rebase only moved, its `Base` the one change: quilt's diff
+                # is made again on the new pin, or refused as made on another.)
                 both[file_name] = (source, line)
             elif record is not None and file_name not in (exported_listed or {}) and \
                     _changed_since_export(project, upstream, file_name, mine, all_recorded,
@@ -284,6 +291,21 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 left_out.append(file_name)
                 left_renamed.append((file_name, gone_was))
                 continue
+            if not again and record is not None and file_name not in record:
+                # Renamed in quilt and changed there, the fix a rebase set aside (or found
+                # landed) since: taken as a new fix, quilt's change was refused on the new pin
+                # with the advice to make it a new fix, a second copy of the one bring-back
+                # puts back.
+                was_aside = _renamed_aside(
+                    project, upstream,
+                    partial(_quilt_patch, data, source, strip_levels[file_name], empty),
+                    [n for n in gone_from_both if n not in quilt_listed],
+                    read_header_record(document))
+                if was_aside is not None:
+                    _refuse_set_aside(project, upstream, was_aside, source, series_path, line,
+                                      (_quilt_patch(data, source, strip_levels[file_name],
+                                                    empty).get("Base") or "").strip(),
+                                      pin.commit, pin.label, renamed_to=file_name)
             if not again and record is not None and file_name in record:
                 _refuse_renamed(project, upstream, file_name, recorded,
                                 {e[0] for e in entries}, series_path, source, line)
@@ -357,7 +379,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # --delete would put the series' change under deleted/ unseen, as a change on both sides.
     changed_since = [n for n in gone if record is not None and _changed_since_export(
         project, upstream, n, ours_bytes[n], record.get(exported_name.get(n, n), []),
-        {t["into"] for t in took.get(exported_name.get(n, n), {}).values()})]
+        {t["into"] for t in took.get(exported_name.get(n, n), {}).values()})
+        and not _base_moved_only(project.read_patch(upstream, n),
+                                 record.get(exported_name.get(n, n), []), {export_pin()})]
     if changed_since:
         listed = ", ".join(n + (f" ({exported_name[n]} when `export --quilt` wrote it, "
                                 "renamed in the series since)" if n in exported_name else "")
@@ -501,6 +525,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "kept_other_profile": others, "profile": profile,
               "left_out": [n for n in left_out if n not in dict(left_renamed)],
               "left_renamed": left_renamed, "kept_newer": kept_newer, "taken_again": taken_again,
+              "where_now": {was: _where_now(project, upstream, was) for _, was in left_renamed},
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
               "left_ambiguous": ambiguous, "directory": str(folder)}
     if not writes and not removed and not leftovers and \
@@ -666,36 +691,81 @@ def _refuse_renamed_and_changed(project: Project, upstream: str, file_name: str,
 
 def _refuse_set_aside(project: Project, upstream: str, file_name: str, source: Path,
                       series_path: Path, line: int, made_on: str, pin: str,
-                      label: str) -> None:
+                      label: str, renamed_to: str | None = None) -> None:
     """`file_name` left the series after the export and quilt changed it: where a rebase
     set the fix aside (skipped/) or found it landed upstream (upstreamed/), the refusal
     says which and gives the way on from the new pin. "Give it a new name" made a second
     copy of a set-aside fix (bring-back is its way back), and quilt's diff, made on the
     export's pin, did not apply on the new one, whose refusal sent quilt's user back to
-    the tree it was made in: a loop."""
+    the tree it was made in: a loop. `renamed_to`: quilt's name for it (`quilt rename`,
+    then `quilt refresh`), which the series takes too once the fix is back."""
     folder = project.series_dir(upstream)
     word = project.patch_word(upstream, file_name)
     moved = (f"quilt made its change on {upstream} at {made_on[:12]} (its Base:), and the "
              f"series moved to {label} ({pin[:12]}) since" if made_on and made_on != pin
              else f"the series is at {label} ({pin[:12]})")
+    said = file_name if renamed_to is None else \
+        f"{renamed_to} is {file_name} renamed in quilt (`quilt rename`), which"
+    named = "" if renamed_to is None else " under its new name"
     if (folder / "skipped" / file_name).is_file():
+        new_word = word if renamed_to is None else renamed_to.removesuffix(".patch")
+        rename = "" if renamed_to is None else \
+            f"`patchforge rename {project.skipped_word(upstream, file_name)} {new_word}`; "
         raise InputError(
-            f"{file_name} was set aside by a rebase (series/{upstream}/skipped/{file_name}) "
-            f"after `export --quilt` wrote it, and was changed in quilt since: {moved}; "
+            f"{said} was set aside by a rebase (series/{upstream}/skipped/{file_name}) "
+            f"after `export --quilt` wrote it, and was changed in quilt{named} since: {moved}; "
             "nothing was taken back", path=str(series_path), line=line,
-            hint=f"keep a copy of {source}; `patchforge bring-back {word}` (it puts the fix "
-                 f"back on {label}); then `patchforge edit {word}`, change the files as the "
+            hint=f"keep a copy of {source}; `patchforge bring-back "
+                 f"{project.skipped_word(upstream, file_name)}` (it puts the fix back on "
+                 f"{label}); {rename}then `patchforge edit {new_word}`, change the files as the "
                  f"copy does, `patchforge refresh`; copy "
-                 f"{project.patch_path(upstream, file_name)} over {source} and run this again")
+                 f"{project.patch_path(upstream, new_word + '.patch')} over {source} and run "
+                 "this again")
     if (folder / "upstreamed" / file_name).is_file():
         raise InputError(
-            f"{file_name} landed upstream (series/{upstream}/upstreamed/{file_name}) after "
-            f"`export --quilt` wrote it, and was changed in quilt since: {moved}; nothing "
-            "was taken back", path=str(series_path), line=line,
+            f"{said} landed upstream (series/{upstream}/upstreamed/{file_name}) after "
+            f"`export --quilt` wrote it, and was changed in quilt{named} since: {moved}; "
+            "nothing was taken back", path=str(series_path), line=line,
             hint=f"keep a copy of {source}; take its line out of {series_path} (line {line}) "
                  "and run this again; then make quilt's change a new fix on "
                  f"{label}: `patchforge new NAME --file PATH`, change the files as the copy "
                  "does (upstream holds the fix now), `patchforge refresh`")
+
+
+def _renamed_aside(project: Project, upstream: str, read_quilt: Callable[[], PatchFile],
+                   names: list[str], recorded_headers: dict[str, list[str]]) -> str | None:
+    """The fix of `names` (exported names neither side lists now) that a rebase set aside
+    (skipped/) or found landed (upstreamed/) since the export, and that quilt's file is,
+    renamed and changed in quilt: the one whose header (every field but `Base` and
+    `Last-Update`, the description), as the export recorded it or as skipped/ keeps it,
+    quilt's file holds byte for byte, as `quilt rename` and `quilt refresh` keep it; else the
+    one whose diff quilt's holds (its header changed, `quilt header -e`). None when there is
+    not exactly one."""
+    folder = project.series_dir(upstream)
+    kept: dict[str, PatchFile | None] = {}
+    for name in names:
+        for place in ("skipped", "upstreamed"):
+            path = folder / place / name
+            if path.is_file():
+                try:
+                    kept[name] = parse_patch_file(read_no_link(path), str(path))
+                except (OSError, PatchforgeError):
+                    kept[name] = None
+                break
+    if not kept:
+        return None
+    try:
+        quilt = read_quilt()
+    except PatchforgeError:
+        return None
+    header = kept_header_digest(quilt)
+    found = [name for name, patch in kept.items()
+             if quilt.fields and (header in recorded_headers.get(name, []) or patch is not None
+                                  and kept_header_digest(patch) == header)]
+    if len(found) != 1 and quilt.file_patches:
+        found = [name for name, patch in kept.items() if patch is not None
+                 and quilt.diff in (patch.diff, for_gnu_patch(patch.diff))]
+    return found[0] if len(found) == 1 else None
 
 
 def _quilt_renamed(project: Project, upstream: str, data: bytes, ours: list[str],
@@ -858,6 +928,20 @@ def _changed_since_export(project: Project, upstream: str, name: str, mine: byte
     exported = mine[:len(mine) - len(patch.diff)] + for_gnu_patch(patch.diff)
     return _sha256(mine) not in recorded and _sha256(exported) not in recorded and \
         _sha256(mine) not in into
+
+
+def _base_moved_only(patch: PatchFile, recorded: list[str], bases: set[str]) -> bool:
+    """Whether the series' `patch` is what the export wrote (`recorded`: as written, or with
+    its diff written for GNU patch) but for its `Base`, which was one of `bases` then (a
+    rebase to a release that changed none of its files moves the pin alone): no change of
+    the fix that quilt's could lose."""
+    for base in bases - {""}:
+        moved = patch.with_field("Base", base)
+        data = moved.to_bytes()
+        exported = data[:len(data) - len(moved.diff)] + for_gnu_patch(moved.diff)
+        if _sha256(data) in recorded or _sha256(exported) in recorded:
+            return True
+    return False
 
 
 def _exported_as(record: dict[str, list[str]] | None, data: bytes,
