@@ -601,6 +601,20 @@ def _revision(info) -> str:
     return _cell(label) if label else (_short(commit) or "?")
 
 
+# Why `rebase --skip` set a fix aside, by the kind of stop it was skipped at: the detail of
+# its result and of its history event ("skipped at a conflict"). The history of an earlier
+# version holds `skipped at <kind>` (read so: the ledger said "skipped (skipped at conflict)").
+_SKIPPED_AT = {"conflict": "at a conflict", "obsolete": "at a file gone upstream",
+               "unsure": "at a stop the checks could not decide",
+               "invariant": "at a broken Keeps: promise"}
+
+
+def skipped_detail(kind: str) -> str:
+    """The detail of a fix `rebase --skip` set aside at a stop of `kind` (a judge's
+    stop_kind): the words after "skipped"."""
+    return _SKIPPED_AT.get(kind, f"at a stop ({kind})")
+
+
 def describe_event(event: dict) -> str:
     """One line of prose for a history event (the ledger's and `status`'s wording)."""
     kind = event.get("event", "")
@@ -622,7 +636,10 @@ def describe_event(event: dict) -> str:
         if event.get("evidence"):
             text += "; evidence: " + ", ".join(str(e) for e in event["evidence"])
     elif kind == "skipped":
-        text = "skipped" + (f" ({detail})" if detail else "") + (
+        if detail.startswith("skipped at "):  # an earlier version's words: the stop's kind
+            detail = skipped_detail(detail.removeprefix("skipped at ").strip())
+        said = (f" {detail}" if detail.startswith("at ") else f" ({detail})") if detail else ""
+        text = "skipped" + said + (
             f" during the rebase{move}" if move else "")
     elif kind == "submitted":
         url = event.get("url")

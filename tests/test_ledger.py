@@ -221,7 +221,8 @@ def test_record_rebase_is_idempotent_for_a_resumed_write_out(tmp_path):
     assert (stack.root / "series/history.jsonl").read_bytes() == before
     assert record_rebase(project, {**summary, "dry_run": True}) == []
     assert json.loads(before)["event"] == "skipped"
-    assert "skipped (skipped at conflict) during the rebase from v1" in \
+    # (the detail an earlier version wrote: read as the kind of stop it names)
+    assert "skipped at a conflict during the rebase from v1" in \
         (stack.root / "series/PATCHES.md").read_text()
     # Still in the series: not a departure. Gone from the series: one.
     assert departures(project) == {}
@@ -296,6 +297,28 @@ def test_a_fix_brought_back_from_skipped_has_its_return_in_the_history(tmp_path)
     assert (f"| up/b-sign.patch | brought back into the series from skipped/ onto v3 "
             f"(`{v3[:12]}`): conflict resolved by hand |") in ledger, ledger
     assert departures(stack.project()) == {}
+
+
+def test_a_fix_skipped_at_a_conflict_is_said_so_once(tmp_path):
+    """`rebase --skip` at a conflict: the summary's detail was "skipped at conflict" beside
+    the action "skipped", and the ledger's History and `status` said "skipped (skipped at
+    conflict) during the rebase". Said once, in words, everywhere now."""
+    stack = make_stack(tmp_path)
+    stack.cli("ledger")
+    stack.commit({"pkg/a.py": A.replace(b"    return 3\n", b"    return 30\n")}, "v2",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    _, out, _ = stack.cli("rebase", "--skip", expect=1)
+    assert re.search(r"up/a-sign\.patch +skipped +at a conflict\n", out), out
+    _, out, _ = stack.cli("status", expect=1)
+    said = "up/a-sign.patch: skipped at a conflict during the rebase from v1"
+    assert said in out, out
+    ledger = (stack.root / "series/PATCHES.md").read_text()
+    assert "| up/a-sign.patch | skipped at a conflict during the rebase from v1" in ledger, ledger
+    for text in (out, ledger):
+        assert "skipped (skipped" not in text and "skipped at conflict" not in text, text
+    assert [e["detail"] for e in read_history(stack.project())
+            if e["event"] == "skipped"] == ["at a conflict"]
 
 
 def test_a_revision_named_by_its_commit_is_said_once(tmp_path):

@@ -1539,9 +1539,11 @@ class Rebase:
                      f"series/{stopped.upstream}/skipped/)")
 
     def _skip_stopped(self, stopped: Stop) -> None:
+        from patchforge.ledger import skipped_detail
+
         upstream, name = stopped.upstream, stopped.name
         entry = self._run_record.upstreams[upstream]
-        result = PatchResult(upstream, name, "skipped", f"skipped at {stopped.kind}",
+        result = PatchResult(upstream, name, "skipped", skipped_detail(stopped.kind),
                              stopped.evidence, destination="skipped",
                              staged=self._stage(f"{upstream}/skipped/{name}",
                                                 self.project.read_patch_bytes(upstream, name)))
