@@ -202,8 +202,9 @@ def test_doc_commands_are_found():
 
 def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     """The tutorial, the reference and the example-stack page, as a user runs them: one shell,
-    from a fresh clone, on the machine's cache holding the released wheels they name. Each
-    command must exit as the page says (`echo $?` under it), else 0."""
+    from a fresh clone, on the machine's cache holding the released wheels they name, with an
+    empty HOME and no git identity. Each command must exit as the page says (`echo $?` under
+    it), else 0."""
     import subprocess
     import sys
 
@@ -243,8 +244,12 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
             continue
         script.append(f"{{\n{text}\n}} >{outputs / str(index)} 2>&1\n"
                       "__rc=$?; echo $__rc >&3; (exit $__rc)")
-    # (TMPDIR: the tutorial's `mktemp -d` makes its directory in the test's scratch.)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT),
+    # (TMPDIR: the tutorial's `mktemp -d` makes its directory in the test's scratch.) As on a
+    # fresh machine: no git identity (the isolation gives one through GIT_AUTHOR_* and
+    # GIT_COMMITTER_*; HOME is empty): the tutorial's `pr` was refused there, exit 2.
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_")) and key != "EMAIL"}
+    env.update(PATH=f"{bindir}:{os.environ['PATH']}", PYTHONPATH=str(REPO_ROOT),
                TMPDIR=str(scratch))
     subprocess.run(["bash", "-c", "\n".join(script)], env=env, capture_output=True, text=True,
                    timeout=1800)
@@ -322,7 +327,9 @@ def test_the_quilt_round_trip_of_coming_from_runs_as_written(tmp_path):
     (bindir / "patchforge").chmod(0o755)
     quiltrc = tmp_path / "quiltrc"
     quiltrc.write_text("")
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", QUILTRC=str(quiltrc),
+    env = {key: value for key, value in os.environ.items()  # a fresh machine: no git identity
+           if not key.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_")) and key != "EMAIL"}
+    env.update(PATH=f"{bindir}:{os.environ['PATH']}", QUILTRC=str(quiltrc),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                         os.environ.get("PYTHONPATH")])))
     env.pop("QUILT_PATCHES", None)
