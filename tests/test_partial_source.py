@@ -77,3 +77,32 @@ def test_new_and_edit_on_such_a_mirror_write_nothing_and_say_why(tmp_path):
         assert _project_files(root) == before, args
         assert not (root / ".patchforge/work/up.json").exists()
     assert "fix" not in ok(root, "list").out
+
+
+def test_a_mirror_served_over_http_is_said_and_nothing_written(tmp_path):
+    """The same mirror served over smart HTTP (`git http-backend`), where it cannot be seen as
+    a partial clone from here: `upstream add` failed with git's raw words from its reader ("git
+    cat-file stopped: fatal: expected 'packfile' ... could not fetch ... from promisor remote").
+    Now it names the upstream, the URL, the file and the revision, with the ways on; nothing is
+    written, and the way on said works."""
+    from helpers.servers import GitHttpServer
+
+    upstream, mirror = _mirror(tmp_path)
+    commit = git(upstream.path, "rev-parse", "v1").strip()
+    server = GitHttpServer(mirror)
+    try:
+        root = _project(tmp_path)
+        before = _project_files(root)
+        run = run_cli(root, "upstream", "add", "up", "--git", server.repo_url, "--at", "v1")
+        assert run.rc == 2, run.text
+        assert f"upstream up: {server.repo_url} did not send a.py at {commit[:12]}" in run.err, \
+            run.err
+        assert "nothing was written" in run.err, run.err
+        assert "partial clone (`git clone --filter`)" in run.err, run.err
+        assert "cat-file" not in run.err and "promisor remote" not in run.err, run.err
+        assert _project_files(root) == before
+        git(mirror, "config", "--unset-all", "remote.origin.partialclonefilter")
+        git(mirror, "fetch", "-q", "--refetch", "origin")
+        ok(root, "upstream", "add", "up", "--git", server.repo_url, "--at", "v1")
+    finally:
+        server.close()

@@ -1170,17 +1170,23 @@ class UpstreamStore:
                              hint="run the command once without --offline, or `patchforge "
                                   "fetch` (it brings the files the series touches)")
         asked = []
+        failed: list[tuple[str, bytes]] = []  # (remote, what git said) of each fetch that failed
         for remote in self._owning_remotes(missing, where) if missing else ():
             if not missing:
                 break
             asked.append(remote)
-            self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote, "--no-tags",
-                      "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-                      "--stdin", input="".join(m + "\n" for m in missing).encode(), ok=(0, 1, 128),
-                      network=True)
+            proc = self._run("-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
+                             "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+                             "--filter=blob:none", "--stdin",
+                             input="".join(m + "\n" for m in missing).encode(),
+                             ok=(0, 1, 128), network=True)
+            if proc.returncode != 0:
+                failed.append((remote, proc.stderr))
             missing = self._missing(missing)
         if missing:
             self._refuse_partial_source(asked, missing, where)
+            if failed and len(failed) == len(asked):
+                raise self._not_sent(failed[0], missing, where)
         # Objects never leave the store: remember the present ones, so that reading the same
         # files again (every patch of a series on one file) costs no `rev-list` process.
         self._present.update(wanted.difference(missing))
@@ -1218,6 +1224,43 @@ class UpstreamStore:
                          + f", or make {mirror_said} a full clone (`git -C {mirror_said} config "
                            f"--unset-all remote.{origin}.partialclonefilter && git -C "
                            f"{mirror_said} fetch --refetch {origin}`)")
+
+    def _not_sent(self, failure: tuple[str, bytes], missing: list[str],
+                  where: dict[str, tuple[str, str]] | None) -> StoreError:
+        """The error for files of the store's remote `failure[0]` that its fetch (which failed,
+        git saying `failure[1]`) did not bring: the upstream, its URL, the file and revision,
+        and git's last line, instead of git's own fetch on demand failing next in a reader
+        ("git cat-file stopped: fatal: expected 'packfile' ... could not fetch ... from
+        promisor remote"). A remote that gave no answer is said so (exit 75); otherwise a
+        blob-less partial clone served as the upstream (over http, ssh or git://, where it
+        cannot be seen as one from here) is the usual cause, and the hint names it."""
+        remote, said = failure
+        if self._remotes is None:
+            self._remotes = store_remotes(self.git_dir)
+        url = redact((self._remotes[1].get(remote) or [remote])[0])
+        name = remote.rpartition(".")[0] or remote
+        first = missing[0]
+        what = (f"{where[first][1]} at {where[first][0][:12]}" if where and first in where
+                else f"object {first[:12]}")
+        more = f" (and {len(missing) - 1} more files)" if len(missing) > 1 else ""
+        lines = [re.sub(r"^(?:error|fatal|warning): ", "", line) for line in
+                 said.decode("utf-8", "replace").strip().splitlines() if line.strip()]
+        line = next((x for x in lines if "could not fetch" not in x), lines[0] if lines else
+                    "no answer")
+        if re.search(_NO_ANSWER, said.decode("utf-8", "replace")):
+            error = StoreError(f"upstream {name}: {url} could not be reached to fetch {what}"
+                               f"{more}, which the cache does not hold yet (git: {line})",
+                               hint="check the network and the URL, and run the command again")
+            error.gave_up = True
+            return error
+        return SourceUnusable(
+            f"upstream {name}: {url} did not send {what}{more}, which the cache does not hold "
+            f"yet (git: {line})",
+            hint="a partial clone (`git clone --filter`) cannot send a file it lacks, whichever "
+                 "way it is served: make the upstream's url the repository it was cloned "
+                 "from, or make that clone whole (`git fetch --refetch`, its "
+                 "`partialclonefilter` unset); otherwise check that the URL serves the "
+                 "upstream's repository")
 
     @staticmethod
     def _origin_of(mirror: Path) -> tuple[str, str | None]:
