@@ -1602,3 +1602,20 @@ def test_a_template_that_is_a_symbolic_link_is_read_from_the_file_it_names_insid
         body = body_path.read_text()
         assert target not in body and "OUTSIDE THE TREE" not in body, (target, body)
         assert "## Purpose" in body  # the plain body's own sections
+
+
+def test_a_push_the_fork_gives_no_answer_to_exits_75_and_a_refused_one_2(stack):
+    """`pr NAME --push URL` where the fork's host gives no answer (nothing listens there) said
+    "pushing ... failed" with exit 2, "bad input": a CI job that retries on 75 failed at once
+    on the network's hiccup. It exits 75 now (run it again later); a push the fork refuses (a
+    pre-receive hook) is an answer, still exit 2, naming the fork and git's reason."""
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", "http://127.0.0.1:9/fork.git")
+    assert result.rc == 75, result.text
+    assert "pushing patchforge/ck-a8w4-gfx950 to http://127.0.0.1:9/fork.git failed" in \
+        result.err, result.text
+    hook = stack["fork"] / "hooks/pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refused by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    refused = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]))
+    assert refused.rc == 2 and "refused by policy" in refused.err, refused.text
+    assert fork_branches(stack["fork"]) == {}

@@ -51,8 +51,11 @@ def _git(root: Path, *args: str, env: dict | None = None, what: str) -> str:
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()
         from patchforge.pr.draft import _redact
+        from patchforge.store.gitstore import remote_gave_no_answer
 
-        raise StoreError(f"{what} failed: {_redact(err) or 'exit ' + str(proc.returncode)}")
+        failed = StoreError(f"{what} failed: {_redact(err) or 'exit ' + str(proc.returncode)}")
+        failed.gave_up = remote_gave_no_answer(err)  # no answer from the remote: exit 75
+        raise failed
     return proc.stdout.decode("utf-8", "surrogateescape").strip()
 
 

@@ -280,8 +280,14 @@ def push_branch(store: UpstreamStore, draft: Draft, remote: str) -> Pushed:
         err = proc.stderr.decode("utf-8", "replace").strip()
         # git may quote the URL; never show a password or token that was part of it.
         err = err.replace(remote, _redact(remote))
-        raise StoreError(f"pushing {draft.branch} to {_redact(remote)} failed: "
-                         f"{err or 'exit ' + str(proc.returncode)}")
+        from patchforge.store.gitstore import remote_gave_no_answer
+
+        failed = StoreError(f"pushing {draft.branch} to {_redact(remote)} failed: "
+                            f"{err or 'exit ' + str(proc.returncode)}")
+        # The fork gave no answer (the network, the host): exit 75, run it again later; a
+        # refusal (a hook, a login) is an answer, exit 2.
+        failed.gave_up = remote_gave_no_answer(err)
+        raise failed
     return Pushed(_redact(remote), draft.branch, draft.commit)
 
 

@@ -288,6 +288,12 @@ _NO_ANSWER = (r"Failed to connect to|Couldn't connect to server|Could not resolv
               r"|The requested URL returned error: 50[234]")
 
 
+def remote_gave_no_answer(message: str) -> bool:
+    """Whether git's `message` says a remote could not be reached or gave no answer (_NO_ANSWER):
+    a push or fetch a command runs itself is then retried later (exit 75), as the store's are."""
+    return re.search(_NO_ANSWER, message) is not None
+
+
 def unwritable_cache(cache: Path, detail: str) -> CacheUnwritable:
     """The error of a write the cache refused, naming the cache and what to do: a read-only
     cache made `new` and `edit` say "nothing was left half-written; run the command again",
