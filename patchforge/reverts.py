@@ -229,6 +229,9 @@ class _Fix:
     # By FilePatch index in `moved_to`: (the commit that moved the function(s) there, the
     # paths upstream renamed that file to since, oldest first: _moved_renamed).
     moved_on: dict = field(default_factory=dict, repr=False, compare=False)
+    # By FilePatch index, where upstream moved the fix's file away and wrote a new one at its
+    # path (_rewritten_away): the path the fix's file went to.
+    rewritten: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -1299,12 +1302,14 @@ def moved_files(project: Project, store: UpstreamStore, upstream: str, name: str
                                  sorted(p for p in own if not _deletes(fix, p))).items():
         if new not in own:
             fix.aliases[next(k for k, fp in enumerate(fix.files) if fp.path == path)].append(new)
+    _rewritten_away(store, fix, since, rev)
     if not _moved_functions(store, fix, since, rev):
-        return {}
+        return dict(sorted((fix.files[k].path, path) for k, path in fix.rewritten.items()))
     _moved_renamed(store, fix, [rev])
     contents = store.read_blobs(rev, _paths(fix))
-    return {fix.files[k].path: _path_of(fix, k, contents) or path
-            for k, (path, _) in fix.moved_to.items()}
+    return {**{fix.files[k].path: path for k, path in fix.rewritten.items()},
+            **{fix.files[k].path: _path_of(fix, k, contents) or path
+               for k, (path, _) in fix.moved_to.items()}}
 
 
 class _HunkTakers:
@@ -2199,6 +2204,9 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         if renamed:
             cache.clear()
             state = _fix_state(store, fix, commit, cache)
+    if state != "present" and since is not None and _rewritten_away(store, fix, since, commit):
+        cache.clear()
+        state = _fix_state(store, fix, commit, cache)
     if state != "present" and since is not None and \
             (_moved_functions(store, fix, since, commit) | _moved_renamed(store, fix, [commit])):
         cache.clear()
@@ -2384,6 +2392,78 @@ def _taken_before_deleted(store: UpstreamStore, fix: _Fix, recorded: dict, landi
             return replace(earlier, detail=f"{earlier.detail}; commit {sha[:12]} then took "
                                            f"{names} out of {fix.files[k].path}")
     return None
+
+
+def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) -> bool:
+    """Whether a file of the fix that `commit` has at its path keeps there less than half of
+    the lines it had at `since` (the landing), where the commit after `since` that rewrote it
+    so added one other file keeping at least half of them: upstream moved the file and wrote a
+    new one at its path (a module of wrappers still defining the fix's function, a shim), which
+    git's rename detection, pairing only a path gone, cannot tell. That file is then the first
+    path the fix's file change is read at (`fix.aliases`; before that commit it is absent, so
+    the old path is read) and `fix.rewritten`'s. Read at the old path, the new file's function
+    of the fix's name held neither the fix nor its old code: superseded, nothing said, while
+    the moved file had the fix's line taken out."""
+    from patchforge.apply.hunks import _language
+
+    found = False
+    contents = store.read_blobs(commit, _paths(fix))
+    for k, fp in enumerate(fix.files):
+        if k in fix.rewritten or k in fix.moved_to or fp.is_new or fp.is_delete or \
+                fp.binary is not None:
+            continue
+        path = _path_of(fix, k, contents)
+        if path is None:
+            continue
+        was = store.read_blobs(since, [path])[path]
+        if was is None or _kept_share(was, contents[path] or b"") >= 0.5:
+            continue
+        log = [(sha, parents) for sha, parents, _ in store.path_log(since, commit, [path])
+               if len(parents) == 1][:MAX_COMMITS]
+        # (Only a commit that deleted the file, or added another of its language, is read.)
+        changed = store.files_changed([sha for sha, _ in log])
+        for sha, parents in reversed(log):  # (oldest first: the commit that rewrote it)
+            deleted = store.entries(sha, [path])[path] is None
+            added: list[str] = []
+            if not deleted:
+                others = sorted(p for p in changed.get(sha, ()) if p not in fix.aliases[k]
+                                and _language(p) == _language(path))
+                had = store.entries(parents[0], others) if others else {}
+                added = [p for p in others if had.get(p) is None]
+                if not added:
+                    continue
+            before = store.read_blobs(parents[0], [path])[path]
+            if before is None:
+                continue
+            if deleted:
+                # (Moved away, a new file written at the path by a later commit: git's rename
+                # detection pairs the path this commit deleted.)
+                into = [new for new in (store.renames(parents[0], sha, [path]).get(path),)
+                        if new is not None and new not in fix.aliases[k]]
+            else:
+                if _kept_share(before, store.read_blobs(sha, [path])[path] or b"") >= 0.5:
+                    continue
+                now = store.read_blobs(sha, added)
+                into = [p for p in added if now.get(p) is not None and
+                        _kept_share(before, now[p] or b"") >= 0.5]
+            if len(into) == 1:
+                fix.aliases[k].insert(0, into[0])
+                fix.rewritten[k] = into[0]
+                found = True
+            break
+    return found
+
+
+def _kept_share(was: bytes, now: bytes) -> float:
+    """The share of `was`'s lines (stripped, blank ones left out, each as often as it is
+    there) that `now` has."""
+    from collections import Counter
+
+    old = Counter(line.strip() for line in was.splitlines() if line.strip())
+    if not old:
+        return 1.0
+    new = Counter(line.strip() for line in now.splitlines() if line.strip())
+    return sum(min(n, new[line]) for line, n in old.items()) / sum(old.values())
 
 
 def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -> bool:

@@ -1,0 +1,50 @@
+"""A kept landing whose file upstream moved after it (`git mv pkg/a.py lib/a.py`) and wrote a new
+file at the old path, a module of wrappers that still defines the fix's function (`def a2(x):
+return _a.a2(x)`), in the same commit or a later one. The fix's guard then dropped from a2 in
+lib/a.py was said nothing: status exit 0, the guard in no overlay and not upstream. The fix was
+read at its old path, where the wrapper holds neither the fix nor its old code (superseded),
+and git's rename detection pairs only a path gone. A file kept at its path with less than half
+of its lines, where the commit that made it so added one other file with at least half of them
+(or deleted it, git pairing it with another), is read at that other file: the take-out is
+said, and `bring-back` puts the guard into a2 in lib/a.py. Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_function_gone import A, GUARD, _landed, _module
+
+WRAPPERS = b'"""old home."""\nfrom lib import a as _a\n\n\n' + b"\n\n".join(
+    b"def %s(x):\n    return _a.%s(x)\n" % (name, name) for name in A)
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["guard dropped", "guard kept"])
+@pytest.mark.parametrize("when", ["in the move", "after the move"])
+def test_a_file_moved_with_wrappers_written_at_its_path(tmp_path, when, guard):
+    stack, _ = _landed(tmp_path, ())
+    moved = _module(A, (b"a2",) if guard else ())
+    if when == "in the move":
+        took = stack.upstream.commit({"lib/a.py": moved, "pkg/a.py": WRAPPERS},
+                                     "move a into lib", {"pkg/a.py": "lib/a.py"})
+    else:
+        stack.upstream.commit({}, "move a into lib", {"pkg/a.py": "lib/a.py"})
+        stack.commit({"pkg/a.py": WRAPPERS}, "pkg/a.py: keep the old names")
+        took = stack.commit({"lib/a.py": moved}, "a2: x is never None")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        stack.cli("rebase", "--to", f"up={head}")
+        stack.cli("status")
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["by"]) == ("fix.patch", took), said
+    _, out, _ = stack.cli("rebase", "--to", f"up={head}", expect=1)
+    assert took[:12] in out, out
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/lib/a.py").read_bytes() == _module(A, (b"a2",))
+    assert not (stack.root / "overlays/up/pkg/a.py").exists()
+    assert GUARD not in WRAPPERS
+    stack.cli("status")
