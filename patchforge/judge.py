@@ -1569,6 +1569,11 @@ class SeriesJudge:
                 fewer = [run for run in doubled if _upstreams_on_fewer_paths(current, result, run)]
                 doubled = [run for run in doubled
                            if run not in fewer or not _guard_at_fix(current, result, run)]
+            if not doubled:
+                item = _item_twice_in_its_bracket(current, result, fixed.content)
+                if item is not None:
+                    found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]})"))
+                    continue
             if doubled:
                 said = _doubled_where(path, current, result, doubled)
                 if doubled[0] in fewer:
@@ -2717,6 +2722,62 @@ def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
 
 # An item that unpacks a name into a call or a literal: `**opts,`, `*args`.
 _UNPACKS = on_first_use(rb"(?m)(?:^|[(\[{,])\s*\*{1,2}\s*[A-Za-z_]")
+
+
+# A literal item on a line of its own: a quoted string, with its comma (`"gfx1201",`).
+_STRING_ITEM = on_first_use(rb"\s*(?:\"[^\"\\\n]*\"|'[^'\\\n]*')\s*,?\s*")
+
+
+def _item_twice_in_its_bracket(current: bytes, result: bytes,
+                               made: bytes) -> tuple[int, int] | None:
+    """Where (the fix's line, upstream's: 1-based lines of `result`) a quoted string the fix
+    adds as an item of a list, set or dict literal (`"gfx1201",`) is there twice in the same
+    bracket of `result`, where the file the fix made (`made`) held it once in its bracket:
+    upstream added the item itself at another place of the list (its head, in order). Short,
+    it is no run the near check reads, and the list held the item twice, exit 0. An item
+    upstream added to another bracket is another list's, both wanted (None)."""
+    lines = result.split(b"\n")
+    for start, end, _ in file_changes(result, current):
+        for at in range(start, end):
+            if at >= len(lines) or _STRING_ITEM.fullmatch(lines[at]) is None:
+                continue
+            item = lines[at].strip().rstrip(b",").strip()
+            opened = _bracket_opened_above(lines, at)
+            if opened is None:
+                continue
+            others = [k for k in _bracket_lines(lines, opened)
+                      if k != at and lines[k].strip().rstrip(b",").strip() == item]
+            if not others or _items_in_bracket_made(made, item) > 1:
+                continue
+            return at + 1, min(others, key=lambda k: abs(k - at)) + 1
+    return None
+
+
+def _bracket_lines(lines: list[bytes], at: int) -> list[int]:
+    """The lines (0-based) from line `at`, whose bracket is left open, to the line closing it
+    (at most 200)."""
+    depth, held = 0, []
+    for k in range(at, min(at + 200, len(lines))):
+        held.append(k)
+        code = STRING_OR_COMMENT.sub(b"", lines[k])
+        depth += sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
+        if depth <= 0:
+            break
+    return held
+
+
+def _items_in_bracket_made(made: bytes, item: bytes) -> int:
+    """How often `item` is an item line of one bracket in `made` (the most of any bracket)."""
+    lines = made.split(b"\n")
+    most = 0
+    for at, line in enumerate(lines):
+        if line.strip().rstrip(b",").strip() != item:
+            continue
+        opened = _bracket_opened_above(lines, at)
+        if opened is not None:
+            most = max(most, sum(1 for k in _bracket_lines(lines, opened)
+                                 if lines[k].strip().rstrip(b",").strip() == item))
+    return most
 
 
 def _bracket_text(lines: list[bytes], at: int) -> bytes:

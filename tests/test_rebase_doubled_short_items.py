@@ -1,0 +1,45 @@
+"""A short quoted item the fix adds to a list, set or dict literal (`"gfx1201",`) that upstream added
+to the same literal at another place (the list's head, or in order): shorter than any run the
+doubling check reads, it was never read, and `status` said the fix applies at an offset, the
+rebase moved it, exit 0, the literal holding the item twice. Now the copy stops as upstream's
+own way. The same item upstream added to another list is that list's: the fix moves, both kept.
+Real git upstreams, real commands."""
+from __future__ import annotations
+
+from helpers.project import OneUpstreamStack
+
+ARCHS = [b"gfx90a", b"gfx940", b"gfx942", b"gfx950", b"gfx1100", b"gfx1200"]
+
+
+def module(archs: list[bytes], other: list[bytes] = (b"x",)) -> bytes:
+    return (b"SUPPORTED = [\n" + b"".join(b'    "' + a + b'",\n' for a in archs) + b"]\n"
+            b"OTHER = [\n" + b"".join(b'    "' + a + b'",\n' for a in other) + b"]\n\n\n"
+            b"def ok(a):\n    return a in SUPPORTED\n")
+
+
+def stack_with(tmp_path, base: bytes, fix: bytes, upstream: bytes) -> OneUpstreamStack:
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/a.py", base, fix)
+    stack.commit({"pkg/a.py": upstream}, "Support gfx1201", tag="v2")
+    return stack
+
+
+def test_an_item_upstream_added_to_the_same_list_elsewhere_stops(tmp_path):
+    # The fix appends gfx1201; upstream put it among the others, four lines up.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1201"]),
+                       module(ARCHS[:3] + [b"gfx1201"] + ARCHS[3:]))
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    assert "pkg/a.py line 9 (upstream's at line 5)" in err, err
+
+
+def test_an_item_upstream_added_to_another_list_moves(tmp_path):
+    # Mirror: upstream added gfx1201 to OTHER, not to SUPPORTED: two lists, both wanted.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1201"]),
+                       module(ARCHS, [b"x", b"gfx1201"]))
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"]), summary
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(b'"gfx1201",') == 2
