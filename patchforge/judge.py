@@ -1996,6 +1996,14 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
             if found[2] in (b"size", b"shape"):
                 changing = changing - _transposes_keeping(line, name)
             shaped[name] = shaped.get(name, frozenset()) | changing
+    if guard:
+        # A guard on an attribute the table of steps does not name (`x.is_quantized`,
+        # `x.layout`): any step may change it, and made twice a guard changes nothing, where
+        # deleting the fix's copy after a step that did change it loses the fix's check.
+        for line in code:
+            for found in _READS_ATTRIBUTE.finditer(line):
+                if found[2] not in _CHANGED_BY:
+                    shaped[found[1]] = shaped.get(found[1], frozenset()) | _SAME_VALUE
     # The names the run reads as a tensor, through its own accessors (`x.numel()`,
     # `x.size(0)`, `x.dtype`): a step between the copies of the project's own, or arithmetic,
     # may keep what the guard reads (_may_keep).
@@ -2179,6 +2187,10 @@ _READS_LAYOUT = on_first_use(
     rb"|storage_offset|dtype|is_floating_point|is_complex|is_signed|element_size|itemsize"
     rb"|device|is_cuda|is_cpu|get_device|is_pinned|requires_grad|is_leaf|grad_fn|grad)\b"
     rb"|\blen\s*\(\s*([A-Za-z_]\w*)\s*\)|(?<![\w.])([A-Za-z_]\w*)\s*\[")
+# A name's attribute a run reads (`x.is_quantized`, not a method's call but one asking `is_`:
+# `x.is_sparse()`): name, attribute.
+_READS_ATTRIBUTE = on_first_use(
+    rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(is_\w+|[A-Za-z_]\w*\b(?!\s*[(.\w]))")
 # The names a run reads through a tensor's own accessors: its count, sizes, layout, kind.
 _READS_TENSOR = on_first_use(
     rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*(?:numel|nelement|size|shape|stride|is_contiguous|dim|ndim"

@@ -118,3 +118,57 @@ def test_the_fixs_loop_through_the_same_value_written_otherwise_stops(tmp_path, 
     stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
     stops_as_doubled(stack)
 
+
+def stopped_saying(stack: OneUpstreamStack) -> str:
+    """status says conflict, and the rebase stops (exit 3) as upstream having the lines:
+    what it says."""
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    return err
+
+
+def module(body: bytes) -> bytes:
+    return b'"""Kernels."""\n\n\n' + body + b"\n\ndef other(y):\n    return y\n"
+
+
+def guarded_around(tmp_path, step: bytes, guard: bytes) -> OneUpstreamStack:
+    """`run(x)` reads x, sets it by `step`, and reads it again; the fix adds `guard` at the
+    top, upstream adds it after the step."""
+    base = module(b"def run(x, y):\n    first = prepare(x)\n%s    return finish(first, x)\n"
+                  % step)
+    return stack_with_file(tmp_path, "pkg/a.py", base,
+                           base.replace(b"    first", guard + b"    first"),
+                           base.replace(step, step + guard))
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    x = x.float()\n", b"    if x.is_quantized:\n        return x\n"),
+    (b"    x = x.to(device)\n", b"    if x.is_meta:\n        return x\n"),
+    (b"    x = x.contiguous()\n", b"    if x.layout != torch.strided:\n        return x\n")],
+    ids=["float-is_quantized", "to-is_meta", "contiguous-layout"])
+def test_a_guard_on_an_attribute_no_step_table_names_after_a_step_moves(tmp_path, step, guard):
+    # `x = x.float()` between the fix's `if x.is_quantized:` and upstream's: what the step
+    # does to an attribute the table of steps does not name is not known, and the guard after
+    # it may check another answer. It stopped as the fix made twice, and its first advice,
+    # delete your copy, lost the fix's check where the step did change it. A guard made twice
+    # changes nothing: the fix moves, and both guards are in the overlay.
+    stack = guarded_around(tmp_path, step, guard)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(guard.splitlines()[0]) == 2, made.decode()
+
+
+@pytest.mark.parametrize("step, guard", [
+    (b"    y = y.float()\n", b"    if x.is_quantized:\n        return x\n"),
+    (b"    x = x.float()\n", b"    if x.is_quantized:\n        x = x.dequantize()\n")],
+    ids=["another-name-set", "not-a-guard"])
+def test_a_check_on_an_attribute_no_step_sets_again_stops(tmp_path, step, guard):
+    # The mirror: no line between the copies sets x (only y), so the guard is the fix's made
+    # twice; and a check whose body goes on (not a guard) done twice is done twice: both stop.
+    stopped_saying(guarded_around(tmp_path, step, guard))
+
