@@ -171,6 +171,12 @@ FEWER_PATHS = "upstream's copy runs on only some of the paths through yours"
 # What it says where upstream's copy is in a loop's body (each round) and the fix's outside
 # the loop (once): the same work only where the loop runs one round.
 EACH_ROUND = "upstream's copy runs each round of a loop, yours once outside it"
+# Its mirror: the fix's copy in a loop's body (each round), upstream's outside it (once).
+YOURS_EACH_ROUND = "your copy runs each round of a loop, upstream's once outside it"
+# Where a loop between the two copies reads what the copied statement sets (`x = x + n`
+# above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
+# value, and deleting the fix's copy hands it what the fix did not want.
+READ_BETWEEN = "a loop between the copies reads what it sets"
 # What the evidence of a fix whose removed code upstream moved to another file (where the
 # target has it) says (`_removal_moved`): the file, the other file, the commit(s).
 _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
@@ -1582,6 +1588,12 @@ class SeriesJudge:
                     said += "; " + (EACH_ROUND if _upstreams_each_round(current, result,
                                                                         doubled[0])
                                     else FEWER_PATHS)
+                elif not _guard_at_fix(current, result, doubled[0]) and \
+                        _fixs_each_round(current, result, doubled[0]):
+                    # Deleting the fix's copy would lose its rounds (YOURS_EACH_ROUND).
+                    said += "; " + YOURS_EACH_ROUND
+                elif _read_between(current, result, doubled[0]):
+                    said += "; " + READ_BETWEEN
                 found.append((path, said))
         return found
 
@@ -1911,7 +1923,7 @@ def _doubled_said(said: str) -> str:
     """The stop's words for a doubling found at `said` (_doubled's: the place, then what
     tells the copies' paths apart, FEWER_PATHS or EACH_ROUND, if any): the place, DOUBLED,
     then that."""
-    for clause in (FEWER_PATHS, EACH_ROUND):
+    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
     return f"{said}: {DOUBLED}, its own way"
@@ -2517,8 +2529,52 @@ def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None:
         return False
+    return _each_round(result.split(b"\n"), theirs - 1, own - 1)
+
+
+def _fixs_each_round(current: bytes, result: bytes, run: bytes) -> bool:
+    """_upstreams_each_round's mirror: whether the fix's copy of `run` in `result` is inside
+    a loop's body that never leaves the loop, and upstream's nearest copy outside it."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    return _each_round(result.split(b"\n"), own - 1, theirs - 1)
+
+
+def _read_between(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`) or updating a
+    target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
+    upstream's nearest reads that name, in its header or its body: the loop sees another value
+    with each copy. (A single line between reading it, `log(y)`, is not asked: deleting the
+    fix's copy there is the way on that stop has advised.)"""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
     lines = result.split(b"\n")
-    mine, at = own - 1, theirs - 1
+    written = _written(lines, own, run)
+    if len(written) != 1:
+        return False
+    code = STRING_OR_COMMENT.sub(b"", written[0]).strip()
+    set_at = _SETS_NAME.match(code)
+    target = set_at[1] if set_at is not None else None
+    if target is None:
+        in_place = _IN_PLACE_TARGET.match(code)
+        target = in_place[1] if in_place is not None else None
+    if target is None:
+        return False
+    low, high = sorted((own, theirs))
+    between = [STRING_OR_COMMENT.sub(b"", line) for line in lines[low - 1 + len(written):high - 1]]
+    loop = next((k for k, line in enumerate(between)
+                 if _LOOP.match(line.strip().lstrip(b"}").lstrip()) is not None), None)
+    if loop is None:
+        return False
+    uses = re.compile(rb"(?<![\w.])" + re.escape(target) + rb"(?!\w)")
+    return any(uses.search(line) for line in between[loop:])
+
+
+def _each_round(lines: list[bytes], at: int, mine: int) -> bool:
+    """Whether line `at` (0-based) of `lines` is inside a loop's body that line `mine` is
+    outside of, a body that never leaves the loop (_upstreams_each_round)."""
     while True:
         opener = _opener_at(lines, at)
         if opener is None or _inside(lines, opener, mine):

@@ -172,3 +172,58 @@ def test_a_check_on_an_attribute_no_step_sets_again_stops(tmp_path, step, guard)
     # twice; and a check whose body goes on (not a guard) done twice is done twice: both stop.
     stopped_saying(guarded_around(tmp_path, step, guard))
 
+
+LOOP = (b"def run(x, y, scale, weight):\n    total = 0.0\n    for item in x:\n"
+        b"        log_item(item)\n        check_item(item)\n    report(x)\n"
+        b"    return finish(total)\n")
+ACCUMULATE = b"total = total + scale * weight\n"
+
+
+def test_the_fixs_line_each_round_of_a_loop_and_upstreams_after_it_keeps_both_first(tmp_path):
+    # The fix adds to the total each round, upstream once after the loop: the same work only
+    # where the loop runs one round. The stop's first advice, delete your copy, lost the fix's
+    # rounds; now it says so and keeps both first, as the mirror (upstream's each round) does.
+    fix = LOOP.replace(b"        check_item", b"        " + ACCUMULATE + b"        check_item")
+    theirs = LOOP.replace(b"    report(x)\n", b"    report(x)\n    " + ACCUMULATE)
+    err = stopped_saying(stack_with_file(tmp_path, "pkg/a.py", LOOP, fix, theirs))
+    assert "upstream has these lines already, its own way; your copy runs each round of a " \
+        "loop, upstream's once outside it: keep both" in err, err
+    assert "delete your copy" not in err, err
+
+
+def test_the_fixs_line_before_a_loop_and_upstreams_after_it_deletes_the_fixs_first(tmp_path):
+    # The mirror: the fix's line before the loop runs once, as upstream's after it, and the
+    # loop does not read the total: the fix made twice, delete your copy first as ever.
+    fix = LOOP.replace(b"    for item", b"    " + ACCUMULATE + b"    for item")
+    theirs = LOOP.replace(b"    report(x)\n", b"    report(x)\n    " + ACCUMULATE)
+    err = stopped_saying(stack_with_file(tmp_path, "pkg/a.py", LOOP, fix, theirs))
+    assert ": delete your copy of these lines in the worktree" in err, err
+
+
+SHORT_LOOP = (b"def twice(x, y, n, m):\n    load(x)\n    for j in range(m):\n"
+              b"        y[j] += x[j] * 2.0\n    store(y)\n    return y\n\n\n"
+              b"def version():\n    return 1\n")
+
+
+@pytest.mark.parametrize("line", [b"    x = x + n\n", b"    x.add_(n)\n", b"    x += n\n"],
+                         ids=["set", "in-place", "augmented"])
+def test_a_statement_above_a_loop_reading_it_and_upstreams_below_keeps_the_fixs_first(tmp_path,
+                                                                                   line):
+    # The fix adds n to x just above the loop that reads x; upstream adds it just below the
+    # loop: the loop reads x + n with the fix's, x with upstream's. Done twice x gets n twice
+    # (a stop), but its first advice, delete your copy, handed the loop x without n; now the
+    # first way on keeps the fix's copy.
+    fix = SHORT_LOOP.replace(b"    for j", line + b"    for j")
+    theirs = SHORT_LOOP.replace(b"    store(y)", line + b"    store(y)")
+    err = stopped_saying(stack_with_file(tmp_path, "pkg/k.py", SHORT_LOOP, fix, theirs))
+    assert "a loop between the copies reads what it sets: keep yours and take upstream's " \
+        "copy out" in err, err
+
+
+def test_a_statement_above_a_loop_not_reading_it_deletes_the_fixs_first(tmp_path):
+    # The mirror: the loop does not read `count`: one count either way, the fix made twice.
+    line = b"    count += 1\n"
+    fix = SHORT_LOOP.replace(b"    for j", line + b"    for j")
+    theirs = SHORT_LOOP.replace(b"    store(y)", line + b"    store(y)")
+    err = stopped_saying(stack_with_file(tmp_path, "pkg/k.py", SHORT_LOOP, fix, theirs))
+    assert ": delete your copy of these lines in the worktree" in err, err

@@ -28,9 +28,10 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, EACH_ROUND, FEWER_PATHS,
-                              OTHER_FUNCTION, HistoryIndex, LazyHistory, SeriesJudge, Target,
-                              _patch_paths, carry_moved, carry_old, moved_away, read_history,
-                              series_gone, series_renames, where_landed)
+                              OTHER_FUNCTION, READ_BETWEEN, YOURS_EACH_ROUND, HistoryIndex,
+                              LazyHistory, SeriesJudge, Target, _patch_paths, carry_moved,
+                              carry_old, moved_away, read_history, series_gone, series_renames,
+                              where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.names import shell_quoted_bytes
@@ -994,6 +995,25 @@ class Rebase:
                     "same work only where the loop runs one round); delete your copy in the " \
                     "worktree and `patchforge rebase --continue` only if upstream's rounds do " \
                     "the fix's work; or `patchforge rebase --skip` (sets the WHOLE fix aside " \
+                    "in skipped/, its other changes too)"
+            elif kind == "conflict" and any(item.startswith(DOUBLED)
+                                            and item.endswith(YOURS_EACH_ROUND)
+                                            for item in judgement.evidence):
+                # The mirror: deleting the fix's copy would lose its rounds.
+                message += ": keep both (--continue with the worktree as it is: they are the " \
+                    "same work only where the loop runs one round); take upstream's copy out " \
+                    "in the worktree and `patchforge rebase --continue` only if your rounds " \
+                    "do upstream's work; or `patchforge rebase --skip` (sets the WHOLE fix " \
+                    "aside in skipped/, its other changes too)"
+            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(READ_BETWEEN)
+                                            for item in judgement.evidence):
+                # The loop between reads what the fix's copy gives it where it is above, not
+                # what it gives it below: the way that keeps the fix's first.
+                message += ": keep yours and take upstream's copy out in the worktree (the " \
+                    "loop between reads it as the fix has it), then `patchforge rebase " \
+                    "--continue`; delete your copy only if the loop is to read it as " \
+                    "upstream has it; keep both (--continue with the worktree as it is: it is " \
+                    "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside " \
                     "in skipped/, its other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(FEWER_PATHS)
                                             for item in judgement.evidence):
