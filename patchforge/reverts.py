@@ -232,6 +232,9 @@ class _Fix:
     # By FilePatch index, where upstream moved the fix's file away and wrote a new one at its
     # path (_rewritten_away): the path the fix's file went to.
     rewritten: dict = field(default_factory=dict, repr=False, compare=False)
+    # The FilePatch indexes in `moved_to` whose old file kept a shim of the function(s)
+    # (_calls_moved): read at the file moved into wherever it defines them.
+    shims: set = field(default_factory=set, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -335,13 +338,13 @@ def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
                       gone: list[LandingGone]) -> list[LandingGone]:
     """Those of `gone` (fixes kept under upstreamed/ that a revision lacks) whose change the
     series itself carries at the pin: every file change of the kept fix is in the series'
-    files there (the overlays'), and the pin's own files lack it. Such a kept file is a
-    leftover, not a fix in no overlay: a rebase undone with git in the stack's repository
-    (`git reset --hard` puts the series back with the whole fix, and leaves the new, untracked
-    upstreamed/ file where it is)."""
+    files there (the overlays'), each hunk in the function of the fix's base file it changes
+    where one is known (_carried_in_own_function), and the pin's own files lack it. Such a
+    kept file is a leftover, not a fix in no overlay: a rebase undone with git in the stack's
+    repository (`git reset --hard` puts the series back with the whole fix, and leaves the
+    new, untracked upstreamed/ file where it is)."""
     if not gone:
         return []
-    from patchforge.formats.patchfile import parse_patch_file
     from patchforge.stack import series_state
 
     pin = project.lock.pin(upstream).commit
@@ -352,11 +355,14 @@ def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
     carried = []
     for fix in gone:
         try:
-            patch = parse_patch_file(read_kept(project, fix.path), fix.path)
-            files = [fp for fp in patch.file_patches if fp.told_by_content]
-            if not files or not all(fp.path in state.current and
-                                    _file_state(fp, state.current[fp.path]) == "present"
-                                    for fp in files):
+            kept = _parse(upstream, fix.name, fix.path, read_kept(project, fix.path))
+            if kept is None:
+                continue
+            files = kept.files
+            if not all(fp.path in state.current and
+                       _file_state(fp, state.current[fp.path]) == "present" and
+                       _carried_in_own_function(store, kept, k, state.current[fp.path])
+                       for k, fp in enumerate(files)):
                 continue
             upstreams = store.read_blobs(pin, [fp.path for fp in files])
         except (PatchforgeError, OSError):
@@ -365,6 +371,29 @@ def carried_by_series(project: Project, store: UpstreamStore, upstream: str,
             continue  # the pin has it itself: upstream's, not the series'
         carried.append(fix)
     return carried
+
+
+def _carried_in_own_function(store: UpstreamStore, fix: _Fix, k: int, content: bytes) -> bool:
+    """Whether each hunk of the kept fix's file change `k` whose place in the fix's base file
+    is in a known function (_OwnFunction) is in `content` (the series' file) in that function:
+    the function defined there and the hunk's lines held in it (_hunk_state). Where upstream
+    moved or deleted the fix's function without the fix's line, a fix of the series adding
+    the same line to another function of the file that starts alike held the kept hunk's
+    lines with most of its neighbours: read as the series carrying the kept fix, the kept file
+    was called a leftover and `delete` of the fix's only record advised, exit 0."""
+    fp = fix.files[k]
+    if fp.binary is not None or fp.is_new or fp.is_delete:
+        return True
+    own = _own_function_of(store, fix, k)
+    lines = _Lines(content)
+    for n, hunk in enumerate(fp.hunks, 1):
+        within = own(n)
+        if within.name is None:
+            continue
+        if not within.defined(lines) or \
+                _hunk_state(lines, hunk, own=within) not in (None, "present"):
+            return False
+    return True
 
 
 def read_kept(project: Project, rel: str) -> bytes:
@@ -602,6 +631,13 @@ class _OwnFunction:
         if self.name is None:
             return False
         return _names_word(lines.content, re.split(rb"\.|::", self.name.split(b" [")[0])[-1])
+
+    def once_in_base(self, line: bytes) -> bool:
+        """Whether the fix's base file has `line` exactly once (a line of one function's
+        own); True where the base file is not known."""
+        store, fix, k = self._base
+        base = _base_lines(store, fix, k)
+        return base is None or len(base.at(line)) == 1
 
     def look_alike_at(self, lines: _Lines, k: int) -> bool:
         """Whether line `k` of `lines` is in another function than this one that the fix's
@@ -853,6 +889,8 @@ def _held_all(lines: _Lines, before: list[bytes], run: list[bytes], after: list[
         starts = sorted({k + j for j in range(1, len(before) + 1) for k in lines.at(before[-j])}
                         | {k - j for j, line in enumerate(after) for k in lines.at(line)})
     held: list[tuple[int, int, bool]] = []
+    # (By place: the context lines held there that the file has there only.)
+    singles: dict[int, list[bytes]] = {}
     for start in starts:
         end = start + len(run)
         if start < 0 or end > len(text):
@@ -865,20 +903,27 @@ def _held_all(lines: _Lines, before: list[bytes], run: list[bytes], after: list[
             continue
         # (A context line the file has at this place only: the block's own header, or a
         # line of its own body, not the blank lines and first body line every block has.)
-        header = any(start - j >= 0 and text[start - j] == before[-j] and
-                     len(lines.at(before[-j])) == 1 for j in range(1, len(before) + 1)) or \
-            any(end + j < len(text) and text[end + j] == line and len(lines.at(line)) == 1
-                for j, line in enumerate(after))
-        held.append((start, above + below, header))
+        single = [before[-j] for j in range(1, len(before) + 1)
+                  if start - j >= 0 and text[start - j] == before[-j] and
+                  len(lines.at(before[-j])) == 1] + \
+            [line for j, line in enumerate(after)
+             if end + j < len(text) and text[end + j] == line and len(lines.at(line)) == 1]
+        singles[start] = single
+        held.append((start, above + below, bool(single)))
     if held and own is not None and own.name is not None:
         # The fix's function is gone from the file (moved into another file, deleted,
         # renamed): a place in another function the fix's base file has too (one that starts
         # alike, another kept fix's guard in it) is that function's code, never the fix's.
-        # (Asked of one place only where the file names the function nowhere: reading the
-        # functions of the places and the file's costs more than the search, and one place
-        # in a file that has the fix's function is that function's, as most are. A moved
-        # function still named in its old file, by a call or an import, is read as before.)
-        if len(held) > 1 or not own.named_in(lines):
+        # (Asked of one place only where the file names the function nowhere, or where no
+        # neighbour holding there is a line the file has there only and the fix's base file
+        # had once: reading the functions of the places and the file's costs more than the
+        # search, and one place holding its function's own line (its head, a line of its own
+        # body) is that function's, as most are. A look-alike holds only lines functions that
+        # start alike share (some of them the file's only copy once the fix's function left),
+        # so a moved function still named in its old file, by a call or an import, is no
+        # longer read as there at the look-alike's guard.)
+        if len(held) > 1 or not own.named_in(lines) or \
+                not any(own.once_in_base(line) for line in singles[held[0][0]]):
             alike = [place for place in held if own.look_alike_at(lines, place[0])]
             if alike and not own.defined(lines):
                 held = [place for place in held if place not in alike]
@@ -972,7 +1017,8 @@ def _path_of(fix: _Fix, k: int, contents: dict) -> str | None:
         there, owns = moved
         # (The file moved into, under its newest name there: upstream may have renamed it.)
         for there in reversed([there, *fix.moved_on.get(k, (None, []))[1]]):
-            if contents.get(there) is not None and not _defines(owns, contents[path]) and \
+            if contents.get(there) is not None and \
+                    (k in fix.shims or not _defines(owns, contents[path])) and \
                     _defines(owns, contents[there]):
                 return there
     return path
@@ -2489,14 +2535,29 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
             continue
         owns = [_OwnFunction(store, fix, k, n) for n in range(1, len(names) + 1)]
         lines = _Lines(content)
+        # (A function still defined there only as a shim calling one of its name elsewhere,
+        # `def a2(x): return c.a2(x)`, is followed as moved too: `fix.shims`.)
+        shim = False
         if any(own.defined(lines) for own in owns):
-            continue
+            if not all(_calls_moved(lines, fp.path, own) for own in owns):
+                continue
+            shim = True
+
+        def left(now: bytes | None) -> bool:
+            # (Whether the file at a commit no longer has the functions, or has only shims.)
+            if now is None:
+                return True
+            now_lines = _Lines(now)
+            if shim:
+                return all(_calls_moved(now_lines, fp.path, own) for own in owns)
+            return not any(own.defined(now_lines) for own in owns)
+
         log = [(sha, parents) for sha, parents, _ in store.path_log(since, commit, fix.aliases[k])
                if len(parents) == 1][:MAX_COMMITS]
         for sha, parents in reversed(log):  # (oldest first: the commit that took them out)
             there = store.read_blobs(sha, fix.aliases[k])
-            now = next((there[p] for p in fix.aliases[k] if there.get(p) is not None), None)
-            if now is not None and any(own.defined(_Lines(now)) for own in owns):
+            if not left(next((there[p] for p in fix.aliases[k] if there.get(p) is not None),
+                             None)):
                 continue
             changed = store.files_changed([sha]).get(sha, set())
             others = sorted(p for p in changed if p not in fix.aliases[k] and
@@ -2511,11 +2572,27 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
                 fix.moved_to[k] = (into[0], owns)
                 fix.moved_on[k] = (sha, [])
                 fix.aliases[k].append(into[0])
+                if shim:
+                    fix.shims.add(k)
                 found = True
-            elif not into:
+            elif not into and not shim:
                 fix.taken_out[k] = (sha, parents[0], owns)
             break
     return found
+
+
+def _calls_moved(lines: _Lines, path: str, own: _OwnFunction) -> bool:
+    """Whether the file defines the function `own` names and its body calls a function of
+    the same bare name through a module, object or namespace (`c.a2(x)`, `impl::a2(x)`): a
+    shim left where upstream moved the function's code into another file."""
+    if own.name is None or not own.defined(lines):
+        return False
+    bare = re.split(rb"\.|::", own.name.split(b" [")[0])[-1]
+    calls = (b"." + bare + b"(", b"::" + bare + b"(")
+    if not any(call in lines.content for call in calls):
+        return False
+    return any(any(call in line for call in calls) and lines.function_at(path, k) == own.name
+               for k, line in enumerate(lines.lines))
 
 
 def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
@@ -2525,19 +2602,24 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
     another file (`fix.taken_out`, _moved_functions), the file keeps none of them any more
     (_a_name_stays: deleted, or merged into another function; not one still defined there,
     or a top-level one still called or imported), and the lines a hunk of the fix added there went with
-    them: each line of it that tells (_added) and each run of them (near_runs, as a move is
-    counted) is fewer times in the files of the fix's language that commit or a later one
-    changed, at `commit`, than in them before that commit. A line of it still as often in
-    them (`"gfx1150",` in a new list elsewhere, the code rewritten in another form), the
-    function renamed or merged into another with the fix's lines, or a fix that only took
-    lines out: superseded, as before. Read as "superseded", a guard whose function upstream
-    deleted was in no overlay and not upstream, with nothing said."""
+    them: each run of them (near_runs, as a move is counted) is fewer times in the files of
+    the fix's language that commit or a later one changed, at `commit`, than in them before
+    that commit, and so is each line of it that tells (_added), or some of them while the
+    others are as often (written again elsewhere, `"gfx1150",` in a new set of another file,
+    while `"gfx1103",` went: said naming both). Every line of it still as often in them (the
+    code rewritten whole in another form), the function renamed or merged into another with
+    the fix's lines, or a fix that only took lines out: superseded, as before. Read as
+    "superseded", a guard whose function upstream deleted was in no overlay and not upstream,
+    with nothing said."""
     from collections import Counter
 
     from patchforge.apply.diffparse import line_content, line_kind
     from patchforge.apply.hunks import _language
 
     contents = store.read_blobs(commit, _paths(fix))
+    # (A hunk that went whole with its function, in any file, is said before one that went
+    # in part.)
+    in_part: tuple[str, str] | None = None
     for k, (sha, parent, owns) in sorted(fix.taken_out.items()):
         fp = fix.files[k]
         content = _content_of(fix, k, contents)
@@ -2574,18 +2656,49 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
         def runs_in(run: bytes, files: list[bytes]) -> int:
             return sum(_near_text_of(c).count(run) for c in files if run in _near_flat_of(c))
 
-        gone = [hunk for hunk, added, runs in hunks
-                if all(lines_after[line] < lines_before[line] for line in added) and
-                all(runs_in(run, after) < runs_in(run, before) for run in runs)]
-        if not gone:
-            continue
-        first = next((line_content(line).strip() for line in gone[0].lines
-                      if line_kind(line) == b"+" and line_content(line).strip()), b"")
+        # Each hunk whose runs of added lines all went, with the lines that went (fewer
+        # after than before) and those still as often (written again elsewhere, or other
+        # code): every line gone, the hunk went with the function; some gone and some not,
+        # it went in part, which the files cannot tell from code written again in another
+        # form with the rest left out on purpose. Said either way: read as superseded, the
+        # lines left out (RDNA targets of a list, the others moved into a set of another
+        # file) were in no overlay and not upstream, with nothing said.
+        went = [(hunk, [line for line in added if lines_after[line] < lines_before[line]],
+                 [line for line in added if lines_after[line] >= lines_before[line]])
+                for hunk, added, runs in hunks
+                if all(runs_in(run, after) < runs_in(run, before) for run in runs)]
+        gone = [hunk for hunk, fewer, still in went if fewer and not still]
+        part = [(fewer, still) for hunk, fewer, still in went if fewer and still]
         said = ", ".join(dict.fromkeys(name.decode("utf-8", "replace") for name in names))
-        return sha, (f"commit {sha[:12]} took {said} out of {fp.path}, the function the "
-                     f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` with "
-                     "it, into no other function or file")
-    return None
+        if gone:
+            first = next((line_content(line).strip() for line in gone[0].lines
+                          if line_kind(line) == b"+" and line_content(line).strip()), b"")
+            return sha, (f"commit {sha[:12]} took {said} out of {fp.path}, the function the "
+                         f"fix changes, and the fix's `{first.decode('utf-8', 'replace')}` "
+                         "with it, into no other function or file")
+        if part and in_part is None:
+            fewer = list(dict.fromkeys(line for lines, _ in part for line in lines))
+            still = list(dict.fromkeys(line for _, lines in part for line in lines))
+            in_part = sha, (f"commit {sha[:12]} took {said} out of {fp.path}, the function "
+                            f"the fix changes, and of the fix's lines {_quoted(fp, fewer)} "
+                            f"with it, into no other function or file ({_quoted(fp, still)} "
+                            "as often in the files changed since as before: written again "
+                            "elsewhere, or other code)")
+    return in_part
+
+
+def _quoted(fp: FilePatch, squeezed: list[bytes], most: int = 3) -> str:
+    """The fix's added lines whose _squeezed forms are `squeezed`, each as the fix has it
+    (stripped, in backticks), the first `most` of them and how many more."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    shown: list[str] = []
+    for line in dict.fromkeys(line_content(body).strip() for hunk in fp.hunks
+                              for body in hunk.lines if line_kind(body) == b"+"):
+        if _squeezed(line) in squeezed and len(shown) < len(squeezed):
+            shown.append(f"`{line.decode('utf-8', 'replace')}`")
+    text = ", ".join(shown[:most])
+    return text + (f" and {len(shown) - most} more" if len(shown) > most else "")
 
 
 def _renamed_back(store: UpstreamStore, fix: _Fix, k: int, owns: list[_OwnFunction],

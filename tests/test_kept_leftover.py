@@ -5,6 +5,8 @@ fix again at the pin, the overlays have it: the kept file is a leftover, said as
 way to take it out, never "in no overlay, needs attention". Real git, the CLI."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.git import git
 from helpers.project import OneUpstreamStack
 
@@ -99,3 +101,59 @@ def test_a_rebase_cut_short_in_its_write_out_names_no_bring_back_of_its_landed_p
         run_subprocess(root, "status", expect=0)
         shutil.rmtree(root)
     assert kept_while_writing, "no kill point left the landed part kept during the write-out"
+
+
+GUARD = b"    if x is None:\n        return 0\n"
+FUNCTIONS = [b"a0", b"a1", b"a2", b"a3", b"a4"]
+
+
+def _fn(name: bytes, guard: bool = False) -> bytes:
+    return b"def %s(x):\n" % name + (GUARD if guard else b"") + \
+        b"    a = %d\n    b = a + x\n    c = b * 2\n    return c\n" % FUNCTIONS.index(name)
+
+
+def _functions(names: list[bytes], guarded: tuple[bytes, ...] = ()) -> bytes:
+    return b'"""m."""\n\n\n' + b"\n\n".join(_fn(name, name in guarded) for name in names)
+
+
+@pytest.mark.parametrize("moved", ["without the guard", "with the guard"])
+def test_a_series_fix_adding_the_guard_to_a_look_alike_never_makes_the_kept_fix_a_leftover(
+        tmp_path, moved):
+    """Before: fa adds a guard to a2 and lands; fb of the series adds the same guard to a4,
+    which starts alike. Upstream then moved a2 into pkg/c.py without the guard: the rebase
+    said fa taken out (exit 1), and every `status` after it called upstreamed/fa.patch a
+    leftover the series carries (fb's guard in a4 held the kept hunk's neighbours), exit 0,
+    advising `delete` of the fix's only record. Moved with its guard: quiet."""
+    base = _functions(FUNCTIONS)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, _functions(FUNCTIONS, (b"a2",)))
+    stack.add_fix("fb", "pkg/a.py", base, _functions(FUNCTIONS, (b"a4",)))
+    stack.commit({"pkg/a.py": _functions(FUNCTIONS, (b"a2",))}, "a2: check x (#5)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["fb.patch"]
+    rest = [name for name in FUNCTIONS if name != b"a2"]
+    took = stack.commit({"pkg/a.py": _functions(rest),
+                         "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", moved == "with the guard")},
+                        "move a2 to pkg/c.py")
+    if moved == "with the guard":
+        stack.cli("rebase", "--to", f"up={took}")
+        _, out, err = stack.cli("status")
+        assert "leftover" not in err and "needs attention" not in out, out + err
+        return
+    stack.cli("rebase", "--to", f"up={took}", expect=1)
+    _, out, err = stack.cli("status", expect=1)
+    assert "leftover" not in err, err
+    assert "taken out upstream (needs attention)" in out and took[:12] in out, out
+    assert "`patchforge bring-back up/fa.patch`" in out, out
+    lint = stack.json("lint", expect=None)
+    assert [f["severity"] for f in lint["findings"]
+            if f["patch"] == "up/upstreamed/fa.patch"] == ["error"], lint
+    # The advised bring-back puts the guard into a2 where it is now; fb keeps a4's.
+    stack.cli("bring-back", "up/fa.patch")
+    assert sorted(stack.series("up")) == ["fa.patch", "fb.patch"]
+    stack.cli("overlays")
+    moved_to = (stack.root / "overlays/up/pkg/c.py").read_bytes()
+    assert _fn(b"a2", True) in moved_to and moved_to.count(GUARD) == 1, moved_to
+    old = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert old.count(GUARD) == 1 and _fn(b"a4", True) in old, old
+    stack.cli("status")
