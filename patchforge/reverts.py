@@ -2629,12 +2629,18 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
             continue  # (the function still there, or called or imported by its name)
         named_back = _renamed_back(store, fix, k, owns, content) if content is not None \
             else None
-        if named_back is not None and _file_state(fp, named_back) != "gone":
+        state = _file_state(fp, named_back) if named_back is not None else None
+        if named_back is not None and state in ("present", "other") and \
+                _names_held(fp, owns, named_back):
             # Renamed in place (`a2` now `_a2`, where a2 was, its body kept): judged as the
-            # file would be without the rename, the fix's lines written again in another form
-            # are superseded, as they are in a function that kept its name; said taken out
-            # they were "removed" with advice to delete a fix upstream has its own way. (Its
-            # old code back there is said as below.)
+            # file would be without the rename, the fix's lines there, or written again in
+            # another form (the names they add in the renamed function: `None` of
+            # `if x is None or x.numel() == 0:`; not only in a look-alike), are superseded, as they are in a function
+            # that kept its name; said taken out they were "removed" with advice to delete a
+            # fix upstream has its own way. Its old code back there, or the guard dropped and
+            # the lines under it rewritten (the fix's diff applies neither way, the names it
+            # adds nowhere in the function), is said as below: read as superseded, the guard
+            # was in no overlay and not upstream, with nothing said.
             continue
         removed = [run for hunk in fp.hunks for run in near_runs(hunk, b"-")]
         hunks = [(hunk, added, runs) for hunk in fp.hunks
@@ -2757,6 +2763,32 @@ def _renamed_back(store: UpstreamStore, fix: _Fix, k: int, owns: list[_OwnFuncti
             return None
         renamed[old] = new
     return b"".join(text)
+
+
+def _names_held(fp: FilePatch, owns: list[_OwnFunction], content: bytes) -> bool:
+    """Whether each of `owns` (the functions the hunks of `fp` change) in `content` holds, as
+    words, every name the lines its hunk adds hold that the hunk's other lines (its context,
+    the lines it removes) do not: `if`, `is`, `None` of `if x is None:` under `def a2(x):`.
+    A guard written again in another form keeps them; one dropped while the lines under it
+    were rewritten does not. A hunk that adds no such name tells nothing: not held."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    word = re.compile(rb"[A-Za-z_$][\w$]*")
+    lines = _Lines(content)
+    for own in owns:
+        if own.name is None:
+            return False
+        hunk = fp.hunks[own.n - 1]
+        added: set[bytes] = set()
+        other: set[bytes] = set()
+        for line in hunk.lines:
+            (added if line_kind(line) == b"+" else other).update(
+                word.findall(line_content(line)))
+        names = added - other
+        body = b"\n".join(_body_of(lines, fp.path, own.name))
+        if not names or not all(_names_word(body, name) for name in names):
+            return False
+    return True
 
 
 def _body_of(lines: _Lines, path: str, name: bytes) -> list[bytes]:
