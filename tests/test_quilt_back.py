@@ -3020,3 +3020,35 @@ def test_a_fix_the_rebase_changed_and_quilt_changed_is_still_refused(stack, tmp_
     run = run_cli(root, "import", "quilt", str(exported), "--update")
     assert run.rc == 2 and "changed in quilt and in the up series" in run.err, run.text
     assert (root / "series/up/fix-a.patch").read_bytes() == series
+
+
+def test_a_fix_the_rebase_only_moved_refreshed_into_a_file_upstream_changed_is_refused(
+        tmp_path, monkeypatch):
+    """fix-a (a.py) is only moved by the rebase to v2, but v2 adds `y += 1` to k.py; in
+    quilt's tree (the export's pin) fix-a is refreshed to add that same line to k.py a few
+    lines up. Taken back as a Base-only move, quilt's change was carried onto v2 unjudged:
+    "updated", exit 0, and k.py ran `y += 1` twice. Refused now as a change on both sides,
+    the series untouched."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    k = (b"def f(x):\n    y = x + 1\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    e = 5\n"
+         b"    z = y * 2\n    return z\n\n\ndef g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    root, base = git_project(tmp_path, {"a.py": A, "k.py": k})
+    overlay = tmp_path / "fix-a.overlay"
+    overlay.write_bytes(A.replace(b"line3\n", b"line3 fixed\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "a.py", "--name", "fix-a",
+       "-m", "Fix a")
+    exported, env, checkout, v2 = moved_after_export(
+        root, base, tmp_path, {"k.py": k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n")})
+    series_before = tree_bytes(root / "series")
+    quilt(checkout, env, "push", "fix-a.patch")
+    quilt(checkout, env, "add", "k.py")
+    (checkout / "k.py").write_bytes(k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line))
+    quilt(checkout, env, "refresh")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "changed in quilt and in the up series" in run.err, run.text
+    assert tree_bytes(root / "series") == series_before
+    ok(root, "overlays")
+    for done in root.glob("overlays/**/k.py"):
+        assert done.read_bytes().count(line) == 1, done.read_bytes()

@@ -29,7 +29,7 @@ from patchforge.apply.gnupatch import for_gnu_patch, with_p1_names
 from patchforge.apply.hunks import repeated_places
 from patchforge.apply.series import (SeriesState, applies_to_profile, apply_series, counts_for,
                                      profile_bases_differ, profile_set)
-from patchforge.errors import InputError, PatchforgeError, UsageError
+from patchforge.errors import InputError, PatchforgeError, StoreError, UsageError
 from patchforge.formats.patchfile import parse_patch_file
 from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
@@ -226,7 +226,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                     _sha256(mine) not in {t["into"] for t in took.get(file_name, {}).values()} \
                     and not _base_moved_only(mine_patch, recorded, {
                         (_quilt_patch(data, source, strip_levels[file_name], empty).get("Base")
-                         or "").strip(), export_pin()}):
+                         or "").strip(), export_pin()}, store,
+                        _quilt_patch(data, source, strip_levels[file_name], empty).paths):
                 # (The series' patch is what an earlier import wrote: not changed in the
                 # series since; quilt's file is a later change of quilt's, taken back. Nor
                 # is a fix a rebase only moved, its `Base` the one change: quilt's diff
@@ -381,7 +382,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         project, upstream, n, ours_bytes[n], record.get(exported_name.get(n, n), []),
         {t["into"] for t in took.get(exported_name.get(n, n), {}).values()})
         and not _base_moved_only(project.read_patch(upstream, n),
-                                 record.get(exported_name.get(n, n), []), {export_pin()})]
+                                 record.get(exported_name.get(n, n), []), {export_pin()},
+                                 store, project.read_patch(upstream, n).paths)]
     if changed_since:
         listed = ", ".join(n + (f" ({exported_name[n]} when `export --quilt` wrote it, "
                                 "renamed in the series since)" if n in exported_name else "")
@@ -930,17 +932,28 @@ def _changed_since_export(project: Project, upstream: str, name: str, mine: byte
         _sha256(mine) not in into
 
 
-def _base_moved_only(patch: PatchFile, recorded: list[str], bases: set[str]) -> bool:
+def _base_moved_only(patch: PatchFile, recorded: list[str], bases: set[str],
+                     store: UpstreamStore, paths: tuple[str, ...]) -> bool:
     """Whether the series' `patch` is what the export wrote (`recorded`: as written, or with
     its diff written for GNU patch) but for its `Base`, which was one of `bases` then (a
-    rebase to a release that changed none of its files moves the pin alone): no change of
-    the fix that quilt's could lose."""
+    rebase to a release that changed none of its files moves the pin alone), and upstream
+    changed none of `paths` (quilt's patch's files) between that pin and the new `Base`: no
+    change of the fix that quilt's could lose, nor one of upstream's quilt's diff, made on
+    the older tree, would be carried onto unjudged (upstream's own copy of quilt's line
+    merged in a second time)."""
+    new_base = (patch.get("Base") or "").strip()
     for base in bases - {""}:
         moved = patch.with_field("Base", base)
         data = moved.to_bytes()
         exported = data[:len(data) - len(moved.diff)] + for_gnu_patch(moved.diff)
         if _sha256(data) in recorded or _sha256(exported) in recorded:
-            return True
+            if base == new_base or not paths:
+                return True
+            try:
+                return store.read_blobs(base, list(paths)) == \
+                    store.read_blobs(new_base, list(paths))
+            except StoreError:
+                return False  # a pin the store cannot read: not known unchanged, refused
     return False
 
 
