@@ -227,3 +227,27 @@ def test_a_statement_above_a_loop_not_reading_it_deletes_the_fixs_first(tmp_path
     theirs = SHORT_LOOP.replace(b"    store(y)", line + b"    store(y)")
     err = stopped_saying(stack_with_file(tmp_path, "pkg/k.py", SHORT_LOOP, fix, theirs))
     assert ": delete your copy of these lines in the worktree" in err, err
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] / s\n        y[j] += w\n", b"        y[j] += x[j] * (1 / s)\n"),
+    ("cu", b"        float w = x[j] / s;\n        y[j] += w;\n",
+     b"        y[j] += x[j] * (1.0f / s);\n"),
+    ("cu", b"        float w = s * (x[j] - t);\n        y[j] += w;\n",
+     b"        y[j] += s * x[j] - s * t;\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] += x[j]\n        y[j] += -s\n"),
+    ("py", b"        w = x[j] / s / t\n        y[j] += w\n", b"        y[j] += x[j] / (s * t)\n"),
+    ("py", b"        w = x[j] * s / t\n        y[j] += w\n", b"        y[j] += x[j] * (s / t)\n")],
+    ids=["py-times-the-reciprocal", "cu-times-the-reciprocal", "cu-distributed",
+         "py-split-in-two-updates", "py-divided-twice", "py-quotient-regrouped"])
+def test_the_fixs_loop_through_the_same_value_in_other_algebra_stops(tmp_path, lang, mine,
+                                                                     theirs_body):
+    # Upstream's loop adds the value the fix's temporary holds, in other algebra than an order
+    # of terms or factors (`x[j] * (1 / s)` for `x[j] / s`, `s * x[j] - s * t` for
+    # `s * (x[j] - t)`, two updates for one). Read as syntax trees the forms differ, but that
+    # is not shown other work (only a sum negated or a `/` swapped is): it stops, where it
+    # moved and merged the loop in twice, exit 0.
+    stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
+    stops_as_doubled(stack)
+

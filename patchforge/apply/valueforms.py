@@ -1,7 +1,10 @@
 """The work a block of code does, read as syntax trees with their spelling aside (`read_block`):
 whether two loops add the same value where one writes it through a temporary and the other in
 another order (`w = s * x[j] - t` / `y[j] += w` against `y[j] += x[j] * s - t`), or other work
-(`w = x[j] - s` against `y[j] += s - x[j]`).
+(`w = x[j] - s` against `y[j] += s - x[j]`). Other work is said only where it is shown: upstream
+does the fix's work with the value turned (one sum negated, one `/` swapped). Forms that differ
+otherwise may be the same value in other algebra (`x[j] / s` against `x[j] * (1 / s)`) and read
+as the same work, so that the caller stops rather than merge the work in twice.
 
 Python lines are read with `ast`, C, C++ and HIP lines with a small expression parser of their
 own; both give the same forms. A form keeps the order of what the order is the value of
@@ -566,6 +569,10 @@ class BlockReading:
         self.statements: list[tuple[Form, frozenset[str]]] = []
         self.seen: set[Form] = set()
         self.values: dict[str, Form] = {}
+        self.pairs: dict[str, tuple[int, Form]] = {}
+        self.sets: list[str] = []
+        self.lines: list[bytes] = []
+        self.braced = False
 
     def holds(self, value: Form) -> bool:
         """Whether this block writes `value` (a whole form), or a sum or a product holding
@@ -601,14 +608,84 @@ class BlockReading:
             return True
         if other.holds(self.values[name]):
             return True
-        return all(other.does(statement) for statement, read in self.statements
-                   if name in read)
+        if all(other.does(statement) for statement, read in self.statements if name in read):
+            return True
+        return not self._shown_other(name, other)
+
+    def _shown_other(self, name: str, other: BlockReading) -> bool:
+        """Whether `other` does the work of each line of this block reading `name` with
+        `name`'s value turned (`_turned`: the terms of a sum negated, the operands of a `/`
+        swapped): `w = x[j] - s` / `y[j] += w` against `y[j] += s - x[j]`. Only that is shown
+        other work; the same value in other algebra (`x[j] / s` against `x[j] * (1 / s)`,
+        `s * (x[j] - t)` against `s * x[j] - s * t`) reads as neither, and the caller keeps its
+        older reading (a stop) rather than make the work twice."""
+        if self.sets.count(name) != 1 or name not in self.pairs:
+            return False
+        for turned in _turned(self.pairs[name]):
+            again = read_block(self.lines, self.braced, (name, turned))
+            if again is None:
+                continue
+            reading = [statement for statement, read in again.statements if name in read]
+            if reading and all(other.does(statement) for statement in reading):
+                return True
+        return False
 
 
-def read_block(lines: list[bytes], braced: bool) -> BlockReading | None:
+def _turned(value: tuple[int, Form]) -> list[tuple[int, Form]]:
+    """`value` with one sum's terms negated or one `/`'s operands swapped, each way it can be:
+    values that differ from `value` wherever it is not zero (or not one)."""
+    sign, form = value
+    found: list[tuple[int, Form]] = []
+    if _holds_sum(form):
+        found.append((-sign, form))  # a sum, or a product or a quotient of one: its sign
+    found.extend((sign, inner) for inner in _turned_within(form))
+    return found
+
+
+def _holds_sum(form: Form) -> bool:
+    if form[0] == "sum":
+        return True
+    if form[0] == "prod":
+        return any(_holds_sum(factor) for factor in form[1])
+    return form[0] == "/" and (_holds_sum(form[1]) or _holds_sum(form[2]))
+
+
+def _turned_within(form: Form) -> list[Form]:
+    """`form` with one whole sum inside it negated or one `/` swapped (not `form`'s own sign)."""
+    found: list[Form] = []
+    if form[0] == "/":
+        found.append(("/", form[2], form[1]))
+    for k, part in enumerate(form):
+        if not isinstance(part, tuple) or not part:
+            continue
+        if isinstance(part[0], str):
+            changed = list(_turned_within(part))
+            if part[0] == "neg" and isinstance(part[1], tuple) and part[1][:1] == ("sum",):
+                changed.append(part[1])
+            elif part[0] == "sum" and form[0] not in ("sum", "prod", "/", "neg"):
+                changed.append(("neg", part))
+            found.extend(form[:k] + (inner,) + form[k + 1:] for inner in changed)
+        else:  # a tuple of forms (a call's arguments, an index, a sum's terms)
+            for j, item in enumerate(part):
+                if isinstance(item, tuple) and item and isinstance(item[0], str):
+                    changed = list(_turned_within(item))
+                    if item[0] == "neg" and isinstance(item[1], tuple) and \
+                            item[1][:1] == ("sum",):
+                        changed.append(item[1])
+                    elif item[0] == "sum":
+                        changed.append(("neg", item))
+                    found.extend(form[:k] + (part[:j] + (inner,) + part[j + 1:],) + form[k + 1:]
+                                 for inner in changed)
+    return found
+
+
+def read_block(lines: list[bytes], braced: bool,
+               turned: tuple[str, tuple[int, Form]] | None = None) -> BlockReading | None:
     """`lines` (code of one block, its header left out; strings and comments taken out) read as
-    forms, in C's syntax where `braced` else in Python's; None where a line is not read."""
+    forms, in C's syntax where `braced` else in Python's; None where a line is not read. With
+    `turned` (a name, a value), that name set in the block holds that value instead."""
     reading = BlockReading()
+    reading.lines, reading.braced = list(lines), braced
     values: dict[str, tuple[int, Form]] = {}
     for raw in lines:
         try:
@@ -625,6 +702,12 @@ def read_block(lines: list[bytes], braced: bool) -> BlockReading | None:
         for statement in said:
             reading.statements.append((statement, frozenset(forms.read)))
             if statement[0] == "set" and statement[1][0] == "name":
-                reading.values[statement[1][1]] = statement[2]
+                set_name = statement[1][1]
+                reading.values[set_name] = statement[2]
+                reading.sets.append(set_name)
+                if set_name in values:
+                    reading.pairs[set_name] = values[set_name]
+                if turned is not None and turned[0] == set_name and set_name in values:
+                    values[set_name] = turned[1]
         reading.seen.update(forms.seen)
     return reading
