@@ -1550,7 +1550,8 @@ class SeriesJudge:
             made = self._spans(fp, base, fixed if application is not None else None,
                                fixed.content)
             doubled = doubled_near(fp, current, self._spans(fp, current, application, result),
-                                   base, made, self._runs_not_taken_out(fp))
+                                   base, made, self._runs_not_taken_out(fp),
+                                   lambda runs: _copies_taken_out(path, base, current, made, runs))
             if doubled:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
@@ -1908,15 +1909,118 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
     for run in runs:
         # (A short statement's copy counts within the fix's hunk only: further off it is as
         # often another step that reads alike.)
-        reach = SHORT_NEAR_LINES if run in short else NEAR_LINES
-        for at in text.lines_of(run):
-            k = at - 1
-            if k in added and any(start - reach <= k < end + reach
-                                  for start, end, _ in places) \
-                    and function_named_at(path, lines, k) in functions:
-                own.append(run)
-                break
+        # (But one in a branch the fix's place is not in, which leaves the function right
+        # after it, `count += 1` before a `return` in a loop's branch, runs at most once a
+        # call, as the fix's before the loop does: on that path, twice. Within NEAR_LINES it
+        # counts: upstream's copy on fewer paths, the stop keeps yours first.)
+        near = [at - 1 for at in text.lines_of(run)
+                if any(start - NEAR_LINES <= at - 1 < end + NEAR_LINES
+                       for start, end, _ in places)]
+        if run in short:
+            near = [k for k in near
+                    if any(start - SHORT_NEAR_LINES <= k < end + SHORT_NEAR_LINES
+                           for start, end, _ in places)
+                    or _before_leaving_a_branch(lines, k, places)]
+        if any(k in added and function_named_at(path, lines, k) in functions for k in near) \
+                or _more_in_function(path, old, lines, run, near, functions):
+            own.append(run)
     return own
+
+
+# The statements that leave the function (a copy before one runs at most once a call).
+_LEAVES_CALL = frozenset((b"return", b"raise", b"throw"))
+
+
+def _before_leaving_a_branch(lines: list[bytes], at: int,
+                             places: list[tuple[int, int, bytes]]) -> bool:
+    """Whether line `at` (0-based) of `lines` is in a branch (an `if`, a loop's body, a
+    handler, a case: _BRANCH) that holds none of the fix's `places` and leaves the function
+    after it (`return`, `raise`, `throw`), read by indentation."""
+    if _leaves_right_after(lines, at) not in _LEAVES_CALL:
+        return False
+    opener = _opener_at(lines, at)
+    if opener is None:
+        return False
+    head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+    if head == b"{":
+        above = _code_line_above(lines, opener)
+        if above is None:
+            return False
+        opener = above
+        head = STRING_OR_COMMENT.sub(b"", lines[opener]).strip().lstrip(b"}").lstrip()
+    return _BRANCH.match(head) is not None and \
+        not any(_inside(lines, opener, start) for start, _, _ in places)
+
+
+def _more_in_function(path: str, old: list[bytes], lines: list[bytes], run: bytes,
+                      near: list[int], functions: set[bytes | None]) -> bool:
+    """Whether a copy of `run` at `near` (0-based lines of `lines`, the target) is in one of
+    the fix's `functions` (named, known) that holds more copies of it than in `old`, the file
+    the fix was made on: upstream's own, though a line diff of the two files reads it as
+    the base's line (upstream took the same line out of another function nearby, and the
+    diff pairs the two copies)."""
+    named = {function_named_at(path, lines, k) for k in near} & functions - {None, b""}
+    if not named:
+        return False
+
+    def held(content: list[bytes]) -> dict[bytes | None, int]:
+        counts: dict[bytes | None, int] = {}
+        for at in NearText(b"".join(content)).lines_of(run):
+            function = function_named_at(path, content, at - 1)
+            counts[function] = counts.get(function, 0) + 1
+        return counts
+
+    now, was = held(lines), held(old)
+    return any(now.get(function, 0) > was.get(function, 0) for function in named)
+
+
+def _copies_taken_out(path: str, base: bytes, current: bytes, made: list[tuple[int, int]],
+                      runs: list[bytes]) -> dict[bytes, int]:
+    """How many copies of each of `runs` that `base` holds within NEAR_LINES of where the fix
+    was made (`made`, byte spans of `base`), in another function than the fix's, upstream took
+    out on the way to `current`: that function holds the run nowhere in `current` (the line
+    dropped, the function deleted or moved to another file). Where no function is known (the
+    top level, a file of no language known here), a copy whose first line a line diff of the
+    two files deletes. Such a copy is no count the base may hold against a copy upstream
+    wrote near the fix's place: the counts would even out, and the fix merge in beside
+    upstream's. Asked only of runs whose counts even out."""
+    old = split_lines(base)
+    spans = [(base.count(b"\n", 0, start), base.count(b"\n", 0, end)) for start, end in made]
+    near = NearText(base)
+    found: dict[bytes, list[int]] = {}
+    for run in runs:
+        copies = [at - 1 for at in near.lines_of(run)
+                  if any(low - NEAR_LINES <= at - 1 <= high + NEAR_LINES for low, high in spans)]
+        if copies:
+            found[run] = copies
+    if not found:
+        return {}
+    fixes = {function_named_at(path, old, low) for low, _ in spans}
+    new = split_lines(current)
+    there = NearText(current)
+    deleted: set[int] | None = None
+    gone: dict[bytes, int] = {}
+    for run, copies in found.items():
+        holders: set[bytes | None] | None = None
+        for at in copies:
+            function = function_named_at(path, old, at)
+            if function in fixes:
+                continue
+            if function:
+                if holders is None:
+                    holders = {function_named_at(path, new, k - 1) for k in there.lines_of(run)}
+                taken = function not in holders
+            else:
+                if deleted is None:
+                    import difflib
+
+                    matcher = difflib.SequenceMatcher(None, old, new,
+                                                      autojunk=len(old) + len(new) > 4000)
+                    deleted = {k for tag, i1, i2, _, _ in matcher.get_opcodes()
+                               if tag != "equal" for k in range(i1, i2)}
+                taken = at in deleted
+            gone[run] = gone.get(run, 0) + taken
+    return gone
 
 
 def _doubled_said(said: str) -> str:

@@ -234,3 +234,53 @@ def test_a_barrier_upstream_added_beside_the_fixs_stops(tmp_path):
     stack.commit({"pkg/k.cu": theirs}, "Order the shared memory", tag="v2")
     status = stack.json("status", "--against", "v2", expect=1)
     assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+
+
+FIND = (b'"""Kernels."""\n\n\ndef find(items, seen, name, y, b):\n    y = prep(items)\n'
+        b"    for x in items:\n        use(x)\n        if x.name == name:\n            return x\n"
+        b"    return None\n\n\ndef other(y):\n    return y\n")
+FIND_CU = (b"#include <hip/hip_runtime.h>\n\n"
+           b"__device__ int find(const int* items, int n, int name, int& count) {\n"
+           b"    int y = prep(items);\n    for (int j = 0; j < n; ++j) {\n        use(items[j]);\n"
+           b"        if (items[j] == name) {\n            return j;\n        }\n    }\n"
+           b"    return -1;\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("base, statement, theirs_at", [
+    (FIND, b"count += 1", b"            return x\n"),
+    (FIND, b"seen.append(name)", b"            return x\n"),
+    (FIND_CU, b"count++;", b"            return j;\n")], ids=["counter", "call", "c++-counter"])
+def test_a_short_statement_before_a_loop_upstream_added_before_a_return_in_it_stops(
+        tmp_path, base, statement, theirs_at):
+    # The fix counts once before the loop; upstream counts in the loop's branch right before
+    # its `return`, four lines lower: that runs at most once a call too, and on that path the
+    # count is stepped twice. Past the 3 lines a short statement's copy was read within, the
+    # fix moved and the merge stepped it twice, exit 0. Now it stops, keep yours first
+    # (upstream's copy runs on only some of the paths through the fix's).
+    head = b"    for " if base is FIND else b"    for (int j"
+    fix = base.replace(head, b"    " + statement + b"\n" + head, 1)
+    theirs = base.replace(theirs_at, b"            " + statement + b"\n" + theirs_at)
+    stack = stack_with(tmp_path, base, fix, theirs)
+    stops(stack)
+    _, _, err = stack.cli("rebase", "--abort", expect=None)
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert any("only some of the paths" in item
+               for item in status["patches"][0]["evidence"]), status["patches"]
+
+
+def test_a_short_statement_before_a_loop_upstream_added_in_its_body_moves(tmp_path):
+    # Neighbour: upstream's copy in the loop's branch that goes on to the next round runs each
+    # round the branch takes, the fix's once a call: each its own, both kept.
+    base = FIND.replace(b"            return x\n", b"            keep(x)\n")
+    fix = base.replace(b"    for ", b"    count += 1\n    for ", 1)
+    theirs = base.replace(b"            keep(x)\n", b"            count += 1\n            keep(x)\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"count += 1")
+
+
+def test_a_short_statement_before_a_return_of_the_next_function_moves(tmp_path):
+    # Neighbour: upstream counts before the next function's return, five lines lower: another
+    # function's count, both kept.
+    fix = FIND.replace(b"    return None\n", b"    count += 1\n    return None\n")
+    theirs = FIND.replace(b"def other(y):\n    return y\n",
+                          b"def other(y):\n    count += 1\n    return y\n")
+    moves_with_both(stack_with(tmp_path, FIND, fix, theirs), b"count += 1")

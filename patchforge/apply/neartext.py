@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from patchforge.patterns import on_first_use
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from patchforge.apply.diffparse import FilePatch
 
 # A number with a fraction ending in zeros (`1.50`, `0.0`), not inside a name or a longer
@@ -590,12 +592,16 @@ def counts_near(windows: list[bytes], runs: list[bytes]) -> dict[bytes, int]:
 
 
 def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base: bytes,
-                 made: list[tuple[int, int]], runs: list[bytes] | None = None) -> list[bytes]:
+                 made: list[tuple[int, int]], runs: list[bytes] | None = None,
+                 taken_out: Callable[[list[bytes]], dict[bytes, int]] | None = None
+                 ) -> list[bytes]:
     """The runs of lines `fp` adds (telling_runs) that `current`, the file the fix is carried
     onto, holds near where it goes (`at`: byte spans of `current`) more times than `base`, the
     file the fix was made on, held near where it was made (`made`: byte spans of `base`):
     upstream added them itself, its own way perhaps (near text). Carried in, the file would
-    have them twice."""
+    have them twice. `taken_out`, given the runs whose counts even out, says how many of the
+    base's copies near its place upstream took out (another function's line dropped while
+    upstream wrote its own in the fix's): those are not held against the target's."""
     windows = near_windows(current, at)
     if not windows or not _words_there(fp, b"".join(b"".join(windows).split())):
         return []
@@ -607,7 +613,9 @@ def doubled_near(fp: FilePatch, current: bytes, at: list[tuple[int, int]], base:
     if not runs:
         return []
     was = counts_near(near_windows(base, made), runs)
-    return [run for run in runs if there[run] > was[run]]
+    evened = [run for run in runs if there[run] <= was[run]]
+    gone = taken_out(evened) if evened and taken_out is not None else {}
+    return [run for run in runs if there[run] > was[run] - gone.get(run, 0)]
 
 
 def _words_there(fp: FilePatch, text: bytes) -> bool:
