@@ -2091,9 +2091,11 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     in_place = _IN_PLACE_TARGET.match(code[0].strip()) if is_in_place(written) else None
     guard = is_guard(written)
     # A run that tests the layout (a guard, or `if not x.is_contiguous(): x = x.contiguous()`
-    # mending what a transpose undid) tests another answer after a layout step.
-    checks = guard or code[0].lstrip().startswith((b"if ", b"if(", b"elif ", b"while ",
-                                                    b"assert "))
+    # mending what a transpose undid) tests another answer after a layout step. Not an `if`
+    # whose body does work (`if x.size(0) > 1: y.add_(bias)`): after `x = x.t()` upstream's
+    # adds the bias again wherever both answers hold, the work made twice.
+    checks = guard or code[0].lstrip().startswith((b"while ", b"assert ")) or (
+        code[0].lstrip().startswith((b"if ", b"if(", b"elif ")) and _mends_only(code[1:]))
     # A name set anew from itself converted to a kind it reads (`y = y.to(x.dtype)`,
     # `y = y.to(x.device)`) makes that kind its value: after `x = x.half()` it makes another
     # value, as a guard checks another answer (an in-place update reading a kind still adds
@@ -2140,6 +2142,21 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     # whatever reads y between.)
     uses = re.compile(rb"(?<![\w.])" + re.escape(target[1]) + rb"(?!\w)")
     return any(uses.search(STRING_OR_COMMENT.sub(b"", line)) for line in between)
+
+
+def _mends_only(body: list[bytes]) -> bool:
+    """Whether each statement of `body` (an `if`'s, strings and comments out) sets a name anew
+    from itself through steps that, made again, change nothing (`x = x.contiguous()`): made
+    under a test of another answer, it mends; it does no work twice."""
+    statements = [line.strip().rstrip(b";").rstrip() for line in body
+                  if line.strip(b" \t\n{};")]
+    for code in statements:
+        set_at = _SETS_NAME.match(code)
+        if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:" or \
+                not _keeps_value(set_at[1], code[set_at.end():].strip(),
+                                 _SAME_VALUE - _STEPS_AGAIN_THE_SAME):
+            return False
+    return bool(statements)
 
 
 def _serves_a_use_between(current: bytes, result: bytes, run: bytes) -> bool:
@@ -2350,14 +2367,16 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
     lines = result.split(b"\n")
     mine, other = _block_code(lines, own - 1), _block_code(lines, theirs - 1)
     # A cast that may change the value (to an integer type: `(int)x[j]` truncates a float)
-    # is the fix's own work unless upstream's block casts to an integer too, however spelt
-    # (`static_cast<int>(x[j])`, _cast_type), or what it casts is declared an integer above
-    # (`int* x`): then it is spelling.
+    # is the fix's own work where what it casts is declared a float above (`float* x`),
+    # unless upstream's block casts to an integer too, however spelt
+    # (`static_cast<int>(x[j])`, _cast_type). Of what is declared an integer (`int* x`) it
+    # is spelling; of what is declared of a type not shown (a template's `T* x`), or nowhere
+    # above, it may be either: a doubt, read as spelling (the doubling stops, both ways on).
     cast_to = {_cast_type(cast[0]) for line in other for cast in _VALUE_CASTS.finditer(line)}
     for line in mine[1:]:
         for cast in _VALUE_CASTS.finditer(line):
             if _cast_type(cast[0]) not in cast_to and \
-                    not _declared_integer(lines, own - 1, line[cast.end():]):
+                    _declared_kind(lines, own - 1, line[cast.end():]) == b"float":
                 return True
     tokens = set(_TOKENS.findall(b"\n".join(other[1:])))  # (the header is the run's own)
     names = _names_in(mine) - _temporaries(lines, own - 1, mine, other, tokens) - _TYPE_WORDS
@@ -2372,18 +2391,39 @@ def _cast_type(cast: bytes) -> bytes:
     return b"bool" if re.search(rb"\bbool\b", cast) else b"integer"
 
 
-def _declared_integer(lines: list[bytes], at: int, cast: bytes) -> bool:
-    """Whether the name that `cast` (the code after a cast) starts with is declared above line
-    `at` (0-based) of `lines`, within 200 lines, as an integer or a pointer to integers
-    (`int* x`, `const int64_t* __restrict__ x`, `size_t x`)."""
+def _declared_kind(lines: list[bytes], at: int, cast: bytes) -> bytes | None:
+    """What the name that `cast` (the code after a cast) starts with is declared as by the
+    nearest declaration of it above line `at` (0-based) of `lines`, however far: b"integer"
+    (an integer or a pointer to integers: `int* x`, `const int64_t* __restrict__ x`,
+    `size_t x`), b"float" (`float* x`, `const double* x`, `half x`), or None (declared of
+    another type, `T* x`, `scalar_t x`, `auto x`, or nowhere above)."""
     name = _NAME.match(cast.lstrip().lstrip(b"("))
     if name is None:
-        return False
-    declared = re.compile(rb"\b(?:int|long|short|char|bool|size_t|u?int\d+_t|unsigned|signed)"
-                          rb"\s*[*&\s]\s*(?:__restrict__\s*|const\s*)*" + re.escape(name[0]) +
-                          rb"\b(?!\s*\()")
-    return any(declared.search(STRING_OR_COMMENT.sub(b"", line))
-               for line in lines[max(at - 200, 0):at])
+        return None
+    # (A declaration starts a statement or a parameter: `x` of `s * x` is no `s` declared.)
+    declared = re.compile(rb"(?:^|[(,;{])\s*(?:(?:const|volatile|static|constexpr|register"
+                          rb"|unsigned|signed|struct)\s+)*([A-Za-z_][\w:]*)\s*[*&\s]\s*"
+                          rb"(?:__restrict__\s*|const\s*|[*&]\s*)*"
+                          + re.escape(name[0]) + rb"\b(?!\s*\()")
+    for line in reversed(lines[:at]):
+        if name[0] not in line:
+            continue
+        for found in reversed(list(declared.finditer(STRING_OR_COMMENT.sub(b"", line)))):
+            word = found[1]
+            if word in _NOT_TYPES:
+                continue
+            if _INTEGER_TYPE.fullmatch(word):
+                return b"integer"
+            return b"float" if _FLOAT_TYPE.fullmatch(word) else None
+    return None
+
+
+# The type words of an integer (`int`, `unsigned`, `int64_t`, `size_t`, `index_t`) and of a
+# float (`float`, `double`, `half`, `__half`, `bfloat16`, `__hip_bfloat16`, `float16_t`).
+_INTEGER_TYPE = on_first_use(rb"int|long|short|char|bool|size_t|ssize_t|u?int\d+_t|unsigned"
+                             rb"|signed|index_t|ptrdiff_t")
+_FLOAT_TYPE = on_first_use(rb"float|double|half|__half2?|_Float16|float\d+_t|bfloat16"
+                           rb"|__\w*bfloat16\w*|bf16|fp16|fp32")
 
 
 def _block_code(lines: list[bytes], at: int) -> list[bytes]:

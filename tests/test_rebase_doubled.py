@@ -845,3 +845,41 @@ def test_a_python_loop_whose_set_name_the_function_reads_after_it_is_no_temporar
     stack.cli("overlays")
     made = (stack.root / "overlays/up/pkg/k.py").read_bytes()
     assert made.count(check) == 2 and b"        last = x[j]\n" in made, made.decode()
+
+
+def _far_kernel(x_decl: bytes, pad: int) -> bytes:
+    """A kernel whose `x` is declared (`x_decl`, a parameter) `pad` lines above its loops."""
+    notes = b"".join(b"    // note %d on the layout of the rows\n" % k for k in range(pad))
+    return (b"#include <hip/hip_runtime.h>\n\n"
+            b"__global__ void twice(%s, float* y, int n, int m) {\n" % x_decl + notes +
+            b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            b"    for (int j = i; j < m; j += 32) {\n        y[j] *= 2;\n    }\n"
+            b"    sync_all();\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("x_decl, want", [
+    (b"const int* x", "stop"), (b"T* x", "stop"), (b"const float* x", "move"),
+    (b"const double* __restrict__ x", "move")],
+    ids=["int-far-above", "template-type", "float-far-above", "double-far-above"])
+def test_an_integer_cast_of_a_name_declared_far_above_is_read_by_its_declaration(
+        tmp_path, x_decl, want):
+    # The fix's loop adds `(int)x[j]`, upstream's same loop `x[j]`; x is declared 210 lines
+    # above the loop. Past the 200 lines read for its declaration, the cast read as another
+    # value: an `int* x` cast to int is the same value, and the fix moved, the merge adding x
+    # to y twice, exit 0. Now the declaration is read wherever it is above: an integer's cast
+    # is spelling (stops); a name whose type is not shown (a template's T) is a doubt, and
+    # stops (both ways on); a float's is other work, and moves with both.
+    base = _far_kernel(x_decl, 210)
+    if x_decl.startswith(b"T*"):
+        base = base.replace(b"__global__", b"template <typename T>\n__global__")
+    check = b"        if (j >= n) break;\n"
+    head = b"    for (int j = i; j < m; j += 64) {\n"
+    after, first = b"    sync_all();\n", b"    for (int j = i; j < m; j += 32) {\n"
+    stack = stack_with_file(
+        tmp_path, "pkg/k.cu", base,
+        base.replace(after, after + head + check + b"        y[j] += (int)x[j];\n    }\n"),
+        base.replace(first, head + check + b"        y[j] += x[j];\n    }\n" + first))
+    if want == "stop":
+        stops(stack)
+        return
+    moves(stack)

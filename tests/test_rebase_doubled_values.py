@@ -368,3 +368,23 @@ def test_a_conversion_to_a_kind_a_step_between_changes_moves(tmp_path, line, ste
         stops(stack)
         return
     moves_with_both(stack, line.strip())
+
+
+@pytest.mark.parametrize("step, want", [
+    (b"    x = x.t()\n", "stop"), (b"    x = x.transpose(0, 1)\n", "stop"),
+    (b"    x = x.sum(0)\n", "move"), (b"    x = pick(x)\n", "move")],
+    ids=["t", "transpose", "reduced", "another-value"])
+def test_an_update_under_an_if_on_the_layout_after_a_transpose(tmp_path, step, want):
+    # `if x.size(0) > 1: y.add_(bias)` is no guard: it adds the bias, and after `x = x.t()`
+    # (the same elements laid out otherwise) upstream's copy adds it again wherever both
+    # sizes are over 1. Read as a check of another answer, it moved, the bias added twice,
+    # exit 0. A reduction or another value between is other work: both kept.
+    line = b"    if x.size(0) > 1:\n        y.add_(bias)\n"
+    base = module(b"def run(x, bias):\n    y = prepare(x)\n%s    return launch(x, y)\n" % step)
+    stack = stack_with(tmp_path, base,
+                       base.replace(b"    y = prepare(x)\n", b"    y = prepare(x)\n" + line),
+                       base.replace(step, step + line))
+    if want == "stop":
+        stops(stack)
+        return
+    moves_with_both(stack, b"y.add_(bias)")
