@@ -2946,23 +2946,45 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
     adds as an item of a list, set or dict literal (`"gfx1201",`) is there twice in the same
     bracket of `result`, where the file the fix made (`made`) held it once in its bracket:
     upstream added the item itself at another place of the list (its head, in order). Short,
-    it is no run the near check reads, and the list held the item twice, exit 0. An item
-    upstream added to another bracket is another list's, both wanted (None)."""
+    it is no run the near check reads, and the list held the item twice, exit 0. Items are
+    compared by their value (`"gfx1201"` is `'gfx1201'`). Only where every item line the fix
+    adds in that bracket is there twice: a fix adding `"-D", "A=1",` where upstream added
+    `"-D", "B=2",` adds another flag, both wanted. An item upstream added to another bracket
+    is another list's, both wanted (None)."""
     lines = result.split(b"\n")
+    added: dict[int, list[int]] = {}
     for start, end, _ in file_changes(result, current):
         for at in range(start, end):
             if at >= len(lines) or _STRING_ITEM.fullmatch(lines[at]) is None:
                 continue
-            item = lines[at].strip().rstrip(b",").strip()
             opened = _bracket_opened_above(lines, at)
-            if opened is None:
-                continue
-            others = [k for k in _bracket_lines(lines, opened)
-                      if k != at and lines[k].strip().rstrip(b",").strip() == item]
+            if opened is not None:
+                added.setdefault(opened, []).append(at)
+    for opened, ats in added.items():
+        inside = _bracket_lines(lines, opened)
+        pairs = []
+        for at in ats:
+            item = _item_value(lines[at])
+            others = [k for k in inside
+                      if k not in ats and _STRING_ITEM.fullmatch(lines[k]) is not None
+                      and _item_value(lines[k]) == item]
             if not others or _items_in_bracket_made(made, item) > 1:
-                continue
-            return at + 1, min(others, key=lambda k: abs(k - at)) + 1
+                break
+            pairs.append((at + 1, min(others, key=lambda k: abs(k - at)) + 1))
+        else:
+            if pairs:
+                return pairs[0]
     return None
+
+
+def _item_value(line: bytes) -> object:
+    """An item line's literal value (`"gfx1201",` and `'gfx1201',` both `gfx1201`); its text
+    without the comma where it is no literal."""
+    text = line.strip().rstrip(b",").strip()
+    try:
+        return ast.literal_eval(text.decode())
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        return text
 
 
 def _bracket_lines(lines: list[bytes], at: int) -> list[int]:
@@ -2978,17 +3000,19 @@ def _bracket_lines(lines: list[bytes], at: int) -> list[int]:
     return held
 
 
-def _items_in_bracket_made(made: bytes, item: bytes) -> int:
-    """How often `item` is an item line of one bracket in `made` (the most of any bracket)."""
+def _items_in_bracket_made(made: bytes, item: object) -> int:
+    """How often `item` (a value of `_item_value`) is an item line of one bracket in `made`
+    (the most of any bracket)."""
     lines = made.split(b"\n")
     most = 0
     for at, line in enumerate(lines):
-        if line.strip().rstrip(b",").strip() != item:
+        if _STRING_ITEM.fullmatch(line) is None or _item_value(line) != item:
             continue
         opened = _bracket_opened_above(lines, at)
         if opened is not None:
             most = max(most, sum(1 for k in _bracket_lines(lines, opened)
-                                 if lines[k].strip().rstrip(b",").strip() == item))
+                                 if _STRING_ITEM.fullmatch(lines[k]) is not None
+                                 and _item_value(lines[k]) == item))
     return most
 
 

@@ -43,3 +43,30 @@ def test_an_item_upstream_added_to_another_list_moves(tmp_path):
     assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"]), summary
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(b'"gfx1201",') == 2
+
+
+def test_an_item_upstream_added_in_other_quotes_stops(tmp_path):
+    # The fix appends "gfx1201"; upstream put 'gfx1201' among the others: the same value,
+    # other quotes (it merged in twice, exit 0).
+    base = module(ARCHS)
+    upstream = base.replace(b'    "gfx950",\n', b"    'gfx1201',\n    \"gfx950\",\n")
+    stack = stack_with(tmp_path, base, module(ARCHS + [b"gfx1201"]), upstream)
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    assert "pkg/a.py line 9 (upstream's at line 5)" in err, err
+
+
+def test_a_flag_item_upstream_added_with_another_value_moves(tmp_path):
+    # The fix appends `"-D", "A=1",` to an argv list; upstream put `"-D", "B=2",` at its
+    # head: "-D" is there twice, two defines, both wanted (it stopped, its first advice,
+    # delete your copy of "-D", losing the define A=1).
+    flags = [b"cc", b"-O2", b"-Wall", b"-Wextra", b"-g", b"-fPIC", b"-shared"]
+    base = module(flags)
+    stack = stack_with(tmp_path, base, module(flags + [b"-D", b"A=1"]),
+                       module([b"-D", b"B=2"] + flags))
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"]), summary
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert b'"A=1",' in made and b'"B=2",' in made, made
+    assert made.count(b'"-D",') == 2, made
