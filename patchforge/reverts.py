@@ -2766,11 +2766,13 @@ def _renamed_back(store: UpstreamStore, fix: _Fix, k: int, owns: list[_OwnFuncti
 
 
 def _names_held(fp: FilePatch, owns: list[_OwnFunction], content: bytes) -> bool:
-    """Whether each of `owns` (the functions the hunks of `fp` change) in `content` holds, as
-    words, every name the lines its hunk adds hold that the hunk's other lines (its context,
-    the lines it removes) do not: `if`, `is`, `None` of `if x is None:` under `def a2(x):`.
-    A guard written again in another form keeps them; one dropped while the lines under it
-    were rewritten does not. A hunk that adds no such name tells nothing: not held."""
+    """Whether each of `owns` (the functions the hunks of `fp` change) in `content` holds,
+    for each line its hunk adds with a name the hunk's other lines (its context, the lines it
+    removes) do not hold, one line holding every word of that added line, the shared ones
+    too: `if`, `x`, `is`, `None` of `if x is None:` under `def a2(x):` on one line. A guard
+    written again in another form (`if x is None or x.numel() == 0:`) keeps them; one
+    dropped while the lines under it were rewritten does not, even where the rewrite has
+    `if b is None:` of its own. A hunk that adds no such name tells nothing: not held."""
     from patchforge.apply.diffparse import line_content, line_kind
 
     word = re.compile(rb"[A-Za-z_$][\w$]*")
@@ -2779,14 +2781,19 @@ def _names_held(fp: FilePatch, owns: list[_OwnFunction], content: bytes) -> bool
         if own.name is None:
             return False
         hunk = fp.hunks[own.n - 1]
-        added: set[bytes] = set()
+        added: list[set[bytes]] = []
         other: set[bytes] = set()
         for line in hunk.lines:
-            (added if line_kind(line) == b"+" else other).update(
-                word.findall(line_content(line)))
-        names = added - other
-        body = b"\n".join(_body_of(lines, fp.path, own.name))
-        if not names or not all(_names_word(body, name) for name in names):
+            words = set(word.findall(line_content(line)))
+            if line_kind(line) == b"+":
+                added.append(words)
+            else:
+                other.update(words)
+        news = [words for words in added if words - other]
+        body = _body_of(lines, fp.path, own.name)
+        if not news or not all(
+                any(all(_names_word(held, name) for name in words) for held in body)
+                for words in news):
             return False
     return True
 

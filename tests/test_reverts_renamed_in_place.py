@@ -67,14 +67,16 @@ def _long_module(a2: bytes, twin: tuple[bytes, ...]) -> bytes:
 
 @pytest.mark.parametrize("twin", [(), TWIN], ids=["alone", "beside a look-alike"])
 @pytest.mark.parametrize("shape", ["guard kept", "guard written again",
-                                   "guard dropped, the lines under it rewritten"])
+                                   "guard dropped, the lines under it rewritten",
+                                   "guard dropped, the rewrite checking another name"])
 def test_a_renamed_function_is_superseded_only_where_it_holds_the_guards_names(
         tmp_path, shape, twin):
     """Renamed in place (`_a2`), the file judged with the old name given back: the fix's
     diff applying neither way read as the guard written again in another form, superseded,
     also where upstream dropped the guard and rewrote the three lines under it (the hunk's
     context): the guard was in no overlay and not upstream, exit 0. Superseded only where the
-    renamed function holds the names the guard adds (`if`, `is`, `None`); else said taken
+    renamed function holds, on one line, the words of each line the guard adds (`if`, `x`,
+    `is`, `None`): not `if b is None:` about another name in the rewrite; else said taken
     out, as before the rename was followed. The look-alike a4's guard is not the fix's."""
     base = _long_module(_long(b"a2"), twin)
     fixed = _long_module(_long(b"a2", GUARD), twin)
@@ -85,7 +87,10 @@ def test_a_renamed_function_is_superseded_only_where_it_holds_the_guards_names(
     renamed = {"guard kept": _long(b"_a2", GUARD),
                "guard written again": _long(b"_a2", REWRITTEN),
                "guard dropped, the lines under it rewritten": _long(
-                   b"_a2", head=b"    a = 3\n    b = a - x\n    c = b * 4\n")}[shape]
+                   b"_a2", head=b"    a = 3\n    b = a - x\n    c = b * 4\n"),
+               "guard dropped, the rewrite checking another name": _long(
+                   b"_a2", head=b"    a = 3\n    b = lookup(a)\n    if b is None:\n"
+                                b"        b = 0\n    c = b * 4\n")}[shape]
     took = stack.commit({"pkg/a.py": _long_module(renamed, twin)}, "rework a2")
     if shape.startswith("guard dropped"):
         _said_removed_by(stack, took)
