@@ -3019,14 +3019,7 @@ def _items_in_bracket_made(made: bytes, item: object) -> int:
 def _bracket_text(lines: list[bytes], at: int) -> bytes:
     """The code (strings and comments taken out) from line `at`, whose bracket is left open,
     to the line that closes it (at most 200 lines)."""
-    depth, code = 0, []
-    for line in lines[at:at + 200]:
-        text = STRING_OR_COMMENT.sub(b"", line)
-        code.append(text)
-        depth += sum(text.count(c) for c in b"([{") - sum(text.count(c) for c in b")]}")
-        if depth <= 0:
-            break
-    return b"\n".join(code)
+    return b"\n".join(STRING_OR_COMMENT.sub(b"", lines[k]) for k in _bracket_lines(lines, at))
 
 
 def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
