@@ -1,0 +1,157 @@
+"""The silent answers known wrong today (a lost fix or a doubling, exit 0), one test per shape.
+
+Each test asserts the RIGHT answer and is marked xfail(strict=True) with the entry of
+docs/guarantees.md, "Where these rules are known not to hold yet", that it reproduces: the day
+a shape is mended its test passes and fails the suite, and the entry and the mark go together.
+"""
+from __future__ import annotations
+
+import pytest
+
+from helpers.cli import run_cli
+from helpers.project import OneUpstreamStack
+from test_kept_renamed_before_landing import BASE, GUARD as ASSERT_GUARD, _landed_after_a_rename
+from test_rebase_doubled import stack_with_file
+from test_reverts_function_gone import A, _fn, _landed, _module
+
+GUARD = b"    if x is None:\n        return 0\n"
+
+
+def known_wrong(entry: str):
+    return pytest.mark.xfail(strict=True, reason="known wrong: docs/guarantees.md, Where these "
+                             f"rules are known not to hold yet: {entry}")
+
+
+def said(stack: OneUpstreamStack) -> list:
+    """What `status --against` upstream's head says taken out of the kept fixes."""
+    doc = stack.json("status", "--against", f"up={stack.upstream.head()}", expect=None)
+    return doc["reverted"] + doc["gone_upstream"]
+
+
+@known_wrong("a kept fix that landed in a file upstream had renamed before the landing")
+def test_a_look_alike_at_the_old_path_does_not_keep_a_renamed_landed_fix(tmp_path):
+    stack, _ = _landed_after_a_rename(tmp_path, same=False)
+    g = b"def g(x):\n    y = x * 2\n    return math.ceil(y)\n"
+    stack.commit({"pkg/a.py": BASE.replace(g + b"\n\n", b""),
+                  "pkg/b.py": b"import math\n\n\n" + g,
+                  "a.py": b"import math\n\n\n" + g.replace(b"def g(x):\n",
+                                                          b"def g(x):\n" + ASSERT_GUARD)},
+                 "move g into pkg/b.py; a.py: legacy g")
+    assert said(stack), "the guard is in no overlay and not upstream"
+
+
+@known_wrong("a kept guard at the top of a function that keeps its name")
+def test_a_guard_dropped_with_its_context_rewritten_is_said(tmp_path):
+    tail = b"".join(b"    v%d = x + %d\n" % (k, k) for k in range(8)) + b"    return v7\n"
+
+    def fn(name: bytes, guard: bool, head=b"    a = 2\n    b = a + x\n    c = b * 2\n") -> bytes:
+        return b"def %s(x):\n" % name + (GUARD if guard else b"") + head + tail
+
+    def module(a2: bytes) -> bytes:
+        return b'"""m."""\n\n\n' + fn(b"a0", False) + b"\n\n" + a2 + b"\n\n" + fn(b"a4", False)
+
+    base, fixed = module(fn(b"a2", False)), module(fn(b"a2", True))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fix", "pkg/a.py", base, fixed)
+    stack.commit({"pkg/a.py": fixed}, "a2: check x (#5)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    rewritten = b"    a = 3\n    b = a - x\n    c = b * 4\n"
+    stack.commit({"pkg/a.py": module(fn(b"a2", False, rewritten))}, "rework a2")
+    assert said(stack), "the guard is in no overlay and not upstream"
+
+
+@known_wrong("a kept fix whose file upstream copied to another path in one commit")
+def test_a_guard_dropped_from_a_copy_after_the_file_became_wrappers_is_said(tmp_path):
+    stack, _ = _landed(tmp_path, ())
+    stack.commit({"lib/a.py": _module(A, (b"a2",))}, "copy a into lib")
+    wrappers = b'"""old home."""\nfrom lib import a as _a\n\n\n' + b"\n\n".join(
+        b"def %s(x):\n    return _a.%s(x)\n" % (n, n) for n in A)
+    stack.commit({"pkg/a.py": wrappers}, "pkg/a.py: wrappers")
+    took = stack.commit({"lib/a.py": _module(A)}, "a2: x is never None")
+    assert [s["by"] for s in said(stack)] == [took]
+
+
+@known_wrong("a kept fix whose function upstream moved into another file without the fix's line")
+def test_a_function_moved_behind_a_shim_through_a_local_alias_is_followed(tmp_path):
+    base, fixed = _module(A), _module(A, (b"a2",))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fix", "pkg/a.py", base, fixed)
+    stack.commit({"pkg/a.py": fixed}, "a2: check x (#5)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    shim = base.replace(_fn(b"a2", 2), b"def a2(x):\n    from pkg.c import a2 as impl\n"
+                        b"    return impl(x)\n")
+    took = stack.commit({"pkg/a.py": shim, "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
+                        "move a2 to pkg/c.py, a shim left")
+    assert [s["by"] for s in said(stack)] == [took]
+
+
+NEG_BASE = (b"def twice(x, y, n, m):\n    for j in range(m):\n        x[j] *= 2.0\n"
+            b"    sync_all()\n    return y\n\n\ndef version():\n    return 1\n")
+LOOP = b"    for j in range(0, m, 2):\n        if j >= n:\n            break\n"
+
+
+def loops_meet(tmp_path, mine: bytes, theirs: bytes) -> None:
+    """The fix adds LOOP + `mine` below sync_all(), upstream LOOP + `theirs` above the old
+    loop: the same work, so the rebase stops (exit 3), upstream's own way."""
+    stack = stack_with_file(
+        tmp_path, "pkg/k.py", NEG_BASE,
+        NEG_BASE.replace(b"    sync_all()\n", b"    sync_all()\n" + LOOP + mine),
+        NEG_BASE.replace(b"    for j in range(m):\n", LOOP + theirs + b"    for j in range(m):\n"))
+    assert run_cli(stack.root, "rebase", "--to", "v2").rc == 3
+
+
+@known_wrong("the fix's new loop adding a negated temporary")
+def test_a_negated_temporary_added_where_upstream_subtracts_stops(tmp_path):
+    loops_meet(tmp_path, b"        w = -x[j]\n        y[j] += w\n", b"        y[j] -= x[j]\n")
+
+
+@known_wrong("the fix's loop through a negated temporary subtracted")
+def test_a_negated_temporary_subtracted_where_upstream_adds_stops(tmp_path):
+    loops_meet(tmp_path, b"        w = -x[j]\n        y[j] -= w\n", b"        y[j] += x[j]\n")
+
+
+def doubled_after_rebase(stack: OneUpstreamStack, path: str, line: bytes) -> bool:
+    """The rebase to v2 went through (exit 0) and the overlay holds `line` twice."""
+    rc, _, _ = stack.cli("rebase", "--to", "up=v2", expect=None)
+    stack.cli("overlays")
+    return rc == 0 and any(p.read_bytes().count(line) > 1
+                           for p in stack.root.glob(f"overlays/**/{path}"))
+
+
+@known_wrong("a short update the fix adds in a function")
+def test_a_short_update_upstream_added_further_down_the_function_is_not_doubled(tmp_path):
+    k = (b"def f(x):\n    y = x + 1\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    e = 5\n"
+         b"    z = y * 2\n    return z\n\n\ndef g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    stack = stack_with_file(tmp_path, "k.py", k,
+                            k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),
+                            k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n"))
+    assert not doubled_after_rebase(stack, "k.py", line)
+
+
+@known_wrong("a short statement the fix adds just above a C loop")
+def test_a_c_statement_above_a_loop_upstream_added_below_it_is_not_doubled(tmp_path):
+    cu = (b"#include <hip/hip_runtime.h>\n\n"
+          b"__global__ void twice(float* x, float* y, int n, int m) {\n"
+          b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          b"    load(x, i);\n"
+          b"    for (int j = i; j < m; j += 32) {\n        y[j] += x[j] * 2.0f;\n    }\n"
+          b"    store(y, i);\n}\n\nint version() { return 1; }\n")
+    line = b"    x[i] += n;\n"
+    stack = stack_with_file(tmp_path, "pkg/k.cu", cu,
+                            cu.replace(b"    for (int j", line + b"    for (int j"),
+                            cu.replace(b"    store(y", line + b"    store(y"))
+    assert not doubled_after_rebase(stack, "pkg/k.cu", line)
+
+
+def test_each_mark_names_an_entry_the_docs_still_list():
+    """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
+    from pathlib import Path
+    here = Path(__file__)
+    docs = (here.parents[1] / "docs" / "guarantees.md").read_text()
+    section = docs.split("### Where these rules are known not to hold yet")[1].split("\n### ")[0]
+    entries = " ".join(section.split())
+    marks = [line.split('known_wrong("')[1].split('")')[0]
+             for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
+    assert len(marks) == 8
+    assert [m for m in marks if f"- {m}" not in entries] == []
