@@ -8,15 +8,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.project import OneUpstreamStack
-
-
-def stack_with_file(tmp_path, path: str, base: bytes, fix: bytes,
-                    upstream: bytes) -> OneUpstreamStack:
-    """Fix `fa` makes `path` `fix` from `base`; upstream makes it `upstream` at v2."""
-    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", path, base, fix)
-    stack.commit({path: upstream}, "Guard the kernel", tag="v2")
-    return stack
+from test_rebase_doubled import moves, stack_with_file
 
 
 def stops_as_doubled(stack: OneUpstreamStack) -> None:
@@ -25,16 +17,6 @@ def stops_as_doubled(stack: OneUpstreamStack) -> None:
     assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way" in err, err
-
-
-def moves(stack: OneUpstreamStack) -> None:
-    """status says the rebase moves the fix, and the rebase does."""
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    summary = stack.rebase_json("--to", "v2")
-    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
-        summary["patches"]
-    assert stack.series("up") == ["fa.patch"]
 
 
 def loops(tmp_path, lang: str, mine: bytes, theirs_body: bytes) -> tuple[OneUpstreamStack,
