@@ -762,6 +762,19 @@ def _bring_pinned(project: Project, store: UpstreamStore, name: str, pin: Upstre
                 "NAME-VER.data/purelib (or platlib) files at their archive path, where nothing "
                 f"imports them; imported as pip installs it, the wheel is {commit[:12]}",
                 hint=_ARCHIVE_LAYOUT_HINT.format(name=name, version=pin.source["version"]))
+        # The wheel matched the lock's sha256, so the lock's commit is what disagrees (edited
+        # by hand, a bad merge): said as _check_wheel_import says it where the store holds that
+        # commit, naming the file and the line, not as a source changed under the pin.
+        from patchforge.formats.lockfile import lock_line_of
+
+        raise ConfigError(f"upstreams.{name}.commit: the locked commit {pin.commit[:12]} is not "
+                          f"the import of {pin.source['filename']} with sha256 "
+                          f"{pin.source['sha256']}: imported again, it is {commit[:12]}",
+                          path=str(project.lock_path),
+                          line=lock_line_of(project.lock_path, f"upstreams.{name}.commit"),
+                          hint="the lock's commit and wheel disagree: restore upstream.lock "
+                               f"from version control, or re-pin {name} with `patchforge "
+                               "upstream pin --force` or `rebase --to`")
     if commit != pin.commit:
         raise StoreError(f"upstream {name}: the locked revision is {pin.commit[:12]}, but "
                          f"re-creating it gave {commit[:12]}",

@@ -481,7 +481,7 @@ def test_a_dir_pin_is_read_from_the_configured_directory_only(tmp_path, monkeypa
     line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
                 if json.dumps(path) in text)
     before = tree_bytes(root)
-    for command in (["fetch"], ["status"], ["overlays"]):
+    for command in (["fetch"], ["status"]):
         run = run_cli(root, *command)
         assert run.rc == 2, (command, run.err)
         assert f"upstream.lock:{line}: upstreams.site.source.path" in run.err, run.err
@@ -1773,6 +1773,35 @@ def test_a_tampered_wheel_sha256_is_refused_with_a_warm_store(tmp_path, monkeypa
         assert run.rc == 2 and f"upstream.lock:{commit}: upstreams.tiny.commit: the locked " \
             "commit" in run.err and "is not the import of" in run.err \
             and f"(source.sha256, line {digest})" in run.err, run.err
+
+
+def test_a_tampered_wheel_commit_is_refused_naming_the_lock_with_a_cold_store(tmp_path,
+                                                                              monkeypatch):
+    """A lock whose commit was changed (by hand, a bad merge) to one the store does not hold,
+    as on a fresh CI machine: the wheel is imported again, and its commit is not the lock's.
+    That was said as `upstream tiny: the locked revision is ..., but re-creating it gave ...`,
+    naming neither upstream.lock nor a line, with a hint blaming a changed source (the wheel
+    matched its sha256); with a warm store the same lock names the file and the line. Now it
+    is said as every other disagreement of the lock is, and nothing is written."""
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(tmp_path / "wheels"))
+    build_wheel(tmp_path / "wheels", "tinypkg", "1.0", {"tinypkg/__init__.py": b"V = 1\n"})
+    ok(None, "init", "--standalone", cwd=tmp_path)
+    ok(tmp_path, "upstream", "add", "tiny", "--wheel", "tinypkg", "--at", "1.0")
+    doc = lock_doc(tmp_path)
+    imported = doc["upstreams"]["tiny"]["commit"]
+    doc["upstreams"]["tiny"]["commit"] = "ab" * 20
+    (tmp_path / "upstream.lock").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    line = next(n for n, text in enumerate((tmp_path / "upstream.lock").read_text()
+                                           .splitlines(), 1) if '"commit"' in text)
+    before = tree_bytes(tmp_path)
+    for command in (["fetch"], ["status"]):
+        run = run_cli(tmp_path, *command)
+        assert run.rc == 2, (command, run.text)
+        assert f"upstream.lock:{line}: upstreams.tiny.commit: the locked commit ababababab" \
+            in run.err and "is not the import of tinypkg-1.0-py3-none-any.whl" in run.err \
+            and imported[:12] in run.err, (command, run.err)
+        assert "restore upstream.lock from version control" in run.err, run.err
+    assert tree_bytes(tmp_path) == before
 
 
 # --------------------------------------------------------------------------------------------
