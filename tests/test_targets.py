@@ -519,6 +519,31 @@ def test_at_takes_the_upstream_prefix_rebase_to_takes(tmp_path):
     assert stack.snapshot() == before
 
 
+def test_a_remote_tracking_name_is_said_as_the_upstreams_branch(tmp_path):
+    """`rebase --to up=origin/main`, as `git branch -r` shows the branch in a clone of the
+    upstream, was refused as an unknown name with the hint "check the name" alone, though the
+    branch listed beside it is `main`. The refusal now says that `origin/main` is a clone's
+    name for the upstream's `main`, to be named so; nothing is written, and a name whose part
+    after the `/` is no branch there gets no such clause."""
+    from helpers.cli import run_cli
+    from helpers.git import git
+    from helpers.project import OneUpstreamStack
+
+    stack = OneUpstreamStack(tmp_path, {"a.py": b"x = 1\n"})
+    stack.commit({"a.py": b"x = 2\n"}, "two")
+    branch = git(stack.up, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    before = stack.snapshot()
+    for args in (("rebase", "--to", f"up=origin/{branch}"),
+                 ("status", "--against", f"up=origin/{branch}")):
+        refused = run_cli(stack.root, *args)
+        assert refused.rc == 2, refused.text
+        assert f"'origin/{branch}' is a clone's name for its branch '{branch}': name it as " \
+            f"the upstream does, '{branch}'" in refused.err, (args, refused.err)
+    refused = run_cli(stack.root, "status", "--against", "up=origin/nope")
+    assert refused.rc == 2 and "a clone's name" not in refused.err, refused.err
+    assert stack.snapshot() == before
+
+
 def test_at_refuses_an_unknown_upstream_name_as_rebase_to_does(tmp_path):
     """`upstream pin up --at typo=v2` was resolved as a ref named `typo=v2`, while `rebase --to
     typo=v2` and `bump --to typo=v2` refuse the unknown upstream: one reading of NAME=SPEC

@@ -1553,6 +1553,12 @@ class UpstreamStore:
             said += (f"; its tags: {', '.join(near)}" if len(tags) <= 10 else
                      f"; tags like it: {', '.join(near)}" if near else
                      f"; {len(tags)} tags, none like it")
+        # `origin/main`, as `git branch -r` shows it in a clone, is the clone's name for the
+        # upstream's `main`: say the name the upstream has (a user of git types it so).
+        remote, _, rest = (name or "").partition("/")
+        if remote and rest in heads:
+            said += (f"; {name!r} is a clone's name for its branch {rest!r}: name it as the "
+                     f"upstream does, {rest!r}")
         return f" ({said})"
 
     @staticmethod
