@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
-                                    defined_names, file_changes, function_named_at,
+                                    _language, defined_names, file_changes, function_named_at,
                                     mapped_places, placed_at,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
@@ -1912,19 +1912,94 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
         # (But one in a branch the fix's place is not in, which leaves the function right
         # after it, `count += 1` before a `return` in a loop's branch, runs at most once a
         # call, as the fix's before the loop does: on that path, twice. Within NEAR_LINES it
-        # counts: upstream's copy on fewer paths, the stop keeps yours first.)
+        # counts: upstream's copy on fewer paths, the stop keeps yours first. So does one in
+        # the fix's straight run of statements with nothing between naming what it names:
+        # the two could change places, the same step twice.)
         near = [at - 1 for at in text.lines_of(run)
                 if any(start - NEAR_LINES <= at - 1 < end + NEAR_LINES
                        for start, end, _ in places)]
         if run in short:
             near = [k for k in near
-                    if any(start - SHORT_NEAR_LINES <= k < end + SHORT_NEAR_LINES
+                    if any(_statements_apart(path, lines, k, start, end) < SHORT_NEAR_LINES
                            for start, end, _ in places)
-                    or _before_leaving_a_branch(lines, k, places)]
+                    or _before_leaving_a_branch(lines, k, places)
+                    or _the_same_step_apart(path, lines, k, places, _indents_of(fp, run), run)]
         if any(k in added and function_named_at(path, lines, k) in functions for k in near) \
                 or _more_in_function(path, old, lines, run, near, functions):
             own.append(run)
     return own
+
+
+def _between(k: int, start: int, end: int) -> range:
+    """The lines (0-based) between line `k` and a place [start, end) of the fix."""
+    return range(k + 1, start) if k < start else range(end, k)
+
+
+def _statements_apart(path: str, lines: list[bytes], k: int, start: int, end: int) -> int:
+    """How many lines stand between line `k` (0-based) of `lines` and the fix's place
+    [start, end), but for C's lines of a brace alone (`}` closing a loop between): a block
+    reads as many lines in C as in Python, `for (...) {` + body + `}` as `for ...:` + body."""
+    braced = _language(path) == "c"
+    return sum(1 for at in _between(k, start, end)
+               if not (braced and STRING_OR_COMMENT.sub(b"", lines[at]).strip() in _BRACES))
+
+
+_BRACES = frozenset((b"{", b"}", b"};"))
+
+
+def _indents_of(fp, run: bytes) -> set[bytes]:
+    """The indentation of each line the fix adds that reads as `run` (one short statement)."""
+    return {line[1:len(line) - len(line[1:].lstrip(b" \t"))] for hunk in fp.hunks
+            for line in hunk.lines
+            if line[:1] == b"+" and b"".join(near_lines([line[1:].rstrip(b"\r\n")])) == run}
+
+
+def _the_same_step_apart(path: str, lines: list[bytes], k: int,
+                         places: list[tuple[int, int, bytes]], indents: set[bytes],
+                         run: bytes) -> bool:
+    """Whether upstream's copy of a short statement `run` at line `k` (0-based) of `lines`,
+    further from the fix's place than SHORT_NEAR_LINES (within NEAR_LINES: doubled_near's),
+    could change places with the fix's: both at one indentation (`indents`, the fix's line's),
+    every code line between at it too, none opening, closing or leaving a block, none naming
+    a name the statement names (its target, what it reads). `y += 1` under `y = x + 1` and
+    upstream's above `z = y * 2` five lines lower, `a = 1` ... between: y gets 1 twice. (A
+    line between reading `y` or setting what the statement reads tells the two steps apart:
+    each may be its own, and the fix moves.) A C preprocessor line between (`#if`) is a
+    boundary too: a copy past it may not be built."""
+    if len(indents) != 1:
+        return False
+    braced = _language(path) == "c"
+    indent = next(iter(indents))
+    if not lines[k].startswith(indent) or lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
+        return False
+    names = set(_NAME.findall(STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0])))
+    for start, end, _ in places:
+        between = _between(k, start, end)
+        if not between:
+            continue
+        for at in between:
+            if braced and lines[at].lstrip().startswith(b"#"):
+                break
+            code = STRING_OR_COMMENT.sub(b"", lines[at])
+            text = code.strip()
+            if not text:
+                continue
+            if not lines[at].startswith(indent) or code[len(indent):len(indent) + 1] in \
+                    (b" ", b"\t") or text.endswith((b":", b"\\", b",", b"(", b"[")) or \
+                    re.search(rb"[{}]", text) or _STEP_BOUNDARY.match(text) or \
+                    names & set(_NAME.findall(text)):
+                break
+        else:
+            return True
+    return False
+
+
+# The first words of a line that opens, closes or leaves a block, or is no plain step: a copy
+# of a short statement past one is on another path or in another round.
+_STEP_BOUNDARY = on_first_use(
+    rb"(?:return|break|continue|raise|throw|goto|yield|await|case|default|else|elif|except"
+    rb"|finally|if|for|while|do|switch|try|with|def|class|async|del|global|nonlocal|assert"
+    rb"|co_return|co_yield)\b|[#@]")
 
 
 # The statements that leave the function (a copy before one runs at most once a call).
@@ -2064,6 +2139,8 @@ def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], in
 _SETS_NAME = on_first_use(rb"^\s*(?:[A-Za-z_][\w:<>]*[*&]*\s+[*&]*)*([A-Za-z_]\w*)\s*"
                           rb"(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
 _NAME = on_first_use(rb"[A-Za-z_]\w*")
+# An item a statement sets or updates (`x[i] += n;`, `y[j] = 0`): the name whose item it is.
+_SETS_ITEM = on_first_use(rb"^\s*([A-Za-z_]\w*)\s*(?:\[[^\[\]]*\]\s*)+(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
 def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> bool:
@@ -2476,12 +2553,20 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes], theirs: list[by
         set_at = _SETS_NAME.match(text)
         if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:":
             continue
-        if not set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) <= other:
+        missing = set(_TOKENS.findall(text[set_at.end():].rstrip().rstrip(b";"))) - other
+        if missing - _SIGNS:
             continue
         if trees is None:
             trees = read_block(code[1:], braced), read_block(theirs[1:], braced)
         mine_read, theirs_read = trees
-        if mine_read is not None and theirs_read is not None and \
+        if missing:
+            # A sign upstream's block writes only in an update's `-=` or `+=` (`w = -x[j]` /
+            # `y[j] += w` against `y[j] -= x[j]`): the trees say where it is the same work;
+            # unread, or not shown the same, it is other work as before (it moves).
+            if mine_read is None or theirs_read is None or \
+                    not mine_read.shown_same(set_at[1].decode(), theirs_read):
+                continue
+        elif mine_read is not None and theirs_read is not None and \
                 not mine_read.same_work(set_at[1].decode(), theirs_read):
             continue
         declared = _NAME.findall(text[:set_at.start(1)])
@@ -2497,6 +2582,9 @@ def _temporaries(lines: list[bytes], at: int, code: list[bytes], theirs: list[by
     return found
 
 
+# The signs of a value (`-x[j]`, `a - b`) that upstream's block may write only as an update's
+# `-=` or `+=`.
+_SIGNS = frozenset((b"-", b"+"))
 # The tokens of a line of code: names, constants (`0.5f`), operators of more than one
 # character whole (`**`, `+=`, `->`: `+=` holds no `+` of its own), any other character alone.
 _TOKENS = on_first_use(
@@ -2699,7 +2787,7 @@ def _read_between(current: bytes, result: bytes, run: bytes) -> bool:
     if len(written) != 1:
         return False
     code = STRING_OR_COMMENT.sub(b"", written[0]).strip()
-    set_at = _SETS_NAME.match(code)
+    set_at = _SETS_NAME.match(code) or _SETS_ITEM.match(code)
     target = set_at[1] if set_at is not None else None
     if target is None:
         in_place = _IN_PLACE_TARGET.match(code)
@@ -2947,10 +3035,13 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
     bracket of `result`, where the file the fix made (`made`) held it once in its bracket:
     upstream added the item itself at another place of the list (its head, in order). Short,
     it is no run the near check reads, and the list held the item twice, exit 0. Items are
-    compared by their value (`"gfx1201"` is `'gfx1201'`). Only where every item line the fix
-    adds in that bracket is there twice: a fix adding `"-D", "A=1",` where upstream added
-    `"-D", "B=2",` adds another flag, both wanted. An item upstream added to another bracket
-    is another list's, both wanted (None)."""
+    compared by their value (`"gfx1201"` is `'gfx1201'`). An item standing alone (_alone: no
+    option, none's value) is there twice however many the fix adds beside it (`"gfx1150",`
+    `"gfx1201",` where upstream added `"gfx1201",`); an option or its value only where every
+    item line the fix adds in that bracket is there twice: a fix adding `"-D", "A=1",` where
+    upstream added `"-D", "B=2",` adds another flag, both wanted, as `"-I", "inc",` beside
+    `"-isystem", "inc",`. An item upstream added to another bracket is another list's, both
+    wanted (None)."""
     lines = result.split(b"\n")
     added: dict[int, list[int]] = {}
     for start, end, _ in file_changes(result, current):
@@ -2962,19 +3053,52 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
                 added.setdefault(opened, []).append(at)
     for opened, ats in added.items():
         inside = _bracket_lines(lines, opened)
-        pairs = []
+        pairs, alone, every = [], [], True
         for at in ats:
             item = _item_value(lines[at])
             others = [k for k in inside
                       if k not in ats and _STRING_ITEM.fullmatch(lines[k]) is not None
                       and _item_value(lines[k]) == item]
             if not others or _items_in_bracket_made(made, item) > 1:
-                break
-            pairs.append((at + 1, min(others, key=lambda k: abs(k - at)) + 1))
-        else:
-            if pairs:
-                return pairs[0]
+                every = False
+                continue
+            theirs = min(others, key=lambda k: abs(k - at))
+            pairs.append((at + 1, theirs + 1))
+            if _alone(lines, inside, at) and _alone(lines, inside, theirs):
+                alone.append((at + 1, theirs + 1))
+        if pairs and every:
+            return pairs[0]
+        if alone:
+            return alone[0]
     return None
+
+
+def _alone(lines: list[bytes], inside: list[int], at: int) -> bool:
+    """Whether the item at line `at` (0-based) of `lines`, a line of the bracket whose lines
+    are `inside`, stands alone: a string that names one thing (`"gfx1201"`, `"csrc/a.cu"`:
+    no text, an empty string or a line of a template, `""`, `"}"`, `"int x = 0;"`, that a
+    list may well hold twice), is no option (`"-D"`, `"--arch"`) and follows no option item
+    (whose value it may be: `"inc"` after `"-I"`, `"A=1"` after `"-D"`)."""
+    value = _item_value(lines[at])
+    if not isinstance(value, str) or _ONE_NAME.fullmatch(value) is None or \
+            _is_option(lines[at]):
+        return False
+    above = [k for k in inside if k < at and STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+             or k < at and _STRING_ITEM.fullmatch(lines[k]) is not None]
+    return not above or not _is_option(lines[above[-1]])
+
+
+# A string that names one thing: a word, a version, a path, a dotted or scoped name.
+_ONE_NAME = on_first_use(r"[\w.:/@+-]*[A-Za-z0-9][\w.:/@+-]*")
+
+
+def _is_option(line: bytes) -> bool:
+    """Whether an item line is a string item that reads as a command line's option (`"-D",`,
+    `"--arch",`, `"/O2",`)."""
+    if _STRING_ITEM.fullmatch(line) is None:
+        return False
+    value = _item_value(line)
+    return not isinstance(value, str) or value.startswith(("-", "/", "+"))
 
 
 def _item_value(line: bytes) -> object:

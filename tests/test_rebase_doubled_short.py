@@ -284,3 +284,76 @@ def test_a_short_statement_before_a_return_of_the_next_function_moves(tmp_path):
     theirs = FIND.replace(b"def other(y):\n    return y\n",
                           b"def other(y):\n    count += 1\n    return y\n")
     moves_with_both(stack_with(tmp_path, FIND, fix, theirs), b"count += 1")
+
+
+STRAIGHT = (b'"""Kernels."""\n\n\ndef run(x, n):\n    y = x + 1\n    a = prep(x)\n'
+            b"    b = load(a)\n    c = norm(b)\n    d = clip(c)\n    e = scale(d)\n"
+            b"    z = y * 2\n    return z, e\n\n\ndef other(y):\n    return y\n")
+STRAIGHT_CU = (b"#include <hip/hip_runtime.h>\n\n"
+               b"__device__ int run(int* out, int x, int n) {\n    int y = x + 1;\n"
+               b"    int a = prep(x);\n    int b = load(a);\n    int c = norm(b);\n"
+               b"    int d = clip(c);\n    int e = scale(d);\n    out[0] = y * 2 + e;\n"
+               b"    return 0;\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("base, path, statement, below, above", [
+    (STRAIGHT, "pkg/a.py", b"y += 1", b"    y = x + 1\n", b"    z = y * 2\n"),
+    (STRAIGHT, "pkg/a.py", b"y[0] += n", b"    y = x + 1\n", b"    z = y * 2\n"),
+    (STRAIGHT_CU, "pkg/k.cu", b"y += 1;", b"    int y = x + 1;\n", b"    out[0] = y"),
+    (STRAIGHT_CU, "pkg/k.cu", b"out[1] += n;", b"    int y = x + 1;\n", b"    out[0] = y")],
+    ids=["counter", "item", "c-counter", "c-item"])
+def test_a_short_statement_upstream_added_further_down_the_same_straight_run_stops(
+        tmp_path, base, path, statement, below, above):
+    # The fix steps y right after it is set; upstream steps it six lines lower, right before
+    # it is read, every line between at the same level and neither reading nor setting what
+    # the statement names: the two copies could change places, and merged y got 1 twice,
+    # exit 0 (past the 3 lines a short statement's copy was read within). Now it stops.
+    fix = base.replace(below, below + b"    " + statement + b"\n")
+    theirs = base.replace(above, b"    " + statement + b"\n" + above)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: theirs}, "Step y", tag="v2")
+    stops(stack)
+
+
+@pytest.mark.parametrize("statement, between", [
+    (b"y += n", b"    n = b * 2\n"),
+    (b"y += 1", b"    y = a + b\n"),
+    (b"y += 1", b"    for k in range(n):\n        y += 1\n")],
+    ids=["what-it-reads-set", "its-target-set-anew", "a-loop-stepping-it"])
+def test_a_short_statement_further_down_past_a_line_telling_the_steps_apart_moves(
+        tmp_path, statement, between):
+    # Neighbours: between the fix's copy and upstream's, six lines lower, a line sets what the
+    # statement reads, or sets its target anew, or a loop steps it: each copy is another step,
+    # both kept.
+    base = STRAIGHT.replace(b"    c = norm(b)\n", b"    c = norm(b)\n" + between)
+    fix = base.replace(b"    y = x + 1\n", b"    y = x + 1\n    " + statement + b"\n")
+    theirs = base.replace(b"    z = y * 2\n", b"    " + statement + b"\n    z = y * 2\n")
+    stack = stack_with(tmp_path, base, fix, theirs)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"], ["merged"]), \
+        summary["patches"]
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.split(b"\n").count(b"    " + statement) == 2, made.decode()
+
+
+@pytest.mark.parametrize("statement", [b"x[i] += n", b"self.buf[i] -= 1"], ids=["item", "attr"])
+def test_an_item_updated_upstream_added_a_line_lower_stops(tmp_path, statement):
+    # An item's update is a short statement too (`x[i] += n`): upstream's a line lower, past a
+    # line that sets another name, merged in twice, exit 0. Now it stops.
+    base = module(BODY.replace(TOP, TOP + b"        z = prep(x)\n"))
+    fix = base.replace(TOP, TOP + b"        " + statement + b"\n")
+    theirs = base.replace(b"        z = prep(x)\n",
+                          b"        z = prep(x)\n        " + statement + b"\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+def test_an_item_updated_past_a_line_setting_its_index_moves(tmp_path):
+    # Neighbour: the index is set anew between the copies: another item, both kept.
+    base = module(BODY.replace(TOP, TOP + b"        i = prep(x)\n"))
+    fix = base.replace(TOP, TOP + b"        x[i] += n\n")
+    theirs = base.replace(b"        i = prep(x)\n", b"        i = prep(x)\n        x[i] += n\n")
+    moves_with_both(stack_with(tmp_path, base, fix, theirs), b"x[i] += n")

@@ -70,3 +70,39 @@ def test_a_flag_item_upstream_added_with_another_value_moves(tmp_path):
     made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert b'"A=1",' in made and b'"B=2",' in made, made
     assert made.count(b'"-D",') == 2, made
+
+
+def test_items_added_beside_one_upstream_added_elsewhere_stop(tmp_path):
+    # The fix appends gfx1150 and gfx1201; upstream put gfx1201 alone among the others: the
+    # doubled-item check fired only where every item the fix adds was there twice, so the
+    # list held gfx1201 twice, exit 0. An item standing alone (no option, no option's value)
+    # is there twice whatever the fix adds beside it.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1150", b"gfx1201"]),
+                       module(ARCHS[:3] + [b"gfx1201"] + ARCHS[3:]))
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    assert "pkg/a.py line 10 (upstream's at line 5)" in err, err
+
+
+FLAGS = [b"cc", b"-O2", b"-Wall", b"-Wextra", b"-g", b"-fPIC", b"-shared"]
+
+
+def test_options_or_their_values_added_again_beside_other_items_move(tmp_path):
+    # Mirrors: `"-Xcompiler", "-ffast-math",` beside upstream's `"-Xcompiler", "-O3",` (an
+    # option whose value is an option), `"-I", "inc",` beside upstream's `"-isystem", "inc",`
+    # (a value after another option), a template's empty line `"",` beside upstream's (no
+    # name: a list of lines holds it many times): each the fix's own, both kept.
+    template = [b"#include <x.h>", b"int main() {", b"return 0;", b"}"]
+    for k, (items, mine, theirs, twice) in enumerate([
+            (FLAGS, [b"-Xcompiler", b"-ffast-math"], [b"-Xcompiler", b"-O3"], b'"-Xcompiler",'),
+            (FLAGS, [b"-I", b"inc"], [b"-isystem", b"inc"], b'"inc",'),
+            (template, [b"", b"int y = 0;"], [b""], b'    "",')]):
+        stack = stack_with(tmp_path / str(k), module(items), module(items + mine),
+                           module(theirs + items))
+        summary = stack.rebase_json("--to", "v2")
+        assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"]), summary
+        stack.cli("overlays")
+        made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+        assert made.count(twice) == 2, made

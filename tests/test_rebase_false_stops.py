@@ -54,10 +54,18 @@ def loops(tmp_path, lang: str, mine: bytes, theirs_body: bytes) -> tuple[OneUpst
     ("cu", b"        float w = g(x[j] - s) * t;\n        y[j] += w;\n",
      b"        y[j] += t * g(s - x[j]);\n"),
     ("py", b"        w = x[j] - s * t\n        y[j] += w\n", b"        y[j] += t * s - x[j]\n"),
-    ("cu", b"        float w = x[j] - s;\n        y[j] -= w;\n", b"        y[j] -= s - x[j];\n")],
+    ("cu", b"        float w = x[j] - s;\n        y[j] -= w;\n", b"        y[j] -= s - x[j];\n"),
+    ("py", b"        w = -x[j]\n        y[j] += w\n", b"        y[j] += x[j]\n"),
+    ("py", b"        w = -x[j]\n        y[j] -= w\n", b"        y[j] -= x[j]\n"),
+    ("cu", b"        float w = -x[j];\n        y[j] += w;\n", b"        y[j] += x[j];\n"),
+    ("py", b"        w = -x[j] * s\n        y[j] -= w\n", b"        y[j] -= x[j] * s\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n", b"        y[j] += x[j] + s\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] -= w;\n", b"        y[j] -= x[j] + s;\n")],
     ids=["py-swapped-minus", "py-swapped-divide", "cu-swapped-minus", "cu-swapped-divide",
          "py-bracketed-minus", "cu-bracketed-minus", "py-minus-of-a-product",
-         "cu-subtracted-swapped"])
+         "cu-subtracted-swapped", "py-negated-added", "py-negated-subtracted",
+         "cu-negated-added", "py-negated-product-subtracted", "py-minus-against-a-plus",
+         "cu-minus-subtracted-against-a-plus"])
 def test_the_fixs_loop_through_another_order_of_a_minus_or_a_divide_moves(tmp_path, lang, mine,
                                                                           theirs_body):
     # The fix's loop adds through a temporary `x[j] - s`, upstream's loop of the same header
@@ -87,10 +95,15 @@ def test_the_fixs_loop_through_another_order_of_a_minus_or_a_divide_moves(tmp_pa
     ("cu", b"        float w = (x[j] - s) / t;\n        y[j] += w;\n",
      b"        y[j] += (-s + x[j]) / t;\n"),
     ("cu", b"        float w = fmaxf(x[j], s) - t;\n        y[j] += w;\n",
-     b"        y[j] += fmaxf(s, x[j]) - t;\n")],
+     b"        y[j] += fmaxf(s, x[j]) - t;\n"),
+    ("cu", b"        float w = -x[j];\n        y[j] += w;\n", b"        y[j] -= x[j];\n"),
+    ("cu", b"        float w = -x[j];\n        y[j] -= w;\n", b"        y[j] += x[j];\n"),
+    ("py", b"        w = -x[j] * s\n        y[j] += w\n", b"        y[j] -= x[j] * s\n")],
     ids=["py-product-reordered", "cu-product-reordered", "py-minus-as-written",
          "py-minus-as-a-sum", "py-subtracted-from", "cu-added-to-itself", "py-index-reordered",
-         "py-sign-reordered", "py-abs-of-the-swap", "cu-divided-sum", "cu-max-reordered"])
+         "py-sign-reordered", "py-abs-of-the-swap", "cu-divided-sum", "cu-max-reordered",
+         "cu-negated-added-where-subtracted", "cu-negated-subtracted-where-added",
+         "py-negated-product-where-subtracted"])
 def test_the_fixs_loop_through_the_same_value_written_otherwise_stops(tmp_path, lang, mine,
                                                                       theirs_body):
     # The mirror: upstream's loop adds the value the fix's temporary holds, written in another
@@ -200,6 +213,29 @@ def test_a_statement_above_a_loop_reading_it_and_upstreams_below_keeps_the_fixs_
     err = stopped_saying(stack_with_file(tmp_path, "pkg/k.py", SHORT_LOOP, fix, theirs))
     assert "a loop between the copies reads what it sets: keep yours and take upstream's " \
         "copy out" in err, err
+
+
+SHORT_LOOP_CU = (b"#include <hip/hip_runtime.h>\n\n"
+                 b"__global__ void twice(float* x, float* y, int n, int m) {\n"
+                 b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    load(x, i);\n"
+                 b"    for (int j = i; j < m; j += 32) {\n        y[j] += x[j] * 2.0f;\n    }\n"
+                 b"    store(y, i);\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("line, first", [
+    (b"    x[i] += n;\n", "a loop between the copies reads what it sets: keep yours and take "
+     "upstream's copy out"),
+    (b"    count += 1;\n", ": delete your copy of these lines in the worktree")],
+    ids=["item-the-loop-reads", "count-the-loop-does-not-read"])
+def test_a_c_statement_above_a_loop_and_upstreams_below_stops(tmp_path, line, first):
+    # The C loop's closing brace made upstream's copy below it 4 lines from the fix's change,
+    # past the 3 a short statement's copy was read within (the Python loop has no such line):
+    # merged, x got n twice, exit 0. Now a brace alone is no line there: it stops, keep yours
+    # first where the loop reads what the statement sets, delete yours where it does not.
+    fix = SHORT_LOOP_CU.replace(b"    for (int j", line + b"    for (int j")
+    theirs = SHORT_LOOP_CU.replace(b"    store(y", line + b"    store(y")
+    err = stopped_saying(stack_with_file(tmp_path, "pkg/k.cu", SHORT_LOOP_CU, fix, theirs))
+    assert first in err, err
 
 
 def test_a_statement_above_a_loop_not_reading_it_deletes_the_fixs_first(tmp_path):

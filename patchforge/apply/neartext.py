@@ -485,12 +485,13 @@ def is_in_place(lines: list[bytes]) -> bool:
 
 
 # A short statement that does something each time it runs: a counter stepped (`count += 1`,
-# `n++;`), a call made for what it does (`seen.append(name)`, `sync();`), a name set from
-# itself (`y = y.contiguous()`, `y = y * 2`). Under MIN_RUN_CHARS, yet made twice it is done
-# twice (or stands twice). Not a line near any place: a `return`, a `break`, a block's opener
-# or closer, a name set from other names (`n = 0`, `out = None`).
+# `n++;`, an item `x[i] += n;`), a call made for what it does (`seen.append(name)`, `sync();`),
+# a name set from itself (`y = y.contiguous()`, `y = y * 2`). Under MIN_RUN_CHARS, yet made
+# twice it is done twice (or stands twice). Not a line near any place: a `return`, a `break`,
+# a block's opener or closer, a name set from other names (`n = 0`, `out = None`).
 _SHORT_STATEMENT = on_first_use(
-    rb"(?:(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:[-+*/%&|^]|<<|>>|\*\*|//)=(?!=)\s*\S.*"
+    rb"(?:(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]]*\])*)\s*(?:[-+*/%&|^]|<<|>>|\*\*|//)=(?!=)"
+    rb"\s*\S.*"
     rb"|(?:\+\+|--)\s*[A-Za-z_]\w*|[A-Za-z_]\w*\s*(?:\+\+|--)"
     rb"|[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(.*\)"
     rb"|(?P<set>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*=(?!=)\s*(?P<value>\S.*))\s*;?")

@@ -612,6 +612,18 @@ class BlockReading:
             return True
         return not self._shown_other(name, other)
 
+    def shown_same(self, name: str, other: BlockReading) -> bool:
+        """Whether `other` is shown to do the work of `name`, set in this block: it does each
+        statement of this block reading it (and one does), signs and all. Asked where the
+        fix's value holds a sign upstream's block writes only in an update (`w = -x[j]` /
+        `y[j] += w` against `y[j] -= x[j]`), where no doubt is read as the same work: other
+        work there (`y[j] += x[j]`) moves. (`holds` is not asked: it finds a product's
+        factors whatever its sign, `-x[j] * s` in `x[j] * s`.)"""
+        if name not in self.values:
+            return False
+        reading = [statement for statement, read in self.statements if name in read]
+        return bool(reading) and all(other.does(statement) for statement in reading)
+
     def _shown_other(self, name: str, other: BlockReading) -> bool:
         """Whether `other` does the work of each line of this block reading `name` with
         `name`'s value turned (`_turned`: the terms of a sum negated, the operands of a `/`
