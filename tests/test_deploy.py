@@ -1136,3 +1136,37 @@ def test_the_env_way_is_checked_as_the_deployment_page_says(example, tmp_path):
              for where in (".", "series")}
     assert found["."].returncode == 0 and "patchforge.overlays" in found["."].stdout, found["."]
     assert found["series"].returncode != 0 and not found["series"].stdout, found["series"]
+
+
+def test_a_rebase_dropping_fixes_out_of_name_order_writes_the_dockerfile_overlays_makes(
+        tmp_path):
+    """A rebase that drops several fixes as landed, of an upstream with no install-root (as
+    `upstream add --git` pins one), wrote the Dockerfile's `# NOT CHECKED:` line of each in
+    the series' order, where `overlays` lists the fixes under upstreamed/ by name: when the two
+    orders differ (`zz-first` before `aa-second` in the series), `overlays --check` right
+    after the rebase said `changed  Dockerfile`, and `overlays` rewrote it. The write-out now
+    lists them as `overlays` does."""
+    from helpers.project import OneUpstreamStack
+    from helpers.template import check_but_for_the_install_root
+
+    files = {f"pkg/{n}.py": b"".join(b"%s line %d\n" % (n.encode(), i) for i in range(1, 21))
+             for n in ("a", "b", "c")}
+    fixed = {path: text.replace(b" line 5\n", b" line 5, fixed\n") for path, text in files.items()}
+    stack = OneUpstreamStack(tmp_path, files)
+    config = stack.root / "patchforge.toml"
+    config.write_text("".join(line for line in config.read_text().splitlines(True)
+                              if not line.startswith("install-root")))
+    for name, path in (("zz-first", "pkg/a.py"), ("aa-second", "pkg/b.py"),
+                       ("mm-stays", "pkg/c.py")):
+        stack.add_fix(name, path, files[path], fixed[path])
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed["pkg/a.py"], "pkg/b.py": fixed["pkg/b.py"]}, "Fix a, b",
+                 tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["mm-stays.patch"]
+    before = (stack.root / "overlays/Dockerfile").read_bytes()
+    assert b"NOT CHECKED: up/upstreamed/zz-first.patch" in before, before.decode()
+    assert b"NOT CHECKED: up/upstreamed/aa-second.patch" in before, before.decode()
+    check_but_for_the_install_root(stack.root)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/Dockerfile").read_bytes() == before

@@ -1890,7 +1890,10 @@ class Rebase:
             entry = self._run_record.upstreams.get(upstream)
             dropped = [(r.name, self.journal.staged_bytes(r.staged)) for r in entry.results
                        if r.destination == KEPT_LANDINGS and r.staged] if entry else []
-            sources[upstream] = kept_fixes(self.project, upstream) + dropped
+            # By name, as kept_fixes lists those on disk: the Dockerfile names them in this
+            # order, and the run's drops come in the series' order.
+            sources[upstream] = sorted(kept_fixes(self.project, upstream) + dropped,
+                                       key=lambda kept: kept[0])
         return sources
 
     def _clean_temp_files(self, *, keep_planned: bool = False) -> None:
