@@ -298,6 +298,19 @@ def unparsed_line(said, *, attention: bool = False) -> str:
             f"/upstreamed/{said.get('name')} is judged by nothing: {said.get('message')}")
 
 
+def unread_said(project: Project, upstream: str, label: str, name: str,
+                why: str) -> dict[str, str]:
+    """{upstream, name, path, message} of a kept fix gone_upstream could not judge at the
+    revision `label` (`name`, `why`: an entry of its `unread`): what a command that judged the
+    kept fixes there says of it, as `status` notes it (`NOT CHECKED: ...`). Whether upstream
+    took it out is not known: its landing may be in no overlay."""
+    return {"upstream": upstream, "name": name,
+            "path": (project.series_dir(upstream) / "upstreamed" / name).relative_to(
+                project.root).as_posix(),
+            "message": f"NOT CHECKED: whether {upstream} {label} still holds "
+                       f"{upstream}/upstreamed/{name}: {' '.join(why.split())}"}
+
+
 def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit: str, *,
                   skip: frozenset[str] = frozenset(),
                   unread: list[tuple[str, str]] | None = None) -> list[LandingGone]:

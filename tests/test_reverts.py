@@ -1412,6 +1412,59 @@ def test_lint_names_a_kept_fix_it_cannot_judge_as_status_does(tmp_path):
         "NOT CHECKED: whether up v1 still holds up/upstreamed/fa.patch: "), said
 
 
+def _landing_unknown_to_the_cache(stack, landing: str) -> str:
+    """The kept fa.patch's recorded landing made one this cache never saw (a teammate's rebase
+    onto a revision fetched on their machine only): what `status` then notes NOT CHECKED."""
+    kept = stack.root / "series/up/upstreamed/fa.patch"
+    unknown = "1234567" * 5 + "12345"
+    kept.write_bytes(kept.read_bytes().replace(landing.encode(), unknown.encode()))
+    return unknown
+
+
+def test_a_rebase_names_a_kept_fix_it_cannot_judge_as_status_does(tmp_path):
+    """fa landed at v2 and is kept under upstreamed/ with a landing this cache never saw;
+    upstream reverts it at v3. `status --against v3` notes `NOT CHECKED` naming it, and `rebase
+    --to v3` (its dry run, --json, and offline) said nothing of it: `nothing to do`, exit 0, the
+    fix in no overlay the move writes with nothing said. Now the rebase says the same `NOT
+    CHECKED` note on stderr and lists it under `not_checked` in --json (exit status unchanged,
+    as status's)."""
+    stack, landing = _landed(tmp_path)
+    _revert(stack, landing, tag="v3")
+    _landing_unknown_to_the_cache(stack, landing)
+    said = "NOT CHECKED: whether up v3 still holds up/upstreamed/fa.patch: "
+    _, _, err = stack.cli("status", "--against", "v3")
+    assert f"note: {said}" in err, err
+    for args in (("--dry-run",), ()):
+        _, out, err = stack.cli("--offline", "rebase", "--to", "v3", *args)
+        assert f"note: {said}" in err and "(123456712345)" in err, (out, err)
+        stack.cli("rebase", "--to", "v2")
+    summary = stack.rebase_json("--to", "v3")
+    (entry,) = summary["not_checked"]
+    assert entry["upstream"] == "up" and entry["name"] == "fa.patch" and \
+        entry["path"] == "series/up/upstreamed/fa.patch", entry
+    assert entry["message"].startswith(said) and "not in the cache" in entry["message"], entry
+    assert "reverted" not in summary and "gone_upstream" not in summary, summary
+    assert stack.lock()["upstreams"]["up"]["label"] == "v3"
+
+
+def test_bring_back_and_delete_of_a_kept_fix_they_cannot_judge_say_so(tmp_path):
+    """The same kept fix (landing unknown to the cache, reverted at the pin): `bring-back
+    up/upstreamed/fa.patch` said "upstream has its change at the pin (v3)... nothing to bring
+    back", and `delete` "the pin still has its change", which nothing had checked. Now both
+    refuse naming the fix as NOT CHECKED and why (exit 2, nothing moved)."""
+    stack, landing = _landed(tmp_path)
+    _revert(stack, landing, tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)  # the revert is said
+    _landing_unknown_to_the_cache(stack, landing)
+    before = stack.snapshot()
+    for command in ("bring-back", "delete"):
+        _, _, err = stack.cli(command, "up/upstreamed/fa.patch", expect=2)
+        assert "up/upstreamed/fa.patch: NOT CHECKED whether up v3 still holds its change: " \
+               "its change is not at" in err and "(123456712345), is not in the cache" in err, err
+        assert "has its change" not in err, err
+        assert stack.snapshot() == before
+
+
 def test_a_reverted_landing_whose_name_a_skipped_fix_has_is_named_so_bring_back_takes_it(
         tmp_path):
     """fa landed (kept under upstreamed/), a later fix named fa again was set aside by `rebase

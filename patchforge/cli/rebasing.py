@@ -40,6 +40,9 @@ def render_summary(summary: dict, app) -> None:
                    app.color))
     for item in summary.get("gone_upstream", []):
         echo(gone_line(item, app.color))
+    for item in summary.get("not_checked", []):
+        # (stderr, as `status` says it: whether upstream took the fix out is not known.)
+        echo(f"note: {item['message']}", err=True)
     for item in summary.get("set_aside", []):
         # As every read-only command says it (stderr): the move leaves the fix behind.
         done = "would write" if summary["dry_run"] else "writes"

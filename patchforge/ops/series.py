@@ -2006,16 +2006,32 @@ def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) ->
 
 
 def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
-                        file_name: str, *, carried: list | None = None) -> bool:
+                        file_name: str, *, carried: list | None = None,
+                        doing: str = "delete") -> bool:
     """Whether the fix kept as upstreamed/FILE_NAME is one whose change the pin's files no
     longer have (reverts.gone_upstream): the fixes `bring-back` and `delete` take from there.
     `carried`, where given, gets it when the series itself carries its change at the pin
-    (reverts.carried_by_series: a leftover, nothing to bring back)."""
+    (reverts.carried_by_series: a leftover, nothing to bring back). One that cannot be judged
+    there (its files, or the revision it landed in, not readable: offline, a cache without
+    them) is refused for `doing` (`bring-back` or `delete`), naming why: it was said to be
+    one the pin has ("nothing to bring back"), which nothing had checked."""
     from patchforge.reverts import carried_by_series, gone_upstream
 
     pin = project.lock.pin(upstream)
-    gone = [g for g in gone_upstream(project, store, upstream, pin.commit)
+    unread: list[tuple[str, str]] = []
+    gone = [g for g in gone_upstream(project, store, upstream, pin.commit, unread=unread)
             if g.name == file_name]
+    why = next((why for name, why in unread if name == file_name), None)
+    if why is not None:
+        aside = "skipped" if doing == "bring-back" else "deleted"
+        anyway = (f"to put it back anyway, move it into series/{upstream}/skipped/ and run "
+                  f"`patchforge bring-back {upstream}/{file_name}`") if doing == "bring-back" \
+            else f"to take it out anyway, move it into series/{upstream}/{aside}/"
+        raise UsageError(f"{upstream}/upstreamed/{file_name}: NOT CHECKED whether {upstream} "
+                         f"{pin.label} still holds its change: {' '.join(why.split())}; "
+                         "nothing was moved",
+                         hint=("without --offline the cache brings its files; " if
+                               project.offline else "") + anyway)
     if gone and carried is not None:
         carried += carried_by_series(project, store, upstream, gone)
     return bool(gone)
@@ -2041,7 +2057,8 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
     # has its change".
     list(parse_patch_file(read_no_link(aside), str(aside)).file_patches)
     carried: list = []
-    taken_back = _landing_taken_back(project, store, upstream, file_name, carried=carried)
+    taken_back = _landing_taken_back(project, store, upstream, file_name, carried=carried,
+                                     doing="bring-back")
     if carried:
         raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
                          f"the series carries its change at the pin ({pin.label}), so the "
