@@ -205,12 +205,16 @@ class LandedFixes:
         return found
 
 
-def gone_where_nothing_mounts(project: Project, store) -> list[str]:
+def gone_where_nothing_mounts(project: Project, store,
+                              unread: list[str] | None = None) -> list[str]:
     """What is said of each fix kept under upstreamed/ of an upstream without an install-root
     that its pin lacks (upstream took it out, or the pin is before its landing): no overlay of
     such an upstream is mounted, so `LandedFixes` (which follows the files into the image)
-    leaves it out, and `check` and `overlays` exited 0 while `status` said it needs attention."""
-    from patchforge.reverts import gone_upstream
+    leaves it out, and `check` and `overlays` exited 0 while `status` said it needs attention.
+    `unread` gets the `NOT CHECKED: ...` sentence of each such fix that could not be judged
+    at the pin (its files, or the revision it landed in, not in the cache), as `status` notes
+    it: they said nothing of it."""
+    from patchforge.reverts import gone_upstream, unread_said
 
     said = []
     for upstream in project.upstream_names():
@@ -218,8 +222,12 @@ def gone_where_nothing_mounts(project: Project, store) -> list[str]:
                 upstream not in project.lock.upstreams:
             continue
         pin = project.lock.pin(upstream)
+        failed: list[tuple[str, str]] = []
         said += [" ".join(gone.message().split())
-                 for gone in gone_upstream(project, store, upstream, pin.commit, unread=[])]
+                 for gone in gone_upstream(project, store, upstream, pin.commit, unread=failed)]
+        if unread is not None:
+            unread += [unread_said(project, upstream, pin.label, name, why)["message"]
+                       for name, why in failed]
     return said
 
 

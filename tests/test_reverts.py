@@ -1465,6 +1465,29 @@ def test_bring_back_and_delete_of_a_kept_fix_they_cannot_judge_say_so(tmp_path):
         assert stack.snapshot() == before
 
 
+def test_overlays_and_check_name_a_kept_fix_they_cannot_judge_without_install_root(tmp_path):
+    """The same kept fix (landing unknown to the cache, reverted at the pin) of an upstream
+    without install-root, whose overlays nothing mounts: `status` and `verify` note it `NOT
+    CHECKED`, and `overlays`, `overlays --check` and `check` said nothing at all (exit 0, "up
+    to date", "all hold"). Now each notes it so too (--json: in `notes`), the exit status
+    unchanged, as verify's."""
+    stack, landing = _landed(tmp_path)
+    for config in (stack.root / "patchforge.toml", stack.root / "pyproject.toml"):
+        if config.is_file() and "install-root" in config.read_text():
+            config.write_text("".join(line for line in config.read_text().splitlines(True)
+                                      if not line.startswith("install-root")))
+    _revert(stack, landing, tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _landing_unknown_to_the_cache(stack, landing)
+    said = "NOT CHECKED: whether up v3 still holds up/upstreamed/fa.patch: "
+    for command in (("overlays",), ("overlays", "--check"), ("check",), ("verify",)):
+        _, out, err = stack.cli(*command)
+        assert said in err and "(123456712345), is not in the cache" in err, (command, out, err)
+    for command in (("overlays", "--check"), ("check",)):
+        document = stack.json(*command)
+        assert any(note.startswith(said) for note in document.get("notes", [])), document
+
+
 def test_a_reverted_landing_whose_name_a_skipped_fix_has_is_named_so_bring_back_takes_it(
         tmp_path):
     """fa landed (kept under upstreamed/), a later fix named fa again was set aside by `rebase

@@ -6,7 +6,7 @@ import sys
 import click
 
 from patchforge.cli.complete import complete_profile
-from patchforge.cli.output import announce_state_report, emit_json, table
+from patchforge.cli.output import announce_state_report, emit_json, say_info, table
 from patchforge.errors import EXIT_ATTENTION, UsageError
 
 CHECK_COLORS = {"passed": "green", "skipped": "cyan", "failed": "red", "timeout": "red",
@@ -46,7 +46,8 @@ def check(app, run, profile, as_json):
             overlays = build_overlays(project, store)
             from patchforge.landings import gone_where_nothing_mounts
 
-            unmounted_gone = gone_where_nothing_mounts(project, store)
+            not_judged: list[str] = []
+            unmounted_gone = gone_where_nothing_mounts(project, store, not_judged)
             # A fix kept as landed that does not parse is judged by nothing: whether the pin
             # still has its change is not known.
             from patchforge.reverts import unparsed_line, unparsed_said
@@ -71,10 +72,15 @@ def check(app, run, profile, as_json):
         emit_json({"ok": ok, "ran": run,
                    "invariants": [v.to_json() for v in violations],
                    "checks": [r.to_json() for r in results],
-                   **({"notes": notes + lacking} if attention or lacking else {})}, "check")
+                   **({"notes": notes + not_judged + lacking}
+                      if attention or lacking or not_judged else {})}, "check")
     else:
         for warning in overlays.warnings + unparsed + stale:
             click.echo(f"warning: {warning}", err=True)
+        for note in not_judged:
+            # (As `status` notes it: whether the pin still has the fix is not known; the
+            # exit status is unchanged, as verify's.)
+            say_info(note)
         for gone in unmounted_gone:
             # (No overlay of its upstream is mounted, so no Dockerfile warning above names it.)
             click.echo(f"warning: the pin lacks a fix kept as landed: {gone}", err=True)

@@ -57,7 +57,8 @@ def overlays(app, profiles, check, as_json, output_format):
         # whose series was left with no fix (no overlay file, so nothing `unmounted`).
         from patchforge.landings import gone_where_nothing_mounts
 
-        unmounted_gone = gone_where_nothing_mounts(project, store)
+        not_judged: list[str] = []
+        unmounted_gone = gone_where_nothing_mounts(project, store, not_judged)
         from patchforge.cli.output import say_unrefreshed_edits
 
         # Made from the patch files: an open edit's change is not in them yet.
@@ -93,7 +94,7 @@ def overlays(app, profiles, check, as_json, output_format):
         # says it (a note; the exit status is the overlays').
         from patchforge.landings import unparsed_not_checked
 
-        unjudged = unparsed_not_checked(project) if check else []
+        unjudged = unparsed_not_checked(project) + not_judged if check else []
         by_hand = _changed_by_hand_hint(project, result) if drifts else None
     # A fix kept as landed that upstream took out again at the pin is in no deployment of these
     # overlays (the warnings above say so, "Dockerfile fails its build"): needs attention, as
@@ -142,6 +143,10 @@ def overlays(app, profiles, check, as_json, output_format):
     from patchforge.state import skipped_fixes, skipped_notes
 
     skipped = skipped_fixes(project)
+    for note in not_judged:
+        # A kept fix of an upstream no overlay of which is mounted, that could not be judged
+        # at the pin: said as `status` notes it (no Dockerfile step is made for it to refuse).
+        say_info(note)
     for _, note in skipped_notes(project, skipped):
         # The overlays are right for the series, but the series lacks a fix a rebase set aside.
         click.echo(f"warning: the overlays lack a skipped fix: {note}", err=True)
