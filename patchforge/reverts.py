@@ -841,8 +841,12 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
             if pre:
                 return _carried_state(lines, own, at, pre)
         return "present"
-    if _held(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own):
-        return "gone"
+    back = _held_best(lines, old[:lead], old[lead:len(old) - trail], old[len(old) - trail:], own)
+    if back is not None:
+        # (Unless the fix's added lines are there, joined into one line of the place: read
+        # as a neighbour line edited beside the old code, a guard upstream wrote again as
+        # `if x is None or x.numel() == 0: return 0` was said taken out.)
+        return "other" if _joined_in_place(lines, hunk, back[0]) else "gone"
     if _back_exactly(lines, hunk, own):
         # Context every function shares (blank lines, a first body line) holds at several
         # places, so _held cannot tell the fix's; but its whole pre-image is at one place.
@@ -853,6 +857,44 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
             return _PLACE_ASKED
         return "other" if _lines_elsewhere(hunk, lines) else "gone"
     return "other"
+
+
+def _joined_in_place(lines: _Lines, hunk, start: int) -> bool:
+    """Whether a hunk that only adds lines, its neighbours held at `start` (_held_best's place
+    of its pre-image, a line or more of them missing there), has at that place one line, not a
+    neighbour of it, that holds every word of each line it adds that has a word the hunk's
+    other lines lack, the shared words too (`if`, `x`, `is`, `None` of `if x is None:` and
+    `return` of `return 0`), where it adds two lines or more: upstream wrote the fix's lines
+    again as one (`if x is None or x.numel() == 0: return 0`), a form of the fix, not its old
+    code back. A guard dropped beside a neighbour line edited keeps no such line, nor does one
+    replaced by a check of other work (`if x.numel() == 0: return 0`)."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    old = hunk.old_lines()
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    if len(old) != lead + trail:
+        return False
+    word = re.compile(rb"[A-Za-z_$][\w$]*")
+    added: list[set[bytes]] = []
+    other: set[bytes] = set()
+    for line in hunk.lines:
+        words = set(word.findall(line_content(line)))
+        if line_kind(line) == b"+":
+            added.append(words)
+        else:
+            other.update(words)
+    news = [words for words in added if words - other]
+    if len(news) < 2:
+        return False
+    text = lines.lines
+    before, after = old[:lead], old[lead:]
+    edited = [text[start - j] for j in range(1, len(before) + 1)
+              if start - j >= 0 and text[start - j] != before[-j]] + \
+        [text[start + j] for j, line in enumerate(after)
+         if start + j < len(text) and text[start + j] != line]
+    return any(line not in old and
+               all(all(_names_word(line, name) for name in words) for words in news)
+               for line in edited)
 
 
 def _carried_state(lines: _Lines, own: _OwnFunction, at: int, pre: list[int]) -> str:
@@ -2505,6 +2547,15 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                 now = store.read_blobs(sha, added)
                 into = [p for p in added if now.get(p) is not None and
                         _kept_share(before, now[p] or b"") >= 0.5]
+                named = [name for name in _own_functions(store, fix, k) if name is not None]
+                there = _Lines(now.get(into[0]) or b"") if len(into) == 1 else None
+                if there is not None and named and not any(
+                        _has_function(there, into[0], name) for name in named):
+                    # The file split, the fix's function staying at its path (the other
+                    # functions, most of the lines, went into the new file): followed there,
+                    # a guard a later commit dropped was said taken out by the split, and
+                    # `bring-back` asked for the fix in a file without its function.
+                    break
             if len(into) == 1:
                 fix.aliases[k].insert(0, into[0])
                 fix.rewritten[k] = into[0]
@@ -2554,6 +2605,12 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
         if any(own.defined(lines) for own in owns):
             if not all(_calls_moved(lines, fp.path, own) for own in owns):
                 continue
+            if _shim_holds_added(lines, fp, owns):
+                # The shim itself runs the fix's lines before it calls the moved function
+                # (`if x is None: return 0` then `return c.a2(x)`): the fix is upstream's
+                # there. Followed into the moved function, it was said taken out, and the
+                # bring-back advised wrote the guard a second time.
+                continue
             shim = True
 
         def left(now: bytes | None) -> bool:
@@ -2591,6 +2648,30 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
             elif not into and not shim:
                 fix.taken_out[k] = (sha, parents[0], owns)
             break
+    return found
+
+
+def _shim_holds_added(lines: _Lines, fp: FilePatch, owns: list[_OwnFunction]) -> bool:
+    """Whether each hunk of the fix's file change `fp` that adds lines has them all, in order
+    and next to each other (blank lines aside), in the function of the file `lines` it changes
+    (`owns`, by hunk): a shim left in the old file that still runs the fix's guard."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    found = False
+    for hunk, own in zip(fp.hunks, owns):
+        added = [line_content(body).strip() for body in hunk.lines
+                 if line_kind(body) == b"+" and line_content(body).strip()]
+        if not added:
+            continue
+        # (Each place of its first line read for the run after it, blank lines aside, and
+        # for the function it is in: a file's functions are read only there.)
+        stripped = [(k, line.strip()) for k, line in enumerate(lines.lines) if line.strip()]
+        if not any(line == added[0] and
+                   [text for _, text in stripped[j:j + len(added)]] == added and
+                   lines.function_at(fp.path, k) == own.name
+                   for j, (k, line) in enumerate(stripped)):
+            return False
+        found = True
     return found
 
 

@@ -171,3 +171,29 @@ def test_a_function_moved_into_another_file_behind_a_shim_of_its_name_is_followe
     old = stack.root / "overlays/up/pkg/a.py"
     assert not old.exists() or GUARD not in old.read_bytes(), old.read_bytes()
     stack.cli("status")
+
+
+GUARDED_SHIM = b"def a2(x):\n" + GUARD + b"    from pkg import c\n    return c.a2(x)\n"
+
+
+def test_a_function_moved_behind_a_shim_that_still_holds_the_guard_is_quiet(tmp_path):
+    # a2's code moved into pkg/c.py without the guard; pkg/a.py keeps a shim of its name that
+    # checks x first, then calls the moved one: the guard still runs on every call of a2
+    # there. It was said taken out ("removed", exit 1), and the bring-back it advised wrote
+    # the guard a second time, into the moved function. Now quiet, as the guard moved along.
+    names = [b"a0", b"a1", b"a2", b"a3"]
+    base = b'"""m."""\n\n\n' + b"\n\n".join(_fn(n, A.index(n)) for n in names)
+    fixed = base.replace(_fn(b"a2", 2), _fn(b"a2", 2, True))
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fix", "pkg/a.py", base, fixed)
+    stack.commit({"pkg/a.py": fixed}, "a2: check x (#5)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    stack.commit({"pkg/a.py": base.replace(_fn(b"a2", 2), GUARDED_SHIM),
+                  "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
+                 "move a2 to pkg/c.py, a checking shim left")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
+    stack.cli("rebase", "--to", f"up={head}")
+    stack.cli("status")
+    stack.cli("lint", "--no-forge")

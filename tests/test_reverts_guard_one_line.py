@@ -1,0 +1,37 @@
+"""A kept guard (`if x is None:` + `return 0` at a function's top) that upstream later wrote
+again as one line in its place (`if x is None or x.numel() == 0: return 0`), its function
+renamed in place or not: upstream has the check. The one line in the two's place read as a
+neighbour line edited beside the fix's old code: said taken out ("removed", exit 1), its advice
+to delete a fix upstream has in its own form. Now quiet; that line replaced later by a check of
+other work (`if x.numel() == 0: return 0`, no word of `x is None`) is said taken out by that
+commit. Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_function_gone import A, _fn, _landed, _module
+
+ONE_LINE = b"    if x is None or x.numel() == 0: return 0\n"
+OTHER_WORK = b"    if x.numel() == 0: return 0\n"
+
+
+@pytest.mark.parametrize("renamed", [False, True], ids=["in place", "renamed in place"])
+def test_a_guard_written_again_as_one_line_is_quiet_until_other_work_replaces_it(tmp_path,
+                                                                                 renamed):
+    stack, _ = _landed(tmp_path, ())
+    name = b"_a2" if renamed else b"a2"
+
+    def with_check(check: bytes) -> bytes:
+        fn = _fn(b"a2", 2).replace(b"def a2(x):\n", b"def %s(x):\n" % name + check)
+        return _module(A).replace(_fn(b"a2", 2), fn)
+
+    again = stack.commit({"pkg/a.py": with_check(ONE_LINE)}, "a2: one check")
+    doc = stack.json("status", "--against", f"up={again}")
+    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
+    stack.cli("rebase", "--to", f"up={again}")
+    stack.cli("status")
+    stack.cli("lint", "--no-forge")
+    took = stack.commit({"pkg/a.py": with_check(OTHER_WORK)}, "a2: x is never None")
+    doc = stack.json("status", "--against", f"up={took}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
