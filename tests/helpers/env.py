@@ -36,7 +36,9 @@ _PYTHONPATH = os.pathsep.join([str(REPO_ROOT)] + [part for part in
 
 # GH_TOKEN and GITHUB_TOKEN: the forge token; DOCKER_CONFIG: registry logins (~/.docker under the
 # test's HOME instead).
-UNSET = ("GITHUB_TOKEN", "GH_TOKEN", "DOCKER_CONFIG", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+# PYTHONDONTWRITEBYTECODE: see PYTHONPYCACHEPREFIX below.
+UNSET = ("GITHUB_TOKEN", "GH_TOKEN", "DOCKER_CONFIG", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
+         "PYTHONDONTWRITEBYTECODE")
 
 
 def isolated_environ(home: Path) -> dict[str, str]:
@@ -65,6 +67,11 @@ def isolated_environ(home: Path) -> dict[str, str]:
         # A command run in a process of its own (`python -m patchforge`, in a project directory)
         # runs this checkout's code, not whichever checkout the package was installed from.
         "PYTHONPATH": _PYTHONPATH,
+        # Its byte code cached once per run, outside the checkout (beside the test's home, in the
+        # run's temporary directory): a machine with PYTHONDONTWRITEBYTECODE set (unset below)
+        # otherwise compiles the whole package again in every process a test starts, which was
+        # most of the suite's time. What a test writes or reads is the same either way.
+        "PYTHONPYCACHEPREFIX": str(home.parent / "pycache"),
         # Child processes' temporary files go under the test's own directory: a test that kills
         # a command on purpose (crash safety) leaves its scratch directories there, not in /tmp.
         "TMPDIR": str(scratch),
