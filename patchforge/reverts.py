@@ -235,6 +235,10 @@ class _Fix:
     # The FilePatch indexes in `moved_to` whose old file kept a shim of the function(s)
     # (_calls_moved): read at the file moved into wherever it defines them.
     shims: set = field(default_factory=set, repr=False, compare=False)
+    # By FilePatch index, where upstream renamed the fix's file before the landing
+    # (_renamed_before_landing): the old path, no alias any more and no file the fix's
+    # function or file can have moved into (a legacy copy upstream wrote there later).
+    left_path: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -1398,17 +1402,26 @@ def moved_files(project: Project, store: UpstreamStore, upstream: str, name: str
     # read under its new name, as status reads it (_judge): read at its old path only, the
     # function moved out of it was not followed, and `bring-back` stopped on a conflict in
     # the renamed file, its hint to make the fix where the function no longer is.)
+    # (A file renamed before the landing is read where it landed, never at its old path,
+    # where upstream may have written a legacy copy holding the fix: _renamed_before_landing.)
+    if landing is not None and known_base is not None and landing != known_base:
+        _renamed_before_landing(store, fix, known_base, landing)
     own = {fp.path for fp in fix.files}
     for path, new in _renamed_at(store, (known_base, landing), rev,
                                  sorted(p for p in own if not _deletes(fix, p))).items():
-        if new not in own:
+        if new not in own or new in fix.left_path.values():
             fix.aliases[next(k for k, fp in enumerate(fix.files) if fp.path == path)].append(new)
     _rewritten_away(store, fix, since, rev)
-    if not _moved_functions(store, fix, since, rev):
-        return dict(sorted((fix.files[k].path, path) for k, path in fix.rewritten.items()))
-    _moved_renamed(store, fix, [rev])
-    contents = store.read_blobs(rev, _paths(fix))
-    return {**{fix.files[k].path: path for k, path in fix.rewritten.items()},
+    if _moved_functions(store, fix, since, rev):
+        _moved_renamed(store, fix, [rev])
+    contents = store.read_blobs(rev, sorted({*_paths(fix), *fix.left_path.values()}))
+    # (A file renamed before the landing whose old path `rev` has again, another file: put
+    # where the fix's file is now. Read at the old path, the fix was "landed upstream
+    # meanwhile" in that file and kept under upstreamed/ again.)
+    left = {fix.files[k].path: now for k, old in fix.left_path.items()
+            if contents.get(old) is not None and
+            (now := _path_of(fix, k, contents)) is not None and now != old}
+    return {**left, **{fix.files[k].path: path for k, path in fix.rewritten.items()},
             **{fix.files[k].path: _path_of(fix, k, contents) or path
                for k, (path, _) in fix.moved_to.items()}}
 
@@ -2286,6 +2299,9 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     since = landing or known_base
     # Where the fix's paths are true: its base; and where it was upstream: its landing.
     follow = (known_base, landing)
+    if landing is not None and known_base is not None and landing != known_base and \
+            _renamed_before_landing(store, fix, known_base, landing):
+        cache.clear()
     state = _fix_state(store, fix, commit, cache)
     if state != "present" and since is not None:
         # A file of the fix gone at `commit` may have been renamed since its base, before
@@ -2296,9 +2312,11 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         # (A file that is one of the fix's own is no new place of another: a revert of a
         # move deletes the file the landing created and brings back the one it deleted,
         # which git's rename detection pairs.)
+        # (The path a file was renamed from before the landing is its own again where
+        # upstream renamed it back: _renamed_before_landing.)
         renamed = {path: new for path, new in _renamed_at(
             store, follow, commit, sorted(p for p in own if not _deletes(fix, p))).items()
-            if new not in own}
+            if new not in own or new in fix.left_path.values()}
         for k, fp in enumerate(fix.files):
             if fp.path in renamed:
                 fix.aliases[k].append(renamed[fp.path])
@@ -2504,7 +2522,10 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
     path the fix's file change is read at (`fix.aliases`; before that commit it is absent, so
     the old path is read) and `fix.rewritten`'s. Read at the old path, the new file's function
     of the fix's name held neither the fix nor its old code: superseded, nothing said, while
-    the moved file had the fix's line taken out."""
+    the moved file had the fix's line taken out. A commit that cut the file down adding no
+    file is read against the files added since `since` (_added_since: a copy made by an
+    earlier commit, the file then turned into wrappers), unless what it left at the path
+    holds the fix's added lines (_holds_added: a wrapper keeping the check)."""
     from patchforge.apply.hunks import _language
 
     found = False
@@ -2521,18 +2542,23 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
             continue
         log = [(sha, parents) for sha, parents, _ in store.path_log(since, commit, [path])
                if len(parents) == 1][:MAX_COMMITS]
-        # (Only a commit that deleted the file, or added another of its language, is read.)
+        # (Only a commit that deleted the file, added another of its language, or cut it
+        # below half of its lines is read.)
         changed = store.files_changed([sha for sha, _ in log])
         for sha, parents in reversed(log):  # (oldest first: the commit that rewrote it)
             deleted = store.entries(sha, [path])[path] is None
             added: list[str] = []
+            copied = False
             if not deleted:
                 others = sorted(p for p in changed.get(sha, ()) if p not in fix.aliases[k]
+                                and p != fix.left_path.get(k)
                                 and _language(p) == _language(path))
                 had = store.entries(parents[0], others) if others else {}
                 added = [p for p in others if had.get(p) is None]
-                if not added:
-                    continue
+                # (Adding none, the file may have been copied to another path by an earlier
+                # commit since `since`, left whole there, and cut down to wrappers by this
+                # one: asked below of a commit that cut it down only.)
+                copied = not added
             before = store.read_blobs(parents[0], [path])[path]
             if before is None:
                 continue
@@ -2542,8 +2568,16 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                 into = [new for new in (store.renames(parents[0], sha, [path]).get(path),)
                         if new is not None and new not in fix.aliases[k]]
             else:
-                if _kept_share(before, store.read_blobs(sha, [path])[path] or b"") >= 0.5:
+                shrunk = store.read_blobs(sha, [path])[path] or b""
+                if _kept_share(before, shrunk) >= 0.5:
                     continue
+                if copied:
+                    # (That copy: where one file added since keeps at least half its lines.)
+                    added = _added_since(store, fix, k, since, parents[0], path)
+                    if not added:
+                        continue
+                    if _holds_added(store, fix, k, shrunk):
+                        break  # (the fix's lines kept in the wrappers: upstream has them)
                 now = store.read_blobs(sha, added)
                 into = [p for p in added if now.get(p) is not None and
                         _kept_share(before, now[p] or b"") >= 0.5]
@@ -2562,6 +2596,42 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                 found = True
             break
     return found
+
+
+def _added_since(store: UpstreamStore, fix: _Fix, k: int, since: str, rev: str,
+                 path: str) -> list[str]:
+    """The files of `path`'s language that `rev` has and `since` had not (added by a commit
+    after `since` up to `rev`), none of the fix's file change `k`'s paths: where a copy of
+    the fix's file may be. Asked only of a commit that cut the file below half of its lines
+    while it added no file (_rewritten_away)."""
+    from patchforge.apply.hunks import _language
+
+    others = sorted(p for p in store.changed_paths(since, rev)
+                    if p not in fix.aliases[k] and p != fix.left_path.get(k)
+                    and _language(p) == _language(path))
+    had = store.entries(since, others) if others else {}
+    return [p for p in others if had.get(p) is None]
+
+
+def _holds_added(store: UpstreamStore, fix: _Fix, k: int, content: bytes) -> bool:
+    """Whether `content` holds every line the fix's file change `k` adds that tells
+    (_added), in the function each hunk changes where it is known and defined there (a
+    wrapper keeping the fix's check before its call), else anywhere in the file."""
+    fp = fix.files[k]
+    if not any(_added(hunk) for hunk in fp.hunks):
+        return False  # (a fix that only takes lines out: followed, as a move in one commit)
+    names = _own_functions(store, fix, k)
+    lines = _Lines(content)
+    squeezed = _squeezed_lines(content)
+    for n, hunk in enumerate(fp.hunks, 1):
+        wanted = set(_added(hunk))
+        own = _OwnFunction(store, fix, k, n)
+        within = names[n - 1] if names[n - 1] is not None and own.defined(lines) else None
+        held = {squeezed[j] for j in range(len(squeezed)) if squeezed[j] in wanted and
+                (within is None or lines.function_at(fp.path, j) == within)}
+        if not wanted <= held:
+            return False
+    return True
 
 
 def _kept_share(was: bytes, now: bytes) -> float:
@@ -2631,6 +2701,7 @@ def _moved_functions(store: UpstreamStore, fix: _Fix, since: str, commit: str) -
                 continue
             changed = store.files_changed([sha]).get(sha, set())
             others = sorted(p for p in changed if p not in fix.aliases[k] and
+                            p != fix.left_path.get(k) and
                             _language(p) == _language(fp.path))
             after = store.read_blobs(sha, others)
             before = store.read_blobs(parents[0], others)
@@ -2677,15 +2748,23 @@ def _shim_holds_added(lines: _Lines, fp: FilePatch, owns: list[_OwnFunction]) ->
 
 def _calls_moved(lines: _Lines, path: str, own: _OwnFunction) -> bool:
     """Whether the file defines the function `own` names and its body calls a function of
-    the same bare name through a module, object or namespace (`c.a2(x)`, `impl::a2(x)`): a
-    shim left where upstream moved the function's code into another file."""
+    the same bare name through a module, object or namespace (`c.a2(x)`, `impl::a2(x)`), or
+    through a name the file imports it as (`from pkg.c import a2 as impl`, in the body or at
+    the top, then `impl(x)`): a shim left where upstream moved the function's code into
+    another file."""
     if own.name is None or not own.defined(lines):
         return False
     bare = re.split(rb"\.|::", own.name.split(b" [")[0])[-1]
-    calls = (b"." + bare + b"(", b"::" + bare + b"(")
-    if not any(call in lines.content for call in calls):
+    calls = [re.escape(b"." + bare + b"("), re.escape(b"::" + bare + b"(")]
+    # (An alias is an import's `a2 as impl`; a call of it is `impl(` not part of another
+    # name or attribute, so `obj.impl(` or `my_impl(` is no call of the moved function.)
+    calls += [rb"(?<![\w.])" + re.escape(alias) + rb"\s*\("
+              for alias in re.findall(rb"(?<![\w.])" + re.escape(bare) +
+                                      rb"\s+as\s+([A-Za-z_]\w*)", lines.content)]
+    call = re.compile(b"|".join(calls))
+    if not call.search(lines.content):
         return False
-    return any(any(call in line for call in calls) and lines.function_at(path, k) == own.name
+    return any(call.search(line) and lines.function_at(path, k) == own.name
                for k, line in enumerate(lines.lines))
 
 
@@ -2990,6 +3069,30 @@ def _renamed_at(store: UpstreamStore, follow: tuple[str | None, str | None], rev
             later = store.renames(landing, rev, [there]).get(there)
             if later is not None:
                 found[path] = later
+    return found
+
+
+def _renamed_before_landing(store: UpstreamStore, fix: _Fix, base: str, landing: str) -> bool:
+    """Whether a file of the fix that the landing lacks at its path (a text or binary change,
+    not one the fix adds or deletes) was renamed by upstream between the fix's base and the
+    landing (git's rename detection): the path it landed at is then the one it is read at,
+    the old path no longer one of its aliases. The rebase that dropped the fix followed the
+    rename, its kept diff still names the old path; a file upstream wrote later at that path
+    (a legacy copy holding the fix's line) is not the fix's, nor a file the fix's function
+    moved into (`fix.left_path`), yet, read first, it kept quiet the fix's line taken out of
+    the file it landed in."""
+    paths = {fp.path: k for k, fp in enumerate(fix.files)
+             if not fp.is_new and not fp.is_delete and fix.aliases[k] == [fp.path]}
+    if not paths:
+        return False
+    at_landing = store.entries(landing, sorted(paths))
+    gone = sorted(p for p in paths if at_landing[p] is None)
+    found = False
+    for path, there in (store.renames(base, landing, gone).items() if gone else ()):
+        if there not in paths and store.entries(landing, [there])[there] is not None:
+            fix.aliases[paths[path]] = [there]
+            fix.left_path[paths[path]] = path
+            found = True
     return found
 
 

@@ -48,3 +48,53 @@ def test_a_file_moved_with_wrappers_written_at_its_path(tmp_path, when, guard):
     assert not (stack.root / "overlays/up/pkg/a.py").exists()
     assert GUARD not in WRAPPERS
     stack.cli("status")
+
+
+def _copied_then_wrappers(tmp_path, wrappers: bytes = WRAPPERS):
+    """The fix's file copied whole to lib/a.py in one commit (pkg/a.py left as it is), pkg/a.py
+    cut down to `wrappers` in a later one, which adds no file."""
+    stack, _ = _landed(tmp_path, ())
+    stack.commit({"lib/a.py": _module(A, (b"a2",))}, "copy a into lib")
+    stack.commit({"pkg/a.py": wrappers}, "pkg/a.py: wrappers")
+    return stack
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["guard dropped", "guard kept"])
+def test_a_file_copied_then_cut_down_to_wrappers_is_read_at_its_copy(tmp_path, guard):
+    # Only a commit that both cut the file down and added the other was followed: read at its
+    # old path, the guard then dropped from the copy read as superseded, nothing said, exit 0.
+    stack = _copied_then_wrappers(tmp_path)
+    now = _module(A, (b"a2",) if guard else ()) + b"\n\nVERSION = 2\n"
+    took = stack.commit({"lib/a.py": now}, "lib/a.py: version 2")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        stack.cli("rebase", "--to", f"up={head}")
+        stack.cli("status")
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+    _, out, _ = stack.cli("rebase", "--to", f"up={head}", expect=1)
+    assert took[:12] in out, out
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/lib/a.py").read_bytes() == \
+        _module(A, (b"a2",)) + b"\n\nVERSION = 2\n"
+    assert not (stack.root / "overlays/up/pkg/a.py").exists()
+    stack.cli("status")
+
+
+def test_a_guard_kept_in_the_wrapper_of_a_copied_file_is_quiet(tmp_path):
+    # The copy's a2 loses the guard, the wrapper of a2 left at the old path checks x before
+    # its call: upstream kept the fix at its path, nothing to say.
+    kept = WRAPPERS.replace(b"def a2(x):\n", b"def a2(x):\n" + GUARD)
+    stack = _copied_then_wrappers(tmp_path, kept)
+    stack.commit({"lib/a.py": _module(A)}, "a2: x is never None")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+    stack.cli("rebase", "--to", f"up={head}")
+    stack.cli("status")

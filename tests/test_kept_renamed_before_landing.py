@@ -106,3 +106,62 @@ def test_a_landing_in_a_file_renamed_before_it_whose_function_moved_on_is_follow
     assert (stack.root / "overlays/up/pkg/b.py").read_bytes().count(GUARD) == 1
     assert not (stack.root / "overlays/up/pkg/a.py").exists()
     stack.cli("status")
+
+
+G = b"def g(x):\n    y = x * 2\n    return math.ceil(y)\n"
+# A legacy g upstream writes at the kept diff's path, a.py, after the landing, holding the guard.
+LEGACY = b"import math\n\n\n" + G.replace(b"def g(x):\n", b"def g(x):\n" + GUARD)
+
+
+@pytest.mark.parametrize("same", [False, True])
+@pytest.mark.parametrize("how", ["moved into pkg/b.py", "left in pkg/a.py"])
+@pytest.mark.parametrize("guard", [False, True])
+def test_a_look_alike_at_the_old_path_is_not_the_landed_fix(tmp_path, same, how, guard):
+    # After the landing in pkg/a.py (renamed from a.py), upstream writes a legacy g holding the
+    # guard at a.py in the commit that moves g into pkg/b.py or leaves it where it is, the
+    # guard dropped from g or not. Read at the kept diff's path first, the legacy copy kept a
+    # guard dropped from g quiet: in no overlay and not upstream, exit 0. With it: quiet.
+    stack, _ = _landed_after_a_rename(tmp_path, same)
+    g = G.replace(b"def g(x):\n", b"def g(x):\n" + GUARD) if guard else G
+    if how == "moved into pkg/b.py":
+        now = {"pkg/a.py": BASE.replace(G + b"\n\n", b""), "pkg/b.py": b"import math\n\n\n" + g}
+    else:
+        now = {"pkg/a.py": BASE.replace(G, g)}
+    took = stack.commit({**now, "a.py": LEGACY}, f"g {how}; a.py: legacy g")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        stack.cli("rebase", "--to", f"up={head}")
+        stack.cli("status")
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+    stack.cli("rebase", "--to", f"up={head}", expect=1)
+    # The advised bring-back puts the guard into g where it is now, once; a.py is upstream's.
+    stack.cli("bring-back", "up/fix.patch")
+    assert stack.series("up") == ["fix.patch"]
+    into = "pkg/b.py" if how == "moved into pkg/b.py" else "pkg/a.py"
+    assert f"+++ b/{into}".encode() in stack.patch("up", "fix")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up" / into).read_bytes().count(GUARD) == 1
+    assert not (stack.root / "overlays/up/a.py").exists()
+    stack.cli("status")
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_a_landing_in_a_file_renamed_before_it_then_renamed_back_is_read_there(tmp_path, guard):
+    # Upstream renames pkg/a.py back to a.py after the landing (the guard dropped there later,
+    # or not): a.py is the fix's file again, followed by git's rename detection.
+    stack, _ = _landed_after_a_rename(tmp_path, same=False)
+    stack.upstream.commit({}, "move pkg/a.py back to a.py", {"pkg/a.py": "a.py"})
+    took = stack.commit({"a.py": FIXED if guard else BASE}, "g: rework")
+    head = stack.upstream.head()
+    if guard:
+        doc = stack.json("status", "--against", f"up={head}")
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        return
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said

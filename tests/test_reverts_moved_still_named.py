@@ -134,15 +134,18 @@ def test_a_look_alike_sharing_a_line_with_the_moved_function_alone_is_not_the_fi
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
 
 
-SHIM = b"def a2(x):\n    from pkg import c\n    return c.a2(x)\n"
+# The shims upstream leaves of a2 in pkg/a.py when it moves a2's code into pkg/c.py: a call
+# through the module, or through a name a2 is imported as, in the shim or at the file's top.
+SHIMS = {
+    "through its module": (b"", b"def a2(x):\n    from pkg import c\n    return c.a2(x)\n"),
+    "through a local alias": (b"", b"def a2(x):\n    from pkg.c import a2 as impl\n"
+                              b"    return impl(x)\n"),
+    "through an alias at the top": (b"from pkg.c import a2 as _a2\n",
+                                    b"def a2(x):\n    return _a2(x)\n"),
+}
 
 
-@pytest.mark.parametrize("guard", [False, True])
-def test_a_function_moved_into_another_file_behind_a_shim_of_its_name_is_followed(
-        tmp_path, guard):
-    # a2's code moved into pkg/c.py; pkg/a.py keeps `def a2(x): return c.a2(x)`. Without the
-    # guard: the shim still defined a2 there, so a2 was not followed and the guard gone from
-    # it read as code rewritten in another form, nothing said. With it: quiet.
+def _shim_landed(tmp_path) -> tuple[OneUpstreamStack, bytes]:
     names = [b"a0", b"a1", b"a2", b"a3"]
     base = b'"""m."""\n\n\n' + b"\n\n".join(_fn(n, A.index(n)) for n in names)
     fixed = base.replace(_fn(b"a2", 2), _fn(b"a2", 2, True))
@@ -150,7 +153,27 @@ def test_a_function_moved_into_another_file_behind_a_shim_of_its_name_is_followe
     stack.add_fix("fix", "pkg/a.py", base, fixed)
     stack.commit({"pkg/a.py": fixed}, "a2: check x (#5)", tag="v2")
     stack.dropped_as_landed("up=v2")
-    took = stack.commit({"pkg/a.py": base.replace(_fn(b"a2", 2), SHIM),
+    return stack, base
+
+
+def _with_shim(base: bytes, shim: str, kept: bool = False) -> bytes:
+    """pkg/a.py with a2 left as the shim `shim` (SHIMS), holding the guard where `kept`."""
+    top, body = SHIMS[shim]
+    if kept:
+        body = body.replace(b"    return ", GUARD + b"    return ")
+    return base.replace(b'"""m."""\n', b'"""m."""\n' + top).replace(_fn(b"a2", 2), body)
+
+
+@pytest.mark.parametrize("shim", list(SHIMS))
+@pytest.mark.parametrize("guard", [False, True])
+def test_a_function_moved_into_another_file_behind_a_shim_of_its_name_is_followed(
+        tmp_path, guard, shim):
+    # a2's code moved into pkg/c.py; pkg/a.py keeps `def a2(x): return c.a2(x)`, or calls it
+    # as `impl(x)` after `from pkg.c import a2 as impl`. Without the guard: the shim still
+    # defined a2 there, so a2 was not followed and the guard gone from it read as code
+    # rewritten in another form, nothing said. With it: quiet.
+    stack, base = _shim_landed(tmp_path)
+    took = stack.commit({"pkg/a.py": _with_shim(base, shim),
                          "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2, guard)},
                         "move a2 to pkg/c.py, a shim left")
     head = stack.upstream.head()
@@ -197,3 +220,19 @@ def test_a_function_moved_behind_a_shim_that_still_holds_the_guard_is_quiet(tmp_
     stack.cli("rebase", "--to", f"up={head}")
     stack.cli("status")
     stack.cli("lint", "--no-forge")
+
+
+@pytest.mark.parametrize("shim", list(SHIMS))
+def test_a_guard_upstream_kept_in_the_shim_is_quiet(tmp_path, shim):
+    # a2's code moved into pkg/c.py without the guard, the shim left in pkg/a.py (calling it
+    # through its module or an alias) checking x before its call: upstream kept the fix where
+    # it was, nothing to say; the aliased shim is followed only where it lacks the guard.
+    stack, base = _shim_landed(tmp_path)
+    stack.commit({"pkg/a.py": _with_shim(base, shim, kept=True),
+                  "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
+                 "move a2 to pkg/c.py, the check left in the shim")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
+    stack.cli("rebase", "--to", f"up={head}")
+    stack.cli("status")
