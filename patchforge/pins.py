@@ -32,6 +32,19 @@ def git_url_for(project: Project, url: str) -> str:
     return url
 
 
+def _keep_remotes(project: Project, store: UpstreamStore) -> None:
+    """The remote of each git upstream of the project in the store, configured again where the
+    store let it go while its local path was gone (UpstreamStore.prune_gone_remotes): a file
+    the partial store lacks is fetched from it by name. Nothing is written for one there."""
+    from patchforge.store.giturl import store_namespace
+
+    for name in project.upstream_names():
+        upstream = project.config.upstream(name)
+        if upstream.kind == "git" and upstream.url:
+            url = git_url_for(project, upstream.url)
+            store.keep_remote(store_namespace(name, url), url)
+
+
 @contextmanager
 def open_store(project: Project, *, bring_pins: bool | list[str] = False):
     """The store for one command. With `bring_pins` (True: every upstream; or the names of
@@ -44,6 +57,7 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
 
     store = UpstreamStore.open()
     store.progress = project.progress
+    _keep_remotes(project, store)
     # git starts now: it has opened the store while the command reads its arguments,
     # configuration and series, and the first object is answered at once (a rebase's first
     # read waited 1-2 ms for git to start).

@@ -43,14 +43,15 @@ from patchforge.store import commitdiffs
 from patchforge.store.diff import DIFF_OPTIONS, check_path, decode_path
 from patchforge.store.git import (IMPORT_IDENT, StartedGit, check_label, check_upstream_name,
                                   damage_error, is_offline, run_git)
-from patchforge.store.giturl import (check_git_url, is_local_git_url, partial_local_repository,
-                                     redact, shallow_local_repository)
+from patchforge.store.giturl import (check_git_url, is_local_git_url, local_path,
+                                     partial_local_repository, redact, shallow_local_repository)
 from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as keep_file
 from patchforge.store.kept import bound as bound_kept
 from patchforge.store.objects import (EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree, object_id,
                                       tree_bytes, write_loose)
 from patchforge.store.rangediff import RangeDiffImport
-from patchforge.store.storeconfig import LOCAL_UPLOAD_PACK, check_store_config, store_remotes
+from patchforge.store.storeconfig import (LOCAL_UPLOAD_PACK, check_store_config, remotes_gone,
+                                          store_remotes, without_remotes)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -344,12 +345,15 @@ class UpstreamStore:
 
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = Path(git_dir)
-        self._cat = CatFile(self.git_dir)
+        self._cat = CatFile(self.git_dir, known_absent=self._known_absent)
         self._lock = threading.RLock()  # the caches below and their reads through self._cat
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._renames: dict[tuple[str, str, tuple[str, ...]], dict[str, str]] = {}
         # (old, new, the files asked) -> src -> dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
+        self._held: set[str] = set()  # ids _known_absent found in the store
+        # (the configuration file's inode, size, mtime) -> whether it names a promisor remote
+        self._promisor_config: tuple[tuple[int, ...], bool] | None = None
         # pack index file name -> (its fan-out table, its sorted object ids) (_held_by_packs)
         self._pack_ids: dict[str, tuple[tuple[int, ...], mmap.mmap]] = {}
         # Presence checks started ahead (start_presence_check): (the blob ids asked, the
@@ -381,19 +385,20 @@ class UpstreamStore:
         self._remote_tags: dict[tuple[str, str], str | None] = {}
 
     @contextlib.contextmanager
-    def writing(self):
+    def writing(self, wait: bool = True):
         """Hold the store's write lock: a kernel lock (`flock`) on `store.git/patchforge.lock`,
         waited for. The cache is shared by every project of the user, and two of them fetching
         one upstream at once had git refuse the second ref update ('cannot lock ref ...: is at
         X but expected Y') or the second configuration write; holding this around the
         remote's configuration, fetches, imports, ref updates and repacks makes them take
         turns. The kernel releases it however its holder exits. Re-entrant within a thread; the threads
-        of one process take turns on `_write_lock`."""
+        of one process take turns on `_write_lock`. Yields whether it holds the lock: always,
+        unless `wait` is False and another process holds it (then it does not wait)."""
         with self._write_lock:
             if self._writers:
                 self._writers += 1
                 try:
-                    yield
+                    yield True
                 finally:
                     self._writers -= 1
                 return
@@ -405,7 +410,20 @@ class UpstreamStore:
             except OSError:
                 fd = None  # a read-only cache: nothing of ours will be written to it anyway
             try:
-                if fd is not None:
+                if fd is not None and not wait:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        os.close(fd)
+                        fd = None
+                        yield False
+                        return
+                    except OSError:
+                        os.close(fd)
+                        fd = None
+                    else:
+                        write_holder(fd)
+                elif fd is not None:
                     try:
                         self._lock_waiting(fd)
                     except OSError:
@@ -415,7 +433,7 @@ class UpstreamStore:
                         fd = None
                 self._writers = 1
                 try:
-                    yield
+                    yield True
                 finally:
                     self._writers = 0
                     if fd is not None:
@@ -501,7 +519,99 @@ class UpstreamStore:
                         ) from None
                     raise
         check_store_config(git_dir)
-        return cls(git_dir)
+        store = cls(git_dir)
+        store.prune_gone_remotes()
+        return store
+
+    def prune_gone_remotes(self) -> list[str]:
+        """Take out of the store's configuration the remotes whose local path no longer exists
+        (storeconfig.remotes_gone: a deleted project's or test's upstream), and return their
+        names. A cache shared by many projects (a CI runner's, a developer's over months, a
+        test suite's) collected one promisor remote per upstream, and git's own fetch of an
+        object the store lacks asks every promisor remote in turn, one `git fetch` each.
+        Their refs stay, and every object with them: a project whose upstream was deleted
+        still reads its pin from the cache. Done under the store's write lock, re-read there,
+        only when the lock is free (a read never waits for another process's import for
+        this) and the cache can be written; the file is replaced as git replaces it (under
+        `config.lock`), so a git process reads it whole, before or after. A remote whose path
+        comes back is configured again by the next command of its project (keep_remote)."""
+        if not remotes_gone(self.git_dir) or not self.writable():
+            return []
+        with self.writing(wait=False) as held:
+            if not held:
+                return []
+            gone = remotes_gone(self.git_dir)
+            if gone and not self._remove_remotes(set(gone)):
+                gone = []
+        self._remotes = None
+        return gone
+
+    def _remove_remotes(self, names: set[str]) -> bool:
+        """Remove the `[remote "NAME"]` sections of `names` from the store's configuration, in
+        one write under git's own lock file; False when git holds that lock (another time)."""
+        path = self.git_dir / "config"
+        lock = self.git_dir / "config.lock"
+        fd: int | None
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return False
+        try:
+            try:
+                text = path.read_bytes().decode("utf-8")
+                mode = path.stat().st_mode & 0o777
+            except (OSError, UnicodeDecodeError):
+                text = None
+            kept = without_remotes(text, names) if text is not None else None
+            if kept is None:
+                os.close(fd)
+                fd = None
+                os.unlink(lock)
+                for name in sorted(names):  # (a file git wrote otherwise: git removes them)
+                    self._run("config", "--remove-section", f"remote.{name}", ok=None)
+                return True
+            os.write(fd, kept.encode("utf-8"))
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            os.replace(lock, path)
+            return True
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            raise
+
+    def keep_remote(self, namespace: str, url: str) -> None:
+        """The remote of a git upstream a command reads from, configured again when the store
+        lacks it (prune_gone_remotes took it out while its local path was gone, and the path
+        is back): its missing files are fetched from it by name. Nothing when it is there, its
+        path is still gone, the cache cannot be written, or the store never fetched from it
+        (no ref of it: a new cache, or a project not fetched yet), where the fetch of its pin
+        configures it: a remote written ahead of that made git fetch the pin on demand the
+        first time the command asked whether the store held it, and `fetch` said "already in
+        the cache" of a pin it had just fetched."""
+        if self._remotes is None:
+            self._remotes = store_remotes(self.git_dir)
+        if namespace in self._remotes[1]:
+            return
+        path = local_path(url)
+        if (path is not None and not os.path.lexists(path)) or not self.writable():
+            return
+        try:
+            if not self._out("for-each-ref", "--count=1", "--format=%(refname)",
+                             f"refs/patchforge/remotes/{namespace}/").strip():
+                return
+            with self.writing():
+                self._configure_remote(namespace, url)
+        except StoreDamaged:
+            raise
+        except StoreError:
+            return  # (its files the store holds are read as they are; a fetch says more)
+        self._remotes = None
+        self._cat.restart()  # (it read the configuration at its start)
 
     def start_reading(self) -> None:
         """Start the persistent `git cat-file` now instead of at the first read."""
@@ -909,10 +1019,59 @@ class UpstreamStore:
         return {c: got[0] if got is not None else None for c, got in zip(asked, answers)}
 
     def has_object(self, oid: str) -> bool:
-        """Whether `oid` exists (in a partial clone, a promisor may be asked for it)."""
+        """Whether the store holds `oid` (a commit, a tag or a tree: the callers' ids), told
+        without a fetch: a partial store's git fetched an id it lacks on demand from every
+        upstream's remote in turn (_known_absent)."""
         if not _HEXABBREV.fullmatch(oid):
             return False
+        if len(oid) == 40 and self._known_absent({oid.lower()}):
+            return False
         return self._cat.query([oid])[0] is not None
+
+    def _known_absent(self, oids: set[str]) -> set[str]:
+        """Those of `oids` (full ids) that the store does not hold, told from its pack indexes
+        and loose objects (_held_by_packs), without a git process; nothing when that is not
+        known (a multi-pack index, alternates) or when the store is complete (git fetches
+        nothing then). Asked about an id a partial store lacks (a kept fix's base, a pull
+        request's merge commit, a wheel import not made yet), git's own fetch on demand tries
+        every promisor remote of the store in turn, one `git fetch` each: with the remotes of
+        a few hundred projects in one cache, a `status` took minutes. Only a blob can be
+        missing from the store and yet promised (the fetches are blob-less): the callers ask
+        about commits and what they reach. A store not partial yet is screened too when it
+        has a promisor remote (a new cache whose first fetch configured its upstream and
+        failed, or is still to come): git fetches on demand from a remote so configured
+        whatever the store holds, and a fetch that asked first whether the store held its pin
+        found it (git had fetched it on demand) and said "already in the cache"."""
+        unknown = oids - self._held
+        if not unknown or not (self._is_partial() or self._has_promisor_remote()):
+            return set()
+        held = self._held_by_packs(unknown)
+        if held is not None and held != unknown:
+            # Looked for again, the packs listed anew: `git gc` writes the pack that holds a
+            # loose object before it deletes that object, so an id found in neither place by
+            # the first look (its pack listed before it was written, its loose file read after
+            # it was deleted) is in the second look's packs. An id in neither look was not in
+            # the store when the first one listed the packs.
+            again = self._held_by_packs(unknown - held)
+            held = None if again is None else held | again
+        if held is None:
+            return set()
+        self._held.update(held)  # (objects never leave the store: each id looked for once)
+        return unknown - held
+
+    def _has_promisor_remote(self) -> bool:
+        """Whether the store's configuration names a promisor remote (git fetches an object it
+        lacks on demand then), read from the file again only when it changed (a store that
+        is complete without one, a wheel's, is asked this at each read)."""
+        path = self.git_dir / "config"
+        try:
+            st = path.stat()
+            key: tuple[int, ...] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = ()
+        if self._promisor_config is None or self._promisor_config[0] != key:
+            self._promisor_config = (key, bool(store_remotes(self.git_dir)[0]))
+        return self._promisor_config[1]
 
     def list_paths(self, rev: str, prefix: str | None = None) -> list[str]:
         """Every file path at `rev` (under directory `prefix` if given), in git's order."""
@@ -1171,12 +1330,23 @@ class UpstreamStore:
         (GitHub from a network reaching only the internal mirror) held the command for the
         low-speed timeout, two minutes. All of them only when the owner cannot be told (a
         blob read by tree, or at a commit no upstream's ref reaches)."""
-        remotes = self._promisor_remotes()
+        remotes = self._answering(self._promisor_remotes())
         if len(remotes) < 2 or not where or any(m not in where for m in missing):
             return remotes
         owners = self._owners_of(sorted({where[m][0] for m in missing}))
         mine = [remote for remote in remotes if remote in owners]
         return mine or remotes
+
+    def _answering(self, remotes: list[str]) -> list[str]:
+        """`remotes` but those whose every URL is a local path that no longer exists (not
+        pruned yet: the lock was busy, or the cache is read-only): none of them can answer."""
+        urls = store_remotes(self.git_dir)[1]
+
+        def gone(url: str) -> bool:
+            path = local_path(url)
+            return path is not None and not os.path.lexists(path)
+
+        return [r for r in remotes if not urls.get(r) or not all(map(gone, urls[r]))]
 
     def _owners_of(self, revs: list[str]) -> set[str]:
         """The remotes whose fetched refs reach any of `revs` (the upstreams they are of)."""
@@ -2354,7 +2524,10 @@ class UpstreamStore:
                 if table is None:
                     # Mapped, not read: only the pages of the ids looked for are touched.
                     with open(pack_dir / name, "rb") as f:
-                        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                        try:
+                            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                        except ValueError:  # an empty file (damage: git names it)
+                            return None
                     if data[:8] != b"\xfftOc\x00\x00\x00\x02" or len(data) < 1032:
                         return None
                     table = self._pack_ids[name] = (struct.unpack_from(">256I", data, 8), data)

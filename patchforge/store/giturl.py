@@ -32,6 +32,14 @@ def is_local_git_url(url: str) -> bool:
     return colon < 0 or (0 <= slash < colon)
 
 
+def local_path(url: str) -> Path | None:
+    """The path a local URL names (`file://` taken off), None for a remote one."""
+    if not is_local_git_url(url):
+        return None
+    match = _SCHEME.match(url)
+    return Path(url[match.end():] if match else url)
+
+
 def is_plain_path(url: str) -> bool:
     """A local path written as a path (not `file://`): the one kind that may be relative."""
     return _SCHEME.match(url) is None and is_local_git_url(url)

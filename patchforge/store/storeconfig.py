@@ -19,7 +19,7 @@ from pathlib import Path
 
 from patchforge.errors import StoreDamaged
 from patchforge.store.git import run_git
-from patchforge.store.giturl import check_git_url
+from patchforge.store.giturl import check_git_url, local_path
 
 # What a local upstream's remote runs as its upload-pack (gitstore._configure_remote writes it).
 LOCAL_UPLOAD_PACK = ("git -c uploadpack.allowFilter=true "
@@ -73,16 +73,7 @@ def store_remotes(git_dir: Path) -> tuple[list[str], dict[str, list[str]]]:
     """The store's promisor remotes, in the file's order (the order git asks them in), and
     each remote's URLs: read from the file, with no git process (git is asked only of a file
     not in the form `git config` writes)."""
-    path = git_dir / "config"
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return [], {}
-    except (OSError, UnicodeDecodeError):
-        text = None
-    entries = _parse(text) if text is not None else None
-    if entries is None:
-        entries = _ask_git(git_dir, path)
+    entries = _entries(git_dir)
     promisors: list[str] = []
     urls: dict[str, list[str]] = {}
     for key, value, _ in entries:
@@ -94,6 +85,58 @@ def store_remotes(git_dir: Path) -> tuple[list[str], dict[str, list[str]]]:
         elif field == "url":
             urls.setdefault(name, []).append(value)
     return promisors, urls
+
+
+def _entries(git_dir: Path) -> list[tuple[str, str, int]]:
+    """(key, value, line) of each setting of the store's configuration: read from the file,
+    git asked only of a file not in the form `git config` writes; none for no file."""
+    path = git_dir / "config"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError):
+        text = None
+    entries = _parse(text) if text is not None else None
+    return _ask_git(git_dir, path) if entries is None else entries
+
+
+def remotes_gone(git_dir: Path) -> list[str]:
+    """The store's remotes whose every URL is a path on this machine that no longer exists (a
+    deleted project's or test's upstream): no fetch from them can answer, and git's own fetch
+    of a missing object asked each of them in turn. Read from the file, no git process; the
+    remote `extensions.partialClone` names (an older git's) is left alone."""
+    urls: dict[str, list[str]] = {}
+    kept = set()
+    for key, value, _ in _entries(git_dir):
+        name, _, field = key.removeprefix("remote.").rpartition(".")
+        if key.startswith("remote.") and name and field == "url":
+            urls.setdefault(name, []).append(value)
+        elif key == "extensions.partialclone":
+            kept.add(value)
+    gone = []
+    for name in urls.keys() - kept:
+        paths = [local_path(url) for url in urls.get(name, [])]
+        if paths and all(path is not None and not os.path.lexists(path) for path in paths):
+            gone.append(name)
+    return sorted(gone)
+
+
+def without_remotes(text: str, names: set[str]) -> str | None:
+    """The configuration `text` without the sections `[remote "NAME"]` of `names`; None when
+    the text is not in the form `git config` writes (git is asked to remove them then)."""
+    if _parse(text) is None:
+        return None
+    kept: list[str] = []
+    dropping = False
+    for line in text.split("\n"):
+        header = _SECTION_LINE.fullmatch(line)
+        if header:
+            section, sub = header.groups()
+            dropping = section.lower() == "remote" and sub in names
+        if not dropping:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _parse(text: str) -> list[tuple[str, str, int]] | None:
