@@ -1170,3 +1170,101 @@ def test_a_rebase_dropping_fixes_out_of_name_order_writes_the_dockerfile_overlay
     check_but_for_the_install_root(stack.root)
     stack.cli("overlays")
     assert (stack.root / "overlays/Dockerfile").read_bytes() == before
+
+
+def _three_files_stack(tmp_path, *, install_root: bool):
+    """A OneUpstreamStack of pkg/a.py, pkg/b.py, pkg/c.py (20 lines each), with or without
+    its install-root; and each file with its line 5 fixed."""
+    from helpers.project import OneUpstreamStack
+
+    files = {f"pkg/{n}.py": b"".join(b"%s line %d\n" % (n.encode(), i) for i in range(1, 21))
+             for n in ("a", "b", "c")}
+    fixed = {path: text.replace(b" line 5\n", b" line 5, fixed\n") for path, text in files.items()}
+    stack = OneUpstreamStack(tmp_path, files)
+    if not install_root:
+        config = stack.root / "patchforge.toml"
+        config.write_text("".join(line for line in config.read_text().splitlines(True)
+                                  if not line.startswith("install-root")))
+    return stack, files, fixed
+
+
+def test_a_rebase_keeping_a_fix_under_a_taken_name_writes_the_dockerfile_overlays_makes(
+        tmp_path):
+    """A fix dropped as landed whose name an earlier kept fix holds under upstreamed/ is
+    written there as `x.2.patch`; the Dockerfile the rebase wrote named it `x.patch` (twice),
+    so `overlays --check` right after the rebase said `changed  Dockerfile`. The write-out now
+    names it as the file it writes."""
+    from helpers.template import check_but_for_the_install_root
+
+    stack, files, fixed = _three_files_stack(tmp_path, install_root=False)
+    stack.add_fix("x", "pkg/a.py", files["pkg/a.py"], fixed["pkg/a.py"])
+    stack.add_fix("stays", "pkg/c.py", files["pkg/c.py"], fixed["pkg/c.py"])
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed["pkg/a.py"]}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    shutil.rmtree(tmp_path / "diff-x")  # add_fix's scratch repository of the first x
+    stack.add_fix("x", "pkg/b.py", files["pkg/b.py"], fixed["pkg/b.py"])
+    stack.commit({"pkg/b.py": fixed["pkg/b.py"]}, "Fix b", tag="v3")
+    stack.cli("rebase", "--to", "v3")
+    assert stack.series("up") == ["stays.patch"]
+    assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
+        ["x.2.patch", "x.patch"]
+    before = (stack.root / "overlays/Dockerfile").read_bytes()
+    assert b"NOT CHECKED: up/upstreamed/x.2.patch" in before, before.decode()
+    check_but_for_the_install_root(stack.root)
+    stack.cli("overlays")
+    assert (stack.root / "overlays/Dockerfile").read_bytes() == before
+
+
+def test_a_rebase_keeping_a_fixs_landed_part_writes_the_dockerfile_overlays_makes(tmp_path):
+    """A fix of two files one of whose changes landed moves on, its landed part kept as
+    upstreamed/two.patch; the Dockerfile the rebase wrote left that part out (no check of
+    its file), so `overlays --check` right after the rebase said `changed  Dockerfile`."""
+    from helpers.upstream import diff_of
+
+    stack, files, fixed = _three_files_stack(tmp_path, install_root=True)
+    data = stack.add_fix("two", "pkg/a.py", files["pkg/a.py"], fixed["pkg/a.py"])
+    (stack.root / "series/up/two.patch").write_bytes(
+        data + diff_of(tmp_path / "diff-two-c", "pkg/c.py", files["pkg/c.py"],
+                       fixed["pkg/c.py"]))
+    stack.cli("overlays")
+    stack.commit({"pkg/a.py": fixed["pkg/a.py"]}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == ["two.patch"]
+    assert (stack.root / "series/up/upstreamed/two.patch").is_file()
+    before = (stack.root / "overlays/Dockerfile").read_bytes()
+    assert b"/opt/site/pkg/a.py" in before, before.decode()
+    rc, out, err = stack.cli("overlays", "--check", expect=None)
+    assert rc == 0 and "up to date" in out, out + err
+    stack.cli("overlays")
+    assert (stack.root / "overlays/Dockerfile").read_bytes() == before
+
+
+def test_a_rebase_keeping_a_fix_under_a_reverted_ones_name_writes_no_false_failing_step(
+        tmp_path):
+    """Upstream reverts a kept fix `x` (pkg/a.py) while another fix named `x` (pkg/b.py)
+    lands: the new one is kept as upstreamed/x.2.patch. The Dockerfile the rebase wrote read
+    both under the reverted one's name, a `# FAILS` step for pkg/b.py, which is fixed at the
+    pin, and `overlays --check` said `changed  Dockerfile`."""
+    stack, files, fixed = _three_files_stack(tmp_path, install_root=True)
+    stack.add_fix("x", "pkg/a.py", files["pkg/a.py"], fixed["pkg/a.py"])
+    stack.add_fix("stays", "pkg/c.py", files["pkg/c.py"], fixed["pkg/c.py"])
+    stack.cli("overlays")
+    landed = stack.commit({"pkg/a.py": fixed["pkg/a.py"]}, "Fix a", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    shutil.rmtree(tmp_path / "diff-x")  # add_fix's scratch repository of the first x
+    stack.add_fix("x", "pkg/b.py", files["pkg/b.py"], fixed["pkg/b.py"])
+    stack.commit({"pkg/a.py": files["pkg/a.py"]},
+                 f'Revert "Fix a"\n\nThis reverts commit {landed}.')
+    stack.commit({"pkg/b.py": fixed["pkg/b.py"]}, "Fix b", tag="v3")
+    rc, out, err = stack.cli("rebase", "--to", "v3", expect=None)
+    assert rc == 1 and "reverted upstream" in out + err, out + err
+    assert sorted(p.name for p in (stack.root / "series/up/upstreamed").iterdir()) == \
+        ["x.2.patch", "x.patch"]
+    before = (stack.root / "overlays/Dockerfile").read_bytes()
+    assert b"FAILS: /opt/site/pkg/a.py" in before, before.decode()
+    assert b"FAILS: /opt/site/pkg/b.py" not in before, before.decode()
+    rc, out, err = stack.cli("overlays", "--check", expect=None)
+    assert rc == 1 and "up to date" in out, out + err
+    stack.cli("overlays", expect=1)  # the pin lacks the reverted fix of pkg/a.py: said so
+    assert (stack.root / "overlays/Dockerfile").read_bytes() == before

@@ -1888,12 +1888,22 @@ class Rebase:
         sources = {}
         for upstream in self.project.upstream_names():
             entry = self._run_record.upstreams.get(upstream)
-            dropped = [(r.name, self.journal.staged_bytes(r.staged)) for r in entry.results
-                       if r.destination == KEPT_LANDINGS and r.staged] if entry else []
+            kept = dict(kept_fixes(self.project, upstream))
+            for result in (entry.results if entry else []):
+                # A fix dropped as landed, and the landed part of one that moves on: each is
+                # written under upstreamed/ (_plan), under the name the write-out gives it
+                # there (a number where an earlier, different fix holds the name).
+                staged = result.staged if result.destination == KEPT_LANDINGS else \
+                    result.landed_part if result.destination == "series" else None
+                if not staged:
+                    continue
+                data = self.journal.staged_bytes(staged)
+                kept[self._free_name(upstream, KEPT_LANDINGS,
+                                     self.project.patch_path(upstream, result.name).name,
+                                     data)] = data
             # By name, as kept_fixes lists those on disk: the Dockerfile names them in this
-            # order, and the run's drops come in the series' order.
-            sources[upstream] = sorted(kept_fixes(self.project, upstream) + dropped,
-                                       key=lambda kept: kept[0])
+            # order, and the run's results come in the series' order.
+            sources[upstream] = sorted(kept.items())
         return sources
 
     def _clean_temp_files(self, *, keep_planned: bool = False) -> None:
@@ -1938,8 +1948,7 @@ class Rebase:
 
     def _summary(self, *, written: bool, kept: bool = True) -> dict:
         """The run's summary; with `kept`, also the fixes under upstreamed/ whose change the
-        new target no longer has (`reverted`, `gone_upstream`) and those that could not be
-        judged there (`not_checked`), each only when not empty."""
+        new target no longer has (`reverted`, `gone_upstream`, each only when not empty)."""
         run = self._run_record
         results = [r for entry in run.upstreams.values() for r in entry.results]
         counts = {action: 0 for action in ACTIONS}
@@ -1999,25 +2008,17 @@ class Rebase:
                      if (self.project.series_dir(upstream) / "upstreamed").is_dir()}
         if not upstreams:
             return {}  # nothing kept: the check's module is not even loaded
-        from patchforge.reverts import gone_upstream, unread_said
+        from patchforge.reverts import gone_upstream
 
         found = []
-        not_checked = []
         for upstream, entry in upstreams.items():
             dropped = frozenset(self._kept_as(r) for r in results
                                 if r.upstream == upstream and r.destination == "upstreamed")
-            unread: list[tuple[str, str]] = []
             found += gone_upstream(self.project, self.store, upstream, entry.new.commit,
-                                   skip=dropped, unread=unread)
-            # One whose files (or the revision it landed in) could not be read was passed
-            # over without a word: the move read as one leaving every kept fix at the target,
-            # while `status` after it said NOT CHECKED. Said as status says it.
-            not_checked += [unread_said(self.project, upstream, entry.new.label, name, why)
-                            for name, why in unread]
+                                   skip=dropped)
         return {key: value for key, value in (
             ("reverted", [g.to_json() for g in found if g.reverted]),
-            ("gone_upstream", [g.to_json() for g in found if not g.reverted]),
-            ("not_checked", not_checked)) if value}
+            ("gone_upstream", [g.to_json() for g in found if not g.reverted])) if value}
 
     def _kept_as(self, result: PatchResult) -> str:
         """The file name under upstreamed/ (or skipped/) a patch this run sets aside is (or, in
