@@ -481,7 +481,7 @@ def test_a_dir_pin_is_read_from_the_configured_directory_only(tmp_path, monkeypa
     line = next(n for n, text in enumerate((root / "upstream.lock").read_text().splitlines(), 1)
                 if json.dumps(path) in text)
     before = tree_bytes(root)
-    for command in (["fetch"], ["status"]):
+    for command in (["fetch"], ["status"], ["overlays"]):
         run = run_cli(root, *command)
         assert run.rc == 2, (command, run.err)
         assert f"upstream.lock:{line}: upstreams.site.source.path" in run.err, run.err
