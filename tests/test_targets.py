@@ -522,9 +522,10 @@ def test_at_takes_the_upstream_prefix_rebase_to_takes(tmp_path):
 def test_a_remote_tracking_name_is_said_as_the_upstreams_branch(tmp_path):
     """`rebase --to up=origin/main`, as `git branch -r` shows the branch in a clone of the
     upstream, was refused as an unknown name with the hint "check the name" alone, though the
-    branch listed beside it is `main`. The refusal now says that `origin/main` is a clone's
-    name for the upstream's `main`, to be named so; nothing is written, and a name whose part
-    after the `/` is no branch there gets no such clause."""
+    branch listed beside it is `main`. The refusal now gives the upstream's `main` as the name
+    to use if `origin/main` is a clone's name for it; only as a maybe, for any remote: said of
+    `myfork/main` as a certainty, it was wrong (a fork's branch, other commits). Nothing is
+    written, and a name whose part after the `/` is no branch there gets no such clause."""
     from helpers.cli import run_cli
     from helpers.git import git
     from helpers.project import OneUpstreamStack
@@ -534,11 +535,14 @@ def test_a_remote_tracking_name_is_said_as_the_upstreams_branch(tmp_path):
     branch = git(stack.up, "rev-parse", "--abbrev-ref", "HEAD").strip()
     before = stack.snapshot()
     for args in (("rebase", "--to", f"up=origin/{branch}"),
-                 ("status", "--against", f"up=origin/{branch}")):
+                 ("status", "--against", f"up=origin/{branch}"),
+                 ("status", "--against", f"up=myfork/{branch}")):
+        remote = args[-1].removeprefix("up=").partition("/")[0]
         refused = run_cli(stack.root, *args)
         assert refused.rc == 2, refused.text
-        assert f"'origin/{branch}' is a clone's name for its branch '{branch}': name it as " \
-            f"the upstream does, '{branch}'" in refused.err, (args, refused.err)
+        assert f"if '{remote}/{branch}' is a clone's name for the upstream's branch " \
+            f"'{branch}', name it '{branch}'" in refused.err, (args, refused.err)
+        assert "a clone's name for its branch" not in refused.err, refused.err
     refused = run_cli(stack.root, "status", "--against", "up=origin/nope")
     assert refused.rc == 2 and "a clone's name" not in refused.err, refused.err
     assert stack.snapshot() == before

@@ -1724,11 +1724,12 @@ class UpstreamStore:
                      f"; tags like it: {', '.join(near)}" if near else
                      f"; {len(tags)} tags, none like it")
         # `origin/main`, as `git branch -r` shows it in a clone, is the clone's name for the
-        # upstream's `main`: say the name the upstream has (a user of git types it so).
+        # upstream's `main`: say the name the upstream has (a user of git types it so). Only
+        # maybe: `myfork/main` is a fork's branch, which may hold other commits.
         remote, _, rest = (name or "").partition("/")
         if remote and rest in heads:
-            said += (f"; {name!r} is a clone's name for its branch {rest!r}: name it as the "
-                     f"upstream does, {rest!r}")
+            said += (f"; if {name!r} is a clone's name for the upstream's branch {rest!r}, "
+                     f"name it {rest!r}")
         return f" ({said})"
 
     @staticmethod
