@@ -2485,12 +2485,15 @@ def test_a_quilt_new_patch_whose_header_is_a_commit_subject_keeps_it_as_its_desc
     b"ROCm: skip negative slots\nSigned-off-by: A B <ab@example.com>\n"
     b"Fixes: 1234567890ab (\"moe: read the slots\")\n",
     b"Fixes: negative slots read past the table\n",
-    b"Fixes: negative slots read past the table\n\nThe kernel read slot -1.\n"])
+    b"Fixes: negative slots read past the table\n\nThe kernel read slot -1.\n",
+    b"Fixes: 1234567890ab negative slots read past the table\n",
+    b"Fixes: 1234567890ab negative slots read past the table\n\nThe kernel read slot -1.\n"])
 def test_quilt_header_r_of_a_subject_naming_a_capitalized_area_keeps_the_fixs_fields(
         stack, tmp_path, words):
     """`quilt header -r` of an exported fix given words alone whose subject names its area
     capitalized (`ROCm: ...`, as vLLM and AITER subjects do), with git's trailers straight
-    under it, or a subject that is itself `Fixes: ...`. Before, each was read as a header of
+    under it, or a subject that is itself `Fixes: ...` (naming the commit it mends by its
+    hash or not). Before, each was read as a header of
     fields: the fix's header was replaced by it, Description, Author and Upstream-Status
     gone, and lint refused the fix. Now a `Name: value` line is a field only under a name
     DEP-3 or patchforge gives one, git's trailers only beside such a field: the subject is the
@@ -2513,7 +2516,8 @@ def test_quilt_header_r_of_a_subject_naming_a_capitalized_area_keeps_the_fixs_fi
     b"ROCm: say what new is for\n",
     b"ROCm: say what new is for\n\nThe C++ side reads it.\n",
     b"ROCm: say what new is for\nSigned-off-by: A B <ab@example.com>\n",
-    b"Fixes: new had no words\n\nThe C++ side reads it.\n"])
+    b"Fixes: new had no words\n\nThe C++ side reads it.\n",
+    b"Fixes: 1234567890ab new had no words\n"])
 def test_a_quilt_new_patch_whose_subject_names_a_capitalized_area_keeps_it(stack, tmp_path,
                                                                            header):
     """As a lower-case area's subject (above), so a capitalized one's: `ROCm` no field; nor
@@ -3052,3 +3056,111 @@ def test_a_fix_the_rebase_only_moved_refreshed_into_a_file_upstream_changed_is_r
     ok(root, "overlays")
     for done in root.glob("overlays/**/k.py"):
         assert done.read_bytes().count(line) == 1, done.read_bytes()
+
+
+def with_header_lines(root: Path, name: str, *lines: str) -> None:
+    """`lines` written under the `Base:` line of series/up/NAME, as a person adds a check."""
+    path = root / "series/up" / name
+    text = path.read_text().split("\n")
+    at = next(k for k, line in enumerate(text) if line.startswith("Base:"))
+    path.write_text("\n".join(text[:at + 1] + list(lines) + text[at + 1:]))
+
+
+def folded(root: Path, base: str, tmp_path: Path, name: str, into: str):
+    """Export, then in quilt: `quilt push INTO`, `quilt fold < NAME`, `quilt refresh`,
+    `quilt delete NAME`: (DIR, quilt's env, its tree)."""
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", into)
+    quilt(checkout, env, "fold", stdin=(exported / name).read_bytes())
+    quilt(checkout, env, "refresh")
+    quilt(checkout, env, "delete", name)
+    return exported, env, checkout
+
+
+KEPT_D = ["a.py: line18 fixed", "a.py: re:^line17$"]
+
+
+def test_a_fix_folded_in_quilt_gives_its_keeps_line_to_the_fix_holding_its_change(stack,
+                                                                                  tmp_path):
+    """fix-d (a.py line18) carries a check, a Drop-When and a Bug link; quilt folds it into
+    fix-a and deletes it. The import names the fold and, with --delete, fix-a takes fix-d's
+    Keeps and Bug lines; its Drop-When, which would hold for fix-a's own change too, is said,
+    not carried. The check stays through a later `quilt refresh` of fix-a, whose file in
+    quilt never had it."""
+    root, base = stack
+    with_header_lines(root, "fix-d.patch", "Keeps: a.py: line18 fixed",
+                      "Keeps: a.py: re:^line17$", "Drop-When: vllm>=9.0",
+                      "Bug: https://example.com/issues/18")
+    ok(root, "overlays")
+    exported, env, checkout = folded(root, base, tmp_path, "fix-d.patch", "fix-a.patch")
+    series = tree_bytes(root / "series")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "fix-d.patch (its change is in fix-a.patch now: quilt fold?)" in \
+        run.err, run.text
+    assert tree_bytes(root / "series") == series
+    run = ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    assert "deleted up/fix-d.patch (kept as series/up/deleted/fix-d.patch)" in run.out, run.text
+    assert "folded up/fix-d.patch into up/fix-a.patch: carried `Keeps: a.py: line18 fixed`; " \
+        "`Keeps: a.py: re:^line17$`; `Bug: https://example.com/issues/18`" in run.out, run.text
+    assert "fix-d.patch's `Drop-When: vllm>=9.0` not carried into fix-a.patch" in run.err, \
+        run.text
+    fix_a = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert fix_a.get_all("Keeps") == KEPT_D, fix_a.to_bytes()
+    assert fix_a.get_all("Bug") == ["https://example.com/issues/18"], fix_a.to_bytes()
+    assert fix_a.get("Drop-When") is None
+    assert b"+line18 fixed" in fix_a.diff and b"+line3 fixed" in fix_a.diff
+    assert (root / "series/up/series").read_text().split() == ["fix-a.patch", "fix-b.patch"]
+    ok(root, "overlays")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+    # quilt's fix-a.patch is the one quilt refreshed, without the check: changed again there
+    # (line5), it is taken back with the check kept.
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    fix_a = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert fix_a.get_all("Keeps") == KEPT_D, fix_a.to_bytes()
+    assert fix_a.get_all("Bug") == ["https://example.com/issues/18"], fix_a.to_bytes()
+    assert b"+line5 quilt" in fix_a.diff
+    # And once more: what the record says of the check goes on from take to take.
+    work.write_bytes(work.read_bytes().replace(b"line6\n", b"line6 quilt\n"))
+    quilt(checkout, env, "refresh")
+    ok(root, "import", "quilt", str(exported), "--update")
+    fix_a = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert fix_a.get_all("Keeps") == KEPT_D, fix_a.to_bytes()
+    ok(root, "overlays")
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
+def test_a_fold_whose_check_quilt_already_has_carries_nothing_twice(stack, tmp_path):
+    """quilt's user wrote fix-d's check into fix-a's header themselves (`quilt header -e`,
+    here its file): the check is there once."""
+    root, base = stack
+    with_header_lines(root, "fix-d.patch", "Keeps: a.py: line18 fixed")
+    exported, env, checkout = folded(root, base, tmp_path, "fix-d.patch", "fix-a.patch")
+    mine = exported / "fix-a.patch"
+    text = mine.read_text()
+    at = text.index("Last-Update:")
+    mine.write_text(text[:at] + "Keeps:  a.py: line18 fixed\n" + text[at:])
+    run = ok(root, "import", "quilt", str(exported), "--update", "--delete")
+    assert "no Keeps or Bug line of fix-d.patch's that fix-a.patch lacks" in run.out, run.text
+    fix_a = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert len(fix_a.get_all("Keeps")) == 1, fix_a.to_bytes()
+
+
+def test_a_fix_folded_into_one_of_other_profiles_is_refused(stack, tmp_path):
+    """fix-b is for gfx942 only; folded into fix-a, for every profile, its change would reach
+    gfx950 with every check green. Refused with or without --delete, nothing written."""
+    root, base = stack
+    exported, _, _ = folded(root, base, tmp_path, "fix-b.patch", "fix-a.patch")
+    series = tree_bytes(root / "series")
+    for extra in ([], ["--delete"]):
+        run = run_cli(root, "import", "quilt", str(exported), "--update", *extra)
+        assert run.rc == 2, run.text
+        assert "fix-b.patch's change is in fix-a.patch now (quilt fold?), but fix-b.patch is " \
+            "for gfx942 only and fix-a.patch for every profile: taken back, that change would " \
+            "reach gfx950" in run.err, run.text
+        assert "`patchforge delete fix-b`" in run.err, run.text
+        assert tree_bytes(root / "series") == series

@@ -152,6 +152,18 @@ def import_quilt(app, directory, upstream, update, delete_gone):
         click.echo(f"updated {upstream}/{name} (its lines moved: diff made again, change kept)")
     for name, kept in result["deleted"]:
         click.echo(f"deleted {upstream}/{name} (kept as {kept})")
+    kept_as = dict(result["deleted"])
+    for name, into, lines, said in result.get("folded", ()):
+        # `quilt fold` put the deleted fix's change into another: its checks go with it.
+        click.echo(f"folded {upstream}/{name} into {upstream}/{into}: "
+                   + ("carried " + "; ".join(f"`{line}`" for line in lines) if lines else
+                      f"no Keeps or Bug line of {name}'s that {into} lacks"))
+        if said:
+            click.echo(f"note: {name}'s " + "; ".join(f"`{field}`" for field in said)
+                       + f" not carried into {into}, where one value would be {into}'s own "
+                       f"change's too: {kept_as.get(name, f'series/{upstream}/deleted/')} "
+                       f"keeps {'it' if len(said) == 1 else 'them'}; write what holds into "
+                       f"series/{upstream}/{into}'s header", err=True)
     if result["reordered"]:
         click.echo(f"reordered {upstream}'s series as {result['directory']}/series orders it")
     for name in result["taken_again"]:

@@ -108,11 +108,13 @@ def _is_trailer_name(name: str) -> bool:
     return name.lower() in _TRAILER_NAMES
 
 
-# What a trailer's value is: a person (`A B <ab@example.com>`), a commit (`Fixes: 1234567890ab
-# ("...")`), an address (`Link: https://...`, `Closes: #12`), a Change-Id (`I0123abc...`).
+# What a trailer's value is: a person (`A B <ab@example.com>`), a commit alone or with its
+# subject in brackets (`Fixes: 1234567890ab ("...")`), an address (`Link: https://...`,
+# `Closes: #12`), a Change-Id (`I0123abc...`). A commit followed by bare words (`Fixes:
+# 1234567890ab negative slots read past the table`) is a subject naming the commit it mends.
 _TRAILER_VALUE_RE = on_first_use(
-    r"(?:.*<[^<>@\s]+@[^<>\s]+>|[^\s@]+@[^\s@]+|[0-9a-fA-F]{7,40}\b.*|\S*://\S+|\S*#\d+"
-    r"|I[0-9a-f]{7,40})\s*")
+    r"(?:.*<[^<>@\s]+@[^<>\s]+>|[^\s@]+@[^\s@]+|[0-9a-fA-F]{7,40}(?:\s*\(.*\))?|\S*://\S+"
+    r"|\S*#\d+|I[0-9a-f]{7,40})\s*")
 
 
 def _subject_not_trailer(f: HeaderField) -> bool:
@@ -340,6 +342,19 @@ class PatchFile:
                 and (self.description or self.separator or self.diff):
             gap = self._eol
         return _keep_parse(self, replace(self, fields=tuple(fields), gap=gap))
+
+    def with_field_added(self, name: str, value: str) -> PatchFile:
+        """Add one more field of a repeatable name (`Keeps`, `Bug`): under the last field of
+        that name (or its alias), else as `with_field` adds a field."""
+        key = _canon(name)
+        fields = list(self.fields)
+        last = max((k for k, f in enumerate(fields) if _canon(f.name) == key), default=None)
+        if last is None:
+            return self.with_field(name, value)
+        raw = fields[last].raw
+        eol = b"\r\n" if raw.endswith(b"\r\n") else (b"\n" if raw.endswith(b"\n") else self._eol)
+        fields.insert(last + 1, HeaderField(name, value, _render_field(name, value, eol)))
+        return _keep_parse(self, replace(self, fields=tuple(fields)))
 
     def with_each(self, name: str, rewrite: Callable[[str], str]) -> PatchFile:
         """Every field of that name (or its alias) given `rewrite(value)`, in its place; a field

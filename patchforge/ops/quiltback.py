@@ -151,6 +151,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # name -> the fields of taken[name] quilt's file lacks (the series' header, or what a new
     # fix needs): recorded, so that a later change of quilt's header never drops them.
     filled: dict[str, list[str]] = {}
+    quilts: dict[str, PatchFile] = {}  # name -> quilt's file of taken[name], parsed
     made_on: dict[str, str] = {}  # name -> the Base: of quilt's file (the pin at the export)
     how: dict[str, str] = {}
     # Changed in quilt and, it seems, in the series since the export: refused below unless
@@ -240,7 +241,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 # its files either: quilt's file (a fix renamed alike on both sides, or
                 # made on both) never had the series' change, which taking it back would lose.
                 both[file_name] = (source, line)
-            theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
+            theirs = quilts[file_name] = _quilt_patch(data, source, strip_levels[file_name],
+                                                      empty)
             made_on[file_name] = (theirs.get("Base") or "").strip()
             taken[file_name] = _changed_patch(mine_patch, theirs, upstream, pin.commit,
                                               _filled_before(took, file_name, mine))
@@ -332,7 +334,8 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 unlisted[file_name] = read_no_link(project.patch_path(upstream, file_name))
             except FileNotFoundError:
                 pass
-            theirs = _quilt_patch(data, source, strip_levels[file_name], empty)
+            theirs = quilts[file_name] = _quilt_patch(data, source, strip_levels[file_name],
+                                                      empty)
             # Made in quilt's tree, which is the export's: on the pin its `Base:` names (a
             # fix of the series given a new name there), else the one the export's files say.
             made_on[file_name] = (theirs.get("Base") or "").strip() or export_pin()
@@ -403,9 +406,19 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                  + f" into {folder} and list {'it' if one else 'them'} in {series_path}"
                  + ("" if any(n in exported_name for n in changed_since) else " again")
                  + ", then run this again")
+    # A fix quilt no longer lists whose whole change quilt's changes put into another fix
+    # (`quilt fold` of it into that one, then `quilt delete`): --delete takes it out with its
+    # checks carried into that fix, never dropped with it unsaid.
+    folded = _folded_into(project, upstream, gone, taken, how)
+    # (Into a patch new in quilt, it may as well be the fix renamed there, `quilt rename`,
+    # its header edited: asked as such below, and that patch's header is quilt's user's.)
+    folded_into_ours = {n: into for n, into in folded.items() if how.get(into) == CHANGED}
+    _refuse_folded_across_profiles(project, upstream, folded_into_ours, taken, series_path)
     if gone and not delete:
         listed = ", ".join(n + (f" ({exported_name[n]} as `export --quilt` wrote it, renamed "
                                 "in the series since)" if n in exported_name else "")
+                           + (f" (its change is in {folded[n]} now: quilt fold?)"
+                              if n in folded_into_ours else "")
                            for n in gone)
         # (quilt's file under the old name, listed again, is the fix the series let go under
         # that name: the series' own patch is the one to list.)
@@ -431,7 +444,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                                + ", then run this again, which takes quilt's change back into "
                                  "it; where quilt deleted it: ")
                               + "`--delete` takes them out too (kept under "
-                              f"series/{upstream}/deleted/, as `patchforge delete` keeps a fix); "
+                              f"series/{upstream}/deleted/, as `patchforge delete` keeps a fix"
+                              + ("; a fix folded into another gives it its Keeps and Bug "
+                                 "lines" if folded else "") + "); "
                               + (f"or list them in {series_path} again" if not copies else
                                  "or copy " + ", ".join(str(project.patch_path(upstream, n))
                                                         for n in copies)
@@ -462,6 +477,12 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
         if how[name] == CHANGED and \
                 made[name].diff != project.read_patch(upstream, name).diff:
             made[name] = made[name].with_field("Last-Update", today())  # as refresh does
+    carried: list[tuple[str, str, list[str], list[str]]] = []
+    for name, into in folded.items() if delete else ():
+        made[into], given, unsaid = _with_folded(made[into],
+                                                 project.read_patch(upstream, name))
+        filled[into] = _filled(made[into], quilts[into])
+        carried.append((name, into, given, unsaid))
     for name, (source, line) in both.items():
         if not _same_but_date(made[name], ours_bytes[name]):
             raise InputError(
@@ -529,7 +550,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
               "left_renamed": left_renamed, "kept_newer": kept_newer, "taken_again": taken_again,
               "where_now": {was: _where_now(project, upstream, was) for _, was in left_renamed},
               "reordered": [n for n in ours if n in order] != [n for n in order if n in ours],
-              "left_ambiguous": ambiguous, "directory": str(folder)}
+              "left_ambiguous": ambiguous, "directory": str(folder), "folded": carried}
     if not writes and not removed and not leftovers and \
             new_series.to_bytes() == series.to_bytes():
         # (The ledger of a run a kill cut short before it was written is written now.)
@@ -607,6 +628,94 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 _record_order(folder, profile, quilt_names)
     result["deleted"] = [(n, str(w.relative_to(project.root))) for n, w in kept]
     return result
+
+
+# What a fix folded into another (`quilt fold`) says that the other says nothing of, one
+# value each (where the fix stands upstream, when it goes): said, never carried, since one
+# value there would be the other fix's own change's too.
+_SAID_OF_FOLDED = ("Drop-When", "Forwarded", "Applied-Upstream", "Upstream-Status")
+
+
+def _carried_with_fold(name: str) -> bool:
+    """Whether a folded fix's field of `name` goes with its change into the fix that holds
+    it now: its `Keeps` lines (the checks of its change) and its `Bug` links, which hold of
+    the fix holding both changes as of the one."""
+    low = name.lower()
+    return low in ("keeps", "bug") or low.startswith("bug-")
+
+
+def _folded_into(project: Project, upstream: str, gone: list[str],
+                 taken: dict[str, PatchFile], how: dict[str, str]) -> dict[str, str]:
+    """Each fix of `gone` (the series' fixes quilt's series no longer lists) whose whole change,
+    every line it adds and takes out (_changed_lines), is in the change quilt's file gives one
+    fix of `taken` (changed in quilt, or new there) and not in that fix's as the series has
+    it: `quilt fold` of it into that one, then `quilt delete` of it. -> that fix. A change
+    found in none of them, or in several, is no fold."""
+    from collections import Counter
+
+    if not gone or not taken:
+        return {}
+    gained: dict[str, Counter] = {}
+    for name, patch in taken.items():
+        lines = Counter(_changed_lines(patch))
+        if how.get(name) == CHANGED:
+            lines -= Counter(_changed_lines(project.read_patch(upstream, name)))
+        gained[name] = lines
+    found: dict[str, str] = {}
+    for name in gone:
+        change = _changed_lines(project.read_patch(upstream, name))
+        holders = [n for n, lines in gained.items()
+                   if change and all(lines[k] >= count for k, count in change.items())]
+        if len(holders) == 1:
+            found[name] = holders[0]
+    return found
+
+
+def _refuse_folded_across_profiles(project: Project, upstream: str, folded: dict[str, str],
+                                   taken: dict[str, PatchFile], series_path: Path) -> None:
+    """A fix folded into one for other profiles (a gfx942 fix into an every-profile fix, or
+    the other way round): taken back, its change would reach profiles it was never for, or
+    leave those it was for, with every check green. Refused, nothing written."""
+    configured = list(project.config.profiles)
+
+    def said(chosen) -> str:
+        return "every profile" if chosen is None else ", ".join(sorted(chosen)) + " only"
+
+    for name, into in folded.items():
+        was = profile_set(project.read_patch(upstream, name), configured)
+        now = profile_set(taken[into], configured)
+        if was == now:
+            continue
+        every = frozenset(configured)
+        leaves = (was or every) - (now or every)
+        reaches = (now or every) - (was or every)
+        raise UsageError(
+            f"{name}'s change is in {into} now (quilt fold?), but {name} is for "
+            f"{said(was)} and {into} for {said(now)}: taken back, that change would "
+            + " and ".join(([f"leave {', '.join(sorted(leaves))}"] if leaves else [])
+                           + ([f"reach {', '.join(sorted(reaches))}"] if reaches else []))
+            + "; nothing was taken back",
+            hint=f"to keep the two fixes apart: in quilt's tree take {name}'s change out of "
+                 f"{into} again (`quilt refresh`) and list {name} in {series_path} again; "
+                 f"to give that change {into}'s profiles on purpose: `patchforge delete "
+                 f"{project.patch_word(upstream, name)}`, then run this again")
+
+
+def _with_folded(patch: PatchFile, folded: PatchFile) -> tuple[PatchFile, list[str], list[str]]:
+    """`patch` (the fix a fix was folded into) given the folded fix's `Keeps` and `Bug` lines
+    it lacks (_carried_with_fold): (the patch, the lines carried, the folded fix's fields of
+    _SAID_OF_FOLDED that `patch` has with another value or not at all, as `Name: value`)."""
+    carried = []
+    for f in folded.fields:
+        if not _carried_with_fold(f.name):
+            continue
+        have = {" ".join(v.split()) for v in patch.get_all(f.name)}
+        if " ".join(f.value.split()) not in have:
+            patch = patch.with_field_added(f.name, f.value)
+            carried.append(f"{f.name}: {f.value}")
+    said = [f"{name}: {value}" for name in _SAID_OF_FOLDED for value in folded.get_all(name)
+            if " ".join(value.split()) not in {" ".join(v.split()) for v in patch.get_all(name)}]
+    return patch, carried, said
 
 
 def _refuse_renamed(project: Project, upstream: str, file_name: str, recorded: list[str],
@@ -1061,6 +1170,13 @@ def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
         head = quilt if quilt.fields else mine.with_diff(quilt.diff)
     if quilt.fields and head is quilt:
         for name in kept:
+            field_name, _, line = name.partition(": ")
+            if line:
+                # One line of a repeatable field an import added (a folded fix's `Keeps`):
+                # quilt's file, written before, lacks it though it has others of its name.
+                if line in mine.get_all(field_name) and line not in head.get_all(field_name):
+                    head = head.with_field_added(field_name, line)
+                continue
             value = mine.get(name)
             if quilt.get(name) is None and value is not None:
                 head = head.with_field(name, value)
@@ -1078,9 +1194,14 @@ _NEW_PATCH_FIELDS = ["Description", "Author", "Upstream-Status", "Profiles"]
 
 def _filled(made: PatchFile, quilt: PatchFile) -> list[str]:
     """The fields of `made` (a patch taken back from quilt's file) that quilt's header
-    (`quilt`) lacks, but those every take sets again."""
-    return [f.name for f in made.fields
-            if f.name.lower() not in _SET_ON_EACH_TAKE and quilt.get(f.name) is None]
+    (`quilt`) lacks, but those every take sets again; a repeatable field's (`Keeps`, `Bug`:
+    a folded fix's carried in, _with_folded) as `Name: value`, each line quilt's header
+    lacks, which a name alone would not bring back whole."""
+    return list(dict.fromkeys(
+        f"{f.name}: {f.value}" if _carried_with_fold(f.name) else f.name for f in made.fields
+        if f.name.lower() not in _SET_ON_EACH_TAKE and (
+            f.value not in quilt.get_all(f.name) if _carried_with_fold(f.name)
+            else quilt.get(f.name) is None)))
 
 
 def _filled_before(took: dict[str, dict[str, dict]], name: str, mine: bytes) -> list[str]:
