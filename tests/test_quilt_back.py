@@ -2173,11 +2173,14 @@ def test_a_fix_the_series_let_go_renamed_in_quilt_stays_out(stack, tmp_path):
 
 def test_a_change_made_in_quilt_before_a_rebase_names_the_pin_and_a_way_that_works(stack,
                                                                                   tmp_path):
-    """`export --quilt`, then `rebase --to` a revision that changes fix-a's context, then a
-    change to fix-a in quilt (on the tree at the old pin): quilt's diff does not apply on the
-    new pin. The refusal said "`quilt push` it in the tree it was made for and `quilt
-    refresh` it", which gives the same diff again, a loop. It names the cause (quilt made it
-    at the export's pin, the series moved since) and a way on that works followed literally."""
+    """`export --quilt`, then `rebase --to` a revision that changes fix-a's context and an
+    `edit` + `refresh` of fix-a in the series (line12), then a change to fix-a in quilt (on
+    the tree at the old pin): quilt's diff does not apply on the new pin. The refusal said
+    "`quilt push` it in the tree it was made for and `quilt refresh` it", which gives the same
+    diff again, a loop. It names the cause (quilt made it at the export's pin, the series
+    moved since) and a way on that works followed literally. (Without the series' own edit,
+    the rebase's the one change since the export, quilt's change is judged onto the new pin:
+    test_a_fix_the_rebase_wrote_again_refreshed_in_quilt_is_taken_back.)"""
     from helpers.git import commit_files
 
     root, base = stack
@@ -2186,6 +2189,10 @@ def test_a_change_made_in_quilt_before_a_rebase_names_the_pin_and_a_way_that_wor
                  "upstream: line6", tag="v2")
     ok(root, "rebase", "--to", "up=v2")
     assert "line6 up" in patch_text(root, "fix-a.patch")
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line12\n", b"line12 series\n"))
+    ok(root, "refresh")
     quilt(checkout, env, "push", "fix-a.patch")
     a = checkout / "a.py"
     a.write_bytes(a.read_bytes().replace(b"line2\n", b"line2 quilt\n"))
@@ -2210,6 +2217,7 @@ def test_a_change_made_in_quilt_before_a_rebase_names_the_pin_and_a_way_that_wor
     ok(root, "export", "--quilt", str(exported))
     text = (exported / "fix-a.patch").read_text()
     assert "+line2 quilt" in text and "+line3 fixed" in text and "line6 up" in text
+    assert "+line12 series" in text
     assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
     assert ok(root, "status").rc == 0 and lint_errors(root) == []
 
@@ -3010,12 +3018,77 @@ def test_a_fix_the_rebase_only_moved_deleted_in_quilt_goes_with_delete(stack, tm
     assert any((root / "series/up/deleted").iterdir())
 
 
+@pytest.mark.parametrize("upstream_change", [
+    (b"line20\n", b"line20 v2\n"),  # far from fix-a's lines: its `index` line and numbers
+    (b"line5\n", b"line5 v2\n")])   # in its hunk's context
+def test_a_fix_the_rebase_wrote_again_refreshed_in_quilt_is_taken_back(stack, tmp_path,
+                                                                       upstream_change):
+    """v2 changes a.py where fix-a does not (line20, or line5 of its hunk's context), so the
+    rebase wrote fix-a's diff again on v2, the change the same. `quilt refresh` of fix-a in
+    the export's tree (line10 changed) was refused as "changed in quilt and in the up
+    series", the series' change the rebase's alone. Taken back now, quilt's change judged onto
+    v2 as the rebase judges a fix, both changes in fix-a once."""
+    root, base = stack
+    old, new = upstream_change
+    exported, env, checkout, v2 = moved_after_export(
+        root, base, tmp_path, {"a.py": A.replace(old, new)})
+    rebased = (root / "series/up/fix-a.patch").read_bytes()
+    assert parse_patch_file(rebased, "fix-a.patch").get("Base") == v2
+    quilt(checkout, env, "push", "fix-a.patch")
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line10\n", b"line10 quilt\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    after = parse_patch_file((root / "series/up/fix-a.patch").read_bytes(), "fix-a.patch")
+    assert after.get("Base") == v2
+    assert b"+line3 fixed\n" in after.diff and b"+line10 quilt\n" in after.diff, after.diff
+    ok(root, "overlays")
+    done = (root / "overlays/gfx950/up/a.py").read_bytes()
+    assert done == A.replace(old, new).replace(b"line3\n", b"line3 fixed\n").replace(
+        b"line10\n", b"line10 quilt\n").replace(b"line18\n", b"line18 fixed\n"), done
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+
+def test_a_fix_taken_back_then_rewritten_by_a_rebase_comes_back_from_quilt_again(stack,
+                                                                               tmp_path):
+    """A second round: quilt's change to fix-a taken back, then `rebase --to v2` wrote fix-a
+    again (v2 changed line5, in its hunk's context), then fix-a refreshed once more in quilt's
+    tree. The series' patch is the import's, moved by the rebase: quilt's second change is
+    taken back on v2 too, the first kept."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    quilt(checkout, env, "push", "fix-a.patch")
+    work = checkout / "a.py"
+    work.write_bytes(work.read_bytes().replace(b"line10\n", b"line10 quilt\n"))
+    quilt(checkout, env, "refresh")
+    ok(root, "import", "quilt", str(exported), "--update")
+    commit_files(tmp_path / "up-upstream", {"a.py": A.replace(b"line5\n", b"line5 v2\n")}, "v2",
+                 tag="v2")
+    ok(root, "rebase", "--to", "up=v2")
+    work.write_bytes(work.read_bytes().replace(b"line11\n", b"line11 quilt\n"))
+    quilt(checkout, env, "refresh")
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-a.patch" in run.out, run.text
+    ok(root, "overlays")
+    done = (root / "overlays/gfx950/up/a.py").read_bytes()
+    assert done == A.replace(b"line5\n", b"line5 v2\n").replace(
+        b"line3\n", b"line3 fixed\n").replace(b"line10\n", b"line10 quilt\n").replace(
+        b"line11\n", b"line11 quilt\n").replace(b"line18\n", b"line18 fixed\n"), done
+    assert ok(root, "status").rc == 0 and lint_errors(root) == []
+
+
 def test_a_fix_the_rebase_changed_and_quilt_changed_is_still_refused(stack, tmp_path):
-    """The mirror: v2 changes a.py (line20, far from fix-a's lines), so the rebase wrote
-    fix-a's diff again (its `index` line): more than the pin moved, refused as before."""
+    """The mirror: the series changed fix-a after the rebase (`edit` + `refresh`, line3 fixed
+    otherwise), and quilt changed it too: refused as before, the series untouched."""
     root, base = stack
     exported, env, checkout, _ = moved_after_export(
         root, base, tmp_path, {"a.py": A.replace(b"line20\n", b"line20 v2\n")})
+    ok(root, "edit", "fix-a")
+    work = root / ".patchforge/work/up/a.py"
+    work.write_bytes(work.read_bytes().replace(b"line3 fixed\n", b"line3 fixed twice\n"))
+    ok(root, "refresh")
     quilt(checkout, env, "push", "fix-a.patch")
     work = checkout / "a.py"
     work.write_bytes(work.read_bytes().replace(b"line5\n", b"line5 quilt\n"))
@@ -3024,6 +3097,33 @@ def test_a_fix_the_rebase_changed_and_quilt_changed_is_still_refused(stack, tmp_
     run = run_cli(root, "import", "quilt", str(exported), "--update")
     assert run.rc == 2 and "changed in quilt and in the up series" in run.err, run.text
     assert (root / "series/up/fix-a.patch").read_bytes() == series
+
+
+def test_a_quilt_change_upstream_made_itself_after_a_rewrite_is_refused(tmp_path, monkeypatch):
+    """The rebase wrote fix-a again on v2 (v2 changed k.py), and v2 adds `y += 1` in f; quilt,
+    in the export's tree, added that same line to f a few lines up in fix-a. Carried onto v2
+    as the rebase's write, the line would run twice: refused as a change on both sides,
+    nothing written."""
+    need_tool("quilt")
+    monkeypatch.setenv("PATCHFORGE_DATE", "2024-05-01")
+    k = (b"def f(x):\n    y = x + 1\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    e = 5\n"
+         b"    z = y * 2\n    return z\n\n\ndef g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    root, base = git_project(tmp_path, {"k.py": k})
+    overlay = tmp_path / "fix-a.overlay"
+    overlay.write_bytes(k.replace(b"    return x\n", b"    return -x\n"))
+    ok(root, "import", "overlay", str(overlay), "--path", "k.py", "--name", "fix-a",
+       "-m", "Fix a")
+    exported, env, checkout, _ = moved_after_export(
+        root, base, tmp_path, {"k.py": k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n")})
+    series_before = tree_bytes(root / "series")
+    quilt(checkout, env, "push", "fix-a.patch")
+    (checkout / "k.py").write_bytes((checkout / "k.py").read_bytes().replace(
+        b"    y = x + 1\n", b"    y = x + 1\n" + line))
+    quilt(checkout, env, "refresh")
+    run = run_cli(root, "import", "quilt", str(exported), "--update")
+    assert run.rc == 2 and "changed in quilt and in the up series" in run.err, run.text
+    assert tree_bytes(root / "series") == series_before
 
 
 def test_a_fix_the_rebase_only_moved_refreshed_into_a_file_upstream_changed_is_refused(

@@ -152,6 +152,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # fix needs): recorded, so that a later change of quilt's header never drops them.
     filled: dict[str, list[str]] = {}
     quilts: dict[str, PatchFile] = {}  # name -> quilt's file of taken[name], parsed
+    # A fix the rebase since the export wrote again, its change the same, that quilt changed:
+    # name -> quilt's change judged onto the new pin and made there (_rebased_only).
+    rebased: dict[str, bytes] = {}
     made_on: dict[str, str] = {}  # name -> the Base: of quilt's file (the pin at the export)
     how: dict[str, str] = {}
     # Changed in quilt and, it seems, in the series since the export: refused below unless
@@ -233,7 +236,19 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 # series since; quilt's file is a later change of quilt's, taken back. Nor
                 # is a fix a rebase only moved, its `Base` the one change: quilt's diff
                 # is made again on the new pin, or refused as made on another.)
-                both[file_name] = (source, line)
+                on_pin = _rebased_only(
+                    project, store, upstream, pin, file_name, mine_patch,
+                    _quilt_patch(data, source, strip_levels[file_name], empty),
+                    [*recorded, *(t["into"] for t in took.get(file_name, {}).values())],
+                    export_pin(), lambda: [
+                        (e[0], _quilt_patch(e[3], e[1], strip_levels[e[0]], empty))
+                        for e in entries[:[e[0] for e in entries].index(file_name)]])
+                if on_pin is None:
+                    both[file_name] = (source, line)
+                else:
+                    # The rebase wrote the diff again, the change the same: quilt's change
+                    # as the rebase judges it onto the new pin, made there.
+                    rebased[file_name] = on_pin
             elif record is not None and file_name not in (exported_listed or {}) and \
                     _changed_since_export(project, upstream, file_name, mine, all_recorded,
                                           all_into):
@@ -246,6 +261,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             made_on[file_name] = (theirs.get("Base") or "").strip()
             taken[file_name] = _changed_patch(mine_patch, theirs, upstream, pin.commit,
                                               _filled_before(took, file_name, mine))
+            if file_name in rebased:
+                made_on[file_name] = pin.commit
+                taken[file_name] = taken[file_name].with_diff(rebased[file_name])
             filled[file_name] = _filled(taken[file_name], theirs)
             how[file_name] = CHANGED
         else:
@@ -1064,6 +1082,79 @@ def _base_moved_only(patch: PatchFile, recorded: list[str], bases: set[str],
             except StoreError:
                 return False  # a pin the store cannot read: not known unchanged, refused
     return False
+
+
+def _rebased_only(project: Project, store: UpstreamStore, upstream: str, pin, name: str,
+                  mine: PatchFile, quilts: PatchFile, recorded: list[str], export_pin: str,
+                  quilts_below: Callable[[], list[tuple[str, PatchFile]]]) -> bytes | None:
+    """The diff on the pin of quilt's version of `name` (`quilts`, made on the export's pin),
+    where the one change of the series' patch (`mine`) since the export is a rebase's: its
+    header but `Base`, and its change, what the export wrote or an import took back
+    (`recorded`: their sha256), the diff written
+    again on the new pin because upstream changed its files (an `index` line, line numbers,
+    context). Told by the export's file made again: the series' patch judged back from the
+    pin onto quilt's tree below it (`quilts_below()`: quilt's patches before it, as its
+    series lists them, on the export's pin), as a rebase judges a fix, and git's diff of it,
+    which must be the file the export wrote, byte for byte; and that file judged onto the pin
+    again must give the series' patch. Then quilt's version is judged from the export's pin
+    onto the new one as a rebase judges a fix (the one judge: a line upstream added there
+    itself is a stop, not a second copy). None where anything of this is not so (a fix that
+    creates, deletes or renames a file; fixes for some profiles only before it; a change the
+    judge does not move): refused as changed on both sides."""
+    from patchforge.judge import SeriesJudge, Target
+    from patchforge.store.diff import make_diffs
+
+    base = (quilts.get("Base") or "").strip()
+    names = project.patch_names(upstream)
+    if not base or base != export_pin or base == pin.commit or \
+            (mine.get("Base") or "").strip() != pin.commit or name not in names:
+        return None
+    for patch in (mine, quilts):
+        if not patch.file_patches or any(
+                fp.is_new or fp.is_delete or fp.is_copy or fp.is_binary
+                or fp.old_path != fp.new_path for fp in patch.file_patches):
+            return None
+    prefix = [(n, project.read_patch(upstream, n)) for n in names[:names.index(name)]]
+    if profile_bases_differ([*prefix, (name, mine)], list(project.config.profiles)):
+        return None
+    paths = sorted({fp.path for patch in (mine, quilts) for fp in patch.file_patches})
+
+    def judge(patch: PatchFile, start: SeriesState, old: list, source: str, target: str):
+        judging = SeriesJudge(store, Target(upstream, source, target, pin.label, None),
+                              labels=("series", "export", f"quilt {name}"))
+        judging.pass_old(old)
+        judging.start_after(start)
+        return judging.decide(name, patch)
+
+    try:
+        below = quilts_below()  # (parsed here: one quilt's file that does not parse tells no)
+        tree = apply_series(lambda wanted: store.read_blobs(base, wanted), below, strict=False)
+        on_pin = apply_series(lambda wanted: store.read_blobs(pin.commit, wanted), prefix,
+                              strict=False)
+        if not all(o.ok for o in tree.outcomes) or not all(o.ok for o in on_pin.outcomes):
+            return None
+        back = judge(mine, tree, prefix, pin.commit, base)
+        if back.outcome != "applies":
+            return None
+        exported = mine.with_field("Base", base).with_remade_diff(make_diffs([back.changes])[0])
+        data = exported.to_bytes()
+        as_exported = data[:len(data) - len(exported.diff)] + for_gnu_patch(exported.diff)
+        if _sha256(data) not in recorded and _sha256(as_exported) not in recorded:
+            return None
+        series = _copied(on_pin)
+        apply_series(lambda wanted: store.read_blobs(pin.commit, wanted), [(name, mine)],
+                     strict=False, state=series, max_fuzz=0)
+        moved = judge(exported, on_pin, below, base, pin.commit)
+        theirs = judge(quilts.with_field("Base", base), on_pin, below, base, pin.commit)
+    except (StoreError, PatchforgeError):
+        return None
+    if not series.outcomes[-1].ok or moved.outcome != "applies" or \
+            theirs.outcome != "applies":
+        return None
+    if any(moved.after.get(path, series.current.get(path)) != series.current.get(path)
+           for path in paths):
+        return None  # the series' patch is not where the rebase moves the export's
+    return make_diffs([theirs.changes])[0]
 
 
 def _exported_as(record: dict[str, list[str]] | None, data: bytes,
