@@ -2209,6 +2209,14 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     between = lines[low - 1 + len(written):high - 1]
     if any(_sets_anew(line, read, shaped, tensors) for line in between):
         return True
+    # An item update (`out[i] += n;`) with its index stepped between the copies (`i++;`,
+    # `++i;`, `advance(&i);`, `i, j = j, i`) updates another item each time: both wanted. A
+    # line that only reads the index (`int b = out[i] * 2;`) leaves it as it was: not asked.
+    item = _SETS_ITEM.match(code[0]) if len(code) == 1 else None
+    if item is not None:
+        index = set(_NAME.findall(b"".join(re.findall(rb"\[([^\[\]]*)\]", item[0]))))
+        if any(_steps_index(STRING_OR_COMMENT.sub(b"", line), index) for line in between):
+            return True
     target = in_place
     if target is None or target[2] not in _RESETS:
         return False
@@ -3024,8 +3032,9 @@ def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
 _UNPACKS = on_first_use(rb"(?m)(?:^|[(\[{,])\s*\*{1,2}\s*[A-Za-z_]")
 
 
-# A literal item on a line of its own: a quoted string, with its comma (`"gfx1201",`).
-_STRING_ITEM = on_first_use(rb"\s*(?:\"[^\"\\\n]*\"|'[^'\\\n]*')\s*,?\s*")
+# A literal item on a line of its own: a quoted string, with its comma (`"gfx1201",`), and a
+# comment after it where one is (`"gfx1201",  # RDNA4`: the item is the same).
+_STRING_ITEM = on_first_use(rb"\s*(\"[^\"\\\n]*\"|'[^'\\\n]*')\s*,?\s*(?:(?:#|//)[^\n]*)?")
 
 
 def _item_twice_in_its_bracket(current: bytes, result: bytes,
@@ -3064,13 +3073,35 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
                 continue
             theirs = min(others, key=lambda k: abs(k - at))
             pairs.append((at + 1, theirs + 1))
-            if _alone(lines, inside, at) and _alone(lines, inside, theirs):
+            if _alone(lines, inside, at) and _alone(lines, inside, theirs) and \
+                    not _values_of_two_keys(lines, inside, at, theirs, ats, made):
                 alone.append((at + 1, theirs + 1))
         if pairs and every:
             return pairs[0]
         if alone:
             return alone[0]
     return None
+
+
+def _values_of_two_keys(lines: list[bytes], inside: list[int], at: int, theirs: int,
+                        ats: list[int], made: bytes) -> bool:
+    """Whether the fix's copy at line `at` and upstream's at line `theirs` (0-based) of an
+    item each follow another new item: the item line just above the fix's copy the fix adds
+    too (in `ats`), the one just above upstream's upstream adds (no item of the file the fix
+    made, `made`), and the two differ. A flat list of pairs (`"fp8", "128",` beside upstream's
+    `"fp32", "128",`; `"HIPCC", "hipcc",` beside `"HIPCXX", "hipcc",`): each value its own
+    key's, both wanted. The item above upstream's a base item (`"gfx950",`), it is upstream's
+    own copy of the fix's item: that still stops."""
+    def above(k: int) -> int | None:
+        return next((j for j in reversed(inside) if j < k
+                     and STRING_OR_COMMENT.sub(b"", lines[j]).strip()
+                     or j < k and _STRING_ITEM.fullmatch(lines[j]) is not None), None)
+    mine, upstreams = above(at), above(theirs)
+    if mine is None or upstreams is None or mine not in ats or \
+            _STRING_ITEM.fullmatch(lines[upstreams]) is None:
+        return False
+    key = _item_value(lines[upstreams])
+    return key != _item_value(lines[mine]) and _items_in_bracket_made(made, key) == 0
 
 
 def _alone(lines: list[bytes], inside: list[int], at: int) -> bool:
@@ -3104,7 +3135,8 @@ def _is_option(line: bytes) -> bool:
 def _item_value(line: bytes) -> object:
     """An item line's literal value (`"gfx1201",` and `'gfx1201',` both `gfx1201`); its text
     without the comma where it is no literal."""
-    text = line.strip().rstrip(b",").strip()
+    quoted = _STRING_ITEM.fullmatch(line)
+    text = quoted[1] if quoted is not None else line.strip().rstrip(b",").strip()
     try:
         return ast.literal_eval(text.decode())
     except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
@@ -3161,6 +3193,25 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
                 if depth < 0:
                     return k
     return None
+
+
+def _steps_index(code: bytes, names: set[bytes]) -> bool:
+    """Whether the code line `code` steps one of `names` (an item update's index names) in a
+    way _SETS_NAME does not read: `i++`, `--i`, its address given to a call (`advance(&i)`),
+    or one target of several (`i, j = j, i`). A C++ call taking `i` by reference is not told
+    from one reading it (`use(i)`): not asked, the stop stands."""
+    for name in names:
+        named = re.escape(name)
+        if re.search(rb"(?:\+\+|--)\s*" + named + rb"(?!\w)|(?<![\w.])" + named
+                     + rb"\s*(?:\+\+|--)", code) is not None:
+            return True
+        if re.search(rb"[(,]\s*&\s*" + named + rb"\s*[,)]", code) is not None:
+            return True
+        targets = re.match(rb"\s*([\w\s,*]+?)\s*=(?!=)", code)
+        if targets is not None and b"," in targets[1] and re.search(
+                rb"(?<![\w.])" + named + rb"(?![\w\[.(])", targets[1]) is not None:
+            return True
+    return False
 
 
 def _sets_anew(line: bytes, read: set[bytes],

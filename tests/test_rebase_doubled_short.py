@@ -357,3 +357,51 @@ def test_an_item_updated_past_a_line_setting_its_index_moves(tmp_path):
     fix = base.replace(TOP, TOP + b"        x[i] += n\n")
     theirs = base.replace(b"        i = prep(x)\n", b"        i = prep(x)\n        x[i] += n\n")
     moves_with_both(stack_with(tmp_path, base, fix, theirs), b"x[i] += n")
+
+
+C_STEPPED = (b"#include <hip/hip_runtime.h>\n\n__device__ int run(int* out, int i, int n) {\n"
+             b"    int a = out[i];\n    STEP\n    int c = a + 1;\n"
+             b"    return c;\n}\n\nint version() { return 1; }\n")
+PY_STEPPED = (b'"""K."""\n\n\ndef run(out, it, i, j, n):\n    a = out[i]\n    STEP\n'
+              b"    c = a + 1\n    return c\n")
+
+
+def item_stepped(tmp_path, path: str, step: bytes) -> tuple[OneUpstreamStack, bytes]:
+    """The fix updates `out[i]` right after it is read; upstream a line lower, past `step`."""
+    base, update = (C_STEPPED, b"out[i] += n;") if path.endswith(".cu") else \
+        (PY_STEPPED, b"out[i] += n")
+    base = base.replace(b"STEP", step)
+    read = b"    int a = out[i];\n" if path.endswith(".cu") else b"    a = out[i]\n"
+    after = b"    int c = a + 1;\n" if path.endswith(".cu") else b"    c = a + 1\n"
+    fix = base.replace(read, read + b"    " + update + b"\n")
+    theirs = base.replace(after, b"    " + update + b"\n" + after)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: theirs}, "Update the item", tag="v2")
+    return stack, update
+
+
+@pytest.mark.parametrize("path, step", [
+    ("pkg/k.cu", b"i++;"), ("pkg/k.cu", b"++i;"), ("pkg/k.cu", b"advance(&i);"),
+    ("pkg/k.cu", b"next_slot(out, &i);"), ("pkg/a.py", b"i, j = j, i")],
+    ids=["post-increment", "pre-increment", "address", "address-second", "swap"])
+def test_an_item_updated_past_a_step_of_its_index_moves(tmp_path, path, step):
+    # The index is stepped between the copies, in a way other than `i += 1`: each copy
+    # updates another item, both wanted (it stopped, its first advice, delete your copy,
+    # losing the update of the first item).
+    stack, update = item_stepped(tmp_path, path, step)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up" / path).read_bytes().count(update) == 2
+
+
+@pytest.mark.parametrize("path, step", [
+    ("pkg/k.cu", b"int b = out[i] * 2;"), ("pkg/k.cu", b"int m = a & i;"),
+    ("pkg/a.py", b"it.advance()"), ("pkg/a.py", b"log(i, j)")],
+    ids=["reads-item", "bitwise-and", "other-name-stepped", "reads-index"])
+def test_an_item_updated_past_a_line_only_reading_its_index_stops(tmp_path, path, step):
+    # Mirror: the line between reads the index, or steps another name, leaving `i` as it
+    # was: the same item updated twice, a stop.
+    stops(item_stepped(tmp_path, path, step)[0])

@@ -106,3 +106,46 @@ def test_options_or_their_values_added_again_beside_other_items_move(tmp_path):
         stack.cli("overlays")
         made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
         assert made.count(twice) == 2, made
+
+
+def test_a_value_upstream_added_after_another_new_key_moves(tmp_path):
+    # A flat list of pairs: the fix appends `"fp8", "128",`, upstream put `"fp32", "128",` at
+    # its head; `"CC", "gcc"` pairs where the fix adds `"HIPCC", "hipcc",` and upstream
+    # `"HIPCXX", "hipcc",`. The value is there twice, each its own key's, both wanted (it
+    # stopped, its first advice, delete your copy, losing the fix's pair its value).
+    for k, (items, mine, theirs, at, twice) in enumerate([
+            ([b"fp16", b"64", b"bf16", b"256"], [b"fp8", b"128"], [b"fp32", b"128"], 0,
+             b'"128",'),
+            ([b"CC", b"gcc", b"CXX", b"g++"], [b"HIPCC", b"hipcc"], [b"HIPCXX", b"hipcc"], 2,
+             b'"hipcc",')]):
+        stack = stack_with(tmp_path / str(k), module(items), module(items + mine),
+                           module(items[:at] + theirs + items[at:]))
+        status = stack.json("status", "--against", "v2", expect=None)
+        assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+        stack.cli("rebase", "--to", "v2")
+        stack.cli("overlays")
+        made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+        assert made.count(twice) == 2, made
+
+
+def test_an_item_upstream_added_after_a_base_item_stops_beside_a_new_one(tmp_path):
+    # Mirror: above the fix's copy the fix's own new item, above upstream's a base item
+    # (`"gfx950",`): upstream's own copy of the fix's item, the list would hold it twice.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1150", b"gfx1201"]),
+                       module(ARCHS[:4] + [b"gfx1201"] + ARCHS[4:]))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def test_an_item_with_a_comment_upstream_added_elsewhere_stops(tmp_path):
+    # `"gfx1201",  # RDNA4`, upstream's or the fix's, is the item `"gfx1201",`: the comment
+    # hid it from the item check, and the list held it twice, exit 0.
+    base = module(ARCHS)
+    for k, (mine, theirs) in enumerate([(b'"gfx1201",', b'"gfx1201",  # RDNA4'),
+                                        (b'"gfx1201",  # RDNA4', b'"gfx1201",')]):
+        fix = base.replace(b"]\nOTHER", b"    " + mine + b"\n]\nOTHER")
+        upstream = base.replace(b'    "gfx950",\n', b'    "gfx950",\n    ' + theirs + b"\n")
+        stack = stack_with(tmp_path / str(k), base, fix, upstream)
+        _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+        assert "upstream has these lines already, its own way" in err, err
+        assert "pkg/a.py line 9 (upstream's at line 6)" in err, err
