@@ -896,9 +896,58 @@ def _joined_in_place(lines: _Lines, hunk, start: int) -> bool:
               if start - j >= 0 and text[start - j] != before[-j]] + \
         [text[start + j] for j, line in enumerate(after)
          if start + j < len(text) and text[start + j] != line]
+    joined = [token for line in hunk.lines if line_kind(line) == b"+"
+              for token in _code_tokens(line_content(line))]
     return any(line not in old and
-               all(all(_names_word(line, name) for name in words) for words in news)
+               all(all(_names_word(line, name) for name in words) for words in news) and
+               _joined_form(_code_tokens(line), joined)
                for line in edited)
+
+
+# A line's code tokens: names and numbers, two-character operators, any other character;
+# string literals are read as one opaque token, and a comment ends the line's code.
+_CODE_TOKEN = re.compile(rb"""("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?)|"""
+                         rb"""(#|//|/\*)|([A-Za-z_$][\w$]*|\d[\w.]*|\|\||&&|[=!<>]=|->|::|\S)""")
+_BOOLEAN_JOIN = {b"or", b"and", b"||", b"&&"}
+_NEGATION = {b"not", b"!"}
+
+
+def _code_tokens(content: bytes) -> list[bytes]:
+    """The code tokens of one line (_CODE_TOKEN): a string literal reads as `"..."` whatever
+    it holds, and nothing after a comment's start is read."""
+    tokens: list[bytes] = []
+    for literal, comment, token in _CODE_TOKEN.findall(content):
+        if comment:
+            break
+        tokens.append(b'"..."' if literal else token)
+    return tokens
+
+
+def _joined_form(line: list[bytes], joined: list[bytes]) -> bool:
+    """Whether the code tokens `line` are the tokens `joined` of a hunk's added lines, in
+    order, with only extra conditions put in, each opened by a boolean operator (`or ...`,
+    `and ...`, `|| ...`, `&& ...`), and no negation (`not`, `!`) the added lines lack:
+    `if x is None or x.numel() == 0: return 0` is `if x is None:` + `return 0` joined, while
+    `if x is not None: return 0`, a comment naming the guard's words, or a log call quoting
+    them are not (read as the fix's form, each made a guard taken out silent)."""
+    if not line or not joined:
+        return False
+    if sum(token in _NEGATION for token in line) > sum(token in _NEGATION for token in joined):
+        return False
+    at = 0
+    k = 0
+    while k < len(line):
+        if at < len(joined) and line[k] == joined[at]:
+            at += 1
+            k += 1
+            continue
+        if line[k] not in _BOOLEAN_JOIN:
+            return False
+        # An extra condition: read up to the next token the joined lines hold next.
+        k += 1
+        while k < len(line) and (at >= len(joined) or line[k] != joined[at]):
+            k += 1
+    return at == len(joined)
 
 
 def _carried_state(lines: _Lines, own: _OwnFunction, at: int, pre: list[int]) -> str:

@@ -35,3 +35,24 @@ def test_a_guard_written_again_as_one_line_is_quiet_until_other_work_replaces_it
     doc = stack.json("status", "--against", f"up={took}", expect=1)
     (said,) = doc["reverted"] + doc["gone_upstream"]
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+
+
+# Lines in the guard's place holding every word of `if x is None:` + `return 0` but not the
+# check: the fix is taken out all the same. Read as the two joined, each was quiet (exit 0).
+NOT_THE_GUARD = {
+    "reversed check": b"    if x is not None: return 0\n",
+    "comment": b"    # if x is None the caller must return 0 itself\n",
+    "log call": b"    log.debug('if x is None we used to return 0')\n",
+}
+
+
+@pytest.mark.parametrize("line", list(NOT_THE_GUARD))
+def test_a_line_naming_the_guards_words_without_its_check_is_said_taken_out(tmp_path, line):
+    stack, _ = _landed(tmp_path, ())
+    fn = _fn(b"a2", 2).replace(b"def a2(x):\n", b"def a2(x):\n" + NOT_THE_GUARD[line])
+    took = stack.commit({"pkg/a.py": _module(A).replace(_fn(b"a2", 2), fn)}, "a2: no guard")
+    doc = stack.json("status", "--against", f"up={took}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+    rc, out, err = stack.cli("rebase", "--to", f"up={took}", expect=None)
+    assert rc != 0, out + err
