@@ -2786,9 +2786,13 @@ def _shim_holds_added(lines: _Lines, fp: FilePatch, owns: list[_OwnFunction]) ->
         # (Each place of its first line read for the run after it, blank lines aside, and
         # for the function it is in: a file's functions are read only there.)
         stripped = [(k, line.strip()) for k, line in enumerate(lines.lines) if line.strip()]
+        # (The run must come before the shim's call of the moved function: checked after it,
+        # `r = c.a2(x)` then `if x is None: return 0`, the guard no longer protects the call.)
+        call = _first_moved_call(lines, fp.path, own)
         if not any(line == added[0] and
                    [text for _, text in stripped[j:j + len(added)]] == added and
-                   lines.function_at(fp.path, k) == own.name
+                   lines.function_at(fp.path, k) == own.name and
+                   (call is None or k < call)
                    for j, (k, line) in enumerate(stripped)):
             return False
         found = True
@@ -2803,6 +2807,14 @@ def _calls_moved(lines: _Lines, path: str, own: _OwnFunction) -> bool:
     another file."""
     if own.name is None or not own.defined(lines):
         return False
+    return _first_moved_call(lines, path, own) is not None
+
+
+def _first_moved_call(lines: _Lines, path: str, own: _OwnFunction) -> int | None:
+    """The first line of the function `own` names in `lines` that calls the moved function
+    (as _calls_moved reads a call), or None."""
+    if own.name is None:
+        return None
     bare = re.split(rb"\.|::", own.name.split(b" [")[0])[-1]
     calls = [re.escape(b"." + bare + b"("), re.escape(b"::" + bare + b"(")]
     # (An alias is an import's `a2 as impl`; a call of it is `impl(` not part of another
@@ -2812,9 +2824,9 @@ def _calls_moved(lines: _Lines, path: str, own: _OwnFunction) -> bool:
                                       rb"\s+as\s+([A-Za-z_]\w*)", lines.content)]
     call = re.compile(b"|".join(calls))
     if not call.search(lines.content):
-        return False
-    return any(call.search(line) and lines.function_at(path, k) == own.name
-               for k, line in enumerate(lines.lines))
+        return None
+    return next((k for k, line in enumerate(lines.lines)
+                 if call.search(line) and lines.function_at(path, k) == own.name), None)
 
 
 def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str

@@ -236,3 +236,21 @@ def test_a_guard_upstream_kept_in_the_shim_is_quiet(tmp_path, shim):
     assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
     stack.cli("rebase", "--to", f"up={head}")
     stack.cli("status")
+
+
+CHECK_AFTER_SHIM = b"def a2(x):\n    from pkg import c\n    r = c.a2(x)\n" + GUARD + \
+    b"    return r\n"
+
+
+def test_a_shim_that_checks_only_after_calling_the_moved_function_is_said(tmp_path):
+    # a2's code moved into pkg/c.py without the guard; the shim left in pkg/a.py calls the
+    # moved one first and checks x after: the guard's lines are there, but no longer guard
+    # the call. Read as the guard kept in the shim, nothing was said (exit 0).
+    stack, base = _shim_landed(tmp_path)
+    took = stack.commit({"pkg/a.py": base.replace(_fn(b"a2", 2), CHECK_AFTER_SHIM),
+                         "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
+                        "move a2 to pkg/c.py, a shim checking after the call")
+    doc = stack.json("status", "--against", f"up={took}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+    stack.cli("rebase", "--to", f"up={took}", expect=1)
