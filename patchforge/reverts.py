@@ -2621,8 +2621,12 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                 if _kept_share(before, shrunk) >= 0.5:
                     continue
                 if copied:
-                    # (That copy: where one file added since keeps at least half its lines.)
-                    added = _added_since(store, fix, k, since, parents[0], path)
+                    if _moved_here(store, fix, k, parents[0], sha, changed.get(sha, ()), path):
+                        break  # (the fix's function moved by this commit: followed as a move)
+                    # (That copy: where one file added since keeps at least half its lines,
+                    # holding the fix's lines when it was added: a pre-fix snapshot is no copy.)
+                    added = [p for p in _added_since(store, fix, k, since, parents[0], path)
+                             if _held_when_added(store, fix, k, since, parents[0], p)]
                     if not added:
                         continue
                     if _holds_added(store, fix, k, shrunk):
@@ -2640,6 +2644,8 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                     # `bring-back` asked for the fix in a file without its function.
                     break
             if len(into) == 1:
+                if into[0] in fix.aliases[k]:
+                    fix.aliases[k].remove(into[0])
                 fix.aliases[k].insert(0, into[0])
                 fix.rewritten[k] = into[0]
                 found = True
@@ -2655,11 +2661,53 @@ def _added_since(store: UpstreamStore, fix: _Fix, k: int, since: str, rev: str,
     while it added no file (_rewritten_away)."""
     from patchforge.apply.hunks import _language
 
+    # (The old path of a file renamed before the landing too (`fix.left_path`), the file there
+    # added since `since`: upstream copying the file back there; _held_when_added tells the
+    # copy from a legacy look-alike written without the fix's lines.)
     others = sorted(p for p in store.changed_paths(since, rev)
-                    if p not in fix.aliases[k] and p != fix.left_path.get(k)
+                    if p not in fix.aliases[k]
                     and _language(p) == _language(path))
     had = store.entries(since, others) if others else {}
     return [p for p in others if had.get(p) is None]
+
+
+def _moved_here(store: UpstreamStore, fix: _Fix, k: int, rev: str, sha: str,
+                changed, path: str) -> bool:
+    """Whether commit `sha` (parent `rev`), cutting the fix's file at `path` down while adding
+    no file, put a function the fix's file change `k` changes into another file it changed,
+    one that lacked it at `rev`: the function moved, not the file copied (_rewritten_away)."""
+    from patchforge.apply.hunks import _language
+
+    named = [name for name in _own_functions(store, fix, k) if name is not None]
+    others = sorted(p for p in changed if p != path and _language(p) == _language(path))
+    if not named or not others:
+        return False
+    now = store.read_blobs(sha, others)
+    was = store.read_blobs(rev, others)
+    for p in others:
+        content = now.get(p)
+        if content is None:
+            continue
+        there, before = _Lines(content), _Lines(was.get(p) or b"")
+        if any(_has_function(there, p, name) and not _has_function(before, p, name)
+               for name in named):
+            return True
+    return False
+
+
+def _held_when_added(store: UpstreamStore, fix: _Fix, k: int, since: str, rev: str,
+                     path: str) -> bool:
+    """Whether `path`, added after `since` by a commit up to `rev`, held the fix's added lines
+    (_holds_added) as that commit wrote it: a copy of the landed file does, a snapshot of the
+    file from before the fix does not. A fix adding no line: any such file may be the copy."""
+    if not any(_added(hunk) for hunk in fix.files[k].hunks):
+        return True
+    log = store.path_log(since, rev, [path])
+    if not log:
+        return False
+    first = log[-1][0]  # (newest first: the last is the commit that added it)
+    content = store.read_blobs(first, [path])[path]
+    return content is not None and _holds_added(store, fix, k, content)
 
 
 def _holds_added(store: UpstreamStore, fix: _Fix, k: int, content: bytes) -> bool:

@@ -98,3 +98,25 @@ def test_a_guard_kept_in_the_wrapper_of_a_copied_file_is_quiet(tmp_path):
     assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
     stack.cli("rebase", "--to", f"up={head}")
     stack.cli("status")
+
+
+@pytest.mark.parametrize("snapshot", ["before the fix", "with the guard, dropped later"])
+def test_a_snapshot_added_since_is_no_copy_of_a_file_whose_function_moved(tmp_path, snapshot):
+    # Upstream adds a snapshot of the fix's file (test data), then moves a2, guard included,
+    # into pkg/b.py and cuts pkg/a.py down: the snapshot, added since the landing and keeping
+    # most of pkg/a.py's lines, was read as its copy, the fix said taken out (exit 1) and
+    # `bring-back` advised to patch the snapshot. The commit's own move of a2 is followed, and
+    # a file added without the fix's lines is no copy of the landed file.
+    from test_reverts_function_gone import B, _fn
+    stack, _ = _landed(tmp_path, ())
+    held = (b"a2",) if snapshot.startswith("with") else ()
+    stack.commit({"tests/data/a_snapshot.py": _module(A, held)}, "tests: snapshot of pkg/a.py")
+    stack.commit({"pkg/a.py": b'"""m."""\n\n\n' + _fn(b"a0", 0),
+                  "pkg/b.py": _module(B) + b"\n\n" + _fn(b"a2", 2, True)},
+                 "move a2 to b; drop dead code")
+    stack.commit({"tests/data/a_snapshot.py": _module(A) + b"# v2\n"}, "tests: refresh snapshot")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+    stack.cli("rebase", "--to", f"up={head}")
+    stack.cli("status")

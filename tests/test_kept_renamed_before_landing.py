@@ -165,3 +165,29 @@ def test_a_landing_in_a_file_renamed_before_it_then_renamed_back_is_read_there(t
     doc = stack.json("status", "--against", f"up={head}", expect=1)
     (said,) = doc["reverted"] + doc["gone_upstream"]
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
+
+
+@pytest.mark.parametrize("cut", [b"from a import *  # noqa\n", b"\n"],
+                         ids=["re-export", "emptied"])
+def test_a_landed_file_copied_back_to_its_old_path_then_cut_is_read_there(tmp_path, cut):
+    # pkg/a.py copied back whole to a.py (guard included), then cut to a re-export or emptied:
+    # the old path was never read as the copy, the fix was said removed (exit 1) while a.py
+    # held it. A file added at the old path since the landing holding the fix's lines is the
+    # copy; the guard then dropped from it is said, naming that commit.
+    stack, _ = _landed_after_a_rename(tmp_path, same=False)
+    stack.commit({"a.py": FIXED}, "copy pkg/a.py to a.py")
+    stack.commit({"pkg/a.py": cut}, "pkg/a.py: cut")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}")
+    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+    took = stack.commit({"a.py": BASE + b"# v3\n"}, "g: simplify")
+    head = stack.upstream.head()
+    doc = stack.json("status", "--against", f"up={head}", expect=1)
+    (said,) = doc["reverted"] + doc["gone_upstream"]
+    assert (said["name"], said["by"]) == ("fix.patch", took), said
+    stack.cli("rebase", "--to", f"up={head}", expect=1)
+    stack.cli("bring-back", "up/fix.patch")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/a.py").read_bytes() == FIXED + b"# v3\n"
+    assert not (stack.root / "overlays/up/pkg/a.py").exists()
+    stack.cli("status")
