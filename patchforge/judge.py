@@ -3073,35 +3073,13 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
                 continue
             theirs = min(others, key=lambda k: abs(k - at))
             pairs.append((at + 1, theirs + 1))
-            if _alone(lines, inside, at) and _alone(lines, inside, theirs) and \
-                    not _values_of_two_keys(lines, inside, at, theirs, ats, made):
+            if _alone(lines, inside, at) and _alone(lines, inside, theirs):
                 alone.append((at + 1, theirs + 1))
         if pairs and every:
             return pairs[0]
         if alone:
             return alone[0]
     return None
-
-
-def _values_of_two_keys(lines: list[bytes], inside: list[int], at: int, theirs: int,
-                        ats: list[int], made: bytes) -> bool:
-    """Whether the fix's copy at line `at` and upstream's at line `theirs` (0-based) of an
-    item each follow another new item: the item line just above the fix's copy the fix adds
-    too (in `ats`), the one just above upstream's upstream adds (no item of the file the fix
-    made, `made`), and the two differ. A flat list of pairs (`"fp8", "128",` beside upstream's
-    `"fp32", "128",`; `"HIPCC", "hipcc",` beside `"HIPCXX", "hipcc",`): each value its own
-    key's, both wanted. The item above upstream's a base item (`"gfx950",`), it is upstream's
-    own copy of the fix's item: that still stops."""
-    def above(k: int) -> int | None:
-        return next((j for j in reversed(inside) if j < k
-                     and STRING_OR_COMMENT.sub(b"", lines[j]).strip()
-                     or j < k and _STRING_ITEM.fullmatch(lines[j]) is not None), None)
-    mine, upstreams = above(at), above(theirs)
-    if mine is None or upstreams is None or mine not in ats or \
-            _STRING_ITEM.fullmatch(lines[upstreams]) is None:
-        return False
-    key = _item_value(lines[upstreams])
-    return key != _item_value(lines[mine]) and _items_in_bracket_made(made, key) == 0
 
 
 def _alone(lines: list[bytes], inside: list[int], at: int) -> bool:

@@ -108,24 +108,17 @@ def test_options_or_their_values_added_again_beside_other_items_move(tmp_path):
         assert made.count(twice) == 2, made
 
 
-def test_a_value_upstream_added_after_another_new_key_moves(tmp_path):
-    # A flat list of pairs: the fix appends `"fp8", "128",`, upstream put `"fp32", "128",` at
-    # its head; `"CC", "gcc"` pairs where the fix adds `"HIPCC", "hipcc",` and upstream
-    # `"HIPCXX", "hipcc",`. The value is there twice, each its own key's, both wanted (it
-    # stopped, its first advice, delete your copy, losing the fix's pair its value).
-    for k, (items, mine, theirs, at, twice) in enumerate([
-            ([b"fp16", b"64", b"bf16", b"256"], [b"fp8", b"128"], [b"fp32", b"128"], 0,
-             b'"128",'),
-            ([b"CC", b"gcc", b"CXX", b"g++"], [b"HIPCC", b"hipcc"], [b"HIPCXX", b"hipcc"], 2,
-             b'"hipcc",')]):
-        stack = stack_with(tmp_path / str(k), module(items), module(items + mine),
-                           module(items[:at] + theirs + items[at:]))
-        status = stack.json("status", "--against", "v2", expect=None)
-        assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-        stack.cli("rebase", "--to", "v2")
-        stack.cli("overlays")
-        made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
-        assert made.count(twice) == 2, made
+def test_an_item_upstream_added_after_another_new_item_stops(tmp_path):
+    # The fix extends an arch table with `"gfx1150", "gfx1201",`, upstream with `"gfx1250",
+    # "gfx1201",` at another place: above each copy a new item of its own side. Read as the
+    # values of two keys (a flat list of pairs), it moved, exit 0, and the table held
+    # `"gfx1201"` twice. Which of the two it is, nothing in the list tells: it stops, loud.
+    for k, (mine, theirs) in enumerate([([b"gfx1150", b"gfx1201"], [b"gfx1250", b"gfx1201"]),
+                                        ([b"gfx1151", b"gfx1201"], [b"gfx1152", b"gfx1201"])]):
+        stack = stack_with(tmp_path / str(k), module(ARCHS), module(ARCHS + mine),
+                           module(ARCHS[:4] + theirs + ARCHS[4:]))
+        _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+        assert "upstream has these lines already, its own way" in err, err
 
 
 def test_an_item_upstream_added_after_a_base_item_stops_beside_a_new_one(tmp_path):
