@@ -1948,7 +1948,8 @@ class Rebase:
 
     def _summary(self, *, written: bool, kept: bool = True) -> dict:
         """The run's summary; with `kept`, also the fixes under upstreamed/ whose change the
-        new target no longer has (`reverted`, `gone_upstream`, each only when not empty)."""
+        new target no longer has (`reverted`, `gone_upstream`) and those that could not be
+        judged there (`not_checked`), each only when not empty."""
         run = self._run_record
         results = [r for entry in run.upstreams.values() for r in entry.results]
         counts = {action: 0 for action in ACTIONS}
@@ -2008,17 +2009,25 @@ class Rebase:
                      if (self.project.series_dir(upstream) / "upstreamed").is_dir()}
         if not upstreams:
             return {}  # nothing kept: the check's module is not even loaded
-        from patchforge.reverts import gone_upstream
+        from patchforge.reverts import gone_upstream, unread_said
 
         found = []
+        not_checked = []
         for upstream, entry in upstreams.items():
             dropped = frozenset(self._kept_as(r) for r in results
                                 if r.upstream == upstream and r.destination == "upstreamed")
+            unread: list[tuple[str, str]] = []
             found += gone_upstream(self.project, self.store, upstream, entry.new.commit,
-                                   skip=dropped)
+                                   skip=dropped, unread=unread)
+            # One whose files (or the revision it landed in) could not be read was passed
+            # over without a word: the move read as one leaving every kept fix at the target,
+            # while `status` after it said NOT CHECKED. Said as status says it.
+            not_checked += [unread_said(self.project, upstream, entry.new.label, name, why)
+                            for name, why in unread]
         return {key: value for key, value in (
             ("reverted", [g.to_json() for g in found if g.reverted]),
-            ("gone_upstream", [g.to_json() for g in found if not g.reverted])) if value}
+            ("gone_upstream", [g.to_json() for g in found if not g.reverted]),
+            ("not_checked", not_checked)) if value}
 
     def _kept_as(self, result: PatchResult) -> str:
         """The file name under upstreamed/ (or skipped/) a patch this run sets aside is (or, in
