@@ -863,6 +863,26 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
     return "other"
 
 
+def _words_of_new_lines(hunk) -> list[set[bytes]]:
+    """The words of each line `hunk` adds that holds a word its other lines (context, lines
+    removed) lack, in order: the lines that say what the fix adds (`if`, `x`, `is`, `None` of
+    `if x is None:`), not those repeating its neighbours' names."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    added: list[set[bytes]] = []
+    other: set[bytes] = set()
+    for line in hunk.lines:
+        words = set(_WORD.findall(line_content(line)))
+        if line_kind(line) == b"+":
+            added.append(words)
+        else:
+            other.update(words)
+    return [words for words in added if words - other]
+
+
+_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
+
+
 def _joined_in_place(lines: _Lines, hunk, start: int) -> bool:
     """Whether a hunk that only adds lines, its neighbours held at `start` (_held_best's place
     of its pre-image, a line or more of them missing there), has at that place one line, not a
@@ -878,16 +898,7 @@ def _joined_in_place(lines: _Lines, hunk, start: int) -> bool:
     lead, trail = hunk.leading_context, hunk.trailing_context
     if len(old) != lead + trail:
         return False
-    word = re.compile(rb"[A-Za-z_$][\w$]*")
-    added: list[set[bytes]] = []
-    other: set[bytes] = set()
-    for line in hunk.lines:
-        words = set(word.findall(line_content(line)))
-        if line_kind(line) == b"+":
-            added.append(words)
-        else:
-            other.update(words)
-    news = [words for words in added if words - other]
+    news = _words_of_new_lines(hunk)
     if len(news) < 2:
         return False
     text = lines.lines
@@ -3055,23 +3066,11 @@ def _names_held(fp: FilePatch, owns: list[_OwnFunction], content: bytes) -> bool
     written again in another form (`if x is None or x.numel() == 0:`) keeps them; one
     dropped while the lines under it were rewritten does not, even where the rewrite has
     `if b is None:` of its own. A hunk that adds no such name tells nothing: not held."""
-    from patchforge.apply.diffparse import line_content, line_kind
-
-    word = re.compile(rb"[A-Za-z_$][\w$]*")
     lines = _Lines(content)
     for own in owns:
         if own.name is None:
             return False
-        hunk = fp.hunks[own.n - 1]
-        added: list[set[bytes]] = []
-        other: set[bytes] = set()
-        for line in hunk.lines:
-            words = set(word.findall(line_content(line)))
-            if line_kind(line) == b"+":
-                added.append(words)
-            else:
-                other.update(words)
-        news = [words for words in added if words - other]
+        news = _words_of_new_lines(fp.hunks[own.n - 1])
         body = _body_of(lines, fp.path, own.name)
         if not news or not all(
                 any(all(_names_word(held, name) for name in words) for held in body)
