@@ -31,13 +31,9 @@ def test_a_file_moved_with_wrappers_written_at_its_path(tmp_path, when, guard):
         took = stack.commit({"lib/a.py": moved}, "a2: x is never None")
     head = stack.upstream.head()
     if guard:
-        doc = stack.json("status", "--against", f"up={head}")
-        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-        stack.cli("rebase", "--to", f"up={head}")
-        stack.cli("status")
+        stack.kept_fixes_hold(f"up={head}")
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["by"]) == ("fix.patch", took), said
     _, out, _ = stack.cli("rebase", "--to", f"up={head}", expect=1)
     assert took[:12] in out, out
@@ -68,13 +64,9 @@ def test_a_file_copied_then_cut_down_to_wrappers_is_read_at_its_copy(tmp_path, g
     took = stack.commit({"lib/a.py": now}, "lib/a.py: version 2")
     head = stack.upstream.head()
     if guard:
-        doc = stack.json("status", "--against", f"up={head}")
-        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-        stack.cli("rebase", "--to", f"up={head}")
-        stack.cli("status")
+        stack.kept_fixes_hold(f"up={head}")
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
     _, out, _ = stack.cli("rebase", "--to", f"up={head}", expect=1)
     assert took[:12] in out, out
@@ -94,10 +86,7 @@ def test_a_guard_kept_in_the_wrapper_of_a_copied_file_is_quiet(tmp_path):
     stack = _copied_then_wrappers(tmp_path, kept)
     stack.commit({"lib/a.py": _module(A)}, "a2: x is never None")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")
 
 
 @pytest.mark.parametrize("snapshot", ["before the fix", "with the guard, dropped later"])
@@ -116,7 +105,4 @@ def test_a_snapshot_added_since_is_no_copy_of_a_file_whose_function_moved(tmp_pa
                  "move a2 to b; drop dead code")
     stack.commit({"tests/data/a_snapshot.py": _module(A) + b"# v2\n"}, "tests: refresh snapshot")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")

@@ -73,10 +73,7 @@ def test_a_landing_in_a_file_renamed_before_it_still_there_is_quiet(tmp_path, sa
     stack.commit({"pkg/a.py": FIXED + b"\n\ndef other(v):\n    return v\n"}, "add other")
     stack.upstream.commit({}, "move pkg/a.py to lib", {"pkg/a.py": "lib/a.py"})
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")
 
 
 @pytest.mark.parametrize("guard", [False, True])
@@ -95,8 +92,7 @@ def test_a_landing_in_a_file_renamed_before_it_whose_function_moved_on_is_follow
         doc = stack.json("status", "--against", f"up={head}")
         assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"]) == ("fix.patch", "removed"), said
     stack.cli("rebase", "--to", f"up={head}", expect=1)
     stack.cli("bring-back", "up/fix.patch")
@@ -130,13 +126,9 @@ def test_a_look_alike_at_the_old_path_is_not_the_landed_fix(tmp_path, same, how,
     took = stack.commit({**now, "a.py": LEGACY}, f"g {how}; a.py: legacy g")
     head = stack.upstream.head()
     if guard:
-        doc = stack.json("status", "--against", f"up={head}")
-        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
-        stack.cli("rebase", "--to", f"up={head}")
-        stack.cli("status")
+        stack.kept_fixes_hold(f"up={head}")
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
     stack.cli("rebase", "--to", f"up={head}", expect=1)
     # The advised bring-back puts the guard into g where it is now, once; a.py is upstream's.
@@ -162,8 +154,7 @@ def test_a_landing_in_a_file_renamed_before_it_then_renamed_back_is_read_there(t
         doc = stack.json("status", "--against", f"up={head}")
         assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
 
 
@@ -182,8 +173,7 @@ def test_a_landed_file_copied_back_to_its_old_path_then_cut_is_read_there(tmp_pa
     assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
     took = stack.commit({"a.py": BASE + b"# v3\n"}, "g: simplify")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["by"]) == ("fix.patch", took), said
     stack.cli("rebase", "--to", f"up={head}", expect=1)
     stack.cli("bring-back", "up/fix.patch")

@@ -58,8 +58,7 @@ def test_a_guard_dropped_as_its_function_moved_is_said_though_the_old_file_names
     took = stack.commit({"pkg/a.py": _module(rest, TWIN, named),
                          "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)}, "move a2 to pkg/c.py")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
     stack.cli("rebase", "--to", f"up={head}", expect=1)
     _, out, _ = stack.cli("status", expect=1)
@@ -93,10 +92,7 @@ def test_the_guard_still_in_its_function_beside_a_look_alike_and_a_name_is_quiet
         stack.commit({"pkg/a.py": now.replace(b"    a = 0\n", b"    a = 10\n"),
                       "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"c0", 0)}, "a0: start at 10")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")
 
 
 def _shared(name: bytes, n: int, guard: bool = False) -> bytes:
@@ -129,8 +125,7 @@ def test_a_look_alike_sharing_a_line_with_the_moved_function_alone_is_not_the_fi
         doc = stack.json("status", "--against", f"up={head}")
         assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
 
 
@@ -178,13 +173,9 @@ def test_a_function_moved_into_another_file_behind_a_shim_of_its_name_is_followe
                         "move a2 to pkg/c.py, a shim left")
     head = stack.upstream.head()
     if guard:
-        doc = stack.json("status", "--against", f"up={head}")
-        assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
-        stack.cli("rebase", "--to", f"up={head}")
-        stack.cli("status")
+        stack.kept_fixes_hold(f"up={head}")
         return
-    doc = stack.json("status", "--against", f"up={head}", expect=1)
-    (said,) = doc["reverted"] + doc["gone_upstream"]
+    said = stack.kept_fix_taken_back(f"up={head}")
     assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
     stack.cli("rebase", "--to", f"up={head}", expect=1)
     stack.cli("bring-back", "up/fix.patch")
@@ -215,10 +206,7 @@ def test_a_function_moved_behind_a_shim_that_still_holds_the_guard_is_quiet(tmp_
                   "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
                  "move a2 to pkg/c.py, a checking shim left")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")
     stack.cli("lint", "--no-forge")
 
 
@@ -232,10 +220,7 @@ def test_a_guard_upstream_kept_in_the_shim_is_quiet(tmp_path, shim):
                   "pkg/c.py": b'"""c."""\n\n\n' + _fn(b"a2", 2)},
                  "move a2 to pkg/c.py, the check left in the shim")
     head = stack.upstream.head()
-    doc = stack.json("status", "--against", f"up={head}")
-    assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
-    stack.cli("rebase", "--to", f"up={head}")
-    stack.cli("status")
+    stack.kept_fixes_hold(f"up={head}")
 
 
 CHECK_AFTER_SHIM = b"def a2(x):\n    from pkg import c\n    r = c.a2(x)\n" + GUARD + \

@@ -103,6 +103,21 @@ class Stack:
         add_patch_file(self.root, upstream_name, f"{name}.patch", data)
         return data
 
+    def kept_fixes_hold(self, target: str) -> None:
+        """`status --against TARGET` says no kept fix taken back, and `rebase --to TARGET`
+        and a `status` after it go through without one (exit 0)."""
+        doc = self.json("status", "--against", target)
+        assert doc["reverted"] == [] and doc["gone_upstream"] == [], doc
+        self.cli("rebase", "--to", target)
+        self.cli("status")
+
+    def kept_fix_taken_back(self, target: str) -> dict:
+        """The one kept fix `status --against TARGET` says taken back (exit 1), as --json
+        gives it (name, kind, by)."""
+        doc = self.json("status", "--against", target, expect=1)
+        (said,) = doc["reverted"] + doc["gone_upstream"]
+        return said
+
     def rebase_json(self, *args: str, expect: int = 0) -> dict:
         """`rebase ARGS --json`, its document checked against the published schema."""
         from patchforge.formats.schemas import validation_errors
