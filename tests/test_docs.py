@@ -48,6 +48,54 @@ def test_every_configuration_key_is_in_the_reference():
     assert not missing, f"docs/reference.md's configuration table lacks {missing}"
 
 
+
+def test_every_option_a_page_gives_a_command_is_one_it_has():
+    """docs/ci.md showed the action's quoting with `pr --title ""`: `pr` has no `--title`, and
+    the line, copied into a workflow, stops with "No such option". Each command a page writes in
+    backticks (`patchforge [OPTIONS] COMMAND ...`, or `COMMAND ...` alone) gives only options
+    that command, or patchforge itself, has."""
+    import click
+
+    from patchforge.cli.app import cli
+
+    ctx = click.Context(cli)
+    commands: dict[str, click.Command] = {}
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        commands[name] = command
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                commands[f"{name} {sub}"] = command.get_command(ctx, sub)
+    own = {opt for param in cli.params for opt in [*param.opts, *param.secondary_opts]}
+    wrong, seen = [], 0
+    for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            for fragment in re.findall(r"`([^`]+)`", line):
+                words = fragment.split()
+                if words[:1] == ["patchforge"]:
+                    words = words[1:]
+                    while words and words[0].startswith("-"):
+                        words = words[1:]
+                elif words[:1] == ["rm"]:  # the shell's `rm -rf`, not the command's
+                    continue
+                if not words or words[0] not in commands:
+                    continue
+                key = " ".join(words[:2]) if " ".join(words[:2]) in commands else words[0]
+                command = commands[key]
+                if isinstance(command, click.Group):
+                    continue
+                has = own | {opt for param in command.params
+                             for opt in [*param.opts, *param.secondary_opts]}
+                seen += 1
+                for word in words[1:]:
+                    if word in ("&&", "||", ";", "|"):
+                        break
+                    if re.fullmatch(r"--?[A-Za-z][\w-]*(=.*)?", word) \
+                            and word.split("=")[0] not in has:
+                        wrong.append(f"{page.name}:{number}: `{fragment}`: {key} has no {word}")
+    assert seen > 1000, seen
+    assert not wrong, "options no command of that name has:\n" + "\n".join(wrong)
+
 # The programs any system with a shell has (POSIX utilities and coreutils), and the ones the
 # README names as what patchforge needs. Any other program a page runs must be named on that
 # page with where it comes from.
