@@ -185,3 +185,29 @@ def test_import_and_export_typed_the_others_way_are_answered_with_the_line_that_
     assert said == f"patchforge export --quilt '{quilt_dir}'", run.err
     followed = run_cli(root, *shlex.split(said)[1:])
     assert followed.rc == 0 and f"to {quilt_dir}" in followed.out, followed.text
+
+
+def test_a_file_or_directory_given_as_an_empty_word_is_refused(stack, tmp_path):
+    """A path option given "" (`--html "$REPORT"` with the variable unset, as a CI step writes
+    it) was read as the current directory: `status --html ""` wrote no report and said nothing,
+    exit 0, `export --mbox ""` said "Device or resource busy" with the hint to run it again, and
+    `init ""` made a project in the current directory, which `init` without a DIRECTORY refuses
+    inside another project. Each is refused now, exit 2, naming the option, nothing written."""
+    from helpers.snapshot import snapshot
+
+    before = snapshot(stack)
+    for args, option in ((["status", "--html", ""], "--html"),
+                         (["export", "--mbox", ""], "--mbox"),
+                         (["export", "--quilt", ""], "--quilt"),
+                         (["pr", "moe-mask", "--out", ""], "--out"),
+                         (["verify", "--installed", ""], "--installed"),
+                         (["init", ""], "[DIRECTORY]")):
+        run = run_cli(stack, *args, cwd=stack)  # "" read as "." stays in the stack
+        assert run.rc == 2, (args, run.text)
+        assert f"Invalid value for '{option}': an empty" in run.err, (args, run.err)
+        assert "(an unset shell variable?)" in run.err, (args, run.err)
+        assert snapshot(stack) == before, args
+    # A name that is there is taken as before.
+    report = tmp_path / "report.html"
+    assert run_cli(stack, "status", "--html", str(report)).rc in (0, 1)
+    assert report.read_bytes().startswith(b"<!DOCTYPE html>"), report.read_bytes()[:40]

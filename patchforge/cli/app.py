@@ -36,6 +36,20 @@ PEER_VERBS = {
 }
 
 
+class GivenPath(click.Path):
+    """A file or directory option that refuses an empty word. click reads `--html ""` as the
+    path "", which is the current directory once opened: `status --html "$REPORT"` with the
+    variable unset wrote no report and said nothing, `export --mbox ""` failed on a rename over
+    ".", and `init ""` made a project where `init` without a DIRECTORY refuses to."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value == "":
+            kind = "directory" if not self.file_okay else "file" if not self.dir_okay \
+                else "path"
+            self.fail(f"an empty {kind} name (an unset shell variable?): name the {kind}",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
 class HelpGroup(click.Group):
     """A group that, named without a command (`patchforge`, `patchforge import`), prints its help
     on stdout and exits 0, as `quilt` and `stg` do: asking what there is to run is not an error.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchforge.cli.app import HelpGroup
+from patchforge.cli.app import GivenPath, HelpGroup
 from patchforge.cli.complete import complete_profile, complete_upstream
 from patchforge.errors import EXIT_ATTENTION, UsageError
 from patchforge.model.words import counted
@@ -250,9 +250,9 @@ class _ExportCommand(click.Command):
 
 
 @click.command(cls=_ExportCommand)
-@click.option("--quilt", "quilt_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--quilt", "quilt_dir", type=GivenPath(file_okay=False, path_type=Path),
               help="Write a quilt patches directory (series + patches).")
-@click.option("--mbox", "mbox_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--mbox", "mbox_file", type=GivenPath(dir_okay=False, path_type=Path),
               help="Write an mbox that `git am` takes (one upstream's patches: with several "
                    "upstreams, say which with --upstream); `-` writes it to standard output.")
 @click.option("--upstream", shell_complete=complete_upstream,

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from patchforge.cli import github
+from patchforge.cli.app import GivenPath
 from patchforge.cli.complete import complete_profile
 from patchforge.cli.github import format_option
 from patchforge.cli.output import (Progress, STATE_COLORS, announce_state,
@@ -251,7 +252,7 @@ def _bring_pins(project, store) -> None:
 # Not click's `exists`: it follows DIR on this host, and an install root that is an absolute
 # symlink inside an unpacked image (dist-packages -> /opt/venv/...) leads nowhere here while
 # the tree holds it (`_installed_dir`).
-@click.option("--installed", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--installed", type=GivenPath(file_okay=False, path_type=Path),
               help="Also check that DIR holds the recorded pre-images: an upstream's install "
                    "root (an image's site-packages) or an image's root file system.")
 @click.option("--image", "image", metavar="[REF]", default=None, is_flag=False,

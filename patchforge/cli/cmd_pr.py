@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from patchforge.cli.app import GivenPath
 from patchforge.cli.complete import complete_patch
 from patchforge.cli.output import announce_state, emit_json
 from patchforge.errors import EXIT_ATTENTION, UsageError
@@ -23,7 +24,7 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
 @click.option("--onto", metavar="REF",
               help="Base the PR on this branch, tag or commit (default: the upstream's `follow`, "
                    "else its HEAD).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+@click.option("--out", "out_dir", type=GivenPath(file_okay=False, path_type=Path), metavar="DIR",
               help="Where the format-patch file and PR.md go "
                    "(default .patchforge/pr/<upstream>/<name>/).")
 @click.option("--push", "remote", metavar="REMOTE",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchforge.cli.app import HelpGroup
+from patchforge.cli.app import GivenPath, HelpGroup
 from patchforge.cli.complete import complete_upstream
 from patchforge.cli.output import emit_json, table
 from patchforge.errors import UsageError
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 @click.option("--standalone", is_flag=True,
               help="Write patchforge.toml even where a pyproject.toml could hold the "
                    "[tool.patchforge] table (without one, patchforge.toml is written anyway).")
-@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", required=False, type=GivenPath(file_okay=False, path_type=Path))
 @click.pass_obj
 def init(app, standalone, directory):
     """Write a starting configuration, an empty series and an empty upstream.lock."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from patchforge.cli.app import GivenPath
 from patchforge.cli.complete import complete_spec
 from patchforge.cli.github import format_option
 from patchforge.cli.statusing import run_status
@@ -17,7 +18,7 @@ from patchforge.cli.statusing import run_status
 @click.option("--strict", is_flag=True,
               help="Treat fuzz, and a patch without a diff (empty), as an error.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--html", "html_out", type=GivenPath(dir_okay=False), metavar="FILE",
               help="Also write a self-contained HTML report.")
 @click.argument("more_specs", nargs=-1, metavar="[SPEC]...", shell_complete=complete_spec)
 @format_option
