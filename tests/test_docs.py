@@ -143,6 +143,36 @@ def test_every_program_a_page_runs_is_there_or_said_where_it_comes_from():
     assert not missing, f"programs run without a word on where they come from: {missing}"
 
 
+
+# What the README's test command may take for granted: the README's requirements (git, quilt,
+# GNU patch), patchforge itself, and the programs of every Debian or Ubuntu system (its
+# Essential packages: coreutils, diffutils, tar, sed, util-linux, a shell).
+TEST_PROGRAMS = {"git", "quilt", "patch", "patchforge", "bash", "sh", "cat", "cp", "rm", "sed",
+                 "sha256sum", "diff", "tar", "unshare"}
+
+
+def test_every_program_the_tests_run_is_named_in_the_readme_or_skipped_without():
+    """The README's test command on a machine without `unzip` (a minimal Debian, the python
+    image) failed a wheel-import test with "No such file or directory: 'unzip'": the README
+    names quilt and GNU patch as what the tests need, nothing else. A test that starts any
+    other program skips where it is not installed, naming how to install it (`need_tool`)."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "apt-get install quilt patch" in readme
+    started = re.compile(r"subprocess\.(?:run|Popen|check_output|check_call)\(\s*\[\s*\"([\w.-]+)\"")
+    missing, seen = [], 0
+    for path in sorted((REPO_ROOT / "tests").rglob("*.py")):
+        text = path.read_text()
+        for match in started.finditer(text):
+            seen += 1
+            program = match.group(1)
+            if program in TEST_PROGRAMS:
+                continue
+            if f'need_tool("{program}")' not in text and f'which("{program}")' not in text:
+                line = text.count("\n", 0, match.start()) + 1
+                missing.append(f"{path.relative_to(REPO_ROOT)}:{line}: {program}")
+    assert seen > 100, seen
+    assert not missing, f"programs a test runs without skipping where they are missing: {missing}"
+
 # --------------------------------------------------------------------------------------------
 # Every fenced shell command of the documentation, run as written, in order, on a fresh clone.
 

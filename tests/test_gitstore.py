@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.env import SHARED_WHEELS
+from helpers.env import SHARED_WHEELS, need_tool
 from helpers.git import git
 from patchforge.errors import StoreError
 from patchforge.store.catfile import CatFile
@@ -194,6 +194,7 @@ def test_wheel_import_gives_the_tree_git_gives_and_a_pack_git_accepts(store, tmp
     """The blobs go into the store as a pack made from the wheel's compressed bytes: git must
     read it as its own (fsck, an index identical to `git index-pack`'s), and the tree must be
     the one `git add` makes of the same files unpacked by `unzip`."""
+    need_tool("unzip")
     wheel, files = _mixed_wheel(tmp_path / "mix-1.0-py3-none-any.whl")
     result = store.import_wheel(wheel, "mix", "1.0")
     for path, data in files.items():
