@@ -352,6 +352,35 @@ def test_every_documented_command_runs_as_written(tmp_path, shared_cache):
     assert not failures, "\n\n".join(failures)
 
 
+
+def test_each_exit_of_verify_image_is_one_the_deployment_page_gives(tmp_path, registry_server):
+    """docs/deployment.md gave `verify --image`'s exits as 0, 1 and 2, "registry error"
+    among the 2s; a registry that gives no answer (down, 503 on every retry) exits 75, run it
+    again later, which a deploy script written from that paragraph did not know of. The exit
+    codes it gives under the command are the ones the command exits with: a registry that
+    answers 503 every time, one that does not have the image."""
+    from helpers.cli import run_cli
+    from helpers.deploy import example_stack
+
+    page = (REPO_ROOT / "docs/deployment.md").read_text()
+    command = page.index("patchforge verify --image vllm/")
+    said = page[command:page.index("\n\n", page.index("```\n", command) + 5)]
+    documented = {int(code) for code in re.findall(r"\bExit (\d+):", said)}
+    assert {0, 1, 2} <= documented, said
+    (tmp_path / "stack").mkdir()
+    root = example_stack(tmp_path / "stack")
+    digest = "sha256:" + "e6" * 32
+    registry_server.misbehave("status", path="/v2/", status=503, headers={"Retry-After": "0"},
+                              times=1000)
+    down = run_cli(root, "verify", "--image", f"{registry_server.host}/vllm/x@{digest}",
+                   "--profile", "gfx942")
+    assert down.rc == 75 and "503" in down.err, down.text
+    registry_server.misbehaviours.clear()
+    unknown = run_cli(root, "verify", "--image", f"{registry_server.host}/vllm/x@{digest}",
+                      "--profile", "gfx942")
+    assert unknown.rc == 2, unknown.text
+    assert {down.rc, unknown.rc} <= documented, (sorted(documented), said)
+
 def test_the_quilt_round_trip_of_coming_from_runs_as_written(tmp_path):
     """docs/coming-from.md's "Working in quilt and coming back", on a stack of two upstreams as
     this repository's (vllm, aiter), with the real quilt: the page's commands, run as written
