@@ -96,6 +96,25 @@ def test_every_option_a_page_gives_a_command_is_one_it_has():
     assert seen > 1000, seen
     assert not wrong, "options no command of that name has:\n" + "\n".join(wrong)
 
+
+def test_every_history_event_has_a_row_in_the_ledgers_table():
+    """docs/invariants.md's table of `series/history.jsonl` events ("the rest depends on the
+    event") listed five events; `rename` writes `renamed` and `bring-back` writes
+    `brought-back` there too, and a reader of the history met two events the page did not
+    give. Every event the reference lists, each one the ledger writes, has its row."""
+    from patchforge import ledger
+
+    reference = (REPO_ROOT / "docs/reference.md").read_text()
+    listed = reference[reference.index('`{"v": 1, "time": …, "event": '):]
+    listed = listed[:listed.index('"upstream": …')]
+    events = set(re.findall(r'"([a-z-]+)"', listed)) - {"v", "time", "event"}
+    written = {*ledger._REBASE_EVENTS.values(), *ledger.DEPARTURE_EVENTS, ledger.RENAMED,
+               ledger.BROUGHT_BACK, "submitted"}
+    assert written <= events, written - events
+    table = (REPO_ROOT / "docs/invariants.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
+    assert events <= rows, f"docs/invariants.md's history table lacks {sorted(events - rows)}"
+
 # The programs any system with a shell has (POSIX utilities and coreutils), and the ones the
 # README names as what patchforge needs. Any other program a page runs must be named on that
 # page with where it comes from.
