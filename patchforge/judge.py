@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 import threading
+from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
@@ -173,6 +174,13 @@ FEWER_PATHS = "upstream's copy runs on only some of the paths through yours"
 EACH_ROUND = "upstream's copy runs each round of a loop, yours once outside it"
 # Its mirror: the fix's copy in a loop's body (each round), upstream's outside it (once).
 YOURS_EACH_ROUND = "your copy runs each round of a loop, upstream's once outside it"
+# What the stop on a list item made twice says where the fix's copy stands beside other
+# items than upstream's: on a line holding more (`"gfx1150", "gfx1201",`), or beside a new
+# item of the fix's where upstream's stands beside another new one of upstream's (`"fp8",
+# "128",` against `"fp32", "128",`: a list of pairs, each value its key's, or an arch table
+# extended on both sides, one name made twice; nothing in the list tells which). Deleting the
+# fix's line(s) would lose what stands beside its copy: the ways on that keep it come first.
+BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
 # Where a loop between the two copies reads what the copied statement sets (`x = x + n`
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
@@ -1579,7 +1587,8 @@ class SeriesJudge:
             if not doubled:
                 item = _item_twice_in_its_bracket(current, result, fixed.content)
                 if item is not None:
-                    found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]})"))
+                    found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]})"
+                                  + (f"; {item[2]}" if item[2] else "")))
                     continue
             if doubled:
                 said = _doubled_where(path, current, result, doubled)
@@ -2105,6 +2114,10 @@ def _doubled_said(said: str) -> str:
     for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
+    if f" {BESIDE_OTHERS} (" in said:
+        # The place, then the item and the lines of each copy (_item_twice_in_its_bracket).
+        cut = said.index("); ", said.index(" (upstream's at line ")) + 1
+        return f"{said[:cut]}: {DOUBLED}, its own way; {said[cut + 2:]}"
     return f"{said}: {DOUBLED}, its own way"
 
 
@@ -3032,49 +3045,58 @@ def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
 _UNPACKS = on_first_use(rb"(?m)(?:^|[(\[{,])\s*\*{1,2}\s*[A-Za-z_]")
 
 
-# A literal item on a line of its own: a quoted string, with its comma (`"gfx1201",`), and a
-# comment after it where one is (`"gfx1201",  # RDNA4`: the item is the same).
-_STRING_ITEM = on_first_use(rb"\s*(\"[^\"\\\n]*\"|'[^'\\\n]*')\s*,?\s*(?:(?:#|//)[^\n]*)?")
+# A quoted string (`"gfx1201"`, `'gfx1201'`).
+_QUOTED = rb"(?:\"[^\"\\\n]*\"|'[^'\\\n]*')"
+# A line of quoted items: one or more quoted strings, a comma between each and one after the
+# last or none (`"gfx1201",`, `"gfx1201", "gfx1200",`), and a comment after them where one is
+# (`"gfx1201",  # RDNA4`: the items are the same). A line holding anything else (a name, a
+# call, `"a" if x else "b"`, a dict's `"k": "v"`) holds no item read here.
+_STRING_ITEMS = on_first_use(rb"\s*(" + _QUOTED + rb"(?:\s*,\s*" + _QUOTED
+                             + rb")*)\s*,?\s*(?:(?:#|//)[^\n]*)?")
+_ONE_QUOTED = on_first_use(_QUOTED)
 
 
 def _item_twice_in_its_bracket(current: bytes, result: bytes,
-                               made: bytes) -> tuple[int, int] | None:
-    """Where (the fix's line, upstream's: 1-based lines of `result`) a quoted string the fix
+                               made: bytes) -> tuple[int, int, str] | None:
+    """Where (the fix's line, upstream's: 1-based lines of `result`, and what tells the two
+    copies' lines apart, _beside_others', or "") a quoted string the fix
     adds as an item of a list, set or dict literal (`"gfx1201",`) is there twice in the same
     bracket of `result`, where the file the fix made (`made`) held it once in its bracket:
     upstream added the item itself at another place of the list (its head, in order). Short,
     it is no run the near check reads, and the list held the item twice, exit 0. Items are
-    compared by their value (`"gfx1201"` is `'gfx1201'`). An item standing alone (_alone: no
-    option, none's value) is there twice however many the fix adds beside it (`"gfx1150",`
-    `"gfx1201",` where upstream added `"gfx1201",`); an option or its value only where every
-    item line the fix adds in that bracket is there twice: a fix adding `"-D", "A=1",` where
-    upstream added `"-D", "B=2",` adds another flag, both wanted, as `"-I", "inc",` beside
-    `"-isystem", "inc",`. An item upstream added to another bracket is another list's, both
-    wanted (None)."""
+    compared by their value (`"gfx1201"` is `'gfx1201'`), wherever each stands on a line of
+    quoted items (`"gfx1201", "gfx1200",` holds `"gfx1201"` as `"gfx1201",` alone does), and
+    only items of the bracket itself (one in a call's arguments inside the list is the
+    call's). An item standing alone (_alone: no option, none's value) is there twice however
+    many the fix adds beside it (`"gfx1150",` `"gfx1201",` where upstream added `"gfx1201",`);
+    an option or its value only where every item the fix's lines hold in that bracket is
+    there twice: a fix adding `"-D", "A=1",` where upstream added `"-D", "B=2",` adds another
+    flag, both wanted, as `"-I", "inc",` beside `"-isystem", "inc",`. An item upstream added
+    to another bracket is another list's, both wanted (None)."""
     lines = result.split(b"\n")
-    added: dict[int, list[int]] = {}
-    for start, end, _ in file_changes(result, current):
-        for at in range(start, end):
-            if at >= len(lines) or _STRING_ITEM.fullmatch(lines[at]) is None:
-                continue
-            opened = _bracket_opened_above(lines, at)
-            if opened is not None:
-                added.setdefault(opened, []).append(at)
-    for opened, ats in added.items():
-        inside = _bracket_lines(lines, opened)
+    fixs = _items_the_fix_adds(lines, current.split(b"\n"))
+    brackets: dict[int, None] = {}
+    for at in fixs:
+        opened = _bracket_opened_above(lines, at)
+        if opened is not None:
+            brackets.setdefault(opened)
+    for opened in brackets:
+        items = _bracket_items(lines, opened)
         pairs, alone, every = [], [], True
-        for at in ats:
-            item = _item_value(lines[at])
-            others = [k for k in inside
-                      if k not in ats and _STRING_ITEM.fullmatch(lines[k]) is not None
-                      and _item_value(lines[k]) == item]
-            if not others or _items_in_bracket_made(made, item) > 1:
+        for n, (at, value) in enumerate(items):
+            if at not in fixs or value is None or not fixs[at][value]:
+                continue
+            others = [m for m, (k, other) in enumerate(items)
+                      if k not in fixs and other is not None and other == value]
+            if not others or _items_in_bracket_made(made, value) > 1:
                 every = False
                 continue
-            theirs = min(others, key=lambda k: abs(k - at))
-            pairs.append((at + 1, theirs + 1))
-            if _alone(lines, inside, at) and _alone(lines, inside, theirs):
-                alone.append((at + 1, theirs + 1))
+            theirs = min(others, key=lambda m: abs(items[m][0] - at))
+            found = (at + 1, items[theirs][0] + 1,
+                     _beside_others(lines, items, n, theirs, fixs, made))
+            pairs.append(found)
+            if _alone(items, n) and _alone(items, theirs):
+                alone.append(found)
         if pairs and every:
             return pairs[0]
         if alone:
@@ -3082,43 +3104,155 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
     return None
 
 
-def _alone(lines: list[bytes], inside: list[int], at: int) -> bool:
-    """Whether the item at line `at` (0-based) of `lines`, a line of the bracket whose lines
-    are `inside`, stands alone: a string that names one thing (`"gfx1201"`, `"csrc/a.cu"`:
-    no text, an empty string or a line of a template, `""`, `"}"`, `"int x = 0;"`, that a
-    list may well hold twice), is no option (`"-D"`, `"--arch"`) and follows no option item
-    (whose value it may be: `"inc"` after `"-I"`, `"A=1"` after `"-D"`)."""
-    value = _item_value(lines[at])
-    if not isinstance(value, str) or _ONE_NAME.fullmatch(value) is None or \
-            _is_option(lines[at]):
+def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
+                   theirs: int, fixs: dict[int, Counter], made: bytes) -> str:
+    """What tells the lines of the fix's copy of an item (the `n`th of a bracket's `items`,
+    _bracket_items) apart from those of upstream's copy (the `theirs`th), "" where nothing
+    does: the fix's line holds other items (`"gfx1150", "gfx1201",`, or the items of a line
+    of the base it adds to), or the item next to the fix's copy on one side (the one before
+    it, or after, on its line or the next) is one the fix adds (in `fixs`, the items of
+    _items_the_fix_adds) and the item next to upstream's copy on that side is one upstream
+    adds (_upstream_adds), the two differing (`"fp8", "128",` against `"fp32", "128",`; a
+    key made twice, `"fp8", "128",` against `"fp8", "256",`). Next to a base item (`"gfx950",
+    "gfx1201",` upstream's, the fix's appended under its own `"gfx1150",`) upstream's copy is
+    the fix's item made twice, and deleting the fix's line loses nothing: "". Said: the item,
+    BESIDE_OTHERS, and each copy's lines, upstream's first."""
+    at, upstreams = items[n][0], items[theirs][0]
+    mine, other = {at}, {upstreams}
+    for step in (-1, 1):
+        m, t = n + step, theirs + step
+        if not (0 <= m < len(items) and 0 <= t < len(items)):
+            continue
+        (near, value), (far, upstream_value) = items[m], items[t]
+        if value is None or upstream_value is None or value == upstream_value:
+            continue
+        if near in fixs and fixs[near][value] and far not in fixs and \
+                _upstream_adds(items, fixs, made, upstream_value):
+            mine.add(near)
+            other.add(far)
+    if mine == {at} and sum(1 for k, _ in items if k == at) == 1:
+        return ""
+
+    def shown(held: set[int]) -> str:
+        first, last = min(held) + 1, max(held) + 1
+        where = f"line {first}" if first == last else f"lines {first}-{last}"
+        return f"{where}: " + ", ".join(text for k in range(first - 1, last)
+                                        for text in _items_written(lines[k]))
+
+    on_its_line = [m for m, (k, _) in enumerate(items) if k == at].index(n)
+    return (f"{_items_written(lines[at])[on_its_line]} {BESIDE_OTHERS} "
+            f"(upstream's {shown(other)}; yours, {shown(mine)})")
+
+
+def _upstream_adds(items: list[tuple[int, object]], fixs: dict[int, Counter], made: bytes,
+                   value: object) -> bool:
+    """Whether upstream adds an item `value` to a bracket of the result whose `items`
+    (_bracket_items) stand on the lines `fixs` (_items_the_fix_adds) the fix changed or on
+    upstream's: upstream's lines hold it more often than the base did (the file the fix made,
+    `made`, but for the fix's own; counted high where a line of the fix's block keeps it)."""
+    theirs = sum(1 for k, other in items if k not in fixs and other == value)
+    fixs_own = sum(1 for k, other in items if k in fixs and other == value and fixs[k][value])
+    return theirs > _items_in_bracket_made(made, value) - fixs_own
+
+
+def _items_written(line: bytes) -> list[str]:
+    """The items of a line of quoted items as they are written (`"gfx1201"`), [] for
+    another line."""
+    found = _STRING_ITEMS.fullmatch(line)
+    return [quoted.decode("utf-8", "replace") for quoted in _ONE_QUOTED.findall(found[1])] \
+        if found is not None else []
+
+
+def _items_the_fix_adds(lines: list[bytes], theirs: list[bytes]) -> dict[int, Counter]:
+    """Per line (0-based) of `lines`, the file a fix made on upstream's `theirs`, that the fix
+    changed and that is a line of quoted items: the items its block of changed lines adds, by
+    a line diff of the two (those not on the lines of `theirs` it replaces: a line the fix
+    makes `"gfx90a", "gfx942", "gfx1201",` out of `"gfx90a", "gfx942",` adds gfx1201 only)."""
+    top, short = 0, min(len(lines), len(theirs))
+    while top < short and lines[top] == theirs[top]:
+        top += 1
+    tail = 0
+    while tail < short - top and lines[-1 - tail] == theirs[-1 - tail]:
+        tail += 1
+    mine, other = lines[top:len(lines) - tail], theirs[top:len(theirs) - tail]
+    if not any(_STRING_ITEMS.fullmatch(line) is not None for line in mine):
+        return {}
+    if not other:
+        blocks = [(0, len(mine), 0, 0)]
+    else:
+        import difflib
+
+        matcher = difflib.SequenceMatcher(None, mine, other,
+                                          autojunk=len(mine) + len(other) > 4000)
+        blocks = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+                  if tag != "equal"]
+    found: dict[int, Counter] = {}
+    for i1, i2, j1, j2 in blocks:
+        held = {k: _line_items(mine[k]) for k in range(i1, i2)}
+        added = Counter(value for values in held.values() if values for value in values)
+        added -= Counter(value for line in other[j1:j2] for value in _line_items(line) or ())
+        found.update((top + k, added) for k, values in held.items() if values is not None)
+    return found
+
+
+def _line_items(line: bytes) -> list[object] | None:
+    """The values of the items of a line of quoted items (`"gfx1201", 'gfx1200',`: gfx1201,
+    gfx1200), in order; None for another line."""
+    found = _STRING_ITEMS.fullmatch(line)
+    if found is None:
+        return None
+    values: list[object] = []
+    for quoted in _ONE_QUOTED.findall(found[1]):
+        try:
+            values.append(ast.literal_eval(quoted.decode()))
+        except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+            values.append(quoted)
+    return values
+
+
+def _bracket_items(lines: list[bytes], opened: int) -> list[tuple[int, object]]:
+    """The items of the bracket left open at line `opened` (0-based) of `lines`, in order:
+    (its line, its value) for each item of a line of quoted items, (the line, None) for a line
+    of other code (no item; an item after it follows no option). The lines of a bracket inside
+    it (a call's arguments, a nested list) are that bracket's: its opening line is other code."""
+    found: list[tuple[int, object]] = []
+    depth = 0
+    for k in _bracket_lines(lines, opened)[1:]:
+        code = STRING_OR_COMMENT.sub(b"", lines[k])
+        if depth == 0:
+            values = _line_items(lines[k])
+            if values is not None:
+                found.extend((k, value) for value in values)
+            elif code.strip():
+                found.append((k, None))
+        depth += sum(code.count(c) for c in b"([{") - sum(code.count(c) for c in b")]}")
+        if depth < 0:
+            break
+    return found
+
+
+def _alone(items: list[tuple[int, object]], n: int) -> bool:
+    """Whether the `n`th of a bracket's `items` (_bracket_items) stands alone: a string that
+    names one thing (`"gfx1201"`, `"csrc/a.cu"`: no text, an empty string or a line of a
+    template, `""`, `"}"`, `"int x = 0;"`, that a list may well hold twice), is no option
+    (`"-D"`, `"--arch"`) and follows no option item, on its line or the line above (whose
+    value it may be: `"inc"` after `"-I"`, `"A=1"` after `"-D"`)."""
+    value = items[n][1]
+    if not isinstance(value, str) or _ONE_NAME.fullmatch(value) is None or _is_option(value):
         return False
-    above = [k for k in inside if k < at and STRING_OR_COMMENT.sub(b"", lines[k]).strip()
-             or k < at and _STRING_ITEM.fullmatch(lines[k]) is not None]
-    return not above or not _is_option(lines[above[-1]])
+    return n == 0 or not _is_option(items[n - 1][1])
 
 
 # A string that names one thing: a word, a version, a path, a dotted or scoped name.
 _ONE_NAME = on_first_use(r"[\w.:/@+-]*[A-Za-z0-9][\w.:/@+-]*")
 
 
-def _is_option(line: bytes) -> bool:
-    """Whether an item line is a string item that reads as a command line's option (`"-D",`,
-    `"--arch",`, `"/O2",`)."""
-    if _STRING_ITEM.fullmatch(line) is None:
-        return False
-    value = _item_value(line)
-    return not isinstance(value, str) or value.startswith(("-", "/", "+"))
-
-
-def _item_value(line: bytes) -> object:
-    """An item line's literal value (`"gfx1201",` and `'gfx1201',` both `gfx1201`); its text
-    without the comma where it is no literal."""
-    quoted = _STRING_ITEM.fullmatch(line)
-    text = quoted[1] if quoted is not None else line.strip().rstrip(b",").strip()
-    try:
-        return ast.literal_eval(text.decode())
-    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
-        return text
+def _is_option(value: object) -> bool:
+    """Whether an item's value (_line_items'; None for a line of other code) reads as a
+    command line's option (`"-D"`, `"--arch"`, `"/O2"`): a string item not read as a
+    literal is taken for one too."""
+    return value is not None and (not isinstance(value, str) or
+                                  value.startswith(("-", "/", "+")))
 
 
 def _bracket_lines(lines: list[bytes], at: int) -> list[int]:
@@ -3135,18 +3269,18 @@ def _bracket_lines(lines: list[bytes], at: int) -> list[int]:
 
 
 def _items_in_bracket_made(made: bytes, item: object) -> int:
-    """How often `item` (a value of `_item_value`) is an item line of one bracket in `made`
-    (the most of any bracket)."""
+    """How often `item` (a value of `_line_items`) is an item of one bracket in `made` (the
+    most of any bracket)."""
     lines = made.split(b"\n")
     most = 0
     for at, line in enumerate(lines):
-        if _STRING_ITEM.fullmatch(line) is None or _item_value(line) != item:
+        values = _line_items(line)
+        if values is None or item not in values:
             continue
         opened = _bracket_opened_above(lines, at)
         if opened is not None:
-            most = max(most, sum(1 for k in _bracket_lines(lines, opened)
-                                 if _STRING_ITEM.fullmatch(lines[k]) is not None
-                                 and _item_value(lines[k]) == item))
+            most = max(most, sum(1 for _, value in _bracket_items(lines, opened)
+                                 if value is not None and value == item))
     return most
 
 

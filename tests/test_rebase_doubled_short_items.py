@@ -6,6 +6,8 @@ own way. The same item upstream added to another list is that list's: the fix mo
 Real git upstreams, real commands."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.project import OneUpstreamStack
 
 ARCHS = [b"gfx90a", b"gfx940", b"gfx942", b"gfx950", b"gfx1100", b"gfx1200"]
@@ -142,3 +144,172 @@ def test_an_item_with_a_comment_upstream_added_elsewhere_stops(tmp_path):
         _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
         assert "upstream has these lines already, its own way" in err, err
         assert "pkg/a.py line 9 (upstream's at line 6)" in err, err
+
+
+def listing(lines: list[bytes]) -> bytes:
+    """A module whose SUPPORTED list holds `lines` as they are, one a line (several items on
+    one, or other code)."""
+    return (b"SUPPORTED = [\n" + b"".join(b"    " + line + b"\n" for line in lines) + b"]\n"
+            b"OTHER = [\n    \"x\",\n]\n\n\ndef ok(a):\n    return a in SUPPORTED\n")
+
+
+TABLE = [b'"gfx90a",', b'"gfx940",', b'"gfx942",', b'"gfx950",', b'"gfx1100",']
+
+
+@pytest.mark.parametrize("mine, theirs", [
+    ([b'"gfx1201",'], [b'"gfx1201", "gfx1200",']),
+    ([b'"gfx1201", "gfx1200",'], [b'"gfx1201",']),
+    ([b'"gfx1200", "gfx1201",'], [b"'gfx1151', 'gfx1201',  # RDNA"]),
+    ([b'"gfx1150", "gfx1201",'], [b'"gfx1250", "gfx1201",']),
+    ([b'"gfx1150", "gfx1201",'], [b'"gfx1250",', b'"gfx1201",']),
+    ([b'"gfx1150",', b'"gfx1201",'], [b'"gfx1250", "gfx1201",'])],
+    ids=["upstreams-beside-another", "yours-beside-another", "both-beside-others",
+         "table-extended-both-ways", "table-both-ways-yours-on-one-line",
+         "table-both-ways-upstreams-on-one-line"])
+def test_an_item_upstream_added_on_a_line_holding_another_stops(tmp_path, mine, theirs):
+    # The fix appends gfx1201 to the table; upstream put it after gfx950, on a line holding
+    # another item, or on a line of its own where the fix's line holds another: only an item
+    # on a line of its own was compared, so the rebase merged both in, exit 0, and the table
+    # held gfx1201 twice. An item counts wherever it stands on a line of quoted items.
+    stack = stack_with(tmp_path, listing(TABLE), listing(TABLE + mine),
+                       listing(TABLE[:4] + theirs + TABLE[4:]))
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    assert f"pkg/a.py line {len(TABLE) + len(theirs) + len(mine) + 1} " \
+        f"(upstream's at line {4 + len(theirs) + 1})" in err, err
+
+
+@pytest.mark.parametrize("theirs", [
+    [b'"gfx1201a", "gfx1151",'], [b'"gfx1201:xnack+", "gfx1151",'], [b'"gfx120", "gfx1151",'],
+    [b'gfx1201, "gfx1151",'], [b'arch("gfx1201", "rdna4"),'],
+    [b"arch(", b'    "gfx1201", "rdna4",', b"),"], [b"arch(", b'    "gfx1201",', b"),"]],
+    ids=["another-name", "a-longer-name", "a-substring", "unquoted", "in-a-call",
+         "in-a-wrapped-call", "alone-in-a-wrapped-call"])
+def test_an_item_only_looking_alike_on_a_line_beside_another_moves(tmp_path, theirs):
+    # Mirrors: upstream's line holds another name (`"gfx1201a"`, `"gfx1201:xnack+"`, part
+    # of it, `"gfx120"`), the name unquoted in code, or the string as a call's argument (the
+    # call's, not the table's, also alone on its line: it stopped, its first advice, delete
+    # your copy, losing the table its gfx1201): the fix's is the table's only one, both kept.
+    mine = [b'"gfx1201",']
+    stack = stack_with(tmp_path, listing(TABLE), listing(TABLE + mine),
+                       listing(TABLE[:4] + theirs + TABLE[4:]))
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b'    "gfx1201",\n]') == 1 and all(line in made for line in theirs), \
+        made.decode()
+
+
+def test_a_flag_pair_on_one_line_beside_upstreams_moves(tmp_path):
+    # Mirror: `"-D", "A=1",` on one line where upstream put `"-D", "B=2",` at the head: "-D"
+    # is there twice, two defines, both wanted.
+    flags = [b'"cc",', b'"-O2",', b'"-Wall",', b'"-g",', b'"-fPIC",', b'"-shared",']
+    stack = stack_with(tmp_path, listing(flags), listing(flags + [b'"-D", "A=1",']),
+                       listing([b'"-D", "B=2",'] + flags))
+    summary = stack.rebase_json("--to", "v2")
+    assert [p["action"] for p in summary["patches"]] in (["clean"], ["offset"]), summary
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert b'"-D", "A=1",' in made and b'"-D", "B=2",' in made, made.decode()
+
+
+FLAG_LINES = [b'"cc",', b'"-O2", "-g",', b'"-Wall",', b'"-fPIC",', b'"-shared",']
+
+
+@pytest.mark.parametrize("items, mine, theirs", [
+    (FLAG_LINES, b'"-O2", "-g", "-DFOO",', b'"-DFOO",'),
+    (TABLE[:2] + [b'"gfx942", "gfx950",', b'"gfx1100",'], b'"gfx942", "gfx950", "gfx1201",',
+     b'"gfx1201",')], ids=["an-option", "a-name"])
+def test_an_item_the_fix_adds_to_a_line_of_the_base_upstream_added_stops(
+        tmp_path, items, mine, theirs):
+    # The fix adds its item to a line the list had (`"-O2", "-g",` made `"-O2", "-g",
+    # "-DFOO",`), upstream the same item on a line of its own at the list's head: the items the
+    # line kept are no items the fix adds, and `"-DFOO"` is every item it adds, there twice.
+    at = items.index(mine.rsplit(b" ", 1)[0])
+    stack = stack_with(tmp_path, listing(items),
+                       listing(items[:at] + [mine] + items[at + 1:]), listing([theirs] + items))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+    assert f"pkg/a.py line {at + 3} (upstream's at line 2)" in err, err
+
+
+def test_an_option_pair_the_fix_adds_to_a_line_of_the_base_moves(tmp_path):
+    # Mirror: `"-D", "A=1"` added to the base's line `"-O2", "-g",`, upstream's `"-D", "B=2",`
+    # at the head: "-D" twice, two defines, both kept.
+    mine = b'"-O2", "-g", "-D", "A=1",'
+    stack = stack_with(tmp_path, listing(FLAG_LINES),
+                       listing(FLAG_LINES[:1] + [mine] + FLAG_LINES[2:]),
+                       listing([b'"-D", "B=2",'] + FLAG_LINES))
+    stack.rebase_json("--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert mine in made and b'"-D", "B=2",' in made, made.decode()
+
+
+PAIRS = [b"fp16", b"64", b"bf16", b"256"]
+
+
+@pytest.mark.parametrize("base, fix, theirs, said", [
+    (module(PAIRS), module(PAIRS + [b"fp8", b"128"]), module([b"fp32", b"128"] + PAIRS),
+     '"128" stands beside other items in yours than in upstream\'s (upstream\'s lines 2-3: '
+     '"fp32", "128"; yours, lines 8-9: "fp8", "128")'),
+    (listing([b'"fp16", "64",', b'"bf16", "256",']),
+     listing([b'"fp16", "64",', b'"bf16", "256",', b'"fp8", "128",']),
+     listing([b'"fp32", "128",', b'"fp16", "64",', b'"bf16", "256",']),
+     '"128" stands beside other items in yours than in upstream\'s (upstream\'s line 2: '
+     '"fp32", "128"; yours, line 5: "fp8", "128")')], ids=["a-pair-a-line", "pairs-on-a-line"])
+def test_a_value_of_a_list_of_pairs_stops_saying_both_lines_and_keeping_yours_first(
+        tmp_path, base, fix, theirs, said):
+    # A flat list of pairs: the fix adds `"fp8", "128",`, upstream `"fp32", "128",` at its
+    # head. "128" is there twice, each its key's value; nothing in the list tells it from a
+    # name made twice beside two new names, and it stops. Its first advice was delete your
+    # copy, losing the fix's pair its value (on one line, its key too); now the stop says
+    # both copies' lines, and keep yours, first, keeps the pair: followed, both pairs stay.
+    stack = stack_with(tmp_path, base, fix, theirs)
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way; " + said + ": keep yours (" in err, err
+    assert err.index("keep yours") < err.index("take only that item out of your line"), err
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    made = b" ".join((stack.root / "overlays/up/pkg/a.py").read_bytes().split())
+    assert made.count(b'"fp8", "128",') == 1 and made.count(b'"fp32", "128",') == 1, made
+
+
+def test_a_name_made_twice_beside_another_new_name_is_taken_out_of_the_line_alone(tmp_path):
+    # The arch table extended on both sides, on one line each (`"gfx1150", "gfx1201",`,
+    # upstream's `"gfx1250", "gfx1201",`): it merged in twice, exit 0. It stops, saying both
+    # lines; the second way, gfx1201 alone taken out of the fix's line, keeps its gfx1150.
+    stack = stack_with(tmp_path, listing(TABLE), listing(TABLE + [b'"gfx1150", "gfx1201",']),
+                       listing(TABLE[:4] + [b'"gfx1250", "gfx1201",'] + TABLE[4:]))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "(upstream's line 6: \"gfx1250\", \"gfx1201\"; yours, line 8: \"gfx1150\", " \
+        "\"gfx1201\"): keep yours (" in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b'"gfx1150", "gfx1201",', b'"gfx1150",'))
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    assert b'+    "gfx1150",\n' in stack.patch("up", "fa"), stack.patch("up", "fa").decode()
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b'"gfx1201"') == 1 and made.count(b'"gfx1150"') == 1, made.decode()
+
+
+def test_a_name_alone_on_the_fixs_line_keeps_delete_your_copy_first(tmp_path):
+    # Mirror: the fix's line holds gfx1201 alone, upstream's `"gfx1201", "gfx1200",`:
+    # deleting the fix's line loses nothing, and that way comes first; followed, the fix is
+    # left with no change and set aside (upstream's table holds gfx1201 once).
+    stack = stack_with(tmp_path, listing(TABLE), listing(TABLE + [b'"gfx1201",']),
+                       listing(TABLE[:4] + [b'"gfx1201", "gfx1200",'] + TABLE[4:]))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "pkg/a.py line 8 (upstream's at line 6): upstream has these lines already, its " \
+        "own way: delete your copy of these lines" in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b'    "gfx1201",\n', b""))
+    _, out, _ = stack.cli("rebase", "--continue", expect=None)
+    assert "resolved to no change" in out, out
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()

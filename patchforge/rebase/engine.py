@@ -27,11 +27,11 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
                                StoreError, UsageError)
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
-from patchforge.judge import (AMBIGUOUS_PLACE, DOUBLED, EACH_ROUND, FEWER_PATHS,
-                              OTHER_FUNCTION, READ_BETWEEN, YOURS_EACH_ROUND, HistoryIndex,
-                              LazyHistory, SeriesJudge, Target, _patch_paths, carry_moved,
-                              carry_old, moved_away, read_history, series_gone, series_renames,
-                              where_landed)
+from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
+                              FEWER_PATHS, OTHER_FUNCTION, READ_BETWEEN, YOURS_EACH_ROUND,
+                              HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
+                              carry_moved, carry_old, moved_away, read_history, series_gone,
+                              series_renames, where_landed)
 from patchforge.model.lock import Lock, UpstreamPin
 from patchforge.model.record import field, record
 from patchforge.names import shell_quoted_bytes
@@ -1025,6 +1025,19 @@ class Rebase:
                     "delete your copy only if the fix's line is not wanted where upstream's " \
                     "does not run; or `patchforge rebase --skip` (sets the WHOLE fix aside in " \
                     "skipped/, its other changes too)"
+            elif kind == "conflict" and any(item.startswith(DOUBLED)
+                                            and f" {BESIDE_OTHERS} (" in item
+                                            for item in judgement.evidence):
+                # A list item made twice whose copy stands beside other items than
+                # upstream's: deleting the fix's line(s) would lose them (another name on its
+                # line, a pair's key), and a list of pairs wants both values: nothing lost
+                # first.
+                message += ": keep yours (--continue with the worktree as it is: the item " \
+                    "stays twice, each beside its own items, as a list of pairs wants it); " \
+                    "take only that item out of your line(s) in the worktree, keeping the " \
+                    "items beside it, and `patchforge rebase --continue` where it is the same " \
+                    "item made twice; or `patchforge rebase --skip` (sets the WHOLE fix aside " \
+                    "in skipped/, its other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED)
                                             for item in judgement.evidence):
                 # The edit first: --skip sets the whole fix aside, its changes upstream does
