@@ -1202,6 +1202,35 @@ def test_a_quilt_or_stgit_verb_is_answered_with_its_equivalent(tmp_path, verb, e
     assert run.rc == 2 and "No such command 'remove'" in run.err and "delete" not in run.err
 
 
+
+def test_every_quilt_and_stgit_verb_of_coming_from_is_answered(tmp_path):
+    """docs/coming-from.md says quilt's and StGit's verbs typed out of habit are answered with
+    what does their job, "as in the tables below"; `stg undo`, `stg reset` and `stg uncommit`
+    are in its table and got "No such command" alone (`reset`: "Did you mean 'rebase'?").
+    Each verb of the quilt and StGit tables that is no patchforge command is answered with
+    the command its row gives."""
+    import re
+
+    import click
+
+    from patchforge.cli.app import cli
+
+    page = (REPO_ROOT / "docs/coming-from.md").read_text()
+    commands = set(cli.list_commands(click.Context(cli)))
+    verbs = {}
+    for row in re.findall(r"^\| (.+?) \| (.+?) \|", page, re.M):
+        for tool, verb in re.findall(r"`(quilt|stg) ([a-z][a-z-]*)", row[0]):
+            if verb not in commands:
+                verbs[verb] = row[1]
+    assert {"push", "float", "undo", "uncommit"} <= set(verbs), verbs
+    for verb, row in sorted(verbs.items()):
+        run = run_cli(tmp_path, verb)
+        assert run.rc == 2 and f"No such command {verb!r}: " in run.err, (verb, run.err)
+        assert "docs/coming-from.md" in run.err, (verb, run.err)
+        named = re.findall(r"`patchforge ([a-z-]+)", row)  # none: "edit the header directly"
+        assert not named or any(f"`patchforge {word}" in run.err for word in named), \
+            (verb, named, run.err)
+
 def test_exporting_several_series_says_where_quilt_finds_each(tmp_path):
     """With two upstreams, `export --quilt DIR` writes DIR/up/ and DIR/two/, and
     `QUILT_PATCHES=DIR quilt push -a` finds no series file: the output says which to use, and

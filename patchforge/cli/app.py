@@ -33,6 +33,11 @@ PEER_VERBS = {
     "pull": "`patchforge rebase --to SPEC` moves the series to a new upstream revision",
     "mail": "`patchforge pr NAME` drafts an upstream pull request",
     "header": "the header is the top of the .patch file: edit it there",
+    "undo": "`patchforge rebase --abort` puts the series back as it was before a rebase; the "
+            "project is a git repository, where git takes back any other change",
+    "reset": "`patchforge rebase --abort` puts the series back as it was before a rebase; the "
+             "project is a git repository, where git takes back any other change",
+    "uncommit": "`patchforge import git RANGE --repo DIR` makes a patch of each commit",
 }
 
 
