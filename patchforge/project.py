@@ -67,6 +67,23 @@ def find_root(start: Path) -> tuple[Path, Path]:
                           "`patchforge init` starts a new project here")
 
 
+
+def _root_hint(root: Path) -> str:
+    """The way on for a `--root` that holds no configuration: a directory inside a project
+    (`--root series`, `--root .` from a subdirectory) is that project's, never the place for
+    a second one, and a directory that does not exist is a mistyped one."""
+    import shlex
+
+    if not root.is_dir():
+        return f"{root} does not exist: give the project's directory (the one with " \
+               "patchforge.toml, or a pyproject.toml with [tool.patchforge])"
+    try:
+        enclosing, _ = find_root(root)
+    except PatchforgeError:  # inside no project (or one refused): starting one is the way
+        return "run `patchforge init` there first"
+    return f"{root} is inside the project {enclosing}: `--root {shlex.quote(str(enclosing))}` " \
+           "names it (or no --root, from anywhere inside it)"
+
 def _config_of(directory: Path) -> tuple[Path, Path] | None:
     """(directory, its configuration file) when `directory` is a patchforge project."""
     standalone = directory / STANDALONE
@@ -197,8 +214,7 @@ class Project:
                     # (patchforge.toml -> ../shared.toml) was taken by its target's name, which
                     # decides the format, and said to have "no [tool.patchforge] table".
                     return cls(root.resolve(), root.resolve() / candidate.name, offline)
-            raise UsageError(f"no patchforge configuration in {root}",
-                             hint="run `patchforge init` there first")
+            raise UsageError(f"no patchforge configuration in {root}", hint=_root_hint(root))
         directory, config = find_root(Path.cwd())
         return cls(directory, config, offline)
 

@@ -576,3 +576,30 @@ def test_upstream_add_writes_through_a_link_to_a_file_inside_the_project(tmp_pat
                   "--install-root", "/opt/two")
     assert run.rc == 2 and "every project linking it" in run.err, run.text
     assert (outside / "patchforge.toml").read_bytes() == before
+
+
+def test_root_naming_no_project_says_the_way_on_it_has(tmp_path):
+    """`--root` naming a subdirectory of a project (`--root series`, `--root .` run from
+    inside it) was answered "no patchforge configuration in series", with the hint to run
+    `patchforge init` there first: a second project inside the first. A --root inside a
+    project names that project; one that does not exist says so; one that is no project and
+    inside none is told of `init`, as before. Exit 2 each, nothing written."""
+    root = make_project(tmp_path / "stack")
+    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
+    before = snapshot(root)
+    for command in (["list"], ["status"]):
+        inside = run_cli(root / "series", *command)
+        assert inside.rc == 2 and f"no patchforge configuration in {root / 'series'}" \
+            in inside.err, inside.err
+        assert f"hint: {root / 'series'} is inside the project {root}: `--root {root}`" \
+            in inside.err, inside.err
+        assert "patchforge init" not in inside.err, inside.err
+        missing = run_cli(root / "serie", *command)
+        assert missing.rc == 2 and f"hint: {root / 'serie'} does not exist" in missing.err, \
+            missing.err
+        assert "patchforge init" not in missing.err, missing.err
+    assert snapshot(root) == before
+    alone = tmp_path / "elsewhere"
+    alone.mkdir()
+    away = run_cli(alone, "list")
+    assert away.rc == 2 and "hint: run `patchforge init` there first" in away.err, away.err
