@@ -3108,8 +3108,8 @@ def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
                    theirs: int, fixs: dict[int, Counter], made: bytes) -> str:
     """What tells the lines of the fix's copy of an item (the `n`th of a bracket's `items`,
     _bracket_items) apart from those of upstream's copy (the `theirs`th), "" where nothing
-    does: the fix's line holds other items (`"gfx1150", "gfx1201",`, or the items of a line
-    of the base it adds to), or the item next to the fix's copy on one side (the one before
+    does: the fix's line holds other items than upstream's (`"gfx1150", "gfx1201",`, or the
+    items of a line of the base it adds to), or the item next to the fix's copy on one side (the one before
     it, or after, on its line or the next) is one the fix adds (in `fixs`, the items of
     _items_the_fix_adds) and the item next to upstream's copy on that side is one upstream
     adds (_upstream_adds), the two differing (`"fp8", "128",` against `"fp32", "128",`; a
@@ -3130,7 +3130,10 @@ def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
                 _upstream_adds(items, fixs, made, upstream_value):
             mine.add(near)
             other.add(far)
-    if mine == {at} and sum(1 for k, _ in items if k == at) == 1:
+    on_line = [value for k, value in items if k == at]
+    if mine == {at} and (len(on_line) == 1 or
+                         on_line == [value for k, value in items if k == upstreams]):
+        # Alone on its line, or on a line of upstream's very items: deleting it loses nothing.
         return ""
 
     def shown(held: set[int]) -> str:

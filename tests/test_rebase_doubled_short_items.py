@@ -313,3 +313,22 @@ def test_a_name_alone_on_the_fixs_line_keeps_delete_your_copy_first(tmp_path):
     _, out, _ = stack.cli("rebase", "--continue", expect=None)
     assert "resolved to no change" in out, out
     assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+@pytest.mark.parametrize("items, line", [
+    (FLAGS, b'"-D", "A=1",'), ([a.strip(b'",') for a in TABLE], b'"gfx1201", "gfx1151",')],
+    ids=["a-define", "two-names"])
+def test_a_line_of_upstreams_very_items_keeps_delete_your_copy_first(tmp_path, items, line):
+    # Mirror: the fix's line holds just the items of upstream's line (`"-D", "A=1",` both):
+    # deleting it loses nothing, and that way comes first (it said keep yours first).
+    base = listing([b'"' + item + b'",' for item in items])
+    stack = stack_with(tmp_path, base, base.replace(b"]\nOTHER", b"    " + line + b"\n]\nOTHER"),
+                       base.replace(b"SUPPORTED = [\n", b"SUPPORTED = [\n    " + line + b"\n"))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way: delete your copy of these lines" \
+        in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b"    " + line + b"\n]\nOTHER", b"]\nOTHER"))
+    _, out, _ = stack.cli("rebase", "--continue", expect=None)
+    assert "resolved to no change" in out, out
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
