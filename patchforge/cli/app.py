@@ -24,6 +24,11 @@ PEER_VERBS = {
     "series": "`patchforge list` lists the series",
     "applied": "`patchforge list` lists the series",
     "unapplied": "`patchforge list` lists the series",
+    "next": "`patchforge list` lists the series in order (nothing is applied: no patch is next)",
+    "previous": "`patchforge list` lists the series in order (nothing is applied: no patch is "
+                "previous)",
+    "prev": "`patchforge list` lists the series in order (nothing is applied: no patch is "
+            "previous)",
     "top": "`patchforge show NAME` shows a patch; `patchforge status` says what is being edited",
     "diff": "`patchforge show NAME` shows a patch",
     "files": "`patchforge show NAME` lists the files a patch touches",
