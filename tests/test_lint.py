@@ -189,6 +189,39 @@ def test_header_findings(env, tmp_path, monkeypatch, fields, expected, severity)
     assert rc == (1 if severity == "error" else 0)
 
 
+@pytest.mark.parametrize("field,line", [
+    (b"Author: Ada Lovelace\n", 2),
+    (b"Author: Ada Lovelace <ada@example.com>, Grace Hopper\n", 2),
+    (AUTHOR + b"Co-authored-by: Grace Hopper\n", 3),
+])
+def test_a_person_named_without_an_email_address_is_said_with_its_line(env, tmp_path,
+                                                                       monkeypatch, field, line):
+    """`Author: Ada Lovelace` passed lint, while `pr` refuses it (its commit needs an address)
+    and `git am` stops on the mail `export --mbox` writes of it (`empty ident name`): CI's lint
+    was green on a fix that could go nowhere. Lint says it, naming the line. The mirror: a
+    person with an address, or several (`A <a@x>, B <b@x>`), is no finding, nor is a name with
+    a comma in it as git writes it (`Lovelace, Ada <ada@example.com>`, which `import git` of
+    such a commit writes), which `pr` read as two people, the first with no address."""
+    root = env.fresh(tmp_path, monkeypatch)
+    add_patch_file(root, "up", "fix.patch",
+                   patch(b"Description: x\n" + field + b"Upstream-Status: Pending\n"))
+    rc, doc = lint_json(root, "--no-forge")
+    name = field.split(b"\n")[-2].split(b":")[0].decode()
+    found = [f["message"] for f in findings(doc, "header", "fix.patch") if "email" in f["message"]]
+    assert len(found) == 1 and found[0].startswith(f"line {line}: {name}: "), doc
+    assert f"`{name}: Full Name <user@example.com>`" in found[0] and rc == 1, doc
+
+    for fine in (b"Author: Ada Lovelace <ada@example.com>, Grace Hopper <grace@example.com>\n"
+                 b"Co-authored-by: Alan Turing <alan@example.com>\n",
+                 b"Author: Lovelace, Ada <ada@example.com>\n",
+                 b"Author: Ada Lovelace <ada@example.com>\n Lovelace, Byron <byron@example.com>\n"):
+        (root / "series/up/fix.patch").write_bytes(
+            patch(b"Description: x\n" + fine + b"Upstream-Status: Pending\n"))
+        rc, doc = lint_json(root, "--no-forge")
+        assert [f for f in findings(doc, "header", "fix.patch") if "email" in f["message"]] == [], \
+            doc
+
+
 def test_a_base_written_short_or_in_capitals_is_said_so(env, tmp_path, monkeypatch):
     """The locked commit as Base, abbreviated or in capitals: lint said "Base 9739b0b0604a is
     not the locked revision 9739b0b0604a", two equal ids. It says what is wrong now."""

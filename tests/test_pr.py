@@ -926,6 +926,33 @@ def test_the_sign_off_is_the_submitters_never_the_authors(tmp_path, make_git_rep
     assert not (root / ".patchforge" / "pr").exists()
 
 
+def test_an_author_without_an_email_address_is_refused_naming_its_line(stack):
+    """`pr` refused `Author: Ada Lovelace` naming the patch file but no line (`"line": null`
+    in --json): the message names the line the field is on, and nothing is drafted."""
+    stack["patch"].write_bytes(PATCH.replace(b"Author: Ada Lovelace <ada@example.com>\n",
+                                             b"Author: Ada Lovelace\n"))
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.rc == 2, result.text
+    doc = json.loads(result.stdout)["error"]
+    assert doc["file"] == str(stack["patch"]) and doc["line"] == 3, doc
+    assert f"{stack['patch']}:3: Author: 'Ada Lovelace' does not name an email address" \
+        in result.err, result.err
+    assert not (stack["root"] / ".patchforge" / "pr").exists()
+
+
+def test_an_author_named_last_name_first_is_one_person(stack):
+    """`Author: Lovelace, Ada <ada@example.com>`, git's identity of one person (as `import git`
+    of such a commit writes it), was read as a mail header's two people, `Lovelace` without an
+    address, and `pr` refused the fix. It is the commit's author, as git has it."""
+    stack["patch"].write_bytes(PATCH.replace(b"Author: Ada Lovelace <ada@example.com>\n",
+                                             b"Author: Lovelace, Ada <ada@example.com>\n"))
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.rc == 0, result.text
+    commit = json.loads(result.stdout)["commit"]
+    assert store_git("log", "-1", "--format=%an <%ae>", commit) == \
+        "Lovelace, Ada <ada@example.com>\n"
+
+
 def test_a_template_without_sections_gets_the_description_first():
     from patchforge.pr.body import Facts, make_body
 

@@ -263,6 +263,18 @@ class PatchFile:
     def get_all(self, name: str) -> list[str]:
         return list(self._values.get(_canon(name), ()))
 
+    def get_all_at(self, name: str) -> list[tuple[str, int]]:
+        """The values of `name` as `get_all` gives them, each with the line of the file its
+        field starts on (for messages that name where a value is wrong)."""
+        key = _canon(name)
+        found: list[tuple[str, int]] = []
+        line = 1 + self.preamble.count(b"\n")
+        for f in self.fields:
+            if _canon(f.name) == key:
+                found.append((f.value, line))
+            line += f.raw.count(b"\n")
+        return found + [(f.value, at) for f, at in self.pseudo_fields if _canon(f.name) == key]
+
     @cached_property
     def _values(self) -> dict[str, list[str]]:
         """Each field's values by its canonical name, in order: a command asks every patch of a

@@ -28,6 +28,7 @@ from patchforge.ledger import ledger_findings
 from patchforge.model.findings import Finding, no_diff_said
 from patchforge.model.words import counted
 from patchforge.names import INVISIBLE, KEPT_LANDINGS, file_name_key, kept_landings_name_said
+from patchforge.pr.message import names_no_address
 from patchforge.state import unlisted_patch_files
 
 if TYPE_CHECKING:
@@ -693,6 +694,15 @@ def _headers(label: str, patch: PatchFile, upstream: str, pin) -> list[Finding]:
         out += _name_for_description(label, patch)
     if not ((patch.get("Origin") or "").strip() or (patch.get("Author") or "").strip()):
         out.append(Finding(label, "header", "neither Origin nor Author"))
+    for name in ("Author", "Co-authored-by"):
+        for value, line in patch.get_all_at(name):
+            if value.strip() and names_no_address(value):
+                # `pr` refuses it, and `git am` stops on the mail `export --mbox` writes.
+                out.append(Finding(label, "header", f"line {line}: {name}: "
+                                                    f"{value.strip()[:60]!r} names no email "
+                                                    "address, which the commit of `pr` and "
+                                                    "`git am` of `export --mbox` need: write it "
+                                                    f"as `{name}: Full Name <user@example.com>`"))
     declared = patch.get("Upstream")
     if declared and declared.strip() != upstream:
         out.append(Finding(label, "header", f"Upstream: {declared} but it is in the {upstream} "

@@ -51,16 +51,45 @@ class CommitSpec:
     trailers: tuple[tuple[str, str], ...]
 
 
-def _people(values: list[str], field: str, source: str) -> list[Person]:
+# One person as git writes an identity, `Name <email>`, the name everything before the `<` (a
+# comma in it included: `Lovelace, Ada <ada@example.com>`), then the comma before the next one.
+_PERSON = re.compile(r"\s*([^<>@]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*(?:,|$)")
+
+
+def _named(value: str) -> list[tuple[str, str]]:
+    """The (name, email) of each person a value names. A folded DEP-3 field may list one
+    person per line, and a line several, comma-separated: each `Name <email>` as git writes
+    it, else as an email header's address list reads (a bare `ada@example.com`). Read as a
+    mail header alone, `Lovelace, Ada <ada@example.com>` (git's identity of one person, as
+    `import git` writes it) was two people, the first with no address."""
+    people: list[tuple[str, str]] = []
+    for part in value.split("\n"):
+        if not part.strip():
+            continue
+        found: list[tuple[str, str]] = []
+        at = 0
+        while at < len(part) and (match := _PERSON.match(part, at)) is not None:
+            found.append((match[1].strip().strip('"'), match[2]))
+            at = match.end()
+        people += found if found and at >= len(part) else getaddresses([part])
+    return people
+
+
+def names_no_address(value: str) -> bool:
+    """Whether an Author, From or Co-authored-by value names a person without an email address
+    (`Ada Lovelace`): the commit `pr` makes cannot take it, nor `git am` the mail `export
+    --mbox` writes of it."""
+    return any(not email or "@" not in email for _, email in _named(value))
+
+
+def _people(values: list[tuple[str, int]], field: str, source: str) -> list[Person]:
     people: list[Person] = []
-    for value in values:
-        # A folded DEP-3 field may list one person per line; a single line may list several,
-        # comma-separated, as in an email header.
-        for name, email in getaddresses([part for part in value.split("\n") if part.strip()]):
-            if not email or "@" not in email:
-                raise InputError(f"{field}: {value.strip()!r} does not name an email address",
-                                 path=source,
-                                 hint=f"write it as `{field}: Full Name <user@example.com>`")
+    for value, line in values:
+        if names_no_address(value):
+            raise InputError(f"{field}: {value.strip()!r} does not name an email address",
+                             path=source, line=line,
+                             hint=f"write it as `{field}: Full Name <user@example.com>`")
+        for name, email in _named(value):
             person = Person(name.strip() or email, email.strip())
             if person not in people:
                 people.append(person)
@@ -70,13 +99,13 @@ def _people(values: list[str], field: str, source: str) -> list[Person]:
 def authors(patch: PatchFile) -> tuple[Person, list[Person]]:
     """(the author, the co-authors): the first Author/From is the author; further Author/From
     people and every `Co-authored-by` are co-authors."""
-    named = _people(patch.get_all("Author"), "Author", patch.source)
+    named = _people(patch.get_all_at("Author"), "Author", patch.source)
     if not named:
         raise InputError("the patch has no Author (or From) field: a pull request commit needs "
                          "an author", path=patch.source,
                          hint="add `Author: Full Name <user@example.com>` to its header")
     co = named[1:]
-    for person in _people(patch.get_all("Co-authored-by"), "Co-authored-by", patch.source):
+    for person in _people(patch.get_all_at("Co-authored-by"), "Co-authored-by", patch.source):
         if person not in co and person != named[0]:
             co.append(person)
     return named[0], co
