@@ -262,17 +262,19 @@ PAIRS = [b"fp16", b"64", b"bf16", b"256"]
      listing([b'"fp32", "128",', b'"fp16", "64",', b'"bf16", "256",']),
      '"128" stands beside other items in yours than in upstream\'s (upstream\'s line 2: '
      '"fp32", "128"; yours, line 5: "fp8", "128")')], ids=["a-pair-a-line", "pairs-on-a-line"])
-def test_a_value_of_a_list_of_pairs_stops_saying_both_lines_and_keeping_yours_first(
+def test_a_value_of_a_list_of_pairs_stops_saying_both_lines_and_keep_yours_for_pairs(
         tmp_path, base, fix, theirs, said):
     # A flat list of pairs: the fix adds `"fp8", "128",`, upstream `"fp32", "128",` at its
     # head. "128" is there twice, each its key's value; nothing in the list tells it from a
     # name made twice beside two new names, and it stops. Its first advice was delete your
     # copy, losing the fix's pair its value (on one line, its key too); now the stop says
-    # both copies' lines, and keep yours, first, keeps the pair: followed, both pairs stay.
+    # both copies' lines, and that keep yours is the way for a list of pairs: followed, both
+    # pairs stay.
     stack = stack_with(tmp_path, base, fix, theirs)
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "upstream has these lines already, its own way; " + said + ": keep yours (" in err, err
-    assert err.index("keep yours") < err.index("take only that item out of your line"), err
+    assert "upstream has these lines already, its own way; " + said + ": " in err, err
+    assert "keep yours (--continue with the worktree as it is: the item stays twice, each " \
+        "beside its own items) where the list holds pairs, each value its key's" in err, err
     stack.cli("rebase", "--continue")
     assert stack.series("up") == ["fa.patch"]
     stack.cli("overlays")
@@ -288,7 +290,7 @@ def test_a_name_made_twice_beside_another_new_name_is_taken_out_of_the_line_alon
                        listing(TABLE[:4] + [b'"gfx1250", "gfx1201",'] + TABLE[4:]))
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "(upstream's line 6: \"gfx1250\", \"gfx1201\"; yours, line 8: \"gfx1150\", " \
-        "\"gfx1201\"): keep yours (" in err, err
+        "\"gfx1201\"): take only that item out of your line(s)" in err, err
     work = stack.root / ".patchforge/work/up/pkg/a.py"
     work.write_bytes(work.read_bytes().replace(b'"gfx1150", "gfx1201",', b'"gfx1150",'))
     stack.cli("rebase", "--continue")
@@ -367,3 +369,25 @@ def test_a_source_or_an_options_value_added_both_ways_stops(tmp_path, mine, thei
                        listing(theirs + SOURCES))
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way" in err, err
+
+
+def test_a_name_made_twice_on_lines_of_its_own_beside_new_names_is_taken_out_first(tmp_path):
+    # The arch table extended on both sides, each name on a line of its own (`"gfx1150",`
+    # `"gfx1201",`, upstream's `"gfx1250",` `"gfx1201",`): its first way on was keep yours,
+    # which left gfx1201 twice. Now the first is take gfx1201 alone out of the fix's lines:
+    # followed, the table holds it once and keeps the fix's gfx1150.
+    stack = stack_with(tmp_path, listing(TABLE), listing(TABLE + [b'"gfx1150",', b'"gfx1201",']),
+                       listing(TABLE[:4] + [b'"gfx1250",', b'"gfx1201",'] + TABLE[4:]))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "(upstream's lines 6-7: \"gfx1250\", \"gfx1201\"; yours, lines 9-10: \"gfx1150\", " \
+        "\"gfx1201\"): take only that item out of your line(s)" in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    data = work.read_bytes()
+    assert data.endswith(b'    "gfx1150",\n    "gfx1201",\n]\nOTHER = [\n    "x",\n]\n\n\n'
+                         b"def ok(a):\n    return a in SUPPORTED\n"), data.decode()
+    work.write_bytes(data.replace(b'    "gfx1150",\n    "gfx1201",\n]', b'    "gfx1150",\n]'))
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b'"gfx1201"') == 1 and made.count(b'"gfx1150"') == 1, made.decode()

@@ -1030,14 +1030,17 @@ class Rebase:
                                             for item in judgement.evidence):
                 # A list item made twice whose copy stands beside other items than
                 # upstream's: deleting the fix's line(s) would lose them (another name on its
-                # line, a pair's key), and a list of pairs wants both values: nothing lost
-                # first.
-                message += ": keep yours (--continue with the worktree as it is: the item " \
-                    "stays twice, each beside its own items, as a list of pairs wants it); " \
-                    "take only that item out of your line(s) in the worktree, keeping the " \
-                    "items beside it, and `patchforge rebase --continue` where it is the same " \
-                    "item made twice; or `patchforge rebase --skip` (sets the WHOLE fix aside " \
-                    "in skipped/, its other changes too)"
+                # line, a pair's key). Taking the item alone out loses nothing of a list of
+                # names (an arch table extended on both sides, the likelier), where keeping
+                # yours leaves the name twice; a list of pairs wants both values, and the
+                # list does not tell which: the way for names first, each way saying its case.
+                message += ": take only that item out of your line(s) in the worktree, " \
+                    "keeping the items beside it, and `patchforge rebase --continue` (a list " \
+                    "of names: the same name made twice); keep yours (--continue with the " \
+                    "worktree as it is: the item stays twice, each beside its own items) " \
+                    "where the list holds pairs, each value its key's, both wanted; or " \
+                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
+                    "other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED)
                                             for item in judgement.evidence):
                 # The edit first: --skip sets the whole fix aside, its changes upstream does
