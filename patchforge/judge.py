@@ -2228,7 +2228,8 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     item = _SETS_ITEM.match(code[0]) if len(code) == 1 else None
     if item is not None:
         index = set(_NAME.findall(b"".join(re.findall(rb"\[([^\[\]]*)\]", item[0]))))
-        if any(_steps_index(STRING_OR_COMMENT.sub(b"", line), index) for line in between):
+        if any(_steps_index(STRING_OR_COMMENT.sub(b"", line), index, lines)
+               for line in between):
             return True
     target = in_place
     if target is None or target[2] not in _RESETS:
@@ -3324,22 +3325,68 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
     return None
 
 
-def _steps_index(code: bytes, names: set[bytes]) -> bool:
+def _steps_index(code: bytes, names: set[bytes], lines: list[bytes]) -> bool:
     """Whether the code line `code` steps one of `names` (an item update's index names) in a
-    way _SETS_NAME does not read: `i++`, `--i`, its address given to a call (`advance(&i)`),
-    or one target of several (`i, j = j, i`). A C++ call taking `i` by reference is not told
-    from one reading it (`use(i)`): not asked, the stop stands."""
+    way _SETS_NAME does not read: `i++`, `--i`, its address given to a call the file
+    declares with a pointer to change at that place (`advance(&i)` beside `void advance(int*
+    i)`: _changes_through), or one target of several (`i, j = j, i`). A C++ call taking `i`
+    by reference is not told from one reading it (`use(i)`): not asked, the stop stands."""
     for name in names:
         named = re.escape(name)
         if re.search(rb"(?:\+\+|--)\s*" + named + rb"(?!\w)|(?<![\w.])" + named
                      + rb"\s*(?:\+\+|--)", code) is not None:
             return True
-        if re.search(rb"[(,]\s*&\s*" + named + rb"\s*[,)]", code) is not None:
-            return True
+        for found in re.finditer(rb"[(,]\s*&\s*" + named + rb"\s*[,)]", code):
+            if _changes_through(code, found.start(), lines):
+                return True
         targets = re.match(rb"\s*([\w\s,*]+?)\s*=(?!=)", code)
         if targets is not None and b"," in targets[1] and re.search(
                 rb"(?<![\w.])" + named + rb"(?![\w\[.(])", targets[1]) is not None:
             return True
+    return False
+
+
+# A line naming a call after a word that is no type (`return advance(&i);`): no declaration.
+_NOT_A_DECLARATION = on_first_use(
+    rb"\s*(?:return|else|case|throw|delete|new|goto|co_return|co_await|co_yield)\b")
+
+
+def _changes_through(code: bytes, at: int, lines: list[bytes]) -> bool:
+    """Whether the call whose argument starts at `at` of the code line `code` (its `(` or the
+    comma before it) is one the file declares or defines (a line naming it before its `(`
+    with a type: `void advance(int* i);`, `static void next_slot(int* out, int* i) {`) with a
+    pointer to what may be changed at that argument's place. A pointer to const
+    (`log_index(const int* p)`), a parameter of no pointer, or a function the file does not
+    declare (`print(&i)`, `printf("%p", &i)`, one from a header) is not told from a read:
+    counted a step, the item updated twice was merged twice, exit 0; a stop is said."""
+    depth, position, start = 0, 0, at
+    while start >= 0:
+        char = code[start:start + 1]
+        if char in b")]":
+            depth += 1
+        elif char in b"([":
+            if depth == 0:
+                break
+            depth -= 1
+        elif char == b"," and depth == 0:
+            position += 1
+        start -= 1
+    callee = re.search(rb"(\w+)\s*$", code[:max(start, 0)])
+    if start < 0 or code[start:start + 1] != b"(" or callee is None:
+        return False
+    name = re.escape(callee[1])
+    declared = re.compile(rb"^\s*(?:[\w:<>*&]+\s+)*?[\w:<>]+[\s*&]+(?:\w+::)*" + name
+                          + rb"\s*\(([^()]*)\)")
+    for line in lines:
+        found = declared.match(STRING_OR_COMMENT.sub(b"", line))
+        if found is None or _NOT_A_DECLARATION.match(line):
+            continue
+        params = found[1].split(b",")
+        if position >= len(params):
+            continue
+        param = params[position]
+        star = param.find(b"*")
+        return star >= 0 and re.search(rb"\bconst\b", param[:star]) is None
     return False
 
 

@@ -366,11 +366,13 @@ PY_STEPPED = (b'"""K."""\n\n\ndef run(out, it, i, j, n):\n    a = out[i]\n    ST
               b"    c = a + 1\n    return c\n")
 
 
-def item_stepped(tmp_path, path: str, step: bytes) -> tuple[OneUpstreamStack, bytes]:
-    """The fix updates `out[i]` right after it is read; upstream a line lower, past `step`."""
+def item_stepped(tmp_path, path: str, step: bytes,
+                 declared: bytes = b"") -> tuple[OneUpstreamStack, bytes]:
+    """The fix updates `out[i]` right after it is read; upstream a line lower, past `step`;
+    `declared`: lines of a C file's top (the functions `step` calls)."""
     base, update = (C_STEPPED, b"out[i] += n;") if path.endswith(".cu") else \
         (PY_STEPPED, b"out[i] += n")
-    base = base.replace(b"STEP", step)
+    base = base.replace(b"STEP", step).replace(b"runtime.h>\n", b"runtime.h>\n" + declared)
     read = b"    int a = out[i];\n" if path.endswith(".cu") else b"    a = out[i]\n"
     after = b"    int c = a + 1;\n" if path.endswith(".cu") else b"    c = a + 1\n"
     fix = base.replace(read, read + b"    " + update + b"\n")
@@ -381,15 +383,21 @@ def item_stepped(tmp_path, path: str, step: bytes) -> tuple[OneUpstreamStack, by
     return stack, update
 
 
-@pytest.mark.parametrize("path, step", [
-    ("pkg/k.cu", b"i++;"), ("pkg/k.cu", b"++i;"), ("pkg/k.cu", b"advance(&i);"),
-    ("pkg/k.cu", b"next_slot(out, &i);"), ("pkg/a.py", b"i, j = j, i")],
+ADVANCE = b"__device__ void advance(int* i);\n"
+NEXT_SLOT = b"static __device__ void next_slot(const int* out, int *i) { *i += out[*i]; }\n"
+
+
+@pytest.mark.parametrize("path, step, declared", [
+    ("pkg/k.cu", b"i++;", b""), ("pkg/k.cu", b"++i;", b""),
+    ("pkg/k.cu", b"advance(&i);", ADVANCE), ("pkg/k.cu", b"next_slot(out, &i);", NEXT_SLOT),
+    ("pkg/a.py", b"i, j = j, i", b"")],
     ids=["post-increment", "pre-increment", "address", "address-second", "swap"])
-def test_an_item_updated_past_a_step_of_its_index_moves(tmp_path, path, step):
+def test_an_item_updated_past_a_step_of_its_index_moves(tmp_path, path, step, declared):
     # The index is stepped between the copies, in a way other than `i += 1`: each copy
     # updates another item, both wanted (it stopped, its first advice, delete your copy,
-    # losing the update of the first item).
-    stack, update = item_stepped(tmp_path, path, step)
+    # losing the update of the first item). Its address is given to a function the file
+    # declares with a pointer it may change through.
+    stack, update = item_stepped(tmp_path, path, step, declared)
     status = stack.json("status", "--against", "v2", expect=None)
     assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
     stack.cli("rebase", "--to", "v2")
@@ -405,3 +413,50 @@ def test_an_item_updated_past_a_line_only_reading_its_index_stops(tmp_path, path
     # Mirror: the line between reads the index, or steps another name, leaving `i` as it
     # was: the same item updated twice, a stop.
     stops(item_stepped(tmp_path, path, step)[0])
+
+
+LOG_INDEX = b"static __device__ void log_index(const int* p) { printf(\"%d\\n\", *p); }\n"
+
+
+@pytest.mark.parametrize("step, declared", [
+    (b"log_index(&i);", LOG_INDEX), (b"print(&i);", b""), (b'printf("%p", &i);', b""),
+    (b"advance(&i);", b""), (b"next_slot(out, &i);", NEXT_SLOT.replace(b"int *i", b"int i"))],
+    ids=["const-pointer", "print", "printf", "undeclared", "no-pointer-there"])
+def test_an_item_updated_past_a_call_given_its_index_address_to_read_stops(tmp_path, step,
+                                                                            declared):
+    # Mirror: the index's address given to a function that reads through it (a pointer to
+    # const), or one the file does not declare (a print, a header's function): `i` may be as
+    # it was, the same item updated twice. It moved, both kept, exit 0: the item updated
+    # twice. Now a stop.
+    stops(item_stepped(tmp_path, "pkg/k.cu", step, declared)[0])
+
+
+CPP_VECTOR = (b"#include <vector>\n\nDECLARED\n"
+              b"int run(std::vector<int>& out, int i, int n) {\n"
+              b"    int a = out[i];\n    log_index(&i);\n    int c = a + 1;\n"
+              b"    return c;\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("declared, moves", [
+    (b"void log_index(const int* p);", False), (b"void log_index(int const *p);", False),
+    (b"void log_index(int* p);", True)], ids=["const-int", "int-const", "changes"])
+def test_a_vector_item_updated_past_its_index_address_given_moves_only_where_changed(
+        tmp_path, declared, moves):
+    # C++ list code: `out[i] += n;` in a std::vector, the index's address given to a function
+    # the file declares; read through a pointer to const (either spelling) it stops, the
+    # item updated twice otherwise (it moved, exit 0); through a pointer that may change it,
+    # each copy updates another item: it moves, both kept.
+    base = CPP_VECTOR.replace(b"DECLARED", declared)
+    read, after, update = b"    int a = out[i];\n", b"    int c = a + 1;\n", b"out[i] += n;"
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.cpp": base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", "pkg/k.cpp", base, base.replace(read, read + b"    " + update + b"\n"))
+    stack.commit({"pkg/k.cpp": base.replace(after, b"    " + update + b"\n" + after)},
+                 "Update the item", tag="v2")
+    if not moves:
+        stops(stack)
+        return
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.cpp").read_bytes().count(update) == 2
