@@ -919,7 +919,9 @@ def _joined_in_place(lines: _Lines, hunk, start: int) -> bool:
 # string literals are read as one opaque token, and a comment ends the line's code.
 _CODE_TOKEN = re.compile(rb"""("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?)|"""
                          rb"""(#|//|/\*)|([A-Za-z_$][\w$]*|\d[\w.]*|\|\||&&|[=!<>]=|->|::|\S)""")
-_BOOLEAN_JOIN = {b"or", b"and", b"||", b"&&"}
+# Only a condition put in with `or` keeps the fix's check: `if x is None and flag: return 0`
+# returns no more where x is None and flag is false, a check of other work.
+_BOOLEAN_JOIN = {b"or", b"||"}
 _NEGATION = {b"not", b"!"}
 
 
@@ -936,13 +938,16 @@ def _code_tokens(content: bytes) -> list[bytes]:
 
 def _joined_form(line: list[bytes], joined: list[bytes]) -> bool:
     """Whether the code tokens `line` are the tokens `joined` of a hunk's added lines, in
-    order, with only extra conditions put in, each opened by a boolean operator (`or ...`,
-    `and ...`, `|| ...`, `&& ...`), and no negation (`not`, `!`) the added lines lack:
+    order, with only extra conditions put in, each opened by `or` or `||`, and no negation
+    (`not`, `!`) the added lines lack, or the same check with its conditions put in any
+    order, in parentheses or not (_widened_check):
     `if x is None or x.numel() == 0: return 0` is `if x is None:` + `return 0` joined, while
     `if x is not None: return 0`, a comment naming the guard's words, or a log call quoting
     them are not (read as the fix's form, each made a guard taken out silent)."""
     if not line or not joined:
         return False
+    if _widened_check(line, joined):
+        return True
     if sum(token in _NEGATION for token in line) > sum(token in _NEGATION for token in joined):
         return False
     at = 0
@@ -960,6 +965,78 @@ def _joined_form(line: list[bytes], joined: list[bytes]) -> bool:
             k += 1
     return at == len(joined)
 
+
+def _widened_check(line: list[bytes], joined: list[bytes]) -> bool:
+    """Whether the code tokens `line` are a one-line `if` (_if_parts) doing what the `if` of
+    the tokens `joined` does, its conditions all there among the line's, joined with `or`
+    or `||`: `if x.numel() == 0 or x is None: return 0`, `if (x is None) or x.numel() == 0:
+    return 0` are `if x is None:` + `return 0` with a condition put in, before it or in
+    parentheses (said "removed", exit 1, its advice to delete a fix upstream has). A
+    condition put in with `and` narrows the check: not the fix's (_BOOLEAN_JOIN)."""
+    mine, theirs = _if_parts(joined), _if_parts(line)
+    if mine is None or theirs is None or mine[1] != theirs[1] or not mine[1]:
+        return False
+    return set(mine[0]) <= set(theirs[0])
+
+
+def _if_parts(tokens: list[bytes]) -> tuple[list[tuple[bytes, ...]], list[bytes]] | None:
+    """(the condition's operands joined by `or`/`||` outside any bracket, each without the
+    parentheses around it whole; the tokens of what it runs, without the braces around it)
+    of code tokens that are one `if`: Python's `if COND: BODY`, C's `if (COND) BODY`. None
+    for other code."""
+    if len(tokens) < 3 or tokens[0] != b"if":
+        return None
+    depth, end = 0, None
+    for k, token in enumerate(tokens[1:], 1):
+        if token in (b"(", b"[", b"{"):
+            depth += 1
+        elif token in (b")", b"]", b"}"):
+            depth -= 1
+        elif token == b":" and depth == 0:
+            end = k
+            break
+    if end is not None:
+        condition, body = tokens[1:end], tokens[end + 1:]
+    elif tokens[1] == b"(" and (close := _closing(tokens, 1)) is not None:
+        condition, body = tokens[2:close], tokens[close + 1:]
+    else:
+        return None
+    while len(body) >= 2 and body[0] == b"{" and _closing(body, 0) == len(body) - 1:
+        body = body[1:-1]
+    while len(condition) >= 2 and condition[0] == b"(" and \
+            _closing(condition, 0) == len(condition) - 1:
+        condition = condition[1:-1]
+    operands: list[tuple[bytes, ...]] = []
+    depth, start = 0, 0
+    for k, token in enumerate(condition + [b"or"]):
+        if token in (b"(", b"[", b"{"):
+            depth += 1
+        elif token in (b")", b"]", b"}"):
+            depth -= 1
+        elif token in (b"or", b"||") and depth == 0:
+            operand = condition[start:k]
+            while len(operand) >= 2 and operand[0] == b"(" and \
+                    _closing(operand, 0) == len(operand) - 1:
+                operand = operand[1:-1]
+            if not operand:
+                return None
+            operands.append(tuple(operand))
+            start = k + 1
+    return operands, body
+
+
+def _closing(tokens: list[bytes], at: int) -> int | None:
+    """The index of the bracket closing the one opened at `tokens[at]`, None if none does."""
+    pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
+    depth = 0
+    for k in range(at, len(tokens)):
+        if tokens[k] in pairs:
+            depth += 1
+        elif tokens[k] in pairs.values():
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
 
 def _carried_state(lines: _Lines, own: _OwnFunction, at: int, pre: list[int]) -> str:
     """present | gone for a hunk whose post-image is held at line `at` and its pre-image at

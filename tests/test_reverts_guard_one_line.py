@@ -13,11 +13,20 @@ from test_reverts_function_gone import A, _fn, _landed, _module
 
 ONE_LINE = b"    if x is None or x.numel() == 0: return 0\n"
 OTHER_WORK = b"    if x.numel() == 0: return 0\n"
+# The same check with its conditions in another order, or in parentheses: it was said
+# "removed" (exit 1), its advice to delete a fix upstream has.
+ONE_LINE_FORMS = {
+    "or": ONE_LINE,
+    "reordered": b"    if x.numel() == 0 or x is None: return 0\n",
+    "parenthesised": b"    if (x is None) or x.numel() == 0: return 0\n",
+    "in parentheses whole": b"    if (x is None or x.numel() == 0): return 0\n",
+}
 
 
+@pytest.mark.parametrize("form", list(ONE_LINE_FORMS))
 @pytest.mark.parametrize("renamed", [False, True], ids=["in place", "renamed in place"])
 def test_a_guard_written_again_as_one_line_is_quiet_until_other_work_replaces_it(tmp_path,
-                                                                                 renamed):
+                                                                                 renamed, form):
     stack, _ = _landed(tmp_path, ())
     name = b"_a2" if renamed else b"a2"
 
@@ -25,7 +34,7 @@ def test_a_guard_written_again_as_one_line_is_quiet_until_other_work_replaces_it
         fn = _fn(b"a2", 2).replace(b"def a2(x):\n", b"def %s(x):\n" % name + check)
         return _module(A).replace(_fn(b"a2", 2), fn)
 
-    again = stack.commit({"pkg/a.py": with_check(ONE_LINE)}, "a2: one check")
+    again = stack.commit({"pkg/a.py": with_check(ONE_LINE_FORMS[form])}, "a2: one check")
     doc = stack.json("status", "--against", f"up={again}")
     assert doc["gone_upstream"] == [] and doc["reverted"] == [], doc
     stack.cli("rebase", "--to", f"up={again}")
@@ -43,6 +52,10 @@ NOT_THE_GUARD = {
     "reversed check": b"    if x is not None: return 0\n",
     "comment": b"    # if x is None the caller must return 0 itself\n",
     "log call": b"    log.debug('if x is None we used to return 0')\n",
+    # A condition put in with `and` narrows the check: x None returns 0 no more unless
+    # `strict` (it was quiet, exit 0).
+    "narrowed by and": b"    if x is None and strict: return 0\n",
+    "narrowed, reordered": b"    if strict and x is None: return 0\n",
 }
 
 
