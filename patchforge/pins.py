@@ -84,6 +84,38 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
         answers.bound()
 
 
+def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
+                        commits: list[str]) -> None:
+    """Fetch into `store`, from git upstream `upstream`'s own repository alone, those of
+    `commits` (full ids a kept fix names: its `Base`, its recorded landing) the store lacks,
+    in one fetch. The store no longer fetches a commit on demand (git asked every remote of
+    every project in turn), and a kept fix judged without its base file (a commit of a
+    branch deleted since, a fresh clone's cache) was quiet when upstream took it back: its
+    own place read as holding it. Nothing is asked offline, of a wheel or directory upstream,
+    or when none is missing; a commit the upstream no longer has is left missing, the fix
+    judged without it, as before."""
+    from patchforge.errors import PatchforgeError
+    from patchforge.store.giturl import store_namespace
+
+    config = project.config.upstream(upstream)
+    if project.offline or config.kind != "git" or not config.url:
+        return
+    missing = [c for c in dict.fromkeys(c.lower() for c in commits) if not store.has_object(c)]
+    if not missing:
+        return
+    url = git_url_for(project, config.url)
+    namespace = store_namespace(upstream, url)
+    # (One fetch for all; where the upstream lacks one of them, each alone, so that the
+    # others still come.)
+    for wanted in [missing] if len(missing) == 1 else [missing, *([c] for c in missing)]:
+        try:
+            store.fetch_git(namespace, url, [c for c in wanted if not store.has_object(c)])
+        except PatchforgeError:
+            continue
+        if all(store.has_object(c) for c in missing):
+            return
+
+
 def bring_missing_pins(project: Project, store: UpstreamStore,
                        names: list[str] | None = None) -> list[str]:
     """Bring into `store` the locked revision of every configured upstream (of `names`) where

@@ -337,6 +337,9 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
         # Every command says the write-out is in progress and needs attention; the kept
         # fixes are judged once `rebase --continue` or `--abort` has ended it.
         return []
+    from patchforge.pins import bring_named_commits
+
+    bring_named_commits(project, store, upstream, kept_commits([data for _, data in kept]))
     items = []
     recorded: dict | None = None
     for name, data in kept:
@@ -349,6 +352,21 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
     gone = judge_many(store, upstream, items, commit, unread=unread)
     skipped = project.series_dir(upstream) / "skipped"
     return [replace(g, shadowed=True) if (skipped / g.name).exists() else g for g in gone]
+
+
+# The full commit ids a kept fix's header names: its `Base` and its recorded landing.
+_NAMED_COMMITS = on_first_use(
+    rb"(?m)^(?:Base:[ \t]*|Applied-Upstream:[^\n]*\bcommit:)([0-9a-fA-F]{40})\b")
+
+
+def kept_commits(datas: list[bytes]) -> list[str]:
+    """The commits the kept fixes `datas` (their bytes) name in their headers (the lines
+    before their first diff): each `Base`, each `Applied-Upstream: ..., commit:X`."""
+    found = []
+    for data in datas:
+        header = re.split(rb"(?m)^(?:diff --git |--- )", data, maxsplit=1)[0]
+        found += [m.decode().lower() for m in _NAMED_COMMITS.findall(header)]
+    return found
 
 
 def carried_by_series(project: Project, store: UpstreamStore, upstream: str,

@@ -4,13 +4,14 @@ git, real processes: what git did is read from its own trace (GIT_TRACE, which p
 passes on), and from the store's configuration."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from helpers.cli import run_subprocess
-from helpers.project import OneUpstreamStack, patch_bytes
+from helpers.project import OneUpstreamStack, add_patch_file, patch_bytes
 from helpers.snapshot import tree_bytes
 
 FILES = {"a.py": b"".join(b"line %d\n" % i for i in range(1, 31)),
@@ -147,3 +148,47 @@ def test_a_fetch_after_one_that_found_no_pin_says_it_fetched_it(tmp_path, monkey
         fetch.stdout
     assert not [line for line in trace.read_text().splitlines()
                 if " fetch " in line and "run_command:" in line]
+
+
+RENAMED_BASE = (b"import math\n\n\ndef f(x):\n    y = x + 1\n    return math.floor(y)\n\n\n"
+                b"def g(x):\n    y = x * 2\n    return math.ceil(y)\n")
+GUARDED = RENAMED_BASE.replace(b"def g(x):\n", b'def g(x):\n    assert x >= 0, "x >= 0"\n')
+
+
+def test_a_kept_fixs_base_the_cache_lacks_is_fetched_from_its_own_upstream(tmp_path,
+                                                                          monkeypatch):
+    """A fix made on a commit of an upstream branch deleted since (a merged pull request's:
+    `Base` is not the pin), landed after upstream renamed its file, kept as landed; upstream
+    then reverts the landing. In a fresh clone's cache, which no fetch brought that commit
+    into, git no longer fetched it on demand: the kept fix was judged without its base file,
+    and `status` and the rebase said nothing (exit 0) while the fix was in no overlay and not
+    upstream. The commit is fetched from the project's own upstream (no other's remote): the
+    revert is said."""
+    (b,) = _stacks(tmp_path, "b")
+    a = OneUpstreamStack(tmp_path / "a", {"c.py": RENAMED_BASE, "b.py": _b("a")})
+    subprocess.run(["git", "-C", str(a.up), "checkout", "-q", "-b", "feature"], check=True)
+    made_on = a.commit({"notes.txt": b"feature\n"}, "feature work")
+    subprocess.run(["git", "-C", str(a.up), "checkout", "-q", "main"], check=True)
+    diff = a.upstream.diff({"c.py": GUARDED}, made_on)
+    add_patch_file(a.root, "up", "fix.patch", patch_bytes("up", made_on, "guard g", diff))
+    a.upstream.commit({}, "move c.py into pkg", {"c.py": "pkg/c.py"})
+    landing = a.commit({"pkg/c.py": GUARDED}, "g: guard negative x", tag="v2")
+    a.cli("rebase", "--to", "v2")
+    assert made_on in a.patch("up", "fix", "upstreamed").decode()
+    subprocess.run(["git", "-C", str(a.up), "branch", "-D", "feature"], check=True)
+    revert = a.commit({"pkg/c.py": RENAMED_BASE},
+                      f'Revert "g: guard negative x"\n\nThis reverts commit {landing}.\n', tag="v3")
+    monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "fresh-cache"))
+    a.cli("fetch")
+    run_subprocess(b.root, "fetch", expect=0)  # (another project's remote in the store)
+    names = {url: name for name, url in _remotes().items()}
+    trace = tmp_path / "trace"
+    status = run_subprocess(a.root, "status", "--against", "v3", "--json",
+                            env={"GIT_TRACE": str(trace)}, expect=1)
+    (said,) = json.loads(status.stdout)["reverted"]
+    assert (said["name"], said["by"]) == ("fix.patch", revert), said
+    fetches = [line for line in trace.read_text().splitlines() if " fetch " in line]
+    assert not [line for line in fetches if "run_command:" in line], fetches
+    assert not [line for line in fetches if names[str(b.up)] in line], fetches
+    _, out, _ = a.cli("rebase", "--to", "v3", expect=1)
+    assert revert[:12] in out, out

@@ -2286,6 +2286,10 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
     if moved_split is not None:
         patch = moved_split[0]
     base = (patch.get("Base") or "").strip()
+    if base and re.fullmatch(r"[0-9a-fA-F]{40}", base) and not store.has_object(base):
+        from patchforge.pins import bring_named_commits
+
+        bring_named_commits(project, store, upstream, [base])  # (a fresh clone's cache)
     if not base or not store.has_object(base):
         base = pin.commit  # its own base is unknown here: judge it as made on the pin
     judged_names = project.patch_names(upstream)
