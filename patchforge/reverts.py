@@ -2729,6 +2729,12 @@ def _rewritten_away(store: UpstreamStore, fix: _Fix, since: str, commit: str) ->
                 if copied:
                     if _moved_here(store, fix, k, parents[0], sha, changed.get(sha, ()), path):
                         break  # (the fix's function moved by this commit: followed as a move)
+                    if _old_code_in_own_function(store, fix, k, shrunk):
+                        # (What it left at the path still defines the fix's function with
+                        # the fix's old code in it: the fix taken out there. A copy of the
+                        # file made since, at the old path of a file renamed before the
+                        # landing, kept as legacy with the guard, held it: quiet, exit 0.)
+                        break
                     # (That copy: where one file added since keeps at least half its lines,
                     # holding the fix's lines when it was added: a pre-fix snapshot is no copy.)
                     added = [p for p in _added_since(store, fix, k, since, parents[0], path)
@@ -2775,6 +2781,22 @@ def _added_since(store: UpstreamStore, fix: _Fix, k: int, since: str, rev: str,
                     and _language(p) == _language(path))
     had = store.entries(since, others) if others else {}
     return [p for p in others if had.get(p) is None]
+
+
+def _old_code_in_own_function(store: UpstreamStore, fix: _Fix, k: int, content: bytes) -> bool:
+    """Whether `content` defines a function a hunk of the fix's file change `k` changes
+    (_OwnFunction, from the fix's base file) holding that hunk's old code (_hunk_state gone):
+    a file cut down that still runs the fix's function without the fix, not a module of
+    wrappers calling a copy (a shim holds neither the fix's lines nor its old code)."""
+    fp = fix.files[k]
+    own = _own_function_of(store, fix, k)
+    lines = _Lines(content)
+    for n, hunk in enumerate(fp.hunks, 1):
+        within = own(n)
+        if within.name is not None and within.defined(lines) and \
+                _hunk_state(lines, hunk, own=within) == "gone":
+            return True
+    return False
 
 
 def _moved_here(store: UpstreamStore, fix: _Fix, k: int, rev: str, sha: str,

@@ -181,3 +181,16 @@ def test_a_landed_file_copied_back_to_its_old_path_then_cut_is_read_there(tmp_pa
     assert (stack.root / "overlays/up/a.py").read_bytes() == FIXED + b"# v3\n"
     assert not (stack.root / "overlays/up/pkg/a.py").exists()
     stack.cli("status")
+
+
+def test_a_guard_dropped_from_a_cut_file_beside_a_legacy_copy_at_its_old_path_is_said(tmp_path):
+    # Mirror of the above: upstream keeps a legacy copy of pkg/a.py at a.py (guard included),
+    # then cuts pkg/a.py down, g still defined there, its guard dropped: read at the copy, the
+    # fix was quiet (exit 0) while the module's own g lacked the guard. What the cut left still
+    # runs g with the fix's old code: the drop is said, naming that commit.
+    stack, _ = _landed_after_a_rename(tmp_path, same=False)
+    stack.commit({"a.py": FIXED}, "keep a legacy a.py")
+    took = stack.commit({"pkg/a.py": b"import math\n\n\ndef g(x):\n    y = x * 2\n"
+                                     b"    return math.ceil(y)\n"}, "pkg/a.py: only g, simpler")
+    said = stack.kept_fix_taken_back(f"up={took}")
+    assert (said["name"], said["kind"], said["by"]) == ("fix.patch", "removed", took), said
