@@ -763,8 +763,19 @@ class HistoryLanding:
         return next((c for c, what, _ in reversed(self.events) if what == "undid"), None)
 
     def describe(self) -> list[str]:
-        return [f"history: commit {commit} {'makes' if what == 'made' else 'undoes'} this "
-                f"change ({how})" for commit, what, how in self.events]
+        """One line per event, oldest first. A commit that made the change names the first
+        later one that undid it: the status table shows a patch's first line of evidence,
+        and a landing named alone there (its revert in the next line) was read as landed."""
+        said = []
+        for k, (commit, what, how) in enumerate(self.events):
+            if what == "undid":
+                said.append(f"history: commit {commit} undoes this change ({how})")
+                continue
+            undo = next((later for later, was, _ in self.events[k + 1:] if was == "undid"),
+                        None)
+            said.append(f"history: commit {commit} makes this change ({how})"
+                        + (f", undone by {undo[:12]}" if undo else ""))
+        return said
 
 
 def _whole_file(content: bytes, sign: bytes, spaced: bool = False) -> Blocks:
