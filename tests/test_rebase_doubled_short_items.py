@@ -360,13 +360,18 @@ def test_a_source_upstream_added_as_an_options_value_moves(tmp_path, theirs):
 
 @pytest.mark.parametrize("mine, theirs", [
     ([b'"csrc/extra.cu",'], [b'"csrc/extra.cu",']),
-    ([b'"-include",', b'"csrc/extra.cu",'], [b'"-include", "csrc/extra.cu",'])],
-    ids=["a-source-both", "an-options-value-both"])
+    ([b'"-include",', b'"csrc/extra.cu",'], [b'"-include", "csrc/extra.cu",']),
+    (None, [b'"csrc/extra.cu",']), ([b'"csrc/extra.cu",'], None)],
+    ids=["a-source-both", "an-options-value-both", "yours-after-a-base-flag",
+         "upstreams-after-a-base-flag"])
 def test_a_source_or_an_options_value_added_both_ways_stops(tmp_path, mine, theirs):
     # Mirrors: the same source, or the same option with the same value, added by both: made
-    # twice, it stops.
-    stack = stack_with(tmp_path, listing(SOURCES), listing(SOURCES + mine),
-                       listing(theirs + SOURCES))
+    # twice, it stops; also where one copy follows the base's `"-O3"`, a flag taking no value
+    # (it merged in twice, exit 0).
+    after_flag = SOURCES[:2] + [b'"csrc/extra.cu",'] + SOURCES[2:]
+    stack = stack_with(tmp_path, listing(SOURCES),
+                       listing(SOURCES + mine if mine else after_flag),
+                       listing(theirs + SOURCES if theirs else after_flag))
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way" in err, err
 
