@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -2557,3 +2558,104 @@ def test_import_quilt_reads_no_link_or_fifo_of_the_quilt_directory(project, tmp_
     assert refused.rc == 2 and f"{exported / 'series'}:1: {first} is a symlink" in refused.err, \
         refused.err
     assert snapshot(root) == before
+
+
+def _stg_exported(tmp_path: Path, message: str, author: tuple[str, str]) -> Path:
+    """A fix made with StGit on a clone of the upstream and written out by `stg export` (its
+    template: the subject, a blank line, `From: Name <email>`, a blank line, the rest of the
+    message, then `---`, the diffstat and the diff): the export's directory."""
+    if shutil.which("stg") is None:
+        pytest.skip("StGit is not installed (apt-get install -y stgit)")
+    work = tmp_path / "stg-work"
+    git(tmp_path, "clone", "-q", str(tmp_path / "up-upstream"), str(work))
+    env = dict(os.environ, GIT_AUTHOR_NAME=author[0], GIT_AUTHOR_EMAIL=author[1],
+               GIT_COMMITTER_NAME=author[0], GIT_COMMITTER_EMAIL=author[1])
+    stg = lambda *args: subprocess.run(["stg", *args], cwd=work, env=env, check=True,  # noqa: E731
+                                       capture_output=True)
+    stg("init")
+    stg("new", "y-twenty", "-m", message)
+    (work / "pkg/b.py").write_bytes(b"x = 1\ny = 20\nz = 3\n")
+    stg("refresh")
+    exported = tmp_path / "stg-export"
+    stg("export", "-d", str(exported))
+    return exported
+
+
+def test_import_quilt_of_a_stgit_export_takes_its_subject_and_author(project, tmp_path):
+    """`stg export` writes the patch's subject as the header's first line and its author as a
+    `From:` paragraph under it. `import quilt` kept both as free text: the fix had no
+    Description and no Author (`list` showed no subject, lint two errors), and `export --mbox`
+    gave `git am` a commit `Unknown <unknown@localhost>`, `patchforge patch`, dated 1970, exit
+    0. The subject is the fix's Description and the person its Author; the rest is its
+    words."""
+    root = project
+    exported = _stg_exported(tmp_path, "pkg: y is twenty\n\nCallers expect twenty.\n",
+                             ("Stack Gitter", "sg@example.com"))
+    assert (exported / "y-twenty").read_bytes().startswith(
+        b"pkg: y is twenty\n\nFrom: Stack Gitter <sg@example.com>\n\nCallers expect twenty.\n")
+    ok(root, "import", "quilt", str(exported))
+    patch = (root / "series/up/y-twenty.patch").read_bytes()
+    header, _, diff = patch.partition(b"\n---\n")
+    assert header.startswith(b"Description: pkg: y is twenty\n"
+                             b"Author: Stack Gitter <sg@example.com>\n"), patch
+    assert header.endswith(b"\n\nCallers expect twenty.") and b"From:" not in header, patch
+    listed = json.loads(ok(root, "list", "--json").out)["patches"]
+    assert [p["subject"] for p in listed] == ["pkg: y is twenty"], listed
+    doc = json.loads(run_cli(root, "lint", "--no-forge", "--json").out)
+    assert [f for f in doc["findings"] if f["check"] == "header"] == [], doc
+
+    mbox = tmp_path / "fixes.mbox"
+    ok(root, "export", "--mbox", str(mbox))
+    clone = upstream_checkout(tmp_path, "am-clone")
+    git(clone, "am", "-q", str(mbox))
+    assert git(clone, "log", "-1", "--format=%an <%ae>|%s") == \
+        "Stack Gitter <sg@example.com>|pkg: y is twenty\n"
+    assert (clone / "pkg/b.py").read_bytes() == b"x = 1\ny = 20\nz = 3\n"
+
+
+def test_import_quilt_keeps_words_that_are_no_stgit_header_as_they_are(project, tmp_path):
+    """The mirror: words that only resemble StGit's header (a paragraph of several lines, a
+    `From:` line inside prose, a `From:` naming no address) stay the patch's free text, byte for
+    byte, as quilt has them."""
+    root = project
+    quilt_dir = tmp_path / "patches"
+    quilt_dir.mkdir()
+    diff = (b"--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n"
+            b" z = 3\n")
+    heads = {
+        "two-lines.patch": b"y is twenty\nbecause callers said so\n\n"
+                           b"From: Stack Gitter <sg@example.com>\n\n",
+        "prose.patch": b"y is twenty\n\nFrom: the report of 2024, callers expect it.\n"
+                       b"So it is.\n\n",
+        "no-address.patch": b"y is twenty\n\nFrom: Stack Gitter\n\n",
+    }
+    for name, head in heads.items():
+        sub = quilt_dir / name.removesuffix(".patch")
+        sub.mkdir()
+        (sub / "series").write_bytes(name.encode() + b"\n")
+        (sub / name).write_bytes(head + diff)
+    for name, head in heads.items():
+        ok(root, "import", "quilt", str(quilt_dir / name.removesuffix(".patch")))
+        data = (root / "series/up" / name).read_bytes()
+        assert head + diff in data or data.endswith(b"\n" + head + diff), data
+        assert b"Description:" not in data and b"Author:" not in data, data
+        ok(root, "delete", name.removesuffix(".patch"))
+
+
+def test_import_quilt_update_of_a_patch_stgit_wrote_takes_its_author(project, tmp_path):
+    """A patch `stg export` wrote, put into a directory `export --quilt` made (listed in its
+    series): `import quilt --update` gave it the importer's identity as Author (here none:
+    `Unknown <unknown@localhost>`) while the file named its author, and its words kept the
+    subject a second time. It joins with StGit's subject and author."""
+    root = project
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    made = _stg_exported(tmp_path, "pkg: y is twenty\n\nCallers expect twenty.\n",
+                         ("Stack Gitter", "sg@example.com"))
+    (exported / "y-twenty.patch").write_bytes((made / "y-twenty").read_bytes())
+    (exported / "series").write_bytes((exported / "series").read_bytes() + b"y-twenty.patch\n")
+    ok(root, "import", "quilt", str(exported), "--update")
+    header = (root / "series/up/y-twenty.patch").read_bytes().partition(b"\n---\n")[0]
+    assert header.startswith(b"Description: pkg: y is twenty\n"
+                             b"Author: Stack Gitter <sg@example.com>\n"), header
+    assert header.endswith(b"\n\nCallers expect twenty.") and b"From:" not in header, header

@@ -1692,7 +1692,7 @@ def import_quilt(project: Project, store: UpstreamStore, directory: Path, *,
         # An entry listed at another strip level (`fix.patch -p0`) is read as -p1, the names
         # `export --quilt` quoted as git writes them.
         as_p1 = with_p1_names(raw, series.strip_level(entry), str(source))
-        parsed = _quilt_patch(raw, source, series.strip_level(entry), empty)
+        parsed = _from_stgit_export(_quilt_patch(raw, source, series.strip_level(entry), empty))
         patch = _adopted(parsed, upstream, pin.commit)
         file_name = patch_file_name(Path(entry).name.removesuffix(".patch").removesuffix(".diff"))
         data = patch.to_bytes()
@@ -2003,6 +2003,38 @@ def _patch_mark(raw: bytes) -> str | None:
 
         value = str(make_header(decode_header(value)))
     return value
+
+
+# The header `stg export` writes (StGit's patchexport template): the patch's subject, a blank
+# line, `From: Name <email>`, then a blank line and the rest of its message (or nothing).
+_STGIT_HEADER = re.compile(rb"(?P<subject>[^\n]*[^\s][^\n]*)\n\nFrom: (?P<author>[^\n<>]*"
+                           rb"<[^\s<>@]+@[^\s<>]+>)[ \t]*\n(?:\n|\Z)")
+
+
+def _from_stgit_export(patch: PatchFile) -> PatchFile:
+    """A patch `stg export` wrote with its subject as the Description and its `From:` person as
+    the Author, the rest of its message its free text; any other patch as it is. Kept as free
+    text, the fix had neither (`list` showed no subject, lint said so), and `export --mbox`
+    gave `git am` a commit by `Unknown <unknown@localhost>` titled `patchforge patch`.
+
+    Only that exact shape is read so: a header without one field of a patch header, whose first
+    paragraph is the one subject line and whose second is the one `From:` line naming an
+    address. Words that only resemble it (a paragraph of several lines, a `From:` in prose)
+    stay the patch's words, byte for byte."""
+    words = patch.header_read_as_text()
+    if words.fields or words.preamble:
+        return patch
+    match = _STGIT_HEADER.match(words.description)
+    if match is None:
+        return patch
+    try:
+        subject = match["subject"].decode("utf-8").strip()
+        author = match["author"].decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return patch  # refused where the header is read (`pr`, `export --mbox`), named there
+    rest = words.description[match.end():].lstrip(b"\n")
+    return (words.with_description(rest).with_field("Description", subject)
+            .with_field("Author", author))
 
 
 def _adopted(patch: PatchFile, upstream: str, base: str,

@@ -35,7 +35,8 @@ from patchforge.formats.series import parse_series
 from patchforge.overlay import refuse_series_removals
 from patchforge.fsutil import (RepoLock, atomic_delete, atomic_write,
                                put_back_on_failure, writing_project)
-from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _quilt_patch,
+from patchforge.ops.exchange import (EXPORT_RECORD, _empty_at_the_pin, _from_stgit_export,
+                                     _quilt_patch,
                                      _where_now,
                                      _record_bytes, read_export_record,
                                      _refuse_collisions, _refuse_taken,
@@ -1312,10 +1313,12 @@ def _new_patch(quilt: PatchFile, file_name: str, upstream: str, pin: str,
                profile: str | None) -> PatchFile:
     """A patch `quilt new` made: its header (often none) with the fields a fix of the series
     needs and lint asks for. A Description quilt's header lacks is the first line of its free
-    text (`quilt header -e`), else the patch's name. Made in the tree of one profile's series
-    (`export --quilt --profile P`), it is for that profile (`Profiles: P`) unless its header
-    says otherwise: it was made and tried there only."""
-    patch = quilt.header_read_as_text()  # `enum: keep in step with C++`: its subject
+    text (`quilt header -e`), else the patch's name; one `stg export` wrote has its subject and
+    `From:` person as Description and Author, as `import quilt` reads it. Made in the tree of
+    one profile's series (`export --quilt --profile P`), it is for that profile (`Profiles: P`)
+    unless its header says otherwise: it was made and tried there only."""
+    # `enum: keep in step with C++`: its subject
+    patch = _from_stgit_export(quilt).header_read_as_text()
     if profile is not None and patch.get("Profiles") is None:
         patch = patch.with_field("Profiles", profile)
     if not (patch.get("Description") or "").strip():
