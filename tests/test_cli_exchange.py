@@ -2659,3 +2659,41 @@ def test_import_quilt_update_of_a_patch_stgit_wrote_takes_its_author(project, tm
     assert header.startswith(b"Description: pkg: y is twenty\n"
                              b"Author: Stack Gitter <sg@example.com>\n"), header
     assert header.endswith(b"\n\nCallers expect twenty.") and b"From:" not in header, header
+
+
+@pytest.mark.parametrize("author,expected", [
+    (b"Author: Ada Lovelace <ada@example.com>, Grace Hopper <grace@example.com>\n", None),
+    (b"Author: Ada Lovelace <ada@example.com>\n Grace Hopper <grace@example.com>\n", None),
+    (b"Author: Lovelace, Ada <ada@example.com>\n Grace Hopper <grace@example.com>\n",
+     "Lovelace, Ada <ada@example.com>"),
+    (b"Author: Ada Lovelace <ada@example.com>\nAuthor: Grace Hopper <grace@example.com>\n", None),
+    (b"Author: Ada Lovelace <ada@example.com>\n", None),
+    (b"Author: Lovelace, Ada <ada@example.com>\n", "Lovelace, Ada <ada@example.com>"),
+])
+def test_export_mbox_of_a_fix_with_two_authors_gives_git_am_the_first(project, tmp_path,
+                                                                      author, expected):
+    """A fix by two people in one Author field (comma-separated, or folded one per line, as
+    `pr` reads it: the first the author, the other a co-author) was mailed as `From: Ada
+    Lovelace <ada@example.com>, Grace Hopper <...>`, and `git am` made the commit by
+    `ada@example.com <ada@example.com>`: the author's name lost, exit 0. The mail's From is the
+    first person, as `pr`'s commit has it; the body keeps the field as written, so `import mbox`
+    gives it back byte for byte."""
+    root = project
+    base = _base(root)
+    data = (b"Description: Fix line three\n" + author + b"Upstream-Status: Pending\n"
+            b"Upstream: up\nBase: " + base.encode() + b"\nLast-Update: 2024-02-03\n\n"
+            b"Words.\n---\n" + _diff_of(tmp_path / "up-upstream", "a.py",
+                                        UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n")))
+    add_patch_file(root, "up", "fix.patch", data)
+    mbox = tmp_path / "out.mbox"
+    ok(root, "export", "--mbox", str(mbox))
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    git(checkout, "am", "-q", str(mbox))
+    assert git(checkout, "log", "-1", "--format=%an <%ae>|%s") == \
+        (expected or "Ada Lovelace <ada@example.com>") + "|Fix line three\n"
+    assert author in git(checkout, "log", "-1", "--format=%B").encode()
+
+    (root / "series/up/fix.patch").unlink()
+    (root / "series/up/series").write_bytes(b"")
+    ok(root, "import", "mbox", str(mbox))
+    assert (root / "series/up/fix.patch").read_bytes() == data

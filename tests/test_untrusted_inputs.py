@@ -2472,7 +2472,10 @@ def test_export_mbox_never_lets_a_header_value_start_a_header(tmp_path):
     assert len(messages) == 1
     message = messages[0]
     assert message["Bcc"] is None and message["X-Injected"] is None
-    assert "victim@example.com" in message["From"]  # kept, on the From line where it was
+    # The From is the field's first person (the author git am gives the commit); the folded
+    # rest stays in the field, in the message body, as written.
+    assert message["From"] == "A <a@example.com>"
+    assert b"\n Bcc: victim@example.com\n" in out.read_bytes()
     # git am takes it as one patch, the From line in the description staying in the message.
     from helpers.git import git
     upstream = tmp_path / "up-upstream"

@@ -40,6 +40,7 @@ from patchforge.names import branch_safe_name, windows_safe_name
 from patchforge.ops.series import (check_profiles, checked_new_patch_name, default_author,
                                    refuse_case_twin, refuse_name_of_another_series,
                                    refuse_skipped_name, today)
+from patchforge.pr.message import first_person
 from patchforge.project import patch_file_name
 
 if TYPE_CHECKING:
@@ -2935,6 +2936,20 @@ _MBOXRD_QUOTE = re.compile(rb"(?m)^(>*From )")
 _MBOXRD_UNQUOTE = re.compile(rb"(?m)^>(>*From )")
 
 
+def _mail_author(value: str) -> str:
+    """The mail's From for a patch's Author: the first person it names, as `pr`'s commit has
+    its author. The whole field (`A <a@x>, B <b@x>`, or folded one person per line) was the
+    From, and `git am` made the commit by `a@x <a@x>`, the author's name lost. A name with a
+    comma or quotes is quoted as a mail header needs it; a field naming no address first is
+    written as it is."""
+    person = first_person(value)
+    if person is None:
+        return value
+    if person.name.isascii():
+        return email.utils.formataddr((person.name, person.email))
+    return str(person)  # git's mail reader takes a UTF-8 name as it is
+
+
 def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base: str,
                  name: str | None = None) -> bytes:
     """One `git am`-ready message for a patch (deterministic: the date comes from Last-Update).
@@ -2943,7 +2958,8 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
     field, the blank line, the free-text description, the `---` line and diffstat), so no field
     is lost on the way through a mailbox; From, Date and Subject repeat Author, Last-Update and
     Description for `git am`."""
-    author = _header_value(patch.get("Author") or "") or "Unknown <unknown@localhost>"
+    author = _header_value(_mail_author(patch.get("Author") or "")) or \
+        "Unknown <unknown@localhost>"
     subject = _header_value(patch.subject or "") or "patchforge patch"
     last = patch.get("Last-Update") or "1970-01-01"
     try:

@@ -82,6 +82,15 @@ def names_no_address(value: str) -> bool:
     return any(not email or "@" not in email for _, email in _named(value))
 
 
+def first_person(value: str) -> Person | None:
+    """The person an Author value names first, with an email address, as the commit `pr`
+    makes takes its author (the others are its co-authors); None when the first names none."""
+    for name, email in _named(value)[:1]:
+        if email and "@" in email:
+            return Person(name.strip() or email, email.strip())
+    return None
+
+
 def _people(values: list[tuple[str, int]], field: str, source: str) -> list[Person]:
     people: list[Person] = []
     for value, line in values:
