@@ -3087,14 +3087,8 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
         for n, (at, value) in enumerate(items):
             if at not in fixs or value is None or not fixs[at][value]:
                 continue
-            # An option's value (`"csrc/extra.cu"` after `"-include"`) is not the item
-            # standing alone (a source to build): only a copy after the same option, or
-            # after none, is the same item.
             others = [m for m, (k, other) in enumerate(items)
-                      if k not in fixs and other is not None and other == value
-                      and _option_of(items, m, lambda o: _upstream_adds(items, fixs, made, o))
-                      == _option_of(items, n,
-                                    lambda o: items[n - 1][0] in fixs and fixs[items[n - 1][0]][o] > 0)]
+                      if k not in fixs and other is not None and other == value]
             if not others or _items_in_bracket_made(made, value) > 1:
                 every = False
                 continue
@@ -3251,18 +3245,6 @@ def _alone(items: list[tuple[int, object]], n: int) -> bool:
     if not isinstance(value, str) or _ONE_NAME.fullmatch(value) is None or _is_option(value):
         return False
     return n == 0 or not _is_option(items[n - 1][1])
-
-
-def _option_of(items: list[tuple[int, object]], n: int, new: Callable[[object], bool]) -> object:
-    """The option whose value the `n`th of a bracket's `items` (_bracket_items) is: the
-    option item just before it, on its line or the line above (`"-include"` for
-    `"csrc/extra.cu"` in `"-include", "csrc/extra.cu",`), where it is no option itself and the
-    same side added it too (`new`: a base `"-O3"` before a new source takes no value); None
-    for an item that is no new option's value."""
-    if n == 0 or _is_option(items[n][1]) or not _is_option(items[n - 1][1]) or \
-            not new(items[n - 1][1]):
-        return None
-    return items[n - 1][1]
 
 
 # A string that names one thing: a word, a version, a path, a dotted or scoped name.

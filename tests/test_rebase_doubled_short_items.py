@@ -336,46 +336,6 @@ def test_a_line_of_upstreams_very_items_keeps_delete_your_copy_first(tmp_path, i
     assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
 
 
-SOURCES = [b'"hipcc",', b'"-O3",', b'"csrc/a.cu",', b'"csrc/b.cu",']
-
-
-@pytest.mark.parametrize("theirs", [[b'"-include", "csrc/extra.cu",'],
-                                    [b'"-include",', b'"csrc/extra.cu",']],
-                         ids=["on-one-line", "over-two-lines"])
-def test_a_source_upstream_added_as_an_options_value_moves(tmp_path, theirs):
-    # The fix appends a source to build, `"csrc/extra.cu",`; upstream added the same string
-    # as the value of `"-include"` at the list's head: another item, both wanted. It stopped
-    # as made twice, and its first advice, delete your copy, lost the fix its source.
-    stack = stack_with(tmp_path, listing(SOURCES), listing(SOURCES + [b'"csrc/extra.cu",']),
-                       listing(theirs + SOURCES))
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.rebase_json("--to", "v2")
-    assert stack.series("up") == ["fa.patch"]
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
-    assert b'    "csrc/b.cu",\n    "csrc/extra.cu",\n]' in made and \
-        all(line in made for line in theirs), made.decode()
-
-
-@pytest.mark.parametrize("mine, theirs", [
-    ([b'"csrc/extra.cu",'], [b'"csrc/extra.cu",']),
-    ([b'"-include",', b'"csrc/extra.cu",'], [b'"-include", "csrc/extra.cu",']),
-    (None, [b'"csrc/extra.cu",']), ([b'"csrc/extra.cu",'], None)],
-    ids=["a-source-both", "an-options-value-both", "yours-after-a-base-flag",
-         "upstreams-after-a-base-flag"])
-def test_a_source_or_an_options_value_added_both_ways_stops(tmp_path, mine, theirs):
-    # Mirrors: the same source, or the same option with the same value, added by both: made
-    # twice, it stops; also where one copy follows the base's `"-O3"`, a flag taking no value
-    # (it merged in twice, exit 0).
-    after_flag = SOURCES[:2] + [b'"csrc/extra.cu",'] + SOURCES[2:]
-    stack = stack_with(tmp_path, listing(SOURCES),
-                       listing(SOURCES + mine if mine else after_flag),
-                       listing(theirs + SOURCES if theirs else after_flag))
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "upstream has these lines already, its own way" in err, err
-
-
 def test_a_name_made_twice_on_lines_of_its_own_beside_new_names_is_taken_out_first(tmp_path):
     # The arch table extended on both sides, each name on a line of its own (`"gfx1150",`
     # `"gfx1201",`, upstream's `"gfx1250",` `"gfx1201",`): its first way on was keep yours,
