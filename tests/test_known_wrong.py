@@ -141,7 +141,6 @@ def test_a_c_statement_above_a_loop_upstream_added_below_it_is_not_doubled(tmp_p
     assert not doubled_after_rebase(stack, "pkg/k.cu", line)
 
 
-@known_wrong("the fix's loop through a temporary")
 def test_a_temporary_upstream_writes_as_two_updates_one_subtracting_stops(tmp_path):
     loops_meet(tmp_path, b"        w = x[j] - s\n        y[j] += w\n",
                b"        y[j] -= s\n        y[j] += x[j]\n")
@@ -188,5 +187,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 4
+    assert len(marks) == 3
     assert [m for m in marks if f"- {m}" not in entries] == []

@@ -269,3 +269,50 @@ def test_the_fixs_loop_through_the_same_value_in_other_algebra_stops(tmp_path, l
     stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
     stops_as_doubled(stack)
 
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] += x[j]\n        y[j] -= s\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        y[j] -= s;\n        y[j] += x[j];\n"),
+    ("py", b"        w = s - x[j]\n        y[j] -= w\n",
+     b"        y[j] -= s\n        y[j] += x[j]\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] = y[j] - s\n        y[j] += x[j]\n")],
+    ids=["py-subtracting-last", "cu-subtracting-first", "py-subtracted-temporary",
+         "py-added-to-itself-first"])
+def test_the_fixs_loop_through_a_temporary_upstream_writes_as_two_updates_stops(
+        tmp_path, lang, mine, theirs_body):
+    # Upstream's loop adds the fix's temporary `x[j] - s` to y in two updates, one of them
+    # subtracting (`y[j] -= s` and `y[j] += x[j]`, in either order): together they are the
+    # fix's `y[j] += w`. No one update holds the whole value, and the `-` is upstream's only
+    # inside `-=`: it moved, exit 0, and y got `x[j] - s` twice.
+    stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
+    stops_as_doubled(stack)
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] -= s\n        y[j] += x[j] * 2\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        y[j] -= s;\n        y[j] += x[j] * 2.0f;\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] += s\n        y[j] -= x[j]\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] -= s\n        y[j] *= t\n        y[j] += x[j]\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] -= s\n        t[j] += x[j]\n")],
+    ids=["py-twice-the-item", "cu-twice-the-item", "py-the-value-turned",
+         "py-scaled-between", "py-another-target"])
+def test_the_fixs_loop_beside_two_updates_of_other_work_moves(tmp_path, lang, mine,
+                                                              theirs_body):
+    # The mirror: upstream's two updates add another value (`x[j] * 2 - s`, `s - x[j]`), or
+    # y is scaled between them, or the second adds to another item: other work, both wanted.
+    # A stop here would advise first to delete the fix's copy, losing its loop.
+    stack, path, check = loops(tmp_path, lang, mine, theirs_body)
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(mine.split(b"\n")[1]) == 1, made.decode()
+    assert made.count(theirs_body) == 1, made.decode()

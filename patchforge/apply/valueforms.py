@@ -592,14 +592,33 @@ class BlockReading:
 
     def does(self, statement: Form) -> bool:
         """Whether this block does `statement`'s work: the same statement, or an update adding
-        to the same target terms among which are `statement`'s."""
+        to the same target terms among which are `statement`'s, or updates of that target
+        only adding to it whose terms together are among them (`y[j] -= s` and
+        `y[j] += x[j]` do `y[j] += x[j] - s`)."""
         for theirs, _ in self.statements:
             if theirs == statement:
                 return True
             if statement[0] == "add" and theirs[0] == "add" and theirs[1] == statement[1] \
                     and not Counter(statement[2]) - Counter(theirs[2]):
                 return True
-        return False
+        return statement[0] == "add" and not Counter(statement[2]) - self._added_to(statement[1])
+
+    def _added_to(self, target: Form) -> Counter:
+        """The terms this block's updates add to `target` together, a term added and taken
+        away again cancelled; none where a statement sets `target` or updates it otherwise
+        (`y[j] = 0`, `y[j] *= 2` between: the updates' sum is no one step's)."""
+        added: Counter = Counter()
+        for theirs, _ in self.statements:
+            if theirs[0] in ("set", "update") and target in theirs[1:3]:
+                return Counter()
+            if theirs[0] != "add" or theirs[1] != target:
+                continue
+            for sign, form in theirs[2]:
+                if added[(-sign, form)]:
+                    added[(-sign, form)] -= 1
+                else:
+                    added[(sign, form)] += 1
+        return +added
 
     def same_work(self, name: str, other: BlockReading) -> bool:
         """Whether `name`, set in this block, is a temporary of `other`'s work: `other` writes
