@@ -1969,12 +1969,13 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     """Whether upstream's copy of a short statement `run` at line `k` (0-based) of `lines`,
     further from the fix's place than SHORT_NEAR_LINES (within NEAR_LINES: doubled_near's),
     could change places with the fix's: both at one indentation (`indents`, the fix's line's),
-    every code line between at it too, none opening, closing or leaving a block, none naming
-    a name the statement names (its target, what it reads). `y += 1` under `y = x + 1` and
-    upstream's above `z = y * 2` five lines lower, `a = 1` ... between: y gets 1 twice. (A
-    line between reading `y` or setting what the statement reads tells the two steps apart:
-    each may be its own, and the fix moves.) A C preprocessor line between (`#if`) is a
-    boundary too: a copy past it may not be built."""
+    every code line between at it too or in a block opened and closed between
+    (_steps_between), none leaving a block, none naming a name the statement names (its
+    target, what it reads). `y += 1` under `y = x + 1` and upstream's above `z = y * 2` five
+    lines lower, `a = 1` ... or `if a:` + `b = 0` between: y gets 1 twice. (A line between
+    reading `y` or setting what the statement reads tells the two steps apart: each may be its
+    own, and the fix moves.) A C preprocessor line between (`#if`) is a boundary too: a copy
+    past it may not be built."""
     if len(indents) != 1:
         return False
     braced = _language(path) == "c"
@@ -1982,25 +1983,61 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     if not lines[k].startswith(indent) or lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return False
     names = set(_NAME.findall(STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0])))
-    for start, end, _ in places:
-        between = _between(k, start, end)
-        if not between:
+    return any(_steps_between(lines, _between(k, start, end), indent, names, braced)
+               for start, end, _ in places if _between(k, start, end))
+
+
+def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
+                   braced: bool) -> bool:
+    """Whether the code lines `between` (0-based lines of `lines`) are plain steps at
+    `indent` or whole blocks opened there (`if a:` + `b = 0`, `for (...) { ... }`: an `if`,
+    `for`, `while`, `with` or `try`, with their `else`/`except` parts), none naming one of
+    `names` nor leaving a block (`return`, `break`, `raise`...: a copy past one may not run),
+    none a statement over several lines. A short statement's two copies either side of them
+    could change places: the same step twice."""
+    depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
+    for at in between:
+        if braced and lines[at].lstrip().startswith(b"#"):
+            return False
+        code = STRING_OR_COMMENT.sub(b"", lines[at])
+        text = code.strip()
+        if not text:
             continue
-        for at in between:
-            if braced and lines[at].lstrip().startswith(b"#"):
-                break
-            code = STRING_OR_COMMENT.sub(b"", lines[at])
-            text = code.strip()
-            if not text:
+        if not lines[at].startswith(indent) or names & set(_NAME.findall(text)) or \
+                _LEAVES_BLOCK.match(text):
+            return False
+        deeper = code[len(indent):len(indent) + 1] in (b" ", b"\t")
+        if deeper and not depth:
+            return False  # (a statement's next line, or a body under a header not read)
+        if braced and _C_BLOCK_OPENS.fullmatch(text) and \
+                (deeper or bool(depth) == text.startswith(b"}")):
+            depth += text.count(b"{") - text.count(b"}")
+            if depth < 0 or (deeper and not depth):
+                return False
+            continue
+        if not braced:
+            if _PY_BLOCK_OPENS.fullmatch(text) or \
+                    (depth and _PY_BLOCK_GOES_ON.fullmatch(text)):
+                depth = 1
                 continue
-            if not lines[at].startswith(indent) or code[len(indent):len(indent) + 1] in \
-                    (b" ", b"\t") or text.endswith((b":", b"\\", b",", b"(", b"[")) or \
-                    re.search(rb"[{}]", text) or _STEP_BOUNDARY.match(text) or \
-                    names & set(_NAME.findall(text)):
-                break
-        else:
-            return True
-    return False
+            if not deeper:
+                depth = 0
+        if text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text) or \
+                _STEP_BOUNDARY.match(text):
+            return False
+    return not (braced and depth)
+
+
+# A line opening a block the two copies of a short statement may stand either side of, or (C)
+# closing one or going on to its `else`: `if a:`, `for k in r:`, `with lock:`, `try:`;
+# `if (a) {`, `} else {`, `}`.
+_PY_BLOCK_OPENS = on_first_use(rb"(?:if|for|while|with|async\s+for|async\s+with)\b.*:|try\s*:")
+_PY_BLOCK_GOES_ON = on_first_use(rb"(?:elif\b.*|else\s*|except\b.*|finally\s*):")
+_C_BLOCK_OPENS = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?(?:if|for|while)\s*\(.*\)\s*\{"
+                              rb"|else\s*\{)|\}")
+# The first words of a line that leaves a block or the function: a copy past it may not run.
+_LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|co_return"
+                             rb"|co_yield)\b")
 
 
 # The first words of a line that opens, closes or leaves a block, or is no plain step: a copy

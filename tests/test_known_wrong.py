@@ -146,9 +146,19 @@ def test_a_temporary_upstream_writes_as_two_updates_one_subtracting_stops(tmp_pa
                b"        y[j] -= s\n        y[j] += x[j]\n")
 
 
-@known_wrong("a short statement the fix adds")
 def test_a_short_statement_upstream_added_past_a_block_not_naming_it_is_not_doubled(tmp_path):
     k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n    if a:\n        b = 0\n    d = 4\n"
+         b"    z = y * 2\n    return z + b + d\n\n\ndef g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    stack = stack_with_file(tmp_path, "k.py", k,
+                            k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),
+                            k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n"))
+    assert not doubled_after_rebase(stack, "k.py", line)
+
+
+@known_wrong("a short statement the fix adds")
+def test_a_short_statement_upstream_added_past_a_block_that_returns_is_not_doubled(tmp_path):
+    k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n    if a:\n        return b\n    d = 4\n"
          b"    z = y * 2\n    return z + b + d\n\n\ndef g(x):\n    return x\n")
     line = b"    y += 1\n"
     stack = stack_with_file(tmp_path, "k.py", k,

@@ -460,3 +460,87 @@ def test_a_vector_item_updated_past_its_index_address_given_moves_only_where_cha
     stack.cli("rebase", "--to", "v2")
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/k.cpp").read_bytes().count(update) == 2
+
+
+def straight_with(tmp_path, base: bytes, path: str, statement: bytes, below: bytes,
+                  above: bytes) -> OneUpstreamStack:
+    """The fix adds `statement` under `below`; upstream adds it above `above`."""
+    fix = base.replace(below, below + b"    " + statement + b"\n")
+    theirs = base.replace(above, b"    " + statement + b"\n" + above)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: theirs}, "Step y", tag="v2")
+    return stack
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n"),
+    ("pkg/a.py", b"    d = c\n    for k in range(n):\n        d = clip(d)\n"),
+    ("pkg/a.py", b"    with lock(a):\n        d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    }\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        d = b;\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n"
+                 b"        d = clip(d);\n    }\n")],
+    ids=["if", "if-else", "loop", "with", "c-if", "c-if-else", "c-loop"])
+def test_a_short_statement_upstream_added_past_a_block_not_naming_it_stops(tmp_path, path,
+                                                                            block):
+    # The fix steps y right after it is set; upstream steps it further down, right before it
+    # is read (within 10 lines), past a block that neither reads nor sets y (nor leaves): the two copies could
+    # change places, and merged y got 1 twice, exit 0 (a block between was read as telling
+    # the steps apart). Now it stops.
+    if path.endswith(".cu"):
+        base = STRAIGHT_CU.replace(b"    int c = norm(b);\n    int d = clip(c);\n", block)
+        stack = straight_with(tmp_path, base, path, b"y += 1;", b"    int y = x + 1;\n",
+                              b"    out[0] = y")
+    else:
+        base = STRAIGHT.replace(b"    d = clip(c)\n", block)
+        stack = straight_with(tmp_path, base, path, b"y += 1", b"    y = x + 1\n",
+                              b"    z = y * 2\n")
+    stops(stack)
+
+
+@pytest.mark.parametrize("path, block, above", [
+    ("pkg/a.py", b"    d = clip(c)\n    if n:\n        y = d\n", b"    z = y * 2\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(y)\n    else:\n        d = c\n", b"    z = y * 2\n"),
+    ("pkg/a.py", b"    d = clip(c)\n    if n:\n        e = scale(d)\n", b"        e = scale(d)\n"),
+    ("pkg/k.cu", b"    int d = clip(b);\n    if (n) {\n        y = d;\n    }\n", b"    out[0] = y"),
+    ("pkg/k.cu", b"    int d = clip(b);\n    if (n) {\n        out[1] = d;\n    }\n",
+     b"        out[1] = d;\n")],
+    ids=["block-sets-it", "block-reads-it", "inside-the-block", "c-block-sets-it",
+         "c-inside-the-block"])
+def test_a_short_statement_past_a_block_telling_the_steps_apart_moves(tmp_path, path, block,
+                                                                      above):
+    # Mirrors: the block between sets y anew or reads it, or upstream's copy is inside the
+    # block (y stepped only where n holds): each copy is another step, both kept (a stop's
+    # first advice, delete your copy, would lose the fix's step).
+    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    if path.endswith(".cu"):
+        base = STRAIGHT_CU.replace(b"    int c = norm(b);\n    int d = clip(c);\n", block)
+        below = b"    int y = x + 1;\n"
+    else:
+        base = STRAIGHT.replace(b"    d = clip(c)\n", block)
+        below = b"    y = x + 1\n"
+    fix = base.replace(below, below + b"    " + statement + b"\n")
+    indent = above[:len(above) - len(above.lstrip())]
+    theirs = base.replace(above, indent + statement + b"\n" + above)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: theirs}, "Step y", tag="v2")
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b" " + statement + b"\n") == 2, made.decode()
+
+
+def test_a_short_statement_upstream_added_to_the_next_function_past_a_block_moves(tmp_path):
+    # Mirror: the fix's function ends with a block; upstream steps the next function's own y.
+    base = (b'"""Kernels."""\n\n\ndef run(x, n):\n    y = x + 1\n    a = prep(x)\n'
+            b"    if n:\n        a = clip(a)\n    keep(a, y)\n\n\ndef other(y):\n"
+            b"    a = prep(y)\n    return y * a\n")
+    stack = straight_with(tmp_path, base, "pkg/a.py", b"y += 1", b"    y = x + 1\n",
+                          b"    return y * a\n")
+    moves_with_both(stack, b"y += 1")
