@@ -41,7 +41,10 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   them, from exactly what the landing made of them (_may_undo). Unless the fix's function
   was taken out of its file, added to no other, its name gone from the file, and the fix's
   lines with it, into no other function or file (_function_taken_out): deleted with the fix,
-  said taken out by that commit.
+  said taken out by that commit. Unless a hunk of the fix that adds only a guard finds its
+  function still defined under its name with no line checking the names the guard checks,
+  the history naming the commit that left it so (_guard_dropped): the guard dropped and the
+  lines under it rewritten in one commit, said taken out by that commit.
 
 A file whose whole diff applies neither way is judged by its changed lines, each hunk's run
 of them at the one place where most of its context still holds: a neighbour line upstream
@@ -2538,6 +2541,18 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
                                    f"{detail} ({how or 'no revert of the landing'})")
             else:
                 said = _taken_before_deleted(store, fix, recorded, landing, cache)
+        if said is None and landing is not None and store.is_ancestor(landing, commit):
+            # Unless a guard of the fix is no longer checked in its function, which upstream
+            # kept under its name (the guard dropped and the lines under it rewritten).
+            dropped = _guard_dropped(store, fix, commit, landing)
+            if dropped is not None:
+                sha, detail = dropped
+                how = _names_landing(store, store.commit_message(sha), landing,
+                                     _landing_commits(store, fix, landing, base),
+                                     _pull_requests(store, fix, landing))
+                said = LandingGone(fix.upstream, fix.name, fix.path,
+                                   "reverted" if how else "removed", landing, sha,
+                                   f"{detail} ({how or 'no revert of the landing'})")
         return said
     if state not in ("gone", "part"):
         return None
@@ -3101,6 +3116,313 @@ def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
                             "as often in the files changed since as before: written again "
                             "elsewhere, or other code)")
     return in_part
+
+
+def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
+                   ) -> tuple[str, str] | None:
+    """(the commit, what is said) where a hunk of the fix that adds only a guard (_guard_checks:
+    a condition and an early exit, `if x is None:` + `return 0`, `if (!x) return 0;`) finds
+    its function still defined at `commit` under its name, with no line of it checking the
+    names the guard's condition names (_checks_names), and the history names the commit that
+    left the function so (_check_taker), having put no such check into a function that calls
+    it (_check_moved_to_caller). Its diff applies neither way when upstream dropped the guard
+    and rewrote the lines under it in one commit: read as the guard written again in another
+    form (superseded, nothing said), it was in no overlay and not upstream. Written again in
+    any form upstream has (one line, merged into another condition, an assert, a raise, the
+    check inverted around the body) a line of the function still names the check: quiet."""
+    from patchforge.apply.hunks import _language
+
+    contents = store.read_blobs(commit, _paths(fix))
+    for k, fp in enumerate(fix.files):
+        if fp.is_new or fp.is_delete or fp.binary is not None:
+            continue
+        language = _language(fp.path)
+        content = _content_of(fix, k, contents)
+        if language is None or content is None:
+            continue
+        lines = _Lines(content)
+        for n, hunk in enumerate(fp.hunks, 1):
+            checks = _guard_checks(hunk, language)
+            if not checks:
+                continue
+            own = _OwnFunction(store, fix, k, n)
+            if own.name is None or not own.defined(lines):
+                continue  # (a function renamed or taken out: _function_taken_out's)
+            dropped = [(line, check) for line, check in checks
+                       if not _function_checks(lines, fp.path, own.name, check)]
+            if not dropped:
+                continue
+            lost = [check for _, check in dropped]
+            taker = _check_taker(store, fix, k, own, lost, landing, commit)
+            if taker is None or _check_moved_to_caller(store, fix, k, own, lost, taker):
+                continue
+            sha, _ = taker
+            first = dropped[0][0].decode("utf-8", "replace")
+            name = own.name.decode("utf-8", "replace")
+            said = ", ".join(f"`{word.decode('utf-8', 'replace')}`"
+                             for word in sorted(set().union(*(words for words, _ in lost))))
+            return sha, (f"commit {sha[:12]} took the fix's guard `{first}` out of {name} in "
+                         f"{fp.path}, the function the fix changes, which it kept: no line of "
+                         f"it checks {said} any more")
+    return None
+
+
+# The words of a guard's condition that name no value of its own (_check_of).
+_CHECK_SYNTAX = {b"if", b"not", b"is", b"and", b"or", b"in", b"None", b"True", b"False",
+                 b"NULL", b"nullptr", b"true", b"false", b"sizeof"}
+# An early exit (the first word of a guard's last statement), and how many statements (lines
+# of a Python block) a guard's body holds at most: a log line or two, then the exit.
+_EXITS = {b"return", b"raise", b"continue", b"break", b"throw", b"goto"}
+_GUARD_BODY = 3
+# Tokens that make a line a check (_checks_names): a condition, an assertion, a comparison,
+# a boolean operator; or a call whose name says so (TORCH_CHECK, assert, _validate).
+_CHECK_MARKS = {b"if", b"elif", b"while", b"assert", b"and", b"or", b"not", b"is", b"?",
+                b"&&", b"||", b"!", b"==", b"!=", b"<=", b">=", b"<", b">"}
+_CHECK_CALL = on_first_use(rb"(?i)check|assert|expect|require|ensure|valid|verif")
+
+
+# A guard's check: the names its condition checks (`x` of `if x is None:`: its code's
+# identifiers other than syntax and constants; `x` and `numel` of `if (x.numel() == 0)`), and
+# the condition's code tokens (`x`, `is`, `None`).
+_Check = tuple[frozenset[bytes], tuple[bytes, ...]]
+
+
+def _check_of(condition: list[bytes]) -> _Check:
+    """The _Check of a guard's condition, given as its code tokens."""
+    return frozenset(token for token in condition
+                     if _WORD.fullmatch(token) and token not in _CHECK_SYNTAX), tuple(condition)
+
+
+def _guard_checks(hunk, language: str) -> list[tuple[bytes, _Check]]:
+    """For a hunk that only adds lines, each of them (blank and comment lines aside) part of
+    a guard (a condition and, as its last statement, an early exit: `if x is None:` +
+    `return 0`, `if x is None: raise ValueError()`; `if (!x) return 0;`, `if (!x) {` ...
+    `return 0;` `}`): each guard's `if` line, stripped, and the words its condition checks
+    (_Check). Empty for any other hunk, and for a guard checking no name."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    if any(line_kind(body) == b"-" for body in hunk.lines):
+        return []
+    added = [line_content(body).rstrip(b"\r\n") for body in hunk.lines
+             if line_kind(body) == b"+"]
+    code = [line for line in added if _code_tokens(line)]
+    if not code or any(line.lstrip().startswith(b"#") for line in code if language == "c"):
+        return []
+    guards = _python_guards(code) if language == "python" else _c_guards(code)
+    if not guards or any(not words for _, (words, _) in guards):
+        return []
+    return guards
+
+
+def _python_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
+    """_guard_checks of Python lines (code only): each `if ...:` with its body on its line or
+    on the lines below, deeper, whose last statement (at the body's depth) is an exit."""
+    guards = []
+    j = 0
+    while j < len(code):
+        line = code[j]
+        indent = len(line) - len(line.lstrip())
+        tokens = _code_tokens(line)
+        if tokens[0] != b"if":
+            return []
+        depth, colon = 0, None
+        for i, token in enumerate(tokens):
+            depth += token in (b"(", b"[", b"{")
+            depth -= token in (b")", b"]", b"}")
+            if token == b":" and depth == 0:
+                colon = i
+                break
+        if colon is None:
+            return []
+        inline = tokens[colon + 1:]
+        body = []
+        j += 1
+        while j < len(code) and len(code[j]) - len(code[j].lstrip()) > indent:
+            body.append(code[j])
+            j += 1
+        if inline:
+            if body or inline[0] not in _EXITS:
+                return []
+        else:
+            if not body or len(body) > _GUARD_BODY:
+                return []  # (a longer block is a branch of other work, not a guard)
+            depth_of = len(body[0]) - len(body[0].lstrip())
+            last = [line for line in body if len(line) - len(line.lstrip()) == depth_of][-1]
+            if _code_tokens(last)[0] not in _EXITS:
+                return []
+        guards.append((line.strip(), _check_of(tokens[1:colon])))
+    return guards
+
+
+def _c_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
+    """_guard_checks of C-family lines (code only): each `if (...)` and the statement or the
+    braced block after it, whose last statement is an exit."""
+    tokens: list[tuple[bytes, int]] = [(token, j) for j, line in enumerate(code)
+                                       for token in _code_tokens(line)]
+    guards = []
+    i = 0
+    while i < len(tokens):
+        if tokens[i][0] != b"if" or i + 1 >= len(tokens) or tokens[i + 1][0] != b"(":
+            return []
+        depth, end = 0, None
+        for e in range(i + 1, len(tokens)):
+            depth += tokens[e][0] == b"("
+            depth -= tokens[e][0] == b")"
+            if depth == 0:
+                end = e
+                break
+        if end is None or end + 1 >= len(tokens):
+            return []
+        condition = [token for token, _ in tokens[i + 2:end]]
+        first = code[tokens[i][1]].strip()
+        rest = end + 1
+        if tokens[rest][0] == b"{":
+            close = next((e for e in range(rest + 1, len(tokens))
+                          if tokens[e][0] in (b"{", b"}")), None)
+            if close is None or tokens[close][0] != b"}":
+                return []  # (a nested block, or none closed: not read)
+            statements: list[list[bytes]] = [[]]
+            for token, _ in tokens[rest + 1:close]:
+                if token == b";":
+                    statements.append([])
+                else:
+                    statements[-1].append(token)
+            done = [statement for statement in statements if statement]
+            if not done or done[-1][0] not in _EXITS or statements[-1] or \
+                    len(done) > _GUARD_BODY:
+                return []
+            i = close + 1
+        else:
+            semi = next((e for e in range(rest, len(tokens)) if tokens[e][0] == b";"), None)
+            if semi is None or tokens[rest][0] not in _EXITS or \
+                    any(token in (b"{", b"}") for token, _ in tokens[rest:semi]):
+                return []
+            i = semi + 1
+        guards.append((first, _check_of(condition)))
+    return guards
+
+
+def _checks_names(line: bytes, words: frozenset[bytes]) -> bool:
+    """Whether `line` checks every name of `words` (a dropped guard's _Check): its code
+    (not a comment, not a string) names them all and has a condition, an assertion, a
+    comparison or a boolean operator, or calls a check (`if x is not None:` around the body,
+    `assert x is not None`, `if x is None or n == 0:`, `if x is None: raise ...`,
+    `TORCH_CHECK(x != nullptr, ...)`): the guard upstream's in another form. A line that
+    merely uses the name (`b = a - x`) is no check."""
+    if not all(_names_word(line, word) for word in words):
+        return False
+    tokens = _code_tokens(line)
+    return words <= set(tokens) and _a_check(tokens)
+
+
+def _a_check(tokens: list[bytes]) -> bool:
+    """Whether a line of these code tokens is a check (_CHECK_MARKS, _CHECK_CALL)."""
+    return any(token in _CHECK_MARKS or _CHECK_CALL.search(token) for token in tokens)
+
+
+def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bool:
+    """Whether a line of the function `name` in `lines` (the file at `path`) checks the names
+    of `check` (_checks_names; the function's lines read only where a line does). Or whether
+    a check line of it holds the guard's condition with names of it replaced by others,
+    where a name of it stays (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one
+    replaced is nowhere in the function any more (`inp is None` for `x is None`, the
+    parameter renamed): read as dropped, the guard upstream kept under a new name was said
+    taken out."""
+    words, condition = check
+    if any(_checks_names(line, words) and lines.function_at(path, j) == name
+           for j, line in enumerate(lines.lines)):
+        return True
+    body = [_code_tokens(line) for line in _body_of(lines, path, name)]
+    gone = {word for word in words if not any(word in tokens for tokens in body)}
+    width = len(condition)
+    for tokens in body:
+        if not _a_check(tokens):
+            continue
+        for at in range(len(tokens) - width + 1):
+            given: dict[bytes, bytes] = {}
+            if all(have == want or (want in words and _WORD.fullmatch(have) is not None and
+                                    given.setdefault(want, have) == have)
+                   for have, want in zip(tokens[at:at + width], condition)) and \
+                    (set(given) < words or set(given) <= gone):
+                return True
+    return False
+
+
+def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
+                   lost: list[_Check], rev: str) -> bool | None:
+    """Whether the fix's function `own` at `rev` checks each of `lost` (_checks_names); None
+    where the file or the function is not there."""
+    content = _content_of(fix, k, store.read_blobs(rev, _paths(fix)))
+    if content is None or own.name is None:
+        return None
+    lines = _Lines(content)
+    if not own.defined(lines):
+        return None
+    return all(_function_checks(lines, fix.files[k].path, own.name, check) for check in lost)
+
+
+def _check_taker(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
+                 lost: list[_Check], landing: str, commit: str
+                 ) -> tuple[str, str] | None:
+    """(the commit, its parent): the latest commit after `landing` up to `commit` changing
+    the fix's files after which the fix's function `own` lacks a check of `lost` and before
+    which it had every one. None where the history shows none (then nothing is said)."""
+    held: dict[str, bool | None] = {}
+
+    def at(rev: str) -> bool | None:
+        if rev not in held:
+            held[rev] = _check_held_at(store, fix, k, own, lost, rev)
+        return held[rev]
+
+    if at(landing) is not True:
+        return None  # (the landing's function not read as checking them: nothing to tell)
+    merge = None
+    for sha, parents, _ in store.path_log(landing, commit, _paths(fix))[:MAX_COMMITS]:
+        if parents and at(sha) is False and at(parents[0]) is True:
+            if len(parents) == 1:
+                return sha, parents[0]
+            # (A merge whose first parent had the check: the commit of its other side that
+            # dropped it is named, where there is one.)
+            merge = merge or (sha, parents[0])
+    return merge
+
+
+def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
+                           lost: list[_Check], taker: tuple[str, str]) -> bool:
+    """Whether the commit that took the check out of the fix's function (`taker`) put lines
+    checking the same names (_checks_names) into other functions that call it, in the files
+    of its language that commit changed: upstream moved the guard to its callers (each call
+    then checks first), the fix upstream's in another form. Quiet, as a check moved within
+    the function is; into a function that does not call it, it is other code."""
+    from patchforge.apply.hunks import _language
+
+    sha, parent = taker
+    bare = re.split(rb"\.|::", (own.name or b"").split(b" [")[0])[-1]
+    language = _language(fix.files[k].path)
+    paths = [p for p in store.changed_paths(parent, sha) if _language(p) == language]
+    if not bare or not paths:
+        return False
+
+    def callers_checking(rev: str) -> int:
+        found = 0
+        for path, content in store.read_blobs(rev, paths).items():
+            if content is None or bare not in content:
+                continue
+            lines = _Lines(content)
+            names: dict[bytes, bool] = {}
+            for j, line in enumerate(lines.lines):
+                if not any(_checks_names(line, words) for words, _ in lost):
+                    continue
+                name = lines.function_at(path, j)
+                if not name or name == own.name:
+                    continue
+                if name not in names:
+                    names[name] = any(_names_word(held, bare) and bare + b"(" in held
+                                      for held in _body_of(lines, path, name))
+                found += names[name]
+        return found
+
+    return callers_checking(sha) > callers_checking(parent)
 
 
 def _quoted(fp: FilePatch, squeezed: list[bytes], most: int = 3) -> str:
