@@ -3321,23 +3321,30 @@ def _a_check(tokens: list[bytes]) -> bool:
 
 
 def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bool:
-    """Whether a line of the function `name` in `lines` (the file at `path`) checks the names
-    of `check` (_checks_names; the function's lines read only where a line does). Or whether
-    a check line of it holds the guard's condition with names of it replaced by others,
-    where a name of it stays (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one
-    replaced is nowhere in the function any more (`inp is None` for `x is None`, the
-    parameter renamed): read as dropped, the guard upstream kept under a new name was said
-    taken out."""
+    """Whether the function `name` in `lines` (the file at `path`) checks the names of
+    `check`, each check read as its whole statement (_statements_of: `if (` ... `x is None` ...
+    `or y is None` ... `):` as one): one check statement naming them all (_checks_names); or
+    each clause of the guard's condition (`x is None`, `y is None` of `if x is None or y is
+    None:`) held whole on some check statement (upstream wrote the guard again as two ifs).
+    A check of a name that holds none of its clauses (`if x.dim() > 2:` beside `if y.dim() >
+    2:`) is other work, not the guard. Or whether a check statement holds the guard's
+    condition with names of it replaced by others, where a name of it stays
+    (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is nowhere in the
+    function any more (`inp is None` for `x is None`, the parameter renamed): read as
+    dropped, the guard upstream kept under a new name was said taken out."""
     words, condition = check
-    if any(_checks_names(line, words) and lines.function_at(path, j) == name
-           for j, line in enumerate(lines.lines)):
+    body = _statements_of(lines, path, name)
+    if any(words <= set(tokens) and _a_check(tokens) for tokens in body):
         return True
-    body = [_code_tokens(line) for line in _body_of(lines, path, name)]
+    checks = [tokens for tokens in body if _a_check(tokens)]
+    clauses = [clause for clause in _clauses_of(condition)
+               if any(_WORD.fullmatch(token) and token in words for token in clause)]
+    if len(clauses) > 1 and all(any(_holds_run(tokens, clause) for tokens in checks)
+                                for clause in clauses):
+        return True
     gone = {word for word in words if not any(word in tokens for tokens in body)}
     width = len(condition)
-    for tokens in body:
-        if not _a_check(tokens):
-            continue
+    for tokens in checks:
         for at in range(len(tokens) - width + 1):
             given: dict[bytes, bytes] = {}
             if all(have == want or (want in words and _WORD.fullmatch(have) is not None and
@@ -3346,6 +3353,64 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
                     (set(given) < words or set(given) <= gone):
                 return True
     return False
+
+
+# How many lines a statement read whole spans at most (_statements_of): past it, a bracket
+# left open (in code the tokens misread) closes the statement.
+_STATEMENT_LINES = 12
+
+
+def _statements_of(lines: _Lines, path: str, name: bytes) -> list[list[bytes]]:
+    """The code tokens of each statement of the function `name` in `lines` (the file at
+    `path`): its lines joined while a round or square bracket stays open (a condition wrapped
+    over lines, `if (\n    x is None\n    or y is None\n):`, C's `if (!x ||\n    !y)`), each
+    line as function_named_at reads it. Braces join nothing (a C block is many statements)."""
+    statements: list[list[bytes]] = []
+    tokens: list[bytes] = []
+    depth = spanned = 0
+    for j, line in enumerate(lines.lines):
+        if not line.strip() or lines.function_at(path, j) != name:
+            continue
+        found = _code_tokens(line)
+        tokens.extend(found)
+        depth += sum(token in (b"(", b"[") for token in found) - \
+            sum(token in (b")", b"]") for token in found)
+        spanned += 1
+        if depth <= 0 or spanned >= _STATEMENT_LINES:
+            statements.append(tokens)
+            tokens, depth, spanned = [], 0, 0
+    if tokens:
+        statements.append(tokens)
+    return statements
+
+
+def _clauses_of(condition: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
+    """A guard's condition split at its `or`s and `||`s outside brackets (`x is None`, `y is
+    None` of `x is None or y is None`; `!`, `x` and `!`, `y` of `!x || !y`: each alone a
+    guard doing its part), brackets wrapping the whole condition taken off. An `and` splits
+    nothing: `if x is None:` alone returns where `x is None and flag` would not."""
+    clauses: list[tuple[bytes, ...]] = []
+    clause: list[bytes] = []
+    depth = 0
+    while len(condition) > 2 and condition[0] == b"(" and condition[-1] == b")" and \
+            _closing(list(condition), 0) == len(condition) - 1:
+        condition = condition[1:-1]
+    for token in condition:
+        depth += token in (b"(", b"[")
+        depth -= token in (b")", b"]")
+        if depth == 0 and token in _BOOLEAN_JOIN:
+            clauses.append(tuple(clause))
+            clause = []
+        else:
+            clause.append(token)
+    clauses.append(tuple(clause))
+    return [clause for clause in clauses if clause]
+
+
+def _holds_run(tokens: list[bytes], run: tuple[bytes, ...]) -> bool:
+    """Whether `tokens` hold `run` whole, in order, one after another."""
+    width = len(run)
+    return any(tuple(tokens[at:at + width]) == run for at in range(len(tokens) - width + 1))
 
 
 def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,

@@ -1,0 +1,74 @@
+"""A kept guard naming two values (`if x is None or y is None:` + `return 0`; C's `if (!x ||
+!y) return 0;`) that upstream wrote again in its own form while rewriting the lines under it:
+as two ifs, or with its condition wrapped over lines (black's `if (` ... `):`, C's condition
+split after `||`). Each check is read as its whole statement, and the guard is kept where each
+clause of its condition is held by some check of the function: quiet, until a commit drops it
+(then said). Read on one physical line, the guard upstream still had was said taken out (exit
+1, advising `bring-back`). A check of a name that is not the guard's clause (`if x.dim() > 2:`
++ `raise`) keeps nothing: the guard dropped beside it is said. Real git history, through the
+CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_guard_rewritten import REWRITTEN, _fn, _landed, _module, _said_by
+
+TWO = b"    if x is None or y is None:\n        return 0\n"
+HEAD = REWRITTEN + b"    b = b + y\n"
+
+UPSTREAM_FORMS = {
+    "two ifs": b"    if x is None:\n        return 0\n    if y is None:\n        return 0\n",
+    "condition wrapped over lines":
+        b"    if (\n        x is None\n        or y is None\n    ):\n        return 0\n",
+}
+
+
+@pytest.mark.parametrize("form", list(UPSTREAM_FORMS))
+def test_the_guard_written_again_over_lines_is_quiet_until_a_commit_drops_it(tmp_path, form):
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                    _module(_fn(b"a2", TWO, args=b"x, y")))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", UPSTREAM_FORMS[form], HEAD, args=b"x, y"))},
+                 "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=HEAD, args=b"x, y"))},
+                        "a2: x and y are never None")
+    _said_by(stack, took)
+
+
+def _c_fn(top: bytes = b"", head: bytes = b"  int a = 2;\n  int b = a + x[0];\n") -> bytes:
+    return (b"int k2(const int *x, const int *y) {\n" + top + head +
+            b"".join(b"  int v%d = b + %d;\n" % (k, k) for k in range(8)) + b"  return v7;\n}\n")
+
+
+def _c_module(k2: bytes) -> bytes:
+    other = b"int k0(int a) {\n" + b"".join(b"  a += %d;\n" % k for k in range(6)) + \
+        b"  return a;\n}\n"
+    return b"#include <x.h>\n\n" + other + b"\n" + k2
+
+
+def test_a_cpp_guard_split_over_lines_is_quiet_until_a_commit_drops_it(tmp_path):
+    guard = b"  if (!x || !y) return 0;\n"
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(guard)), "csrc/k.cu")
+    head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
+    split = b"  if (!x ||\n      !y)\n    return 0;\n"
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(split, head))}, "rework k2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "k2: never null")
+    _said_by(stack, took)
+
+
+OTHER_CHECKS = {
+    "of x": b"    if x.dim() > 2:\n        raise ValueError('x is 2-d')\n",
+    "of x and of y": b"    if x.dim() > 2:\n        raise ValueError('x is 2-d')\n"
+                     b"    if y.dim() > 2:\n        raise ValueError('y is 2-d')\n",
+}
+
+
+@pytest.mark.parametrize("other", list(OTHER_CHECKS))
+def test_the_guard_dropped_beside_other_checks_of_its_names_is_said(tmp_path, other):
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                    _module(_fn(b"a2", TWO, args=b"x, y")))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", OTHER_CHECKS[other], HEAD,
+                                                 args=b"x, y"))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None or y is None:`" in said["detail"], said
