@@ -185,6 +185,14 @@ BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
 READ_BETWEEN = "a loop between the copies reads what it sets"
+# Where an item update's index has its address given between the copies to a function the
+# file does not declare (`atomicAdd(&i, 1);`, `memcpy(&i, ...)`, `print(&i);`): it may step
+# the index, each copy then updating another item, both wanted, or only read it, the same
+# item updated twice. Nothing in the file tells which: deleting the fix's copy would lose its
+# update in the first case, the way that keeps it comes first.
+UNDECLARED_CALL = ("the index's address goes between the copies to a function this file does "
+                   "not declare, which may change the index (each copy then updates another "
+                   "item) or only read it")
 # What the evidence of a fix whose removed code upstream moved to another file (where the
 # target has it) says (`_removal_moved`): the file, the other file, the commit(s).
 _MOVED_AWAY = on_first_use(r"^(.+?): the code it (?:removes|deletes) was moved to (.+) by "
@@ -1604,6 +1612,8 @@ class SeriesJudge:
                     said += "; " + YOURS_EACH_ROUND
                 elif _read_between(current, result, doubled[0]):
                     said += "; " + READ_BETWEEN
+                elif _index_address_to_undeclared(current, result, doubled[0]):
+                    said += "; " + UNDECLARED_CALL
                 found.append((path, said))
         return found
 
@@ -2148,7 +2158,7 @@ def _doubled_said(said: str) -> str:
     """The stop's words for a doubling found at `said` (_doubled's: the place, then what
     tells the copies' paths apart, FEWER_PATHS or EACH_ROUND, if any): the place, DOUBLED,
     then that."""
-    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN):
+    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
     if f" {BESIDE_OTHERS} (" in said:
@@ -3348,6 +3358,30 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
     return None
 
 
+def _index_address_to_undeclared(current: bytes, result: bytes, run: bytes) -> bool:
+    """Whether `run` is one item update (`out[i] += n;`) and a line between the fix's copy in
+    `result` and upstream's nearest gives its index's address to a call of a function the
+    file does not declare (_changes_through: None), which may step it (UNDECLARED_CALL)."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    written = _written(lines, own, run)
+    code = [STRING_OR_COMMENT.sub(b"", line) for line in written]
+    item = _SETS_ITEM.match(code[0]) if len(code) == 1 else None
+    if item is None:
+        return False
+    index = set(_NAME.findall(b"".join(re.findall(rb"\[([^\[\]]*)\]", item[0]))))
+    low, high = sorted((own, theirs))
+    for line in lines[low - 1 + len(written):high - 1]:
+        line = STRING_OR_COMMENT.sub(b"", line)
+        for name in index:
+            for found in re.finditer(rb"[(,]\s*&\s*" + re.escape(name) + rb"\s*[,)]", line):
+                if _changes_through(line, found.start(), lines) is None:
+                    return True
+    return False
+
+
 def _steps_index(code: bytes, names: set[bytes], lines: list[bytes]) -> bool:
     """Whether the code line `code` steps one of `names` (an item update's index names) in a
     way _SETS_NAME does not read: `i++`, `--i`, its address given to a call the file
@@ -3360,7 +3394,7 @@ def _steps_index(code: bytes, names: set[bytes], lines: list[bytes]) -> bool:
                      + rb"\s*(?:\+\+|--)", code) is not None:
             return True
         for found in re.finditer(rb"[(,]\s*&\s*" + named + rb"\s*[,)]", code):
-            if _changes_through(code, found.start(), lines):
+            if _changes_through(code, found.start(), lines) is True:
                 return True
         targets = re.match(rb"\s*([\w\s,*]+?)\s*=(?!=)", code)
         if targets is not None and b"," in targets[1] and re.search(
@@ -3374,14 +3408,16 @@ _NOT_A_DECLARATION = on_first_use(
     rb"\s*(?:return|else|case|throw|delete|new|goto|co_return|co_await|co_yield)\b")
 
 
-def _changes_through(code: bytes, at: int, lines: list[bytes]) -> bool:
+def _changes_through(code: bytes, at: int, lines: list[bytes]) -> bool | None:
     """Whether the call whose argument starts at `at` of the code line `code` (its `(` or the
     comma before it) is one the file declares or defines (a line naming it before its `(`
-    with a type: `void advance(int* i);`, `static void next_slot(int* out, int* i) {`) with a
-    pointer to what may be changed at that argument's place. A pointer to const
-    (`log_index(const int* p)`), a parameter of no pointer, or a function the file does not
-    declare (`print(&i)`, `printf("%p", &i)`, one from a header) is not told from a read:
-    counted a step, the item updated twice was merged twice, exit 0; a stop is said."""
+    with a type: `void advance(int* i);`, `static void next_slot(int* out, int* i) {`, its
+    parameters over several lines read together) with a pointer to what may be changed at
+    that argument's place. A pointer to const (`log_index(const int* p)`) or a parameter of
+    no pointer is a read: False, counted a step, the item updated twice was merged twice,
+    exit 0; a stop is said. A function the file does not declare (`print(&i)`, `printf("%p",
+    &i)`, `atomicAdd(&i, 1)`, `memcpy(&i, ...)`, one from a header) may read or change it:
+    None, not told; a stop is said, keeping the fix's copy first (UNDECLARED_CALL)."""
     depth, position, start = 0, 0, at
     while start >= 0:
         char = code[start:start + 1]
@@ -3398,11 +3434,20 @@ def _changes_through(code: bytes, at: int, lines: list[bytes]) -> bool:
     if start < 0 or code[start:start + 1] != b"(" or callee is None:
         return False
     name = re.escape(callee[1])
-    declared = re.compile(rb"^\s*(?:[\w:<>*&]+\s+)*?[\w:<>]+[\s*&]+(?:\w+::)*" + name
-                          + rb"\s*\(([^()]*)\)")
-    for line in lines:
-        found = declared.match(STRING_OR_COMMENT.sub(b"", line))
-        if found is None or _NOT_A_DECLARATION.match(line):
+    head = rb"^\s*(?:[\w:<>*&]+\s+)*?[\w:<>]+[\s*&]+(?:\w+::)*" + name + rb"\s*\("
+    opens, declared = re.compile(head), re.compile(head + rb"([^()]*)\)")
+    code_lines = [STRING_OR_COMMENT.sub(b"", line) for line in lines]
+    for k, line in enumerate(code_lines):
+        if opens.match(line) is None or _NOT_A_DECLARATION.match(line):
+            continue
+        # A parameter list over several lines (`void advance(` / `int* i,` / `int n)`): its
+        # lines up to the closing `)` read as one.
+        joined, end = line, k + 1
+        while joined.count(b"(") > joined.count(b")") and end < min(len(code_lines), k + 40):
+            joined += b" " + code_lines[end]
+            end += 1
+        found = declared.match(joined)
+        if found is None:
             continue
         params = found[1].split(b",")
         if position >= len(params):
@@ -3410,7 +3455,7 @@ def _changes_through(code: bytes, at: int, lines: list[bytes]) -> bool:
         param = params[position]
         star = param.find(b"*")
         return star >= 0 and re.search(rb"\bconst\b", param[:star]) is None
-    return False
+    return None
 
 
 def _sets_anew(line: bytes, read: set[bytes],

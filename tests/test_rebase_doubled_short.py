@@ -544,3 +544,49 @@ def test_a_short_statement_upstream_added_to_the_next_function_past_a_block_move
     stack = straight_with(tmp_path, base, "pkg/a.py", b"y += 1", b"    y = x + 1\n",
                           b"    return y * a\n")
     moves_with_both(stack, b"y += 1")
+
+
+ADVANCE_OVER_LINES = b"static __device__ void advance(\n    int* i,\n    int n) { *i += n; }\n"
+LOG_OVER_LINES = b"static __device__ void log_index(\n    const int* p,\n    int n);\n"
+
+
+def test_an_item_updated_past_a_call_declared_over_lines_moves_where_it_changes_the_index(
+        tmp_path):
+    # The function taking the index's address is declared with its parameters over several
+    # lines (`void advance(` / `int* i,` / `int n)`): it changes the index, each copy updates
+    # another item, both wanted. Read as undeclared, it stopped, its first advice, delete
+    # your copy, losing the update of the first item.
+    stack, update = item_stepped(tmp_path, "pkg/k.cu", b"advance(&i, 2);", ADVANCE_OVER_LINES)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(update) == 2
+
+
+def test_an_item_updated_past_a_call_declared_over_lines_to_read_the_index_stops(tmp_path):
+    # Mirror: declared over lines with a pointer to const, the call only reads the index:
+    # the same item updated twice, a stop.
+    stops(item_stepped(tmp_path, "pkg/k.cu", b"log_index(&i, 2);", LOG_OVER_LINES)[0])
+
+
+@pytest.mark.parametrize("step", [
+    b"atomicAdd(&i, 1);", b"memcpy(&i, out + 4, sizeof(int));", b'printf("%p", &i);'],
+    ids=["atomicAdd", "memcpy", "printf"])
+def test_an_item_updated_past_an_undeclared_call_given_its_index_address_keeps_yours_first(
+        tmp_path, step):
+    # A function the file does not declare (a builtin, the C library's, a header's) may
+    # change the index through its address or only read it: the stop stays, its first way
+    # on keeps the fix's copy and says why. Its first advice was delete your copy, losing
+    # the fix's update where the call steps the index (`atomicAdd(&i, 1)`, `memcpy(&i, ...)`).
+    stack, update = item_stepped(tmp_path, "pkg/k.cu", step)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    said = err.split("its own way", 1)[1]
+    assert said.index("keep yours") < said.index("delete your copy"), err
+    assert "a function this file does not declare, which may change the index" in err, err
+    # Followed: --continue with the worktree as it is keeps both updates.
+    stack.cli("rebase", "--continue")
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(update) == 2

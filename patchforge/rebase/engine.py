@@ -28,7 +28,8 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
-                              FEWER_PATHS, OTHER_FUNCTION, READ_BETWEEN, YOURS_EACH_ROUND,
+                              FEWER_PATHS, OTHER_FUNCTION, READ_BETWEEN, UNDECLARED_CALL,
+                              YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
                               series_renames, where_landed)
@@ -1015,6 +1016,18 @@ class Rebase:
                     "upstream has it; keep both (--continue with the worktree as it is: it is " \
                     "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside " \
                     "in skipped/, its other changes too)"
+            elif kind == "conflict" and any(item.startswith(DOUBLED)
+                                            and item.endswith(UNDECLARED_CALL)
+                                            for item in judgement.evidence):
+                # A call the file does not declare may step the index between the copies:
+                # each then updates another item, and deleting the fix's copy loses its
+                # update. Nothing tells it from a read: the way that loses nothing first.
+                message += ": keep yours (--continue with the worktree as it is: right where " \
+                    "the call changes the index, each copy updating another item); delete " \
+                    "your copy in the worktree and `patchforge rebase --continue` only if the " \
+                    "call only reads the index (the same item is then updated twice); or " \
+                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
+                    "other changes too)"
             elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(FEWER_PATHS)
                                             for item in judgement.evidence):
                 # Deleting the fix's copy loses its line on the paths upstream's does not
