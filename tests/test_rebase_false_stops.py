@@ -316,3 +316,47 @@ def test_the_fixs_loop_beside_two_updates_of_other_work_moves(tmp_path, lang, mi
     made = (stack.root / f"overlays/up/{path}").read_bytes()
     assert made.count(check) == 2 and made.count(mine.split(b"\n")[1]) == 1, made.decode()
     assert made.count(theirs_body) == 1, made.decode()
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        if t:\n            y[j] -= s\n        else:\n            y[j] += x[j]\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        if (t > 0) {\n            y[j] -= s;\n        } else {\n            y[j] += x[j];\n"
+     b"        }\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] += x[j]\n        if t:\n            y[j] -= s\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        y[j] += x[j];\n        if (t > 0) y[j] -= s;\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] -= s\n        y[j] += x[j]\n        y[j] += x[j]\n"),
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] -= s\n        y[j] += y[j]\n        y[j] += x[j]\n")],
+    ids=["py-if-else", "cu-if-else", "py-one-conditional", "cu-one-conditional",
+         "py-twice-x-in-three-updates", "py-added-to-itself-between"])
+def test_the_fixs_loop_beside_updates_on_branches_or_adding_more_moves(tmp_path, lang, mine,
+                                                                        theirs_body):
+    # Upstream's updates of y run on different paths (`if t: y[j] -= s` / `else: y[j] +=
+    # x[j]`, one of them under an `if`), or add more than the fix's value together (`x[j]`
+    # twice; `y[j] += y[j]` doubling y between): no path adds `x[j] - s` once. Other work,
+    # both wanted: it stopped, its first advice, delete your copy, losing the fix's loop.
+    stack, path, check = loops(tmp_path, lang, mine, theirs_body)
+    moves(stack)
+    stack.cli("overlays")
+    made = (stack.root / f"overlays/up/{path}").read_bytes()
+    assert made.count(check) == 2 and made.count(mine.split(b"\n")[1]) == 1, made.decode()
+    assert made.count(theirs_body) == 1, made.decode()
+
+
+@pytest.mark.parametrize("lang, mine, theirs_body", [
+    ("py", b"        w = x[j] - s\n        y[j] += w\n",
+     b"        y[j] += x[j]\n        y[j] += t\n        y[j] -= s\n        y[j] -= t\n"),
+    ("cu", b"        float w = x[j] - s;\n        y[j] += w;\n",
+     b"        if (j == 0) continue;\n        y[j] -= s;\n        y[j] += x[j];\n")],
+    ids=["py-a-term-added-and-taken-away", "cu-after-a-check-leaving-the-round"])
+def test_the_fixs_loop_through_updates_summing_to_its_value_on_one_path_stops(
+        tmp_path, lang, mine, theirs_body):
+    # Mirror: the updates all run on one path (after a check that leaves the round, not
+    # inside a branch) and together add the fix's `x[j] - s`, no more: made twice, a stop.
+    stack, _, _ = loops(tmp_path, lang, mine, theirs_body)
+    stops_as_doubled(stack)

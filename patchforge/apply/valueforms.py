@@ -573,6 +573,8 @@ class BlockReading:
         self.sets: list[str] = []
         self.lines: list[bytes] = []
         self.braced = False
+        # The index in `lines` of the line each statement was read from.
+        self.at: list[int] = []
 
     def holds(self, value: Form) -> bool:
         """Whether this block writes `value` (a whole form), or a sum or a product holding
@@ -601,24 +603,61 @@ class BlockReading:
             if statement[0] == "add" and theirs[0] == "add" and theirs[1] == statement[1] \
                     and not Counter(statement[2]) - Counter(theirs[2]):
                 return True
-        return statement[0] == "add" and not Counter(statement[2]) - self._added_to(statement[1])
+        if statement[0] != "add":
+            return False
+        added = self._added_to(statement[1])
+        return bool(added) and added == Counter(statement[2])
 
     def _added_to(self, target: Form) -> Counter:
         """The terms this block's updates add to `target` together, a term added and taken
         away again cancelled; none where a statement sets `target` or updates it otherwise
-        (`y[j] = 0`, `y[j] *= 2` between: the updates' sum is no one step's)."""
+        (`y[j] = 0`, `y[j] *= 2` between: the updates' sum is no one step's), where an update
+        adds what reads `target` itself (`y[j] += y[j]` doubles it), or where the block
+        branches or loops (`if t: y[j] -= s` / `else: y[j] += x[j]`: each update runs on
+        some paths only, their sum on none). Several updates do a statement's work only where
+        their sum is its terms, no more (`y[j] -= s` and `y[j] += x[j]` twice add `2x - s`)."""
         added: Counter = Counter()
-        for theirs, _ in self.statements:
+        nested = self._nested()
+        for (theirs, _), at in zip(self.statements, self.at):
             if theirs[0] in ("set", "update") and target in theirs[1:3]:
                 return Counter()
             if theirs[0] != "add" or theirs[1] != target:
                 continue
+            if at in nested:
+                return Counter()
+            if any(_reads(form, target) for _, form in theirs[2]):
+                return Counter()
             for sign, form in theirs[2]:
                 if added[(-sign, form)]:
                     added[(-sign, form)] -= 1
                 else:
                     added[(sign, form)] += 1
         return +added
+
+    def _nested(self) -> set[int]:
+        """The indexes of this block's lines inside a branch or a loop of the block (deeper
+        than its first level, within its braces, or after an `if`/`else`/`for`/`while` on
+        their line: `if t: y[j] -= s`, `} else { y[j] += x[j]; }`): they run on some paths or
+        rounds only. A check that leaves the block (`if j >= n: break`) leaves the lines
+        after it at the first level."""
+        texts = [raw.decode(errors="replace").rstrip() for raw in self.lines]
+        # (A brace alone on its line, as read_block skips it, may close the block's header.)
+        indents = [len(text) - len(text.lstrip()) for text in texts if text.strip()
+                   and not (self.braced and text.strip() in ("{", "}", "};"))]
+        base = min(indents, default=0)
+        nested, depth = set(), 0
+        for k, text in enumerate(texts):
+            code = text.strip()
+            if not code:
+                continue
+            closing = len(code) - len(code.lstrip("}")) if self.braced else 0
+            depth = max(depth - closing, 0)
+            if len(text) - len(text.lstrip()) > base or depth > 0 or \
+                    _OPENS_BRANCH.match(code.lstrip("}").lstrip()) is not None:
+                nested.add(k)
+            if self.braced:
+                depth = max(depth + code.count("{") - (code.count("}") - closing), 0)
+        return nested
 
     def same_work(self, name: str, other: BlockReading) -> bool:
         """Whether `name`, set in this block, is a temporary of `other`'s work: `other` writes
@@ -710,6 +749,17 @@ def _turned_within(form: Form) -> list[Form]:
     return found
 
 
+# A line opening a branch or a loop, or the other way of one (`if t:`, `} else {`).
+_OPENS_BRANCH = on_first_use(r"(?:if|elif|else|for|while|do|switch|case|default)\b")
+
+
+def _reads(form: object, target: Form) -> bool:
+    """Whether `form` is `target` or holds it anywhere inside."""
+    if form == target:
+        return True
+    return isinstance(form, tuple) and any(_reads(part, target) for part in form)
+
+
 def read_block(lines: list[bytes], braced: bool,
                turned: tuple[str, tuple[int, Form]] | None = None) -> BlockReading | None:
     """`lines` (code of one block, its header left out; strings and comments taken out) read as
@@ -718,7 +768,7 @@ def read_block(lines: list[bytes], braced: bool,
     reading = BlockReading()
     reading.lines, reading.braced = list(lines), braced
     values: dict[str, tuple[int, Form]] = {}
-    for raw in lines:
+    for k, raw in enumerate(lines):
         try:
             text = raw.decode().strip()
         except UnicodeDecodeError:
@@ -732,6 +782,7 @@ def read_block(lines: list[bytes], braced: bool,
             return None
         for statement in said:
             reading.statements.append((statement, frozenset(forms.read)))
+            reading.at.append(k)
             if statement[0] == "set" and statement[1][0] == "name":
                 set_name = statement[1][1]
                 reading.values[set_name] = statement[2]
