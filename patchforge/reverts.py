@@ -2532,13 +2532,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             # no other function or file: the fix is in no overlay and not upstream.
             taken = _function_taken_out(store, fix, commit)
             if taken is not None:
-                sha, detail = taken
-                how = _names_landing(store, store.commit_message(sha), landing,
-                                     _landing_commits(store, fix, landing, base),
-                                     _pull_requests(store, fix, landing))
-                said = LandingGone(fix.upstream, fix.name, fix.path,
-                                   "reverted" if how else "removed", landing, sha,
-                                   f"{detail} ({how or 'no revert of the landing'})")
+                said = _taken_out_by(store, fix, landing, base, *taken)
             else:
                 said = _taken_before_deleted(store, fix, recorded, landing, cache)
         if said is None and landing is not None and store.is_ancestor(landing, commit):
@@ -2546,13 +2540,7 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             # kept under its name (the guard dropped and the lines under it rewritten).
             dropped = _guard_dropped(store, fix, commit, landing)
             if dropped is not None:
-                sha, detail = dropped
-                how = _names_landing(store, store.commit_message(sha), landing,
-                                     _landing_commits(store, fix, landing, base),
-                                     _pull_requests(store, fix, landing))
-                said = LandingGone(fix.upstream, fix.name, fix.path,
-                                   "reverted" if how else "removed", landing, sha,
-                                   f"{detail} ({how or 'no revert of the landing'})")
+                said = _taken_out_by(store, fix, landing, base, *dropped)
         return said
     if state not in ("gone", "part"):
         return None
@@ -3018,6 +3006,17 @@ def _first_moved_call(lines: _Lines, path: str, own: _OwnFunction) -> int | None
         return None
     return next((k for k, line in enumerate(lines.lines)
                  if call.search(line) and lines.function_at(path, k) == own.name), None)
+
+
+def _taken_out_by(store: UpstreamStore, fix: _Fix, landing: str, base: str, sha: str,
+                  detail: str) -> LandingGone:
+    """The fix said taken out by commit `sha` (`detail` says what it took): "reverted" where
+    the commit's message names the landing, "removed" otherwise."""
+    how = _names_landing(store, store.commit_message(sha), landing,
+                         _landing_commits(store, fix, landing, base),
+                         _pull_requests(store, fix, landing))
+    return LandingGone(fix.upstream, fix.name, fix.path, "reverted" if how else "removed",
+                       landing, sha, f"{detail} ({how or 'no revert of the landing'})")
 
 
 def _function_taken_out(store: UpstreamStore, fix: _Fix, commit: str
