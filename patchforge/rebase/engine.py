@@ -59,6 +59,88 @@ _EARLY_MIN = 8
 WRITE_OUT_WAIT = 600.0
 
 
+# The ways on offered by a stop for lines upstream has already (a DOUBLED item of its
+# evidence), by what the evidence says of the two copies: the first way that fits is the
+# stop's; with none, the edit first (--skip sets the whole fix aside, its changes upstream
+# does not have with it).
+_DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
+    # The copies run a different number of times: neither is the other made
+    # twice but where the loop runs one round, and taking upstream's out of the
+    # loop would lose its rounds: both kept first.
+    (lambda item: item.endswith(EACH_ROUND),
+     ": keep both (--continue with the worktree as it is: they are the "
+     "same work only where the loop runs one round); delete your copy in the "
+     "worktree and `patchforge rebase --continue` only if upstream's rounds do "
+     "the fix's work; or `patchforge rebase --skip` (sets the WHOLE fix aside "
+     "in skipped/, its other changes too)"),
+    # The mirror: deleting the fix's copy would lose its rounds.
+    (lambda item: item.endswith(YOURS_EACH_ROUND),
+     ": keep both (--continue with the worktree as it is: they are the "
+     "same work only where the loop runs one round); take upstream's copy out "
+     "in the worktree and `patchforge rebase --continue` only if your rounds "
+     "do upstream's work; or `patchforge rebase --skip` (sets the WHOLE fix "
+     "aside in skipped/, its other changes too)"),
+    # The loop between reads what the fix's copy gives it where it is above, not
+    # what it gives it below: the way that keeps the fix's first.
+    (lambda item: item.endswith(READ_BETWEEN),
+     ": keep yours and take upstream's copy out in the worktree (the "
+     "loop between reads it as the fix has it), then `patchforge rebase "
+     "--continue`; delete your copy only if the loop is to read it as "
+     "upstream has it; keep both (--continue with the worktree as it is: it is "
+     "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside "
+     "in skipped/, its other changes too)"),
+    # A call the file does not declare may step the index between the copies:
+    # each then updates another item, and deleting the fix's copy loses its
+    # update. Nothing tells it from a read: the way that loses nothing first.
+    (lambda item: item.endswith(UNDECLARED_CALL),
+     ": keep yours (--continue with the worktree as it is: right where "
+     "the call changes the index, each copy updating another item); delete "
+     "your copy in the worktree and `patchforge rebase --continue` only if the "
+     "call only reads the index (the same item is then updated twice); or "
+     "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
+     "other changes too)"),
+    # Deleting the fix's copy loses its line on the paths upstream's does not
+    # run: the way that keeps it first.
+    (lambda item: item.endswith(FEWER_PATHS),
+     ": keep yours and take upstream's copy out in the worktree (on "
+     "the paths through both the line is done twice), then `patchforge "
+     "rebase --continue`; keep both (--continue with the worktree as it is); "
+     "delete your copy only if the fix's line is not wanted where upstream's "
+     "does not run; or `patchforge rebase --skip` (sets the WHOLE fix aside in "
+     "skipped/, its other changes too)"),
+    # A list item made twice whose copy stands beside other items than
+    # upstream's: deleting the fix's line(s) would lose them (another name on its
+    # line, a pair's key). Taking the item alone out loses nothing of a list of
+    # names (an arch table extended on both sides, the likelier), where keeping
+    # yours leaves the name twice; a list of pairs wants both values, and the
+    # list does not tell which: the way for names first, each way saying its case.
+    (lambda item: f" {BESIDE_OTHERS} (" in item,
+     ": take only that item out of your line(s) in the worktree, "
+     "keeping the items beside it, and `patchforge rebase --continue` (a list "
+     "of names: the same name made twice); keep yours (--continue with the "
+     "worktree as it is: the item stays twice, each beside its own items) "
+     "where the list holds pairs, each value its key's, both wanted; or "
+     "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
+     "other changes too)"),
+)
+_DOUBLED_EDIT_FIRST = (
+    ": delete your copy of these lines in the worktree and `patchforge "
+    "rebase --continue` (the fix's other changes are kept), keep yours "
+    "(--continue with the worktree as it is: the file has them twice), or "
+    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
+    "other changes too)"
+)
+
+
+def _ways_for_a_doubling(evidence: list[str]) -> str | None:
+    """The ways on for a stop whose evidence holds a DOUBLED item (_DOUBLED_WAYS), or None."""
+    doubled = [item for item in evidence if item.startswith(DOUBLED)]
+    if not doubled:
+        return None
+    return next((ways for fits, ways in _DOUBLED_WAYS if any(fits(item) for item in doubled)),
+                _DOUBLED_EDIT_FIRST)
+
+
 @record
 class _Resumed:
     """Where a resumed stop left an upstream: the stop's two states as store commits (`base`:
@@ -987,82 +1069,8 @@ class Rebase:
                     self.project, judgement.deleted_here, "patchforge rebase --continue",
                     "`patchforge rebase --skip` (the whole fix is kept in skipped/)",
                     "a patch left with no change is set aside in skipped/")
-            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(EACH_ROUND)
-                                            for item in judgement.evidence):
-                # The copies run a different number of times: neither is the other made
-                # twice but where the loop runs one round, and taking upstream's out of the
-                # loop would lose its rounds: both kept first.
-                message += ": keep both (--continue with the worktree as it is: they are the " \
-                    "same work only where the loop runs one round); delete your copy in the " \
-                    "worktree and `patchforge rebase --continue` only if upstream's rounds do " \
-                    "the fix's work; or `patchforge rebase --skip` (sets the WHOLE fix aside " \
-                    "in skipped/, its other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED)
-                                            and item.endswith(YOURS_EACH_ROUND)
-                                            for item in judgement.evidence):
-                # The mirror: deleting the fix's copy would lose its rounds.
-                message += ": keep both (--continue with the worktree as it is: they are the " \
-                    "same work only where the loop runs one round); take upstream's copy out " \
-                    "in the worktree and `patchforge rebase --continue` only if your rounds " \
-                    "do upstream's work; or `patchforge rebase --skip` (sets the WHOLE fix " \
-                    "aside in skipped/, its other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(READ_BETWEEN)
-                                            for item in judgement.evidence):
-                # The loop between reads what the fix's copy gives it where it is above, not
-                # what it gives it below: the way that keeps the fix's first.
-                message += ": keep yours and take upstream's copy out in the worktree (the " \
-                    "loop between reads it as the fix has it), then `patchforge rebase " \
-                    "--continue`; delete your copy only if the loop is to read it as " \
-                    "upstream has it; keep both (--continue with the worktree as it is: it is " \
-                    "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside " \
-                    "in skipped/, its other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED)
-                                            and item.endswith(UNDECLARED_CALL)
-                                            for item in judgement.evidence):
-                # A call the file does not declare may step the index between the copies:
-                # each then updates another item, and deleting the fix's copy loses its
-                # update. Nothing tells it from a read: the way that loses nothing first.
-                message += ": keep yours (--continue with the worktree as it is: right where " \
-                    "the call changes the index, each copy updating another item); delete " \
-                    "your copy in the worktree and `patchforge rebase --continue` only if the " \
-                    "call only reads the index (the same item is then updated twice); or " \
-                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
-                    "other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED) and item.endswith(FEWER_PATHS)
-                                            for item in judgement.evidence):
-                # Deleting the fix's copy loses its line on the paths upstream's does not
-                # run: the way that keeps it first.
-                message += ": keep yours and take upstream's copy out in the worktree (on " \
-                    "the paths through both the line is done twice), then `patchforge " \
-                    "rebase --continue`; keep both (--continue with the worktree as it is); " \
-                    "delete your copy only if the fix's line is not wanted where upstream's " \
-                    "does not run; or `patchforge rebase --skip` (sets the WHOLE fix aside in " \
-                    "skipped/, its other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED)
-                                            and f" {BESIDE_OTHERS} (" in item
-                                            for item in judgement.evidence):
-                # A list item made twice whose copy stands beside other items than
-                # upstream's: deleting the fix's line(s) would lose them (another name on its
-                # line, a pair's key). Taking the item alone out loses nothing of a list of
-                # names (an arch table extended on both sides, the likelier), where keeping
-                # yours leaves the name twice; a list of pairs wants both values, and the
-                # list does not tell which: the way for names first, each way saying its case.
-                message += ": take only that item out of your line(s) in the worktree, " \
-                    "keeping the items beside it, and `patchforge rebase --continue` (a list " \
-                    "of names: the same name made twice); keep yours (--continue with the " \
-                    "worktree as it is: the item stays twice, each beside its own items) " \
-                    "where the list holds pairs, each value its key's, both wanted; or " \
-                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
-                    "other changes too)"
-            elif kind == "conflict" and any(item.startswith(DOUBLED)
-                                            for item in judgement.evidence):
-                # The edit first: --skip sets the whole fix aside, its changes upstream does
-                # not have with it.
-                message += ": delete your copy of these lines in the worktree and `patchforge " \
-                    "rebase --continue` (the fix's other changes are kept), keep yours " \
-                    "(--continue with the worktree as it is: the file has them twice), or " \
-                    "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its " \
-                    "other changes too)"
+            elif kind == "conflict" and (ways := _ways_for_a_doubling(judgement.evidence)):
+                message += ways
             elif kind == "unsure" and any(item.startswith(AMBIGUOUS_PLACE)
                                           for item in judgement.evidence):
                 message += ": the worktree has the change at the nearest of them; move it " \
