@@ -181,6 +181,13 @@ YOURS_EACH_ROUND = "your copy runs each round of a loop, upstream's once outside
 # extended on both sides, one name made twice; nothing in the list tells which). Deleting the
 # fix's line(s) would lose what stands beside its copy: the ways on that keep it come first.
 BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
+# What the stop on a list item made twice says where upstream's copy follows an option
+# upstream added with it of no known kind (`"--embed", "csrc/extra.cu",`: neither one
+# documented to take the next argument, _TAKES_NEXT, nor of a form taking none,
+# _TAKES_NONE), the fix's copy following no such option: upstream's may be that option's
+# value, the fix's then an item of its own, both wanted, and deleting the fix's copy would
+# lose it: the way that keeps it comes first.
+MAYBE_ITS_VALUE = "follows an option upstream added with it, which may take it as its value"
 # Where a loop between the two copies reads what the copied statement sets (`x = x + n`
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
@@ -2161,8 +2168,8 @@ def _doubled_said(said: str) -> str:
     for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
-    if f" {BESIDE_OTHERS} (" in said:
-        # The place, then the item and the lines of each copy (_item_twice_in_its_bracket).
+    if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said:
+        # The place, then the item and what tells the copies apart (_item_twice_in_its_bracket).
         cut = said.index("); ", said.index(" (upstream's at line ")) + 1
         return f"{said[:cut]}: {DOUBLED}, its own way; {said[cut + 2:]}"
     return f"{said}: {DOUBLED}, its own way"
@@ -3107,7 +3114,7 @@ _ONE_QUOTED = on_first_use(_QUOTED)
 def _item_twice_in_its_bracket(current: bytes, result: bytes,
                                made: bytes) -> tuple[int, int, str] | None:
     """Where (the fix's line, upstream's: 1-based lines of `result`, and what tells the two
-    copies' lines apart, _beside_others', or "") a quoted string the fix
+    copies apart, _maybe_its_value's or _beside_others', or "") a quoted string the fix
     adds as an item of a list, set or dict literal (`"gfx1201",`) is there twice in the same
     bracket of `result`, where the file the fix made (`made`) held it once in its bracket:
     upstream added the item itself at another place of the list (its head, in order). Short,
@@ -3115,12 +3122,15 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
     compared by their value (`"gfx1201"` is `'gfx1201'`), wherever each stands on a line of
     quoted items (`"gfx1201", "gfx1200",` holds `"gfx1201"` as `"gfx1201",` alone does), and
     only items of the bracket itself (one in a call's arguments inside the list is the
-    call's). An item standing alone (_alone: no option, none's value) is there twice however
-    many the fix adds beside it (`"gfx1150",` `"gfx1201",` where upstream added `"gfx1201",`);
-    an option or its value only where every item the fix's lines hold in that bracket is
-    there twice: a fix adding `"-D", "A=1",` where upstream added `"-D", "B=2",` adds another
-    flag, both wanted, as `"-I", "inc",` beside `"-isystem", "inc",`. An item upstream added
-    to another bracket is another list's, both wanted (None)."""
+    call's). An item standing alone (_alone: a name or a flag of no value, `"-DFOO"`, and no
+    option's value) is there twice however many the fix adds beside it (`"gfx1150",`
+    `"gfx1201",` where upstream added `"gfx1201",`; `"-DFOO", "-DBAR",` where upstream added
+    `"-DFOO",`); another option or an option's value only where every item the fix's lines
+    hold in that bracket is there twice: a fix adding `"-D", "A=1",` where upstream added
+    `"-D", "B=2",` adds another flag, both wanted, as `"-I", "inc",` beside `"-isystem",
+    "inc",`. The value of an option documented to take one (`"-include", "csrc/extra.cu",`,
+    _value_of) is another item than the same string after no such option. An item upstream
+    added to another bracket is another list's, both wanted (None)."""
     lines = result.split(b"\n")
     fixs = _items_the_fix_adds(lines, current.split(b"\n"))
     brackets: dict[int, None] = {}
@@ -3134,16 +3144,24 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
         for n, (at, value) in enumerate(items):
             if at not in fixs or value is None or not fixs[at][value]:
                 continue
+            # The value of an option documented to take the next argument (`"csrc/extra.cu"`
+            # after `"-include"`) is not the item standing alone (a source to build): only a
+            # copy after the same such option, or after none, is the same item.
             others = [m for m, (k, other) in enumerate(items)
-                      if k not in fixs and other is not None and other == value]
+                      if k not in fixs and other is not None and other == value
+                      and _value_of(items, m) == _value_of(items, n)]
             if not others or _items_in_bracket_made(made, value) > 1:
                 every = False
                 continue
             theirs = min(others, key=lambda m: abs(items[m][0] - at))
             found = (at + 1, items[theirs][0] + 1,
-                     _beside_others(lines, items, n, theirs, fixs, made))
+                     _maybe_its_value(lines, items, n, theirs, fixs, made)
+                     or _beside_others(lines, items, n, theirs, fixs, made))
             pairs.append(found)
-            if _alone(items, n) and _alone(items, theirs):
+            if _alone(items, n, lambda o: fixs[items[n - 1][0]][o] > 0
+                      if items[n - 1][0] in fixs else False) and \
+                    _alone(items, theirs, lambda o: items[theirs - 1][0] not in fixs
+                           and _upstream_adds(items, fixs, made, o)):
                 alone.append(found)
         if pairs and every:
             return pairs[0]
@@ -3190,9 +3208,33 @@ def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
         return f"{where}: " + ", ".join(text for k in range(first - 1, last)
                                         for text in _items_written(lines[k]))
 
-    on_its_line = [m for m, (k, _) in enumerate(items) if k == at].index(n)
-    return (f"{_items_written(lines[at])[on_its_line]} {BESIDE_OTHERS} "
+    return (f"{_item_written(lines, items, n)} {BESIDE_OTHERS} "
             f"(upstream's {shown(other)}; yours, {shown(mine)})")
+
+
+def _maybe_its_value(lines: list[bytes], items: list[tuple[int, object]], n: int,
+                     theirs: int, fixs: dict[int, Counter], made: bytes) -> str:
+    """What says upstream's copy of an item (the `theirs`th of a bracket's `items`,
+    _bracket_items; the fix's is the `n`th) may be another item than the fix's: it follows an
+    option upstream added with it of no known kind (neither _TAKES_NEXT nor _TAKES_NONE:
+    `"--embed", "csrc/extra.cu",`), the fix's copy following not that option; "" where it
+    does not. Said: the item, MAYBE_ITS_VALUE, and the option with its line."""
+    if theirs == 0:
+        return ""
+    near, before = items[theirs - 1]
+    if not _is_option(before) or before in _TAKES_NEXT or \
+            _TAKES_NONE.fullmatch(str(before)) is not None or near in fixs or \
+            not _upstream_adds(items, fixs, made, before) or \
+            n > 0 and items[n - 1][1] == before:
+        return ""
+    return (f"{_item_written(lines, items, n)} {MAYBE_ITS_VALUE} "
+            f"({_item_written(lines, items, theirs - 1)}, line {near + 1})")
+
+
+def _item_written(lines: list[bytes], items: list[tuple[int, object]], n: int) -> str:
+    """The `n`th of a bracket's `items` (_bracket_items) as it is written (`"gfx1201"`)."""
+    at = items[n][0]
+    return _items_written(lines[at])[[m for m, (k, _) in enumerate(items) if k == at].index(n)]
 
 
 def _upstream_adds(items: list[tuple[int, object]], fixs: dict[int, Counter], made: bytes,
@@ -3282,20 +3324,64 @@ def _bracket_items(lines: list[bytes], opened: int) -> list[tuple[int, object]]:
     return found
 
 
-def _alone(items: list[tuple[int, object]], n: int) -> bool:
+def _alone(items: list[tuple[int, object]], n: int, new: Callable[[object], bool]) -> bool:
     """Whether the `n`th of a bracket's `items` (_bracket_items) stands alone: a string that
     names one thing (`"gfx1201"`, `"csrc/a.cu"`: no text, an empty string or a line of a
-    template, `""`, `"}"`, `"int x = 0;"`, that a list may well hold twice), is no option
-    (`"-D"`, `"--arch"`) and follows no option item, on its line or the line above (whose
-    value it may be: `"inc"` after `"-I"`, `"A=1"` after `"-D"`)."""
+    template, `""`, `"}"`, `"int x = 0;"`, that a list may well hold twice) or a flag whose
+    text says it takes no value (`"-DFOO"`, `"-fPIC"`, `"--offload-arch=gfx942"`: _TAKES_NONE;
+    another option, `"-D"`, `"--arch"`, may be half of a pair), and no option's value: the
+    item before it (on its line or the line above) is no option that may take the next
+    argument, one documented to (_TAKES_NEXT, `"-I"` before `"inc"`) or one of no known kind
+    its side added with it (`new`: `"--foo"` before `"A=1"`). A flag of no value before it
+    (`"-fPIC"` before `"csrc/extra.cu"`) or a base option of no known kind takes none."""
     value = items[n][1]
-    if not isinstance(value, str) or _ONE_NAME.fullmatch(value) is None or _is_option(value):
+    if not isinstance(value, str):
         return False
-    return n == 0 or not _is_option(items[n - 1][1])
+    if _is_option(value):
+        if _TAKES_NONE.fullmatch(value) is None or value in _TAKES_NEXT:
+            return False
+    elif _ONE_NAME.fullmatch(value) is None:
+        return False
+    if n == 0:
+        return True
+    before = items[n - 1][1]
+    return not (_is_option(before) and (before in _TAKES_NEXT or
+                                        _TAKES_NONE.fullmatch(str(before)) is None
+                                        and new(before)))
+
+
+def _value_of(items: list[tuple[int, object]], n: int) -> object:
+    """The option whose value the `n`th of a bracket's `items` (_bracket_items) is: the item
+    before it (on its line or the line above), where that is an option documented to take
+    the next argument (_TAKES_NEXT: `"-include"` for `"csrc/extra.cu"` in `"-include",
+    "csrc/extra.cu",`); None where it is no such option's value."""
+    if n == 0 or items[n - 1][1] not in _TAKES_NEXT:
+        return None
+    return items[n - 1][1]
 
 
 # A string that names one thing: a word, a version, a path, a dotted or scoped name.
 _ONE_NAME = on_first_use(r"[\w.:/@+-]*[A-Za-z0-9][\w.:/@+-]*")
+# Options that gcc, clang, nvcc and hipcc document to take the next argument as their value
+# (`"-include", "csrc/extra.cu",`): the item after one is its value, another item than the
+# same string standing alone (a source to build). Nothing else in a list tells it.
+_TAKES_NEXT = frozenset({
+    "-include", "-imacros", "-I", "-isystem", "-iquote", "-idirafter", "-isysroot", "-D",
+    "-U", "-L", "-l", "-o", "-x", "-MF", "-MT", "-MQ", "-Xcompiler", "-Xlinker", "-Xclang",
+    "-Xassembler", "-Xptxas", "-Xnvlink", "-Xarch_host", "-Xarch_device", "-mllvm",
+    "-gencode", "-ccbin", "-arch", "-code", "-target", "-Werror", "--include-path",
+    "--pre-include", "--compiler-options", "--linker-options", "--ptxas-options",
+    "--output-file", "--define-macro", "--undefine-macro", "--library-path", "--library",
+    "--system-include", "--compiler-bindir", "--gpu-architecture", "--gpu-code",
+    "--generate-code", "--offload-arch", "--amdgpu-target"})
+# An option whose text says it takes no value, its value written in or none
+# (`"-DFOO"`, `"-DFOO=1"`, `"-Iinc"`, `"-lm"`, `"-O3"`, `"-fPIC"`, `"-g"`, `"-Wall"`,
+# `"-mavx2"`, `"--offload-arch=gfx942"`, `"-shared"`): a copy of one upstream added is the same
+# flag made twice wherever it stands (those of _TAKES_NEXT excepted: nvcc's `-Werror` takes
+# one, as `-mllvm` and `-gencode` do).
+_TAKES_NONE = on_first_use(r"--?[\w+.-]+=\S*|-[DUIL][^\s=]\S*|-l\S+|-O\w*|-f[\w+.-]+|-g\w*"
+                           r"|-W[\w,+.-]+|-m[\w+.-]+|-(?:shared|static|c|S|E|w|pthread|rdynamic"
+                           r"|pipe)")
 
 
 def _is_option(value: object) -> bool:

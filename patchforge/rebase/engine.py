@@ -28,8 +28,8 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
-                              FEWER_PATHS, OTHER_FUNCTION, READ_BETWEEN, UNDECLARED_CALL,
-                              YOURS_EACH_ROUND,
+                              FEWER_PATHS, MAYBE_ITS_VALUE, OTHER_FUNCTION, READ_BETWEEN,
+                              UNDECLARED_CALL, YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
                               series_renames, where_landed)
@@ -108,6 +108,17 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      "delete your copy only if the fix's line is not wanted where upstream's "
      "does not run; or `patchforge rebase --skip` (sets the WHOLE fix aside in "
      "skipped/, its other changes too)"),
+    # Upstream's copy of a list item follows an option it added of no known kind:
+    # where that option takes a value, upstream's copy is its value and the fix's an
+    # item of its own, which deleting it would lose; where it takes none, the item is
+    # made twice. Nothing in the list tells which: the way that loses nothing first.
+    (lambda item: f" {MAYBE_ITS_VALUE} (" in item,
+     ": keep yours (--continue with the worktree as it is: where that option "
+     "takes a value, upstream's copy is its value and yours an item of its own); "
+     "delete your copy in the worktree and `patchforge rebase --continue` only "
+     "if the option takes no value (the same item is then there twice); or "
+     "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
+     "other changes too)"),
     # A list item made twice whose copy stands beside other items than
     # upstream's: deleting the fix's line(s) would lose them (another name on its
     # line, a pair's key). Taking the item alone out loses nothing of a list of
