@@ -1596,7 +1596,13 @@ class SeriesJudge:
                 # once, the fix's, on the others; both are wanted. Any other line is done twice
                 # on those paths, and deleting the fix's copy loses it on the others: a stop
                 # whose first way on keeps the fix's copy (FEWER_PATHS).
-                fewer = [run for run in doubled if _upstreams_on_fewer_paths(current, result, run)]
+                # So does a short statement's copy past a block that leaves (`if a:` +
+                # `return b` between the fix's `y += 1` and upstream's): the paths that
+                # leave run the fix's alone.
+                steps = short_runs(fp)
+                fewer = [run for run in doubled if _upstreams_on_fewer_paths(current, result, run)
+                         or (run in steps and _upstreams_past_a_leaving_block(path, current,
+                                                                              result, run))]
                 doubled = [run for run in doubled
                            if run not in fewer or not _guard_at_fix(current, result, run)]
             if not doubled:
@@ -1985,52 +1991,144 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
                          run: bytes) -> bool:
     """Whether upstream's copy of a short statement `run` at line `k` (0-based) of `lines`,
     further from the fix's place than SHORT_NEAR_LINES (within NEAR_LINES: doubled_near's),
-    could change places with the fix's: both at one indentation (`indents`, the fix's line's),
-    every code line between at it too or in a block opened and closed between
-    (_steps_between), none leaving a block, none naming a name the statement names (its
-    target, what it reads). `y += 1` under `y = x + 1` and upstream's above `z = y * 2` five
-    lines lower, `a = 1` ... or `if a:` + `b = 0` between: y gets 1 twice. (A line between
-    reading `y` or setting what the statement reads tells the two steps apart: each may be its
-    own, and the fix moves.) A C preprocessor line between (`#if`) is a boundary too: a copy
-    past it may not be built."""
+    could change places with the fix's on the paths through both: at one indentation
+    (`indents`, the fix's line's), every code line between at it too or in a block opened and
+    closed between (_steps_between, a block that leaves too: `if a:` + `return b`), none
+    naming a name the statement names (its target, what it reads); or upstream's copy below,
+    in the one branch of an if/else that goes on (_in_the_branch_going_on). `y += 1` under
+    `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if a:` +
+    `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
+    statement reads tells the two steps apart: each may be its own, and the fix moves.) A C
+    preprocessor line between (`#if`) is a boundary too: a copy past it may not be built."""
     if len(indents) != 1:
         return False
     braced = _language(path) == "c"
     indent = next(iter(indents))
-    if not lines[k].startswith(indent) or lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
+    if not lines[k].startswith(indent):
         return False
     names = set(_NAME.findall(STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0])))
-    return any(_steps_between(lines, _between(k, start, end), indent, names, braced)
+    if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
+        return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
+                   for start, end, _ in places if end <= k)
+    return any(_steps_between(lines, _between(k, start, end), indent, names, braced) is not None
                for start, end, _ in places if _between(k, start, end))
 
 
+def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: bytes,
+                            names: set[bytes], braced: bool) -> bool:
+    """Whether line `k` (0-based) of `lines` is in the one branch of an `if` at `indent` (with
+    its `else`) that goes on, every other branch ending in a leave (`if n:` + `return c` /
+    `else:` + ... + `y += 1`; `if (ok) { ... y += 1; } else { return; }`): upstream's copy
+    there runs on every path that goes on past the `if`, as one past it does. The lines
+    `between` the fix's copy and the `if` and the branch's own lines above `k` are steps
+    (_steps_between); no line of the `if` but those after `k` in its branch names one of
+    `names` (`else: return y` hands on the fix's step: each its own)."""
+    def code(at: int) -> bytes:
+        return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
+
+    def at_indent(at: int) -> bool:
+        return lines[at].startswith(indent) and \
+            lines[at][len(indent):len(indent) + 1] not in (b" ", b"\t")
+
+    heads = [at for at in between if code(at) and at_indent(at)]
+    start = next((at for at in reversed(heads)
+                  if re.match(rb"if\s*\(" if braced else rb"if\b", code(at))), None)
+    if start is None or _steps_between(lines, range(between.start, start), indent, names,
+                                       braced) is None:
+        return False
+    # The branches of the `if` from `start` on: (header line, code lines of its body).
+    branches: list[tuple[int, list[int]]] = []
+    head_of = _C_BRANCH_HEAD if braced else _PY_BRANCH_HEAD
+    for at in range(start, min(len(lines), start + 4 * NEAR_LINES)):
+        if not code(at):
+            continue
+        if not lines[at].startswith(indent):
+            break
+        if at_indent(at):
+            if head_of.fullmatch(code(at)) is None or (at > start and code(at).startswith(b"if")):
+                break
+            branches.append((at, []))
+        else:
+            branches[-1][1].append(at)
+    else:
+        return False
+    if len(branches) < 2 or re.match(rb"(?:\}\s*)?else\b", code(branches[-1][0])) is None:
+        return False
+    own = next((head for head, body in branches if k in body), None)
+    if own is None:
+        return False  # (line `k` goes on a statement after the `if`, or is in none)
+    for head, body in branches:
+        told = [head] + (body if head != own else [at for at in body if at < k])
+        if any(names & set(_NAME.findall(code(at))) for at in told):
+            return False
+        if head != own and (not body or _ENDS_PATH.match(code(body[-1])) is None):
+            return False
+    deeper = lines[k][:len(lines[k]) - len(lines[k].lstrip(b" \t"))]
+    return _steps_between(lines, range(own + 1, k), deeper, names, braced) is not None
+
+
+# The head of a branch of an `if`: `if a:`, `elif b:`, `else:`; `if (a) {`, `} else if (b) {`,
+# `} else {`.
+_PY_BRANCH_HEAD = on_first_use(rb"(?:if|elif)\b.*:|else\s*:")
+_C_BRANCH_HEAD = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?if\s*\(.*\)\s*\{|else\s*\{)")
+
+
 def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
-                   braced: bool) -> bool:
+                   braced: bool) -> str | None:
     """Whether the code lines `between` (0-based lines of `lines`) are plain steps at
     `indent` or whole blocks opened there (`if a:` + `b = 0`, `for (...) { ... }`: an `if`,
     `for`, `while`, `with` or `try`, with their `else`/`except` parts), none naming one of
-    `names` nor leaving a block (`return`, `break`, `raise`...: a copy past one may not run),
-    none a statement over several lines. A short statement's two copies either side of them
-    could change places: the same step twice."""
+    `names`, none a statement over several lines, none leaving a block at `indent` itself (a
+    copy past one never runs). A short statement's two copies either side of them could
+    change places: the same step twice. _EVERY_PATH where every path through the first copy
+    reaches the second; _SOME_PATHS where a block between leaves (`if a:` + `return b`; a
+    `break` or `continue` not inside a loop opened between, which leaves the copies' own
+    round): the copy past it runs on only some of the paths through the other. None where
+    they are no such steps (a `yield` between stays a boundary: what follows it runs only if
+    the caller goes on)."""
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
+    paths = _EVERY_PATH
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
-            return False
+            return None
         code = STRING_OR_COMMENT.sub(b"", lines[at])
         text = code.strip()
         if not text:
             continue
-        if not lines[at].startswith(indent) or names & set(_NAME.findall(text)) or \
-                _LEAVES_BLOCK.match(text):
-            return False
+        if not lines[at].startswith(indent) or names & set(_NAME.findall(text)):
+            return None
         deeper = code[len(indent):len(indent) + 1] in (b" ", b"\t")
         if deeper and not depth:
-            return False  # (a statement's next line, or a body under a header not read)
+            return None  # (a statement's next line, or a body under a header not read)
+        one_line = _one_line_block(text, braced)
+        if one_line is not None:
+            # (`if a: return b`, `if (n) d = clip(b);`: a whole block on its line.)
+            head, body = one_line
+            if braced and depth and not deeper:
+                return None
+            if not braced and not deeper:
+                depth = 0
+            text, at_loop = body, head in (b"for", b"while")
+        else:
+            at_loop = False
+        leaves = _LEAVES_BLOCK.match(text)
+        if leaves is not None:
+            if not (deeper or one_line) or leaves[0] in (b"yield", b"co_yield") or \
+                    text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text):
+                return None
+            if leaves[0] not in (b"break", b"continue") or not (
+                    at_loop or _in_a_loop_between(lines, between.start, at, len(indent))):
+                paths = _SOME_PATHS
+            continue
+        if one_line is not None:
+            if _STEP_BOUNDARY.match(text):
+                return None
+            continue
         if braced and _C_BLOCK_OPENS.fullmatch(text) and \
                 (deeper or bool(depth) == text.startswith(b"}")):
             depth += text.count(b"{") - text.count(b"}")
             if depth < 0 or (deeper and not depth):
-                return False
+                return None
             continue
         if not braced:
             if _PY_BLOCK_OPENS.fullmatch(text) or \
@@ -2041,8 +2139,63 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                 depth = 0
         if text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text) or \
                 _STEP_BOUNDARY.match(text):
+            return None
+    return None if braced and depth else paths
+
+
+def _one_line_block(text: bytes, braced: bool) -> tuple[bytes, bytes] | None:
+    """`text` (a code line, stripped, strings and comments taken out) read as a whole `if`,
+    `for` or `while` on one line, `if a: return b`, `if (n) d = clip(b);`: its first word and
+    the one simple statement under it; None for any other line (a header alone, a body of
+    several statements, a block in braces, a `lambda` whose `:` is no header's end)."""
+    head = re.match(rb"(if|for|while)\b", text)
+    if head is None:
+        return None
+    depth, cut = 0, None
+    for k in range(head.end(), len(text)):
+        c = text[k:k + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+            if braced and not depth:
+                cut = k + 1
+                break
+        elif not braced and c == b":" and not depth and text[k + 1:k + 2] != b"=":
+            cut = k + 1
+            break
+    if cut is None or (not braced and b"lambda" in text[:cut]):
+        return None
+    body = text[cut:].strip()
+    if not body or re.search(rb"[{}]", body) or text.endswith((b":", b"\\", b",", b"(", b"[")):
+        return None
+    if braced and (not body.endswith(b";") or body.count(b";") != 1):
+        return None
+    if not braced and b";" in body:
+        return None
+    return head[1], body
+
+
+# What _steps_between says of the steps between two copies: every path through the first
+# reaches the second, or only some do (a block between leaves).
+_EVERY_PATH = "every path"
+_SOME_PATHS = "some paths"
+
+
+def _in_a_loop_between(lines: list[bytes], first: int, at: int, level: int) -> bool:
+    """Whether line `at` (0-based) of `lines` is inside a loop whose header is at line `first`
+    or later, read by indentation up to `level` (the copies' own): a `break` or `continue`
+    there leaves that loop, not the round the copies are in."""
+    for k in range(at - 1, first - 1, -1):
+        code = STRING_OR_COMMENT.sub(b"", lines[k])
+        if not code.strip() or _indent(lines[k]) >= _indent(lines[at]):
+            continue
+        if re.match(rb"(?:async\s+)?(?:for|while|do)\b", code.strip().lstrip(b"}").lstrip()):
+            return True
+        if _indent(lines[k]) <= level:
             return False
-    return not (braced and depth)
+        at = k
+    return False
 
 
 # A line opening a block the two copies of a short statement may stand either side of, or (C)
@@ -2826,6 +2979,27 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
                 head.startswith(b"else") and _else_after_body_of(lines, opener, mine)):
             return True
         at = opener
+
+
+def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes,
+                                    run: bytes) -> bool:
+    """Whether upstream's nearest copy of `run` (a short statement) in `result` is below the
+    fix's, at its indentation, with steps between (_steps_between, whatever they name) of
+    which a block leaves (`if a:` + `return b`, `if (n) { return; }`, a `continue` in an `if`
+    of the copies' loop body): the paths that leave run the fix's copy alone. Asked only of a
+    doubling found."""
+    _, own, theirs = _copies_of(current, result, run)
+    if own is None or theirs is None or theirs < own:
+        return False
+    lines = result.split(b"\n")
+    mine = lines[own - 1]
+    indent = mine[:len(mine) - len(mine.lstrip(b" \t"))]
+    if not lines[theirs - 1].startswith(indent) or \
+            lines[theirs - 1][len(indent):len(indent) + 1] in (b" ", b"\t"):
+        return False
+    between = range(own - 1 + len(_written(lines, own, run)), theirs - 1)
+    return _steps_between(lines, between, indent, set(),
+                          _language(path) == "c") == _SOME_PATHS
 
 
 def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:

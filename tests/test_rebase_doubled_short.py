@@ -79,16 +79,37 @@ def test_a_short_statement_upstream_added_a_line_lower_stops(tmp_path, statement
     stops(stack_with(tmp_path, base, fix, theirs))
 
 
+FURTHER = (b"        y = norm(y)\n        y = scale(y)\n        y = clip(y)\n"
+           b"        return finish(y)\n")
+
+
 def test_a_short_statement_upstream_added_further_off_moves(tmp_path):
-    # Neighbour: six lines lower, past the fix's hunk, a short line is as often another step
-    # that reads alike: the fix moves, both kept.
-    body = BODY.replace(b"        return finish(y)\n",
-                        b"        y = norm(y)\n        y = scale(y)\n        y = clip(y)\n"
-                        b"        return finish(y)\n")
+    # Neighbour: eleven lines lower, past the fix's hunk and the 10 lines a copy is read
+    # within, a short line is as often another step that reads alike: the fix moves, both
+    # kept.
+    body = BODY.replace(b"        return finish(y)\n", FURTHER.replace(
+        b"        y = clip(y)\n", b"        y = clip(y)\n        y = pad(y)\n"
+        b"        y = cast(y)\n        y = drop(y)\n"))
     base = module(body)
     fix = base.replace(TOP, b"        count += 1\n" + TOP)
-    theirs = base.replace(b"        y = clip(y)\n", b"        y = clip(y)\n        count += 1\n")
+    theirs = base.replace(b"        y = drop(y)\n", b"        y = drop(y)\n        count += 1\n")
     moves_with_both(stack_with(tmp_path, base, fix, theirs), b"count += 1")
+
+
+def test_a_short_statement_upstream_added_past_the_fast_branch_keeps_yours_first(tmp_path):
+    # Eight lines lower, past the fast branch that returns and naming nothing of the count's,
+    # upstream's copy runs on every path that goes on (the slow one), where the count got 1
+    # twice: it moved, exit 0. Now it stops, keep yours first (the fast path runs the fix's
+    # copy alone).
+    base = module(BODY.replace(b"        return finish(y)\n", FURTHER))
+    fix = base.replace(TOP, b"        count += 1\n" + TOP)
+    theirs = base.replace(b"        y = clip(y)\n", b"        y = clip(y)\n        count += 1\n")
+    stack = stack_with(tmp_path, base, fix, theirs)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
 
 
 @pytest.mark.parametrize("mine, theirs", [
@@ -482,8 +503,11 @@ def straight_with(tmp_path, base: bytes, path: str, statement: bytes, below: byt
     ("pkg/k.cu", b"    int d;\n    if (n) {\n        d = clip(b);\n    } else {\n"
                  b"        d = b;\n    }\n"),
     ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n"
-                 b"        d = clip(d);\n    }\n")],
-    ids=["if", "if-else", "loop", "with", "c-if", "c-if-else", "c-loop"])
+                 b"        d = clip(d);\n    }\n"),
+    ("pkg/a.py", b"    d = c\n    if n: d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) d = clip(b);\n")],
+    ids=["if", "if-else", "loop", "with", "c-if", "c-if-else", "c-loop", "one-line-if",
+         "c-one-line-if"])
 def test_a_short_statement_upstream_added_past_a_block_not_naming_it_stops(tmp_path, path,
                                                                             block):
     # The fix steps y right after it is set; upstream steps it further down, right before it
@@ -590,3 +614,243 @@ def test_an_item_updated_past_an_undeclared_call_given_its_index_address_keeps_y
     stack.cli("rebase", "--continue")
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/k.cu").read_bytes().count(update) == 2
+
+
+def leaves_between(tmp_path, path: str, block: bytes, mine: bytes = b"y += 1",
+                   theirs: bytes | None = None, fix_below: bool = False) -> OneUpstreamStack:
+    """STRAIGHT (STRAIGHT_CU for a .cu path) with `block` in place of the lines between y's
+    setting and z's: the fix adds `mine` under y's setting and upstream `theirs` (`mine`)
+    above z's, or the other way round where `fix_below`."""
+    theirs = mine if theirs is None else theirs
+    if path.endswith(".cu"):
+        base = STRAIGHT_CU.replace(b"    int c = norm(b);\n    int d = clip(c);\n", block)
+        top, bottom = b"    int y = x + 1;\n", b"    out[0] = y"
+    else:
+        base = STRAIGHT.replace(b"    d = clip(c)\n", block)
+        top, bottom = b"    y = x + 1\n", b"    z = y * 2\n"
+    above, below = (theirs, mine) if fix_below else (mine, theirs)
+    fix_at = (top, top + b"    " + above + b"\n") if not fix_below else \
+        (bottom, b"    " + below + b"\n" + bottom)
+    theirs_at = (bottom, b"    " + below + b"\n" + bottom) if not fix_below else \
+        (top, top + b"    " + above + b"\n")
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, base.replace(*fix_at))
+    stack.commit({path: base.replace(*theirs_at)}, "Step y", tag="v2")
+    return stack
+
+
+LEAVING = [
+    ("pkg/a.py", b"    if n:\n        return c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        raise ValueError(c)\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    d = c\n    for k in range(n):\n        if k > d:\n            return d\n"),
+    ("pkg/k.cu", b"    if (n) {\n        return b;\n    }\n    int d = clip(b);\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        goto done;\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        if (k > d) {\n"
+                 b"            return k;\n        }\n    }\n"),
+    ("pkg/a.py", b"    if n: return c\n    d = clip(c)\n"),
+    ("pkg/k.cu", b"    if (n) return b;\n    int d = clip(b);\n")]
+LEAVING_IDS = ["if-return", "if-raise", "if-return-else", "loop-returning", "c-if-return",
+               "c-else-goto", "c-loop-returning", "one-line-return", "c-one-line-return"]
+
+
+@pytest.mark.parametrize("path, block", LEAVING, ids=LEAVING_IDS)
+def test_a_short_statement_upstream_added_past_a_block_that_leaves_keeps_yours_first(
+        tmp_path, path, block):
+    # The fix steps y right after it is set; upstream steps it further down, past a block
+    # that leaves the function on some paths (`if n: return c`) and names nothing of y's:
+    # on the paths that go on y got 1 twice, exit 0 (a block that leaves was read as telling
+    # the steps apart). Now it stops as upstream having the lines; upstream's copy runs on
+    # only some of the paths through the fix's (not on those that leave), so the first way
+    # on keeps the fix's copy and takes upstream's out.
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1")
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = c\n    for k in range(n):\n        if k > d:\n            break\n"),
+    ("pkg/a.py", b"    d = c\n    while d:\n        d = clip(d)\n        if d:\n"
+                 b"            continue\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        if (k > d) {\n"
+                 b"            break;\n        }\n    }\n")],
+    ids=["loop-breaking", "loop-going-on", "c-loop-breaking"])
+def test_a_short_statement_past_a_loop_leaving_only_itself_stops(tmp_path, path, block):
+    # A `break` or `continue` inside a loop between leaves that loop, not the function: every
+    # path through the fix's copy reaches upstream's, y got 1 twice, exit 0. Now it stops,
+    # its first way on deleting the fix's copy (upstream's does its step on every path).
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1")
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "only some of the paths" not in err, err
+    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+
+
+@pytest.mark.parametrize("path, block", [LEAVING[0], LEAVING[4]], ids=["if-return", "c-if-return"])
+def test_the_fixs_short_statement_past_a_block_that_leaves_advises_deleting_it(tmp_path, path,
+                                                                               block):
+    # Mirror: upstream steps y right after it is set, the fix further down past the block
+    # that leaves: upstream's copy runs on every path through the fix's, y got 1 twice on
+    # them, exit 0. Now it stops, and deleting the fix's copy, the first way on, loses
+    # nothing (upstream's steps y on the paths that leave too, its own choice).
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1", fix_below=True)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "only some of the paths" not in err, err
+    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+
+
+LOOP_BODY = (b'"""Kernels."""\n\n\ndef run(xs, n):\n    t = 0\n    for x in xs:\n'
+             b"        y = x + 1\n        a = prep(x)\n        if a > n:\n            continue\n"
+             b"        d = clip(a)\n        t += y * 2 + d\n    return t\n")
+LOOP_BODY_CU = (b"#include <hip/hip_runtime.h>\n\n"
+                b"__device__ int run(const int* xs, int m, int n) {\n    int t = 0;\n"
+                b"    for (int j = 0; j < m; ++j) {\n        int y = xs[j] + 1;\n"
+                b"        int a = prep(xs[j]);\n        if (a > n) {\n            continue;\n"
+                b"        }\n        int d = clip(a);\n        t += y * 2 + d;\n    }\n"
+                b"    return t;\n}\n\nint version() { return 1; }\n")
+
+
+@pytest.mark.parametrize("path, base, top, bottom, statement", [
+    ("pkg/a.py", LOOP_BODY, b"        y = x + 1\n", b"        t += y", b"y += 1"),
+    ("pkg/k.cu", LOOP_BODY_CU, b"        int y = xs[j] + 1;\n", b"        t += y", b"y += 1;")],
+    ids=["py", "cu"])
+def test_a_short_statement_past_a_round_left_early_keeps_yours_first(tmp_path, path, base, top,
+                                                                    bottom, statement):
+    # Both copies in one loop's body, an `if` between going on to the next round: on the
+    # rounds that go through, y got 1 twice, exit 0. Now it stops; upstream's copy runs on
+    # fewer rounds than the fix's: keep yours first.
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, base.replace(top, top + b"        " + statement + b"\n"))
+    stack.commit({path: base.replace(bottom, b"        " + statement + b"\n" + bottom)},
+                 "Step y", tag="v2")
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("path, block, mine, theirs", [
+    ("pkg/a.py", LEAVING[0][1], b"y += 1", b"y += 2"),
+    ("pkg/a.py", LEAVING[0][1], b"y += 1", b"e += 1"),
+    ("pkg/k.cu", LEAVING[4][1], b"y += 1;", b"y += 2;"),
+    ("pkg/a.py", b"    if n:\n        return y\n    d = clip(c)\n", b"y += 1", None),
+    ("pkg/a.py", b"    if n:\n        y = c\n        return c\n    d = clip(c)\n", b"y += 1", None),
+    ("pkg/a.py", b"    d = c\n    for k in range(n):\n        y += k\n        if k > d:\n"
+                 b"            break\n", b"y += 1", None),
+    ("pkg/k.cu", b"    if (n) {\n        return y;\n    }\n    int d = clip(b);\n", b"y += 1;",
+     None),
+    ("pkg/a.py", b"    if n: return y\n    d = clip(c)\n", b"y += 1", None),
+    ("pkg/k.cu", b"    if (y > n) return b;\n    int d = clip(b);\n", b"y += 1;", None)],
+    ids=["another-value", "another-target", "c-another-value", "returning-it", "setting-it",
+         "a-loop-stepping-it", "c-returning-it", "one-line-returning-it", "c-one-line-reading-it"])
+def test_a_short_statement_past_a_block_that_leaves_telling_the_steps_apart_moves(
+        tmp_path, path, block, mine, theirs):
+    # Mirrors: upstream's line past the block that leaves is another update (another value,
+    # another target), or the block reads or sets y (`return y` hands on the fix's step, `y
+    # = c` sets it anew, a loop steps it): each its own, both kept, the fix moves quietly (a
+    # stop's first advice would drop one).
+    stack = leaves_between(tmp_path, path, block, mine, theirs)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    theirs = mine if theirs is None else theirs
+    assert made.count(b"    " + mine + b"\n") == (2 if theirs == mine else 1), made.decode()
+    assert made.count(b"    " + theirs + b"\n") == (2 if theirs == mine else 1), made.decode()
+
+
+def branch_of_an_if(tmp_path, path: str, block: bytes, theirs_block: bytes) -> OneUpstreamStack:
+    """STRAIGHT (STRAIGHT_CU for a .cu path) with `block` in place of the lines between y's
+    setting and z's: the fix adds `y += 1` under y's setting; upstream makes `block`
+    `theirs_block` (its copy of the step inside a branch)."""
+    if path.endswith(".cu"):
+        base0, cut, top, mine = (STRAIGHT_CU, b"    int c = norm(b);\n    int d = clip(c);\n",
+                                 b"    int y = x + 1;\n", b"y += 1;")
+    else:
+        base0, cut, top, mine = STRAIGHT, b"    d = clip(c)\n", b"    y = x + 1\n", b"y += 1"
+    base = base0.replace(cut, block)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, base.replace(top, top + b"    " + mine + b"\n"))
+    stack.commit({path: base0.replace(cut, theirs_block)}, "Step y", tag="v2")
+    return stack
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    else:\n        y += 1\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        return c\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        return c\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    elif c:\n        raise ValueError(c)\n"
+                 b"    else:\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    elif c:\n        raise ValueError(c)\n"
+     b"    else:\n        d = clip(c)\n        y += 1\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        return b;\n    } else {\n"
+                 b"        d = clip(b);\n    }\n",
+     b"    int d = b;\n    if (n) {\n        return b;\n    } else {\n        y += 1;\n"
+     b"        d = clip(b);\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        goto done;\n    }\n",
+     b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
+     b"        goto done;\n    }\n")],
+    ids=["else-after-a-return", "if-before-an-else-returning", "else-after-an-elif-raising",
+         "c-else-after-a-return", "c-if-before-an-else-leaving"])
+def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_first(
+        tmp_path, path, block, theirs_block):
+    # Upstream steps y inside the one branch of an if/else that goes on, every other branch
+    # leaving (`if n: return c` / `else: y += 1`): its copy runs on every path past the if,
+    # as one past it does, and there y got 1 twice, exit 0 (a copy inside a branch was read
+    # as another step). Now it stops as upstream having the lines, keep yours first (the
+    # paths that leave run the fix's copy alone).
+    stack = branch_of_an_if(tmp_path, path, block, theirs_block)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    elif c:\n        d = c\n    else:\n"
+                 b"        d = clip(c)\n",
+     b"    if n:\n        return c\n    elif c:\n        d = c\n    else:\n        y += 1\n"
+     b"        d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        return y\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        return y\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(c)\n",
+     b"    if y > n:\n        return c\n    else:\n        y += 1\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        y = c\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    else:\n        y = c\n        y += 1\n"
+     b"        d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        d = 0;\n    }\n",
+     b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
+     b"        d = 0;\n    }\n")],
+    ids=["no-branch-leaving", "an-elif-going-on", "the-other-returning-it",
+         "its-condition-reading-it", "set-anew-in-the-branch", "c-no-branch-leaving"])
+def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path, path, block,
+                                                                       theirs_block):
+    # Mirrors: another branch goes on past the if too (y stepped only on the paths through
+    # upstream's branch: each its own step), or the other branch, the condition or the
+    # branch before the copy reads or sets y: both kept, the fix moves quietly.
+    stack = branch_of_an_if(tmp_path, path, block, theirs_block)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    assert made.count(b" " + statement + b"\n") == 2, made.decode()
