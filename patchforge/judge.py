@@ -176,8 +176,8 @@ EACH_ROUND = "upstream's copy runs each round of a loop, yours once outside it"
 YOURS_EACH_ROUND = "your copy runs each round of a loop, upstream's once outside it"
 # What the stop on a list item made twice says where the fix's copy stands beside other
 # items than upstream's: on a line holding more (`"gfx1150", "gfx1201",`), or beside a new
-# item of the fix's where upstream's stands beside another new one of upstream's (`"fp8",
-# "128",` against `"fp32", "128",`: a list of pairs, each value its key's, or an arch table
+# item of the fix's where upstream's stands beside another new one of upstream's (`"HIPCC",
+# "hipcc",` against `"HIPCXX", "hipcc",`: a list of pairs, each value its key's, or an arch table
 # extended on both sides, one name made twice; nothing in the list tells which). Deleting the
 # fix's line(s) would lose what stands beside its copy: the ways on that keep it come first.
 BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
@@ -3314,16 +3314,20 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
             brackets.setdefault(opened)
     for opened in brackets:
         items = _bracket_items(lines, opened)
+        keyed = _flat_pairs(items)
         pairs, alone, every = [], [], True
         for n, (at, value) in enumerate(items):
             if at not in fixs or value is None or not fixs[at][value]:
                 continue
             # The value of an option documented to take the next argument (`"csrc/extra.cu"`
             # after `"-include"`) is not the item standing alone (a source to build): only a
-            # copy after the same such option, or after none, is the same item.
+            # copy after the same such option, or after none, is the same item. In a flat
+            # list of pairs each a number's (_flat_pairs), a value is its key's: only a copy
+            # after the same key is the same pair's.
             others = [m for m, (k, other) in enumerate(items)
                       if k not in fixs and other is not None and other == value
-                      and _value_of(items, m) == _value_of(items, n)]
+                      and _value_of(items, m) == _value_of(items, n)
+                      and (not keyed or m % 2 == 0 or items[m - 1][1] == items[n - 1][1])]
             if not others or _items_in_bracket_made(made, value) > 1:
                 every = False
                 continue
@@ -3352,8 +3356,8 @@ def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
     items of a line of the base it adds to), or the item next to the fix's copy on one side (the one before
     it, or after, on its line or the next) is one the fix adds (in `fixs`, the items of
     _items_the_fix_adds) and the item next to upstream's copy on that side is one upstream
-    adds (_upstream_adds), the two differing (`"fp8", "128",` against `"fp32", "128",`; a
-    key made twice, `"fp8", "128",` against `"fp8", "256",`). Next to a base item (`"gfx950",
+    adds (_upstream_adds), the two differing (`"HIPCC", "hipcc",` against `"HIPCXX",
+    "hipcc",`; a key made twice, `"HIPCC", "hipcc",` against `"HIPCC", "clang",`). Next to a base item (`"gfx950",
     "gfx1201",` upstream's, the fix's appended under its own `"gfx1150",`) upstream's copy is
     the fix's item made twice, and deleting the fix's line loses nothing: "". Said: the item,
     BESIDE_OTHERS, and each copy's lines, upstream's first."""
@@ -3524,6 +3528,25 @@ def _alone(items: list[tuple[int, object]], n: int, new: Callable[[object], bool
                                         and new(before)))
 
 
+def _flat_pairs(items: list[tuple[int, object]]) -> bool:
+    """Whether a bracket's `items` (_bracket_items) read as a flat list of pairs, each a key
+    and its number (`"fp16", "64", "bf16", "256",`, `"--jobs", "4",`): two pairs or more,
+    every item a string, every second one a number and none of the others. A list of names
+    (`"gfx942", "gfx1201",`) or of numbers alone is none: a value there made twice is one
+    item twice; here it is two keys' values, both wanted, where only a key made twice is."""
+    if items and items[-1][1] is None:
+        items = items[:-1]  # the line closing the bracket
+    if len(items) < 4 or len(items) % 2 or \
+            any(not isinstance(value, str) for _, value in items):
+        return False
+    return all(_NUMBER.fullmatch(str(value)) is not None for _, value in items[1::2]) and \
+        not any(_NUMBER.fullmatch(str(value)) is not None for _, value in items[::2])
+
+
+# A string that is a number (`"128"`, `"0.5"`, `"-1"`).
+_NUMBER = on_first_use(r"-?\d+(?:\.\d+)?")
+
+
 def _value_of(items: list[tuple[int, object]], n: int) -> object:
     """The option whose value the `n`th of a bracket's `items` (_bracket_items) is: the item
     before it (on its line or the line above), where that is an option documented to take
@@ -3547,7 +3570,7 @@ _TAKES_NEXT = frozenset({
     "--pre-include", "--compiler-options", "--linker-options", "--ptxas-options",
     "--output-file", "--define-macro", "--undefine-macro", "--library-path", "--library",
     "--system-include", "--compiler-bindir", "--gpu-architecture", "--gpu-code",
-    "--generate-code", "--offload-arch", "--amdgpu-target"})
+    "--generate-code", "--offload-arch", "--amdgpu-target", "-framework"})
 # An option whose text says it takes no value, its value written in or none
 # (`"-DFOO"`, `"-DFOO=1"`, `"-Iinc"`, `"-lm"`, `"-O3"`, `"-fPIC"`, `"-g"`, `"-Wall"`,
 # `"-mavx2"`, `"--offload-arch=gfx942"`, `"-shared"`): a copy of one upstream added is the same

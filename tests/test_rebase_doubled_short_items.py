@@ -250,26 +250,27 @@ def test_an_option_pair_the_fix_adds_to_a_line_of_the_base_moves(tmp_path):
     assert mine in made and b'"-D", "B=2",' in made, made.decode()
 
 
-PAIRS = [b"fp16", b"64", b"bf16", b"256"]
+PAIRS = [b"CC", b"clang", b"CXX", b"clang++"]
 
 
 @pytest.mark.parametrize("base, fix, theirs, said", [
-    (module(PAIRS), module(PAIRS + [b"fp8", b"128"]), module([b"fp32", b"128"] + PAIRS),
-     '"128" stands beside other items in yours than in upstream\'s (upstream\'s lines 2-3: '
-     '"fp32", "128"; yours, lines 8-9: "fp8", "128")'),
-    (listing([b'"fp16", "64",', b'"bf16", "256",']),
-     listing([b'"fp16", "64",', b'"bf16", "256",', b'"fp8", "128",']),
-     listing([b'"fp32", "128",', b'"fp16", "64",', b'"bf16", "256",']),
-     '"128" stands beside other items in yours than in upstream\'s (upstream\'s line 2: '
-     '"fp32", "128"; yours, line 5: "fp8", "128")')], ids=["a-pair-a-line", "pairs-on-a-line"])
+    (module(PAIRS), module(PAIRS + [b"HIPCC", b"hipcc"]), module([b"HIPCXX", b"hipcc"] + PAIRS),
+     '"hipcc" stands beside other items in yours than in upstream\'s (upstream\'s lines 2-3: '
+     '"HIPCXX", "hipcc"; yours, lines 8-9: "HIPCC", "hipcc")'),
+    (listing([b'"CC", "clang",', b'"CXX", "clang++",']),
+     listing([b'"CC", "clang",', b'"CXX", "clang++",', b'"HIPCC", "hipcc",']),
+     listing([b'"HIPCXX", "hipcc",', b'"CC", "clang",', b'"CXX", "clang++",']),
+     '"hipcc" stands beside other items in yours than in upstream\'s (upstream\'s line 2: '
+     '"HIPCXX", "hipcc"; yours, line 5: "HIPCC", "hipcc")')],
+    ids=["a-pair-a-line", "pairs-on-a-line"])
 def test_a_value_of_a_list_of_pairs_stops_saying_both_lines_and_keep_yours_for_pairs(
         tmp_path, base, fix, theirs, said):
-    # A flat list of pairs: the fix adds `"fp8", "128",`, upstream `"fp32", "128",` at its
-    # head. "128" is there twice, each its key's value; nothing in the list tells it from a
-    # name made twice beside two new names, and it stops. Its first advice was delete your
-    # copy, losing the fix's pair its value (on one line, its key too); now the stop says
-    # both copies' lines, and that keep yours is the way for a list of pairs: followed, both
-    # pairs stay.
+    # A flat list of pairs of names: the fix adds `"HIPCC", "hipcc",`, upstream `"HIPCXX",
+    # "hipcc",` at its head. "hipcc" is there twice, each its key's value; nothing in the list
+    # tells it from a name made twice beside two new names, and it stops. Its first advice
+    # was delete your copy, losing the fix's pair its value (on one line, its key too); now
+    # the stop says both copies' lines, and that keep yours is the way for a list of pairs:
+    # followed, both pairs stay.
     stack = stack_with(tmp_path, base, fix, theirs)
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way; " + said + ": " in err, err
@@ -279,7 +280,51 @@ def test_a_value_of_a_list_of_pairs_stops_saying_both_lines_and_keep_yours_for_p
     assert stack.series("up") == ["fa.patch"]
     stack.cli("overlays")
     made = b" ".join((stack.root / "overlays/up/pkg/a.py").read_bytes().split())
-    assert made.count(b'"fp8", "128",') == 1 and made.count(b'"fp32", "128",') == 1, made
+    assert made.count(b'"HIPCC", "hipcc",') == 1 and made.count(b'"HIPCXX", "hipcc",') == 1, made
+
+
+NUMBERED = [b"fp16", b"64", b"bf16", b"256"]
+
+
+@pytest.mark.parametrize("base, fix, theirs", [
+    (module(NUMBERED), module(NUMBERED + [b"fp8", b"128"]), module([b"fp32", b"128"] + NUMBERED)),
+    (module(NUMBERED), module(NUMBERED + [b"fp8", b"128"]),
+     module([b"fp16", b"128"] + NUMBERED[2:])),
+    (listing([b'"fp16", "64",', b'"bf16", "256",']),
+     listing([b'"fp16", "64",', b'"bf16", "256",', b'"fp8", "128",']),
+     listing([b'"fp32", "128",', b'"fp16", "64",', b'"bf16", "256",'])),
+    (listing([b'"fp16", "64",', b'"bf16", "256",']),
+     listing([b'"fp16", "64",', b'"bf16", "256",', b'"fp8", "128",']),
+     listing([b'"fp16", "128",', b'"bf16", "256",']))],
+    ids=["a-pair-a-line", "upstream-gave-a-base-key-the-value", "pairs-on-a-line",
+         "pairs-on-a-line-a-base-keys-value"])
+def test_a_number_of_a_list_of_pairs_after_another_key_moves(tmp_path, base, fix, theirs):
+    # A flat list of pairs, each a key and its number (`"fp16", "64",`): the fix adds `"fp8",
+    # "128",`, upstream `"fp32", "128",`, or gives the base's fp16 the value 128. It stopped
+    # as made twice, its first advice losing the fix's pair its value (where upstream gave a
+    # base key the value, delete your copy first). Every second item a number, none of the
+    # others: each "128" is its key's, both wanted; the rebase moves the fix, both kept.
+    stack = stack_with(tmp_path, base, fix, theirs)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    stack.cli("overlays")
+    made = b" ".join((stack.root / "overlays/up/pkg/a.py").read_bytes().split())
+    theirs_pair = b'"fp32", "128",' if b"fp32" in theirs else b'"fp16", "128",'
+    assert made.count(b'"fp8", "128",') == 1 and made.count(theirs_pair) == 1, made
+
+
+@pytest.mark.parametrize("mine, theirs", [
+    ([b"fp8", b"128"], [b"fp8", b"256"]), ([b"fp8", b"128"], [b"fp8", b"128"]),
+    ([b"bf8", b"fp8"], [b"fp4", b"fp8"])],
+    ids=["a-key-with-another-number", "the-same-pair", "names-with-no-number"])
+def test_a_key_or_a_name_made_twice_in_a_list_of_pairs_stops(tmp_path, mine, theirs):
+    # Mirrors: a key made twice (another number or the same pair), or a list without numbers
+    # (a table of names extended on both sides): made twice, it stops, loud.
+    base = NUMBERED if mine[1].isdigit() else [b"fp16", b"bf16", b"fp32", b"fp64"]
+    stack = stack_with(tmp_path, module(base), module(base + mine), module(theirs + base))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
 
 
 def test_a_name_made_twice_beside_another_new_name_is_taken_out_of_the_line_alone(tmp_path):
