@@ -2018,7 +2018,8 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
                             names: set[bytes], braced: bool) -> bool:
     """Whether line `k` (0-based) of `lines` is in the one branch of an `if` at `indent` (with
     its `else`) that goes on, every other branch ending in a leave (`if n:` + `return c` /
-    `else:` + ... + `y += 1`; `if (ok) { ... y += 1; } else { return; }`): upstream's copy
+    `else:` + ... + `y += 1`; `if (ok) { ... y += 1; } else { return; }`; a `try:` body
+    whose handlers all leave, `except OSError:` + `return b`): upstream's copy
     there runs on every path that goes on past the `if`, as one past it does. The lines
     `between` the fix's copy and the `if` and the branch's own lines above `k` are steps
     (_steps_between); no line of the `if` but those after `k` in its branch names one of
@@ -2032,30 +2033,35 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
 
     heads = [at for at in between if code(at) and at_indent(at)]
     start = next((at for at in reversed(heads)
-                  if re.match(rb"if\s*\(" if braced else rb"if\b", code(at))), None)
+                  if re.match(rb"if\s*\(" if braced else rb"if\b|try\s*:", code(at))), None)
     if start is None or _steps_between(lines, range(between.start, start), indent, names,
                                        braced) is None:
         return False
-    # The branches of the `if` from `start` on: (header line, code lines of its body).
+    # The branches of the `if` (or the `try:` and its handlers) from `start` on: (header
+    # line, code lines of its body). (A `try:`'s `else:` or `finally:` runs on its body's
+    # path: read as lines past the statement.)
     branches: list[tuple[int, list[int]]] = []
-    head_of = _C_BRANCH_HEAD if braced else _PY_BRANCH_HEAD
+    tried = code(start).startswith(b"try")
+    head_of = _C_BRANCH_HEAD if braced else _PY_HANDLER_HEAD if tried else _PY_BRANCH_HEAD
     for at in range(start, min(len(lines), start + 4 * NEAR_LINES)):
         if not code(at):
             continue
         if not lines[at].startswith(indent):
             break
         if at_indent(at):
-            if head_of.fullmatch(code(at)) is None or (at > start and code(at).startswith(b"if")):
+            if head_of.fullmatch(code(at)) is None or \
+                    (at > start and code(at).startswith((b"if", b"try"))):
                 break
             branches.append((at, []))
         else:
             branches[-1][1].append(at)
     else:
         return False
-    if len(branches) < 2 or re.match(rb"(?:\}\s*)?else\b", code(branches[-1][0])) is None:
+    if len(branches) < 2 or not tried and \
+            re.match(rb"(?:\}\s*)?else\b", code(branches[-1][0])) is None:
         return False
     own = next((head for head, body in branches if k in body), None)
-    if own is None:
+    if own is None or (tried and own != start):
         return False  # (line `k` goes on a statement after the `if`, or is in none)
     for head, body in branches:
         told = [head] + (body if head != own else [at for at in body if at < k])
@@ -2070,6 +2076,8 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
 # The head of a branch of an `if`: `if a:`, `elif b:`, `else:`; `if (a) {`, `} else if (b) {`,
 # `} else {`.
 _PY_BRANCH_HEAD = on_first_use(rb"(?:if|elif)\b.*:|else\s*:")
+# A `try:` and its handlers: `try:`, `except OSError:`, `except:`.
+_PY_HANDLER_HEAD = on_first_use(rb"try\s*:|except\b.*:")
 _C_BRANCH_HEAD = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?if\s*\(.*\)\s*\{|else\s*\{)")
 
 
@@ -2986,20 +2994,22 @@ def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes,
     """Whether upstream's nearest copy of `run` (a short statement) in `result` is below the
     fix's, at its indentation, with steps between (_steps_between, whatever they name) of
     which a block leaves (`if a:` + `return b`, `if (n) { return; }`, a `continue` in an `if`
-    of the copies' loop body): the paths that leave run the fix's copy alone. Asked only of a
-    doubling found."""
+    of the copies' loop body), or inside a `try:` body whose handlers all leave
+    (_in_the_branch_going_on): the paths that leave run the fix's copy alone. Asked only of
+    a doubling found."""
     _, own, theirs = _copies_of(current, result, run)
     if own is None or theirs is None or theirs < own:
         return False
     lines = result.split(b"\n")
     mine = lines[own - 1]
     indent = mine[:len(mine) - len(mine.lstrip(b" \t"))]
-    if not lines[theirs - 1].startswith(indent) or \
-            lines[theirs - 1][len(indent):len(indent) + 1] in (b" ", b"\t"):
-        return False
+    braced = _language(path) == "c"
     between = range(own - 1 + len(_written(lines, own, run)), theirs - 1)
-    return _steps_between(lines, between, indent, set(),
-                          _language(path) == "c") == _SOME_PATHS
+    if not lines[theirs - 1].startswith(indent):
+        return False
+    if lines[theirs - 1][len(indent):len(indent) + 1] in (b" ", b"\t"):
+        return _in_the_branch_going_on(lines, theirs - 1, between, indent, set(), braced)
+    return _steps_between(lines, between, indent, set(), braced) == _SOME_PATHS
 
 
 def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:

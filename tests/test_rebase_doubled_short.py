@@ -803,16 +803,23 @@ def branch_of_an_if(tmp_path, path: str, block: bytes, theirs_block: bytes) -> O
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
                  b"        goto done;\n    }\n",
      b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
-     b"        goto done;\n    }\n")],
+     b"        goto done;\n    }\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        return c\n",
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return c\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        return c\n"
+                 b"    except ValueError:\n        raise\n",
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return c\n"
+     b"    except ValueError:\n        raise\n")],
     ids=["else-after-a-return", "if-before-an-else-returning", "else-after-an-elif-raising",
-         "c-else-after-a-return", "c-if-before-an-else-leaving"])
+         "c-else-after-a-return", "c-if-before-an-else-leaving", "try-whose-handler-returns",
+         "try-whose-handlers-leave"])
 def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_first(
         tmp_path, path, block, theirs_block):
     # Upstream steps y inside the one branch of an if/else that goes on, every other branch
-    # leaving (`if n: return c` / `else: y += 1`): its copy runs on every path past the if,
-    # as one past it does, and there y got 1 twice, exit 0 (a copy inside a branch was read
-    # as another step). Now it stops as upstream having the lines, keep yours first (the
-    # paths that leave run the fix's copy alone).
+    # leaving (`if n: return c` / `else: y += 1`; a `try:` body whose handlers all leave):
+    # its copy runs on every path past the if, as one past it does, and there y got 1 twice,
+    # exit 0 (a copy inside a branch was read as another step). Now it stops as upstream
+    # having the lines, keep yours first (the paths that leave run the fix's copy alone).
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
     stops(stack)
     stack.cli("rebase", "--abort")
@@ -838,14 +845,19 @@ def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_fir
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
                  b"        d = 0;\n    }\n",
      b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
-     b"        d = 0;\n    }\n")],
+     b"        d = 0;\n    }\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        d = c\n",
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        d = c\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        return y\n",
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return y\n")],
     ids=["no-branch-leaving", "an-elif-going-on", "the-other-returning-it",
-         "its-condition-reading-it", "set-anew-in-the-branch", "c-no-branch-leaving"])
+         "its-condition-reading-it", "set-anew-in-the-branch", "c-no-branch-leaving",
+         "a-handler-going-on", "a-handler-returning-it"])
 def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path, path, block,
                                                                        theirs_block):
-    # Mirrors: another branch goes on past the if too (y stepped only on the paths through
-    # upstream's branch: each its own step), or the other branch, the condition or the
-    # branch before the copy reads or sets y: both kept, the fix moves quietly.
+    # Mirrors: another branch goes on past the if too (a handler too: y stepped only on the
+    # paths through upstream's branch: each its own step), or the other branch, the condition
+    # or the branch before the copy reads or sets y: both kept, the fix moves quietly.
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
     status = stack.json("status", "--against", "v2", expect=None)
     assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
