@@ -467,7 +467,7 @@ def _landed_files(project: Project, store: UpstreamStore, lock, overlays: Overla
                   for why in landed.unread]
         # A fix upstream took out again at the pin (reverted): the pin's file lacks it, so the
         # image's own file is no proof of it, as `verify --installed` judges it.
-        lacking = [f"{target} is the upstream's file at the pin, which lacks the fix: "
+        lacking = [f"{target} is the upstream's file at the pin, which {gone.lacks}: "
                    + " ".join(gone.message().split())
                    for target, gone in landed.taken_out()]
         # Such a fix in a file an overlay covers: the overlay is the pin's file with the other

@@ -85,35 +85,66 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
 
 
 def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
-                        commits: list[str]) -> None:
+                        commits: list[str], *, retry: bool = False) -> list[str]:
     """Fetch into `store`, from git upstream `upstream`'s own repository alone, those of
     `commits` (full ids a kept fix names: its `Base`, its recorded landing) the store lacks,
     in one fetch. The store no longer fetches a commit on demand (git asked every remote of
     every project in turn), and a kept fix judged without its base file (a commit of a
     branch deleted since, a fresh clone's cache) was quiet when upstream took it back: its
     own place read as holding it. Nothing is asked offline, of a wheel or directory upstream,
-    or when none is missing; a commit the upstream no longer has is left missing, the fix
-    judged without it, as before."""
-    from patchforge.errors import PatchforgeError
-    from patchforge.store.giturl import store_namespace
+    or when none is missing. Returns those still missing after it: the caller judges their
+    fixes without them and says so (reverts.judge_many's `without_base`).
 
-    config = project.config.upstream(upstream)
-    if project.offline or config.kind != "git" or not config.url:
-        return
+    A commit the upstream answered it does not have (a force-pushed or deleted branch's, git
+    collected it) is recorded in the cache (unserved_record): every later command asked for it
+    again, one failing fetch each. It is asked again only with `retry` (`patchforge fetch`),
+    or from another URL; a network failure is recorded nowhere."""
+    from patchforge.store.giturl import redact, store_namespace
+
     missing = [c for c in dict.fromkeys(c.lower() for c in commits) if not store.has_object(c)]
-    if not missing:
-        return
+    config = project.config.upstream(upstream)
+    if not missing or project.offline or config.kind != "git" or not config.url:
+        return missing
     url = git_url_for(project, config.url)
     namespace = store_namespace(upstream, url)
+    record = unserved_record(store, namespace)
+    wanted = missing if retry else [c for c in missing if not (record / c).is_file()]
     # (One fetch for all; where the upstream lacks one of them, each alone, so that the
-    # others still come.)
-    for wanted in [missing] if len(missing) == 1 else [missing, *([c] for c in missing)]:
+    # others still come, and the one it lacks is known.)
+    for group in [wanted] if len(wanted) == 1 else [wanted, *([c] for c in wanted)]:
+        asked = [c for c in group if not store.has_object(c)]
+        if not asked:
+            continue
         try:
-            store.fetch_git(namespace, url, [c for c in wanted if not store.has_object(c)])
+            store.fetch_git(namespace, url, asked)
+        except RefNotFound as exc:
+            if len(asked) == 1:
+                _record_unserved(record / asked[0], f"{redact(url)}: {exc.message}")
+            continue
         except PatchforgeError:
             continue
-        if all(store.has_object(c) for c in missing):
-            return
+        for commit in asked:
+            (record / commit).unlink(missing_ok=True)
+        if all(store.has_object(c) for c in wanted):
+            break
+    return [c for c in missing if not store.has_object(c)]
+
+
+def unserved_record(store: UpstreamStore, namespace: str) -> Path:
+    """The directory of the cache recording, one empty-named file per commit id, the commits
+    the git upstream of store namespace `namespace` (its name and URL) answered it does not
+    have (bring_named_commits)."""
+    return store.git_dir.parent / "kept" / "unserved" / namespace
+
+
+def _record_unserved(path: Path, why: str) -> None:
+    from patchforge.fsutil import atomic_write
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, why.encode("utf-8", "surrogateescape") + b"\n")
+    except (OSError, PatchforgeError):
+        pass  # (a cache that cannot be written: the next command asks again)
 
 
 def bring_missing_pins(project: Project, store: UpstreamStore,

@@ -90,6 +90,11 @@ its place (the state a revert leaves, its neighbours maybe edited since), so the
 runs without the fix whatever the commit says of itself; a person decides between
 `bring-back` and `delete` of the kept fix.
 
+A fix whose `Base` commit the store lacks and its upstream does not serve (a deleted or
+force-pushed branch's: pins.bring_named_commits) is judged without its base file, which is
+sound only for what needs none: a change found gone is said; one whose files are as its
+landing left them is quiet; any other is said `base-unserved`, never quiet (judge_many).
+
 Nothing is cached across revisions: each command asks about the revision it has, so a pin
 rolled back past the revert finds the change there again and says nothing. A project with
 nothing under upstreamed/ pays one directory listing per upstream.
@@ -136,7 +141,8 @@ class LandingGone:
     reverse, took it out), `removed` (a commit took it out as part of other work),
     `before-landing` (the revision does not contain the landing commit: a pin rolled back to
     before it), `unexplained` (no landing commit recorded, or no commit found that took it
-    out).
+    out), `base-unserved` (not known: its `Base` commit is not in the store, its upstream
+    does not serve it, and its files changed since the landing; judge_many).
 
     Each needs attention (exit 1; `status`, `lint`, `rebase` and `bump` say so), whatever the
     kind: the fix is in no overlay and the revision's files hold its old code again at its
@@ -160,6 +166,12 @@ class LandingGone:
     def reverted(self) -> bool:
         return self.kind == "reverted"
 
+    @property
+    def lacks(self) -> str:
+        """What the revision's file is said to do of the fix, where a command names it."""
+        return "may lack the fix (not judged)" if self.kind == "base-unserved" \
+            else "lacks the fix"
+
     def message(self) -> str:
         fix = f"{self.upstream}/{self.name}"
         if self.shadowed:
@@ -179,6 +191,13 @@ class LandingGone:
         if self.kind == "before-landing":
             return (f"fix {own} {landed} is not in this revision ({self.detail}), and in no "
                     f"overlay: `patchforge bring-back {fix}` puts it back in the series")
+        if self.kind == "base-unserved":
+            return (f"fix {own} {landed} is judged without its base: {self.detail}; "
+                    f"`patchforge fetch` asks {self.upstream} for that commit again; once "
+                    f"you have read the fix against upstream's files, `patchforge bring-back "
+                    f"{fix}` puts it back in the series (judged on the pin), or `patchforge "
+                    f"delete {self.upstream}/upstreamed/{self.name}` keeps it under deleted/ "
+                    "where upstream has it")
         return f"fix {own} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
             f"{self.upstream}/upstreamed/{self.name}` keeps it under deleted/ if upstream's " \
@@ -342,7 +361,8 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
         return []
     from patchforge.pins import bring_named_commits
 
-    bring_named_commits(project, store, upstream, kept_commits([data for _, data in kept]))
+    missing = bring_named_commits(project, store, upstream,
+                                  kept_commits([data for _, data in kept]))
     items = []
     recorded: dict | None = None
     for name, data in kept:
@@ -352,14 +372,44 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
             # (The history is read only for a fix whose file does not name its landing.)
             recorded = _dropped_events(project)
         items.append((name, rel, data, recorded or {}))
-    gone = judge_many(store, upstream, items, commit, unread=unread)
+    gone = judge_many(store, upstream, items, commit, unread=unread,
+                      without_base=_without_base(project, upstream, missing))
     skipped = project.series_dir(upstream) / "skipped"
     return [replace(g, shadowed=True) if (skipped / g.name).exists() else g for g in gone]
+
+
+def _without_base(project: Project, upstream: str,
+                  missing: list[str]) -> dict[str, tuple[str, bool]]:
+    """For each commit of `missing` (named by kept fixes, not in the store after
+    bring_named_commits): (why, in the words a fix whose `Base` it is is said with, and
+    whether that is only not checked: offline, the next command with the network fetches
+    it), as judge_many's `without_base` takes it; else its upstream does not serve it."""
+    if not missing:
+        return {}
+    config = project.config.upstream(upstream)
+    if project.offline:
+        return {commit: ("is not in the cache (without --offline it is fetched)", True)
+                for commit in missing}
+    if config.kind == "git" and config.url:
+        from patchforge.pins import git_url_for
+        from patchforge.store.giturl import redact
+
+        why = f"is not served by {upstream} ({redact(git_url_for(project, config.url))})"
+    else:
+        why = f"is not in the cache, and {upstream} (a {config.kind} upstream) serves no commit"
+    return {commit: (why, False) for commit in missing}
 
 
 # The full commit ids a kept fix's header names: its `Base` and its recorded landing.
 _NAMED_COMMITS = on_first_use(
     rb"(?m)^(?:Base:[ \t]*|Applied-Upstream:[^\n]*\bcommit:)([0-9a-fA-F]{40})\b")
+
+
+def kept_base(data: bytes) -> str | None:
+    """The full commit id a kept fix's header (its bytes `data`) gives as its `Base`."""
+    header = re.split(rb"(?m)^(?:diff --git |--- )", data, maxsplit=1)[0]
+    found = re.search(rb"(?m)^Base:[ \t]*([0-9a-fA-F]{40})\b", header)
+    return found[1].decode().lower() if found else None
 
 
 def kept_commits(datas: list[bytes]) -> list[str]:
@@ -442,7 +492,8 @@ def read_kept(project: Project, rel: str) -> bytes:
 
 
 def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, bytes, dict]],
-               commit: str, *, unread: list[tuple[str, str]] | None = None
+               commit: str, *, unread: list[tuple[str, str]] | None = None,
+               without_base: dict[str, tuple[str, bool]] | None = None
                ) -> list[LandingGone]:
     """Each kept fix of `items` (its name, its file `rel`, that file's bytes, `recorded`)
     judged at `commit`: what is said of those whose change is gone (LandingGone); nothing of
@@ -451,7 +502,16 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
     never said from a guess; named in `unread` where given). `recorded`: ledger.departures(),
     for a fix without its landing commit in Applied-Upstream. The files of all are read
     together, the own-place diffs all of them ask for at `commit` made in one git process
-    (_states_at), and the history since their landings walked once (_History)."""
+    (_states_at), and the history since their landings walked once (_History).
+
+    `without_base`: the `Base` commits the store lacks after its upstream was asked for them,
+    each with why and whether only offline (_without_base). The judge reads a fix's base file
+    (its functions, its paths before a rename, the history since); judged without it, a fix
+    whose file upstream renamed before the landing and then reverted was quiet (exit 0), in no
+    overlay. So such a fix is quiet only where that needs no base: what its landing left in
+    its files is there byte for byte (_as_landed). A change said gone is said as it was
+    found; anything else is said `base-unserved` (needs attention), or, offline, NOT CHECKED
+    in `unread`."""
     fixes = [(fix, recorded) for name, rel, data, recorded in items
              if (fix := _parse(upstream, name, rel, data)) is not None]
     for fix, recorded in fixes:
@@ -468,17 +528,72 @@ def judge_many(store: UpstreamStore, upstream: str, items: list[tuple[str, str, 
     history = _History(store, commit, landings) if landings else None
     found = []
     for (fix, recorded), cache in zip(fixes, caches):
+        base = (fix.patch.get("Base") or "").strip().lower()
+        why, offline = (without_base or {}).get(base, (None, False))
         try:
             gone = _judge(store, fix, commit, recorded, cache, history)
+            if gone is None and why is not None and \
+                    not _as_landed(store, fix, recorded, commit):
+                gone = _base_unserved(fix, recorded, base, why)
         except PatchforgeError as exc:
             # Judged by the next command that can read its files; a caller that must say
             # what it did not check is told.
             if unread is not None:
                 unread.append((fix.name, str(exc)))
             continue
+        if gone is not None and gone.kind == "base-unserved" and offline:
+            if unread is not None:
+                unread.append((fix.name, f"its base commit {base[:12]} {why}"))
+            continue
         if gone is not None:
             found.append(gone)
     return found
+
+
+def _as_landed(store: UpstreamStore, fix: _Fix, recorded: dict, commit: str) -> bool:
+    """Whether `commit` has the fix as the revision it was found landed at had it (its
+    recorded landing commit, else the target the rebase that dropped it judged it at), which
+    no base file is needed to tell: each of the fix's files byte for byte as there, holding
+    the fix's change; or, where those paths do not hold it there (upstream renamed the file
+    before the landing: only the base tells the paths apart), every file the landing commit
+    changed byte for byte as it left it, one of them holding each such change. True too of
+    a fix nothing records as upstream (no landing, no drop), never said with its base either."""
+    landed, dropped_at = _landing_of(fix, recorded)
+    landing = _commit(store, landed)
+    reference = landing or _commit(store, dropped_at)
+    if reference is None:
+        # Never known upstream here (kept by hand with nothing recorded, or its landing not
+        # in the cache): never said, with its base or without it.
+        return landed is None and dropped_at is None
+    paths = sorted({fp.path for fp in fix.files})
+    there, now = store.read_blobs(reference, paths), store.read_blobs(commit, paths)
+    if any(there.get(path) != now.get(path) for path in paths):
+        return False
+    if all(_file_state(fp, there.get(fp.path)) == "present" for fp in fix.files):
+        return True
+    if landing is None:
+        return False
+    parent = store.parents_of([landing]).get(landing)
+    changed = store.changed_paths(parent, landing) if parent else []
+    if not changed:
+        return False
+    made, now = store.read_blobs(landing, changed), store.read_blobs(commit, changed)
+    # Each file change of the fix not at its own path there is in a file the landing commit
+    # changed (a part landed by an earlier commit into a renamed file is not known here).
+    return all(made.get(path) == now.get(path) for path in changed) and all(
+        any(_file_state(fp, made.get(path)) == "present" for path in changed)
+        for fp in fix.files if _file_state(fp, there.get(fp.path)) != "present")
+
+
+def _base_unserved(fix: _Fix, recorded: dict, base: str, why: str) -> LandingGone:
+    """What is said of a kept fix judged without its base file (judge_many's `without_base`)
+    whose files changed since its landing, or whose landing is not known here: whether the
+    revision still holds its change is not known, and it is in no overlay."""
+    landed = _landing_of(fix, recorded)[0]
+    return LandingGone(fix.upstream, fix.name, fix.path, "base-unserved", landed, None,
+                       f"its base commit {base[:12]} {why}, and its files are not as its "
+                       "landing left them: whether this revision still holds its change is "
+                       "not known")
 
 
 def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:

@@ -209,16 +209,20 @@ def fetch(app, upstreams, as_json):
     """Bring the locked revisions into the store."""
     from patchforge.ops.setup import fetch as do_fetch
 
-    from patchforge.cli.output import announce_state_report
+    from patchforge.cli.output import announce_state_report, say_notes
 
     project = app.project()
     # What is open is said, as every read-only command says it: the revisions fetched are the
     # pins a stopped rebase is leaving (in the document, under --json).
     notes = announce_state_report(project, as_json=as_json)[0]
     # The project's display shows each upstream, then its download and import in bytes.
+    unserved: list[str] = []
     results = do_fetch(project, list(upstreams) or None,
                        on_upstream=lambda name, label: project.progress.step(
-                           f"fetching {name} {label}"))
+                           f"fetching {name} {label}"), notes=unserved)
+    # (Its base commit asked again, a kept fix's upstream no longer has it: said, as notes.)
+    say_notes(unserved, as_json=as_json)
+    notes = list(notes) + unserved
     if as_json:
         emit_json({"fetched": [{"upstream": u, "commit": c, "result": w}
                                for u, c, w in results],

@@ -285,6 +285,8 @@ def gone_line(fix: dict, color: bool) -> str:
     `gone_upstream` entry, not a proven revert): it is in no overlay, and needs attention."""
     if fix["kind"] == "before-landing":
         return paint(f"before its landing (needs attention): {fix['message']}", "yellow", color)
+    if fix["kind"] == "base-unserved":
+        return paint(f"not judged (needs attention): {fix['message']}", "yellow", color)
     return paint(f"taken out upstream (needs attention): {fix['message']}", "yellow", color)
 
 

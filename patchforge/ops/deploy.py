@@ -288,7 +288,8 @@ def verify_landed_at_pin(project: Project, manifest: dict[str, Any], *,
         shown = [p for p in profiles if p is not None]
         label = target + (f" [{', '.join(shown)}]" if shown and len(shown) < len(scope) else "")
         rows.append((label, "mismatch",
-                     "no overlay covers it, and the upstream's file at the pin lacks the fix: "
+                     f"no overlay covers it, and the upstream's file at the pin "
+                     f"{said[upstream, name].lacks}: "
                      + " ".join(said[upstream, name].message().split())))
     return rows, notes
 
@@ -532,8 +533,11 @@ def _judge_landed(key: str, entry: dict[str, Any], expected: str | None, found,
     if taken_out and (found.kind == "file" and found.sha256 == expected
                       or found.kind == "absent" and expected is None):
         # The pin's own file: status says upstream took the fix out there (a revert).
-        return check("mismatch", f"{at}, which lacks the fix: {holder} lacks it, and nothing "
-                                 "overlays it; " + "; ".join(g.message() for g in taken_out))
+        lacks = f"may lack the fix (not judged): so may {holder}" if all(
+            g.kind == "base-unserved" for g in taken_out) else \
+            f"lacks the fix: {holder} lacks it"
+        return check("mismatch", f"{at}, which {lacks}, and nothing overlays it; "
+                     + "; ".join(g.message() for g in taken_out))
     if found.kind == "file" and found.sha256 == expected:
         return check("ok", f"{at}, with {fixes}, landed there")
     if found.kind == "absent":

@@ -406,9 +406,12 @@ def _refuse_shared_config(project: Project, name: str, spec: str) -> None:
 
 
 def fetch(project: Project, names: list[str] | None = None, *,
-          on_upstream=None) -> list[tuple[str, str, str]]:
+          on_upstream=None, notes: list[str] | None = None) -> list[tuple[str, str, str]]:
     """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
-    `on_upstream(name, label)` is called before each (the CLI's progress indicator)."""
+    `on_upstream(name, label)` is called before each (the CLI's progress indicator). The
+    commits the fixes kept as landed name (each `Base`, each recorded landing) are asked of
+    their upstream again, even those an earlier command found it does not serve (the retry
+    pins.bring_named_commits records); `notes` gets a sentence for each still missing."""
     from patchforge.pins import ensure_pinned, open_store
 
     lock = project.lock
@@ -434,16 +437,20 @@ def fetch(project: Project, names: list[str] | None = None, *,
             # fine: its pinned tree is read through.
             store.check_readable(pin.commit)
             if pin.kind == "git":
-                _bring_series_files(project, store, name, pin.commit)
+                said = _bring_series_files(project, store, name, pin.commit)
+                if notes is not None:
+                    notes += said
             out.append((name, pin.commit, what))
     return out
 
 
-def _bring_series_files(project: Project, store: UpstreamStore, name: str, commit: str) -> None:
+def _bring_series_files(project: Project, store: UpstreamStore, name: str,
+                        commit: str) -> list[str]:
     """The files the series touches, at the pin, into a partial store in one fetch: a git
     upstream's blobs otherwise come when first read, and an `--offline` command (a pre-commit
     hook's) after `fetch` would find them missing. A patch that does not parse is left to
-    `lint`: it touches no file anyone can read yet."""
+    `lint`: it touches no file anyone can read yet. The commits the kept fixes name are asked
+    for again (retry): returns a sentence for each kept fix whose `Base` is still missing."""
     from patchforge.errors import PatchforgeError
 
     from patchforge.formats.patchfile import parse_patch_file
@@ -463,11 +470,25 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str, commi
             continue
     if paths:
         store.prefetch([(commit, list(paths))])
-    if kept and not project.offline:
-        # The fixes kept as landed are judged at the pin (reverted there?) by `overlays`, whose
-        # Dockerfile fails its build where the pin lacks one, and by `verify`: the files of
-        # the revisions that judgement reads come now, as it reads them.
-        gone_upstream(project, store, name, commit, unread=[])
+    if not kept or project.offline:
+        return []
+    from patchforge.pins import bring_named_commits
+    from patchforge.reverts import kept_base, kept_commits
+
+    missing = set(bring_named_commits(project, store, name,
+                                      kept_commits([data for _, data in kept]), retry=True))
+    # The fixes kept as landed are judged at the pin (reverted there?) by `overlays`, whose
+    # Dockerfile fails its build where the pin lacks one, and by `verify`: the files of
+    # the revisions that judgement reads come now, as it reads them.
+    gone_upstream(project, store, name, commit, unread=[])
+    said = []
+    for kept_name, data in kept:
+        base = kept_base(data)
+        if base in missing:
+            said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} is not "
+                        f"served by {name}, asked again: commands judge it without its base "
+                        "(`patchforge status` says where that is not enough)")
+    return said
 
 
 def _keeps_landings(project: Project, upstream: str) -> bool:

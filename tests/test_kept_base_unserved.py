@@ -1,0 +1,168 @@
+"""A fix kept as landed whose `Base` commit its upstream no longer serves: made on a pull
+request's branch, landed by a squash, the branch deleted and git's garbage collected upstream.
+In a fresh clone of the project, on a cold cache, the judge of kept fixes cannot read the
+fix's base file (its functions, its paths before a rename, the history since). Judged without
+it, a revert of the landing was quiet (exit 0), the fix in no overlay. Real git upstreams,
+the project cloned with git, every command through the CLI."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_cli, run_subprocess
+from helpers.git import git
+from helpers.project import OneUpstreamStack, add_patch_file, patch_bytes
+
+BASE = (b"import math\n\n\ndef f(x):\n    y = x + 1\n    return math.floor(y)\n\n\n"
+        b"def g(x):\n    y = x * 2\n    return math.ceil(y)\n")
+GUARDED = BASE.replace(b"def g(x):\n", b'def g(x):\n    assert x >= 0, "x >= 0"\n')
+
+
+class _Gone:
+    """The fix made on upstream branch `feature` (its `Base`: that branch's commit), landed
+    on main at v2 by a squash, after upstream moved its file into pkg/ when `renamed`; the
+    project rebased onto v2 (the fix kept as landed); then the branch deleted and collected
+    upstream (a copy kept in `backup`), and the project cloned fresh (`clone`) on a cold
+    cache."""
+
+    def __init__(self, tmp_path: Path, monkeypatch, *, renamed: bool = True) -> None:
+        self.stack = a = OneUpstreamStack(tmp_path / "a", {"c.py": BASE, "b.py": b"other\n"})
+        self.up = a.up
+        git(self.up, "checkout", "-q", "-b", "feature")
+        self.base = a.commit({"notes.txt": b"feature\n"}, "feature work")
+        git(self.up, "checkout", "-q", "main")
+        diff = a.upstream.diff({"c.py": GUARDED}, self.base)
+        add_patch_file(a.root, "up", "fix.patch", patch_bytes("up", self.base, "guard g", diff))
+        self.path = "c.py"
+        if renamed:
+            a.upstream.commit({}, "move c.py into pkg", {"c.py": "pkg/c.py"})
+            self.path = "pkg/c.py"
+        self.landing = a.commit({self.path: GUARDED}, "g: guard negative x (#12)", tag="v2")
+        a.cli("rebase", "--to", "v2")
+        assert self.base in a.patch("up", "fix", "upstreamed").decode()
+        self.backup = tmp_path / "backup.git"
+        git(tmp_path, "clone", "-q", "--mirror", str(self.up), str(self.backup))
+        git(self.up, "branch", "-D", "feature")
+        git(self.up, "reflog", "expire", "--expire=now", "--all")
+        git(self.up, "gc", "-q", "--prune=now")
+        assert subprocess.run(["git", "-C", str(self.up), "cat-file", "-e",
+                               f"{self.base}^{{commit}}"], capture_output=True).returncode
+        git(a.root, "init", "-q")
+        git(a.root, "add", "-A")
+        git(a.root, "commit", "-q", "-m", "the project")
+        self.clone = tmp_path / "clone"
+        git(tmp_path, "clone", "-q", str(a.root), str(self.clone))
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cold-cache"))
+
+    def commit(self, files: dict[str, bytes], message: str, tag: str) -> str:
+        return self.stack.commit(files, message, tag=tag)
+
+    def cli(self, *args: str, expect: int | None):
+        result = run_cli(self.clone, *args)
+        assert expect is None or result.rc == expect, (args, result.rc, result.text)
+        return result
+
+    def json(self, *args: str, expect: int) -> dict:
+        return json.loads(self.cli(*args, "--json", expect=expect).out)
+
+    def served_again(self) -> None:
+        """The branch pushed back upstream (its commit served again)."""
+        git(self.up, "fetch", "-q", str(self.backup), "feature:feature")
+
+
+def test_a_revert_of_a_fix_whose_base_upstream_no_longer_serves_is_never_quiet(tmp_path,
+                                                                               monkeypatch):
+    """Renamed before the landing, reverted at v3: judged without its base file, `status
+    --against v3` and `rebase --to v3` exited 0 saying nothing, and `status`, `overlays` after
+    the move too (offline, it said nothing either), the fix in no overlay and not upstream;
+    `bring-back` refused it as one upstream has. Now each says it needs attention (exit 1),
+    naming the base commit upstream does not serve and what to do; at the landing's own
+    revision (nothing changed since) it is quiet, since that needs no base."""
+    gone = _Gone(tmp_path, monkeypatch)
+    gone.cli("fetch", expect=0)
+    # At the pin its files are as the landing left them: quiet, no base needed.
+    doc = gone.json("status", expect=0)
+    assert doc["gone_upstream"] == doc["reverted"] == [], doc
+    gone.commit({"pkg/c.py": BASE}, 'Revert "g: guard negative x"\n\n'
+                f"This reverts commit {gone.landing}.\n", tag="v3")
+    doc = gone.json("status", "--against", "v3", expect=1)
+    (said,) = doc["gone_upstream"] + doc["reverted"]
+    assert (said["name"], said["kind"]) == ("fix.patch", "base-unserved"), said
+    assert f"its base commit {gone.base[:12]} is not served by up" in said["message"], said
+    assert "`patchforge fetch`" in said["message"], said
+    # Offline nothing is asked: not checked, as a fix whose files the cache lacks.
+    offline = gone.cli("--offline", "status", "--against", "v3", expect=0)
+    assert f"NOT CHECKED: whether up v3 still holds up/upstreamed/fix.patch: its base commit " \
+        f"{gone.base[:12]} is not in the cache" in offline.err, offline.text
+    rebase = gone.cli("rebase", "--to", "v3", expect=1)
+    assert "not judged (needs attention)" in rebase.out and gone.base[:12] in rebase.out, \
+        rebase.text
+    status = gone.cli("status", expect=1)
+    assert "not judged (needs attention)" in status.out, status.text
+    overlays = gone.cli("overlays", expect=1)
+    assert "may lack the fix (not judged)" in overlays.text, overlays.text
+    # bring-back takes it (judged on the pin, as a fix made there): upstream's file moved,
+    # so it stops for the fix to be made again there, never "nothing to bring back".
+    back = gone.cli("bring-back", "up/fix", expect=3)
+    assert "nothing to bring back" not in back.text, back.text
+    assert (gone.clone / "series/up/skipped/fix.patch").exists()
+
+
+@pytest.mark.parametrize("where", ["another file", "its file"])
+def test_a_fix_whose_base_upstream_no_longer_serves_is_quiet_only_where_no_base_is_needed(
+        tmp_path, monkeypatch, where):
+    """The mirror: upstream's later work leaves the fix's files as its landing left them
+    (another file changed): quiet, rebase and status exit 0. Work in its own file (the fix
+    still there, but only its base file could tell its place from a look-alike's): said, as
+    not judged, exit 1, never quiet. Either way the base is asked of upstream by the first
+    command alone (each asked again, one failing fetch per command)."""
+    gone = _Gone(tmp_path, monkeypatch, renamed=False)
+    if where == "another file":
+        gone.commit({"b.py": b"other\nmore\n"}, "other work", tag="v3")
+    else:
+        gone.commit({"c.py": GUARDED + b"\n\ndef h(x):\n    return x\n"}, "add h", tag="v3")
+    expect = 0 if where == "another file" else 1
+    doc = gone.json("status", "--against", "v3", expect=expect)
+    kinds = [g["kind"] for g in doc["gone_upstream"] + doc["reverted"]]
+    assert kinds == ([] if expect == 0 else ["base-unserved"]), doc
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    gone.cli("rebase", "--to", "v3", expect=expect)
+    gone.cli("status", expect=expect)
+    assert not [line for line in trace.read_text().splitlines()
+                if " fetch " in line and gone.base in line]
+
+
+def test_a_base_upstream_does_not_serve_is_asked_once_and_again_by_fetch(tmp_path,
+                                                                        monkeypatch):
+    """Every command fetched the missing base again, each fetch failing the same way, none
+    recorded. The first failure is recorded in the cache: later commands ask for it no more;
+    `patchforge fetch` asks again (and says it is still not served); once upstream serves it
+    again, `fetch` brings it and the revert is said as a revert, naming its commit."""
+    gone = _Gone(tmp_path, monkeypatch)
+    revert = gone.commit({"pkg/c.py": BASE}, 'Revert "g: guard negative x"\n\n'
+                         f"This reverts commit {gone.landing}.\n", tag="v3")
+
+    def fetches_of_base(*args: str, expect: int) -> tuple[int, str]:
+        trace = tmp_path / "trace"
+        trace.unlink(missing_ok=True)
+        proc = run_subprocess(gone.clone, *args, env={"GIT_TRACE": str(trace)}, expect=expect)
+        lines = trace.read_text().splitlines() if trace.exists() else []
+        return (len([line for line in lines if " fetch " in line and gone.base in line]),
+                proc.stderr.decode())
+
+    assert fetches_of_base("status", "--against", "v3", expect=1)[0] == 1
+    for args in (("status", "--against", "v3"), ("rebase", "--to", "v3", "--dry-run"),
+                 ("status",)):
+        assert fetches_of_base(*args, expect=1 if "v3" in args else 0)[0] == 0, args
+    asked, err = fetches_of_base("fetch", expect=0)
+    assert asked == 1 and f"its base commit {gone.base[:12]} is not served by up" in err, err
+    assert fetches_of_base("status", "--against", "v3", expect=1)[0] == 0
+    gone.served_again()
+    assert fetches_of_base("fetch", expect=0)[0] == 1
+    doc = gone.json("status", "--against", "v3", expect=1)
+    (said,) = doc["reverted"]
+    assert (said["name"], said["by"]) == ("fix.patch", revert), said
