@@ -3410,7 +3410,7 @@ def _maybe_its_value(lines: list[bytes], items: list[tuple[int, object]], n: int
     if theirs == 0:
         return ""
     near, before = items[theirs - 1]
-    if not _is_option(before) or before in _TAKES_NEXT or \
+    if not _is_option(before) or _takes_next(items, theirs - 1) or \
             _TAKES_NONE.fullmatch(str(before)) is not None or near in fixs or \
             not _upstream_adds(items, fixs, made, before) or \
             n > 0 and items[n - 1][1] == before:
@@ -3526,14 +3526,14 @@ def _alone(items: list[tuple[int, object]], n: int, new: Callable[[object], bool
     if not isinstance(value, str):
         return False
     if _is_option(value):
-        if _TAKES_NONE.fullmatch(value) is None or value in _TAKES_NEXT:
+        if _TAKES_NONE.fullmatch(value) is None or _takes_next(items, n):
             return False
     elif _ONE_NAME.fullmatch(value) is None:
         return False
     if n == 0:
         return True
     before = items[n - 1][1]
-    return not (_is_option(before) and (before in _TAKES_NEXT or
+    return not (_is_option(before) and (_takes_next(items, n - 1) or
                                         _TAKES_NONE.fullmatch(str(before)) is None
                                         and new(before)))
 
@@ -3562,9 +3562,21 @@ def _value_of(items: list[tuple[int, object]], n: int) -> object:
     before it (on its line or the line above), where that is an option documented to take
     the next argument (_TAKES_NEXT: `"-include"` for `"csrc/extra.cu"` in `"-include",
     "csrc/extra.cu",`); None where it is no such option's value."""
-    if n == 0 or items[n - 1][1] not in _TAKES_NEXT:
+    if n == 0 or not _takes_next(items, n - 1):
         return None
     return items[n - 1][1]
+
+
+def _takes_next(items: list[tuple[int, object]], n: int) -> bool:
+    """Whether the `n`th of a bracket's `items` (_bracket_items) is an option that takes the
+    item after it as its value: one documented to (_TAKES_NEXT), or `"-Werror"` before one of
+    nvcc's kinds (`"-Werror", "reorder",`; before anything else it is gcc's flag of none)."""
+    if n < 0 or n >= len(items):
+        return False
+    value = items[n][1]
+    if value in _TAKES_NEXT:
+        return True
+    return value == "-Werror" and n + 1 < len(items) and items[n + 1][1] in _NVCC_WERROR_KINDS
 
 
 # A string that names one thing: a word, a version, a path, a dotted or scoped name.
@@ -3576,16 +3588,24 @@ _TAKES_NEXT = frozenset({
     "-include", "-imacros", "-I", "-isystem", "-iquote", "-idirafter", "-isysroot", "-D",
     "-U", "-L", "-l", "-o", "-x", "-MF", "-MT", "-MQ", "-Xcompiler", "-Xlinker", "-Xclang",
     "-Xassembler", "-Xptxas", "-Xnvlink", "-Xarch_host", "-Xarch_device", "-mllvm",
-    "-gencode", "-ccbin", "-arch", "-code", "-target", "-Werror", "--include-path",
+    "-gencode", "-ccbin", "-arch", "-code", "-target", "--include-path",
     "--pre-include", "--compiler-options", "--linker-options", "--ptxas-options",
     "--output-file", "--define-macro", "--undefine-macro", "--library-path", "--library",
     "--system-include", "--compiler-bindir", "--gpu-architecture", "--gpu-code",
-    "--generate-code", "--offload-arch", "--amdgpu-target", "-framework"})
+    "--generate-code", "--offload-arch", "--amdgpu-target", "-framework",
+    # nvcc's, written as flags of no value would be (`-m...`, `-l...`, `-f...`): `"-maxrregcount",
+    # "64",` is one option and its value.
+    "-maxrregcount", "-ldir", "-odir", "-fmad", "-ftz", "-rdc", "-std", "--threads"})
+# The kinds nvcc's `-Werror` takes as its value (`"-Werror", "all-warnings",`); gcc's and
+# clang's `-Werror` takes none, so it is taken as an option with a value only before one.
+_NVCC_WERROR_KINDS = frozenset({
+    "all-warnings", "cross-execution-space-call", "reorder", "default-stream-launch",
+    "missing-launch-bounds", "ext-lambda-captures-this", "deprecated-declarations"})
 # An option whose text says it takes no value, its value written in or none
 # (`"-DFOO"`, `"-DFOO=1"`, `"-Iinc"`, `"-lm"`, `"-O3"`, `"-fPIC"`, `"-g"`, `"-Wall"`,
 # `"-mavx2"`, `"--offload-arch=gfx942"`, `"-shared"`): a copy of one upstream added is the same
-# flag made twice wherever it stands (those of _TAKES_NEXT excepted: nvcc's `-Werror` takes
-# one, as `-mllvm` and `-gencode` do).
+# flag made twice wherever it stands (those of _TAKES_NEXT excepted, `-mllvm`, `-gencode`,
+# `-maxrregcount`, and `-Werror` before one of nvcc's kinds: _takes_next).
 _TAKES_NONE = on_first_use(r"--?[\w+.-]+=\S*|-[DUIL][^\s=]\S*|-l\S+|-O\w*|-f[\w+.-]+|-g\w*"
                            r"|-W[\w,+.-]+|-m[\w+.-]+|-(?:shared|static|c|S|E|w|pthread|rdynamic"
                            r"|pipe)")

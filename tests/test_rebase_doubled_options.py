@@ -189,3 +189,54 @@ def test_the_same_option_and_source_added_both_ways_keeps_delete_your_copy_first
                        listing([b'"--embed", "csrc/extra.cu",'] + FLAGS))
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "upstream has these lines already, its own way: delete your copy" in err, err
+
+
+WERROR = [b'"cc",', b'"-O2",', b'"-Wall",', b'"-Werror",']
+
+
+@pytest.mark.parametrize("mine, theirs", [
+    (WERROR + [b'"-fPIC",'], [b'"-fPIC",'] + WERROR),
+    ([b'"-fPIC",'] + WERROR, WERROR + [b'"-fPIC",']),
+    (WERROR + [b'"csrc/extra.cu",'], [b'"csrc/extra.cu",'] + WERROR)],
+    ids=["yours-after-it", "upstreams-after-it", "a-source-after-it"])
+def test_an_item_made_twice_after_gccs_werror_stops(tmp_path, mine, theirs):
+    # gcc's and clang's `-Werror` takes no value (nvcc's takes a kind of warning): an item
+    # after it was read as its value, another item than upstream's copy, and merged in twice,
+    # exit 0.
+    stack = stack_with(tmp_path, listing(WERROR), listing(mine), listing(theirs))
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way" in err, err
+
+
+def test_nvccs_werror_takes_its_kind_as_its_value(tmp_path):
+    # Mirror: before one of nvcc's kinds `-Werror` is an option with its value: the fix's
+    # `"-Werror", "reorder",` beside upstream's `"-Werror", "all-warnings",` adds another
+    # pair, not a flag made twice; both kept.
+    nvcc = [b'"nvcc",', b'"-O3",', b'"-o",', b'"out.so",']
+    mine, theirs = [b'"-Werror", "reorder",'], [b'"-Werror", "all-warnings",']
+    stack = stack_with(tmp_path, listing(nvcc), listing(nvcc + mine), listing(theirs + nvcc))
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    result = made(stack)
+    assert all(line in result for line in mine + theirs), result.decode()
+
+
+@pytest.mark.parametrize("option", [b"-maxrregcount", b"-fmad", b"-std"])
+def test_an_nvcc_option_written_as_a_flag_keeps_its_value(tmp_path, option):
+    # nvcc's `-maxrregcount` (`-fmad`, `-std`) takes the next argument, though written as
+    # gcc's flags of none are (`-m...`, `-f...`): the fix's `"-maxrregcount", "64",` beside
+    # upstream's `"-maxrregcount", "128",` stopped with the first advice to take the option
+    # alone out of the fix's line, which leaves "64" for nvcc to read as an input file. An
+    # option with another value moves, as `"-D", "FOO"` beside `"-D", "BAZ"` does, both kept.
+    nvcc = [b'"nvcc",', b'"-O3",', b'"-lineinfo",', b'"-o",', b'"out.so",']
+    mine = [b'"' + option + b'", "64",']
+    theirs = [b'"' + option + b'", "128",']
+    stack = stack_with(tmp_path, listing(nvcc), listing(nvcc + mine), listing(theirs + nvcc))
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.rebase_json("--to", "v2")
+    result = made(stack)
+    assert all(line in result for line in mine + theirs), result.decode()
