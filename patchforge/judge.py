@@ -10,6 +10,7 @@ import ast
 import bisect
 import io
 import itertools
+import keyword
 import os
 import re
 import threading
@@ -188,6 +189,13 @@ BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
 # value, the fix's then an item of its own, both wanted, and deleting the fix's copy would
 # lose it: the way that keeps it comes first.
 MAYBE_ITS_VALUE = "follows an option upstream added with it, which may take it as its value"
+# What the stop on a key the fix gives a dict literal that upstream gave the same dict at
+# another place says (_key_twice_in_its_dict): the dict keeps one value per key, the later
+# line's. With the same value deleting the fix's line loses nothing; with another value each
+# way on keeps one of the two, and the stop says both.
+KEY_TWICE = "is a key upstream gave this dict already"
+SAME_VALUE = "with the same value"
+OTHER_VALUE = "with another value"
 # Where a loop between the two copies reads what the copied statement sets (`x = x + n`
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
@@ -1611,6 +1619,11 @@ class SeriesJudge:
                     found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]})"
                                   + (f"; {item[2]}" if item[2] else "")))
                     continue
+                item = _key_twice_in_its_dict(path, current, result, fixed.content)
+                if item is not None:
+                    found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]}); "
+                                  f"{item[2]}"))
+                    continue
             if doubled:
                 said = _doubled_where(path, current, result, doubled)
                 if doubled[0] in fewer:
@@ -2329,8 +2342,10 @@ def _doubled_said(said: str) -> str:
     for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
-    if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said:
-        # The place, then the item and what tells the copies apart (_item_twice_in_its_bracket).
+    if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said or \
+            f" {KEY_TWICE}, " in said:
+        # The place, then the item (key) and what tells the copies apart
+        # (_item_twice_in_its_bracket, _key_twice_in_its_dict).
         cut = said.index("); ", said.index(" (upstream's at line ")) + 1
         return f"{said[:cut]}: {DOUBLED}, its own way; {said[cut + 2:]}"
     return f"{said}: {DOUBLED}, its own way"
@@ -3449,6 +3464,21 @@ def _items_the_fix_adds(lines: list[bytes], theirs: list[bytes]) -> dict[int, Co
     changed and that is a line of quoted items: the items its block of changed lines adds, by
     a line diff of the two (those not on the lines of `theirs` it replaces: a line the fix
     makes `"gfx90a", "gfx942", "gfx1201",` out of `"gfx90a", "gfx942",` adds gfx1201 only)."""
+    found: dict[int, Counter] = {}
+    for mine, other in _changed_blocks(lines, theirs,
+                                       lambda line: _STRING_ITEMS.fullmatch(line) is not None):
+        held = {k: _line_items(lines[k]) for k in mine}
+        added = Counter(value for values in held.values() if values for value in values)
+        added -= Counter(value for k in other for value in _line_items(theirs[k]) or ())
+        found.update((k, added) for k, values in held.items() if values is not None)
+    return found
+
+
+def _changed_blocks(lines: list[bytes], theirs: list[bytes],
+                    wanted: Callable[[bytes], bool]) -> list[tuple[range, range]]:
+    """The blocks of changed lines of `lines`, a file a fix made on upstream's `theirs`, by a
+    line diff of the two: (the lines of `lines`, those of `theirs` they replace), 0-based;
+    none where no changed line of `lines` is `wanted` (the diff is paid only then)."""
     top, short = 0, min(len(lines), len(theirs))
     while top < short and lines[top] == theirs[top]:
         top += 1
@@ -3456,24 +3486,15 @@ def _items_the_fix_adds(lines: list[bytes], theirs: list[bytes]) -> dict[int, Co
     while tail < short - top and lines[-1 - tail] == theirs[-1 - tail]:
         tail += 1
     mine, other = lines[top:len(lines) - tail], theirs[top:len(theirs) - tail]
-    if not any(_STRING_ITEMS.fullmatch(line) is not None for line in mine):
-        return {}
+    if not any(wanted(line) for line in mine):
+        return []
     if not other:
-        blocks = [(0, len(mine), 0, 0)]
-    else:
-        import difflib
+        return [(range(top, top + len(mine)), range(top, top))]
+    import difflib
 
-        matcher = difflib.SequenceMatcher(None, mine, other,
-                                          autojunk=len(mine) + len(other) > 4000)
-        blocks = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-                  if tag != "equal"]
-    found: dict[int, Counter] = {}
-    for i1, i2, j1, j2 in blocks:
-        held = {k: _line_items(mine[k]) for k in range(i1, i2)}
-        added = Counter(value for values in held.values() if values for value in values)
-        added -= Counter(value for line in other[j1:j2] for value in _line_items(line) or ())
-        found.update((top + k, added) for k, values in held.items() if values is not None)
-    return found
+    matcher = difflib.SequenceMatcher(None, mine, other, autojunk=len(mine) + len(other) > 4000)
+    return [(range(top + i1, top + i2), range(top + j1, top + j2))
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _line_items(line: bytes) -> list[object] | None:
@@ -3669,6 +3690,227 @@ def _bracket_opened_above(lines: list[bytes], at: int) -> int | None:
                 if depth < 0:
                     return k
     return None
+
+
+# A key opening an entry of a dict literal, and its `:` (`"gfx950": 128,`, `'gfx950':`,
+# `950: "x",`, `dtypes.fp8: 2,`, JSON's `"srcs": [`): a quoted string, a number or a dotted
+# name. Not a bare name: in C-family code `public:` and `done:` are no keys, and a name key
+# in JavaScript is a string another spelling would have to be read as.
+_NUMBER_KEY = rb"[-+]?\.?\d[\w.]*"
+_DOTTED_KEY = rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+_DICT_KEY = on_first_use(rb"\s*(" + _QUOTED + rb"|" + _NUMBER_KEY + rb"|" + _DOTTED_KEY
+                         + rb")\s*:(?![:=])")
+# In Python a bare name is a key too (`GFX950: 128,`, a constant: the same name is the same
+# key), but for a keyword (`else:` opens a block; `lambda:` its body, in a set of lambdas).
+_PYTHON_DICT_KEY = on_first_use(
+    rb"\s*(" + _QUOTED + rb"|" + _NUMBER_KEY + rb"|(?!(?:"
+    + "|".join(k for k in keyword.kwlist if k not in ("True", "False", "None")).encode()
+    + rb")\b)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*:(?![:=])")
+# In C-family code an initialiser's designator and its `=` (`[GFX950] = 128,`, `.block_m =
+# 64,`): the same index or member given twice, the later value wins (a warning at most).
+_C_DESIGNATOR = on_first_use(rb"\s*(\[[^\]\n]+\]|\.[A-Za-z_]\w*)\s*=(?!=)")
+# A line's strings and comments, in Python (where `//` divides: `"n": m // 2,`) and in other
+# languages; and the same with a bracket or a comma: what a line of a dict is read by, token
+# by token (brackets and commas in a string or a comment are no code's).
+_PYTHON_NOISE = rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*'
+_PYTHON_STRING_OR_COMMENT = on_first_use(_PYTHON_NOISE)
+_PYTHON_TOKEN = on_first_use(_PYTHON_NOISE + rb"|[()\[\]{},]")
+_TOKEN = on_first_use(_PYTHON_NOISE + rb"|//.*|[()\[\]{},]")
+_BRACKET = on_first_use(rb"[()\[\]{}]")
+
+
+@record
+class _DictEntry:
+    """An entry of a dict literal (_dict_entries): its key's value and text, the line it
+    opens on (0-based), where its value starts on that line and where it ends there (None:
+    it runs on below, its brackets left open), and how many brackets are open where it
+    stands (the dict's among them)."""
+    key: object
+    key_text: str
+    first: int
+    start: int
+    end: int | None
+    depth: int
+
+
+@record(frozen=True)
+class _DictSyntax:
+    """How the dict literals of a file are read (_dict_syntax): what opens an entry (`key`),
+    a line's tokens (`tokens`), its strings and comments (`noise`)."""
+    key: re.Pattern[bytes]
+    tokens: re.Pattern[bytes]
+    noise: re.Pattern[bytes]
+
+
+def _dict_syntax(path: str) -> _DictSyntax:
+    """How the dict literals of the file at `path` are read: an entry opens with _DICT_KEY,
+    in Python with _PYTHON_DICT_KEY (and `//` divides), in C-family code with _C_DESIGNATOR."""
+    language = _language(path)
+    if language == "python":
+        return _DictSyntax(_PYTHON_DICT_KEY, _PYTHON_TOKEN, _PYTHON_STRING_OR_COMMENT)
+    return _DictSyntax(_C_DESIGNATOR if language == "c" else _DICT_KEY, _TOKEN,
+                       STRING_OR_COMMENT)
+
+
+def _key_of(text: bytes) -> object:
+    """A key's value: a literal's (`"gfx950"` is `'gfx950'`, `0x10` is `16`), else its text
+    without whitespace (`[GFX950]` is `[ GFX950 ]`)."""
+    try:
+        return ast.literal_eval(text.decode())
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        return b"".join(text.split())
+
+
+def _line_segments(line: bytes, tokens: re.Pattern[bytes]) -> list[tuple[int, int | None]]:
+    """The entries a line holds at the level it starts at: (start, end) columns of each, split
+    at its commas, a comment or the close of that level ending the last; its end None where
+    brackets it opens are left open at the line's end (a value running on below). Read by
+    `tokens` (_DictSyntax's)."""
+    spans: list[tuple[int, int | None]] = []
+    start, depth = 0, 0
+    for token in tokens.finditer(line):
+        text = token.group()
+        if text[:1] in b"#/":
+            break
+        if text in (b"(", b"[", b"{"):
+            depth += 1
+        elif text in (b")", b"]", b"}"):
+            depth -= 1
+            if depth < 0:
+                spans.append((start, token.start()))
+                return spans
+        elif text == b"," and depth == 0:
+            spans.append((start, token.start()))
+            start = token.end()
+    else:
+        spans.append((start, None if depth > 0 else len(line)))
+        return spans
+    spans.append((start, None if depth > 0 else token.start()))
+    return spans
+
+
+def _dict_entries(lines: list[bytes], syntax: _DictSyntax
+                  ) -> tuple[dict[tuple[int, int], list[_DictEntry]], list[int]]:
+    """The entries of each dict literal of `lines` (a brace, each entry opening a line at the
+    brace's own level after a line ending in the brace or a comma, or following a comma on
+    its line: one on the brace's own line is not read),
+    by where its brace opens (line, and its place among the line's brackets), in order; and
+    per line, how many brackets are open at its start (an entry's value runs on through the
+    lines more are open at, _entry_value). One pass over the file."""
+    found: dict[tuple[int, int], list[_DictEntry]] = {}
+    stack: list[tuple[int, int, bytes]] = []
+    depths: list[int] = []
+    after = b""
+    for k, line in enumerate(lines):
+        depths.append(len(stack))
+        code = syntax.noise.sub(b"", line).rstrip()
+        if stack and stack[-1][2] == b"{":
+            opened = stack[-1][:2]
+            for start, end in _line_segments(line, syntax.tokens):
+                opens = syntax.key.match(line, start)
+                # An entry opening the line follows the brace or a comma: one following
+                # other code goes on with it (a statement wrapped in a block, `x[i]` /
+                # `[j] = 0;`, is no designator).
+                if opens is not None and (end is None or opens.end() <= end) and \
+                        (start > 0 or after in (b"{", b",")):
+                    found.setdefault(opened, []).append(_DictEntry(
+                        _key_of(opens[1]), opens[1].decode("utf-8", "replace"), k,
+                        opens.end(), end, len(stack)))
+        for n, bracket in enumerate(_BRACKET.finditer(code)):
+            if bracket[0] in b"([{":
+                stack.append((k, n, bracket[0]))
+            elif stack:
+                stack.pop()
+        if code.strip():
+            after = code[-1:]
+    return found, depths
+
+
+def _entry_value(lines: list[bytes], depths: list[int], entry: _DictEntry) -> tuple[int, bytes]:
+    """An entry's last line (0-based) and its value's text, whitespace runs made one space: to
+    the end of its segment, or, running on below, through the lines inside its brackets."""
+    line = lines[entry.first]
+    if entry.end is not None:
+        return entry.first, b" ".join(line[entry.start:entry.end].split())
+    last = entry.first
+    while last + 1 < len(lines) and depths[last + 1] > entry.depth:
+        last += 1
+    text = b" ".join(lines[k].strip() for k in range(entry.first + 1, last + 1))
+    value = b" ".join((line[entry.start:] + b" " + text).split())
+    return last, value.rstrip(b",").rstrip()
+
+
+def _same_value(one: bytes, other: bytes) -> bool:
+    """Whether two entries' values (_entry_value's) are the same: as literals (`'a'` is
+    `"a"`), else as text without whitespace."""
+    try:
+        return bool(ast.literal_eval(one.decode()) == ast.literal_eval(other.decode()))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError,
+            TypeError):
+        return b"".join(one.split()) == b"".join(other.split())
+
+
+def _key_twice_in_its_dict(path: str, current: bytes, result: bytes,
+                           made: bytes) -> tuple[int, int, str] | None:
+    """Where (the fix's line, upstream's: 1-based lines of `result`, and what the stop says
+    of the two, KEY_TWICE) a key the fix gives a dict literal (`"gfx1201": 32,`) is a key of
+    the same dict in `result` on a line the fix did not change, where the file the fix made
+    (`made`) held it once in any dict: upstream gave the dict that key itself at another
+    place. A dict keeps one value per key, the later line's: merged in both, the dict held
+    the key twice, exit 0, and with another value one side's was lost silently. A key the fix
+    gives an entry it replaces (a value changed, a comma added) is no new key; the same key
+    in another dict, or a keyword argument of a call (`dict(gfx1201=32)`), is another
+    mapping's, both wanted (None)."""
+    syntax = _dict_syntax(path)
+    lines, theirs = result.split(b"\n"), current.split(b"\n")
+    blocks = _changed_blocks(lines, theirs, lambda line: syntax.key.match(line) is not None)
+    if not blocks:
+        return None
+    changed = {k for mine, _ in blocks for k in mine}
+    replaced = {_key_of(opens[1]) for _, other in blocks for k in other
+                for start, end in _line_segments(theirs[k], syntax.tokens)
+                if (opens := syntax.key.match(theirs[k], start)) is not None
+                and (end is None or opens.end() <= end)}
+    dicts, depths = _dict_entries(lines, syntax)
+    for entries in dicts.values():
+        for entry in entries:
+            if entry.first not in changed or entry.key in replaced:
+                continue
+            others = [other for other in entries
+                      if other.first not in changed and other.key == entry.key]
+            if not others or _keys_in_a_dict_made(made, entry.key, syntax) > 1:
+                continue
+            upstreams = min(others, key=lambda other: abs(other.first - entry.first))
+            return entry.first + 1, upstreams.first + 1, _key_twice_said(
+                entry.key_text, _entry_value(lines, depths, entry), entry.first,
+                _entry_value(lines, depths, upstreams), upstreams.first)
+    return None
+
+
+def _key_twice_said(key: str, mine: tuple[int, bytes], at: int, theirs: tuple[int, bytes],
+                    upstreams: int) -> str:
+    """What the stop on a key made twice in a dict says: the key, KEY_TWICE, with the same
+    value or another, and each copy's lines and value (_entry_value's: the fix's `mine`
+    opening at line `at`, upstream's `theirs` at `upstreams`, 0-based), upstream's first; with
+    another value, which one the dict keeps as it stands (the later line's)."""
+    def shown(first: int, value: tuple[int, bytes]) -> str:
+        where = f"line {first + 1}" if first == value[0] else f"lines {first + 1}-{value[0] + 1}"
+        text = value[1].decode("utf-8", "replace")
+        return f"{where}: {text if len(text) <= 60 else text[:57] + '...'}"
+
+    both = f"(upstream's {shown(upstreams, theirs)}; yours, {shown(at, mine)}"
+    if _same_value(mine[1], theirs[1]):
+        return f"{key} {KEY_TWICE}, {SAME_VALUE} {both})"
+    later = "yours" if at > upstreams else "upstream's"
+    return f"{key} {KEY_TWICE}, {OTHER_VALUE} {both}; as it stands the later, {later}, wins)"
+
+
+def _keys_in_a_dict_made(made: bytes, value: object, syntax: _DictSyntax) -> int:
+    """How often the key `value` (_key_of's) opens an entry of one dict literal in `made`
+    (the most of any dict)."""
+    dicts, _ = _dict_entries(made.split(b"\n"), syntax)
+    return max((sum(1 for entry in entries if entry.key == value) for entries in dicts.values()),
+               default=0)
 
 
 def _index_address_to_undeclared(current: bytes, result: bytes, run: bytes) -> bool:

@@ -199,7 +199,6 @@ def test_an_item_upstream_added_beside_another_on_its_line_stops(tmp_path):
     assert not doubled_after_rebase(stack, "pkg/a.py", b'"gfx1201"')
 
 
-@known_wrong("a key the fix adds to a dict literal")
 def test_a_dict_key_upstream_added_elsewhere_in_the_dict_stops(tmp_path):
     waves = b'    "gfx90a": 64,\n    "gfx942": 64,\n    "gfx950": 64,\n    "gfx1100": 32,\n'
     base = b'"""Waves."""\n\nWAVES = {\n' + waves + b"}\n"
@@ -228,5 +227,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 3
+    assert len(marks) == 2
     assert [m for m in marks if f"- {m}" not in entries] == []

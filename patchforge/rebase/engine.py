@@ -28,8 +28,8 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
-                              FEWER_PATHS, MAYBE_ITS_VALUE, OTHER_FUNCTION, READ_BETWEEN,
-                              UNDECLARED_CALL, YOURS_EACH_ROUND,
+                              FEWER_PATHS, KEY_TWICE, MAYBE_ITS_VALUE, OTHER_FUNCTION,
+                              OTHER_VALUE, READ_BETWEEN, UNDECLARED_CALL, YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
                               series_renames, where_landed)
@@ -119,6 +119,14 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      "if the option takes no value (the same item is then there twice); or "
      "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
      "other changes too)"),
+    # A key the fix gives a dict that upstream gave it with another value: the dict
+    # keeps one, the later line's, and the worktree as it is loses the other silently.
+    # Each way keeps one value, the one the user picks; the stop has said both.
+    (lambda item: f" {KEY_TWICE}, {OTHER_VALUE} (" in item,
+     ": the dict keeps one value per key: take your entry out in the worktree "
+     "to take upstream's value, or upstream's entry to keep yours, and "
+     "`patchforge rebase --continue`; or `patchforge rebase --skip` (sets the "
+     "WHOLE fix aside in skipped/, its other changes too)"),
     # A list item made twice whose copy stands beside other items than
     # upstream's: deleting the fix's line(s) would lose them (another name on its
     # line, a pair's key). Taking the item alone out loses nothing of a list of
