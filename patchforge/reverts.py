@@ -27,7 +27,11 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   there. Where the landing is known, only if the history shows the move (_doubtful_moves:
   the commit that took the hunk out of its place left its lines in the file, and is no
   revert of the landing); else it is gone, said "possibly doubled" with the line to look
-  at (a copy of a common line upstream added since counts as well). Some hunks (or files) so gone and every other one there: taken back in part, gone
+  at (a copy of a common line upstream added since counts as well). A hunk of a Python file
+  that changes import lines only is there where the file's module-level imports bind its names
+  to the same modules in any form, wherever its neighbours say its place is (_imports_held:
+  a formatter wrote `import a.b.c as c` as `from a.b import c`, or sorted it into a wrapped
+  list). Some hunks (or files) so gone and every other one there: taken back in part, gone
   too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say. Unless a hunk has its old code back exactly
@@ -38,7 +42,9 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   rather than the fix in another form (_reverted_then_changed): upstream reverted it, then
   edited those lines again, and it is said as reverted. A revert there is a commit whose
   message says revert, or one that put the fix's files back by hand as the landing found
-  them, from exactly what the landing made of them (_may_undo). Unless the fix's function
+  them, from exactly what the landing made of them (_may_undo); one that kept the fix's
+  import, all the rest gone, is one too (_gone_but_imports), and an import still there tells
+  no landing again (_relanded). Unless the fix's function
   was taken out of its file, added to no other, its name gone from the file, and the fix's
   lines with it, into no other function or file (_function_taken_out): deleted with the fix,
   said taken out by that commit. Unless a hunk of the fix that adds only a guard finds its
@@ -103,6 +109,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
@@ -261,6 +268,11 @@ class _Fix:
     # (_renamed_before_landing): the old path, no alias any more and no file the fix's
     # function or file can have moved into (a legacy copy upstream wrote there later).
     left_path: dict = field(default_factory=dict, repr=False, compare=False)
+    # The revisions at which every hunk of the fix is back at its old code but hunks of import
+    # lines still there, as the fix wrote them or in another form (_IMPORTS_HELD; _combined
+    # says part): a revert that kept the import (other code uses it, or upstream's formatter
+    # rewrote it since the landing) is a revert all the same (_revert_of).
+    imports_alone: set = field(default_factory=set, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -1412,7 +1424,17 @@ def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str | No
     if all(state == "present" for _, _, state in files):
         return "present" if files else "other"
     verdicts = _hunk_verdicts(store, fix, files, rev)
-    states = {"present" if state == "moved" else state for _, _, state in verdicts or ()}
+    if rev is not None:
+        # (Noted, not said gone: the import is upstream's, kept under upstreamed/ by a
+        # bring-back, which puts back the rest.)
+        found = verdicts or []
+        alone = any(state == "gone" for _, _, state in found) and all(
+            state == "gone" or (state in ("present", _IMPORTS_HELD) and n is not None and
+                                _imports_only(fp, fp.hunks[n - 1]))
+            for fp, n, state in found)
+        (fix.imports_alone.add if alone else fix.imports_alone.discard)(rev)
+    states = {"present" if state in ("moved", _IMPORTS_HELD) else state
+              for _, _, state in verdicts or ()}
     if verdicts is None or not states:
         return "other"
     if "other" in states:
@@ -1441,7 +1463,11 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
             continue
         hunks: list[tuple[int, str]] | None
         if state == "gone":
-            hunks = [(n, "gone") for n, hunk in enumerate(fp.hunks, 1)
+            # (Its whole diff applies again; a hunk of import lines upstream wrote in another
+            # form elsewhere in the file, sorted into a wrapped list, is still there.)
+            held = _imports_held(store, fix, k, fp, content)
+            hunks = [(n, _IMPORTS_HELD if held(hunk) else "gone")
+                     for n, hunk in enumerate(fp.hunks, 1)
                      if any(line[:1] in (b"+", b"-") for line in hunk.lines)]
         else:
             weak: list[int] = []
@@ -1449,7 +1475,8 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
             hunks = _hunk_states(fp, content, weak,
                                  {n for kk, n in fix.not_back if kk == k}, unplaced,
                                  {n: back for (kk, n), back in fix.placed.items() if kk == k},
-                                 _own_function_of(store, fix, k))
+                                 _own_function_of(store, fix, k),
+                                 _imports_held(store, fix, k, fp, content))
             if unplaced and rev is not None:
                 # (Noted even where the files alone say neither: the hunk whose place the
                 # history tells may be the one the rest of the fix waits on, a guard another
@@ -1473,14 +1500,16 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
 def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = None,
                  refused: frozenset[int] | set[int] = frozenset(),
                  unplaced: list[int] | None = None, placed: dict[int, bool] | None = None,
-                 own: Callable[[int], _OwnFunction] | None = None
+                 own: Callable[[int], _OwnFunction] | None = None,
+                 imports: Callable[..., bool] | None = None
                  ) -> list[tuple[int, str]] | None:
     """(its number from 1, _hunk_state: present or gone) of each hunk of `fp` with a change,
     in order; None at the first hunk neither, or where hunks cannot be told apart (a created
     or deleted file, a file gone, a hunk without context). A hunk whose whole pre-image is at
     one place its neighbours cannot tell for the fix's (_PLACE_ASKED) is as the history said
     (`placed`: hunk number -> taken back), else as the files alone say, noted in `unplaced`
-    for the history to be asked. `own`: by hunk number, its _OwnFunction (_hunk_state's)."""
+    for the history to be asked. `own`: by hunk number, its _OwnFunction (_hunk_state's).
+    `imports` (_imports_held): whether a hunk of import lines is there in another form."""
     if content is None or fp.is_new or fp.is_delete or fp.has_zero_context:
         return None
     lines = _Lines(content)
@@ -1489,7 +1518,11 @@ def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = 
     for n, hunk in enumerate(fp.hunks, 1):
         within = own(n) if own else None
         state = _hunk_state(lines, hunk, ask=unplaced is not None, own=within)
-        if state == _PLACE_ASKED:
+        if state not in (None, "present") and imports is not None and imports(hunk):
+            # (Its import lines upstream wrote in another form of the same binding, wherever
+            # its neighbours say the place is: no history asked.)
+            state = _IMPORTS_HELD
+        elif state == _PLACE_ASKED:
             asked.add(n)
             if placed is not None and n in placed:
                 # Not taken back: what its neighbours say (a copy of its lines is the fix's
@@ -1559,6 +1592,70 @@ def _back_exactly(lines: _Lines, hunk, own: _OwnFunction | None = None) -> bool:
         own.defined(lines) and places(old, own) == 1 and places(new, own) == 0
 
 
+def _imports_only(fp: FilePatch, hunk) -> bool:
+    """Whether `hunk` of `fp`, a Python file, changes module-level import lines only and adds
+    a binding (importforms.hunk_imports)."""
+    from patchforge.apply.importforms import hunk_imports
+
+    return fp.path.endswith((".py", ".pyi")) and hunk_imports(hunk) is not None
+
+
+# _hunk_states' answer for a hunk of import lines whose bindings the file has in another form
+# (_imports_held): there, as good as present, and kept as landed by a bring-back (moved_in_part).
+_IMPORTS_HELD = "imports held"
+
+
+def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
+                  content: bytes | None) -> Callable[..., bool]:
+    """Whether a hunk of the fix's file change `k`, a Python file, that changes import lines
+    only (importforms.hunk_imports) is there in `content`: each name it binds is bound to the
+    same module by the file's module-level imports, in whatever form (`from a.b import c` for
+    the fix's `import a.b.c as c`, a wrapped list a formatter made), at least as many times as
+    in the file as the fix left it (_left_by_fix), and only a binding the fix's file change
+    makes on balance, more often in the file as the fix left it than in its base file
+    (_base_file): one the file had before the fix too (`import pandas as pd` further down
+    that the fix's own import repeated at the top, or that the fix moved to the top) is back
+    after a revert of the landing, which read as the fix still there "in part", no revert,
+    and an edit after it as "superseded", nothing said. No name it unbound is bound more
+    often than there. A name bound to another module (`from a.x import c`), `import a.b.c`
+    (which binds `a`) and an import taken out are not. Neither is any where the file as the
+    fix left it or its base file is not known."""
+    from patchforge.apply.importforms import hunk_imports
+
+    def held(hunk) -> bool:
+        changed = hunk_imports(hunk)
+        if changed is None:
+            return False
+        if (k, "imports") not in fix.counts:
+            left = fix.counts[k][2] if k in fix.counts else _left_by_fix(store, fix, fp)
+            base = _base_file(store, fix, fp)
+            fix.counts[(k, "imports")] = None if left is None or base is None else \
+                (_bindings_of(left), _bindings_of(base))
+        counts = fix.counts[(k, "imports")]
+        if counts is None:
+            return False
+        left, before = counts
+        made, unmade = changed
+        there = _bindings_of(content)
+        # (Only a binding the file change makes on balance: an import the fix moved, taken
+        # out further down and put in at the top, is back further down after a revert.)
+        return all(there[bind] >= left[bind] > before[bind] for bind in made) and \
+            all(there[bind] <= left[bind] for bind in unmade)
+
+    if content is None or not fp.path.endswith((".py", ".pyi")):
+        return lambda hunk: False
+    return held
+
+
+@lru_cache(maxsize=64)
+def _bindings_of(content: bytes) -> Counter:
+    """importforms.bindings of `content`, asked once per content. Callers must not change
+    what they get."""
+    from patchforge.apply.importforms import bindings
+
+    return bindings(content)
+
+
 def _only_adds(hunk) -> bool:
     from patchforge.apply.diffparse import line_kind
 
@@ -1596,14 +1693,18 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
              for n in ([None] if (id(fp), None) in states else
                        [n for n, hunk in enumerate(fp.hunks, 1)
                         if any(line[:1] in (b"+", b"-") for line in hunk.lines)])]
-    gone, moved, changed = ([fp.path if n is None else f"{fp.path} hunk {n}"
-                             for fp, n, found in every if found == state]
-                            for state in ("gone", "moved", "other"))
+    gone, moved, changed, imports = ([fp.path if n is None else f"{fp.path} hunk {n}"
+                                      for fp, n, found in every if found == state]
+                                     for state in ("gone", "moved", "other", _IMPORTS_HELD))
     said = f"; taken back in part: {', '.join(gone)}, the rest of its change " + \
         (f"changed upstream since ({', '.join(changed)})" if changed else "still upstream")
     if moved:
         said += f" ({', '.join(moved)} moved elsewhere in the file upstream: a bring-back " \
             "keeps it under upstreamed/ as landed)"
+    if imports:
+        said += f" ({', '.join(imports)}: its imports upstream has in another form, the " \
+            "same names bound to the same modules: a bring-back keeps it under upstreamed/ " \
+            "as landed)"
     return said
 
 
@@ -1651,7 +1752,7 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
         return {}, fix.landing, doubtful
     moved: dict[str, list[int]] = {}
     for fp, n, found in verdicts:
-        if found == "moved" and n is not None:
+        if found in ("moved", _IMPORTS_HELD) and n is not None:
             moved.setdefault(fp.path, []).append(n - 1)
     return moved, fix.landing, doubtful
 
@@ -3913,13 +4014,25 @@ def _revert_of(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str], me
                named: _LandingNames, cache: dict) -> str | None:
     """How the commit `sha` (its `parents` and `message`) reverted the fix's landing, or
     None: it may undo it (_may_undo: its message says it reverts, or it put the fix's files
-    back by hand), the fix's change is gone after it and was not before it, and its message
+    back by hand), the fix's change is gone after it (but an import it kept:
+    _gone_but_imports) and was not before it, and its message
     names the landing or its change is the landing's exact reverse (_LandingNames.how)."""
     if not _may_undo(sha, parents, message, named) or \
-            _fix_state(store, fix, sha, cache) != "gone" or \
+            not _gone_but_imports(store, fix, sha, cache) or \
             _fix_state(store, fix, parents[0], cache) == "gone":
         return None
     return named.how(message, sha)
+
+
+def _gone_but_imports(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> bool:
+    """Whether the fix's change is gone at `rev` (_fix_state), or gone but for hunks of import
+    lines still there, as the fix wrote them or in another form (`fix.imports_alone`): a
+    revert that kept the fix's import (other code may use it, or upstream's formatter rewrote
+    it since the landing) took the fix out all the same. Read as a part still there, the
+    revert was none, and an edit of the old code after it made the fix "superseded", nothing
+    said."""
+    state = _fix_state(store, fix, rev, cache)
+    return state == "gone" or (state == "part" and rev in fix.imports_alone)
 
 
 def _may_undo(sha: str, parents: list[str], message: bytes, named: _LandingNames) -> bool:
@@ -4111,6 +4224,10 @@ def _relanded(fix: _Fix, contents: dict) -> bool:
             continue
         lines = _Lines(content)
         for hunk in fp.hunks:
+            # (An import the fix added, still there, tells no re-landing: a revert may keep it,
+            # for other code or as upstream's formatter rewrote it. Nearer the old code, it
+            # tells no re-landing all the same.)
+            imports = _imports_only(fp, hunk)
             old, new = hunk.old_lines(), hunk.new_lines()
             lead, trail = hunk.leading_context, hunk.trailing_context
             run = _between(lines, old[:lead], old[len(old) - trail:],
@@ -4122,7 +4239,7 @@ def _relanded(fix: _Fix, contents: dict) -> bool:
             to_old = _similarity(here, b"".join(old[lead:len(old) - trail]))
             if to_old > to_fix:
                 return False  # (one hunk nearer the old code: no re-landing, whatever follows)
-            nearer_fix = nearer_fix or to_fix > to_old
+            nearer_fix = nearer_fix or (to_fix > to_old and not imports)
     return nearer_fix
 
 

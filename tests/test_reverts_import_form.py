@@ -1,0 +1,179 @@
+"""A kept landing whose import line upstream's formatter later wrote in another form of the same
+binding: `import pkg.utils.arch as arch` made `from pkg.utils import arch` (AITER's ruff pass
+over a landed fix). The hunk's neighbours met again without the fix's line, so the fix was
+said "taken out upstream (needs attention)", taken back in part at the import's hunk, and the
+bring-back it advised put the import in a second time. The same name bound to the same module
+in any form (`import a.b.c as c`, `from a.b import c`, `from a.b import (c, d)`, a wrapped list
+sorted elsewhere) is the fix's import: nothing said. An import taken out, one binding the name
+to another module (`from pkg.other import arch`), or `import pkg.utils.arch` (which binds
+`pkg`) is still said, and so is a revert of the landing: one that puts back an import the fix
+repeated or moved (the binding no more often than before the fix), and one that keeps the
+fix's import (as written or as upstream's formatter rewrote it), then an edit of the old code.
+Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.project import OneUpstreamStack
+
+AS_ALIAS = b"import pkg.utils.arch as arch\n"
+FROM = b"from pkg.utils import arch\n"
+HEAD = b'"""Kernels."""\nimport torch\n\nfrom pkg.kernels import (\n    _next_pow2,\n' \
+    b"    _gather,\n)\n"
+BODY = b"\n\ndef gather(x):\n" + b"".join(b"    step%d = x + %d\n" % (i, i) for i in range(12)) + \
+    b"    stages = 3\n    return _gather(step11, num_stages=stages)\n"
+GUARD = b"    if arch.get_arch() == 'gfx942':\n        stages = 1\n"
+
+
+def _file(imports: bytes = b"", guard: bool = False, top: bytes = b"") -> bytes:
+    body = BODY.replace(b"    stages = 3\n", b"    stages = 3\n" + GUARD) if guard else BODY
+    return HEAD.replace(b"import torch\n", b"import torch\n" + top) + imports + body
+
+
+def _landed(tmp_path, fix_form: bytes) -> OneUpstreamStack:
+    """The fix (an import, a guard using it) lands at v2 as written; the rebase drops it and
+    keeps it under upstreamed/."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": _file()})
+    stack.add_fix("kfix", "pkg/k.py", _file(), _file(fix_form, guard=True))
+    stack.commit({"pkg/k.py": _file(fix_form, guard=True)}, "k: fewer stages on gfx942 (#7)",
+                 tag="v2")
+    stack.dropped_as_landed("up=v2")
+    assert (stack.root / "series/up/upstreamed/kfix.patch").is_file()
+    return stack
+
+
+@pytest.mark.parametrize("fix_form, imports, top", [
+    (AS_ALIAS, FROM, b""),
+    (FROM, AS_ALIAS, b""),
+    (AS_ALIAS, b"from pkg.utils import (arch, device)\n", b""),
+    (AS_ALIAS, b"", b"from pkg.utils import (\n    arch,\n    device,\n)\n"),
+    (FROM, b"", b"from pkg.utils import arch, device  # sorted\n"),
+], ids=["from", "import-as", "parenthesized", "wrapped-list-elsewhere", "one-line-list"])
+def test_an_import_upstream_wrote_in_another_form_of_the_same_binding_is_quiet(
+        tmp_path, fix_form, imports, top):
+    stack = _landed(tmp_path, fix_form)
+    stack.commit({"pkg/k.py": _file(imports, guard=True, top=top)},
+                 "[CI] pin ruff and make its configuration explicit (#9)", tag="v3")
+    status = stack.json("status", "--against", "v3")
+    assert status["gone_upstream"] == [] and status["reverted"] == [], status
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("status")
+    stack.cli("overlays")
+    assert not (stack.root / "overlays/up/pkg/k.py").exists()
+
+
+@pytest.mark.parametrize("imports", [
+    b"",
+    b"from pkg.other import arch\n",
+    b"import pkg.utils.arch\n",
+], ids=["taken-out", "another-module", "binds-the-package"])
+def test_an_import_taken_out_or_bound_otherwise_is_still_said(tmp_path, imports):
+    stack = _landed(tmp_path, AS_ALIAS)
+    stack.commit({"pkg/k.py": _file(imports, guard=True)}, "k: imports (#9)", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert "taken back in part: pkg/k.py hunk 1, the rest of its change still upstream" in \
+        said["detail"], said
+    assert "imports upstream has in another form" not in said["detail"], said
+
+
+def test_the_guard_taken_out_beside_the_import_rewritten_brings_back_the_guard_alone(tmp_path):
+    """Upstream rewrites the import, then takes the guard out (other work): said taken back in
+    part at the guard's hunk, the import's named as upstream's in another form; the bring-back
+    keeps the import's hunk under upstreamed/ as landed, and the overlay binds `arch` once."""
+    stack = _landed(tmp_path, AS_ALIAS)
+    stack.commit({"pkg/k.py": _file(FROM, guard=True)}, "[CI] ruff (#9)", tag="v3")
+    taker = stack.commit({"pkg/k.py": _file(FROM)}, "k: one stage count (#10)", tag="v4")
+    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
+    assert said["by"] == taker, said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream " \
+        "(pkg/k.py hunk 1: its imports upstream has in another form" in said["detail"], said
+    stack.cli("rebase", "--to", "v4", expect=1)
+    stack.cli("bring-back", "up/kfix.patch")
+    assert stack.series("up") == ["kfix.patch"]
+    assert (stack.root / "series/up/upstreamed/kfix.patch").is_file()
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/k.py").read_bytes()
+    assert overlay == _file(FROM, guard=True), overlay.decode()
+    for command in (("check",), ("status",)):
+        stack.cli(*command)
+
+
+def test_a_reverted_landing_whose_import_the_file_had_further_down_is_said(tmp_path):
+    """The fix repeats at the top an import the file had further down (`import pandas as pd`
+    after its functions, AITER's op_tests at c5b4f43525); upstream reverts the landing, then
+    edits the fix's line. The binding is still in the file, but as often as before the fix,
+    not as the fix left it: the import's hunk is taken back with the rest, the revert named at
+    the revert and after the edit (read as there, the revert's files held the fix "in part"
+    and the edit after it made the fix "superseded", exit 0)."""
+    tail = b"\n\nimport pandas as pd\n\nTABLE = pd.DataFrame()\n"
+    line = b"    stages = 3\n"
+    base = _file() + tail
+    fixed = _file(b"import pandas as pd\n").replace(line, b"    stages = len(TABLE)\n") + tail
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
+    stack.add_fix("kfix", "pkg/k.py", base, fixed)
+    landing = stack.commit({"pkg/k.py": fixed}, "k: stages by the table (#7)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    revert = stack.commit({"pkg/k.py": base}, 'Revert "k: stages by the table (#7)"\n\n'
+                          f"This reverts commit {landing}.", tag="v3")
+    stack.commit({"pkg/k.py": base.replace(line, b"    stages = 4\n")}, "k: four stages",
+                 tag="v4")
+    for target in ("v3", "v4"):
+        (said,) = stack.json("status", "--against", target, expect=1)["reverted"]
+        assert said["by"] == revert, said
+        assert "imports upstream has in another form" not in said["detail"], said
+
+
+def test_a_reverted_landing_that_moved_an_import_to_the_top_is_said(tmp_path):
+    """The fix moves `import pandas as pd` from below its functions to the top (AITER's
+    c5b4f43525 in op_tests); upstream reverts it, then edits the fix's line: the import is
+    back further down, the binding there as often as the fix left it, but the fix's change
+    of it is undone; the revert is named, never read as the import still there."""
+    tail = b"\n\nimport pandas as pd\n\nTABLE = pd.DataFrame()\n"
+    moved = b"\n\nTABLE = pd.DataFrame()\n"
+    line = b"    stages = 3\n"
+    base = _file() + tail
+    fixed = _file(b"import pandas as pd\n").replace(line, b"    stages = len(TABLE)\n") + moved
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
+    stack.add_fix("kfix", "pkg/k.py", base, fixed)
+    landing = stack.commit({"pkg/k.py": fixed}, "k: stages by the table (#7)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    revert = stack.commit({"pkg/k.py": base}, 'Revert "k: stages by the table (#7)"\n\n'
+                          f"This reverts commit {landing}.", tag="v3")
+    stack.commit({"pkg/k.py": base.replace(line, b"    stages = 4\n")}, "k: four stages",
+                 tag="v4")
+    for target in ("v3", "v4"):
+        (said,) = stack.json("status", "--against", target, expect=1)["reverted"]
+        assert said["by"] == revert, said
+        assert "imports upstream has in another form" not in said["detail"], said
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["at-the-revert", "then-changed"])
+@pytest.mark.parametrize("kept", [FROM, AS_ALIAS], ids=["rewritten", "as-the-fix-wrote-it"])
+def test_a_revert_that_keeps_the_import_is_said(tmp_path, kept, after):
+    """A revert of the landing takes the guard out and keeps the fix's import, as upstream's
+    formatter rewrote it or as the fix wrote it (other code may use it), then upstream edits
+    the guard's neighbours. The import is upstream's, but the fix is reverted: named at the
+    revert, the import's hunk named as still there, and after the edit "reverted, then
+    changed" (the revert's files held the fix "in part", no revert, and the import between
+    its neighbours read as the fix landed again: "superseded", exit 0)."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": _file()})
+    stack.add_fix("kfix", "pkg/k.py", _file(), _file(AS_ALIAS, guard=True))
+    landing = stack.commit({"pkg/k.py": _file(AS_ALIAS, guard=True)},
+                           "k: fewer stages on gfx942 (#7)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    if kept == FROM:
+        stack.commit({"pkg/k.py": _file(kept, guard=True)}, "[CI] ruff (#9)", tag="v3")
+    revert = stack.commit({"pkg/k.py": _file(kept)},
+                          'Revert "k: fewer stages on gfx942 (#7)"\n\n'
+                          f"This reverts commit {landing}.", tag="v4")
+    (said,) = stack.json("status", "--against", "v4", expect=1)["reverted"]
+    assert said["by"] == revert, said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream" in \
+        said["detail"], said
+    if after:
+        edited = _file(kept).replace(b"    stages = 3\n    return _gather(step11,",
+                                     b"    stages = 4\n    return _gather(step11 * 2,")
+        stack.commit({"pkg/k.py": edited}, "k: four stages", tag="v5")
+        (said,) = stack.json("status", "--against", "v5", expect=1)["reverted"]
+        assert said["by"] == revert, said
+        assert "reverted, then changed" in said["detail"], said
