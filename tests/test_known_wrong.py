@@ -218,6 +218,39 @@ def test_a_guard_dropped_beside_another_check_of_its_name_is_said(tmp_path):
     assert said(stack), "the guard is in no overlay and not upstream"
 
 
+PART_HEAD = b"def top(x):\n" + b"".join(b"    a%d = x + %d\n" % (i, i) for i in range(8)) + \
+    b"    return a7\n"
+PART_BODY = b"\n\ndef gather(x):\n" + b"".join(
+    b"    step%d = x + %d\n" % (i, i) for i in range(12)) + \
+    b"    stages = 3\n    return step11 * stages\n"
+PART_ONE = b"    a3 = x + 3\n"
+PART_ONE_FIX = b"    a3 = x + 3\n    a3 = a3.clamp(0)\n"
+PART_GUARD = b"    stages = 3\n    if x.is_cuda:\n        stages = 1\n"
+
+
+@known_wrong("a landing reverted in part, then its reverted lines edited upstream")
+def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
+    base = PART_HEAD + PART_BODY
+    fixed = (PART_HEAD.replace(PART_ONE, PART_ONE_FIX)
+             + PART_BODY.replace(b"    stages = 3\n", PART_GUARD))
+    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
+    stack.add_fix("kfix", "pkg/k.py", base, fixed)
+    landing = stack.commit({"pkg/k.py": fixed}, "k: fewer stages (#7)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    changed = fixed.replace(b"    a3 = a3.clamp(0)\n", b"    a3 = a3.clamp(min=0)\n")
+    stack.commit({"pkg/k.py": changed}, "k: keyword (#8)", tag="v3")
+    reverted = changed.replace(PART_GUARD, b"    stages = 3\n")
+    revert = stack.commit({"pkg/k.py": reverted}, 'Revert "k: fewer stages (#7)"\n\n'
+                          f"This reverts commit {landing}.", tag="v4")
+    (took,) = stack.json("status", "--against", "v4", expect=1)["reverted"]
+    assert took["by"] == revert, took
+    edited = reverted.replace(b"    stages = 3\n    return step11 * stages\n",
+                              b"    stages = 4\n    return step11 * stages * 2\n")
+    stack.commit({"pkg/k.py": edited}, "k: four stages", tag="v5")
+    (took,) = stack.json("status", "--against", "v5", expect=1)["reverted"]
+    assert took["by"] == revert, "the cuda branch is in no overlay and not upstream"
+
+
 def test_each_mark_names_an_entry_the_docs_still_list():
     """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
     from pathlib import Path
@@ -227,5 +260,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 2
+    assert len(marks) == 3
     assert [m for m in marks if f"- {m}" not in entries] == []
