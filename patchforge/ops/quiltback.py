@@ -287,7 +287,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                             {t["into"] for t in took.get(n, {}).values()}))])
                 if was is not None:
                     renamed.append((was, file_name, line))
-                    changed_renamed.add(file_name)
+                    if not _same_change(project.read_patch(upstream, was), _quilt_patch(
+                            data, source, strip_levels[file_name], empty)):
+                        changed_renamed.add(file_name)
                     continue
             if was is not None:
                 renamed.append((was, file_name, line))
@@ -946,6 +948,46 @@ def _quilt_renamed_and_changed(project: Project, upstream: str,
         found = [name for name, patch in patches.items()
                  if quilt.diff in (patch.diff, for_gnu_patch(patch.diff))]
     return found[0] if len(found) == 1 else None
+
+
+def _same_change(mine: PatchFile, quilt: PatchFile) -> bool:
+    """Whether quilt's file `quilt` (parsed as _quilt_patch reads it) holds the series' patch
+    `mine` as `quilt refresh` writes it again, nothing changed: the same header (every field
+    but `Base` and `Last-Update`, and the description) and, file by file, the same hunks, as
+    quilt's diff writes them (`Index:` lines, `.orig` prefixes, no `index` line, its own
+    function names after `@@`, a diffstat under `---`). A hunk is compared by the lines it
+    takes out and puts in and where, its context trimmed (quilt's `-U` may differ from
+    git's). Anything else (a mode, a rename, binary data, a line) is a change."""
+    if kept_header(mine) != kept_header(quilt):
+        return False
+
+    def sections(patch: PatchFile) -> dict | None:
+        found: dict = {}
+        for fp in patch.file_patches:
+            key = (fp.old_path, fp.new_path)
+            if key in found:
+                return None
+            # (A mode only where it is one: quilt writes none for a file kept as it was,
+            # created as a plain file, or deleted.)
+            mode = None if fp.is_delete or fp.old_mode == fp.new_mode or (
+                fp.is_new and fp.new_mode == "100644") else (fp.old_mode, fp.new_mode)
+            found[key] = (mode, fp.is_rename, fp.is_copy, fp.is_binary, fp.binary,
+                          tuple(_trimmed(h) for h in fp.hunks))
+        return found
+
+    ours, theirs = sections(mine), sections(quilt)
+    return ours is not None and ours == theirs and not mine.parsed_diff.trailing.strip() \
+        and not quilt.parsed_diff.trailing.strip()
+
+
+def _trimmed(hunk) -> tuple:
+    """A hunk without its leading and trailing context: where its change starts on each
+    side, and the lines it takes out and puts in (no-newline markers applied)."""
+    old, new = hunk.old_lines(), hunk.new_lines()
+    lead = hunk.leading_context
+    trail = hunk.trailing_context
+    return (hunk.old_start + lead if old else None, hunk.new_start + lead if new else None,
+            tuple(old[lead:len(old) - trail]), tuple(new[lead:len(new) - trail]))
 
 
 def _renamed_from(project: Project, upstream: str, name: str, mine: bytes,

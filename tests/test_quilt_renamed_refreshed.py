@@ -1,0 +1,143 @@
+"""`import quilt --update` of a patch `quilt rename` gave a new name after `quilt push` +
+`quilt refresh`: quilt wrote the diff again in its own form (`Index:` lines, `.orig` prefixes,
+its function names, a diffstat), the change the same. Said renamed, not "renamed and changed";
+a rename with a real change (a line, the header) is still said changed.
+Real git, real quilt, the real CLI.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from helpers.cli import ok, run_cli
+from patchforge.formats.patchfile import parse_patch_file
+from helpers.upstream import Upstream
+
+M = b"def f(x):\n    y = x + 1\n    return y\n\n\ndef g(x):\n    y = x * 2\n    return y\n"
+
+# quilt's settings as users have them: the plain ones, and Debian's /etc/quilt.quiltrc's
+# (function names after `@@`, no timestamps) with a diffstat.
+RCS = {"plain": None,
+       "debian-diffstat": 'QUILT_DIFF_OPTS="--show-c-function"\n'
+                          'QUILT_DIFF_ARGS="--no-timestamps"\n'
+                          'QUILT_REFRESH_ARGS="--no-timestamps --backup --diffstat"\n'}
+
+
+def _project(tmp_path):
+    up = Upstream(tmp_path / "up", {"m.py": M}, tag="v1")
+    root = tmp_path / "proj"
+    root.mkdir()
+    ok(root, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "up", "--git", str(up.path), "--at", "v1")
+    work = root / ".patchforge/work/up"
+    for name, old, new in (("fix-f", b"y = x + 1", b"y = x + 11"),
+                           ("fix-g", b"y = x * 2", b"y = x * 22")):
+        ok(root, "new", name, "-m", name[-1], "--file", "m.py")
+        (work / "m.py").write_bytes((work / "m.py").read_bytes().replace(old, new))
+        ok(root, "refresh")
+    q = tmp_path / "q"
+    ok(root, "export", "--quilt", str(q))
+    tree = tmp_path / "qt"
+    tree.mkdir()
+    (tree / "m.py").write_bytes(M)
+    (tree / "patches").symlink_to(q)
+    return root, q, tree
+
+
+def _quilter(tmp_path, rc):
+    if RCS[rc] is None:
+        quiltrc = "-"
+    else:
+        quiltrc = str(tmp_path / "quiltrc")
+        (tmp_path / "quiltrc").write_text(RCS[rc])
+
+    def quilt(tree, *args, stdin=None):
+        env = {**os.environ, "QUILT_PATCHES": "patches", "QUILTRC": quiltrc}
+        subprocess.run(["quilt", *args], cwd=tree, env=env, check=True, capture_output=True,
+                       input=stdin)
+    return quilt
+
+
+def _series_files(root):
+    return {p: p.read_bytes() for p in sorted((root / "series").rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("rc", sorted(RCS))
+def test_a_patch_quilt_refreshed_unchanged_then_renamed_is_said_renamed(tmp_path, rc):
+    """quilt push fix-f, quilt refresh (nothing changed: quilt writes its own diff, with a
+    diffstat under Debian's settings), quilt rename fix-ff. The import said "fix-ff.patch is
+    fix-f.patch renamed (`quilt rename`) and changed in quilt" and that the rename would take
+    quilt's change back: there is none. Now it says renamed, and after the `rename` its hint
+    gives, nothing is taken back."""
+    root, q, tree = _project(tmp_path)
+    quilt = _quilter(tmp_path, rc)
+    before_refresh = (q / "fix-f.patch").read_bytes()
+    quilt(tree, "push", "fix-f.patch")
+    quilt(tree, "refresh")
+    assert (q / "fix-f.patch").read_bytes() != before_refresh  # quilt's own diff now
+    quilt(tree, "rename", "fix-ff.patch")
+    before = _series_files(root)
+
+    run = run_cli(root, "import", "quilt", str(q), "--update")
+    assert run.rc == 2, run.text
+    assert f"{q}/series:1: fix-ff.patch is fix-f.patch renamed (`quilt rename`): nothing was " \
+           "taken back" in run.err, run.err
+    assert "changed" not in run.err, run.err
+    assert "`patchforge rename fix-f fix-ff`, then run this again\n" in run.err, run.err
+    assert _series_files(root) == before
+
+    ok(root, "rename", "fix-f", "fix-ff")
+    run = ok(root, "import", "quilt", str(q), "--update")
+    assert "changed" not in run.text, run.text
+    if RCS[rc] is None:
+        assert "nothing to take back" in run.out, run.text
+    # (quilt's diffstat, where it wrote one, is taken as any `quilt refresh --diffstat`'s is:
+    # under the `---`, the fix's header and diff as they were.)
+    exported = parse_patch_file(before[root / "series/up/fix-f.patch"])
+    now = parse_patch_file((root / "series/up/fix-ff.patch").read_bytes())
+    assert (now.fields, now.description, now.diff) == \
+        (exported.fields, exported.description, exported.diff)
+    assert (root / "series/up/series").read_text().split() == ["fix-ff.patch", "fix-g.patch"]
+
+
+@pytest.mark.parametrize("rc", sorted(RCS))
+def test_a_patch_quilt_changed_then_renamed_is_still_said_changed(tmp_path, rc):
+    """The mirror: quilt push fix-f, a line changed, quilt refresh, quilt rename fix-ff: said
+    renamed and changed in quilt, and the rename then takes quilt's change back."""
+    root, q, tree = _project(tmp_path)
+    quilt = _quilter(tmp_path, rc)
+    quilt(tree, "push", "fix-f.patch")
+    (tree / "m.py").write_bytes((tree / "m.py").read_bytes().replace(b"    return y\n",
+                                                                     b"    return int(y)\n", 1))
+    quilt(tree, "refresh")
+    quilt(tree, "rename", "fix-ff.patch")
+
+    run = run_cli(root, "import", "quilt", str(q), "--update")
+    assert run.rc == 2, run.text
+    assert "fix-ff.patch is fix-f.patch renamed (`quilt rename`) and changed in quilt: " \
+           "nothing was taken back" in run.err, run.err
+    assert "which takes quilt's change back into it" in run.err, run.err
+
+    ok(root, "rename", "fix-f", "fix-ff")
+    run = ok(root, "import", "quilt", str(q), "--update")
+    assert "updated up/fix-ff.patch" in run.out, run.text
+    assert b"+    return int(y)" in (root / "series/up/fix-ff.patch").read_bytes()
+
+
+def test_a_patch_whose_header_quilt_changed_then_renamed_is_still_said_changed(tmp_path):
+    """The mirror of the header: quilt header -r (a new description), quilt rename, the diff
+    as it was: said changed."""
+    root, q, tree = _project(tmp_path)
+    quilt = _quilter(tmp_path, "plain")
+    quilt(tree, "push", "fix-f.patch")
+    header = (q / "fix-f.patch").read_bytes().split(b"\n---\n")[0]
+    quilt(tree, "header", "-r", stdin=header.replace(b"Description: f",
+                                                     b"Description: f, the sum") + b"\n")
+    quilt(tree, "rename", "fix-ff.patch")
+
+    run = run_cli(root, "import", "quilt", str(q), "--update")
+    assert run.rc == 2, run.text
+    assert "fix-ff.patch is fix-f.patch renamed (`quilt rename`) and changed in quilt: " \
+           "nothing was taken back" in run.err, run.err
