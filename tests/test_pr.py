@@ -940,6 +940,23 @@ def test_an_author_without_an_email_address_is_refused_naming_its_line(stack):
     assert not (stack["root"] / ".patchforge" / "pr").exists()
 
 
+@pytest.mark.parametrize("value", ["7 Dec 2026", "2026-13-40"])
+def test_a_last_update_that_is_no_date_is_refused_naming_its_line(stack, value):
+    """`pr` refused `Last-Update: 7 Dec 2026` (no date as it reads one) and `2026-13-40` (no
+    day) naming the patch file but no line (`"line": null` in --json): the message names the
+    line the field is on, and nothing is drafted."""
+    stack["patch"].write_bytes(PATCH.replace(b"Last-Update: 2026-09-12\n",
+                                             b"Last-Update: " + value.encode() + b"\n"))
+    line = 1 + PATCH[:PATCH.index(b"Last-Update:")].count(b"\n")
+    result = run_pr(stack, "ck-a8w4-gfx950", "--json")
+    assert result.rc == 2, result.text
+    doc = json.loads(result.stdout)["error"]
+    assert doc["file"] == str(stack["patch"]) and doc["line"] == line, doc
+    assert f"{stack['patch']}:{line}: Last-Update: {value!r} is not a date" in result.err, \
+        result.err
+    assert not (stack["root"] / ".patchforge" / "pr").exists()
+
+
 def test_an_author_named_last_name_first_is_one_person(stack):
     """`Author: Lovelace, Ada <ada@example.com>`, git's identity of one person (as `import git`
     of such a commit writes it), was read as a mail header's two people, `Lovelace` without an

@@ -131,11 +131,12 @@ def commit_date(patch: PatchFile, *, today: _dt.date | None = None) -> tuple[str
             day = _dt.date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:
             raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
+                             line=patch.field_line("Last-Update"),
                              hint="write it as YYYY-MM-DD") from None
         return _epoch(day), "Last-Update"
     if value:
         raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
-                         hint="write it as YYYY-MM-DD")
+                         line=patch.field_line("Last-Update"), hint="write it as YYYY-MM-DD")
     date = patch.get("Date")
     if date:
         try:
