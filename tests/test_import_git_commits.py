@@ -559,3 +559,34 @@ def test_a_fix_commit_with_a_test_the_installed_upstream_lacks_is_named_so(tmp_p
     assert "`patchforge new fix-a-with-its-test --file pkg/mod.py`" in run.err, run.err
     assert tree_bytes(root) == before
     ok(root, "new", "fix-a-with-its-test", "--file", "pkg/mod.py")
+
+
+def test_an_empty_commit_makes_no_patch_and_is_said(project, tmp_path):
+    """A range holding an empty commit (`git commit --allow-empty`, a marker) between two
+    fixes: it was imported as a patch without a diff (lint's `empty` warning; `git am` of the
+    export stops on it, and `git format-patch` writes no message of it). Now it makes no
+    patch, a note names it, and the fixes around it are imported."""
+    root = project
+    clone = fork(tmp_path)
+    (clone / "a.py").write_bytes(UPSTREAM_FILES["a.py"].replace(b"line3\n", b"LINE3\n"))
+    commit_all(clone, "Fix line three")
+    git(clone, "commit", "-q", "--allow-empty", "-m", "Mark the gfx950 bring-up")
+    empty = git(clone, "rev-parse", "HEAD").strip()
+    (clone / "a.py").write_bytes((clone / "a.py").read_bytes().replace(b"line5\n", b"LINE5\n"))
+    commit_all(clone, "Fix line five")
+    run = ok(root, "import", "git", "origin/main..main", "--repo", str(clone))
+    assert run.out.splitlines() == ["imported up/fix-line-three.patch",
+                                    "imported up/fix-line-five.patch"], run.text
+    assert f"note: commit {empty[:12]} (Mark the gfx950 bring-up) changes no file (an empty " \
+           "commit, git commit --allow-empty): no patch made of it" in run.err, run.err
+    assert (root / "series/up/series").read_text().split() == ["fix-line-three.patch",
+                                                               "fix-line-five.patch"]
+    assert not (root / "series/up/mark-the-gfx950-bring-up.patch").exists()
+    assert ok(root, "lint").rc == 0 and "empty" not in ok(root, "lint").out
+
+    # The empty commit alone: nothing to import, and why.
+    before = tree_bytes(root / "series")
+    run = ok(root, "import", "git", f"{empty}^!", "--repo", str(clone))
+    assert run.out == "nothing to import\n", run.text
+    assert f"note: commit {empty[:12]} (Mark the gfx950 bring-up) changes no file" in run.err
+    assert tree_bytes(root / "series") == before

@@ -22,18 +22,16 @@ def import_():
     """Bring existing fixes in as patches."""
 
 
-def _run_import(app, upstream: str | None, do_import, source, say_base: bool = False,
-                **options) -> None:
+def _run_import(app, upstream: str | None, do_import, source, **options) -> None:
     """`do_import` of `source` into the series of `upstream` (the only one when not named), on
-    a store that holds its pin; then what it imported (`say_base`: with the revision a patch
-    was made on where the import found it is not the pin)."""
+    a store that holds its pin; then what it imported."""
     from patchforge.pins import open_store
 
     project = app.project()
     upstream = upstream or _only_upstream(project)
     with open_store(project, bring_pins=[upstream]) as store:
         _report(do_import(project, store, source, upstream=upstream, **options), upstream,
-                project, say_base)
+                project)
 
 
 def _report(names, upstream, project: Project, say_base: bool = False):
@@ -106,9 +104,20 @@ def import_overlay(app, file, upstream, upstream_path, name, description, profil
 @click.pass_obj
 def import_git(app, rev_range, repo, upstream):
     """One patch per commit of RANGE in REPO, header from the commit."""
+    from patchforge.cli.output import neutralize
     from patchforge.ops.exchange import import_git as do_import
+    from patchforge.pins import open_store
 
-    _run_import(app, upstream, do_import, rev_range, say_base=True, repo=repo)
+    project = app.project()
+    upstream = upstream or _only_upstream(project)
+    with open_store(project, bring_pins=[upstream]) as store:
+        names, skipped = do_import(project, store, rev_range, upstream=upstream, repo=repo)
+    for sha, subject in skipped:
+        # (Said first: "nothing to import" of a range of empty commits says why.)
+        click.echo(f"note: commit {sha[:12]} ({neutralize(subject)}) changes no file (an empty commit, "
+                   "git commit --allow-empty): no patch made of it, as git format-patch writes "
+                   "no message of it", err=True)
+    _report(names, upstream, project, say_base=True)
 
 
 @import_.command("quilt")

@@ -1407,10 +1407,14 @@ def _refuse_root_with_upstream_files(store: UpstreamStore, pin: str, commit, rep
 
 
 def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: Path,
-               upstream: str) -> list[str]:
+               upstream: str) -> tuple[list[str], list[tuple[str, str]]]:
     """One patch per commit of RANGE in REPO (oldest first), header from the commit. RANGE is
     what `git log RANGE` lists: a single revision is that commit and every one before it,
-    down to the root (whose patch adds the files it holds)."""
+    down to the root (whose patch adds the files it holds). Returns the patches' names and
+    the commits left out as changing no file ((id, subject) each): an empty commit (`git
+    commit --allow-empty`) makes no patch, as `git format-patch` writes no message of it and
+    `git am` stops on one without a diff (an empty fix in the series was only `lint`'s
+    warning, and `export` handed it to quilt and `git am` all the same)."""
     project.config.upstream(upstream)
     pin = project.lock.pin(upstream)
     from patchforge.store.userrepo import read_commits
@@ -1430,8 +1434,12 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     elsewhere = _made_elsewhere(project, store, upstream, pin.commit,
                                 [(f"{repo}: commit {c.sha}", d) for c, d in zip(commits, diffs)])
     range_base = commits[0].parent if commits else None
+    skipped: list[tuple[str, str]] = []
     for commit, diff, moved in zip(commits, diffs, elsewhere):
         sha, subject, body = commit.sha, commit.subject, commit.body
+        if not commit.deltas:
+            skipped.append((sha, subject))
+            continue
         name, mail, date = commit.author_name, commit.author_email, commit.date
         for what, value in (("subject", subject), ("author", f"{name} <{mail}>")):
             char = control_character(value)
@@ -1475,7 +1483,7 @@ def import_git(project: Project, store: UpstreamStore, rev_range: str, *, repo: 
     _write_imported(project, store, upstream, pending, sources, pin=pin.commit,
                     remake=_remake_on_pin(project, upstream, Path(repo), rev_range, commits,
                                           pin.commit))
-    return [n for n, _ in pending]
+    return [n for n, _ in pending], skipped
 
 
 # What an import reads whole into memory (an overlay, an mbox): far more than any upstream
