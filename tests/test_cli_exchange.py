@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import ok, run_cli
+from helpers.env import need_tool
 from helpers.git import git, git_bytes
 from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
                              make_project)
@@ -2659,6 +2660,51 @@ def test_import_quilt_update_of_a_patch_stgit_wrote_takes_its_author(project, tm
     assert header.startswith(b"Description: pkg: y is twenty\n"
                              b"Author: Stack Gitter <sg@example.com>\n"), header
     assert header.endswith(b"\n\nCallers expect twenty.") and b"From:" not in header, header
+
+
+def test_a_stgit_export_quilt_refreshed_comes_back_with_its_subject_once(project, tmp_path):
+    """`stg export` -> `import quilt DIR` -> quilt works in DIR (push, a change, refresh; the
+    file keeps StGit's header) -> `import quilt DIR --update`: quilt's header, words with no
+    field, was read as words alone, its first line the Description and all of it the
+    description, so the fix said its subject twice (`Description: pkg: y is twenty`, then
+    `pkg: y is twenty` and `From: Stack Gitter ...` atop its words), and `export --mbox`
+    and `pr` carried both. Read as `import quilt` reads StGit's header: the subject once,
+    the author the Author, the rest the words; run again, nothing to take back. A subject
+    changed in StGit (`stg edit`, exported again) is the fix's Description."""
+    need_tool("quilt")
+    root = project
+    exported = _stg_exported(tmp_path, "pkg: y is twenty\n\nCallers expect twenty.\n",
+                             ("Stack Gitter", "sg@example.com"))
+    ok(root, "import", "quilt", str(exported))
+    imported = (root / "series/up/y-twenty.patch").read_bytes().partition(b"\n---\n")[0]
+    checkout = upstream_checkout(tmp_path, "quilt-checkout")
+    env = dict(os.environ, QUILT_PATCHES=str(exported), QUILTRC="/dev/null")
+    subprocess.run(["quilt", "push", "-a"], cwd=checkout, env=env, check=True,
+                   capture_output=True)
+    (checkout / "pkg/b.py").write_bytes(b"x = 1\ny = 20\nz = 30\n")
+    subprocess.run(["quilt", "refresh"], cwd=checkout, env=env, check=True,
+                   capture_output=True)
+    assert (exported / "y-twenty").read_bytes().startswith(b"pkg: y is twenty\n\nFrom: ")
+
+    ok(root, "import", "quilt", str(exported), "--update")
+    patch = (root / "series/up/y-twenty.patch").read_bytes()
+    header, _, diff = patch.partition(b"\n---\n")
+    assert header.count(b"y is twenty") == 1 and b"From:" not in header, patch
+    assert header.startswith(b"Description: pkg: y is twenty\n"
+                             b"Author: Stack Gitter <sg@example.com>\n"), patch
+    assert header.endswith(b"\n\nCallers expect twenty."), patch
+    assert b"+z = 30" in diff
+    # The header as the first import wrote it, but the day it was changed.
+    assert re.sub(rb"Last-Update: [^\n]*\n", b"", header) == imported, (header, imported)
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+
+    (exported / "y-twenty").write_bytes((exported / "y-twenty").read_bytes().replace(
+        b"pkg: y is twenty\n", b"pkg: y is twenty, as callers expect\n", 1))
+    ok(root, "import", "quilt", str(exported), "--update")
+    header = (root / "series/up/y-twenty.patch").read_bytes().partition(b"\n---\n")[0]
+    assert header.startswith(b"Description: pkg: y is twenty, as callers expect\n"
+                             b"Author: Stack Gitter <sg@example.com>\n"), header
+    assert header.count(b"y is twenty") == 1 and b"From:" not in header, header
 
 
 @pytest.mark.parametrize("author,expected", [

@@ -1290,7 +1290,24 @@ def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
     one, the series' value stays (`quilt header -r` replacing a header the import completed
     deletes nothing quilt's user saw, so it deletes nothing)."""
     words = quilt.header_read_as_text()
-    if not quilt.preamble and not words.fields and words.description.strip():
+    stgit = _from_stgit_export(quilt)  # (quilt itself, unless its header is StGit's)
+    if stgit is not quilt:
+        # The header `stg export` writes (its subject, a `From:` line, the rest of the
+        # message: a DIR `import quilt` took from StGit, then quilt refreshed there), read as
+        # `import quilt` read it: the subject the Description, the person the Author, the
+        # rest the description. Read as words alone, the subject and the `From:` line were
+        # the description's first lines, the subject said twice. The series' fields stay as
+        # written where they say the same (a Description folded over lines under the same
+        # subject, an Author naming that person among others).
+        subject, person = stgit.get("Description") or "", stgit.get("Author") or ""
+        head = mine
+        if ((mine.get("Description") or "").strip().splitlines() or [""])[0].strip() \
+                != subject:
+            head = head.with_field("Description", subject)
+        if not any(person in value for value in mine.get_all("Author")):
+            head = head.with_field("Author", person)
+        head = head.with_description(stgit.description).with_diff(quilt.diff)
+    elif not quilt.preamble and not words.fields and words.description.strip():
         # Words alone (`quilt header -r` as quilt's users write a header: a subject, a
         # paragraph): they are the fix's description now, in place of the series' words, and
         # their first line its Description (as _new_patch gives a new fix one). The fields
