@@ -2707,6 +2707,59 @@ def test_a_stgit_export_quilt_refreshed_comes_back_with_its_subject_once(project
     assert header.count(b"y is twenty") == 1 and b"From:" not in header, header
 
 
+def test_a_fix_taken_through_stgit_comes_back_with_its_header(project, tmp_path):
+    """`export --quilt DIR`, then StGit on DIR: `stg import -s DIR/series` makes the header's
+    first line (`Description: ...`) the commit's subject and an `Author:` line its author;
+    a change, `stg refresh`, `stg export -d DIR` writes `Description: ...`, `From: ...`, then
+    the other fields as words. `import quilt DIR --update` kept the Description alone: the
+    other fields and `From:` went into the fix's words, a second `Upstream` and `Base` were
+    added above them, and both Authors were gone, exit 0 ("updated"). The header comes back
+    as the series has it, with StGit's change; run again, nothing to take back."""
+    if shutil.which("stg") is None:
+        pytest.skip("StGit is not installed (apt-get install -y stgit)")
+    root = project
+    base = git(root, "-C", str(tmp_path / "up-upstream"), "rev-parse", "HEAD").strip()
+    header = (b"Description: pkg: y is twenty\n"
+              b"Author: Ada Lovelace <ada@example.com>\n"
+              b"Author: Grace Hopper <grace@example.com>\n"
+              b"Upstream-Status: Pending\n"
+              b"Upstream: up\n"
+              b"Base: " + base.encode() + b"\n"
+              b"\n"
+              b"Callers expect twenty.\n")
+    add_patch_file(root, "up", "y-twenty.patch", header + b"---\n" + (
+        b"diff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n"
+        b"@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 20\n z = 3\n"))
+    ok(root, "edit", "y-twenty")
+    ok(root, "refresh")
+    exported = tmp_path / "quilt-patches"
+    ok(root, "export", "--quilt", str(exported))
+    work = upstream_checkout(tmp_path, "stg-work")
+    env = dict(os.environ, GIT_AUTHOR_NAME="Stack Gitter", GIT_AUTHOR_EMAIL="sg@example.com",
+               GIT_COMMITTER_NAME="Stack Gitter", GIT_COMMITTER_EMAIL="sg@example.com")
+
+    def stg(*args):
+        subprocess.run(["stg", *args], cwd=work, env=env, check=True, capture_output=True)
+    stg("init")
+    stg("import", "-s", str(exported / "series"))
+    (work / "pkg/b.py").write_bytes(b"x = 1\ny = 20\nz = 30\n")
+    stg("refresh")
+    stg("export", "-d", str(exported))
+    written = (exported / "y-twenty.patch").read_bytes()
+    assert written.startswith(b"Description: pkg: y is twenty\n\nFrom: Grace Hopper "
+                              b"<grace@example.com>\n\nUpstream-Status: Pending\n"), written
+
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/y-twenty.patch" in run.out, run.text
+    patch = (root / "series/up/y-twenty.patch").read_bytes()
+    took = patch.partition(b"\n---\n")[0]
+    assert re.sub(rb"Last-Update: [^\n]*\n", b"", took) == header.rstrip(b"\n"), patch
+    assert b"+z = 30" in patch and b"From:" not in took
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    doc = json.loads(run_cli(root, "lint", "--no-forge", "--json").out)
+    assert [f for f in doc["findings"] if f["check"] == "header"] == [], doc
+
+
 @pytest.mark.parametrize("author,expected", [
     (b"Author: Ada Lovelace <ada@example.com>, Grace Hopper <grace@example.com>\n", None),
     (b"Author: Ada Lovelace <ada@example.com>\n Grace Hopper <grace@example.com>\n", None),

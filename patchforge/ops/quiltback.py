@@ -18,6 +18,7 @@ DIR/series quilt left as it was (see _order_of_both).
 """
 from __future__ import annotations
 
+import re
 import shlex
 from functools import cache, partial
 from pathlib import Path
@@ -1289,6 +1290,7 @@ def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
     `kept` are fields quilt's file never had (_filled_before): where quilt's header lacks
     one, the series' value stays (`quilt header -r` replacing a header the import completed
     deletes nothing quilt's user saw, so it deletes nothing)."""
+    quilt = _stgit_round_trip(quilt, mine) or quilt
     words = quilt.header_read_as_text()
     stgit = _from_stgit_export(quilt)  # (quilt itself, unless its header is StGit's)
     if stgit is not quilt:
@@ -1334,6 +1336,47 @@ def _changed_patch(mine: PatchFile, quilt: PatchFile, upstream: str, pin: str,
     if (head.get("Upstream") or "").strip() != upstream:
         head = head.with_field("Upstream", upstream)
     return head.with_field("Base", pin)
+
+
+# The author line `stg export` writes under the subject: `From: Name <email>`, a blank line.
+_STGIT_FROM = re.compile(rb"From: (?P<author>[^\n<>]*<[^\s<>@]+@[^\s<>]+>)[ \t]*\n\n")
+
+
+def _stgit_round_trip(quilt: PatchFile, mine: PatchFile) -> PatchFile | None:
+    """quilt's file as `stg export` writes a patch of `export --quilt` that `stg import -s`
+    took in (StGit on DIR: `stg import -s DIR/series`, work, `stg export -d DIR`), with the
+    series' header it carries put back; None for any other file. StGit made the header's
+    first line (`Description: X`) the commit's subject, took an `Author:` line out as the
+    commit's author, and kept the other fields as the message's next paragraph, so `stg
+    export` writes `Description: X`, a blank line, `From: P`, a blank line, the fields, a
+    blank line, the words. Read as it stands, the fix kept its Description alone, the other
+    fields and `From:` went into its words, and its `Author` was lost.
+
+    Only that shape: one field, the subject; the `From:` paragraph; a paragraph of fields
+    holding the `Upstream` and `Base` every patch of a series has. The Author is P, or the
+    series' own `Author` lines where one of them names P (StGit keeps one author of
+    several)."""
+    if quilt.preamble or len(quilt.fields) != 1 or \
+            quilt.fields[0].name.lower() not in ("description", "subject"):
+        return None
+    found = _STGIT_FROM.match(quilt.description)
+    if found is None:
+        return None
+    person = found["author"].decode("utf-8", "replace").strip()
+    fields, _, words = quilt.description[found.end():].partition(b"\n\n")
+    authors = [f.raw for f in mine.fields if f.name.lower() in ("author", "from")]
+    if not any(person in f.value for f in mine.fields if f.name.lower() in ("author", "from")):
+        authors = []
+    head = quilt.fields[0].raw + (b"".join(authors) or found["author"].join(
+        (b"Author: ", b"\n"))) + fields + b"\n" + (b"\n" + words if words else b"")
+    try:
+        back = parse_patch_file(head + quilt.separator + quilt.diff, quilt.source)
+    except PatchforgeError:
+        return None
+    # (The paragraph read whole as fields: its words, had it any, would be the description.)
+    if back.description != words or back.get("Upstream") is None or back.get("Base") is None:
+        return None
+    return back
 
 
 # Fields every take sets anew (the pin, the upstream, the day): never carried over.
