@@ -16,7 +16,7 @@ from helpers.cli import ok, run_cli
 from helpers.env import need_tool
 from helpers.git import git, git_bytes
 from helpers.project import (UPSTREAM_FILES, add_git_upstream, add_patch_file, git_project,
-                             make_project)
+                             make_project, patch_bytes)
 from helpers.snapshot import snapshot, tree_bytes
 
 
@@ -1464,6 +1464,32 @@ def test_export_mbox_refuses_force_which_only_quilt_takes(project, tmp_path):
     assert "--force goes with --quilt DIR" in refused.err, refused.err
     assert not mbox.exists()
     assert run_cli(project, "export", "--mbox", str(mbox)).rc == 0 and mbox.exists()
+
+
+@pytest.mark.parametrize("value", ["7 Dec 2026", "2026-13-40"])
+def test_export_mbox_refuses_a_last_update_that_is_no_date(project, tmp_path, value):
+    """`Last-Update: 7 Dec 2026` (or a day no month has) was mailed as `Date: Thu, 01 Jan
+    1970`, and `git am` made the commit on that day, exit 0. Refused now, as `pr` refuses it,
+    naming the patch file and the field's line, nothing written: neither the mbox nor the
+    quilt directory of the same command. A patch without the field is mailed as before."""
+    root = project
+    base = git(root, "-C", str(tmp_path / "up-upstream"), "rev-parse", "HEAD").strip()
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    data = patch_bytes("up", base, "fix", diff, f"Last-Update: {value}\n")
+    add_patch_file(root, "up", "fix.patch", data)
+    line = 1 + data[:data.index(b"Last-Update:")].count(b"\n")
+    mbox, quilt = tmp_path / "out.mbox", tmp_path / "quilt"
+    run = run_cli(root, "export", "--mbox", str(mbox), "--quilt", str(quilt))
+    assert run.rc == 2, run.text
+    assert f"series/up/fix.patch:{line}: Last-Update: {value!r} is not a date" in run.err, \
+        run.err
+    assert not mbox.exists() and not quilt.exists()
+
+    (root / "series/up/fix.patch").write_bytes(data.replace(f"Last-Update: {value}\n".encode(),
+                                                            b""))
+    ok(root, "export", "--mbox", str(mbox))
+    assert b"\nDate: Thu, 01 Jan 1970 00:00:00 +0000\n" in mbox.read_bytes()
 
 
 def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp_path):

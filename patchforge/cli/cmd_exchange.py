@@ -280,7 +280,8 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
     patches); --mbox FILE one upstream's patches as an mbox for `git am` in that upstream's
     tree (`--mbox -`: to standard output)."""
     from patchforge.ops.exchange import (export_mbox, export_quilt, mbox_entries,
-                                         refuse_control_characters_in_mail)
+                                         refuse_control_characters_in_mail,
+                                         refuse_undated_mail)
 
     from patchforge.cli.output import announce_state
     from patchforge.fsutil import RepoLock, is_standard_output
@@ -310,6 +311,7 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
                 project.refuse_own_destination(mbox_file)
             entries = mbox_entries(project, upstream, profile)
             refuse_control_characters_in_mail(project, entries)
+            refuse_undated_mail(project, entries)
         if quilt_dir:
             left: list = []
             written, binary_sections, per_profile, empty = export_quilt(project, quilt_dir,

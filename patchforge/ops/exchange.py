@@ -3030,6 +3030,25 @@ def refuse_control_characters_in_mail(project: Project, entries: list[tuple[str,
                                   text_as_bytes=True)
 
 
+def refuse_undated_mail(project: Project, entries: list[tuple[str, str]]) -> None:
+    """InputError naming the patch file and line when the `Last-Update` of one of `entries`
+    is no date: its mail's Date, and the commit `git am` makes of it, would say 1970-01-01 as
+    if the field were not there. Asked before anything of the export is written, as `pr`
+    refuses such a field."""
+    for upstream, name in entries:
+        patch = project.read_patch(upstream, name)
+        value = (patch.get("Last-Update") or "").strip()
+        try:
+            if value:
+                _dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise InputError(f"Last-Update: {value!r} is not a date, and the mail's Date "
+                             "would say 1970-01-01; nothing was written",
+                             path=str(project.series_dir(upstream) / name),
+                             line=patch.field_line("Last-Update"),
+                             hint="write it as YYYY-MM-DD") from None
+
+
 def export_mbox(project: Project, out: Path | BinaryIO, entries: list[tuple[str, str]],
                 store: UpstreamStore | None = None,
                 placed: dict[str, tuple[list[str], list[str]]] | None = None,
