@@ -141,3 +141,49 @@ def test_a_patch_whose_header_quilt_changed_then_renamed_is_still_said_changed(t
     assert run.rc == 2, run.text
     assert "fix-ff.patch is fix-f.patch renamed (`quilt rename`) and changed in quilt: " \
            "nothing was taken back" in run.err, run.err
+
+
+@pytest.mark.parametrize("made", ["quilt new", "quilt rename"])
+def test_export_over_a_patch_quilt_made_names_the_import_that_takes_it(tmp_path, made):
+    """`export --quilt DIR` again after quilt made a patch in DIR (`quilt new` + `quilt
+    refresh`, or `quilt refresh` + `quilt rename` of an exported one) was refused as "a patch
+    of no series here ... (a directory of another quilt stack?)", with the hint to move
+    DIR/series away: quilt's work dropped. DIR's record says it is this project's export: the
+    refusal says the patch was made there since, nothing written, and names `import quilt
+    DIR --update`, which takes it back; the export then goes through."""
+    root, q, tree = _project(tmp_path)
+    quilt = _quilter(tmp_path, "plain")
+    quilt(tree, "push", "-a")
+    if made == "quilt new":
+        quilt(tree, "new", "fix-k.patch")
+        quilt(tree, "add", "m.py")
+        (tree / "m.py").write_bytes((tree / "m.py").read_bytes().replace(b"    return y\n",
+                                                                         b"    return int(y)\n",
+                                                                         1))
+        quilt(tree, "refresh")
+        name, line = "fix-k.patch", 3
+    else:
+        quilt(tree, "pop")
+        quilt(tree, "refresh")
+        quilt(tree, "rename", "fix-ff.patch")
+        name, line = "fix-ff.patch", 1
+    before = {p.name: p.read_bytes() for p in q.iterdir()}
+
+    run = run_cli(root, "export", "--quilt", str(q))
+    assert run.rc == 2, run.text
+    assert f"{q}/series:{line}: lists {name}, which no export of this project wrote and the " \
+           f"up series does not hold: made in {q} since the export" in run.err, run.err
+    assert f"`patchforge import quilt {q} --update` takes it back" in run.err, run.err
+    assert "another quilt stack" not in run.err and "away" not in run.err, run.err
+    assert {p.name: p.read_bytes() for p in q.iterdir()} == before
+
+    if made == "quilt new":
+        assert "added up/fix-k.patch" in ok(root, "import", "quilt", str(q), "--update").out
+    else:
+        assert "`patchforge rename fix-f fix-ff`" in run_cli(root, "import", "quilt", str(q),
+                                                             "--update").err
+        ok(root, "rename", "fix-f", "fix-ff")
+        ok(root, "import", "quilt", str(q), "--update")
+    ok(root, "export", "--quilt", str(q))
+    assert (q / "series").read_text().split() == \
+        (root / "series/up/series").read_text().split()

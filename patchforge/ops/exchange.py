@@ -2884,6 +2884,20 @@ def _refuse_losing_others(project: Project, upstream: str, target: Path,
                 hint=f"to keep it as a new fix, give it a new name in {series} and rename "
                      f"{kept} alike, then {_take_back(project, upstream, target)}; to drop "
                      f"it, remove {kept}; then export again")
+        if earlier is not None:
+            # DIR is this project's export (its record says so): a patch none of its
+            # exports wrote was made there since, by quilt (`quilt new`; `quilt rename` of a
+            # patch `quilt refresh` changed), and taking it back is the way on, never moving
+            # DIR/series away, which the words for another stack's directory advised.
+            raise UsageError(
+                f"{series}:{line_no}: lists {name}, which no export of this project wrote and "
+                f"the {upstream} series does not hold: made in {target} since the export "
+                "(`quilt new`, `quilt rename`?); the export would leave it unlisted there, so "
+                "nothing was written",
+                hint=f"to keep it, {_take_back(project, upstream, target)} takes it back into "
+                     "the series (after a `quilt rename`, it names the `patchforge rename` "
+                     f"that keeps the fix's history); to drop it, remove {kept} and line "
+                     f"{line_no} of {series}; then export again")
         raise UsageError(f"{series}:{line_no}: lists {name}, a patch of no series here, which "
                          f"the exported series would leave unlisted in {target} (a directory "
                          "of another quilt stack?); nothing was written",
