@@ -779,11 +779,18 @@ class Rebase:
             # together without asking git which are missing first (`fetched`).
             # Where upstream moved the series' files is the whole series' question, as the
             # run's first judge and `status --against` ask it (kept: read back, no git): a
-            # patch after a stop is judged as it would be without one.
+            # patch after a stop is judged as it would be without one. So is the history's
+            # word, read when a later patch first needs it: without it a fix upstream landed
+            # and then rewrote (only the history says it landed) stopped as a conflict after
+            # an earlier stop, where the dry run and an uninterrupted rebase drop it.
+            old_series = self._old_series(upstream, names)
             judge = SeriesJudge(self.store, target, read_commit=resumed.base,
                                 old_commit=resumed.old_base, fetched=True,
-                                renames=series_renames(self.store, target,
-                                                       self._old_series(upstream, names)))
+                                history=LazyHistory(
+                                    lambda: self._history_index(upstream, target), old_series,
+                                    lambda paths: self.store.read_blobs(target.base_commit,
+                                                                        paths)),
+                                renames=series_renames(self.store, target, old_series))
             judge.current.update(resumed.changes)
             judge.current_modes.update(resumed.modes)
             patches = None
