@@ -62,3 +62,53 @@ def test_a_resolution_that_keeps_upstreams_lines_is_not_said(tmp_path):
     _, out, err = stack.cli("rebase", "--continue")
     assert "note:" not in err and "look that it is meant" not in out, out + err
     assert b"torch.Tensor | None = None,  # per-tensor" in stack.patch("up", "cache-scale-doc")
+
+
+# The fix and upstream made the same change to a decorator (AITER's fused_allreduce_rmsnorm_quant
+# fix, #3977, landed in v0.1.18), the fix with a comment of its own above it.
+GUARD_HEAD = b"import torch\n\n\ndef quant_fake(x):\n    return x\n\n\n"
+GUARD_TAIL = b"def quant_(x):\n    return x\n"
+GUARD_OLD = b"@torch_compile_guard(gen_fake=rmsnorm_fake)\n"
+GUARD_NEW = b"@torch_compile_guard(gen_fake=quant_fake)\n"
+GUARD_NOTE = b"# local: keep the quant fake in step with the real op\n"
+
+
+def test_a_patch_side_that_holds_upstreams_change_is_not_said(tmp_path):
+    """Before: the note said the resolution undid upstream's change (`to @torch_compile_guard(
+    gen_fake=quant_fake)`) while the resolved file holds exactly that line, the fix's comment
+    above it: the fix had made upstream's change too. Nothing is undone: no note."""
+    stack = OneUpstreamStack(tmp_path, {"aiter/dist/state.py": GUARD_HEAD + GUARD_OLD + GUARD_TAIL})
+    stack.add_fix("guard", "aiter/dist/state.py", GUARD_HEAD + GUARD_OLD + GUARD_TAIL,
+                  GUARD_HEAD + GUARD_NOTE + GUARD_NEW + GUARD_TAIL)
+    stack.commit({"aiter/dist/state.py": GUARD_HEAD + GUARD_NEW + GUARD_TAIL}, "fix (#3977)",
+                 tag="v2")
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up" / "aiter" / "dist" / "state.py"
+    assert b"<<<<<<< upstream" in work.read_bytes()
+    work.write_bytes(_resolved(work.read_bytes(), "patch"))
+    _, out, err = stack.cli("rebase", "--continue")
+    assert "undoes that change" not in err + out, err
+    assert work.exists() is False
+    assert stack.series("up") == ["guard.patch"]
+    patch = stack.patch("up", "guard")
+    assert b"+" + GUARD_NOTE in patch and b"-" + GUARD_OLD not in patch
+
+
+def test_a_patch_side_that_changes_upstreams_line_again_is_said(tmp_path):
+    """The mirror: the fix's side has its comment above a line of its own (`other_fake`)
+    where upstream made the line `quant_fake`: kept whole, it undoes upstream's change, and
+    the note says so."""
+    own = b"@torch_compile_guard(gen_fake=other_fake)\n"
+    stack = OneUpstreamStack(tmp_path, {"aiter/dist/state.py": GUARD_HEAD + GUARD_OLD + GUARD_TAIL})
+    stack.add_fix("guard", "aiter/dist/state.py", GUARD_HEAD + GUARD_OLD + GUARD_TAIL,
+                  GUARD_HEAD + GUARD_NOTE + own + GUARD_TAIL)
+    stack.commit({"aiter/dist/state.py": GUARD_HEAD + GUARD_NEW + GUARD_TAIL}, "fix (#3977)",
+                 tag="v2")
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up" / "aiter" / "dist" / "state.py"
+    work.write_bytes(_resolved(work.read_bytes(), "patch"))
+    _, out, err = stack.cli("rebase", "--continue")
+    assert ("note: up/guard.patch: aiter/dist/state.py lines 8-9 are the patch's side kept "
+            "whole, where the upstream (v2) changed the same lines (to "
+            "`@torch_compile_guard(gen_fake=quant_fake)`): the resolution undoes that change "
+            "there; look that it is meant") in err, err

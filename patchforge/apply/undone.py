@@ -261,7 +261,8 @@ def patch_side_kept(base: bytes, ours: bytes, theirs: bytes, new: bytes) -> list
     on, where both changed the same lines (or lines next to each other), that `new` resolves
     with the patch's side as it is, between the same lines of `ours` around it: the change
     made under the patch is undone there. Only blocks so kept whole are said; one that holds
-    `ours`' lines, both, or lines of its own is not."""
+    `ours`' lines, both, or lines of its own is not, nor a patch's side that holds every change
+    made under it as `ours` has it (the patch made upstream's change too, beside its own)."""
     b, o, t, n = (data.splitlines(keepends=True) for data in (base, ours, theirs, new))
     under, own = _changed(b, o), _changed(b, t)
     spans = sorted([(i1, i2, 0) for i1, i2, _, _ in under] + [(i1, i2, 1) for i1, i2, _, _ in own])
@@ -291,7 +292,12 @@ def patch_side_kept(base: bytes, ours: bytes, theirs: bytes, new: bytes) -> list
                                     if x <= o1 - 1 < x + size) + 1
         n2 = len(n) if o2 == len(o) else next(y + o2 - x for x, y, size in equal
                                               if x <= o2 < x + size)
-        if n[n1:n2] == t[t1:t2]:
+        # A patch's side that made upstream's change too (the same line, with a line of its
+        # own beside it) undoes nothing there: every change from the base to `ours` in the
+        # block is held as `ours` has it.
+        if n[n1:n2] == t[t1:t2] and not all(
+                k.how == "old" for k in changes_kept(b"".join(b[start:end]),
+                                                     b"".join(o[o1:o2]), b"".join(t[t1:t2]))):
             out.append(KeptOver(n1 + 1, n2, tuple(o[o1:o2]), tuple(b[start:end])))
     return out
 
