@@ -112,3 +112,25 @@ def test_a_patch_side_that_changes_upstreams_line_again_is_said(tmp_path):
             "whole, where the upstream (v2) changed the same lines (to "
             "`@torch_compile_guard(gen_fake=quant_fake)`): the resolution undoes that change "
             "there; look that it is meant") in err, err
+
+
+def test_a_patch_side_that_made_upstreams_change_but_keeps_a_line_it_took_out_is_said(tmp_path):
+    """The other mirror: upstream changed the guard and took `@functools.cache` out; the fix
+    made the same change to the guard, its comment above, and kept `@functools.cache`. Kept
+    whole, the patch's side puts back a line upstream took out: the note says so (a line next
+    to the change read as untouched made it quiet, exit 0, the patch carrying
+    `+@functools.cache` over upstream's removal)."""
+    cache = b"@functools.cache\n"
+    base = GUARD_HEAD + GUARD_OLD + cache + GUARD_TAIL
+    stack = OneUpstreamStack(tmp_path, {"aiter/dist/state.py": base})
+    stack.add_fix("guard", "aiter/dist/state.py", base,
+                  GUARD_HEAD + GUARD_NOTE + GUARD_NEW + cache + GUARD_TAIL)
+    stack.commit({"aiter/dist/state.py": GUARD_HEAD + GUARD_NEW + GUARD_TAIL},
+                 "guard with quant_fake, drop the cache (#3977)", tag="v2")
+    stack.cli("rebase", "--to", "up=v2", expect=3)
+    work = stack.root / ".patchforge" / "work" / "up" / "aiter" / "dist" / "state.py"
+    assert b"<<<<<<< upstream" in work.read_bytes()
+    work.write_bytes(_resolved(work.read_bytes(), "patch"))
+    _, out, err = stack.cli("rebase", "--continue")
+    assert "is the patch's side kept whole" in err or "are the patch's side kept whole" in err, err
+    assert "the resolution undoes that change there" in err, err

@@ -294,8 +294,13 @@ def patch_side_kept(base: bytes, ours: bytes, theirs: bytes, new: bytes) -> list
                                               if x <= o2 < x + size)
         # A patch's side that made upstream's change too (the same line, with a line of its
         # own beside it) undoes nothing there: every change from the base to `ours` in the
-        # block is held as `ours` has it.
-        if n[n1:n2] == t[t1:t2] and not all(
+        # block is held as `ours` has it, and no line `ours` took out of the block is back (a
+        # base line kept beside upstream's new one is that line put back: changes_kept reads
+        # a line next to the change as untouched).
+        if n[n1:n2] != t[t1:t2]:
+            continue
+        taken_out = set(b[start:end]) - set(o[o1:o2])
+        if taken_out & set(t[t1:t2]) or not all(
                 k.how == "old" for k in changes_kept(b"".join(b[start:end]),
                                                      b"".join(o[o1:o2]), b"".join(t[t1:t2]))):
             out.append(KeptOver(n1 + 1, n2, tuple(o[o1:o2]), tuple(b[start:end])))
