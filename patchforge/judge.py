@@ -2019,11 +2019,16 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     indent = next(iter(indents))
     if not lines[k].startswith(indent):
         return False
-    names = set(_NAME.findall(STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0])))
+    statement = STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0]).strip()
+    names = set(_NAME.findall(statement))
     if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
                    for start, end, _ in places if end <= k)
-    return any(_steps_between(lines, _between(k, start, end), indent, names, braced) is not None
+    # (A statement adding to its target, `y += 1`, adds alike beside a step adding to it.)
+    adds = re.fullmatch(rb"([A-Za-z_]\w*)\s*[-+]=(?!=)(.*?);?", statement)
+    adds_to = adds[1] if adds is not None and adds[1] not in _NAME.findall(adds[2]) else None
+    return any(_steps_between(lines, _between(k, start, end), indent, names, braced,
+                              adds_to) is not None
                for start, end, _ in places if _between(k, start, end))
 
 
@@ -2078,6 +2083,11 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
         return False  # (line `k` goes on a statement after the `if`, or is in none)
     for head, body in branches:
         told = [head] + (body if head != own else [at for at in body if at < k])
+        if head != own and body and \
+                _bodies_leaving_the_function(lines, range(head, body[-1] + 1), indent):
+            # (Another branch that leaves the function, `else: return y`: no path through
+            # upstream's copy runs its body.)
+            told = [head]
         if any(names & set(_NAME.findall(code(at))) for at in told):
             return False
         if head != own and (not body or _ENDS_PATH.match(code(body[-1])) is None):
@@ -2095,11 +2105,13 @@ _C_BRANCH_HEAD = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?if\s*\(.*\)\s*\{|else\
 
 
 def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
-                   braced: bool) -> str | None:
+                   braced: bool, adds_to: bytes | None = None) -> str | None:
     """Whether the code lines `between` (0-based lines of `lines`) are plain steps at
     `indent` or whole blocks opened there (`if a:` + `b = 0`, `for (...) { ... }`: an `if`,
     `for`, `while`, `with` or `try`, with their `else`/`except` parts), none naming one of
-    `names`, none a statement over several lines, none leaving a block at `indent` itself (a
+    `names` (but in a body that leaves the function, _bodies_leaving_the_function, or the
+    `return y` of `if n: return y`; or a step adding to `adds_to`, the statement's own
+    target where it adds too, `y += k` beside `y += 1`), none a statement over several lines, none leaving a block at `indent` itself (a
     copy past one never runs). A short statement's two copies either side of them could
     change places: the same step twice. _EVERY_PATH where every path through the first copy
     reaches the second; _SOME_PATHS where a block between leaves (`if a:` + `return b`; a
@@ -2109,6 +2121,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     the caller goes on)."""
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
     paths = _EVERY_PATH
+    off_path = _bodies_leaving_the_function(lines, between, indent)
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
             return None
@@ -2116,12 +2129,23 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         text = code.strip()
         if not text:
             continue
-        if not lines[at].startswith(indent) or names & set(_NAME.findall(text)):
+        if not lines[at].startswith(indent):
             return None
         deeper = code[len(indent):len(indent) + 1] in (b" ", b"\t")
         if deeper and not depth:
             return None  # (a statement's next line, or a body under a header not read)
         one_line = _one_line_block(text, braced)
+        named = names & set(_NAME.findall(text))
+        if named and at not in off_path and not (
+                one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
+                and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
+                and not _adds_alike(text, adds_to, names):
+            # A line naming what the statement names tells the two steps apart: each may be
+            # its own. Not one on a path that leaves the function before the copy past it
+            # (`if n:` + `y = c` + `return c`, `if n: return y`): the paths through both
+            # copies never run it. Nor a step adding to the statement's own target (`y += k`
+            # beside `y += 1`): the two add alike in either order.
+            return None
         if one_line is not None:
             # (`if a: return b`, `if (n) d = clip(b);`: a whole block on its line.)
             head, body = one_line
@@ -2162,6 +2186,61 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                 _STEP_BOUNDARY.match(text):
             return None
     return None if braced and depth else paths
+
+
+def _bodies_leaving_the_function(lines: list[bytes], between: range,
+                                 indent: bytes) -> set[int]:
+    """The code lines `between` (0-based lines of `lines`) in the body of a block opened at
+    `indent` whose last line, at the body's own indentation, leaves the function (`if n:` +
+    `y = c` + `return c`; `if (n) {` + `return y;` + `}`), no line of it leaving otherwise
+    (`break`, `continue`, `goto`, `yield`): every path through them ends there, and a copy of
+    a statement past the block never runs after them."""
+    off: set[int] = set()
+    body: list[int] = []
+    head = b""
+
+    def close() -> None:
+        # (A branch's or a handler's body only: a `try:` body may be left part way by what
+        # it raises, its lines before the raise going on past the handler.)
+        if body and (_PY_BRANCH_HEAD.fullmatch(head) or _C_BRANCH_HEAD.fullmatch(head)
+                     or re.fullmatch(rb"except\b.*:", head)):
+            last = lines[body[-1]]
+            first = lines[body[0]]
+            if _indent(last) == _indent(first) and \
+                    _LEAVES_FUNCTION.match(STRING_OR_COMMENT.sub(b"", last).strip()) and \
+                    not any(_LEAVES_OTHERWISE.match(STRING_OR_COMMENT.sub(b"", lines[at]).strip())
+                            for at in body):
+                off.update(body)
+        body.clear()
+
+    for at in between:
+        code = STRING_OR_COMMENT.sub(b"", lines[at])
+        if not code.strip():
+            continue
+        if code.startswith(indent) and code[len(indent):len(indent) + 1] in (b" ", b"\t"):
+            body.append(at)
+        else:
+            close()
+            head = code.strip()
+    close()
+    return off
+
+
+# The first words of a line that leaves the function (`return`, `raise`, `throw`), and of one
+# that leaves a block some other way.
+_LEAVES_FUNCTION = on_first_use(rb"(?:return|raise|throw|co_return)\b")
+_LEAVES_OTHERWISE = on_first_use(rb"(?:break|continue|goto|yield|co_yield)\b")
+
+
+def _adds_alike(text: bytes, adds_to: bytes | None, names: set[bytes]) -> bool:
+    """Whether `text` (a code line, stripped) only adds to or takes from `adds_to` (`y += k`,
+    `y -= k;`), naming nothing else of `names`: it and the statement adding to the same
+    target (`y += 1`) give the same sum in either order."""
+    if adds_to is None:
+        return False
+    step = re.fullmatch(rb"([A-Za-z_]\w*)\s*[-+]=(?!=)(.*?);?", text)
+    return step is not None and step[1] == adds_to and \
+        not names & set(_NAME.findall(step[2]))
 
 
 def _one_line_block(text: bytes, braced: bool) -> tuple[bytes, bytes] | None:
@@ -2448,9 +2527,21 @@ def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> boo
     tensors = {found[1] for line in code for found in _READS_TENSOR.finditer(line)} - (
         {in_place[1]} if in_place is not None else set())
     low, high = sorted((own, theirs))
-    # The lines after the first copy (it spans as many as the fix's), before the other.
-    between = lines[low - 1 + len(written):high - 1]
-    if any(_sets_anew(line, read, shaped, tensors) for line in between):
+    # The lines after the first copy (it spans as many as the fix's), before the other; not
+    # those of a branch that leaves the function between (`if n:` + `y = c` + `return c`):
+    # no path through both copies runs them.
+    first = lines[low - 1]
+    off = _bodies_leaving_the_function(lines, range(low - 1 + len(written), high - 1),
+                                       first[:_indent(first)])
+    between = [lines[at] for at in range(low - 1 + len(written), high - 1) if at not in off]
+    # (A step adding to what the run adds to, `y += k` between two `y += 1`, sets y anew,
+    # but the two add alike in either order: no other state, the same sum.)
+    adds = re.fullmatch(rb"([A-Za-z_]\w*)\s*[-+]=(?!=)(.*?);?", code[0].strip()) \
+        if len(code) == 1 else None
+    adds_to = adds[1] if adds is not None and adds[1] not in _NAME.findall(adds[2]) else None
+    if any(_sets_anew(line, read, shaped, tensors)
+           and not _adds_alike(STRING_OR_COMMENT.sub(b"", line).strip(), adds_to, read)
+           for line in between):
         return True
     # An item update (`out[i] += n;`) with its index stepped between the copies (`i++;`,
     # `++i;`, `advance(&i);`, `i, j = j, i`) updates another item each time: both wanted. A
