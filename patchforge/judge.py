@@ -196,6 +196,14 @@ MAYBE_ITS_VALUE = "follows an option upstream added with it, which may take it a
 KEY_TWICE = "is a key upstream gave this dict already"
 SAME_VALUE = "with the same value"
 OTHER_VALUE = "with another value"
+# Where the fix's line holds other entries than the key (`"gfx1250": 64, "gfx1201": 32,`, none
+# of them on upstream's line), deleting the line would lose them: the stop says them, and the
+# way on takes only that entry out of the fix's line.
+KEY_BESIDE = "beside other entries on your line"
+# Where the fix's entry is the last of a JSON object (a comma added to the line above it),
+# deleting it alone leaves that comma, which JSON does not take (`--continue` took the invalid
+# file, exit 0): the way on takes upstream's entry out, or the comma with the fix's.
+LAST_IN_JSON = "the last entry of its JSON object, after a comma"
 # Where a loop between the two copies reads what the copied statement sets (`x = x + n`
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
@@ -3972,9 +3980,22 @@ def _key_twice_in_its_dict(path: str, current: bytes, result: bytes,
             if not others or _keys_in_a_dict_made(made, entry.key, syntax) > 1:
                 continue
             upstreams = min(others, key=lambda other: abs(other.first - entry.first))
-            return entry.first + 1, upstreams.first + 1, _key_twice_said(
-                entry.key_text, _entry_value(lines, depths, entry), entry.first,
-                _entry_value(lines, depths, upstreams), upstreams.first)
+            mine, theirs_value = (_entry_value(lines, depths, entry),
+                                  _entry_value(lines, depths, upstreams))
+            said = _key_twice_said(entry.key_text, mine, entry.first, theirs_value,
+                                   upstreams.first)
+            # The last of its object: upstream's copy is another entry, so a comma precedes it.
+            if path.lower().endswith(".json") and entry is entries[-1]:
+                return entry.first + 1, upstreams.first + 1, f"{said}, {LAST_IN_JSON}"
+            # Entries on the fix's line(s) not on upstream's: deleting the line loses them.
+            theirs_keys = {other.key for other in entries
+                           if upstreams.first <= other.first <= theirs_value[0]}
+            beside = [other.key_text for other in entries if other is not entry
+                      and entry.first <= other.first <= mine[0] and other.key not in theirs_keys]
+            if beside:
+                return entry.first + 1, upstreams.first + 1, \
+                    f"{said}, {KEY_BESIDE} ({', '.join(beside)})"
+            return entry.first + 1, upstreams.first + 1, said
     return None
 
 

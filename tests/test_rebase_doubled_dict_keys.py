@@ -240,3 +240,100 @@ def test_a_statement_wrapped_before_a_subscript_in_a_block_moves(tmp_path):
                             base.replace(b"= 1;\n", b"= 1;\n        out[2]\n           [rowid] = 3;\n"),
                             base.replace(b"    {\n", b"    {\n        out[1]\n           [rowid] = 2;\n"))
     moves(stack)
+
+
+@pytest.mark.parametrize("upstreams,said,follow", [
+    # The same value: deleting the fix's line lost gfx1250 (the first way said so).
+    (b'"gfx1201": 32,', "with the same value (upstream's line 6: 32; yours, line 9: 32), "
+     "beside other entries on your line (\"gfx1250\"): take only that entry out of your line",
+     b'"gfx1201": 32,'),
+    # Another value: the way taking the fix's entry out (upstream's value) keeps gfx1250 too.
+    (b'"gfx1201": 16,', "with another value (upstream's line 6: 16; yours, line 9: 32; as it "
+     "stands the later, yours, wins), beside other entries on your line (\"gfx1250\"): the "
+     "dict keeps one value per key: take your entry out", b'"gfx1201": 16,'),
+])
+def test_a_key_upstream_gave_the_dict_beside_another_entry_on_the_fixs_line_keeps_that_entry(
+        tmp_path, upstreams, said, follow):
+    # The fix's line holds `"gfx1250": 64, "gfx1201": 32,`; upstream gave gfx1201 alone. The
+    # stop says gfx1250 stands beside it, and following the first way keeps gfx1250.
+    stack = stack_with_file(tmp_path, "pkg/a.py", waves(WAVES),
+                            waves(WAVES + [b'"gfx1250": 64, "gfx1201": 32,']),
+                            waves(WAVES[:2] + [upstreams] + WAVES[2:]))
+    err = said_doubled(stack, "pkg/a.py line 9 (upstream's at line 6)")
+    assert "\"gfx1201\" is a key upstream gave this dict already, " + said in err, err
+    assert "delete your copy of these lines" not in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b'"gfx1250": 64, "gfx1201": 32,',
+                                               b'"gfx1250": 64,'))
+    stack.cli("rebase", "--continue")
+    made = overlay(stack)
+    assert b'"gfx1250": 64,' in made and made.count(b'"gfx1201"') == 1, made.decode()
+    assert follow in made, made.decode()
+
+
+def test_a_key_upstream_gave_the_dict_on_a_line_of_its_own_still_says_delete_your_copy(
+        tmp_path):
+    # Mirror: the fix's gfx1250 on a line of its own, gfx1201 on the next: deleting the
+    # fix's gfx1201 line loses nothing, and that stays the first way.
+    stack = stack_with_file(tmp_path, "pkg/a.py", waves(WAVES),
+                            waves(WAVES + [b'"gfx1250": 64,', b'"gfx1201": 32,']),
+                            waves(WAVES[:2] + [b'"gfx1201": 32,'] + WAVES[2:]))
+    err = said_doubled(stack, "pkg/a.py line 10 (upstream's at line 6)")
+    assert "with the same value (upstream's line 6: 32; yours, line 10: 32): delete your " \
+        "copy of these lines" in err, err
+
+
+JSON_BASE = (b'{\n  "module_a": {\n    "srcs": ["a.cu"],\n    "flags": "x"\n  },\n'
+             b'  "module_b": {\n    "srcs": ["b.cu"]\n  }\n}\n')
+
+
+@pytest.mark.parametrize("value,said", [
+    (b"true", "with the same value (upstream's line 3: true; yours, line 6: true), the last "
+     "entry of its JSON object, after a comma: take upstream's entry out in the worktree"),
+    (b"false", "with another value (upstream's line 3: false; yours, line 6: true; as it "
+     "stands the later, yours, wins), the last entry of its JSON object, after a comma: the "
+     "dict keeps one value per key: take upstream's entry out in the worktree to keep yours, "
+     "or your entry together with the comma the line before it ends with"),
+])
+def test_a_json_objects_last_entry_upstream_gave_it_says_take_upstreams_out_and_stays_json(
+        tmp_path, value, said):
+    # The fix appends "verbose": true to module_a (a comma added to "flags"), upstream put
+    # "verbose" at its head. Deleting the fix's line, the first way, left `"flags": "x",`
+    # before the `}`: invalid JSON, and --continue took it, exit 0. The first way now takes
+    # upstream's entry out; following it, the overlay is JSON with the fix's value.
+    path = "aiter/jit/cfg.json"
+    stack = stack_with_file(
+        tmp_path, path, JSON_BASE,
+        JSON_BASE.replace(b'    "flags": "x"\n', b'    "flags": "x",\n    "verbose": true\n'),
+        JSON_BASE.replace(b'    "srcs": ["a.cu"],\n',
+                          b'    "verbose": ' + value + b',\n    "srcs": ["a.cu"],\n'))
+    err = said_doubled(stack, f"{path} line 6 (upstream's at line 3)")
+    assert "\"verbose\" is a key upstream gave this dict already, " + said in err, err
+    work = stack.root / ".patchforge/work/up" / path
+    work.write_bytes(work.read_bytes().replace(b'    "verbose": ' + value + b',\n', b""))
+    stack.cli("rebase", "--continue")
+    stack.cli("overlays")
+    made = json.loads((stack.root / "overlays/up" / path).read_bytes())
+    assert made["module_a"] == {"srcs": ["a.cu"], "flags": "x", "verbose": True}, made
+
+
+def test_a_json_entry_the_fix_gives_before_the_last_still_says_delete_your_copy(tmp_path):
+    # Mirror: the fix's "verbose" before "flags" (a comma of its own): deleting its line
+    # leaves JSON, and that stays the first way; following it, the overlay parses.
+    path = "aiter/jit/cfg.json"
+    stack = stack_with_file(
+        tmp_path, path, JSON_BASE,
+        JSON_BASE.replace(b'    "flags": "x"\n', b'    "verbose": true,\n    "flags": "x",\n'
+                          b'    "debug": 1\n'),
+        JSON_BASE.replace(b'    "srcs": ["a.cu"],\n', b'    "verbose": true,\n    "srcs": ["a.cu"],\n'))
+    err = said_doubled(stack, f"{path} line 5 (upstream's at line 3)")
+    assert "with the same value (upstream's line 3: true; yours, line 5: true): delete your " \
+        "copy of these lines" in err, err
+    work = stack.root / ".patchforge/work/up" / path
+    lines = work.read_bytes().split(b"\n")
+    del lines[4]
+    work.write_bytes(b"\n".join(lines))
+    stack.cli("rebase", "--continue")
+    stack.cli("overlays")
+    made = json.loads((stack.root / "overlays/up" / path).read_bytes())
+    assert made["module_a"] == {"verbose": True, "srcs": ["a.cu"], "flags": "x", "debug": 1}, made

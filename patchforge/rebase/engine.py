@@ -28,7 +28,8 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
-                              FEWER_PATHS, KEY_TWICE, MAYBE_ITS_VALUE, OTHER_FUNCTION,
+                              FEWER_PATHS, KEY_BESIDE, KEY_TWICE, LAST_IN_JSON, SAME_VALUE,
+                              MAYBE_ITS_VALUE, OTHER_FUNCTION,
                               OTHER_VALUE, READ_BETWEEN, UNDECLARED_CALL, YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
@@ -117,6 +118,34 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      "takes a value, upstream's copy is its value and yours an item of its own); "
      "delete your copy in the worktree and `patchforge rebase --continue` only "
      "if the option takes no value (the same item is then there twice); or "
+     "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
+     "other changes too)"),
+    # A key the fix gives a JSON object as its last entry, a comma added to the entry
+    # above it: deleting the fix's entry alone leaves that comma, which JSON does not
+    # take. Taking upstream's entry out (a comma follows it) leaves valid JSON.
+    (lambda item: f" {KEY_TWICE}, {SAME_VALUE} (" in item and
+     item.endswith(f", {LAST_IN_JSON}"),
+     ": take upstream's entry out in the worktree (yours is its object's last "
+     "entry: deleting yours alone would leave the comma before it, which JSON "
+     "does not take), or delete yours together with the comma the line before "
+     "it ends with, and `patchforge rebase --continue`; keep yours (--continue "
+     "with the worktree as it is: the object has the key twice); or `patchforge "
+     "rebase --skip` (sets the WHOLE fix aside in skipped/, its other changes "
+     "too)"),
+    (lambda item: f" {KEY_TWICE}, {OTHER_VALUE} (" in item and
+     item.endswith(f", {LAST_IN_JSON}"),
+     ": the dict keeps one value per key: take upstream's entry out in the "
+     "worktree to keep yours, or your entry together with the comma the line "
+     "before it ends with (JSON takes none after an object's last entry) to "
+     "take upstream's value, and `patchforge rebase --continue`; or `patchforge "
+     "rebase --skip` (sets the WHOLE fix aside in skipped/, its other changes "
+     "too)"),
+    # The same key and value where the fix's line holds other entries: deleting the
+    # line would lose them; taking that entry alone out loses nothing.
+    (lambda item: f" {KEY_TWICE}, {SAME_VALUE} (" in item and f", {KEY_BESIDE} (" in item,
+     ": take only that entry out of your line in the worktree, keeping the "
+     "entries beside it, and `patchforge rebase --continue`; keep yours "
+     "(--continue with the worktree as it is: the dict has the key twice); or "
      "`patchforge rebase --skip` (sets the WHOLE fix aside in skipped/, its "
      "other changes too)"),
     # A key the fix gives a dict that upstream gave it with another value: the dict
