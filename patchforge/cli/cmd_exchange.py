@@ -304,6 +304,12 @@ def export(app, quilt_dir, mbox_file, upstream, profile, force):
     with RepoLock(project.state_dir, wait=30), \
             open_store(project, bring_pins=[upstream] if upstream else True) as store:
         refuse_half_written(project, "export")
+        from patchforge.ops.series import refuse_unlisted_fixes
+
+        # A patch file its series does not list would be left out without a word.
+        if upstream is not None:
+            project.config.upstream(upstream)  # a UsageError naming the configured ones
+        refuse_unlisted_fixes(project, [upstream] if upstream is not None else None)
         announce_state(project)  # a stop or an open edit: the series exported as it stands
         if mbox_file:
             # Both before the quilt directory is written.

@@ -52,6 +52,9 @@ def overlays(app, profiles, check, as_json, output_format):
         else:
             # Compared whole: never a rebase's half-written series against its overlays.
             held.enter_context(app.reading())
+        from patchforge.ops.series import refuse_unlisted_fixes
+
+        refuse_unlisted_fixes(project)  # a release without a fix the series dropped by hand
         result, busy = _built_overlays(project, store, profiles, check=check, as_json=as_json)
         # A fix kept as landed of an upstream whose overlays nothing mounts (no install-root),
         # which its pin lacks: named by `--check` too, which exited 0 on such an upstream
@@ -276,6 +279,10 @@ def verify(app, installed, image, profile, as_json, output_format):
     if installed is not None:
         _installed_dir(installed)
     with app.reading():  # never a rebase's half-written overlays
+        from patchforge.ops.series import refuse_unlisted_fixes
+
+        # Overlays that match their sums, made without a fix the series dropped by hand.
+        refuse_unlisted_fixes(app.project())
         # What is open, said first (in the document, under --json).
         opened = announce_state_report(app.project(), as_json=as_json)[0]
         hints: list[str] = []

@@ -1535,6 +1535,43 @@ def cut_short_words(project: Project, upstream: str, file_name: str) -> str | No
     return None
 
 
+def refuse_unlisted_fixes(project: Project, upstreams: list[str] | None = None) -> None:
+    """InputError naming a patch file in series/<upstream>/ (of `upstreams`, or of every
+    configured upstream) that its series does not list: a series edited by hand that lost its
+    line, or `quilt delete` run on it (which takes the line and leaves the file). `overlays`,
+    `export` and `verify` made a release without that fix, exit 0, where `status` and `lint`
+    named it. quilt ignores such a file in patches/; a release made from the series must not,
+    so the commands that make something to ship ask this before writing anything. A lost
+    series file is refused first, as such (Project.refuse_lost_series); a file a rename or a
+    delete cut short left is named with the command that finishes it (cut_short_words), never
+    "list it", which would apply the fix twice."""
+    from patchforge.state import unlisted_fixes
+
+    wanted = project.upstream_names() if upstreams is None else upstreams
+    for upstream in wanted:
+        project.refuse_lost_series(upstream)
+    # A series directory no configured upstream names is refused by `overlays` on its own.
+    found = [(u, name, path) for u, name, path in unlisted_fixes(project)
+             if u in wanted and u in project.config.upstreams]
+    if not found:
+        return
+    upstream, name, path = found[0]
+    left = cut_short_words(project, upstream, name)
+    if left is None and ("/" in name or not name.endswith(".patch")):
+        hint = (f"a series line names only NAME.patch in series/{upstream}/: rename it so and "
+                f"list it in series/{upstream}/series, or move it to series/{upstream}/deleted/ "
+                "(or remove it) to leave the fix out on purpose")
+    else:
+        hint = left or (f"list it again in series/{upstream}/series (a line `{name}`, where it "
+                        f"applies in the order), or move it to series/{upstream}/deleted/ (or "
+                        "remove it) to leave the fix out on purpose")
+    more = f" (and {counted(len(found) - 1, 'other patch file')} no series lists)" \
+        if len(found) > 1 else ""
+    raise InputError(f"not listed in series/{upstream}/series{more}: nothing made from the "
+                     "series would carry this fix, so nothing was written",
+                     path=str(path), hint=hint)
+
+
 def cut_rename_old(project: Project) -> tuple[str, str, str] | None:
     """(upstream, OLD, NEW) when the rename journal (RENAME_JOURNAL) names a rename of OLD to
     NEW that a kill cut short after the series named NEW: OLD's file is still there, unlisted,

@@ -1,0 +1,106 @@
+"""A patch file in series/<up>/ that its series does not list (a series edited by hand that lost
+its line, `quilt delete` run on the series, a rename cut short): the commands that make
+something to ship from the series (`overlays`, `overlays --check`, `export --quilt`,
+`export --mbox`, `verify`) refuse, naming the file and how to go on, and write nothing; they
+made a release without that fix, exit 0, where `status` and `lint` named it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import ok, run_cli, run_subprocess
+from helpers.project import git_project
+from helpers.snapshot import tree_bytes
+
+SHIPPING = (["overlays"], ["overlays", "--check"], ["export", "--quilt", "OUT"],
+            ["export", "--mbox", "OUT"], ["verify"])
+
+
+def _three_fixes(tmp_path: Path) -> Path:
+    """Upstream `up` with three fixes to a.py (new + refresh), its overlays written."""
+    root, _ = git_project(tmp_path)
+    for n in (2, 5, 9):
+        ok(root, "new", f"fix-{n}", "--file", "a.py")
+        work = root / ".patchforge" / "work" / "up" / "a.py"
+        work.write_bytes(work.read_bytes().replace(b"line%d\n" % n, b"LINE%d\n" % n))
+        ok(root, "refresh")
+    ok(root, "overlays")
+    return root
+
+
+def _refused_everywhere(root: Path, tmp_path: Path, said: str) -> None:
+    """Each shipping command exits 2 naming fix-9.patch and `said`, writing nothing."""
+    before = tree_bytes(root, skip=(".patchforge",))
+    for index, args in enumerate(SHIPPING):
+        out = tmp_path / f"out-{index}"
+        run = run_cli(root, *[str(out) if a == "OUT" else a for a in args])
+        assert run.rc == 2, (args, run.text)
+        assert "series/up/fix-9.patch: not listed in series/up/series" in run.err, (args, run.err)
+        assert said in run.err, (args, run.err)
+        assert not out.exists(), args
+        assert tree_bytes(root, skip=(".patchforge",)) == before, args
+
+
+def test_a_fix_whose_line_was_taken_from_the_series_by_hand_stops_every_release(tmp_path):
+    root = _three_fixes(tmp_path)
+    series = root / "series" / "up" / "series"
+    series.write_bytes(b"fix-2.patch\nfix-5.patch\n")
+    _refused_everywhere(root, tmp_path, "list it again in series/up/series (a line "
+                                        "`fix-9.patch`")
+    run = run_cli(root, "status")
+    assert run.rc == 1 and "fix-9.patch" in run.out, run.text
+    # Listed again: the release is what it was.
+    series.write_bytes(b"fix-2.patch\nfix-5.patch\nfix-9.patch\n")
+    ok(root, "overlays", "--check")
+    # Moved to deleted/ on purpose: the release is made without it.
+    series.write_bytes(b"fix-2.patch\nfix-5.patch\n")
+    (root / "series" / "up" / "deleted").mkdir()
+    (root / "series" / "up" / "fix-9.patch").rename(root / "series" / "up" / "deleted" /
+                                                    "fix-9.patch")
+    ok(root, "overlays")
+    assert b"LINE9" not in (root / "overlays" / "up" / "a.py").read_bytes()
+    assert b"LINE5" in (root / "overlays" / "up" / "a.py").read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("quilt") is None, reason="needs quilt")
+def test_quilt_delete_run_on_the_series_stops_every_release(tmp_path):
+    """`quilt delete` with QUILT_PATCHES at the series takes the line and leaves the file."""
+    root = _three_fixes(tmp_path)
+    proc = subprocess.run(["quilt", "delete", "fix-9.patch"], cwd=root, capture_output=True,
+                          env={**os.environ, "QUILT_PATCHES": "series/up",
+                               "QUILT_PC": str(tmp_path / "pc"), "QUILTRC": "/dev/null"})
+    assert proc.returncode == 0, proc
+    assert (root / "series" / "up" / "fix-9.patch").is_file()
+    assert b"fix-9" not in (root / "series" / "up" / "series").read_bytes()
+    _refused_everywhere(root, tmp_path, "or move it to series/up/deleted/ (or remove it)")
+
+
+def test_the_copy_a_killed_rename_left_is_named_with_the_rename_that_finishes_it(tmp_path):
+    """`rename fix-9 better` killed after better.patch was written, before the series named it:
+    the shipping commands refuse, naming the rename that finishes it (never "list it": the
+    fix twice); that rename run again lets them through."""
+    prepared = _three_fixes(tmp_path)
+    for n in range(1, 50):
+        root = tmp_path / f"write-{n}"
+        shutil.copytree(prepared, root, symlinks=True)
+        series = root / "series" / "up"
+        proc = run_subprocess(root, "rename", "fix-9", "better",
+                              env={"PATCHFORGE_FAULT": f"write:{n}"})
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 137, (n, proc.stderr.decode())
+        if (series / "better.patch").exists() and \
+                b"better.patch" not in (series / "series").read_bytes():
+            run = run_cli(root, "overlays")
+            assert run.rc == 2, (n, run.text)
+            assert "the copy of fix-9.patch a `patchforge rename fix-9 better` cut short" \
+                in run.err and "list it" not in run.err, (n, run.err)
+            ok(root, "rename", "fix-9", "better")
+            ok(root, "overlays")
+            return
+    pytest.fail("no kill left better.patch unlisted")
