@@ -248,8 +248,9 @@ PART_ONE_FIX = b"    a3 = x + 3\n    a3 = a3.clamp(0)\n"
 PART_GUARD = b"    stages = 3\n    if x.is_cuda:\n        stages = 1\n"
 
 
-@known_wrong("a landing reverted in part, then its reverted lines edited upstream")
-def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
+def _part_landed(tmp_path):
+    """A kept fix of two hunks (a clamp in `top`, a cuda branch in `gather`) landed at v2:
+    the stack, the fixed file and the landing commit."""
     base = PART_HEAD + PART_BODY
     fixed = (PART_HEAD.replace(PART_ONE, PART_ONE_FIX)
              + PART_BODY.replace(b"    stages = 3\n", PART_GUARD))
@@ -257,6 +258,12 @@ def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
     stack.add_fix("kfix", "pkg/k.py", base, fixed)
     landing = stack.commit({"pkg/k.py": fixed}, "k: fewer stages (#7)", tag="v2")
     stack.dropped_as_landed("up=v2")
+    return stack, fixed, landing
+
+
+@known_wrong("a landing reverted in part, then its reverted lines edited upstream")
+def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
+    stack, fixed, landing = _part_landed(tmp_path)
     changed = fixed.replace(b"    a3 = a3.clamp(0)\n", b"    a3 = a3.clamp(min=0)\n")
     stack.commit({"pkg/k.py": changed}, "k: keyword (#8)", tag="v3")
     reverted = changed.replace(PART_GUARD, b"    stages = 3\n")
@@ -271,16 +278,9 @@ def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
     assert took["by"] == revert, "the cuda branch is in no overlay and not upstream"
 
 
-
 @known_wrong("a landing one of whose hunks a revert takes out, the others staying as landed")
 def test_a_revert_of_one_hunk_while_the_other_stays_is_said_after_an_edit(tmp_path):
-    base = PART_HEAD + PART_BODY
-    fixed = (PART_HEAD.replace(PART_ONE, PART_ONE_FIX)
-             + PART_BODY.replace(b"    stages = 3\n", PART_GUARD))
-    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
-    stack.add_fix("kfix", "pkg/k.py", base, fixed)
-    landing = stack.commit({"pkg/k.py": fixed}, "k: fewer stages (#7)", tag="v2")
-    stack.dropped_as_landed("up=v2")
+    stack, fixed, landing = _part_landed(tmp_path)
     reverted = fixed.replace(PART_GUARD, b"    stages = 3\n")
     stack.commit({"pkg/k.py": reverted}, 'Revert "k: fewer stages (#7)"\n\n'
                  f"This reverts commit {landing}.", tag="v3")
@@ -291,6 +291,7 @@ def test_a_revert_of_one_hunk_while_the_other_stays_is_said_after_an_edit(tmp_pa
     stack.commit({"pkg/k.py": edited}, "k: four stages", tag="v4")
     doc = stack.json("status", "--against", "v4", expect=1)
     assert doc["reverted"] or doc["gone_upstream"], "the guard is in no overlay and not upstream"
+
 
 def test_each_mark_names_an_entry_the_docs_still_list():
     """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
