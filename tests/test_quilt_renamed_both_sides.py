@@ -21,16 +21,12 @@ def _quilt(tree, *args):
     subprocess.run(["quilt", *args], cwd=tree, env=env, check=True, capture_output=True)
 
 
-@pytest.mark.parametrize("history", [False, True])
-def test_a_fix_renamed_and_changed_in_the_series_and_changed_in_quilt_is_named_so(tmp_path,
-                                                                                  history):
-    """export --quilt; quilt refreshes fix-f; the series renames fix-f to fix-ff and changes
-    it, in a stack that keeps no history (told by the header) or one that does (told by the
-    `renamed` event). The import said fix-f "left the up series (deleted, renamed, or landed upstream)" and
-    advised keeping quilt's version as a new fix, which the import then refused as meeting
-    fix-ff's lines. Now it names fix-ff and says both sides changed it, nothing written, and
-    the way on its hint gives ends with quilt's change in fix-ff and nothing to take back."""
-    up = Upstream(tmp_path / "up", {"m.py": M}, tag="v1")
+def exported_stack(tmp_path, m: bytes, history: bool = False):
+    """A project whose up series holds fix-f and fix-g (one line of `m`'s f and g each),
+    exported with `export --quilt` to tmp_path/q, and a quilt tree (tmp_path/qt, `m` as m.py,
+    patches/ the export) to work on it. `history`: the stack keeps PATCHES.md, so `rename`
+    records its event. Returns (project root, quilt dir, quilt tree)."""
+    up = Upstream(tmp_path / "up", {"m.py": m}, tag="v1")
     root = tmp_path / "proj"
     root.mkdir()
     ok(root, "init", "--standalone", str(root))
@@ -42,13 +38,27 @@ def test_a_fix_renamed_and_changed_in_the_series_and_changed_in_quilt_is_named_s
         (work / "m.py").write_bytes((work / "m.py").read_bytes().replace(old, new))
         ok(root, "refresh")
     if history:
-        ok(root, "ledger")  # the stack keeps PATCHES.md: `rename` records its event
+        ok(root, "ledger")
     q = tmp_path / "q"
     ok(root, "export", "--quilt", str(q))
     tree = tmp_path / "qt"
     tree.mkdir()
-    (tree / "m.py").write_bytes(M)
+    (tree / "m.py").write_bytes(m)
     (tree / "patches").symlink_to(q)
+    return root, q, tree
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_a_fix_renamed_and_changed_in_the_series_and_changed_in_quilt_is_named_so(tmp_path,
+                                                                                  history):
+    """export --quilt; quilt refreshes fix-f; the series renames fix-f to fix-ff and changes
+    it, in a stack that keeps no history (told by the header) or one that does (told by the
+    `renamed` event). The import said fix-f "left the up series (deleted, renamed, or landed upstream)" and
+    advised keeping quilt's version as a new fix, which the import then refused as meeting
+    fix-ff's lines. Now it names fix-ff and says both sides changed it, nothing written, and
+    the way on its hint gives ends with quilt's change in fix-ff and nothing to take back."""
+    root, q, tree = exported_stack(tmp_path, M, history=history)
+    work = root / ".patchforge/work/up"
     _quilt(tree, "push", "fix-f.patch")
     (tree / "m.py").write_bytes((tree / "m.py").read_bytes().replace(b"    return y\n",
                                                                      b"    return int(y)\n", 1))

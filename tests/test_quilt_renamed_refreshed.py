@@ -13,7 +13,7 @@ import pytest
 
 from helpers.cli import ok, run_cli
 from patchforge.formats.patchfile import parse_patch_file
-from helpers.upstream import Upstream
+from test_quilt_renamed_both_sides import exported_stack
 
 M = b"def f(x):\n    y = x + 1\n    return y\n\n\ndef g(x):\n    y = x * 2\n    return y\n"
 
@@ -23,27 +23,6 @@ RCS = {"plain": None,
        "debian-diffstat": 'QUILT_DIFF_OPTS="--show-c-function"\n'
                           'QUILT_DIFF_ARGS="--no-timestamps"\n'
                           'QUILT_REFRESH_ARGS="--no-timestamps --backup --diffstat"\n'}
-
-
-def _project(tmp_path):
-    up = Upstream(tmp_path / "up", {"m.py": M}, tag="v1")
-    root = tmp_path / "proj"
-    root.mkdir()
-    ok(root, "init", "--standalone", str(root))
-    ok(root, "upstream", "add", "up", "--git", str(up.path), "--at", "v1")
-    work = root / ".patchforge/work/up"
-    for name, old, new in (("fix-f", b"y = x + 1", b"y = x + 11"),
-                           ("fix-g", b"y = x * 2", b"y = x * 22")):
-        ok(root, "new", name, "-m", name[-1], "--file", "m.py")
-        (work / "m.py").write_bytes((work / "m.py").read_bytes().replace(old, new))
-        ok(root, "refresh")
-    q = tmp_path / "q"
-    ok(root, "export", "--quilt", str(q))
-    tree = tmp_path / "qt"
-    tree.mkdir()
-    (tree / "m.py").write_bytes(M)
-    (tree / "patches").symlink_to(q)
-    return root, q, tree
 
 
 def _quilter(tmp_path, rc):
@@ -71,7 +50,7 @@ def test_a_patch_quilt_refreshed_unchanged_then_renamed_is_said_renamed(tmp_path
     fix-f.patch renamed (`quilt rename`) and changed in quilt" and that the rename would take
     quilt's change back: there is none. Now it says renamed, and after the `rename` its hint
     gives, nothing is taken back."""
-    root, q, tree = _project(tmp_path)
+    root, q, tree = exported_stack(tmp_path, M)
     quilt = _quilter(tmp_path, rc)
     before_refresh = (q / "fix-f.patch").read_bytes()
     quilt(tree, "push", "fix-f.patch")
@@ -106,7 +85,7 @@ def test_a_patch_quilt_refreshed_unchanged_then_renamed_is_said_renamed(tmp_path
 def test_a_patch_quilt_changed_then_renamed_is_still_said_changed(tmp_path, rc):
     """The mirror: quilt push fix-f, a line changed, quilt refresh, quilt rename fix-ff: said
     renamed and changed in quilt, and the rename then takes quilt's change back."""
-    root, q, tree = _project(tmp_path)
+    root, q, tree = exported_stack(tmp_path, M)
     quilt = _quilter(tmp_path, rc)
     quilt(tree, "push", "fix-f.patch")
     (tree / "m.py").write_bytes((tree / "m.py").read_bytes().replace(b"    return y\n",
@@ -129,7 +108,7 @@ def test_a_patch_quilt_changed_then_renamed_is_still_said_changed(tmp_path, rc):
 def test_a_patch_whose_header_quilt_changed_then_renamed_is_still_said_changed(tmp_path):
     """The mirror of the header: quilt header -r (a new description), quilt rename, the diff
     as it was: said changed."""
-    root, q, tree = _project(tmp_path)
+    root, q, tree = exported_stack(tmp_path, M)
     quilt = _quilter(tmp_path, "plain")
     quilt(tree, "push", "fix-f.patch")
     header = (q / "fix-f.patch").read_bytes().split(b"\n---\n")[0]
@@ -151,7 +130,7 @@ def test_export_over_a_patch_quilt_made_names_the_import_that_takes_it(tmp_path,
     DIR/series away: quilt's work dropped. DIR's record says it is this project's export: the
     refusal says the patch was made there since, nothing written, and names `import quilt
     DIR --update`, which takes it back; the export then goes through."""
-    root, q, tree = _project(tmp_path)
+    root, q, tree = exported_stack(tmp_path, M)
     quilt = _quilter(tmp_path, "plain")
     quilt(tree, "push", "-a")
     if made == "quilt new":

@@ -98,17 +98,17 @@ def test_the_guard_taken_out_beside_the_import_rewritten_brings_back_the_guard_a
         stack.cli(*command)
 
 
-def test_a_reverted_landing_whose_import_the_file_had_further_down_is_said(tmp_path):
-    """The fix repeats at the top an import the file had further down (`import pandas as pd`
-    after its functions, AITER's op_tests at c5b4f43525); upstream reverts the landing, then
-    edits the fix's line. The binding is still in the file, but as often as before the fix,
-    not as the fix left it: the import's hunk is taken back with the rest, the revert named at
-    the revert and after the edit (read as there, the revert's files held the fix "in part"
-    and the edit after it made the fix "superseded", exit 0)."""
-    tail = b"\n\nimport pandas as pd\n\nTABLE = pd.DataFrame()\n"
+PANDAS_BELOW = b"\n\nimport pandas as pd\n\nTABLE = pd.DataFrame()\n"
+
+
+def _reverted_then_edited(tmp_path, fixed_tail: bytes) -> tuple[OneUpstreamStack, str]:
+    """The fix puts `import pandas as pd` at the top (its file's tail then `fixed_tail`) and
+    uses the table on one line; it lands at v2 and is kept under upstreamed/, upstream reverts
+    the landing at v3 and edits the fix's line at v4. Returns the stack and the revert."""
     line = b"    stages = 3\n"
-    base = _file() + tail
-    fixed = _file(b"import pandas as pd\n").replace(line, b"    stages = len(TABLE)\n") + tail
+    base = _file() + PANDAS_BELOW
+    fixed = _file(b"import pandas as pd\n").replace(line, b"    stages = len(TABLE)\n") + \
+        fixed_tail
     stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
     stack.add_fix("kfix", "pkg/k.py", base, fixed)
     landing = stack.commit({"pkg/k.py": fixed}, "k: stages by the table (#7)", tag="v2")
@@ -117,6 +117,17 @@ def test_a_reverted_landing_whose_import_the_file_had_further_down_is_said(tmp_p
                           f"This reverts commit {landing}.", tag="v3")
     stack.commit({"pkg/k.py": base.replace(line, b"    stages = 4\n")}, "k: four stages",
                  tag="v4")
+    return stack, revert
+
+
+def test_a_reverted_landing_whose_import_the_file_had_further_down_is_said(tmp_path):
+    """The fix repeats at the top an import the file had further down (`import pandas as pd`
+    after its functions, AITER's op_tests at c5b4f43525); upstream reverts the landing, then
+    edits the fix's line. The binding is still in the file, but as often as before the fix,
+    not as the fix left it: the import's hunk is taken back with the rest, the revert named at
+    the revert and after the edit (read as there, the revert's files held the fix "in part"
+    and the edit after it made the fix "superseded", exit 0)."""
+    stack, revert = _reverted_then_edited(tmp_path, PANDAS_BELOW)
     for target in ("v3", "v4"):
         (said,) = stack.json("status", "--against", target, expect=1)["reverted"]
         assert said["by"] == revert, said
@@ -128,19 +139,7 @@ def test_a_reverted_landing_that_moved_an_import_to_the_top_is_said(tmp_path):
     c5b4f43525 in op_tests); upstream reverts it, then edits the fix's line: the import is
     back further down, the binding there as often as the fix left it, but the fix's change
     of it is undone; the revert is named, never read as the import still there."""
-    tail = b"\n\nimport pandas as pd\n\nTABLE = pd.DataFrame()\n"
-    moved = b"\n\nTABLE = pd.DataFrame()\n"
-    line = b"    stages = 3\n"
-    base = _file() + tail
-    fixed = _file(b"import pandas as pd\n").replace(line, b"    stages = len(TABLE)\n") + moved
-    stack = OneUpstreamStack(tmp_path, {"pkg/k.py": base})
-    stack.add_fix("kfix", "pkg/k.py", base, fixed)
-    landing = stack.commit({"pkg/k.py": fixed}, "k: stages by the table (#7)", tag="v2")
-    stack.dropped_as_landed("up=v2")
-    revert = stack.commit({"pkg/k.py": base}, 'Revert "k: stages by the table (#7)"\n\n'
-                          f"This reverts commit {landing}.", tag="v3")
-    stack.commit({"pkg/k.py": base.replace(line, b"    stages = 4\n")}, "k: four stages",
-                 tag="v4")
+    stack, revert = _reverted_then_edited(tmp_path, b"\n\nTABLE = pd.DataFrame()\n")
     for target in ("v3", "v4"):
         (said,) = stack.json("status", "--against", target, expect=1)["reverted"]
         assert said["by"] == revert, said
