@@ -2124,9 +2124,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     change places: the same step twice. _EVERY_PATH where every path through the first copy
     reaches the second; _SOME_PATHS where a block between leaves (`if a:` + `return b`; a
     `break` or `continue` not inside a loop opened between, which leaves the copies' own
-    round): the copy past it runs on only some of the paths through the other. None where
-    they are no such steps (a `yield` between stays a boundary: what follows it runs only if
-    the caller goes on)."""
+    round; a `yield`, in a block or not, past which the generator goes on only where its
+    caller resumes it): the copy past it runs on only some of the paths through the other.
+    None where they are no such steps."""
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
     paths = _EVERY_PATH
     off_path = _bodies_leaving_the_function(lines, between, indent)
@@ -2165,8 +2165,17 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         else:
             at_loop = False
         leaves = _LEAVES_BLOCK.match(text)
+        if leaves is not None and leaves[0] in (b"yield", b"co_yield"):
+            # A `yield` leaves nothing: the generator goes on past it, the copy past it too,
+            # where the caller resumes it (one stopping there runs the first copy alone).
+            if text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text):
+                return None
+            if not braced and not (deeper or one_line):
+                depth = 0
+            paths = _SOME_PATHS
+            continue
         if leaves is not None:
-            if not (deeper or one_line) or leaves[0] in (b"yield", b"co_yield") or \
+            if not (deeper or one_line) or \
                     text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text):
                 return None
             if leaves[0] not in (b"break", b"continue") or not (
@@ -2201,8 +2210,8 @@ def _bodies_leaving_the_function(lines: list[bytes], between: range,
     """The code lines `between` (0-based lines of `lines`) in the body of a block opened at
     `indent` whose last line, at the body's own indentation, leaves the function (`if n:` +
     `y = c` + `return c`; `if (n) {` + `return y;` + `}`), no line of it leaving otherwise
-    (`break`, `continue`, `goto`, `yield`): every path through them ends there, and a copy of
-    a statement past the block never runs after them."""
+    (`break`, `continue`, `goto`; a `yield` goes on to the return): every path through them
+    ends there, and a copy of a statement past the block never runs after them."""
     off: set[int] = set()
     body: list[int] = []
     head = b""
@@ -2237,7 +2246,7 @@ def _bodies_leaving_the_function(lines: list[bytes], between: range,
 # The first words of a line that leaves the function (`return`, `raise`, `throw`), and of one
 # that leaves a block some other way.
 _LEAVES_FUNCTION = on_first_use(rb"(?:return|raise|throw|co_return)\b")
-_LEAVES_OTHERWISE = on_first_use(rb"(?:break|continue|goto|yield|co_yield)\b")
+_LEAVES_OTHERWISE = on_first_use(rb"(?:break|continue|goto)\b")
 
 
 def _adds_alike(text: bytes, adds_to: bytes | None, names: set[bytes]) -> bool:

@@ -725,6 +725,47 @@ def test_the_fixs_short_statement_past_a_block_that_leaves_advises_deleting_it(t
     assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
 
 
+YIELDING = [
+    ("pkg/a.py", b"    if n:\n        yield c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if n: yield c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    yield c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        y = c\n        yield c\n        return c\n    d = clip(c)\n")]
+YIELDING_IDS = ["if-yield", "one-line-yield", "yield", "setting-it-yielding-then-returning"]
+
+
+@pytest.mark.parametrize("path, block", YIELDING, ids=YIELDING_IDS)
+def test_a_short_statement_upstream_added_past_a_yield_keeps_yours_first(tmp_path, path, block):
+    # A `yield` between leaves nothing: the generator goes on past it where its caller
+    # resumes it, and there y got 1 twice, exit 0 (what follows a `yield` was read as another
+    # step; a branch yielding before it returns as one going on, its `y = c` telling the steps
+    # apart). Now it stops as upstream having the lines; a caller stopping at the `yield` runs
+    # the fix's copy alone, so the first way on keeps the fix's copy.
+    stack = leaves_between(tmp_path, path, block)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
+
+
+def test_the_fixs_short_statement_past_a_yield_advises_deleting_it(tmp_path):
+    # Mirror: upstream steps y right after it is set, the fix past `if n: yield c`:
+    # upstream's runs on every path through the fix's; delete your copy first.
+    stack = leaves_between(tmp_path, *YIELDING[0], fix_below=True)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "only some of the paths" not in err, err
+    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+
+
+def test_a_short_statement_past_a_yield_handing_it_out_moves(tmp_path):
+    # Mirror: the `yield` between hands y out on every path (`yield y`): the caller reads
+    # the fix's step there and upstream's after it, each its own, both kept.
+    stack = leaves_between(tmp_path, "pkg/a.py", b"    yield y\n    d = clip(c)\n")
+    moves_with_both(stack, b"    y += 1\n")
+
+
 LOOP_BODY = (b'"""Kernels."""\n\n\ndef run(xs, n):\n    t = 0\n    for x in xs:\n'
              b"        y = x + 1\n        a = prep(x)\n        if a > n:\n            continue\n"
              b"        d = clip(a)\n        t += y * 2 + d\n    return t\n")
