@@ -1594,18 +1594,21 @@ class SeriesJudge:
             if doubled:
                 doubled = _upstreams_own(path, fp, base, current,
                                          self._places(fp, current, application, result), doubled)
+            # (Upstream's copy is one upstream added: a copy the file had before may stand
+            # nearer, between the two.)
+            ups = _upstreams_lines(base, current, result) if doubled else set()
             if doubled:
                 short = short_runs(fp) | in_place_runs(fp)
                 doubled = [run for run in doubled
-                           if not (run in short and _in_a_loop_apart(current, result, run))]
+                           if not (run in short and _in_a_loop_apart(current, result, run, ups))]
             if doubled:
                 blocks = block_runs(fp)
                 doubled = [run for run in doubled
-                           if not (run in blocks and _bodies_differ(current, result, run))
-                           and not _reads_what_is_set_between(current, result, run)
-                           and not _serves_a_use_between(current, result, run)
-                           and not _items_of_two_brackets(current, result, run)
-                           and not _on_two_paths(current, result, run)]
+                           if not (run in blocks and _bodies_differ(current, result, run, ups))
+                           and not _reads_what_is_set_between(current, result, run, ups)
+                           and not _serves_a_use_between(current, result, run, ups)
+                           and not _items_of_two_brackets(current, result, run, ups)
+                           and not _on_two_paths(current, result, run, ups)]
             if doubled:
                 # Upstream's copy inside a branch the fix's copy is not in runs on only some
                 # of the paths through the fix's: a guard there is checked twice on those and
@@ -1616,9 +1619,10 @@ class SeriesJudge:
                 # `return b` between the fix's `y += 1` and upstream's): the paths that
                 # leave run the fix's alone.
                 steps = short_runs(fp)
-                fewer = [run for run in doubled if _upstreams_on_fewer_paths(current, result, run)
+                fewer = [run for run in doubled
+                         if _upstreams_on_fewer_paths(current, result, run, ups)
                          or (run in steps and _upstreams_past_a_leaving_block(path, current,
-                                                                              result, run))]
+                                                                              result, run, ups))]
                 doubled = [run for run in doubled
                            if run not in fewer or not _guard_at_fix(current, result, run)]
             if not doubled:
@@ -1633,20 +1637,20 @@ class SeriesJudge:
                                   f"{item[2]}"))
                     continue
             if doubled:
-                said = _doubled_where(path, current, result, doubled)
+                said = _doubled_where(path, current, result, doubled, ups)
                 if doubled[0] in fewer:
                     # Upstream's copy in a loop's body runs each round, the fix's outside it
                     # once: taking upstream's out would lose its rounds (EACH_ROUND).
                     said += "; " + (EACH_ROUND if _upstreams_each_round(current, result,
-                                                                        doubled[0])
+                                                                        doubled[0], ups)
                                     else FEWER_PATHS)
                 elif not _guard_at_fix(current, result, doubled[0]) and \
-                        _fixs_each_round(current, result, doubled[0]):
+                        _fixs_each_round(current, result, doubled[0], ups):
                     # Deleting the fix's copy would lose its rounds (YOURS_EACH_ROUND).
                     said += "; " + YOURS_EACH_ROUND
-                elif _read_between(current, result, doubled[0]):
+                elif _read_between(current, result, doubled[0], ups):
                     said += "; " + READ_BETWEEN
-                elif _index_address_to_undeclared(current, result, doubled[0]):
+                elif _index_address_to_undeclared(current, result, doubled[0], ups):
                     said += "; " + UNDECLARED_CALL
                 found.append((path, said))
         return found
@@ -1967,9 +1971,13 @@ def _upstreams_own(path: str, fp, base: bytes, current: bytes,
         # call, as the fix's before the loop does: on that path, twice. Within NEAR_LINES it
         # counts: upstream's copy on fewer paths, the stop keeps yours first. So does one in
         # the fix's straight run of statements with nothing between naming what it names:
-        # the two could change places, the same step twice.)
+        # the two could change places, the same step twice. Its NEAR_LINES are counted as
+        # _statements_apart counts: C's lines of a brace alone, `}` closing a loop between,
+        # are none, a block reading as many lines in C as in Python.)
         near = [at - 1 for at in text.lines_of(run)
                 if any(start - NEAR_LINES <= at - 1 < end + NEAR_LINES
+                       or run in short and start - 4 * NEAR_LINES <= at - 1 < end + 4 * NEAR_LINES
+                       and _statements_apart(path, lines, at - 1, start, end) < NEAR_LINES
                        for start, end, _ in places)]
         if run in short:
             near = [k for k in near
@@ -2447,21 +2455,24 @@ def _doubled_said(said: str) -> str:
     return f"{said}: {DOUBLED}, its own way"
 
 
-def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes]) -> str:
+def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes],
+                   upstreams: set[int] | None = None) -> str:
     """`PATH line N (upstream's at line M)`: where the first of `runs` is in `result`, the
     fix's copy (a line the fix added, by a line diff of `current` and `result`) and
     upstream's (the nearest other). Asked only of a doubling found: the diff is paid then."""
-    starts, own, nearest = _copies_of(current, result, runs[0])
+    starts, own, nearest = _copies_of(current, result, runs[0], upstreams)
     if own is None or nearest is None:
         return f"{path} line {starts[0]}" if starts else path
     return f"{path} line {own} (upstream's at line {nearest})"
 
 
-def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], int | None,
-                                                                    int | None]:
+def _copies_of(current: bytes, result: bytes, run: bytes, upstreams: set[int] | None = None
+               ) -> tuple[list[int], int | None, int | None]:
     """Where `run` starts in `result` (1-based lines), the fix's copy (a line the fix added,
     by a line diff of `current` and `result`) and upstream's nearest other copy (None where
-    either is missing)."""
+    either is missing): the nearest of those on `upstreams` (_upstreams_lines, the lines
+    upstream added) where one is. (A copy the file had before, `y += 1` in a loop between the
+    fix's and upstream's, is a line between them, not upstream's.)"""
     fix_lines = {line for start, end, _ in file_changes(result, current)
                  for line in range(start + 1, end + 1)}
     starts = NearText(result).lines_of(run)
@@ -2469,7 +2480,23 @@ def _copies_of(current: bytes, result: bytes, run: bytes) -> tuple[list[int], in
     theirs = [line for line in starts if line not in fix_lines]
     if not own or not theirs:
         return starts, None, None
-    return starts, own[0], min(theirs, key=lambda line: abs(line - own[0]))
+    added = [line for line in theirs if line in (upstreams or ())]
+    return starts, own[0], min(added or theirs, key=lambda line: abs(line - own[0]))
+
+
+def _upstreams_lines(base: bytes, current: bytes, result: bytes) -> set[int]:
+    """The lines (1-based) of `result`, `current` with the fix carried in, that upstream
+    added: those a line diff of `base` (the file the fix was made on) and `current` finds
+    new, at their places in `result` (a line diff of `current` and `result`)."""
+    import difflib
+
+    old, new, made = split_lines(base), split_lines(current), split_lines(result)
+    added = {k for tag, _, _, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=len(old) + len(new) > 4000).get_opcodes()
+        if tag != "equal" for k in range(j1, j2)}
+    return {j1 + (k - i1) + 1 for tag, i1, i2, j1, _ in difflib.SequenceMatcher(
+        None, new, made, autojunk=len(new) + len(made) > 4000).get_opcodes()
+        if tag == "equal" for k in range(i1, i2) if k in added}
 
 
 # The name a statement sets (`ok = load(c);`, `err := f()`, `n += 1`, `auto ok = ...`,
@@ -2482,12 +2509,13 @@ _NAME = on_first_use(rb"[A-Za-z_]\w*")
 _SETS_ITEM = on_first_use(rb"^\s*([A-Za-z_]\w*)\s*(?:\[[^\[\]]*\]\s*)+(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
-def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes) -> bool:
+def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes,
+                               upstreams: set[int] | None = None) -> bool:
     """Whether a line between the fix's copy of `run` and upstream's nearest copy in `result`
     sets a name `run` reads: then each copy checks (or uses) another state, as a check after
     each of two steps (`ok = alloc(c);` `if (!ok) return false;` `ok = load(c);` the same
     check again), and both are wanted: no doubling. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -2596,7 +2624,8 @@ def _mends_only(body: list[bytes]) -> bool:
     return bool(statements)
 
 
-def _serves_a_use_between(current: bytes, result: bytes, run: bytes) -> bool:
+def _serves_a_use_between(current: bytes, result: bytes, run: bytes,
+                          upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one statement that done again at once changes nothing (a barrier,
     `__syncthreads();`; a name set from itself through steps that keep it so,
     `y = y.contiguous()`) and a line between the fix's copy and upstream's nearest in `result`
@@ -2604,7 +2633,7 @@ def _serves_a_use_between(current: bytes, result: bytes, run: bytes) -> bool:
     another use, the fix's before `out = launch(y)`, upstream's after it, and both are wanted.
     Deleting the fix's copy would hand the use between what the fix made ready; keeping both
     does nothing twice. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -2790,7 +2819,8 @@ _RESETS = frozenset((b"zero_", b"fill_", b"copy_", b"normal_", b"uniform_", b"ra
                      b"bernoulli_", b"set_"))
 
 
-def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
+def _bodies_differ(current: bytes, result: bytes, run: bytes,
+                   upstreams: set[int] | None = None) -> bool:
     """Whether `run`, a new block's header with the guard its body begins with (block_runs),
     heads a block in `result` at the fix's copy that names something upstream's nearest block
     of the same header and check does not: upstream's loop writes `z[j]` where the fix's adds
@@ -2798,7 +2828,7 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes) -> bool:
     and `y[j] = y[j] + w` after `w = x[j]`, are the fix's block made again, on either side:
     the fix's temporaries and the type words that declare them are its own spelling, not
     names upstream's block must hold.) Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -2999,7 +3029,8 @@ def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:
     return written
 
 
-def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
+def _on_two_paths(current: bytes, result: bytes, run: bytes,
+                  upstreams: set[int] | None = None) -> bool:
     """Whether the fix's copy of `run` in `result` and upstream's nearest are on two paths of
     the function that never meet, read by indentation: the later copy inside another branch of
     the same statement (`else`, `elif`, `except`, `case`, `default`), or the earlier copy
@@ -3011,7 +3042,7 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes) -> bool:
     after the body), a branch that runs on into the other copy, a copy in a branch opened
     after the other, a branch that breaks out of its loop before the line after the loop.
     Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3075,7 +3106,8 @@ def _in_loops_else(lines: list[bytes], loop: int, at: int) -> bool:
     return False
 
 
-def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool:
+def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes,
+                              upstreams: set[int] | None = None) -> bool:
     """Whether upstream's nearest copy of `run` in `result` runs on only some of the paths
     through the fix's copy: a block that holds upstream's copy and not the fix's is one only
     some paths run (an `if`'s or `else`'s branch, a loop's body, a handler, a case), read by
@@ -3085,7 +3117,7 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
     and a `finally:` run on every path; a loop's or a `try:`'s `else:` runs after the body on
     its path, so one holding upstream's copy where the body holds the fix's is one path (a
     body that breaks out is _on_two_paths'). Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3112,15 +3144,15 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes) -> bool
         at = opener
 
 
-def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes,
-                                    run: bytes) -> bool:
+def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes, run: bytes,
+                                    upstreams: set[int] | None = None) -> bool:
     """Whether upstream's nearest copy of `run` (a short statement) in `result` is below the
     fix's, at its indentation, with steps between (_steps_between, whatever they name) of
     which a block leaves (`if a:` + `return b`, `if (n) { return; }`, a `continue` in an `if`
     of the copies' loop body), or inside a `try:` body whose handlers all leave
     (_in_the_branch_going_on): the paths that leave run the fix's copy alone. Asked only of
     a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None or theirs < own:
         return False
     lines = result.split(b"\n")
@@ -3135,34 +3167,37 @@ def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes,
     return _steps_between(lines, between, indent, set(), braced) == _SOME_PATHS
 
 
-def _upstreams_each_round(current: bytes, result: bytes, run: bytes) -> bool:
+def _upstreams_each_round(current: bytes, result: bytes, run: bytes,
+                          upstreams: set[int] | None = None) -> bool:
     """Whether upstream's nearest copy of `run` in `result` is inside a loop's body the fix's
     copy is outside of, a body that never leaves the loop (no `break`, `return`, `raise`,
     `throw` nor `goto` in it): upstream's copy runs each round (on the rounds its branches
     take), the fix's once. Read by indentation, as _upstreams_on_fewer_paths reads it. (A body
     that may leave runs a copy before the exit at most once: not asked here.)"""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     return _each_round(result.split(b"\n"), theirs - 1, own - 1)
 
 
-def _fixs_each_round(current: bytes, result: bytes, run: bytes) -> bool:
+def _fixs_each_round(current: bytes, result: bytes, run: bytes,
+                     upstreams: set[int] | None = None) -> bool:
     """_upstreams_each_round's mirror: whether the fix's copy of `run` in `result` is inside
     a loop's body that never leaves the loop, and upstream's nearest copy outside it."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     return _each_round(result.split(b"\n"), own - 1, theirs - 1)
 
 
-def _read_between(current: bytes, result: bytes, run: bytes) -> bool:
+def _read_between(current: bytes, result: bytes, run: bytes,
+                  upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`) or updating a
     target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
     upstream's nearest reads that name, in its header or its body: the loop sees another value
     with each copy. (A single line between reading it, `log(y)`, is not asked: deleting the
     fix's copy there is the way on that stop has advised.)"""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3256,13 +3291,14 @@ def _guard_at_fix(current: bytes, result: bytes, run: bytes) -> bool:
     return own is not None and is_guard(_written(result.split(b"\n"), own, run))
 
 
-def _in_a_loop_apart(current: bytes, result: bytes, run: bytes) -> bool:
+def _in_a_loop_apart(current: bytes, result: bytes, run: bytes,
+                     upstreams: set[int] | None = None) -> bool:
     """Whether one of the fix's copy of `run` and upstream's nearest in `result` is in a loop
     (`for`, `while`, `do`) the other is not in: a short statement or an in-place update there
     runs once a round, the other's once (or in another loop, `n += 1` counting each,
     `y.add_(b)` adding in each): each its own, both wanted. Asked only of a short statement's
     or an in-place update's doubling found (short_runs, in_place_runs)."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3373,13 +3409,14 @@ _LOOP = on_first_use(rb"(?:for|while|do|switch)\b")
 _ENDS_PATH = on_first_use(rb"\s*(?:return|raise|continue|break|throw|goto)\b")
 
 
-def _items_of_two_brackets(current: bytes, result: bytes, run: bytes) -> bool:
+def _items_of_two_brackets(current: bytes, result: bytes, run: bytes,
+                           upstreams: set[int] | None = None) -> bool:
     """Whether `run` is an item of a list, dict or call (it ends with a comma, or a closing
     bracket follows it) and the fix's copy in `result` and upstream's nearest are inside two
     different brackets: the same keyword argument passed to two calls
     (`stream=torch.cuda.current_stream(),` in launch_a's and in launch_b's) is two items,
     both wanted: no doubling. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -4034,11 +4071,12 @@ def _keys_in_a_dict_made(made: bytes, value: object, syntax: _DictSyntax) -> int
                default=0)
 
 
-def _index_address_to_undeclared(current: bytes, result: bytes, run: bytes) -> bool:
+def _index_address_to_undeclared(current: bytes, result: bytes, run: bytes,
+                                 upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one item update (`out[i] += n;`) and a line between the fix's copy in
     `result` and upstream's nearest gives its index's address to a call of a function the
     file does not declare (_changes_through: None), which may step it (UNDECLARED_CALL)."""
-    _, own, theirs = _copies_of(current, result, run)
+    _, own, theirs = _copies_of(current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")

@@ -807,17 +807,24 @@ def test_a_short_statement_past_a_round_left_early_keeps_yours_first(tmp_path, p
     ("pkg/a.py", b"    d = c\n    for k in range(n):\n        y *= k\n        if k > d:\n"
                  b"            break\n", b"y += 1", None),
     ("pkg/k.cu", b"    if (n) {\n        y = b;\n        if (b) {\n            return b;\n"
-                 b"        }\n    }\n    int d = clip(b);\n", b"y += 1;", None)],
+                 b"        }\n    }\n    int d = clip(b);\n", b"y += 1;", None),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y *= k;\n"
+                 b"        if (k > d) {\n            break;\n        }\n    }\n", b"y += 1;", None),
+    ("pkg/k.cu", b"    int d = b;\n    int f = clip(d);\n    int g = clip(f);\n"
+                 b"    for (int k = 0; k < n; k++) {\n        y += k;\n        if (k > g) {\n"
+                 b"            break;\n        }\n    }\n", b"y += 1;", None)],
     ids=["another-value", "another-target", "c-another-value", "setting-it-going-on",
          "setting-it-leaving-only-sometimes", "a-loop-scaling-it",
-         "c-setting-it-leaving-only-sometimes"])
+         "c-setting-it-leaving-only-sometimes", "c-a-loop-scaling-it",
+         "c-ten-statements-off"])
 def test_a_short_statement_past_a_block_that_leaves_telling_the_steps_apart_moves(
         tmp_path, path, block, mine, theirs):
     # Mirrors: upstream's line past the block that leaves is another update (another value,
     # another target), or the block sets y anew on a path that goes on past it (`y = c` in
     # a branch that does not leave, or leaves only when c holds), or a loop scales it (`y *=
     # k`: the fix's step is scaled, upstream's not): each its own, both kept, the fix moves
-    # quietly (a stop's first advice would drop one).
+    # quietly (a stop's first advice would drop one). So does a C copy 10 statements off, its
+    # lines of a brace alone aside: further off than a copy is read within.
     stack = leaves_between(tmp_path, path, block, mine, theirs)
     status = stack.json("status", "--against", "v2", expect=None)
     assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
@@ -876,16 +883,23 @@ def test_the_fixs_short_statement_past_a_block_naming_it_only_where_it_leaves_st
     assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
 
 
+C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
+                 b"        if (k > d) {\n            break;\n        }\n    }\n")
+
+
 @pytest.mark.parametrize("path, block", [
     ("pkg/a.py", b"    d = c\n    for k in range(n):\n        y += k\n        if k > d:\n"
                  b"            break\n"),
-    ("pkg/a.py", b"    d = c\n    while d:\n        y -= d\n        d = clip(d)\n")],
-    ids=["a-loop-stepping-it", "a-loop-stepping-it-back"])
+    ("pkg/a.py", b"    d = c\n    while d:\n        y -= d\n        d = clip(d)\n"),
+    ("pkg/k.cu", C_LOOP_ADDING)],
+    ids=["a-loop-stepping-it", "a-loop-stepping-it-back", "c-a-loop-stepping-it"])
 def test_a_short_statement_past_a_loop_adding_to_it_keeps_yours_first(tmp_path, path, block):
     # A loop between adds to y (`y += k`), left by a `break` of its own: every path reaches
     # both copies, and the loop's sum is the same whichever side of it the fix's `y += 1`
     # stands: y got 1 twice, exit 0 (the loop's step read as telling the two apart). Now it
-    # stops, keep yours first (the loop reads y as the fix has it).
+    # stops, keep yours first (the loop reads y as the fix has it). In C the loop's lines of
+    # a brace alone count for nothing in the 10 lines a copy is read within (they put
+    # upstream's copy 11 lines off, and it moved, y got 1 twice, exit 0).
     stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
                            else b"y += 1")
     stops(stack)
@@ -893,6 +907,43 @@ def test_a_short_statement_past_a_loop_adding_to_it_keeps_yours_first(tmp_path, 
     _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
     assert "its own way; a loop between the copies reads what it sets: keep yours and take " \
         "upstream's copy out" in err, err
+
+
+def test_a_short_statement_past_a_loop_of_the_same_step_keeps_yours_first(tmp_path):
+    # The loop between the copies steps y by the very line the fix adds (`y += 1` each round):
+    # read as upstream's copy (the nearest other), in a loop the fix's is not in, it told the
+    # two apart, and the rebase merged in a third `y += 1`, exit 0, y got 1 twice. Upstream's
+    # copy is the one upstream added, past the loop: it stops, naming that line, keep yours
+    # first (the loop only adds to y, as test_a_short_statement_past_a_loop_adding_to_it_...).
+    base = STRAIGHT.replace(b"    c = norm(b)\n",
+                            b"    c = norm(b)\n    for k in range(n):\n        y += 1\n")
+    stack = stack_with(tmp_path, base,
+                       base.replace(b"    y = x + 1\n", b"    y = x + 1\n    y += 1\n"),
+                       base.replace(b"    z = y * 2\n", b"    y += 1\n    z = y * 2\n"))
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "pkg/a.py line 6 (upstream's at line 14): upstream has these lines already, its " \
+        "own way; a loop between the copies reads what it sets: keep yours and take " \
+        "upstream's copy out" in err, err
+
+
+def test_a_short_statement_upstream_added_in_a_loop_past_a_copy_the_file_had_moves(tmp_path):
+    # Mirror: upstream adds its `y += 1` in a loop's body (each round), the fix its own once
+    # above, beside a `y += 1` the file had: each its own, both kept. The file's copy, read as
+    # upstream's, stopped the rebase, its first way on deleting the fix's copy (its step lost).
+    base = STRAIGHT.replace(b"    c = norm(b)\n", b"    c = norm(b)\n    y += 1\n")
+    stack = stack_with(tmp_path, base,
+                       base.replace(b"    y = x + 1\n", b"    y = x + 1\n    y += 1\n"),
+                       base.replace(b"    z = y * 2\n",
+                                    b"    for k in range(n):\n        y += 1\n    z = y * 2\n"))
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.split(b"\n").count(b"    y += 1") == 2, made.decode()
+    assert made.split(b"\n").count(b"        y += 1") == 1, made.decode()
 
 
 def branch_of_an_if(tmp_path, path: str, block: bytes, theirs_block: bytes) -> OneUpstreamStack:
