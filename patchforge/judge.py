@@ -208,6 +208,10 @@ LAST_IN_JSON = "the last entry of its JSON object, after a comma"
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
 READ_BETWEEN = "a loop between the copies reads what it sets"
+# Where an `if` between the two copies of a short statement reads what it names on the paths
+# through its body only (`if a:` + `b = clip(y)`): on the paths skipping it the step is made
+# twice; on the others deleting the fix's copy hands the body what the fix did not want.
+READ_IN_A_BRANCH = "an if between the copies reads what it sets on some paths"
 # Where an item update's index has its address given between the copies to a function the
 # file does not declare (`atomicAdd(&i, 1);`, `memcpy(&i, ...)`, `print(&i);`): it may step
 # the index, each copy then updating another item, both wanted, or only read it, the same
@@ -1652,6 +1656,9 @@ class SeriesJudge:
                     said += "; " + READ_BETWEEN
                 elif _index_address_to_undeclared(current, result, doubled[0], ups):
                     said += "; " + UNDECLARED_CALL
+                elif doubled[0] in steps and _read_in_a_branch(path, current, result,
+                                                                doubled[0], ups):
+                    said += "; " + READ_IN_A_BRANCH
                 found.append((path, said))
         return found
 
@@ -2138,6 +2145,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
     paths = _EVERY_PATH
     off_path = _bodies_leaving_the_function(lines, between, indent)
+    read_some, guards = _if_reading_on_some_paths(lines, between, indent, names, braced,
+                                                  off_path)
+    read_apart = False
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
             return None
@@ -2155,13 +2165,19 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         if named and at not in off_path and not (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
                 and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
-                and not _adds_alike(text, adds_to, names):
+                and not _adds_alike(text, adds_to, names) and at not in guards:
             # A line naming what the statement names tells the two steps apart: each may be
             # its own. Not one on a path that leaves the function before the copy past it
             # (`if n:` + `y = c` + `return c`, `if n: return y`): the paths through both
             # copies never run it. Nor a step adding to the statement's own target (`y += k`
-            # beside `y += 1`): the two add alike in either order.
-            return None
+            # beside `y += 1`): the two add alike in either order. Nor the condition of an
+            # `if` whose whole body leaves the function (`if (y > n) return b;`): on the
+            # paths going on it only read that they go on. Nor a line of an `if` some path
+            # skips, only reading them (`if a:` + `b = clip(y)`): on that path the two steps
+            # are the same step twice (_if_reading_on_some_paths; the stop keeps yours first).
+            if at not in read_some:
+                return None
+            read_apart = True
         if one_line is not None:
             # (`if a: return b`, `if (n) d = clip(b);`: a whole block on its line.)
             head, body = one_line
@@ -2210,7 +2226,75 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         if text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text) or \
                 _STEP_BOUNDARY.match(text):
             return None
-    return None if braced and depth else paths
+    if braced and depth:
+        return None
+    return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
+
+
+def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
+                              names: set[bytes], braced: bool,
+                              off_path: set[int]) -> tuple[set[int], set[int]]:
+    """Of the code lines `between` (0-based lines of `lines`), in an `if` opened at `indent`
+    with no `elif`/`else` (`if a:` + body, `if (a) { ... }`, `if a: b = clip(y)`, `if (y > n)
+    return b;`) and no line setting one of `names` (`y = c`, `y[i] = c`, `y.add_(c)`, `y++`,
+    `&y`): the lines of its body naming one of `names`, where its condition names none (some
+    path skips them, on which the two copies of a statement naming them are one step twice);
+    and its condition's line, where it names one and its whole body leaves the function (on
+    the paths going on it only said they go on)."""
+    def code(at: int) -> bytes:
+        return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
+
+    def at_indent(at: int) -> bool:
+        return lines[at].startswith(indent) and \
+            lines[at][len(indent):len(indent) + 1] not in (b" ", b"\t")
+
+    def sets(text: bytes) -> bool:
+        found = _SETS_NAME.match(text) or _SETS_ITEM.match(text)
+        return found is not None and found[1] in names or any(
+            re.search(rb"(?<![\w.])" + re.escape(name) + rb"\s*(?:\.\s*\w+\s*\(|\+\+|--)"
+                      rb"|(?:\+\+|--|&)\s*" + re.escape(name) + rb"(?!\w)", text)
+            for name in names)
+
+    read: set[int] = set()
+    guards: set[int] = set()
+    if not names:
+        return read, guards
+    heads = [at for at in between if code(at) and at_indent(at)]
+    for k, head in enumerate(heads):
+        text = code(head)
+        one_line = _one_line_block(text, braced)
+        if re.match(rb"if\s*\(" if braced else rb"if\b", text) is None:
+            continue
+        end = heads[k + 1] if k + 1 < len(heads) else between.stop
+        body = [at for at in range(head + 1, end) if code(at)]
+        if one_line is not None:
+            if body:
+                continue
+            condition, leaves = text[:len(text) - len(one_line[1])], \
+                _LEAVES_FUNCTION.match(one_line[1]) is not None
+            said = [one_line[1]]
+        else:
+            if not (braced and text.endswith(b"{") or not braced and text.endswith(b":")) \
+                    or not body:
+                continue
+            if braced:
+                if end == between.stop or code(end) != b"}":
+                    continue  # (`} else {`, or a block not closed by its own line)
+                end = heads[k + 2] if k + 2 < len(heads) else between.stop
+            condition, leaves = text, all(at in off_path for at in body)
+            said = [code(at) for at in body]
+        if end < between.stop and re.match(rb"(?:\}\s*)?(?:elif|else)\b", code(end)):
+            continue
+        if sets(condition) or any(sets(line) for line in said):
+            continue
+        if names & set(_NAME.findall(condition)):
+            if leaves:
+                guards.add(head)
+        elif one_line is not None:
+            read.add(head)
+        else:
+            read.update(body)
+    return read, guards
 
 
 def _bodies_leaving_the_function(lines: list[bytes], between: range,
@@ -2302,9 +2386,11 @@ def _one_line_block(text: bytes, braced: bool) -> tuple[bytes, bytes] | None:
 
 
 # What _steps_between says of the steps between two copies: every path through the first
-# reaches the second, or only some do (a block between leaves).
+# reaches the second, or only some do (a block between leaves), or every path does and an
+# `if` between reads what the copies name on some of them (_if_reading_on_some_paths).
 _EVERY_PATH = "every path"
 _SOME_PATHS = "some paths"
+_READ_ON_SOME_PATHS = "read on some paths"
 
 
 def _in_a_loop_between(lines: list[bytes], first: int, at: int, level: int) -> bool:
@@ -2443,7 +2529,8 @@ def _doubled_said(said: str) -> str:
     """The stop's words for a doubling found at `said` (_doubled's: the place, then what
     tells the copies' paths apart, FEWER_PATHS or EACH_ROUND, if any): the place, DOUBLED,
     then that."""
-    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL):
+    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL,
+                   READ_IN_A_BRANCH):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
     if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said or \
@@ -3142,6 +3229,30 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes,
                 head.startswith(b"else") and _else_after_body_of(lines, opener, mine)):
             return True
         at = opener
+
+
+def _read_in_a_branch(path: str, current: bytes, result: bytes, run: bytes,
+                      upstreams: set[int] | None = None) -> bool:
+    """Whether the fix's copy of `run` (a short statement) in `result` and upstream's nearest
+    stand at one indentation with steps between (_steps_between) of which an `if` reads what
+    the statement names on the paths through its body only (`if a:` + `b = clip(y)`). Asked
+    only of a doubling found."""
+    _, own, theirs = _copies_of(current, result, run, upstreams)
+    if own is None or theirs is None:
+        return False
+    lines = result.split(b"\n")
+    written = _written(lines, own, run)
+    mine = lines[own - 1]
+    indent = mine[:len(mine) - len(mine.lstrip(b" \t"))]
+    if len(written) != 1 or not lines[theirs - 1].startswith(indent) or \
+            lines[theirs - 1][len(indent):len(indent) + 1] in (b" ", b"\t"):
+        return False
+    statement = STRING_OR_COMMENT.sub(b"", written[0]).strip()
+    adds = re.fullmatch(rb"([A-Za-z_]\w*)\s*[-+]=(?!=)(.*?);?", statement)
+    adds_to = adds[1] if adds is not None and adds[1] not in _NAME.findall(adds[2]) else None
+    between = range(own, theirs - 1) if own < theirs else range(theirs, own - 1)
+    return _steps_between(lines, between, indent, set(_NAME.findall(statement)),
+                          _language(path) == "c", adds_to) == _READ_ON_SOME_PATHS
 
 
 def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes, run: bytes,

@@ -188,7 +188,6 @@ def test_a_short_statement_upstream_added_in_a_try_body_whose_handler_returns_is
     assert not doubled_after_rebase(stack, "k.py", line)
 
 
-@known_wrong("a short statement the fix adds above a line that reads what it steps")
 @pytest.mark.parametrize("path, base, line", [
     ("k.py", b"def f(x, a):\n    y = x + 1\n    b = 1\n    if a:\n        b = clip(y)\n"
              b"    d = 4\n    z = y * 2\n    return z + b + d\n\n\ndef g(x):\n    return x\n",
@@ -206,6 +205,19 @@ def test_a_short_statement_upstream_added_past_a_line_reading_it_is_not_doubled(
                                          line + (b"    int z" if path.endswith(".cu")
                                                  else b"    z =")))
     assert not doubled_after_rebase(stack, path, line)
+
+
+@known_wrong("a short statement the fix adds above a line that reads what it steps")
+def test_a_short_statement_upstream_added_past_an_if_else_reading_it_in_one_branch_is_not_doubled(
+        tmp_path):
+    k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n    if a:\n        b = clip(y)\n"
+         b"    else:\n        b = 2\n    d = 4\n    z = y * 2\n    return z + b + d\n\n\n"
+         b"def g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    stack = stack_with_file(tmp_path, "k.py", k,
+                            k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),
+                            k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n"))
+    assert not doubled_after_rebase(stack, "k.py", line)
 
 
 def test_an_item_upstream_added_beside_another_on_its_line_stops(tmp_path):

@@ -883,6 +883,94 @@ def test_the_fixs_short_statement_past_a_block_naming_it_only_where_it_leaves_st
     assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
 
 
+READING_ON_SOME_PATHS = [
+    ("pkg/a.py", b"    if n:\n        d = clip(y)\n"),
+    ("pkg/a.py", b"    d = c\n    if n: d = clip(y)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y);\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) d = clip(y);\n")]
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", READING_ON_SOME_PATHS,
+                         ids=["if", "one-line-if", "c-if", "c-one-line-if"])
+def test_a_short_statement_past_an_if_reading_it_keeps_yours_first(tmp_path, path, block,
+                                                                  fix_below):
+    # An `if` between (no `else`) reads y in its body only: on the paths skipping it y got
+    # 1 twice, exit 0 (a line reading y was read as telling the steps apart on every path).
+    # Now it stops as upstream having the lines, keep yours first, either copy above: the
+    # body reads y as the fix has it.
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1", fix_below=fix_below)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; an if between the copies reads what it sets on some paths: keep " \
+        "yours and take upstream's copy out in the worktree (the if between reads it as the " \
+        "fix has it)" in err, err
+
+
+GUARDS_READING = [
+    ("pkg/k.cu", b"    if (y > n) return b;\n    int d = clip(b);\n"),
+    ("pkg/k.cu", b"    if (y > n) {\n        return b;\n    }\n    int d = clip(b);\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if y > n: raise ValueError(c)\n    d = clip(c)\n")]
+GUARDS_READING_IDS = ["c-one-line", "c-block", "if-return", "one-line-raise"]
+
+
+@pytest.mark.parametrize("path, block", GUARDS_READING, ids=GUARDS_READING_IDS)
+def test_a_short_statement_past_a_guard_reading_it_keeps_yours_first(tmp_path, path, block):
+    # An `if` between whose condition reads y and whose whole body leaves the function (`if
+    # (y > n) return b;`): on the paths going on it only said they go on, and there y got 1
+    # twice, exit 0. Now it stops as upstream having the lines; upstream's copy runs on only
+    # some of the paths through yours: keep yours first.
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1")
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
+        "keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("path, block", [GUARDS_READING[0], GUARDS_READING[2]],
+                         ids=["c-one-line", "if-return"])
+def test_the_fixs_short_statement_past_a_guard_reading_it_advises_deleting_it(tmp_path, path,
+                                                                             block):
+    # Mirror: upstream's copy above the guard, the fix's past it: upstream's runs on every
+    # path through the fix's; delete your copy first.
+    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
+                           else b"y += 1", fix_below=True)
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = clip(y)\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(y)\n    else:\n        d = y\n"),
+    ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    with lock(n):\n        d = clip(y)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (y > n) {\n        d = 0;\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y);\n    } else {\n"
+                 b"        d = y;\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y++);\n    }\n")],
+    ids=["a-line", "if-else-both", "a-condition-going-on", "with", "c-a-condition-going-on",
+         "c-if-else-both", "c-stepping-it-in-the-if"])
+def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, path, block):
+    # Mirrors: y is read between the copies on every path (a line, both branches of an
+    # if/else, a `with` body, the condition of an `if` whose body goes on), or the `if` steps
+    # y itself (`clip(y++)`): each copy is its own step, both kept, the fix moves quietly.
+    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    stack = leaves_between(tmp_path, path, block, statement)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
 C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
                  b"        if (k > d) {\n            break;\n        }\n    }\n")
 

@@ -30,7 +30,8 @@ from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
                               FEWER_PATHS, KEY_BESIDE, KEY_TWICE, LAST_IN_JSON, SAME_VALUE,
                               MAYBE_ITS_VALUE, OTHER_FUNCTION,
-                              OTHER_VALUE, READ_BETWEEN, UNDECLARED_CALL, YOURS_EACH_ROUND,
+                              OTHER_VALUE, READ_BETWEEN, READ_IN_A_BRANCH, UNDECLARED_CALL,
+                              YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
                               series_renames, where_landed)
@@ -90,6 +91,16 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      "upstream has it; keep both (--continue with the worktree as it is: it is "
      "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside "
      "in skipped/, its other changes too)"),
+    # An `if` between reads what the fix's copy gives it where it is above, on the
+    # paths through its body; on the others the step is made twice: the way that
+    # keeps the fix's first.
+    (lambda item: item.endswith(READ_IN_A_BRANCH),
+     ": keep yours and take upstream's copy out in the worktree (the if "
+     "between reads it as the fix has it), then `patchforge rebase --continue`; "
+     "delete your copy only if the if is to read it as upstream has it; keep "
+     "both (--continue with the worktree as it is: it is then done twice on "
+     "every path); or `patchforge rebase --skip` (sets the WHOLE fix aside in "
+     "skipped/, its other changes too)"),
     # A call the file does not declare may step the index between the copies:
     # each then updates another item, and deleting the fix's copy loses its
     # update. Nothing tells it from a read: the way that loses nothing first.
