@@ -56,6 +56,40 @@ def moves_with_both(stack: OneUpstreamStack, line: bytes) -> None:
     assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(line) == 2
 
 
+# What a stop whose first way on keeps the fix's copy says of the two copies' paths.
+FEWER = "upstream's copy runs on only some of the paths through yours"
+READ_BETWEEN = "a loop between the copies reads what it sets"
+READ_IN_AN_IF = "an if between the copies reads what it sets on some paths"
+
+
+def stops_again(stack: OneUpstreamStack) -> str:
+    """stops(stack); then, the rebase aborted, the rebase stopping again: its error output."""
+    stops(stack)
+    stack.cli("rebase", "--abort")
+    return stack.cli("rebase", "--to", "v2", expect=3)[2]
+
+
+def stops_keeping_yours_first(stack: OneUpstreamStack, clause: str = FEWER,
+                              said: str = "") -> None:
+    """The rebase stops (stops_again) saying `clause` of the copies, its first way on keeping
+    the fix's copy and taking upstream's out; `said`, where given, is said before it."""
+    err = stops_again(stack)
+    assert f"{said}its own way; {clause}: keep yours and take upstream's copy out" in err, err
+
+
+def stops_deleting_yours_first(stack: OneUpstreamStack) -> None:
+    """The rebase stops (stops_again), its first way on deleting the fix's copy (upstream's
+    runs on every path through it)."""
+    err = stops_again(stack)
+    assert "only some of the paths" not in err, err
+    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+
+
+def step_of(path: str) -> bytes:
+    """`y += 1`, in C with its semicolon."""
+    return b"y += 1;" if path.endswith(".cu") else b"y += 1"
+
+
 STATEMENTS = [b"count += 1", b"seen.append(name)", b"y = y.contiguous()"]
 
 
@@ -105,11 +139,7 @@ def test_a_short_statement_upstream_added_past_the_fast_branch_keeps_yours_first
     fix = base.replace(TOP, b"        count += 1\n" + TOP)
     theirs = base.replace(b"        y = clip(y)\n", b"        y = clip(y)\n        count += 1\n")
     stack = stack_with(tmp_path, base, fix, theirs)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("mine, theirs", [
@@ -555,7 +585,7 @@ def test_a_short_statement_past_a_block_telling_the_steps_apart_moves(tmp_path, 
     # stepped only where n holds): each copy is another step, both kept (a stop's first
     # advice, delete your copy, would lose the fix's step). (A block reading y:
     # test_known_wrong.py.)
-    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    statement = step_of(path)
     if path.endswith(".cu"):
         base = STRAIGHT_CU.replace(b"    int c = norm(b);\n    int d = clip(c);\n", block)
         below = b"    int y = x + 1;\n"
@@ -620,9 +650,7 @@ def test_an_item_updated_past_an_undeclared_call_given_its_index_address_keeps_y
     # on keeps the fix's copy and says why. Its first advice was delete your copy, losing
     # the fix's update where the call steps the index (`atomicAdd(&i, 1)`, `memcpy(&i, ...)`).
     stack, update = item_stepped(tmp_path, "pkg/k.cu", step)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    err = stops_again(stack)
     said = err.split("its own way", 1)[1]
     assert said.index("keep yours") < said.index("delete your copy"), err
     assert "a function this file does not declare, which may change the index" in err, err
@@ -680,13 +708,8 @@ def test_a_short_statement_upstream_added_past_a_block_that_leaves_keeps_yours_f
     # the steps apart). Now it stops as upstream having the lines; upstream's copy runs on
     # only some of the paths through the fix's (not on those that leave), so the first way
     # on keeps the fix's copy and takes upstream's out.
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block", [
@@ -700,13 +723,8 @@ def test_a_short_statement_past_a_loop_leaving_only_itself_stops(tmp_path, path,
     # A `break` or `continue` inside a loop between leaves that loop, not the function: every
     # path through the fix's copy reaches upstream's, y got 1 twice, exit 0. Now it stops,
     # its first way on deleting the fix's copy (upstream's does its step on every path).
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "only some of the paths" not in err, err
-    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_deleting_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block", [LEAVING[0], LEAVING[4]], ids=["if-return", "c-if-return"])
@@ -716,13 +734,8 @@ def test_the_fixs_short_statement_past_a_block_that_leaves_advises_deleting_it(t
     # that leaves: upstream's copy runs on every path through the fix's, y got 1 twice on
     # them, exit 0. Now it stops, and deleting the fix's copy, the first way on, loses
     # nothing (upstream's steps y on the paths that leave too, its own choice).
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1", fix_below=True)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "only some of the paths" not in err, err
-    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=True)
+    stops_deleting_yours_first(stack)
 
 
 YIELDING = [
@@ -741,22 +754,14 @@ def test_a_short_statement_upstream_added_past_a_yield_keeps_yours_first(tmp_pat
     # apart). Now it stops as upstream having the lines; a caller stopping at the `yield` runs
     # the fix's copy alone, so the first way on keeps the fix's copy.
     stack = leaves_between(tmp_path, path, block)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stops_keeping_yours_first(stack)
 
 
 def test_the_fixs_short_statement_past_a_yield_advises_deleting_it(tmp_path):
     # Mirror: upstream steps y right after it is set, the fix past `if n: yield c`:
     # upstream's runs on every path through the fix's; delete your copy first.
     stack = leaves_between(tmp_path, *YIELDING[0], fix_below=True)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "only some of the paths" not in err, err
-    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+    stops_deleting_yours_first(stack)
 
 
 def test_a_short_statement_past_a_yield_handing_it_out_moves(tmp_path):
@@ -790,11 +795,7 @@ def test_a_short_statement_past_a_round_left_early_keeps_yours_first(tmp_path, p
     stack.add_fix("fa", path, base, base.replace(top, top + b"        " + statement + b"\n"))
     stack.commit({path: base.replace(bottom, b"        " + statement + b"\n" + bottom)},
                  "Step y", tag="v2")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block, mine, theirs", [
@@ -857,13 +858,8 @@ def test_a_short_statement_past_a_block_naming_it_only_where_it_leaves_keeps_you
     # read as telling the steps apart). Now it stops as upstream having the lines, keep
     # yours first (the paths that leave run the fix's copy alone: `return y` hands on its
     # step).
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block", [NAMING_IT_WHERE_IT_LEAVES[0],
@@ -874,13 +870,8 @@ def test_the_fixs_short_statement_past_a_block_naming_it_only_where_it_leaves_st
     # Mirror: upstream steps y right after it is set, the fix past `if n: return y`: on the
     # paths going on y got 1 twice, exit 0. Now it stops, delete your copy first (upstream's
     # runs on every path through the fix's).
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1", fix_below=True)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "only some of the paths" not in err, err
-    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=True)
+    stops_deleting_yours_first(stack)
 
 
 READING_ON_SOME_PATHS = [
@@ -899,14 +890,8 @@ def test_a_short_statement_past_an_if_reading_it_keeps_yours_first(tmp_path, pat
     # 1 twice, exit 0 (a line reading y was read as telling the steps apart on every path).
     # Now it stops as upstream having the lines, keep yours first, either copy above: the
     # body reads y as the fix has it.
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1", fix_below=fix_below)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; an if between the copies reads what it sets on some paths: keep " \
-        "yours and take upstream's copy out in the worktree (the if between reads it as the " \
-        "fix has it)" in err, err
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
 
 
 GUARDS_READING = [
@@ -923,13 +908,8 @@ def test_a_short_statement_past_a_guard_reading_it_keeps_yours_first(tmp_path, p
     # (y > n) return b;`): on the paths going on it only said they go on, and there y got 1
     # twice, exit 0. Now it stops as upstream having the lines; upstream's copy runs on only
     # some of the paths through yours: keep yours first.
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block", [GUARDS_READING[0], GUARDS_READING[2]],
@@ -938,12 +918,8 @@ def test_the_fixs_short_statement_past_a_guard_reading_it_advises_deleting_it(tm
                                                                              block):
     # Mirror: upstream's copy above the guard, the fix's past it: upstream's runs on every
     # path through the fix's; delete your copy first.
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1", fix_below=True)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert err.split("its own way", 1)[1].startswith(": delete your copy"), err
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=True)
+    stops_deleting_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block", [
@@ -961,7 +937,7 @@ def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, 
     # Mirrors: y is read between the copies on every path (a line, both branches of an
     # if/else, a `with` body, the condition of an `if` whose body goes on), or the `if` steps
     # y itself (`clip(y++)`): each copy is its own step, both kept, the fix moves quietly.
-    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement)
     status = stack.json("status", "--against", "v2", expect=None)
     assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
@@ -988,13 +964,8 @@ def test_a_short_statement_past_a_loop_adding_to_it_keeps_yours_first(tmp_path, 
     # stops, keep yours first (the loop reads y as the fix has it). In C the loop's lines of
     # a brace alone count for nothing in the 10 lines a copy is read within (they put
     # upstream's copy 11 lines off, and it moved, y got 1 twice, exit 0).
-    stack = leaves_between(tmp_path, path, block, b"y += 1;" if path.endswith(".cu")
-                           else b"y += 1")
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; a loop between the copies reads what it sets: keep yours and take " \
-        "upstream's copy out" in err, err
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack, READ_BETWEEN)
 
 
 def test_a_short_statement_past_a_loop_of_the_same_step_keeps_yours_first(tmp_path):
@@ -1008,12 +979,8 @@ def test_a_short_statement_past_a_loop_of_the_same_step_keeps_yours_first(tmp_pa
     stack = stack_with(tmp_path, base,
                        base.replace(b"    y = x + 1\n", b"    y = x + 1\n    y += 1\n"),
                        base.replace(b"    z = y * 2\n", b"    y += 1\n    z = y * 2\n"))
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "pkg/a.py line 6 (upstream's at line 14): upstream has these lines already, its " \
-        "own way; a loop between the copies reads what it sets: keep yours and take " \
-        "upstream's copy out" in err, err
+    stops_keeping_yours_first(stack, READ_BETWEEN, "pkg/a.py line 6 (upstream's at line 14): "
+                              "upstream has these lines already, ")
 
 
 def test_a_short_statement_upstream_added_in_a_loop_past_a_copy_the_file_had_moves(tmp_path):
@@ -1090,11 +1057,7 @@ def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_fir
     # upstream having the lines, keep yours first (the paths that leave run the fix's copy
     # alone).
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
-    stops(stack)
-    stack.cli("rebase", "--abort")
-    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
-    assert "its own way; upstream's copy runs on only some of the paths through yours: " \
-        "keep yours and take upstream's copy out" in err, err
+    stops_keeping_yours_first(stack)
 
 
 @pytest.mark.parametrize("path, block, theirs_block", [
@@ -1127,5 +1090,5 @@ def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path,
     stack.cli("rebase", "--to", "v2")
     stack.cli("overlays")
     made = (stack.root / "overlays/up" / path).read_bytes()
-    statement = b"y += 1;" if path.endswith(".cu") else b"y += 1"
+    statement = step_of(path)
     assert made.count(b" " + statement + b"\n") == 2, made.decode()
