@@ -438,6 +438,32 @@ def cut_short_write_out(project: Project) -> tuple[Path, list[str]] | None:
     return journal_path(project), [str(name) for name in names]
 
 
+def write_out_removes(project: Project) -> dict[str, str | None]:
+    """The project files (paths from the root) that the plan of a rebase cut short while
+    writing out its result (phase "committing") removes, each with the path the plan writes
+    the same file name to in the same series directory (a landed fix's upstreamed/ copy, a
+    fix set aside in skipped/), or None. Empty when no such write-out stands or its journal
+    does not read: `rebase --continue` takes each of these files away, `--abort` lists it
+    again, so neither "list it" nor "move it to deleted/" is the way on for them."""
+    journal = _read_journal(project)
+    if journal is None or journal.get("unreadable") or journal.get("phase") != "committing" \
+            or not isinstance(journal.get("plan"), list):
+        return {}
+    steps = [step for step in journal["plan"]
+             if isinstance(step, dict) and isinstance(step.get("path"), str)]
+    written = [step["path"] for step in steps
+               if any(step.get(key) is not None for key in ("staged", "inline", "temp"))]
+    removed: dict[str, str | None] = {}
+    for step in steps:
+        path = step["path"]
+        if path in written:
+            continue
+        folder, _, name = path.rpartition("/")
+        removed[path] = next((other for other in written if other.rpartition("/")[2] == name
+                              and other.rpartition("/")[0].startswith(folder + "/")), None)
+    return removed
+
+
 def refuse_beside_cut_short_write_out(project: Project, command: str) -> None:
     """Refuse `command` (InProgressError, exit 2, before anything is written), whichever
     upstream it works on, while a rebase's write-out is cut short: upstream.lock, the history

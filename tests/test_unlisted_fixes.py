@@ -104,3 +104,73 @@ def test_the_copy_a_killed_rename_left_is_named_with_the_rename_that_finishes_it
             ok(root, "overlays")
             return
     pytest.fail("no kill left better.patch unlisted")
+
+
+def _cut_short_write_out(tmp_path: Path, monkeypatch) -> tuple[Path, Path, Path]:
+    """A rebase whose fix `landed` landed upstream, killed at each rename of its write-out
+    until series/up/landed.patch is left beside a series that no longer lists it, the
+    journal standing: returns that project, a copy the rebase moved unkilled and the
+    project before the rebase."""
+    from helpers.project import Stack
+    from helpers.upstream import BASE, Upstream, with_lines
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    upstream = Upstream(tmp_path / "up", {"pkg/mod.py": BASE, "pkg/other.py": b"x = 1\n"})
+    stack = Stack(tmp_path / "template")
+    stack.add_upstream("up", upstream)
+    stack.add_patch("up", "clean", {"pkg/other.py": b"x = 1\ny = 2\n"})
+    landed = with_lines({3: b"def f3():\n    return 'three, fixed upstream too'\n\n"})
+    stack.add_patch("up", "landed", {"pkg/mod.py": landed})
+    stack.cli("overlays")
+    args = ["rebase", "--to", f"up={upstream.commit({'pkg/mod.py': landed})}"]
+    moved = tmp_path / "moved"
+    shutil.copytree(stack.root, moved, symlinks=True)
+    run_subprocess(moved, *args, expect=0)
+    for n in range(1, 40):
+        root = tmp_path / f"renamed-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        if run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"renamed:{n}"}).returncode == 0:
+            break
+        series = root / "series" / "up"
+        if (root / ".patchforge" / "rebase" / "journal.json").exists() and \
+                (series / "landed.patch").exists() and \
+                b"landed" not in (series / "series").read_bytes():
+            return root, moved, stack.root
+    pytest.fail("no kill left landed.patch unlisted beside the journal")
+
+
+def test_the_file_a_rebase_cut_short_takes_out_is_named_with_its_continue_and_abort(
+        tmp_path, monkeypatch):
+    """A rebase killed in its write-out after the new series no longer listed landed.patch
+    and before the file went: the commands that read the series said "list it again in
+    series/up/series" (then `rebase --continue` refused: its new series was gone) or "move it
+    to deleted/" (the landed fix kept in deleted/ and upstreamed/ both). Now they name the
+    rebase: `rebase --continue` finishes it and `--abort` undoes it, and each ends right."""
+    root, moved, start = _cut_short_write_out(tmp_path, monkeypatch)
+    skip = (".patchforge", ".git")
+    said = "`patchforge rebase --continue` finishes it, `patchforge rebase --abort` undoes it"
+    before = tree_bytes(root, skip=(".patchforge",))
+    for args in (["overlays"], ["overlays", "--check"], ["verify"]):
+        run = run_cli(root, *args)
+        assert run.rc == 2, (args, run.text)
+        assert "series/up/landed.patch: not listed in series/up/series: a rebase cut short" \
+            in run.err and said in run.err, (args, run.err)
+        assert "list it" not in run.err and "deleted/" not in run.err, (args, run.err)
+    for args in (["status"], ["lint"]):
+        run = run_cli(root, *args)
+        assert run.rc == 1 and said in run.out, (args, run.text)
+        assert "list it" not in run.out and "deleted/" not in run.out, (args, run.out)
+    assert tree_bytes(root, skip=(".patchforge",)) == before
+    # Followed either way: the series the rebase makes, or the one it started from.
+    undone = tmp_path / "undone"
+    shutil.copytree(root, undone, symlinks=True)
+    run_subprocess(root, "rebase", "--continue", expect=0)
+    assert tree_bytes(root, skip=skip) == tree_bytes(moved, skip=skip)
+    assert not (root / "series" / "up" / "landed.patch").exists()
+    assert (root / "series" / "up" / "upstreamed" / "landed.patch").is_file()
+    ok(root, "overlays", "--check")
+    run_subprocess(undone, "rebase", "--abort", expect=0)
+    assert tree_bytes(undone, skip=skip) == tree_bytes(start, skip=skip)
+    assert (undone / "series" / "up" / "series").read_bytes() == b"clean.patch\nlanded.patch\n"
+    assert not (undone / "series" / "up" / "upstreamed" / "landed.patch").exists()
+    ok(undone, "overlays", "--check")

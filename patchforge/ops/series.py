@@ -1510,9 +1510,10 @@ def cut_rename_copy(project: Project) -> tuple[str, str, str] | None:
 def cut_short_words(project: Project, upstream: str, file_name: str) -> str | None:
     """What to say of `file_name`, a patch file `upstream`'s series does not list, when it is
     the copy a rename cut short left (cut_rename_copy), the old name it left (cut_rename_old)
-    or the file a delete cut short left (cut_delete_kept): never "list it", which would apply
-    the fix twice or put back a fix the user deleted, and never "move it to deleted/", which
-    keeps it there twice. None for any other file."""
+    or the file a delete cut short left (cut_delete_kept), or the file a rebase's write-out
+    cut short takes away (write_out_removes): never "list it", which would apply the fix
+    twice, put back a fix the user deleted or make `rebase --continue` refuse its series, and
+    never "move it to deleted/", which keeps it there twice. None for any other file."""
     left = cut_rename_copy(project)
     if left is not None and left[0] == upstream and left[2] == file_name:
         old, new = (name.removesuffix(".patch") for name in left[1:])
@@ -1526,6 +1527,17 @@ def cut_short_words(project: Project, upstream: str, file_name: str) -> str | No
                 f"after the series named {left[2]} left (the fix is {left[2]}, in the series; "
                 f"listed too, it would be applied twice): `patchforge rename {old} {new}` "
                 f"finishes the rename")
+    from patchforge.state import write_out_removes
+
+    removed = write_out_removes(project)
+    rel = project.patch_rel(upstream, file_name) if removed else None
+    if rel in removed:
+        # Listed again, `rebase --continue` refuses the series it no longer wrote; moved to
+        # deleted/, a landed fix is kept twice (deleted/ and upstreamed/).
+        went = f" (the fix goes to {removed[rel]})" if removed[rel] else ""
+        return (f"the file a rebase cut short while writing out its result takes out of the "
+                f"series{went}: `patchforge rebase --continue` finishes it, `patchforge "
+                f"rebase --abort` undoes it")
     kept = cut_delete_kept(project, upstream, file_name)
     if kept is not None:
         stem = file_name.removesuffix(".patch")
@@ -1543,8 +1555,9 @@ def refuse_unlisted_fixes(project: Project, upstreams: list[str] | None = None) 
     named it. quilt ignores such a file in patches/; a release made from the series must not,
     so the commands that make something to ship ask this before writing anything. A lost
     series file is refused first, as such (Project.refuse_lost_series); a file a rename or a
-    delete cut short left is named with the command that finishes it (cut_short_words), never
-    "list it", which would apply the fix twice."""
+    delete cut short left is named with the command that finishes it (cut_short_words), as is
+    one a rebase's write-out cut short takes away, never "list it", which would apply the fix
+    twice."""
     from patchforge.state import unlisted_fixes
 
     wanted = project.upstream_names() if upstreams is None else upstreams
@@ -1567,9 +1580,13 @@ def refuse_unlisted_fixes(project: Project, upstreams: list[str] | None = None) 
                         "remove it) to leave the fix out on purpose")
     more = f" (and {counted(len(found) - 1, 'other patch file')} no series lists)" \
         if len(found) > 1 else ""
-    raise InputError(f"not listed in series/{upstream}/series{more}: nothing made from the "
-                     "series would carry this fix, so nothing was written",
-                     path=str(path), hint=hint)
+    from patchforge.state import write_out_removes
+
+    why = "a rebase cut short while writing out its result takes it out of the series" \
+        if project.patch_rel(upstream, name) in write_out_removes(project) else \
+        "nothing made from the series would carry this fix"
+    raise InputError(f"not listed in series/{upstream}/series{more}: {why}, so nothing was "
+                     "written", path=str(path), hint=hint)
 
 
 def cut_rename_old(project: Project) -> tuple[str, str, str] | None:
