@@ -831,6 +831,28 @@ def test_open_needs_push_and_a_fork_owner(stack):
     assert fork_branches(stack["fork"]) == {}
 
 
+def test_dry_run_said_aloud_is_the_draft_and_never_goes_with_push(stack):
+    """`pr NAME --dry-run`, as `rebase` and `bump` take it and as the draft's own last line
+    says ("dry run: nothing left this machine"): "No such option: --dry-run", exit 2, no
+    draft. It is the draft (the default, said aloud); with --push or --open, which would
+    leave the machine, it is refused before anything is drafted, pushed or opened."""
+    out = stack["root"] / ".patchforge/pr/up/ck-a8w4-gfx950"
+    result = run_pr(stack, "ck-a8w4-gfx950", "--dry-run")
+    assert result.rc == 0, result.text
+    assert "dry run: nothing left this machine" in result.out, result.text
+    assert (out / "PR.md").is_file() and (out / "0001-ck-a8w4-gfx950.patch").is_file()
+    assert json.loads((out / "pr.json").read_text())["dry_run"] is True
+    shutil.rmtree(out)
+    for sent in (["--push", str(stack["fork"])], ["--push", str(stack["fork"]), "--open"]):
+        result = run_pr(stack, "ck-a8w4-gfx950", "--dry-run", *sent)
+        assert result.rc == 2, result.text
+        assert "--dry-run drafts only: --push and --open would leave this machine" in \
+            result.err, result.text
+        assert not out.exists()
+    assert fork_branches(stack["fork"]) == {} and stack["forge"].requests == []
+    assert stack["patch"].read_bytes() == PATCH
+
+
 def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_git_repo):
     """A wheel or directory upstream has no history: its table names a `git-url` for PRs. No
     template upstream: a plain body; no DCO: no Signed-off-by unless `signoff = true`."""

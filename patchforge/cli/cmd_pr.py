@@ -37,9 +37,11 @@ from patchforge.errors import EXIT_ATTENTION, UsageError
                    "yours (pr.json of an older version) as it is, and count it as yours.")
 @click.option("--fork-owner", metavar="OWNER",
               help="The fork's owner on the forge (default: read from the --push URL).")
+@click.option("--dry-run", is_flag=True,
+              help="Draft only, nothing leaves this machine (the default without --push/--open).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json):
+def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, dry_run, as_json):
     """Draft the upstream pull request for one fix (dry run unless --push/--open)."""
     from patchforge.pins import open_store
     from patchforge.pr.draft import draft_pr
@@ -51,6 +53,11 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, as_json
     if remote:
         # A remote of the stack's repository, by name (`--push fork`), is its URL.
         remote = submit.named_remote(project.root, remote) or remote
+    if dry_run and (remote or open_pr):
+        # `--dry-run` is the draft said aloud, as `rebase` and `bump` take it; with a flag
+        # that sends, which of the two is meant cannot be told.
+        raise UsageError("--dry-run drafts only: --push and --open would leave this machine",
+                         hint="drop --dry-run to send the draft, or --push/--open to draft")
     if project.offline and (remote or open_pr):
         raise UsageError("--offline: --push and --open would leave this machine",
                          hint="drop --offline, or draft without --push/--open")
