@@ -97,6 +97,38 @@ def test_every_option_a_page_gives_a_command_is_one_it_has():
     assert not wrong, "options no command of that name has:\n" + "\n".join(wrong)
 
 
+def test_every_command_whose_document_says_dry_run_takes_dry_run():
+    """`pr NAME` is a dry run unless `--push`/`--open` (its document's `dry_run`, its last line
+    "dry run: nothing left this machine"), yet `pr NAME --dry-run`, typed as `rebase` and `bump`
+    take it, stopped with "No such option". Each command whose JSON document says whether it
+    was a dry run (`dry_run` in its schema) takes `--dry-run`, and docs/reference.md's row of
+    the command gives it."""
+    import json
+
+    import click
+
+    from patchforge.cli.app import cli
+
+    ctx = click.Context(cli)
+    rows = [line for line in (REPO_ROOT / "docs/reference.md").read_text().splitlines()
+            if line.startswith("| `")]
+    missing, seen = [], 0
+    for schema in sorted((REPO_ROOT / "patchforge/formats/schemas").glob("*.schema.json")):
+        if '"dry_run"' not in json.dumps(json.loads(schema.read_text())):
+            continue
+        name = schema.name.removesuffix(".schema.json")
+        command = cli.get_command(ctx, name)
+        assert command is not None, schema.name
+        seen += 1
+        if "--dry-run" not in {opt for param in command.params for opt in param.opts}:
+            missing.append(f"`{name}` has no --dry-run")
+        if not any(row.startswith(f"| `{name} ") and "[--dry-run]" in row.split(" | ")[0]
+                   for row in rows):
+            missing.append(f"docs/reference.md's `{name}` row does not give [--dry-run]")
+    assert seen >= 3, seen
+    assert not missing, missing
+
+
 def test_every_history_event_has_a_row_in_the_ledgers_table():
     """docs/invariants.md's table of `series/history.jsonl` events ("the rest depends on the
     event") listed five events; `rename` writes `renamed` and `bring-back` writes
