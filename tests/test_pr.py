@@ -853,6 +853,36 @@ def test_dry_run_said_aloud_is_the_draft_and_never_goes_with_push(stack):
     assert stack["patch"].read_bytes() == PATCH
 
 
+def test_a_fix_by_the_placeholder_author_is_never_sent_upstream(stack, monkeypatch):
+    """A fix made where git had no identity (a fresh machine: `new` and the imports write
+    `Author: Unknown <unknown@localhost>`, and say so once in a note) went out with `pr --push
+    --open` as a commit by no one, without a word. The dry run says so in a `note:` naming the
+    patch file's line, `--push` and `--open` are refused (exit 2, nothing drafted, pushed or
+    opened), and once the line names the person, the push goes."""
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    stack["patch"].write_bytes(PATCH.replace(b"Author: Ada Lovelace <ada@example.com>\n",
+                                             b"Author: Unknown <unknown@localhost>\n"))
+    out = stack["root"] / ".patchforge/pr/up/ck-a8w4-gfx950"
+    said = "series/up/ck-a8w4-gfx950.patch:3: the fix's Author is Unknown <unknown@localhost>"
+    dry = run_pr(stack, "ck-a8w4-gfx950")
+    assert dry.rc == 0 and said in dry.err, dry.text
+    assert "`--push` and `--open` are refused while it is" in dry.err, dry.text
+    shutil.rmtree(out)
+    for sent in (["--push", str(stack["fork"])],
+                 ["--push", str(stack["fork"]), "--open", "--fork-owner", "me"]):
+        result = run_pr(stack, "ck-a8w4-gfx950", *sent)
+        assert result.rc == 2 and said in result.err, result.text
+        assert "nothing was drafted, pushed or opened" in result.err, result.text
+        assert not out.exists()
+    assert fork_branches(stack["fork"]) == {} and stack["forge"].requests == []
+
+    # The mirror: the person named, nothing said, and the push goes.
+    stack["patch"].write_bytes(PATCH)
+    result = run_pr(stack, "ck-a8w4-gfx950", "--push", str(stack["fork"]))
+    assert result.rc == 0 and "Author is" not in result.err, result.text
+    assert list(fork_branches(stack["fork"])) == ["refs/heads/patchforge/ck-a8w4-gfx950"]
+
+
 def test_a_directory_upstream_needs_a_git_url_and_then_uses_it(tmp_path, make_git_repo):
     """A wheel or directory upstream has no history: its table names a `git-url` for PRs. No
     template upstream: a plain body; no DCO: no Signed-off-by unless `signoff = true`."""

@@ -76,6 +76,10 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, dry_run
         # (series/up/ holds a patch named like the format-patch file) is refused.
         project.refuse_own_destination(out_dir, new_directory=True,
                                        allowed=project.state_dir / "pr")
+    placeholder = _placeholder_author(project, name)
+    if placeholder is not None and (remote or open_pr):
+        raise UsageError(f"{placeholder[0]}; nothing was drafted, pushed or opened",
+                         hint=placeholder[1])
     if remote or open_pr:
         from patchforge.state import require
 
@@ -128,6 +132,9 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, dry_run
             submit.write_record(document["written"]["json"], document)
         else:
             # A dry run: what --push will meet, said before it is tried.
+            if placeholder is not None:
+                click.echo(f"note: {placeholder[0]}: `--push` and `--open` are refused while it "
+                           f"is; {placeholder[1]}", err=True)
             unpushable = _unpushable_branch(project, draft)
             if unpushable is not None:
                 click.echo(f"note: {unpushable[0]}: `--push` is refused while it has that name; "
@@ -167,6 +174,32 @@ def pr(app, name, onto, out_dir, remote, open_pr, keep_body, fork_owner, dry_run
         emit_json(document, "pr")
         return
     _report(draft, document, body)
+
+
+def _placeholder_author(project, name: str) -> tuple[str, str] | None:
+    """(what, the way on) when the fix's Author is the placeholder `new` and the imports write
+    where git has no identity (`Unknown <unknown@localhost>`, a fresh machine): the commit
+    sent upstream would be by no one, and `new` only said so in a note when the patch was
+    made. None for any other Author (a patch that cannot be read is the draft's to refuse)."""
+    from patchforge.errors import PatchforgeError
+    from patchforge.ops.series import UNKNOWN_AUTHOR
+
+    try:
+        upstream, patch_name = project.find_patch(name)
+        patch = project.read_patch(upstream, patch_name)
+        values = patch.get_all_at("Author")
+    except PatchforgeError:
+        return None
+    for value, line in values[:1]:
+        person, _, email = value.strip().partition(" <")
+        if person != UNKNOWN_AUTHOR[0] and email.rstrip(">") != UNKNOWN_AUTHOR[1]:
+            return None
+        where = f"{patch.source}:{line}"
+        return (f"{where}: the fix's Author is {value.strip()}, the placeholder written where "
+                "git had no identity: the commit would go upstream by no one",
+                "write the person who made the fix there (`Author: Full Name "
+                "<user@example.com>`)")
+    return None
 
 
 def _unpushable_branch(project, draft) -> tuple[str, str] | None:
