@@ -1597,7 +1597,7 @@ def _imports_only(fp: FilePatch, hunk) -> bool:
     a binding (importforms.hunk_imports)."""
     from patchforge.apply.importforms import hunk_imports
 
-    return fp.path.endswith((".py", ".pyi")) and hunk_imports(hunk) is not None
+    return fp.path.endswith((".py", ".pyi")) and hunk_imports(hunk, fp.path) is not None
 
 
 # _hunk_states' answer for a hunk of import lines whose bindings the file has in another form
@@ -1623,20 +1623,20 @@ def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
     from patchforge.apply.importforms import hunk_imports
 
     def held(hunk) -> bool:
-        changed = hunk_imports(hunk)
+        changed = hunk_imports(hunk, fp.path)
         if changed is None:
             return False
         if (k, "imports") not in fix.counts:
             left = fix.counts[k][2] if k in fix.counts else _left_by_fix(store, fix, fp)
             base = _base_file(store, fix, fp)
             fix.counts[(k, "imports")] = None if left is None or base is None else \
-                (_bindings_of(left), _bindings_of(base))
+                (_bindings_of(left, fp.path), _bindings_of(base, fp.path))
         counts = fix.counts[(k, "imports")]
         if counts is None:
             return False
         left, before = counts
         made, unmade = changed
-        there = _bindings_of(content)
+        there = _bindings_of(content, fp.path)
         # (Only a binding the file change makes on balance: an import the fix moved, taken
         # out further down and put in at the top, is back further down after a revert.)
         return all(there[bind] >= left[bind] > before[bind] for bind in made) and \
@@ -1648,12 +1648,13 @@ def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
 
 
 @lru_cache(maxsize=64)
-def _bindings_of(content: bytes) -> Counter:
-    """importforms.bindings of `content`, asked once per content. Callers must not change
-    what they get."""
+def _bindings_of(content: bytes, path: str) -> Counter:
+    """importforms.bindings of `content` at `path` (its relative imports resolved from the
+    file's package), asked once per content and path. Callers must not change what they
+    get."""
     from patchforge.apply.importforms import bindings
 
-    return bindings(content)
+    return bindings(content, path)
 
 
 def _only_adds(hunk) -> bool:

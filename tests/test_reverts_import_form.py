@@ -176,3 +176,88 @@ def test_a_revert_that_keeps_the_import_is_said(tmp_path, kept, after):
         (said,) = stack.json("status", "--against", "v5", expect=1)["reverted"]
         assert said["by"] == revert, said
         assert "reverted, then changed" in said["detail"], said
+
+
+RELATIVE = b"from .utils import arch\n"
+
+
+def _landed_at(tmp_path, path: str, fix_form: bytes) -> OneUpstreamStack:
+    """_landed, the fix's file at `path` (its package the folders of the path)."""
+    stack = OneUpstreamStack(tmp_path, {path: _file()})
+    stack.add_fix("kfix", path, _file(), _file(fix_form, guard=True))
+    stack.commit({path: _file(fix_form, guard=True)}, "k: fewer stages on gfx942 (#7)",
+                 tag="v2")
+    stack.dropped_as_landed("up=v2")
+    assert (stack.root / "series/up/upstreamed/kfix.patch").is_file()
+    return stack
+
+
+@pytest.mark.parametrize("path, fix_form, imports", [
+    ("pkg/k.py", RELATIVE, FROM),
+    ("pkg/k.py", FROM, RELATIVE),
+    ("pkg/k.py", RELATIVE, AS_ALIAS),
+    ("pkg/k.py", b"from . import utils\n", b"from pkg import utils\n"),
+    ("pkg/ops/k.py", b"from ..utils import arch\n", FROM),
+    ("pkg/ops/__init__.py", RELATIVE, b"from pkg.ops.utils import arch\n"),
+    ("src/pkg/k.py", RELATIVE, FROM),
+], ids=["made-absolute", "made-relative", "made-import-as", "from-the-package", "two-levels-up",
+        "package-init", "src-layout"])
+def test_a_relative_import_upstream_made_absolute_to_the_same_module_is_quiet(
+        tmp_path, path, fix_form, imports):
+    """A formatter's absolute-imports rule (ruff's TID252) writes the fix's `from .utils import
+    arch` as `from pkg.utils import arch`: the same module from the file's own package, no
+    take-back (it was said "taken out upstream (needs attention)", taken back in part at the
+    import's hunk, and the advised bring-back put the import in a second time)."""
+    stack = _landed_at(tmp_path, path, fix_form)
+    stack.commit({path: _file(imports, guard=True)}, "[CI] ruff: absolute imports (#9)",
+                 tag="v3")
+    status = stack.json("status", "--against", "v3")
+    assert status["gone_upstream"] == [] and status["reverted"] == [], status
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("status")
+    stack.cli("overlays")
+    assert not (stack.root / "overlays/up" / path).exists()
+
+
+@pytest.mark.parametrize("path, imports", [
+    ("pkg/k.py", b"from other.utils import arch\n"),
+    ("pkg/k.py", b"from pkg.ops.utils import arch\n"),
+    ("pkg/ops/k.py", b"from ops.utils import arch\n"),
+    ("pkg/ops/k.py", FROM),
+    ("k.py", FROM),
+], ids=["another-package", "a-deeper-module", "a-top-level-package-of-the-same-name",
+        "the-parent-package", "no-package"])
+def test_a_relative_import_made_absolute_to_another_module_is_still_said(
+        tmp_path, path, imports):
+    """`from .utils import arch` is `pkg.utils.arch` in `pkg/k.py` only: made absolute to
+    another module of the same last name (`other.utils`, `ops.utils` where the file is in
+    `pkg.ops`, `pkg.utils` where it is `pkg.ops.utils`), or in a file at the root (no package
+    the relative name resolves from), it is taken out, said as before."""
+    stack = _landed_at(tmp_path, path, RELATIVE)
+    stack.commit({path: _file(imports, guard=True)}, "k: imports (#9)", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert f"taken back in part: {path} hunk 1, the rest of its change still upstream" in \
+        said["detail"], said
+    assert "imports upstream has in another form" not in said["detail"], said
+
+
+def test_the_guard_taken_out_beside_the_relative_import_made_absolute_brings_back_the_guard_alone(
+        tmp_path):
+    """Upstream makes the fix's relative import absolute, then takes the guard out: said taken
+    back in part at the guard's hunk alone; the bring-back keeps the import's hunk as landed,
+    and the overlay binds `arch` once (upstream's absolute import, not the fix's beside it)."""
+    stack = _landed_at(tmp_path, "pkg/k.py", RELATIVE)
+    stack.commit({"pkg/k.py": _file(FROM, guard=True)}, "[CI] ruff: absolute imports (#9)",
+                 tag="v3")
+    taker = stack.commit({"pkg/k.py": _file(FROM)}, "k: one stage count (#10)", tag="v4")
+    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
+    assert said["by"] == taker, said
+    assert "taken back in part: pkg/k.py hunk 2, the rest of its change still upstream " \
+        "(pkg/k.py hunk 1: its imports upstream has in another form" in said["detail"], said
+    stack.cli("rebase", "--to", "v4", expect=1)
+    stack.cli("bring-back", "up/kfix.patch")
+    stack.cli("overlays")
+    overlay = (stack.root / "overlays/up/pkg/k.py").read_bytes()
+    assert overlay == _file(FROM, guard=True), overlay.decode()
+    for command in (("check",), ("status",)):
+        stack.cli(*command)
