@@ -182,6 +182,13 @@ YOURS_EACH_ROUND = "your copy runs each round of a loop, upstream's once outside
 # extended on both sides, one name made twice; nothing in the list tells which). Deleting the
 # fix's line(s) would lose what stands beside its copy: the ways on that keep it come first.
 BESIDE_OTHERS = "stands beside other items in yours than in upstream's"
+# What the stop on a list item made twice says where upstream's copy took the place of an
+# item of the fix's base that upstream took out (`"CC", "clang",` made `"CC", "hipcc",`), a
+# new item of the fix's beside the fix's copy (`"HIPCC", "hipcc",`): a list of pairs, upstream
+# giving a base key the fix's value, both wanted, or a base name renamed to the fix's, one
+# name twice; nothing in the list tells which (_in_a_base_items_place). Deleting the fix's
+# copy, or taking it out of its line, would lose its pair's value: keep yours comes first.
+IN_PLACE_OF = "upstream wrote in place of the base's"
 # What the stop on a list item made twice says where upstream's copy follows an option
 # upstream added with it of no known kind (`"--embed", "csrc/extra.cu",`: neither one
 # documented to take the next argument, _TAKES_NEXT, nor of a form taking none,
@@ -1630,7 +1637,7 @@ class SeriesJudge:
                 doubled = [run for run in doubled
                            if run not in fewer or not _guard_at_fix(current, result, run)]
             if not doubled:
-                item = _item_twice_in_its_bracket(current, result, fixed.content)
+                item = _item_twice_in_its_bracket(current, result, fixed.content, base)
                 if item is not None:
                     found.append((path, f"{path} line {item[0]} (upstream's at line {item[1]})"
                                   + (f"; {item[2]}" if item[2] else "")))
@@ -2534,7 +2541,7 @@ def _doubled_said(said: str) -> str:
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
     if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said or \
-            f" {KEY_TWICE}, " in said:
+            f" {IN_PLACE_OF} " in said or f" {KEY_TWICE}, " in said:
         # The place, then the item (key) and what tells the copies apart
         # (_item_twice_in_its_bracket, _key_twice_in_its_dict).
         cut = said.index("); ", said.index(" (upstream's at line ")) + 1
@@ -3566,8 +3573,8 @@ _STRING_ITEMS = on_first_use(rb"\s*(" + _QUOTED + rb"(?:\s*,\s*" + _QUOTED
 _ONE_QUOTED = on_first_use(_QUOTED)
 
 
-def _item_twice_in_its_bracket(current: bytes, result: bytes,
-                               made: bytes) -> tuple[int, int, str] | None:
+def _item_twice_in_its_bracket(current: bytes, result: bytes, made: bytes,
+                               base: bytes | None = None) -> tuple[int, int, str] | None:
     """Where (the fix's line, upstream's: 1-based lines of `result`, and what tells the two
     copies apart, _maybe_its_value's or _beside_others', or "") a quoted string the fix
     adds as an item of a list, set or dict literal (`"gfx1201",`) is there twice in the same
@@ -3585,7 +3592,8 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
     `"-D", "B=2",` adds another flag, both wanted, as `"-I", "inc",` beside `"-isystem",
     "inc",`. The value of an option documented to take one (`"-include", "csrc/extra.cu",`,
     _value_of) is another item than the same string after no such option. An item upstream
-    added to another bracket is another list's, both wanted (None)."""
+    added to another bracket is another list's, both wanted (None). `base`, the file the fix
+    was made on, tells a copy upstream wrote in place of a base item (_in_a_base_items_place)."""
     lines = result.split(b"\n")
     fixs = _items_the_fix_adds(lines, current.split(b"\n"))
     brackets: dict[int, None] = {}
@@ -3615,6 +3623,7 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes,
             theirs = min(others, key=lambda m: abs(items[m][0] - at))
             found = (at + 1, items[theirs][0] + 1,
                      _maybe_its_value(lines, items, n, theirs, fixs, made)
+                     or _in_a_base_items_place(lines, items, n, theirs, fixs, base)
                      or _beside_others(lines, items, n, theirs, fixs, made))
             pairs.append(found)
             if _alone(items, n, lambda o: fixs[items[n - 1][0]][o] > 0
@@ -3661,14 +3670,75 @@ def _beside_others(lines: list[bytes], items: list[tuple[int, object]], n: int,
         # Alone on its line, or on a line of upstream's very items: deleting it loses nothing.
         return ""
 
-    def shown(held: set[int]) -> str:
-        first, last = min(held) + 1, max(held) + 1
-        where = f"line {first}" if first == last else f"lines {first}-{last}"
-        return f"{where}: " + ", ".join(text for k in range(first - 1, last)
-                                        for text in _items_written(lines[k]))
-
     return (f"{_item_written(lines, items, n)} {BESIDE_OTHERS} "
-            f"(upstream's {shown(other)}; yours, {shown(mine)})")
+            f"(upstream's {_shown_items(lines, other)}; yours, {_shown_items(lines, mine)})")
+
+
+def _shown_items(lines: list[bytes], held: set[int]) -> str:
+    """The lines `held` (0-based) of `lines`, from the first to the last, as a stop says them:
+    `lines 8-9: "HIPCC", "hipcc"`."""
+    first, last = min(held) + 1, max(held) + 1
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    return f"{where}: " + ", ".join(text for k in range(first - 1, last)
+                                    for text in _items_written(lines[k]))
+
+
+def _in_a_base_items_place(lines: list[bytes], items: list[tuple[int, object]], n: int,
+                           theirs: int, fixs: dict[int, Counter], base: bytes | None) -> str:
+    """What says upstream's copy of an item (the `theirs`th of a bracket's `items`,
+    _bracket_items; the fix's is the `n`th) took the place of another item of the fix's base
+    file `base`, one upstream took out of the list (`"CC", "clang",` made `"CC", "hipcc",`),
+    where a new item of the fix's stands beside the fix's copy (next to it, or on its line:
+    `"HIPCC", "hipcc",`); "" where it does not, or the base's bracket is not found (one line
+    opens it, as in the result). In a list of pairs that is upstream giving a base key the
+    fix's value, each value its key's and both wanted, and deleting the fix's copy (or taking
+    it out of its line) would lose the fix's pair its value; in a list of names it is a base
+    name renamed to the fix's, the same name twice. Nothing in the list tells which: the way
+    that loses nothing, keep yours, comes first (_DOUBLED_WAYS). Said: the item, IN_PLACE_OF,
+    the base's item, and each copy's lines with the item before it, upstream's first."""
+    if base is None:
+        return ""
+    at, upstreams = items[n][0], items[theirs][0]
+    beside = {items[m][0] for m in (n - 1, n + 1) if 0 <= m < len(items)
+              and items[m][1] is not None and items[m][0] in fixs
+              and fixs[items[m][0]][items[m][1]]}
+    if not beside and not any(k == at and m != n and fixs[at][value]
+                              for m, (k, value) in enumerate(items)):
+        return ""
+    opened = _bracket_opened_above(lines, at)
+    if opened is None:
+        return ""
+    base_lines = base.split(b"\n")
+    opening = [k for k, line in enumerate(base_lines) if line == lines[opened]]
+    if len(opening) != 1:
+        return ""
+    base_items = _bracket_items(base_lines, opening[0])
+    was = [j for j, (_, value) in enumerate(base_items) if value is not None]
+    now = [m for m, (k, value) in enumerate(items) if value is not None and k not in fixs]
+    if theirs not in now:
+        return ""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, [base_items[j][1] for j in was],
+                                      [items[m][1] for m in now], autojunk=False)
+    place = now.index(theirs)
+    left = Counter(items[m][1] for m in now)
+    before = Counter(base_items[j][1] for j in was)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace" or not j1 <= place < j2:
+            continue
+        # (A base item upstream took out of the list, not one it moved elsewhere in it.)
+        gone = [was[i] for i in range(i1, i2)
+                if left[base_items[was[i]][1]] < before[base_items[was[i]][1]]]
+        if not gone:
+            return ""
+        other = {upstreams} | ({items[theirs - 1][0]} if theirs > 0 and
+                               items[theirs - 1][1] is not None else set())
+        return (f"{_item_written(lines, items, n)} {IN_PLACE_OF} "
+                f"{_item_written(base_lines, base_items, gone[0])} "
+                f"(upstream's {_shown_items(lines, other)}; "
+                f"yours, {_shown_items(lines, {at} | beside)})")
+    return ""
 
 
 def _maybe_its_value(lines: list[bytes], items: list[tuple[int, object]], n: int,

@@ -401,3 +401,83 @@ def test_a_name_made_twice_on_lines_of_its_own_beside_new_names_is_taken_out_fir
     stack.cli("overlays")
     made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert made.count(b'"gfx1201"') == 1 and made.count(b'"gfx1150"') == 1, made.decode()
+
+
+@pytest.mark.parametrize("base, fix, theirs, said", [
+    (module(PAIRS), module(PAIRS + [b"HIPCC", b"hipcc"]),
+     module([b"CC", b"hipcc", b"CXX", b"clang++"]),
+     '"hipcc" upstream wrote in place of the base\'s "clang" (upstream\'s lines 2-3: "CC", '
+     '"hipcc"; yours, lines 6-7: "HIPCC", "hipcc")'),
+    (listing([b'"CC", "clang",', b'"CXX", "clang++",']),
+     listing([b'"CC", "clang",', b'"CXX", "clang++",', b'"HIPCC", "hipcc",']),
+     listing([b'"CC", "hipcc",', b'"CXX", "clang++",']),
+     '"hipcc" upstream wrote in place of the base\'s "clang" (upstream\'s line 2: "CC", '
+     '"hipcc"; yours, line 4: "HIPCC", "hipcc")')],
+    ids=["a-pair-a-line", "pairs-on-a-line"])
+def test_a_value_upstream_gave_a_base_key_stops_with_keep_yours_first(
+        tmp_path, base, fix, theirs, said):
+    # A flat list of pairs of names: the fix appends `"HIPCC", "hipcc",`, upstream gives the
+    # base's CC the value hipcc (`"CC", "clang",` made `"CC", "hipcc",`). Nothing in the list
+    # tells it from a base name renamed to the fix's, and it stops; its first way on was delete
+    # your copy (a pair a line) or take the item out of your line (on one line), each losing
+    # the fix's pair its value. Now the stop says upstream's copy took the base's "clang"'s
+    # place, and its first way is keep yours: followed, the overlay holds each pair once.
+    stack = stack_with(tmp_path, base, fix, theirs)
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream has these lines already, its own way; " + said + ": keep yours " \
+        "(--continue with the worktree as it is: the item stays twice, each beside its own " \
+        "items) where the list holds pairs" in err, err
+    stack.cli("rebase", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    stack.cli("overlays")
+    made = b" ".join((stack.root / "overlays/up/pkg/a.py").read_bytes().split())
+    for pair in (b'"CC", "hipcc",', b'"CXX", "clang++",', b'"HIPCC", "hipcc",'):
+        assert made.count(pair) == 1, (pair, made)
+    assert b'"clang"' not in made, made
+
+
+def test_a_base_name_renamed_to_the_fixs_beside_a_new_name_stops_saying_both_ways(tmp_path):
+    # Mirror: the arch table, the fix appends `"gfx1150",` `"gfx1201",`, upstream renames the
+    # base's gfx942 to gfx1201. The same shape as a pair's value upstream gave a base key: it
+    # still stops (a 3-way merge left gfx1201 twice), keep yours first, and its way for a list
+    # of names, the item alone taken out of the fix's lines, keeps gfx1150 and gfx1201 once.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1150", b"gfx1201"]),
+                       module(ARCHS[:2] + [b"gfx1201"] + ARCHS[3:]))
+    status = stack.json("status", "--against", "v2", expect=1)
+    assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert '"gfx1201" upstream wrote in place of the base\'s "gfx942"' in err, err
+    assert "take only that item out of your line(s) in the worktree, keeping the items beside " \
+        "it, and `patchforge rebase --continue` only where the list holds names" in err, err
+    work = stack.root / ".patchforge/work/up/pkg/a.py"
+    work.write_bytes(work.read_bytes().replace(b'    "gfx1150",\n    "gfx1201",\n]',
+                                               b'    "gfx1150",\n]'))
+    stack.cli("rebase", "--continue")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b'"gfx1201"') == 1 and made.count(b'"gfx1150"') == 1, made.decode()
+
+
+@pytest.mark.parametrize("theirs", [
+    ARCHS[:4] + [b"gfx1201"] + ARCHS[4:], [b"gfx942"] + ARCHS[:2] + [b"gfx1201"] + ARCHS[3:]],
+    ids=["added-after-a-base-item", "in-the-place-of-a-base-item-moved-to-the-head"])
+def test_a_name_upstream_added_without_taking_a_base_item_out_keeps_delete_your_copy_first(
+        tmp_path, theirs):
+    # Mirror: upstream added gfx1201 after a base item, taking none out (or only moving one):
+    # no base item's place taken, the fix's copy beside its own gfx1150 on lines of their own;
+    # delete your copy, which loses nothing of a table of names, still comes first.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1150", b"gfx1201"]),
+                       module(theirs))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream wrote in place of" not in err, err
+    assert "upstream has these lines already, its own way: delete your copy" in err, err
+
+
+def test_a_name_alone_upstream_renamed_a_base_name_to_keeps_delete_your_copy_first(tmp_path):
+    # Mirror: the fix appends gfx1201 alone, upstream renames the base's gfx942 to it: no new
+    # item of the fix's beside its copy, so deleting it loses nothing, and that comes first.
+    stack = stack_with(tmp_path, module(ARCHS), module(ARCHS + [b"gfx1201"]),
+                       module(ARCHS[:2] + [b"gfx1201"] + ARCHS[3:]))
+    _, _, err = stack.cli("rebase", "--to", "v2", expect=3)
+    assert "upstream wrote in place of" not in err, err
+    assert "upstream has these lines already, its own way: delete your copy" in err, err

@@ -28,8 +28,8 @@ from patchforge.errors import (ConflictStop, InProgressError, InputError, Patchf
 from patchforge.background import Background
 from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
-                              FEWER_PATHS, KEY_BESIDE, KEY_TWICE, LAST_IN_JSON, SAME_VALUE,
-                              MAYBE_ITS_VALUE, OTHER_FUNCTION,
+                              FEWER_PATHS, IN_PLACE_OF, KEY_BESIDE, KEY_TWICE, LAST_IN_JSON,
+                              SAME_VALUE, MAYBE_ITS_VALUE, OTHER_FUNCTION,
                               OTHER_VALUE, READ_BETWEEN, READ_IN_A_BRANCH, UNDECLARED_CALL,
                               YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
@@ -167,6 +167,20 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      "to take upstream's value, or upstream's entry to keep yours, and "
      "`patchforge rebase --continue`; or `patchforge rebase --skip` (sets the "
      "WHOLE fix aside in skipped/, its other changes too)"),
+    # A list item made twice whose copy upstream wrote in place of a base item it
+    # took out, beside a new item of the fix's: a list of pairs (upstream gave a base
+    # key the fix's value) wants both values, and deleting the fix's copy or taking
+    # it out of its line loses its pair's; a list of names (a base name renamed to
+    # the fix's) holds the name twice. The list does not tell which: the way that
+    # loses nothing first, each way saying its case.
+    (lambda item: f" {IN_PLACE_OF} " in item,
+     ": keep yours (--continue with the worktree as it is: the item stays twice, "
+     "each beside its own items) where the list holds pairs, each value its key's, "
+     "both wanted; take only that item out of your line(s) in the worktree, "
+     "keeping the items beside it, and `patchforge rebase --continue` only where "
+     "the list holds names (upstream renamed the base's item to yours: the same "
+     "name made twice); or `patchforge rebase --skip` (sets the WHOLE fix aside "
+     "in skipped/, its other changes too)"),
     # A list item made twice whose copy stands beside other items than
     # upstream's: deleting the fix's line(s) would lose them (another name on its
     # line, a pair's key). Taking the item alone out loses nothing of a list of
