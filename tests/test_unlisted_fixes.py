@@ -1,7 +1,7 @@
 """A patch file in series/<up>/ that its series does not list (a series edited by hand that lost
 its line, `quilt delete` run on the series, a rename cut short): the commands that make
-something to ship from the series (`overlays`, `overlays --check`, `export --quilt`,
-`export --mbox`, `verify`) refuse, naming the file and how to go on, and write nothing; they
+something to ship from the series or vouch for it (`overlays`, `overlays --check`,
+`export --quilt`, `export --mbox`, `verify`, `verify --image`, `check`, `bump`) refuse, naming the file and how to go on, and write nothing; they
 made a release without that fix, exit 0, where `status` and `lint` named it."""
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from helpers.project import git_project
 from helpers.snapshot import tree_bytes
 
 SHIPPING = (["overlays"], ["overlays", "--check"], ["export", "--quilt", "OUT"],
-            ["export", "--mbox", "OUT"], ["verify"])
+            ["export", "--mbox", "OUT"], ["verify"],
+            ["verify", "--image"], ["check"], ["check", "--run"], ["bump", "--to", "up=main"],
+            ["bump", "--to", "up=main", "--dry-run"])
 
 
 def _three_fixes(tmp_path: Path) -> Path:

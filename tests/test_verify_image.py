@@ -795,6 +795,30 @@ def test_an_image_verified_while_a_fix_is_set_aside_is_not_green(images, tmp_pat
     assert run_cli(root, "verify", "--image", ref).rc == 0
 
 
+def test_an_image_verified_while_a_fix_is_not_in_the_series_is_refused(images, tmp_path):
+    """A series edited by hand that lost a fix's line (its patch file still in series/vllm/):
+    every pre-image in the image matched and `verify --image` exited 0, so a deployment gated
+    on it went out without the fix, where plain `verify` refused. It refuses as plain `verify`
+    does, exit 2, naming the file, before the registry is asked; listed again, green."""
+    root = tmp_path / "stack"
+    shutil.copytree(images["root"], root, symlinks=True)
+    series = root / "series/vllm/series"
+    listed = series.read_bytes()
+    assert b"rocm-disable-rccl-ras-thread.patch\n" in listed
+    series.write_bytes(listed.replace(b"rocm-disable-rccl-ras-thread.patch\n", b""))
+    ref = f"{images['host']}/{REPO}:good"
+    asked = len(images["server"].requests)
+    for extra in ((), ("--json",)):
+        shown = run_cli(root, "verify", "--image", ref, *extra)
+        assert shown.rc == 2, shown.text
+        assert "series/vllm/rocm-disable-rccl-ras-thread.patch: not listed in " \
+            "series/vllm/series" in shown.err, shown.err
+        assert shown.err == run_cli(root, "verify").err
+    assert len(images["server"].requests) == asked
+    series.write_bytes(listed)
+    assert run_cli(root, "verify", "--image", ref).rc == 0
+
+
 def test_another_image_of_the_pinned_revision_is_not_sent_to_a_move_onto_itself(
         tmp_path, registry_server):
     """An image whose label names the revision the series is pinned at, whose file is another

@@ -58,6 +58,23 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
         if not dry_run:
             require_committable(project)
             require_identity(project)
+    with app.reading():
+        from patchforge.ops.series import refuse_unlisted_fixes
+
+        # Before the registry is asked or anything moved: the bump regenerates the overlays
+        # and proposes them, without a fix the series dropped by hand.
+        try:
+            refuse_unlisted_fixes(project)
+        except PatchforgeError:
+            if open_pr and not dry_run:
+                from patchforge.ops.bump import _which_upstream
+
+                # A draft git does not track yet (a new patch file, unlisted) is named as the
+                # pull request's commit would carry it, with the `git stash` that sets it
+                # aside, as it was before the move.
+                _refuse_carried_changes(project, {"upstream": _which_upstream(project,
+                                                                              upstream)})
+            raise
     progress = Progress("rebasing")
 
     def keep(doc: dict, text: str) -> None:

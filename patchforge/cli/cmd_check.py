@@ -32,6 +32,12 @@ def check(app, run, profile, as_json):
         raise UsageError(f"unknown profile {profile!r} (configured: "
                          f"{', '.join(project.config.profiles) or 'none'})")
     specs = load_checks(project) if run else []  # a bad configuration: before any work
+    with app.reading():
+        from patchforge.ops.series import refuse_unlisted_fixes
+
+        # Before the pins are fetched: the invariants and checks would hold on overlays made
+        # without a fix the series dropped by hand, and a CI job gated on them go green.
+        refuse_unlisted_fixes(project)
     with open_store(project) as store:
         # The pins fetched first (a fresh clone's first run waits on the network: no rebase's
         # write-out waits with it), then checked again on the lock read whole.

@@ -380,6 +380,11 @@ def _verify_image(app, image, profile, as_json, output_format="text"):
         # The state said and the manifest and the pin read under the read lock (never a
         # rebase's half-written ones); the registry and the layers then read without it.
         with app.reading():
+            from patchforge.ops.series import refuse_unlisted_fixes
+
+            # Before the registry is asked: an image whose every pre-image matches is
+            # deployed with overlays made without a fix the series dropped by hand.
+            refuse_unlisted_fixes(app.project())
             announce_state(app.project(), as_json=as_json)
             # A fix a rebase set aside is in none of the overlays this image is checked
             # against: the image may hold every overlay file and still deploy without it.
