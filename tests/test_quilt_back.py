@@ -1569,11 +1569,11 @@ def test_a_quilt_series_option_patchforge_cannot_read_is_refused_naming_the_line
     incoming.mkdir()
     (incoming / "fix.patch").write_bytes(
         b"--- a.py.orig\n+++ a.py\n@@ -2,3 +2,3 @@\n line2\n-line3\n+line3 fixed\n line4\n")
-    for option in ("-R", "-pab"):
+    for option, said in (("-R", "patch 'fix.patch' is listed with -R: quilt applies it "
+                                "reversed"), ("-pab", "unsupported series option '-pab'")):
         (incoming / "series").write_text(f"# from elsewhere\nfix.patch {option}\n")
         run = run_cli(root, "import", "quilt", str(incoming))
-        assert run.rc == 2 and f"{incoming / 'series'}:2: unsupported series option " \
-            f"'{option}'" in run.err, run.err
+        assert run.rc == 2 and f"{incoming / 'series'}:2: {said}" in run.err, run.err
         assert not (root / "series/up/fix.patch").exists()
     (incoming / "series").write_text("fix.patch -p0\n")
     ok(root, "import", "quilt", str(incoming))
@@ -1581,6 +1581,78 @@ def test_a_quilt_series_option_patchforge_cannot_read_is_refused_naming_the_line
     ok(root, "overlays")
     assert (root / "overlays/up/a.py").read_bytes() == \
         A.replace(b"line3\n", b"line3 fixed\n")
+
+
+def test_series_options_quilt_applies_are_read_as_quilt_applies_them_or_refused(tmp_path):
+    """quilt passes an entry's options to GNU patch as written: `fix.patch -p 1` (two words)
+    is applied at level 1 by `quilt push`, and was refused by `import quilt` ("unsupported
+    series option '-p'") and in a project's own series ("listed with -p"); it is read at that
+    level, the overlay what `quilt push -a` gives. `-R` (`-Rp1` alike) is applied reversed
+    by quilt; patchforge reads every patch forward, so it is refused naming the line, with
+    the way on (`quilt refresh` writes it forward and drops -R), after which the import
+    gives quilt's tree, never the fix the other way round."""
+    need_tool("quilt")
+    root, base = git_project(tmp_path)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "fix.patch").write_bytes(
+        b"--- a/a.py\n+++ b/a.py\n@@ -2,3 +2,3 @@\n line2\n-line3\n+line3 fixed\n line4\n")
+    (incoming / "old.patch").write_bytes(
+        b"--- a.py.orig\n+++ a.py\n@@ -9,3 +9,3 @@\n line9\n-line10\n+line10 fixed\n line11\n")
+    # Reversed: the file has the fix as its old side (quilt applies it with -R).
+    (incoming / "back.patch").write_bytes(
+        b"--- a/a.py\n+++ b/a.py\n@@ -15,3 +15,3 @@\n line15\n-line16 fixed\n+line16\n line17\n")
+    env = quilt_env(tmp_path, incoming, "")
+    pristine = checkout_of(tmp_path, base, "pristine")
+
+    def pushed(series: str) -> bytes:
+        (incoming / "series").write_text(series)
+        checkout = tmp_path / f"checkout-{len(list(tmp_path.glob('checkout-*')))}"
+        shutil.copytree(pristine, checkout)
+        quilt(checkout, env, "push", "-a")
+        return (checkout / "a.py").read_bytes()
+
+    spaced = pushed("fix.patch -p 1\nold.patch -p 0\n")
+    assert spaced == A.replace(b"line3\n", b"line3 fixed\n").replace(b"line10\n",
+                                                                      b"line10 fixed\n")
+    ok(root, "import", "quilt", str(incoming))
+    ok(root, "overlays")
+    assert (root / "overlays/up/a.py").read_bytes() == spaced
+    # The project's own series, read by quilt as it is (QUILT_PATCHES=series/up).
+    series = root / "series/up/series"
+    series.write_text(series.read_text().replace("fix.patch\n", "fix.patch -p 1\n"))
+    assert "fix.patch -p 1\n" in series.read_text()
+    ok(root, "overlays", "--check")
+    assert ok(root, "status").rc == 0
+    # A project's own entry with -R: refused by every command reading the series.
+    listed = series.read_text()
+    series.write_text(listed.replace("fix.patch -p 1\n", "fix.patch -R\n"))
+    for args in (("overlays",), ("status",)):
+        run = run_cli(root, *args)
+        assert run.rc == 2 and f"{series}:1: patch 'fix.patch' is listed with -R: quilt " \
+            "applies it reversed" in run.err, (args, run.err)
+    series.write_text(listed)
+    # Reversed in quilt's directory: quilt applies back.patch the other way round.
+    for option in ("-R", "-Rp1", "-p1 -R"):
+        quilts = pushed(f"back.patch {option}\n")
+        assert quilts == A.replace(b"line16\n", b"line16 fixed\n"), option
+        made, _ = git_project(tmp_path / f"other-{option.replace(' ', '')}")
+        run = run_cli(made, "import", "quilt", str(incoming))
+        assert run.rc == 2, run.text
+        assert f"{incoming / 'series'}:1: patch 'back.patch' is listed with " \
+            f"{option.split()[-1]}: quilt applies it reversed" in run.err, run.err
+        assert "`quilt push` up to it and `quilt refresh`" in run.err, run.err
+        assert not (made / "series/up/back.patch").exists()
+    # The way on the refusal names: quilt writes it forward, and the import gives quilt's tree.
+    checkout = tmp_path / "refreshed"
+    shutil.copytree(pristine, checkout)
+    quilt(checkout, env, "push", "-a")
+    quilt(checkout, env, "refresh")
+    assert (incoming / "series").read_text() == "back.patch\n"
+    made, _ = git_project(tmp_path / "forward")
+    ok(made, "import", "quilt", str(incoming))
+    ok(made, "overlays")
+    assert (made / "overlays/up/a.py").read_bytes() == quilts == (checkout / "a.py").read_bytes()
 
 
 def test_a_p0_patchs_hunk_lines_that_read_like_file_headers_are_kept():

@@ -45,7 +45,8 @@ def test_empty_series():
     # One file by two spellings: applied twice, the second a conflict with the first.
     (b"a\nb.patch\na.patch\n", 3, "'a.patch' is listed twice (first on line 1 as 'a')"),
     (b"# c\na.patch -p0\n", 2, "-p1"),
-    (b"a.patch -R\n", 1, "unsupported series option"),
+    (b"a.patch -R\n", 1, "listed with -R: quilt applies it reversed"),
+    (b"a.patch -p 0\n", 1, "listed with -p0: patchforge patches are -p1"),
     # Said why (quilt allows a patch in a subdirectory; "bad patch name" alone did not say).
     (b"\n\nsub/a.patch\n", 3, "bad patch name 'sub/a.patch': a patch of the series is a file "
      "directly in its series directory, never in a subdirectory"),

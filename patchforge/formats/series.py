@@ -4,6 +4,8 @@ Kept byte for byte: comments and blank lines survive every edit; only entries ar
 """
 from __future__ import annotations
 
+import re
+
 from patchforge.apply.diffparse import conflict_marker_line
 from patchforge.errors import InputError
 from patchforge.names import INVISIBLE
@@ -11,6 +13,9 @@ from patchforge.model.record import record
 
 PATCH_SUFFIX = ".patch"
 _CONTROL_BYTES = bytes([*range(0x20), 0x7F])  # what no patch name may hold
+# `-R`, alone or with a strip level after it (`-Rp1`): GNU patch, which quilt hands an entry's
+# options to, applies the patch reversed.
+_REVERSED = re.compile(rb"^-R(p\d+)?$")
 
 
 @record(frozen=True)
@@ -78,15 +83,26 @@ class SeriesFile:
                 raise InputError(f"bad patch name {parts[0]!r}: it is not UTF-8 (rename the "
                                  "file, and its line, in UTF-8)",
                                  path=self.source, line=index + 1) from None
-            for opt in parts[1:]:
+            for opt in _joined_strip_levels(parts[1:]):
+                if _REVERSED.match(opt):
+                    # quilt passes an entry's options to GNU patch, which applies a `-R`
+                    # entry reversed (`-Rp1` alike); every command here reads a patch forward,
+                    # so read as written it would be applied the other way than quilt does.
+                    raise InputError(
+                        f"patch {name!r} is listed with {opt[:40].decode(errors='replace')}: "
+                        "quilt applies it reversed, and patchforge reads a patch only as its "
+                        "diff is written", path=self.source, line=index + 1,
+                        hint="write it forward: `quilt push` up to it and `quilt refresh` "
+                             "(quilt writes the diff as applied and drops the -R), or reverse "
+                             "its diff by hand and list it without -R")
                 # (A strip level of more than 4300 digits is no number int() takes; of
                 # more than four, no level a path has.)
                 if self.quilt and opt[:2] == b"-p" and opt[2:].isdigit() and len(opt) <= 6:
                     strip_levels[name] = int(opt[2:])  # the last one, as GNU patch reads it
                     continue
                 if not opt.startswith(b"-p") or self.quilt:
-                    # (`-R`: quilt applies it reversed; `-pab` is a `quilt refresh` option,
-                    # never a series entry's: `quilt push` fails on it.)
+                    # (`-pab` is a `quilt refresh` option, never a series entry's: `quilt
+                    # push` fails on it.)
                     raise InputError("unsupported series option "
                                      f"{opt[:40].decode(errors='replace')!r}",
                                      path=self.source, line=index + 1,
@@ -212,6 +228,23 @@ class SeriesFile:
         ending = base._line_ending()
         return SeriesFile(tuple(base._normalized()) + tuple(
             name.encode("utf-8", "surrogateescape") + ending for name in names), self.source)
+
+
+def _joined_strip_levels(options: list[bytes]) -> list[bytes]:
+    """An entry's options with `-p N` (two words, which quilt passes to GNU patch as they are
+    and GNU patch reads as `-pN`: `quilt push` applies `fix.patch -p 1` at level 1) joined
+    into `-pN`; every other word as written."""
+    out: list[bytes] = []
+    at = 0
+    while at < len(options):
+        opt = options[at]
+        if opt == b"-p" and at + 1 < len(options) and options[at + 1].isdigit():
+            out.append(opt + options[at + 1])
+            at += 2
+            continue
+        out.append(opt)
+        at += 1
+    return out
 
 
 def patch_file_name(name: str) -> str:
