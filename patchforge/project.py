@@ -419,8 +419,35 @@ class Project:
         if known is not None and known[0] == data:
             return known[1]
         series = parse_series(data, str(path))
+        self._refuse_bare_files(upstream, series)
         self._series[upstream] = (data, series)
         return series
+
+    def _refuse_bare_files(self, upstream: str, series: SeriesFile) -> None:
+        """A line that leaves out `.patch` (`fix`) names `fix.patch` here, but quilt applies
+        the file exactly as the line writes it (`QUILT_PATCHES=series/up quilt push` reads
+        `fix`). With a file `fix` beside the series the two read different fixes (or
+        patchforge said `fix.patch` was missing beside the very file quilt applies): refused,
+        naming the line and both files, never a release quilt would not make. A line without
+        such a file is read as `fix.patch` as before (quilt refuses it)."""
+        directory = self.series_dir(upstream)
+        for name, line in series.as_written():
+            if name.endswith(PATCH_SUFFIX):
+                continue
+            bare = directory / name
+            if not os.path.lexists(bare) or bare.is_dir():
+                continue
+            full = patch_file_name(name)
+            also = (f"series/{upstream}/{full} is there too, and patchforge reads that one"
+                    if os.path.lexists(directory / full) else
+                    f"patchforge reads series/{upstream}/{full}, which is not there")
+            raise InputError(
+                f"the line {name!r} names the file series/{upstream}/{name}, which quilt applies "
+                f"as written, while a line without `.patch` names {full} here ({also}): "
+                "quilt and patchforge would apply different fixes",
+                path=series.source, line=line,
+                hint=f"keep one file: the fix in series/{upstream}/{full} and the line "
+                     f"`{full}`, the other file moved out of series/{upstream}/")
 
     def refuse_lost_series(self, upstream: str) -> None:
         """No series file, yet patch files beside where it goes: the file was lost (an `rm`, a

@@ -95,3 +95,66 @@ def test_a_series_file_read_again_is_parsed_once_and_never_served_stale(tmp_path
     series.write_bytes(b"fix.patch\nfix\n")
     with pytest.raises(InputError, match="listed twice"):
         project.read_series("up")
+
+
+def _quilt_push_all(stack, tmp_path, name: str) -> bytes:
+    """`quilt push -a` of series/up/ (QUILT_PATCHES at it) in a checkout of the pin: a.py."""
+    import os
+    import shutil
+    import subprocess
+
+    tree = tmp_path / name
+    shutil.copytree(stack.up, tree, ignore=shutil.ignore_patterns(".git"))
+    proc = subprocess.run(["quilt", "push", "-a"], cwd=tree, capture_output=True,
+                          env={**os.environ, "QUILT_PATCHES": str(stack.root / "series/up"),
+                               "QUILT_PC": str(tmp_path / f"{name}-pc"),
+                               "QUILTRC": "/dev/null"})
+    assert proc.returncode == 0, proc
+    return (tree / "a.py").read_bytes()
+
+
+@pytest.mark.skipif(__import__("shutil").which("quilt") is None, reason="needs quilt")
+def test_a_line_without_patch_beside_a_file_of_that_very_name_is_read_as_quilt_reads_it(
+        tmp_path):
+    """A line `fix` names `fix.patch` here, and the file `fix` for quilt (which applies each
+    line's file as written). With both files beside the series, `quilt push -a` applied `fix`
+    and `overlays`, `status`, `export --quilt` the other, exit 0: two releases of one series.
+    With `fix` alone, every command said `fix.patch` was missing beside the file quilt applies.
+    Each is refused, exit 2, naming the line and both files, nothing written; kept as one
+    `fix.patch` and its line, patchforge's overlay is quilt's a.py."""
+    from helpers.project import OneUpstreamStack
+    from helpers.snapshot import tree_bytes
+
+    lines = b"".join(b"line%d\n" % n for n in range(1, 21))
+    stack = OneUpstreamStack(tmp_path, {"a.py": lines})
+    stack.add_patch("up", "first", {"a.py": lines.replace(b"line2\n", b"LINE2\n")})
+    ours = stack.add_patch("up", "fix", {"a.py": lines.replace(b"line9\n", b"LINE9\n")})
+    quilts = ours.replace(b"line9", b"line15").replace(b"LINE9", b"LINE15").replace(
+        b"@@ -6,7 +6,7 @@", b"@@ -12,7 +12,7 @@").replace(b"line6\n line7\n line8\n",
+                                                      b"line12\n line13\n line14\n").replace(
+        b"line10\n line11\n line12\n", b"line16\n line17\n line18\n")
+    directory = stack.root / "series" / "up"
+    (directory / "fix").write_bytes(quilts)
+    (directory / "series").write_bytes(b"first.patch\n# quilt's spelling\nfix\n")
+    quilt_a = _quilt_push_all(stack, tmp_path, "both")
+    assert b"LINE15\n" in quilt_a and b"LINE9\n" not in quilt_a, quilt_a
+    series = directory / "series"
+    for present in ("both", "bare only"):
+        if present == "bare only":
+            (directory / "fix.patch").unlink()
+        before = tree_bytes(stack.root, skip=(".patchforge",))
+        for args in (("overlays",), ("overlays", "--check"), ("status",), ("list",),
+                     ("export", "--quilt", str(tmp_path / f"out-{present}"))):
+            _, _, err = stack.cli(*args, expect=2)
+            assert f"{series}:3: the line 'fix' names the file series/up/fix, which quilt " \
+                   "applies as written" in err, (present, args, err)
+            assert ("series/up/fix.patch is there too" if present == "both" else
+                    "series/up/fix.patch, which is not there") in err, err
+            assert "is listed in the series but the file is missing" not in err, err
+        assert tree_bytes(stack.root, skip=(".patchforge",)) == before
+        assert not (tmp_path / f"out-{present}").exists()
+    # The way on: the fix quilt applies kept as fix.patch, listed as such.
+    (directory / "fix").rename(directory / "fix.patch")
+    series.write_bytes(b"first.patch\n# quilt's spelling\nfix.patch\n")
+    stack.cli("overlays")
+    assert (stack.root / "overlays" / "up" / "a.py").read_bytes() == quilt_a
