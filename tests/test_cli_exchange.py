@@ -1492,6 +1492,44 @@ def test_export_mbox_refuses_a_last_update_that_is_no_date(project, tmp_path, va
     assert b"\nDate: Thu, 01 Jan 1970 00:00:00 +0000\n" in mbox.read_bytes()
 
 
+def test_export_mbox_and_pr_read_last_update_as_one_day(project, tmp_path):
+    """`Last-Update` is DEP-3's YYYY-MM-DD, read one way: `export --mbox` took any form
+    `fromisoformat` reads and mailed `2026-05-01T10:00:00+02:00` as 10:00 +0000 (the offset
+    dropped: `git am` recorded 12:00 local as 10:00 UTC, two hours off), where `pr` refused the
+    same field. Both refuse a moment now, naming the patch file and line, nothing written;
+    a day is midnight UTC in the mail, the commit `git am` makes of it and `pr`'s commit."""
+    root = project
+    base = git(root, "-C", str(tmp_path / "up-upstream"), "rev-parse", "HEAD").strip()
+    diff = (b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n line1\n"
+            b"-line2\n+LINE2\n line3\n")
+    for value in ("2026-05-01T10:00:00+02:00", "2026-05-01 10:00", "20260501"):
+        data = patch_bytes("up", base, "fix", diff, f"Last-Update: {value}\n")
+        add_patch_file(root, "up", "fix.patch", data) if value.startswith("2026-05-01T") \
+            else (root / "series/up/fix.patch").write_bytes(data)
+        line = 1 + data[:data.index(b"Last-Update:")].count(b"\n")
+        mbox, quilt = tmp_path / "out.mbox", tmp_path / "quilt"
+        for args in (("export", "--mbox", str(mbox), "--quilt", str(quilt)),
+                     ("pr", "fix", "--out", str(tmp_path / "pr"))):
+            run = run_cli(root, *args)
+            assert run.rc == 2, (args, run.text)
+            assert f"series/up/fix.patch:{line}: Last-Update: {value!r} is not a date as " \
+                "DEP-3 writes it (YYYY-MM-DD)" in run.err, (args, run.err)
+            assert not mbox.exists() and not quilt.exists() and not (tmp_path / "pr").exists()
+    (root / "series/up/fix.patch").write_bytes(
+        patch_bytes("up", base, "fix", diff, "Last-Update: 2026-05-01\n"))
+    mbox = tmp_path / "day.mbox"
+    ok(root, "export", "--mbox", str(mbox))
+    assert b"\nDate: Fri, 01 May 2026 00:00:00 +0000\n" in mbox.read_bytes()
+    checkout = upstream_checkout(tmp_path, "am-checkout")
+    git(checkout, "am", "-q", str(mbox))
+    recorded = git(checkout, "log", "-1", "--format=%ad", "--date=iso-strict").strip()
+    assert recorded == "2026-05-01T00:00:00+00:00", recorded
+    ok(root, "pr", "fix", "--out", str(tmp_path / "pr"))
+    (drafted,) = (tmp_path / "pr").rglob("0001-*.patch")
+    assert b"\nDate: Fri, 1 May 2026 00:00:00 +0000\n" in drafted.read_bytes(), \
+        drafted.read_text()
+
+
 def test_export_quilt_again_after_a_patch_was_refreshed_and_renamed(project, tmp_path):
     """A patch refreshed and renamed since the last `export --quilt DIR` matched neither by name
     nor by bytes, so the ordinary re-export was refused as if DIR were another stack's. The

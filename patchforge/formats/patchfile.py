@@ -226,6 +226,24 @@ def refuse_control_characters(patch: "PatchFile", path: str, carried: str, *,
                                                     "(`patchforge lint` names every one)")
 
 
+# DEP-3's `Last-Update`: a day, YYYY-MM-DD.
+_LAST_UPDATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def last_update_day(value: str):
+    """The day a `Last-Update` value names (a datetime.date), read one way by every command:
+    DEP-3's YYYY-MM-DD, that day at midnight UTC wherever a moment is needed (`pr`'s commit,
+    `export --mbox`'s Date, so `git am` of the mbox and `pr` record one date). ValueError for
+    anything else: `7 Dec 2026`, a day no month has, and a moment (`2026-05-01T10:00:00+02:00`,
+    which `export --mbox` read with its time and mailed as +0000 while `pr` refused it)."""
+    import datetime
+
+    match = _LAST_UPDATE.match(value.strip())
+    if match is None:
+        raise ValueError(f"not YYYY-MM-DD: {value!r}")
+    return datetime.date(int(match[1]), int(match[2]), int(match[3]))
+
+
 def profile_names(value: str | None) -> tuple[str, ...]:
     """The profiles a `Profiles:` value lists (comma- or space-separated)."""
     return tuple(value.replace(",", " ").split()) if value else ()

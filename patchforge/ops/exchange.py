@@ -27,7 +27,8 @@ from patchforge.errors import InputError, PatchforgeError, UsageError
 from patchforge.formats.patchfile import (CANONICAL_ORDER, SIGNATURE, control_character,
                                           description_with_control_character,
                                           field_with_control_character, parse_patch_file,
-                                          quote_diff_like, refuse_control_characters,
+                                          last_update_day, quote_diff_like,
+                                          refuse_control_characters,
                                           render_patch_file)
 from patchforge.formats.series import parse_series
 from patchforge.fsutil import (RepoLock, atomic_write, parse_json, put_back_on_failure,
@@ -2983,10 +2984,12 @@ def mbox_message(patch: PatchFile, raw_diff: bytes, index: int, total: int, base
     author = _header_value(_mail_author(patch.get("Author") or "")) or \
         "Unknown <unknown@localhost>"
     subject = _header_value(patch.subject or "") or "patchforge patch"
-    last = patch.get("Last-Update") or "1970-01-01"
     try:
-        day = _dt.datetime.fromisoformat(last.strip()).replace(tzinfo=_dt.timezone.utc)
-        date = email.utils.format_datetime(day)
+        # The day at midnight UTC, as `pr` makes its commit (refuse_undated_mail refused any
+        # other value before anything was written).
+        day = last_update_day(patch.get("Last-Update") or "1970-01-01")
+        date = email.utils.format_datetime(_dt.datetime(day.year, day.month, day.day,
+                                                        tzinfo=_dt.timezone.utc))
     except ValueError:
         date = "Thu, 01 Jan 1970 00:00:00 +0000"
     number = f"[PATCH {index}/{total}] " if total > 1 else "[PATCH] "
@@ -3054,10 +3057,11 @@ def refuse_undated_mail(project: Project, entries: list[tuple[str, str]]) -> Non
         value = (patch.get("Last-Update") or "").strip()
         try:
             if value:
-                _dt.datetime.fromisoformat(value)
+                last_update_day(value)
         except ValueError:
-            raise InputError(f"Last-Update: {value!r} is not a date, and the mail's Date "
-                             "would say 1970-01-01; nothing was written",
+            raise InputError(f"Last-Update: {value!r} is not a date as DEP-3 writes it "
+                             "(YYYY-MM-DD), which the mail's Date is made from, as `pr` makes "
+                             "its commit's; nothing was written",
                              path=str(project.series_dir(upstream) / name),
                              line=patch.field_line("Last-Update"),
                              hint="write it as YYYY-MM-DD") from None

@@ -540,7 +540,6 @@ _URL_RE = re.compile(r"^https?://[^\s/]+\S*$")
 _COMMIT_RE = re.compile(r"^commit:\s*([0-9a-fA-F]{7,64})$")
 _BARE_COMMIT_RE = re.compile(r"^[0-9a-f]{12,64}$")
 _VERSION_RE = re.compile(r"^v?\d+(\.\w+)*([.+-]\w+)*$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def _dep3_fields(label: str, patch: PatchFile) -> list[Finding]:
@@ -607,12 +606,10 @@ def _dep3_fields(label: str, patch: PatchFile) -> list[Finding]:
 
 
 def _valid_date(text: str) -> bool:
-    import datetime
+    from patchforge.formats.patchfile import last_update_day
 
-    if not _DATE_RE.match(text):
-        return False
-    try:
-        datetime.date.fromisoformat(text)
+    try:  # (read as `pr` and `export --mbox` read it)
+        last_update_day(text)
     except ValueError:
         return False
     return True

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from patchforge.formats.patchfile import PatchFile
 
 _URL = re.compile(r"https?://\S+")
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
 @record(frozen=True)
@@ -124,19 +123,18 @@ def commit_date(patch: PatchFile, *, today: _dt.date | None = None) -> tuple[str
     """(git raw date, where it came from). `Last-Update: YYYY-MM-DD` is midnight UTC that day,
     so the same patch always gives the same commit; without it an email `Date:` field, and only
     then today (which changes the commit id from one day to the next)."""
+    from patchforge.formats.patchfile import last_update_day
+
     value = (patch.get("Last-Update") or "").strip()
-    match = _DATE.match(value)
-    if match:
+    if value:
         try:
-            day = _dt.date(int(match[1]), int(match[2]), int(match[3]))
+            day = last_update_day(value)
         except ValueError:
-            raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
+            raise InputError(f"Last-Update: {value!r} is not a date as DEP-3 writes it "
+                             "(YYYY-MM-DD)", path=patch.source,
                              line=patch.field_line("Last-Update"),
                              hint="write it as YYYY-MM-DD") from None
         return _epoch(day), "Last-Update"
-    if value:
-        raise InputError(f"Last-Update: {value!r} is not a date", path=patch.source,
-                         line=patch.field_line("Last-Update"), hint="write it as YYYY-MM-DD")
     date = patch.get("Date")
     if date:
         try:
