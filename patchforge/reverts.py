@@ -44,7 +44,9 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   message says revert, or one that put the fix's files back by hand as the landing found
   them, from exactly what the landing made of them (_may_undo); one that kept the fix's
   import, all the rest gone, is one too (_gone_but_imports), and an import still there tells
-  no landing again (_relanded). Unless the fix's function
+  no landing again (_relanded); so is one that took out some hunks only, the others as landed
+  or as upstream changed them before it (_taken_in_part), those hunks alone telling whether
+  the fix came back since (_relanded, _put_back). Unless the fix's function
   was taken out of its file, added to no other, its name gone from the file, and the fix's
   lines with it, into no other function or file (_function_taken_out): deleted with the fix,
   said taken out by that commit. Unless a hunk of the fix that adds only a guard finds its
@@ -273,6 +275,10 @@ class _Fix:
     # says part): a revert that kept the import (other code uses it, or upstream's formatter
     # rewrote it since the landing) is a revert all the same (_revert_of).
     imports_alone: set = field(default_factory=set, repr=False, compare=False)
+    # By revision where _combined says part, the hunks (file change index, hunk number from 1,
+    # None for a whole file) whose old code is back there: what a revert of the landing took
+    # out where it took out only some (_revert_of, _reverted_then_changed).
+    gone_hunks: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def kept_fixes(project: Project, upstream: str) -> list[tuple[str, bytes]]:
@@ -1433,6 +1439,9 @@ def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str | No
                                 _imports_only(fp, fp.hunks[n - 1]))
             for fp, n, state in found)
         (fix.imports_alone.add if alone else fix.imports_alone.discard)(rev)
+        index = {id(fp): k for k, fp in enumerate(fix.files)}
+        fix.gone_hunks[rev] = frozenset((index[id(fp)], n) for fp, n, state in found
+                                        if state == "gone" and id(fp) in index)
     states = {"present" if state in ("moved", _IMPORTS_HELD) else state
               for _, _, state in verdicts or ()}
     if verdicts is None or not states:
@@ -4002,12 +4011,32 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
                      else store.is_ancestor(sha, later))]
         if any(_fix_state(store, fix, later, cache) == "present" for later in since):
             return None  # put back since (a revert of the revert), then changed: superseded
-        if not since or _relanded(fix, store.read_blobs(commit, paths)):
+        # A revert that took out only some hunks (the others as landed, or as upstream
+        # changed them before it): those hunks alone tell what became of it since.
+        taken = None if _gone_but_imports(store, fix, sha, cache) else \
+            _taken_in_part(store, fix, sha, parents[0], cache)
+        left, in_part = taken, ""
+        if taken is not None:
+            # (Each hunk it took out that a commit since put back, as it was or with its
+            # lines elsewhere in the file as often as the landing left them, is upstream's
+            # again: a re-landing of it, whatever upstream made of it after. So are those
+            # left where a commit since holds them in another form (_relanded): the same
+            # change landed again, reworked, then edited further.)
+            left = taken
+            for later in since:
+                there = store.read_blobs(later, paths)
+                left = left - _put_back(store, fix, there, left)
+                if not left or _relanded(fix, there, left):
+                    return None  # the part taken out all put back since: upstream's
+            in_part = _taken_back_in_part(store, fix, sha) if left == taken else \
+                f"; taken back in part: {_hunk_names(fix, left)}, the rest of its change " \
+                f"upstream ({_hunk_names(fix, taken - left)} put back since)"
+        if not since or _relanded(fix, store.read_blobs(commit, paths), left):
             return None
         return LandingGone(fix.upstream, fix.name, fix.path, "reverted", landing, sha,
-                           f"{how}; reverted, then changed: {since[0][:12]} changed that code "
-                           "since, and neither the fix's change nor the code it replaced is "
-                           "there as it was")
+                           f"{how}{in_part}; reverted, then changed: {since[0][:12]} changed "
+                           "that code since, and neither the fix's change nor the code it "
+                           "replaced is there as it was")
     return None
 
 
@@ -4019,10 +4048,29 @@ def _revert_of(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str], me
     _gone_but_imports) and was not before it, and its message
     names the landing or its change is the landing's exact reverse (_LandingNames.how)."""
     if not _may_undo(sha, parents, message, named) or \
-            not _gone_but_imports(store, fix, sha, cache) or \
+            not (_gone_but_imports(store, fix, sha, cache) or
+                 _taken_in_part(store, fix, sha, parents[0], cache) is not None) or \
             _fix_state(store, fix, parents[0], cache) == "gone":
         return None
     return named.how(message, sha)
+
+
+def _taken_in_part(store: UpstreamStore, fix: _Fix, sha: str, parent: str, cache: dict
+                   ) -> frozenset | None:
+    """The hunks (file change index, hunk number from 1, None for a whole file) the commit
+    `sha` took out of the fix where it took out only some, or None: after it some hunks have
+    their old code back and every other one is as landed or as upstream changed it before
+    (_fix_state says part), and before it the fix was neither gone nor in part (all there, or
+    changed otherwise). A revert of the landing made after upstream changed another of its
+    hunks (git revert leaves that hunk as upstream wrote it), or one that takes out a hunk
+    and keeps the others: read as a revert only where the whole fix was gone at it, an edit
+    of the reverted lines after it made the fix "superseded", nothing said."""
+    if _fix_state(store, fix, sha, cache) != "part" or \
+            _TAKEN.get(_fix_state(store, fix, parent, cache), 2) < 2:
+        return None
+    if sha not in fix.gone_hunks:
+        _fix_state(store, fix, sha, {})  # (a state cached by another judging: noted again)
+    return fix.gone_hunks.get(sha) or None
 
 
 def _gone_but_imports(store: UpstreamStore, fix: _Fix, rev: str, cache: dict) -> bool:
@@ -4212,19 +4260,23 @@ def _names_any(files: set[str], paths: set[str]) -> bool:
     return False
 
 
-def _relanded(fix: _Fix, contents: dict) -> bool:
+def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
     """Whether the fix's place in `contents` (a revision's files by path) holds the fix in
     another form rather than the old code changed: each hunk's lines between its context
     (found as _held finds a place) compared with the fix's `+` run and with its `-` run; a
     hunk nearer its `+` run and none nearer its `-` run. A hunk whose place is not found
-    tells nothing, and no hunk telling is no re-landing: the revert stands."""
+    tells nothing, and no hunk telling is no re-landing: the revert stands. With `only`
+    (file change index, hunk number from 1), the hunks a revert in part took out alone tell
+    (_taken_in_part): the others stayed as landed, or as upstream changed them before it."""
     nearer_fix = False
     for k, fp in enumerate(fix.files):
         content = _content_of(fix, k, contents)
         if content is None or fp.is_new or fp.is_delete or fp.binary is not None:
             continue
         lines = _Lines(content)
-        for hunk in fp.hunks:
+        for n, hunk in enumerate(fp.hunks, 1):
+            if only is not None and (k, n) not in only:
+                continue
             # (An import the fix added, still there, tells no re-landing: a revert may keep it,
             # for other code or as upstream's formatter rewrote it. Nearer the old code, it
             # tells no re-landing all the same.)
@@ -4242,6 +4294,36 @@ def _relanded(fix: _Fix, contents: dict) -> bool:
                 return False  # (one hunk nearer the old code: no re-landing, whatever follows)
             nearer_fix = nearer_fix or (to_fix > to_old and not imports)
     return nearer_fix
+
+
+def _put_back(store: UpstreamStore, fix: _Fix, contents: dict, taken: frozenset
+              ) -> frozenset:
+    """Of the hunks a revert in part took out (`taken`, _taken_in_part), those `contents` (a
+    revision's files by path) has again: its change at its place (_hunk_state), or its added
+    lines that tell code in the file at least as often as the landing left them there,
+    wherever they are (_moved_away's count: a re-landing whose neighbour line upstream edited
+    in the same commit is found at no place). A whole file (hunk None): its change there."""
+    back = set()
+    for k, n in taken:
+        fp = fix.files[k]
+        content = _content_of(fix, k, contents)
+        if content is None:
+            continue
+        if n is None:
+            if change_state(fp, content) == "present":
+                back.add((k, n))
+            continue
+        hunk = fp.hunks[n - 1]
+        if _hunk_state(_Lines(content), hunk) == "present" or \
+                (_added(hunk) and n in _moved_away(store, fix, k, fp, content, [n])):
+            back.add((k, n))
+    return frozenset(back)
+
+
+def _hunk_names(fix: _Fix, hunks: frozenset) -> str:
+    """`PATH hunk N` (or `PATH` for a whole file) of each of `hunks`, in the fix's order."""
+    return ", ".join(fix.files[k].path if n is None else f"{fix.files[k].path} hunk {n}"
+                     for k, n in sorted(hunks, key=lambda kn: (kn[0], kn[1] or 0)))
 
 
 def _similarity(a: bytes, b: bytes) -> float:

@@ -272,7 +272,6 @@ def _part_landed(tmp_path):
     return stack, fixed, landing
 
 
-@known_wrong("a landing reverted in part, then its reverted lines edited upstream")
 def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
     stack, fixed, landing = _part_landed(tmp_path)
     changed = fixed.replace(b"    a3 = a3.clamp(0)\n", b"    a3 = a3.clamp(min=0)\n")
@@ -289,7 +288,6 @@ def test_a_revert_in_part_then_an_edit_is_said(tmp_path):
     assert took["by"] == revert, "the cuda branch is in no overlay and not upstream"
 
 
-@known_wrong("a landing one of whose hunks a revert takes out, the others staying as landed")
 def test_a_revert_of_one_hunk_while_the_other_stays_is_said_after_an_edit(tmp_path):
     stack, fixed, landing = _part_landed(tmp_path)
     reverted = fixed.replace(PART_GUARD, b"    stages = 3\n")
@@ -313,5 +311,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 4
+    assert len(marks) == 2
     assert [m for m in marks if f"- {m}" not in entries] == []
