@@ -85,7 +85,8 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
 
 
 def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
-                        commits: list[str], *, retry: bool = False) -> list[str]:
+                        commits: list[str], *, retry: bool = False,
+                        failed: dict[str, str] | None = None) -> list[str]:
     """Fetch into `store`, from git upstream `upstream`'s own repository alone, those of
     `commits` (full ids a kept fix names: its `Base`, its recorded landing) the store lacks,
     in one fetch. The store no longer fetches a commit on demand (git asked every remote of
@@ -98,7 +99,10 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
     A commit the upstream answered it does not have (a force-pushed or deleted branch's, git
     collected it) is recorded in the cache (unserved_record): every later command asked for it
     again, one failing fetch each. It is asked again only with `retry` (`patchforge fetch`),
-    or from another URL; a network failure is recorded nowhere."""
+    or from another URL. A failure that is no such answer (the network, a remote that gave
+    no answer or an error) is recorded nowhere, and the next command asks again: `failed`
+    gets each commit still missing after one, with git's error (the caller says it so, with
+    the URL, never "not served")."""
     from patchforge.store.giturl import redact, store_namespace
 
     missing = [c for c in dict.fromkeys(c.lower() for c in commits) if not store.has_object(c)]
@@ -109,6 +113,7 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
     namespace = store_namespace(upstream, url)
     record = unserved_record(store, namespace)
     wanted = missing if retry else [c for c in missing if not (record / c).is_file()]
+    errors: dict[str, str] = {}  # commit -> a failure that was no answer of upstream's
     # (One fetch for all; where the upstream lacks one of them, each alone, so that the
     # others still come, and the one it lacks is known.)
     for group in [wanted] if len(wanted) == 1 else [wanted, *([c] for c in wanted)]:
@@ -120,13 +125,21 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
         except RefNotFound as exc:
             if len(asked) == 1:
                 _record_unserved(record / asked[0], f"{redact(url)}: {exc.message}")
+                errors.pop(asked[0], None)
             continue
-        except PatchforgeError:
+        except PatchforgeError as exc:
+            import re
+
+            # (git's words alone: the store's name of the remote means nothing to a reader.)
+            said = re.sub(r"^fetching \S+ from \S+ failed: ", "", " ".join(exc.message.split()))
+            errors.update((c, said) for c in asked)
             continue
         for commit in asked:
             (record / commit).unlink(missing_ok=True)
         if all(store.has_object(c) for c in wanted):
             break
+    if failed is not None:
+        failed.update((c, why) for c, why in errors.items() if not store.has_object(c))
     return [c for c in missing if not store.has_object(c)]
 
 

@@ -204,9 +204,9 @@ class LandingGone:
             return (f"fix {own} {landed} is judged without its base: {self.detail}; "
                     f"`patchforge fetch` asks {self.upstream} for that commit again; once "
                     f"you have read the fix against upstream's files, `patchforge bring-back "
-                    f"{fix}` puts it back in the series (judged on the pin), or `patchforge "
-                    f"delete {self.upstream}/upstreamed/{self.name}` keeps it under deleted/ "
-                    "where upstream has it")
+                    f"{fix}` puts it back in the series where upstream lacks it (judged on "
+                    f"the pin), or `patchforge delete {self.upstream}/upstreamed/{self.name}` "
+                    "keeps it under deleted/ where upstream has it")
         return f"fix {own} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
             f"{self.upstream}/upstreamed/{self.name}` keeps it under deleted/ if upstream's " \
@@ -379,8 +379,9 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
         return []
     from patchforge.pins import bring_named_commits
 
+    failed: dict[str, str] = {}
     missing = bring_named_commits(project, store, upstream,
-                                  kept_commits([data for _, data in kept]))
+                                  kept_commits([data for _, data in kept]), failed=failed)
     items = []
     recorded: dict | None = None
     for name, data in kept:
@@ -391,31 +392,38 @@ def gone_upstream(project: Project, store: UpstreamStore, upstream: str, commit:
             recorded = _dropped_events(project)
         items.append((name, rel, data, recorded or {}))
     gone = judge_many(store, upstream, items, commit, unread=unread,
-                      without_base=_without_base(project, upstream, missing))
+                      without_base=_without_base(project, upstream, missing, failed))
     skipped = project.series_dir(upstream) / "skipped"
     return [replace(g, shadowed=True) if (skipped / g.name).exists() else g for g in gone]
 
 
-def _without_base(project: Project, upstream: str,
-                  missing: list[str]) -> dict[str, tuple[str, bool]]:
+def _without_base(project: Project, upstream: str, missing: list[str],
+                  failed: dict[str, str] | None = None) -> dict[str, tuple[str, bool]]:
     """For each commit of `missing` (named by kept fixes, not in the store after
     bring_named_commits): (why, in the words a fix whose `Base` it is is said with, and
     whether that is only not checked: offline, the next command with the network fetches
-    it), as judge_many's `without_base` takes it; else its upstream does not serve it."""
+    it), as judge_many's `without_base` takes it. One whose fetch failed (`failed`: the URL
+    and git's error, the network or a remote that gave no answer) is said so: it was said
+    "not served", as though upstream had answered it lacks it, and the next command asks
+    again. Else its upstream does not serve it."""
     if not missing:
         return {}
     config = project.config.upstream(upstream)
     if project.offline:
         return {commit: ("is not in the cache (without --offline it is fetched)", True)
                 for commit in missing}
+    failed = failed or {}
     if config.kind == "git" and config.url:
         from patchforge.pins import git_url_for
         from patchforge.store.giturl import redact
 
-        why = f"is not served by {upstream} ({redact(git_url_for(project, config.url))})"
+        url = redact(git_url_for(project, config.url))
+        why = f"is not served by {upstream} ({url})"
     else:
-        why = f"is not in the cache, and {upstream} (a {config.kind} upstream) serves no commit"
-    return {commit: (why, False) for commit in missing}
+        url, why = "", f"is not in the cache, and {upstream} (a {config.kind} upstream) " \
+            "serves no commit"
+    return {commit: (f"could not be fetched from {upstream} ({url}): {failed[commit]}"
+                     if commit in failed else why, False) for commit in missing}
 
 
 # The full commit ids a kept fix's header names: its `Base` and its recorded landing.
@@ -626,6 +634,23 @@ def _parse(upstream: str, name: str, rel: str, data: bytes) -> _Fix | None:
     if not files:
         return None
     return _Fix(upstream, name, rel, patch, files, {k: [fp.path] for k, fp in enumerate(files)})
+
+
+def held_at_its_place(store: UpstreamStore, upstream: str, name: str, rel: str, data: bytes,
+                      commit: str) -> bool:
+    """Whether `commit` has a kept fix (its bytes `data`) at its own paths by the files alone:
+    each file change there (its diff applies in reverse and not forward, or its changed lines
+    are at their place by their neighbours: _file_state). What `bring-back` asks of a fix said
+    `base-unserved`, judged without its base: such a fix, moved into skipped/, stopped on a
+    conflict with nothing to make (the pin has it), and `--continue` refused a worktree with
+    no change, the fix left in skipped/."""
+    fix = _parse(upstream, name, rel, data)
+    if fix is None:
+        return False
+    contents = store.read_blobs(commit, sorted({fp.path for fp in fix.files}))
+    return all((content := contents.get(fp.path)) is not None and
+               _file_state(fp, content) == "present" and
+               not _applies(content, fp, reverse=False) for fp in fix.files)
 
 
 def change_state(fp: FilePatch, content: bytes | None) -> str:

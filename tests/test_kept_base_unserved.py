@@ -166,3 +166,111 @@ def test_a_base_upstream_does_not_serve_is_asked_once_and_again_by_fetch(tmp_pat
     doc = gone.json("status", "--against", "v3", expect=1)
     (said,) = doc["reverted"]
     assert (said["name"], said["by"]) == ("fix.patch", revert), said
+
+
+
+def test_a_network_failure_fetching_the_base_is_said_as_one_and_asked_again(tmp_path,
+                                                                           monkeypatch):
+    """The upstream, served over HTTP, fails (503) the request that asks for the kept fix's
+    base: that was said "its base commit X is not served by up", as though upstream had
+    answered it does not have it. Now it is said as the failure it is, the URL and git's
+    error, exit 1, and recorded nowhere: the next command asks again, and once upstream
+    answers that it lacks the commit it is said not served (and recorded)."""
+    import gzip
+
+    from helpers.servers import Answer, GitHttpServer
+
+    class Failing(GitHttpServer):
+        failing: set[bytes] = set()
+
+        def route(self, method, path, query, req):
+            body = gzip.decompress(req.body) if req.header("content-encoding") == "gzip" \
+                else req.body
+            if method == "POST" and any(sha in body for sha in self.failing):
+                return Answer(503, b"busy")
+            return super().route(method, path, query, req)
+
+    gone = _Gone(tmp_path, monkeypatch)
+    gone.commit({"pkg/c.py": BASE}, 'Revert "g: guard negative x"\n\n'
+                f"This reverts commit {gone.landing}.\n", tag="v3")
+    server = Failing(gone.up)
+    try:
+        for name in ("patchforge.toml", "upstream.lock"):
+            path = gone.clone / name
+            path.write_text(path.read_text().replace(str(gone.up), server.repo_url))
+        server.failing = {gone.base.encode()}
+        doc = gone.json("status", "--against", "v3", expect=1)
+        (said,) = doc["gone_upstream"]
+        assert said["kind"] == "base-unserved", said
+        assert f"its base commit {gone.base[:12]} could not be fetched from up " \
+            f"({server.repo_url}): " in said["message"], said
+        assert "503" in said["message"] and "not served" not in said["message"], said
+        assert list((tmp_path / "cold-cache").glob("kept/unserved/*/*")) == []
+        fetched = gone.cli("fetch", expect=None)
+        assert f"its base commit {gone.base[:12]} could not be fetched from up" in \
+            fetched.err and "not served" not in fetched.err, fetched.text
+        server.failing = set()
+        doc = gone.json("status", "--against", "v3", expect=1)
+        (said,) = doc["gone_upstream"]
+        assert f"its base commit {gone.base[:12]} is not served by up" in said["message"], said
+        assert [path.name for path in (tmp_path / "cold-cache").glob("kept/unserved/*/*")] \
+            == [gone.base]
+    finally:
+        server.close()
+
+
+def test_a_fix_upstream_has_said_without_its_base_is_cleared_by_delete_not_brought_back(
+        tmp_path, monkeypatch):
+    """Its base not served, upstream's work in its own file (the fix still there): said not
+    judged, its ways on named. `bring-back`, named for where upstream lacks it, moved the fix
+    into skipped/ and stopped on a conflict with nothing to make, and `--continue` refused a
+    worktree with no change: the fix left in skipped/, needs attention. Now it is refused,
+    nothing moved, naming delete; `delete`, the way where upstream has it, clears it (status
+    exit 0, the fix under deleted/), the base still not served."""
+    gone = _Gone(tmp_path, monkeypatch, renamed=False)
+    gone.commit({"c.py": GUARDED + b"\n\ndef h(x):\n    return x\n"}, "add h", tag="v3")
+    gone.cli("rebase", "--to", "v3", expect=1)
+    (said,) = gone.json("status", expect=1)["gone_upstream"]
+    assert said["kind"] == "base-unserved", said
+    assert "`patchforge bring-back up/fix.patch` puts it back in the series where upstream " \
+        "lacks it (judged on the pin), or `patchforge delete up/upstreamed/fix.patch` keeps " \
+        "it under deleted/ where upstream has it" in said["message"], said
+    kept = gone.clone / "series/up/upstreamed/fix.patch"
+    before = kept.read_bytes()
+    back = gone.cli("bring-back", "up/fix.patch", expect=2)
+    assert "hold its change at its own place" in back.err and "nothing was moved" in back.err, \
+        back.text
+    assert "`patchforge delete up/upstreamed/fix.patch`" in back.err, back.text
+    assert kept.read_bytes() == before and not (gone.clone / "series/up/skipped").exists() or \
+        not list((gone.clone / "series/up/skipped").iterdir())
+    gone.cli("delete", "up/upstreamed/fix.patch", expect=0)
+    doc = gone.json("status", expect=0)
+    assert doc["gone_upstream"] == doc["reverted"] == [], doc
+    assert (gone.clone / "series/up/deleted/fix.patch").is_file()
+
+
+def test_a_fix_upstream_lacks_said_without_its_base_is_brought_back_as_said(tmp_path,
+                                                                          monkeypatch):
+    """The mirror: renamed before the landing, then reverted, its base not served: said not
+    judged; `bring-back`, the way where upstream lacks it, stops for the fix to be made again
+    at the file's new path (upstream moved it), and once made there (the stop's ways: `add`
+    the new path, `rm` the old) the fix is in the series: status exit 0, the overlay holding
+    the guard once."""
+    gone = _Gone(tmp_path, monkeypatch)
+    gone.commit({"pkg/c.py": BASE}, 'Revert "g: guard negative x"\n\n'
+                f"This reverts commit {gone.landing}.\n", tag="v3")
+    gone.cli("rebase", "--to", "v3", expect=1)
+    (said,) = gone.json("status", expect=1)["gone_upstream"]
+    assert said["kind"] == "base-unserved", said
+    back = gone.cli("bring-back", "up/fix.patch", expect=3)
+    assert "make the fix in c.py" in back.err, back.text
+    gone.cli("add", "pkg/c.py", expect=0)
+    (gone.clone / ".patchforge/work/up/pkg/c.py").write_bytes(GUARDED)
+    # (The stop's way for the path upstream moved: the fix's change to it dropped.)
+    gone.cli("rm", "c.py", expect=0)
+    gone.cli("bring-back", "--continue", expect=0)
+    doc = gone.json("status", expect=0)
+    assert doc["gone_upstream"] == doc["reverted"] == [], doc
+    gone.cli("overlays", expect=0)
+    overlay = (gone.clone / "overlays/up/pkg/c.py").read_bytes()
+    assert overlay == GUARDED, overlay.decode()

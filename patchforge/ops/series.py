@@ -2061,14 +2061,15 @@ def _moved_to_skipped(project: Project, upstream: str | None, file_name: str) ->
 
 def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
                         file_name: str, *, carried: list | None = None,
-                        doing: str = "delete") -> bool:
+                        doing: str = "delete", kinds: list | None = None) -> bool:
     """Whether the fix kept as upstreamed/FILE_NAME is one whose change the pin's files no
     longer have (reverts.gone_upstream): the fixes `bring-back` and `delete` take from there.
     `carried`, where given, gets it when the series itself carries its change at the pin
     (reverts.carried_by_series: a leftover, nothing to bring back). One that cannot be judged
     there (its files, or the revision it landed in, not readable: offline, a cache without
     them) is refused for `doing` (`bring-back` or `delete`), naming why: it was said to be
-    one the pin has ("nothing to bring back"), which nothing had checked."""
+    one the pin has ("nothing to bring back"), which nothing had checked. `kinds`, where
+    given, gets what it is said as (LandingGone.kind: `reverted`, `base-unserved`...)."""
     from patchforge.reverts import carried_by_series, gone_upstream
 
     pin = project.lock.pin(upstream)
@@ -2088,6 +2089,8 @@ def _landing_taken_back(project: Project, store: UpstreamStore, upstream: str,
                                project.offline else "") + anyway)
     if gone and carried is not None:
         carried += carried_by_series(project, store, upstream, gone)
+    if kinds is not None:
+        kinds += [g.kind for g in gone]
     return bool(gone)
 
 
@@ -2111,8 +2114,9 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
     # has its change".
     list(parse_patch_file(read_no_link(aside), str(aside)).file_patches)
     carried: list = []
+    kinds: list = []
     taken_back = _landing_taken_back(project, store, upstream, file_name, carried=carried,
-                                     doing="bring-back")
+                                     doing="bring-back", kinds=kinds)
     if carried:
         raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
                          f"the series carries its change at the pin ({pin.label}), so the "
@@ -2120,6 +2124,26 @@ def _kept_to_skipped(project: Project, store: UpstreamStore, name: str,
                          "rebase undone with git leaves)",
                          hint=f"`patchforge delete {upstream}/upstreamed/{file_name}` takes the "
                               "leftover out (kept under deleted/)")
+    if kinds == ["base-unserved"]:
+        from patchforge.reverts import held_at_its_place, kept_base
+
+        if held_at_its_place(store, upstream, file_name,
+                             aside.relative_to(project.root).as_posix(), read_no_link(aside),
+                             pin.commit):
+            # Judged without its base, it is not known to be upstream's; but the pin's files
+            # hold it whole at its own paths, where a bring-back has nothing to make: moved
+            # into skipped/, it stopped on a conflict, and `--continue` refused a worktree
+            # with no change, the fix left in skipped/ (needs attention).
+            base = kept_base(read_no_link(aside)) or ""
+            raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ "
+                             f"and the pin's files ({pin.label}) hold its change at its own "
+                             f"place (judged without its base commit {base[:12]}, which "
+                             f"{upstream} does not serve): nothing to bring back, nothing was "
+                             "moved",
+                             hint=f"`patchforge delete {upstream}/upstreamed/{file_name}` keeps "
+                                  "it under deleted/ where upstream has it; to put it back "
+                                  f"anyway, move it into series/{upstream}/skipped/ and run "
+                                  f"`patchforge bring-back {upstream}/{file_name}`")
     if not taken_back:
         raise UsageError(f"{upstream}/{file_name} is kept in series/{upstream}/upstreamed/ and "
                          f"upstream has its change at the pin ({pin.label}), or changed that "

@@ -475,16 +475,30 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str,
     from patchforge.pins import bring_named_commits
     from patchforge.reverts import kept_base, kept_commits
 
+    failed: dict[str, str] = {}
     missing = set(bring_named_commits(project, store, name,
-                                      kept_commits([data for _, data in kept]), retry=True))
+                                      kept_commits([data for _, data in kept]), retry=True,
+                                      failed=failed))
     # The fixes kept as landed are judged at the pin (reverted there?) by `overlays`, whose
     # Dockerfile fails its build where the pin lacks one, and by `verify`: the files of
     # the revisions that judgement reads come now, as it reads them.
     gone_upstream(project, store, name, commit, unread=[])
     said = []
+    url = ""
+    if failed:
+        from patchforge.pins import git_url_for
+        from patchforge.store.giturl import redact
+
+        url = redact(git_url_for(project, project.config.upstream(name).url or ""))
     for kept_name, data in kept:
         base = kept_base(data)
-        if base in missing:
+        if base in failed:
+            # (No answer: the next command asks again.)
+            said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} could "
+                        f"not be fetched from {name} ({url}): {failed[base]}; commands judge "
+                        "it without its base, and ask for it again (`patchforge status` says "
+                        "where that is not enough)")
+        elif base in missing:
             said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} is not "
                         f"served by {name}, asked again: commands judge it without its base "
                         "(`patchforge status` says where that is not enough)")
