@@ -1610,16 +1610,17 @@ class SeriesJudge:
             ups = _upstreams_lines(base, current, result) if doubled else set()
             if doubled:
                 short = short_runs(fp) | in_place_runs(fp)
-                doubled = [run for run in doubled
-                           if not (run in short and _in_a_loop_apart(current, result, run, ups))]
+                doubled = [run for run in doubled if not (
+                    run in short and _in_a_loop_apart(path, current, result, run, ups))]
             if doubled:
                 blocks = block_runs(fp)
                 doubled = [run for run in doubled
-                           if not (run in blocks and _bodies_differ(current, result, run, ups))
-                           and not _reads_what_is_set_between(current, result, run, ups)
-                           and not _serves_a_use_between(current, result, run, ups)
-                           and not _items_of_two_brackets(current, result, run, ups)
-                           and not _on_two_paths(current, result, run, ups)]
+                           if not (run in blocks
+                                   and _bodies_differ(path, current, result, run, ups))
+                           and not _reads_what_is_set_between(path, current, result, run, ups)
+                           and not _serves_a_use_between(path, current, result, run, ups)
+                           and not _items_of_two_brackets(path, current, result, run, ups)
+                           and not _on_two_paths(path, current, result, run, ups)]
             if doubled:
                 # Upstream's copy inside a branch the fix's copy is not in runs on only some
                 # of the paths through the fix's: a guard there is checked twice on those and
@@ -1631,11 +1632,11 @@ class SeriesJudge:
                 # leave run the fix's alone.
                 steps = short_runs(fp)
                 fewer = [run for run in doubled
-                         if _upstreams_on_fewer_paths(current, result, run, ups)
+                         if _upstreams_on_fewer_paths(path, current, result, run, ups)
                          or (run in steps and _upstreams_past_a_leaving_block(path, current,
                                                                               result, run, ups))]
                 doubled = [run for run in doubled
-                           if run not in fewer or not _guard_at_fix(current, result, run)]
+                           if run not in fewer or not _guard_at_fix(path, current, result, run)]
             if not doubled:
                 item = _item_twice_in_its_bracket(current, result, fixed.content, base)
                 if item is not None:
@@ -1652,16 +1653,15 @@ class SeriesJudge:
                 if doubled[0] in fewer:
                     # Upstream's copy in a loop's body runs each round, the fix's outside it
                     # once: taking upstream's out would lose its rounds (EACH_ROUND).
-                    said += "; " + (EACH_ROUND if _upstreams_each_round(current, result,
-                                                                        doubled[0], ups)
-                                    else FEWER_PATHS)
-                elif not _guard_at_fix(current, result, doubled[0]) and \
-                        _fixs_each_round(current, result, doubled[0], ups):
+                    said += "; " + (EACH_ROUND if _upstreams_each_round(
+                        path, current, result, doubled[0], ups) else FEWER_PATHS)
+                elif not _guard_at_fix(path, current, result, doubled[0]) and \
+                        _fixs_each_round(path, current, result, doubled[0], ups):
                     # Deleting the fix's copy would lose its rounds (YOURS_EACH_ROUND).
                     said += "; " + YOURS_EACH_ROUND
-                elif _read_between(current, result, doubled[0], ups):
+                elif _read_between(path, current, result, doubled[0], ups):
                     said += "; " + READ_BETWEEN
-                elif _index_address_to_undeclared(current, result, doubled[0], ups):
+                elif _index_address_to_undeclared(path, current, result, doubled[0], ups):
                     said += "; " + UNDECLARED_CALL
                 elif doubled[0] in steps and _read_in_a_branch(path, current, result,
                                                                 doubled[0], ups):
@@ -2554,19 +2554,21 @@ def _doubled_where(path: str, current: bytes, result: bytes, runs: list[bytes],
     """`PATH line N (upstream's at line M)`: where the first of `runs` is in `result`, the
     fix's copy (a line the fix added, by a line diff of `current` and `result`) and
     upstream's (the nearest other). Asked only of a doubling found: the diff is paid then."""
-    starts, own, nearest = _copies_of(current, result, runs[0], upstreams)
+    starts, own, nearest = _copies_of(path, current, result, runs[0], upstreams)
     if own is None or nearest is None:
         return f"{path} line {starts[0]}" if starts else path
     return f"{path} line {own} (upstream's at line {nearest})"
 
 
-def _copies_of(current: bytes, result: bytes, run: bytes, upstreams: set[int] | None = None
-               ) -> tuple[list[int], int | None, int | None]:
+def _copies_of(path: str, current: bytes, result: bytes, run: bytes,
+               upstreams: set[int] | None = None) -> tuple[list[int], int | None, int | None]:
     """Where `run` starts in `result` (1-based lines), the fix's copy (a line the fix added,
     by a line diff of `current` and `result`) and upstream's nearest other copy (None where
-    either is missing): the nearest of those on `upstreams` (_upstreams_lines, the lines
-    upstream added) where one is. (A copy the file had before, `y += 1` in a loop between the
-    fix's and upstream's, is a line between them, not upstream's.)"""
+    either is missing): of those in the fix's own function (function_named_at, as
+    _upstreams_own found the doubling there) where one is, the nearest of those on
+    `upstreams` (_upstreams_lines, the lines upstream added) where one is. (A copy the file
+    had before, `y += 1` in a loop between the fix's and upstream's, is a line between them,
+    not upstream's.)"""
     fix_lines = {line for start, end, _ in file_changes(result, current)
                  for line in range(start + 1, end + 1)}
     starts = NearText(result).lines_of(run)
@@ -2574,6 +2576,14 @@ def _copies_of(current: bytes, result: bytes, run: bytes, upstreams: set[int] | 
     theirs = [line for line in starts if line not in fix_lines]
     if not own or not theirs:
         return starts, None, None
+    if len(theirs) > 1:
+        # (A nearer copy in another function, `y += 1` in the loop of the function above, is
+        # other code that reads alike: read as upstream's, its loop would tell the two apart
+        # and let the copy in the fix's own function run twice.)
+        lines = split_lines(result)
+        function = function_named_at(path, lines, own[0] - 1)
+        theirs = [line for line in theirs
+                  if function_named_at(path, lines, line - 1) == function] or theirs
     added = [line for line in theirs if line in (upstreams or ())]
     return starts, own[0], min(added or theirs, key=lambda line: abs(line - own[0]))
 
@@ -2603,13 +2613,13 @@ _NAME = on_first_use(rb"[A-Za-z_]\w*")
 _SETS_ITEM = on_first_use(rb"^\s*([A-Za-z_]\w*)\s*(?:\[[^\[\]]*\]\s*)+(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
-def _reads_what_is_set_between(current: bytes, result: bytes, run: bytes,
+def _reads_what_is_set_between(path: str, current: bytes, result: bytes, run: bytes,
                                upstreams: set[int] | None = None) -> bool:
     """Whether a line between the fix's copy of `run` and upstream's nearest copy in `result`
     sets a name `run` reads: then each copy checks (or uses) another state, as a check after
     each of two steps (`ok = alloc(c);` `if (!ok) return false;` `ok = load(c);` the same
     check again), and both are wanted: no doubling. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -2718,7 +2728,7 @@ def _mends_only(body: list[bytes]) -> bool:
     return bool(statements)
 
 
-def _serves_a_use_between(current: bytes, result: bytes, run: bytes,
+def _serves_a_use_between(path: str, current: bytes, result: bytes, run: bytes,
                           upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one statement that done again at once changes nothing (a barrier,
     `__syncthreads();`; a name set from itself through steps that keep it so,
@@ -2727,7 +2737,7 @@ def _serves_a_use_between(current: bytes, result: bytes, run: bytes,
     another use, the fix's before `out = launch(y)`, upstream's after it, and both are wanted.
     Deleting the fix's copy would hand the use between what the fix made ready; keeping both
     does nothing twice. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -2913,7 +2923,7 @@ _RESETS = frozenset((b"zero_", b"fill_", b"copy_", b"normal_", b"uniform_", b"ra
                      b"bernoulli_", b"set_"))
 
 
-def _bodies_differ(current: bytes, result: bytes, run: bytes,
+def _bodies_differ(path: str, current: bytes, result: bytes, run: bytes,
                    upstreams: set[int] | None = None) -> bool:
     """Whether `run`, a new block's header with the guard its body begins with (block_runs),
     heads a block in `result` at the fix's copy that names something upstream's nearest block
@@ -2922,7 +2932,7 @@ def _bodies_differ(current: bytes, result: bytes, run: bytes,
     and `y[j] = y[j] + w` after `w = x[j]`, are the fix's block made again, on either side:
     the fix's temporaries and the type words that declare them are its own spelling, not
     names upstream's block must hold.) Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3123,7 +3133,7 @@ def _written(lines: list[bytes], own: int, run: bytes) -> list[bytes]:
     return written
 
 
-def _on_two_paths(current: bytes, result: bytes, run: bytes,
+def _on_two_paths(path: str, current: bytes, result: bytes, run: bytes,
                   upstreams: set[int] | None = None) -> bool:
     """Whether the fix's copy of `run` in `result` and upstream's nearest are on two paths of
     the function that never meet, read by indentation: the later copy inside another branch of
@@ -3136,7 +3146,7 @@ def _on_two_paths(current: bytes, result: bytes, run: bytes,
     after the body), a branch that runs on into the other copy, a copy in a branch opened
     after the other, a branch that breaks out of its loop before the line after the loop.
     Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3200,7 +3210,7 @@ def _in_loops_else(lines: list[bytes], loop: int, at: int) -> bool:
     return False
 
 
-def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes,
+def _upstreams_on_fewer_paths(path: str, current: bytes, result: bytes, run: bytes,
                               upstreams: set[int] | None = None) -> bool:
     """Whether upstream's nearest copy of `run` in `result` runs on only some of the paths
     through the fix's copy: a block that holds upstream's copy and not the fix's is one only
@@ -3211,7 +3221,7 @@ def _upstreams_on_fewer_paths(current: bytes, result: bytes, run: bytes,
     and a `finally:` run on every path; a loop's or a `try:`'s `else:` runs after the body on
     its path, so one holding upstream's copy where the body holds the fix's is one path (a
     body that breaks out is _on_two_paths'). Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3244,7 +3254,7 @@ def _read_in_a_branch(path: str, current: bytes, result: bytes, run: bytes,
     stand at one indentation with steps between (_steps_between) of which an `if` reads what
     the statement names on the paths through its body only (`if a:` + `b = clip(y)`). Asked
     only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3270,7 +3280,7 @@ def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes, ru
     of the copies' loop body), or inside a `try:` body whose handlers all leave
     (_in_the_branch_going_on): the paths that leave run the fix's copy alone. Asked only of
     a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None or theirs < own:
         return False
     lines = result.split(b"\n")
@@ -3285,37 +3295,37 @@ def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes, ru
     return _steps_between(lines, between, indent, set(), braced) == _SOME_PATHS
 
 
-def _upstreams_each_round(current: bytes, result: bytes, run: bytes,
+def _upstreams_each_round(path: str, current: bytes, result: bytes, run: bytes,
                           upstreams: set[int] | None = None) -> bool:
     """Whether upstream's nearest copy of `run` in `result` is inside a loop's body the fix's
     copy is outside of, a body that never leaves the loop (no `break`, `return`, `raise`,
     `throw` nor `goto` in it): upstream's copy runs each round (on the rounds its branches
     take), the fix's once. Read by indentation, as _upstreams_on_fewer_paths reads it. (A body
     that may leave runs a copy before the exit at most once: not asked here.)"""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     return _each_round(result.split(b"\n"), theirs - 1, own - 1)
 
 
-def _fixs_each_round(current: bytes, result: bytes, run: bytes,
+def _fixs_each_round(path: str, current: bytes, result: bytes, run: bytes,
                      upstreams: set[int] | None = None) -> bool:
     """_upstreams_each_round's mirror: whether the fix's copy of `run` in `result` is inside
     a loop's body that never leaves the loop, and upstream's nearest copy outside it."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     return _each_round(result.split(b"\n"), own - 1, theirs - 1)
 
 
-def _read_between(current: bytes, result: bytes, run: bytes,
+def _read_between(path: str, current: bytes, result: bytes, run: bytes,
                   upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`) or updating a
     target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
     upstream's nearest reads that name, in its header or its body: the loop sees another value
     with each copy. (A single line between reading it, `log(y)`, is not asked: deleting the
     fix's copy there is the way on that stop has advised.)"""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3402,21 +3412,21 @@ def _else_after_body_of(lines: list[bytes], opened: int, at: int) -> bool:
         and _inside(lines, head, at)
 
 
-def _guard_at_fix(current: bytes, result: bytes, run: bytes) -> bool:
+def _guard_at_fix(path: str, current: bytes, result: bytes, run: bytes) -> bool:
     """Whether the fix's copy of `run` in `result` is one whole guard (neartext.is_guard):
     a check that, made a second time on a path, changes nothing."""
-    _, own, _ = _copies_of(current, result, run)
+    _, own, _ = _copies_of(path, current, result, run)
     return own is not None and is_guard(_written(result.split(b"\n"), own, run))
 
 
-def _in_a_loop_apart(current: bytes, result: bytes, run: bytes,
+def _in_a_loop_apart(path: str, current: bytes, result: bytes, run: bytes,
                      upstreams: set[int] | None = None) -> bool:
     """Whether one of the fix's copy of `run` and upstream's nearest in `result` is in a loop
     (`for`, `while`, `do`) the other is not in: a short statement or an in-place update there
     runs once a round, the other's once (or in another loop, `n += 1` counting each,
     `y.add_(b)` adding in each): each its own, both wanted. Asked only of a short statement's
     or an in-place update's doubling found (short_runs, in_place_runs)."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -3527,14 +3537,14 @@ _LOOP = on_first_use(rb"(?:for|while|do|switch)\b")
 _ENDS_PATH = on_first_use(rb"\s*(?:return|raise|continue|break|throw|goto)\b")
 
 
-def _items_of_two_brackets(current: bytes, result: bytes, run: bytes,
+def _items_of_two_brackets(path: str, current: bytes, result: bytes, run: bytes,
                            upstreams: set[int] | None = None) -> bool:
     """Whether `run` is an item of a list, dict or call (it ends with a comma, or a closing
     bracket follows it) and the fix's copy in `result` and upstream's nearest are inside two
     different brackets: the same keyword argument passed to two calls
     (`stream=torch.cuda.current_stream(),` in launch_a's and in launch_b's) is two items,
     both wanted: no doubling. Asked only of a doubling found."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")
@@ -4252,12 +4262,12 @@ def _keys_in_a_dict_made(made: bytes, value: object, syntax: _DictSyntax) -> int
                default=0)
 
 
-def _index_address_to_undeclared(current: bytes, result: bytes, run: bytes,
+def _index_address_to_undeclared(path: str, current: bytes, result: bytes, run: bytes,
                                  upstreams: set[int] | None = None) -> bool:
     """Whether `run` is one item update (`out[i] += n;`) and a line between the fix's copy in
     `result` and upstream's nearest gives its index's address to a call of a function the
     file does not declare (_changes_through: None), which may step it (UNDECLARED_CALL)."""
-    _, own, theirs = _copies_of(current, result, run, upstreams)
+    _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
         return False
     lines = result.split(b"\n")

@@ -1092,3 +1092,63 @@ def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path,
     made = (stack.root / "overlays/up" / path).read_bytes()
     statement = step_of(path)
     assert made.count(b" " + statement + b"\n") == 2, made.decode()
+
+
+# A function with a loop above the fix's run() of straight steps.
+STEPS = b"".join(b"    s%d = prep%d(x)\n" % (k, k) for k in range(5))
+BELOW_A_LOOP = (b'"""Kernels."""\n\n\ndef prev(ys):\n    for v in ys:\n        log(v)\n\n\n'
+                b"def run(x, n):\n    y = x + 1\n" + STEPS + b"    z = y * 2\n    return z + s4\n")
+BELOW_A_LOOP_CU = (b"#include <hip/hip_runtime.h>\n\n"
+                   b"__device__ void prev(const int* ys, int m) {\n"
+                   b"    for (int v = 0; v < m; ++v) {\n        log(ys[v]);\n    }\n}\n\n"
+                   b"__device__ int run(int x, int n) {\n    int y = x + 1;\n"
+                   + STEPS.replace(b"    s", b"    int s").replace(b")\n", b");\n")
+                   + b"    int z = y * 2;\n    return z + s4;\n}\n")
+
+
+def below_a_loop(tmp_path, path: str, in_run: bytes) -> OneUpstreamStack:
+    """Fix `fa` steps y right after run() sets it; upstream steps it in the loop of prev(),
+    the function above, and adds `in_run` before run()'s `z = y * 2`."""
+    c_file = path.endswith(".cu")
+    base = BELOW_A_LOOP_CU if c_file else BELOW_A_LOOP
+    set_y, log_v, use_y = (b"    int y = x + 1;\n", b"        log(ys[v]);\n",
+                           b"    int z = y * 2;\n") if c_file else \
+        (b"    y = x + 1\n", b"        log(v)\n", b"    z = y * 2\n")
+    fix = base.replace(set_y, set_y + b"    " + step_of(path) + b"\n")
+    theirs = base.replace(log_v, log_v + b"        " + step_of(path) + b"\n").replace(
+        use_y, in_run + use_y)
+    stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: theirs}, "Step y", tag="v2")
+    return stack
+
+
+@pytest.mark.parametrize("path", ["pkg/a.py", "pkg/k.cu"], ids=["python", "c"])
+def test_a_short_statement_further_down_the_run_with_a_copy_in_the_loop_above_stops(tmp_path,
+                                                                                    path):
+    # Upstream steps y six lines lower in run(), a doubling, and also adds the same line to
+    # the loop of prev(), the function above, nearer the fix's line: that copy was read as
+    # upstream's, in a loop the fix's is not in, each its own, and merged run() stepped y
+    # twice, exit 0. Now upstream's copy is the one in the fix's own function: it stops.
+    stops_deleting_yours_first(below_a_loop(tmp_path, path, b"    " + step_of(path) + b"\n"))
+
+
+@pytest.mark.parametrize("path, in_run", [
+    ("pkg/a.py", b""),
+    ("pkg/a.py", b"    for k in range(n):\n        y += 1\n"),
+    ("pkg/k.cu", b""),
+    ("pkg/k.cu", b"    for (int k = 0; k < n; ++k) {\n        y += 1;\n    }\n")],
+    ids=["only-in-the-loop-above", "and-in-a-loop-of-run", "c-only-in-the-loop-above",
+         "c-and-in-a-loop-of-run"])
+def test_a_short_statement_in_the_loop_above_and_in_a_loop_of_its_own_moves(tmp_path, path,
+                                                                              in_run):
+    # Mirrors: upstream's copy in run() is in a loop the fix's is not in (y stepped n times,
+    # each its own step), or there is none in run(): the copy in prev()'s loop is other code
+    # that reads alike. The fix moves quietly, every copy kept.
+    stack = below_a_loop(tmp_path, path, in_run)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(step_of(path) + b"\n") == (3 if in_run else 2), made.decode()
