@@ -116,3 +116,51 @@ def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, 
             assert _series_files(root) == done, (step, n)
             assert run_subprocess(root, "status").returncode == 0, (step, n)
     assert cut_short >= 3
+
+
+@pytest.mark.parametrize("made", [_set_aside, _landing_reverted,
+                                  _landing_moved_and_taken_back_in_part_by_its_name])
+def test_the_fix_a_killed_bring_back_wrote_unlisted_is_named_with_the_bring_back(
+        tmp_path, monkeypatch, made):
+    """Killed after it wrote series/up/fa.patch and before the series listed it: the commands
+    that read the series said "list it again in series/up/series, or move it to deleted/"
+    (the fix is still in skipped/: deleted/ kept it twice). Now they name the bring-back that
+    finishes it, and that command, run as said, ends as the run never killed."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    stack, args = made(tmp_path / "stack")
+    clean = tmp_path / "clean"
+    shutil.copytree(stack.root, clean, symlinks=True)
+    run_subprocess(clean, *args, expect=0)
+    done = _series_files(clean)
+    said = "`patchforge bring-back fa` finishes it"
+    if made is _set_aside:
+        # A copy of skipped/fa.patch made by hand, on its older base, is no bring-back's
+        # write (run again, bring-back writes the fix beside it): not named as one.
+        by_hand = tmp_path / "by-hand"
+        shutil.copytree(stack.root, by_hand, symlinks=True)
+        shutil.copyfile(by_hand / "series/up/skipped/fa.patch", by_hand / "series/up/fa.patch")
+        err = run_subprocess(by_hand, "overlays", "--check", expect=2).stderr.decode()
+        assert "list it again in series/up/series" in err and said not in err, err
+    cut_short = 0
+    for n in range(1, 30):
+        root = tmp_path / f"renamed-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        if run_subprocess(root, *args, env={"PATCHFORGE_FAULT": f"renamed:{n}"}
+                          ).returncode == 0:
+            break
+        series = root / "series" / "up"
+        if not (series / "fa.patch").is_file() or b"fa.patch" in (series / "series").read_bytes():
+            continue
+        cut_short += 1
+        for command in (["overlays", "--check"], ["verify"]):
+            run = run_subprocess(root, *command, expect=2)
+            err = run.stderr.decode()
+            assert "series/up/fa.patch: not listed in series/up/series" in err and \
+                said in err and "list it" not in err and "deleted/" not in err, (n, err)
+        status = run_subprocess(root, "status", expect=1).stdout.decode()
+        assert "series/up/fa.patch: the fix a `patchforge bring-back fa` cut short" in status \
+            and said in status and "list it in" not in status, (n, status)
+        run_subprocess(root, "bring-back", "fa", expect=0)
+        assert _series_files(root) == done, n
+        assert run_subprocess(root, "status").returncode == 0, n
+    assert cut_short >= 1

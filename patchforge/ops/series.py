@@ -1538,12 +1538,65 @@ def cut_short_words(project: Project, upstream: str, file_name: str) -> str | No
         return (f"the file a rebase cut short while writing out its result takes out of the "
                 f"series{went}: `patchforge rebase --continue` finishes it, `patchforge "
                 f"rebase --abort` undoes it")
+    aside = cut_bring_back_source(project, upstream, file_name)
+    if aside is not None:
+        word = project.skipped_word(upstream, aside)
+        return (f"the fix a `patchforge bring-back {word}` cut short wrote before the series "
+                f"listed it (the fix is still in series/{upstream}/skipped/{aside}): "
+                f"`patchforge bring-back {word}` finishes it")
     kept = cut_delete_kept(project, upstream, file_name)
     if kept is not None:
         stem = file_name.removesuffix(".patch")
         return (f"the file a `patchforge delete {stem}` cut short left once the series no longer "
                 f"listed it (the fix is kept as {kept.relative_to(project.root).as_posix()}): "
                 f"`patchforge delete {upstream}/{stem}` finishes the delete")
+    return None
+
+
+def cut_bring_back_source(project: Project, upstream: str, file_name: str) -> str | None:
+    """The name under series/<upstream>/skipped/ of the fix whose `bring-back` a kill cut short
+    after it wrote `file_name` (a patch file the series does not list) and before the series
+    listed it, or None. bring-back writes the fix moved onto the pin under its own name (or
+    that name numbered, NAME.2.patch, where the series has one) while skipped/ still holds it:
+    the same header but for `Base` (the pin's commit), and no line added or taken out that the
+    fix in skipped/ does not add or take out (a part that landed meanwhile is left out of it,
+    a function that moved into another file is changed there). Run again, the same
+    `bring-back` finishes that run (_cut_short_here); listed by hand, it is put back twice or
+    found doubled."""
+    from collections import Counter
+
+    pinned = project.lock.upstreams.get(upstream)
+    if pinned is None:
+        return None
+    pin = pinned.commit
+    stem = file_name.removesuffix(".patch")
+    head, _, tail = stem.rpartition(".")
+    directory = project.series_dir(upstream)
+    written = directory / file_name
+    for source in dict.fromkeys([file_name] + ([f"{head}.patch"] if head and tail.isdigit()
+                                               else [])):
+        aside = directory / "skipped" / source
+        if not aside.is_file() or aside.is_symlink() or not written.is_file() or \
+                written.is_symlink():
+            continue
+        try:
+            new, old = (parse_patch_file(read_no_link(path), str(path))
+                        for path in (written, aside))
+            # By its lines alone: where the fix's function moved into another file, the
+            # moved fix's hunks name that file.
+            lines = [Counter(line.rstrip(b"\r\n") for fp in patch.file_patches
+                             for hunk in getattr(fp, "hunks", ()) for line in hunk.lines
+                             if line[:1] in (b"+", b"-")) for patch in (new, old)]
+        except (OSError, InputError):
+            continue
+        fields = [[(f.name.lower(), f.value) for f in patch.fields if f.name.lower() != "base"]
+                  for patch in (new, old)]
+        # On the pin, as bring-back writes it: a copy of skipped/'s file made by hand on an
+        # older base is no run of it (bring-back, run again, writes the fix beside it under a
+        # numbered name).
+        if fields[0] == fields[1] and new.description == old.description and lines[0] and \
+                not lines[0] - lines[1] and new.get("Base") == pin:
+            return source
     return None
 
 
