@@ -154,12 +154,25 @@ def regenerate_overlays_advice(project: Project) -> str:
     for state in read_states(project).values():
         if COMMANDS["overlays"].get(state.kind) == "yes":
             continue
-        ends = ("`patchforge rebase --continue`, `--skip` or `--abort`" if state.kind == STOPPED
-                else "`patchforge rebase --continue` or `--abort`")
+        ends = rebase_ways_on(state.kind)
         return (f"`patchforge overlays` is refused while the rebase of {state.upstream} is "
                 f"{'stopped' if state.kind == STOPPED else 'in progress'}: once it ends "
                 f"({ends}), run `patchforge overlays` and commit the result")
     return "run `patchforge overlays` and commit the result"
+
+
+def rebase_ways_on(kind: str) -> str:
+    """The commands that go on from a rebase in progress: `--skip` only where it is stopped on
+    a patch (cut short in its walk, `--skip` is refused: "nothing to skip")."""
+    return ("`patchforge rebase --continue`, `--skip` or `--abort`" if kind == STOPPED
+            else "`patchforge rebase --continue` or `--abort`")
+
+
+def rebase_in_progress_ways_on(project: Project) -> str:
+    """rebase_ways_on for the project's rebase journal: stopped on a patch of any upstream, or
+    cut short (interrupted, or in its write-out)."""
+    states = read_states(project).values()
+    return rebase_ways_on(STOPPED if any(s.kind == STOPPED for s in states) else REBASING)
 
 
 def edit_command(words: str, upstream: str, patch: str, several: bool) -> str:

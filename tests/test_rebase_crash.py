@@ -221,6 +221,46 @@ def test_the_journal_that_begins_the_write_out_is_synced_with_the_files_it_names
     assert sum(journal in batch for batch in batches) == 2  # the start's and the write-out's
 
 
+def test_a_rebase_cut_short_then_asked_again_names_only_the_ways_that_go_on(tmp_path,
+                                                                          monkeypatch):
+    """Ctrl-C in a rebase's walk (a journal, no stop), then the same `rebase --to` again: the
+    refusal's hint said "run `patchforge rebase --continue`, `--skip` or `--abort`", and
+    `--skip` then said "the rebase is not stopped on a patch; nothing to skip". It names
+    `--continue` and `--abort` alone, and `--continue` finishes the move; a rebase stopped on
+    a conflict and asked again still names `--skip`."""
+    stack, args = build(tmp_path, monkeypatch)
+    after = reference(stack, args, tmp_path)
+    for n in range(1, 50):
+        root = tmp_path / f"cut-{n}"
+        shutil.copytree(stack.root, root, symlinks=True)
+        proc = run_subprocess(root, *args, env={"PATCHFORGE_FAULT_MODE": "interrupt",
+                                                "PATCHFORGE_FAULT": f"renamed:{n}"})
+        assert proc.returncode == INTERRUPTED, proc.stderr.decode()
+        journal = root / ".patchforge/rebase/journal.json"
+        if journal.exists() and json.loads(journal.read_text())["phase"] == "running":
+            break
+    else:
+        pytest.fail("no Ctrl-C left a rebase cut short in its walk")
+    again = run_cli(root, *args)
+    assert again.rc == 2 and "a rebase is in progress" in again.err, again.text
+    assert "`patchforge rebase --continue` or `--abort`" in again.err, again.text
+    assert "--skip" not in again.err, again.text
+    assert run_cli(root, "rebase", "--continue").rc == 0
+    assert snapshot(root, skip_state=True, dirs=False) == after
+
+    # The mirror: stopped on a conflict, asked again: `--skip` is a way on there.
+    upstream = Upstream(tmp_path / "up2", {"pkg/mod.py": BASE})
+    stopped = Stack(tmp_path / "stopped")
+    stopped.add_upstream("up", upstream)
+    stopped.add_patch("up", "conflicting",
+                      {"pkg/mod.py": with_lines({10: b"def f10():\n    return -10\n\n"})})
+    moved = upstream.commit({"pkg/mod.py": with_lines({10: b"def f10():\n    return 100\n\n"})})
+    stopped.cli("rebase", "--to", f"up={moved}", expect=3)
+    again = run_cli(stopped.root, "rebase", "--to", f"up={moved}")
+    assert again.rc == 2 and "a rebase is in progress" in again.err, again.text
+    assert "`patchforge rebase --continue`, `--skip` or `--abort`" in again.err, again.text
+
+
 def test_kill_during_continue_after_a_conflict(tmp_path, monkeypatch):
     """Killed at every write point of `--continue` (resolution staged, write-out): the journal
     still finishes or aborts to the right bytes."""

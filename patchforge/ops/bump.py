@@ -533,9 +533,10 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     if Journal(project.state_dir).exists():
         # A stopped rebase is the project's state until it is finished: a bump would judge
         # and report on a series that is half moved.
+        from patchforge.state import rebase_in_progress_ways_on
+
         raise InProgressError("a rebase is in progress",
-                              hint="finish it first: `patchforge rebase --continue`, "
-                                   "`--skip` or `--abort`")
+                              hint=f"finish it first: {rebase_in_progress_ways_on(project)}")
     name = _which_upstream(project, upstream_name)
     upstream = project.config.upstream(name)
     old = project.lock.pin(name)

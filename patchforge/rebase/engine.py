@@ -321,8 +321,10 @@ class Rebase:
                                       refuse_symlinked_paths, require_readable_history)
 
         if self.journal.exists():
+            from patchforge.state import rebase_in_progress_ways_on
+
             raise InProgressError("a rebase is in progress",
-                                  hint="run `patchforge rebase --continue`, `--skip` or `--abort`")
+                                  hint=f"run {rebase_in_progress_ways_on(self.project)}")
         unknown = set(specs) - set(self.project.upstream_names())
         if unknown:
             raise UsageError(f"unknown upstream{'s' if len(unknown) > 1 else ''}: "
