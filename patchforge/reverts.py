@@ -1406,12 +1406,14 @@ def _defines(owns: list[_OwnFunction], content: bytes) -> bool:
 
 
 def _file_states(fix: _Fix, contents: dict, own_place) -> list[tuple]:
-    """(file change, its content, _file_state) of each file of the fix in `contents` (the
-    files at a revision by path), its whole diff alone asked (`own_place`: _file_state's)."""
+    """(file change, its content, _file_state, the path it was read at: _path_of) of each
+    file of the fix in `contents` (the files at a revision by path), its whole diff alone
+    asked (`own_place`: _file_state's)."""
     files = []
     for k, fp in enumerate(fix.files):
-        content = _content_of(fix, k, contents)
-        files.append((fp, content, _file_state(fp, content, own_place, by_lines=False)))
+        path = _path_of(fix, k, contents)
+        content = contents[path] if path is not None else None
+        files.append((fp, content, _file_state(fp, content, own_place, by_lines=False), path))
     return files
 
 
@@ -1430,7 +1432,7 @@ def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[s
                           else _ASK_AWAY) for fix in fixes]
     pairs = []
     for fix, states in zip(fixes, files):
-        for fp, content, state in states:
+        for fp, content, state, _ in states:
             if state == _ASK_AWAY:
                 base = _base_file(store, fix, fp)
                 if base is not None:
@@ -1441,8 +1443,8 @@ def _states_at(store: UpstreamStore, fixes: list[_Fix], rev: str) -> list[dict[s
         caches.append({rev: _combined(store, fix, [
             (fp, content, _at_copy(_at_own_place(store, fix, fp, content, state == _ASK_BOTH,
                                                  places))
-             if state in (_ASK_BOTH, _ASK_AWAY) else state)
-            for fp, content, state in states], rev)})
+             if state in (_ASK_BOTH, _ASK_AWAY) else state, path)
+            for fp, content, state, path in states], rev)})
     return caches
 
 
@@ -1452,7 +1454,7 @@ def _combined(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str | No
     when every one has its change; gone when every one has its old code back; part when some
     have their old code back and every other one has the change (taken back in part: the fix
     is whole nowhere, so in no overlay); else other."""
-    if all(state == "present" for _, _, state in files):
+    if all(state == "present" for _, _, state, _ in files):
         return "present" if files else "other"
     verdicts = _hunk_verdicts(store, fix, files, rev)
     if rev is not None:
@@ -1490,7 +1492,7 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
     Unless the history does not show the move (`fix.unmoved`, _doubtful_moves): gone. The
     hunks counted moved are noted by `rev` (`fix.moved`) for _judge to ask the history."""
     found: list[tuple[FilePatch, int | None, str]] = []
-    for k, (fp, content, state) in enumerate(files):
+    for k, (fp, content, state, path) in enumerate(files):
         if state == "present" or state == _GONE_AT_COPY or (
                 state == "gone" and (fp.binary is not None or fp.is_new or fp.is_delete)):
             found.append((fp, None, "gone" if state == _GONE_AT_COPY else state))
@@ -1499,7 +1501,7 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
         if state == "gone":
             # (Its whole diff applies again; a hunk of import lines upstream wrote in another
             # form elsewhere in the file, sorted into a wrapped list, is still there.)
-            held = _imports_held(store, fix, k, fp, content)
+            held = _imports_held(store, fix, k, fp, content, path)
             hunks = [(n, _IMPORTS_HELD if held(hunk) else "gone")
                      for n, hunk in enumerate(fp.hunks, 1)
                      if any(line[:1] in (b"+", b"-") for line in hunk.lines)]
@@ -1510,7 +1512,7 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
                                  {n for kk, n in fix.not_back if kk == k}, unplaced,
                                  {n: back for (kk, n), back in fix.placed.items() if kk == k},
                                  _own_function_of(store, fix, k),
-                                 _imports_held(store, fix, k, fp, content))
+                                 _imports_held(store, fix, k, fp, content, path))
             if unplaced and rev is not None:
                 # (Noted even where the files alone say neither: the hunk whose place the
                 # history tells may be the one the rest of the fix waits on, a guard another
@@ -1640,7 +1642,7 @@ _IMPORTS_HELD = "imports held"
 
 
 def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
-                  content: bytes | None) -> Callable[..., bool]:
+                  content: bytes | None, path: str | None) -> Callable[..., bool]:
     """Whether a hunk of the fix's file change `k`, a Python file, that changes import lines
     only (importforms.hunk_imports) is there in `content`: each name it binds is bound to the
     same module by the file's module-level imports, in whatever form (`from a.b import c` for
@@ -1653,7 +1655,10 @@ def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
     and an edit after it as "superseded", nothing said. No name it unbound is bound more
     often than there. A name bound to another module (`from a.x import c`), `import a.b.c`
     (which binds `a`) and an import taken out are not. Neither is any where the file as the
-    fix left it or its base file is not known."""
+    fix left it or its base file is not known. `content` is the file read at `path`
+    (_path_of: the fix's, a name upstream renamed it to, or a file upstream moved its
+    functions into), its relative imports resolved from there; the fix's hunk, the file as the
+    fix left it and its base from the fix's own path."""
     from patchforge.apply.importforms import hunk_imports
 
     def held(hunk) -> bool:
@@ -1670,7 +1675,10 @@ def _imports_held(store: UpstreamStore, fix: _Fix, k: int, fp: FilePatch,
             return False
         left, before = counts
         made, unmade = changed
-        there = _bindings_of(content, fp.path)
+        # (Upstream that moved the file, `pkg/k.py` to `pkg/sub/k.py`, and wrote the fix's
+        # `from pkg.utils import arch` as `from .utils import arch` bound another module:
+        # `pkg.sub.utils`'s arch.)
+        there = _bindings_of(content, path or fp.path)
         # (Only a binding the file change makes on balance: an import the fix moved, taken
         # out further down and put in at the top, is back further down after a revert.)
         return all(there[bind] >= left[bind] > before[bind] for bind in made) and \

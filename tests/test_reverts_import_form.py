@@ -261,3 +261,48 @@ def test_the_guard_taken_out_beside_the_relative_import_made_absolute_brings_bac
     assert overlay == _file(FROM, guard=True), overlay.decode()
     for command in (("check",), ("status",)):
         stack.cli(*command)
+
+
+def _moved_into_sub(tmp_path, imports: bytes, whole_file: bool) -> tuple[OneUpstreamStack, str]:
+    """The fix's `from pkg.utils import arch` and guard landed in pkg/k.py; upstream then
+    moves the file to pkg/sub/k.py (`whole_file`: a rename git follows) or gather() whole into
+    pkg/sub/g.py, pkg/k.py staying with another function, writing `imports` there (at a
+    pkg/sub/utils.py with an arch of its own). (The status of that commit, the commit.)"""
+    stack = _landed(tmp_path, FROM)
+    moved = _file(imports, guard=True)
+    files = {"pkg/sub/__init__.py": b"", "pkg/sub/utils.py": b"arch = None\n"}
+    if whole_file:
+        files.update({"pkg/k.py": None, "pkg/sub/k.py": moved})
+    else:
+        files.update({"pkg/k.py": HEAD + FROM + b"\n\ndef keep(x):\n    return x\n",
+                      "pkg/sub/g.py": moved.replace(b"from pkg.kernels", b"from ..kernels")})
+    took = stack.commit(files, "move into pkg.sub (#9)", tag="v3")
+    return stack, took
+
+
+@pytest.mark.parametrize("whole_file", [True, False], ids=["file-moved", "function-moved"])
+def test_an_import_moved_with_its_file_and_made_relative_to_another_module_is_said(
+        tmp_path, whole_file):
+    """Upstream moves the fix's code into pkg/sub/ writing the fix's `from pkg.utils import
+    arch` as `from .utils import arch`: there that is pkg.sub.utils's arch, another module, the
+    fix's import taken back. It was resolved from the fix's own path (pkg.utils), read as the
+    fix's import in another form: nothing said, exit 0."""
+    stack, took = _moved_into_sub(tmp_path, RELATIVE, whole_file)
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert said["by"] == took, said
+    assert "taken back in part: pkg/k.py hunk 1, the rest of its change still upstream" in \
+        said["detail"], said
+    assert "imports upstream has in another form" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+
+
+@pytest.mark.parametrize("whole_file", [True, False], ids=["file-moved", "function-moved"])
+def test_an_import_moved_with_its_file_and_made_relative_to_the_same_module_is_quiet(
+        tmp_path, whole_file):
+    """Mirror: the moved code writes `from ..utils import arch`, from pkg/sub/ the fix's
+    pkg.utils's arch: the fix's import in another form, nothing said."""
+    stack, _ = _moved_into_sub(tmp_path, b"from ..utils import arch\n", whole_file)
+    status = stack.json("status", "--against", "v3")
+    assert status["gone_upstream"] == [] and status["reverted"] == [], status
+    stack.cli("rebase", "--to", "v3")
+    stack.cli("status")
