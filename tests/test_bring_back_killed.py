@@ -79,6 +79,16 @@ def _landing_moved_and_taken_back_in_part_by_its_name(tmp_path):
     return stack, ("bring-back", "up/fa.patch")
 
 
+def _made_and_run_uncut(tmp_path, made):
+    """The stack `made` builds, its bring-back's arguments, and the series files a copy of it
+    holds once that bring-back ran uncut: what every killed run must end as."""
+    stack, args = made(tmp_path / "stack")
+    clean = tmp_path / "clean"
+    shutil.copytree(stack.root, clean, symlinks=True)
+    run_subprocess(clean, *args, expect=0)
+    return stack, args, _series_files(clean)
+
+
 @pytest.mark.parametrize("made", [_set_aside, _landing_reverted,
                                   _landing_moved_and_taken_back_in_part,
                                   _landing_moved_and_taken_back_in_part_by_its_name])
@@ -90,11 +100,7 @@ def test_a_bring_back_killed_anywhere_is_finished_by_the_same_command(tmp_path, 
     the ledger with it, and no command took it on. Now the rerun records the return the
     killed run did not, and every point of the kill ends as the run never killed."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    stack, args = made(tmp_path / "stack")
-    clean = tmp_path / "clean"
-    shutil.copytree(stack.root, clean, symlinks=True)
-    run_subprocess(clean, *args, expect=0)
-    done = _series_files(clean)
+    stack, args, done = _made_and_run_uncut(tmp_path, made)
     assert "series/up/fa.patch" in done and b"brought-back" in done["series/history.jsonl"]
     if made in (_landing_moved_and_taken_back_in_part,
                 _landing_moved_and_taken_back_in_part_by_its_name):
@@ -127,11 +133,7 @@ def test_the_fix_a_killed_bring_back_wrote_unlisted_is_named_with_the_bring_back
     (the fix is still in skipped/: deleted/ kept it twice). Now they name the bring-back that
     finishes it, and that command, run as said, ends as the run never killed."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    stack, args = made(tmp_path / "stack")
-    clean = tmp_path / "clean"
-    shutil.copytree(stack.root, clean, symlinks=True)
-    run_subprocess(clean, *args, expect=0)
-    done = _series_files(clean)
+    stack, args, done = _made_and_run_uncut(tmp_path, made)
     said = "`patchforge bring-back fa` finishes it"
     if made is _set_aside:
         # A copy of skipped/fa.patch made by hand, on its older base, is no bring-back's
