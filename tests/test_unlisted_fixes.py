@@ -1,7 +1,8 @@
 """A patch file in series/<up>/ that its series does not list (a series edited by hand that lost
 its line, `quilt delete` run on the series, a rename cut short): the commands that make
 something to ship from the series or vouch for it (`overlays`, `overlays --check`,
-`export --quilt`, `export --mbox`, `verify`, `verify --image`, `check`, `bump`) refuse, naming the file and how to go on, and write nothing; they
+`export --quilt`, `export --mbox`, `verify`, `verify --image`, `check`, `bump`, and
+`rebase --to`, which would move the series without it) refuse, naming the file and how to go on, and write nothing; they
 made a release without that fix, exit 0, where `status` and `lint` named it."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from helpers.snapshot import tree_bytes
 SHIPPING = (["overlays"], ["overlays", "--check"], ["export", "--quilt", "OUT"],
             ["export", "--mbox", "OUT"], ["verify"],
             ["verify", "--image"], ["check"], ["check", "--run"], ["bump", "--to", "up=main"],
-            ["bump", "--to", "up=main", "--dry-run"])
+            ["bump", "--to", "up=main", "--dry-run"], ["rebase", "--to", "up=main"],
+            ["rebase", "--to", "up=main", "--dry-run"])
 
 
 def _three_fixes(tmp_path: Path) -> Path:
@@ -176,3 +178,41 @@ def test_the_file_a_rebase_cut_short_takes_out_is_named_with_its_continue_and_ab
     assert (undone / "series" / "up" / "series").read_bytes() == b"clean.patch\nlanded.patch\n"
     assert not (undone / "series" / "up" / "upstreamed" / "landed.patch").exists()
     ok(undone, "overlays", "--check")
+
+
+def test_a_move_of_a_series_that_forgot_a_fix_is_refused_before_anything_moves(tmp_path):
+    """A series edited by hand that lost fix-9's line: `rebase --to` moved fix-2 and fix-5 onto
+    upstream's new commit, exit 0, leaving fix-9.patch on the old pin beside them (and its
+    dry run showed that move as all clean), where the next `overlays` refused. It refuses as
+    `overlays` does, exit 2, naming the file, before anything is fetched or written; an
+    upstream the move leaves where it is does not stop another's move; listed again, fix-9
+    moves with the others."""
+    from helpers.git import commit_files
+    from helpers.project import add_git_upstream, lock_doc
+    from helpers.upstream import Upstream
+
+    root = _three_fixes(tmp_path)
+    other = Upstream(tmp_path / "two-upstream", {"c.py": b"c = 1\n"})
+    add_git_upstream(root, "two", other.path, "main")
+    commit_files(tmp_path / "up-upstream", {"pkg/b.py": b"x = 1\ny = 2\nz = 4\n"}, "z is 4")
+    moved = commit_files(other.path, {"c.py": b"c = 2\n"}, "c is 2")
+    series = root / "series" / "up" / "series"
+    series.write_bytes(b"fix-2.patch\nfix-5.patch\n")
+    before = tree_bytes(root, skip=(".patchforge",))
+    for extra in ((), ("--dry-run",), ("--json",)):
+        run = run_cli(root, "rebase", "--to", "up=main", *extra)
+        assert run.rc == 2, (extra, run.text)
+        assert "series/up/fix-9.patch: not listed in series/up/series" in run.err, run.err
+        assert "list it again in series/up/series (a line `fix-9.patch`" in run.err, run.err
+        assert tree_bytes(root, skip=(".patchforge",)) == before, extra
+        assert not (root / ".patchforge" / "rebase" / "journal.json").exists(), extra
+    # Another upstream's move leaves up's series as it is: not stopped by it.
+    ok(root, "rebase", "--to", "two=main")
+    assert lock_doc(root)["upstreams"]["two"]["commit"] == moved
+    assert run_cli(root, "status").rc == 1
+    series.write_bytes(b"fix-2.patch\nfix-5.patch\nfix-9.patch\n")
+    ok(root, "rebase", "--to", "up=main")
+    pin = lock_doc(root)["upstreams"]["up"]["commit"]
+    for n in (2, 5, 9):
+        assert f"Base: {pin}".encode() in (root / "series" / "up" / f"fix-{n}.patch").read_bytes()
+    assert b"LINE9" in (root / "series" / "up" / "fix-9.patch").read_bytes()

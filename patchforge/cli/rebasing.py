@@ -135,9 +135,22 @@ def run_rebase(app, *, specs: tuple[str, ...], more_specs: tuple[str, ...], dry_
             if specs:
                 from patchforge.targets import parse_target_specs
 
+                targets = parse_target_specs(specs, project.upstream_names())
+                from patchforge.state import unlisted_fixes
+
+                # Before a pin is fetched or anything written, a dry run too: the move rebased
+                # the series as listed and exited 0, leaving a patch file the series forgot on
+                # the old pin, where `overlays` then refused it. An upstream the move leaves
+                # where it is keeps its series as it is. (A rebase in progress: `start` names
+                # its ways on. ops.series, and the editing worktree with it, is loaded only to
+                # say it: a clean rebase never loads them.)
+                if not engine.journal.exists() and \
+                        any(upstream in targets for upstream, _, _ in unlisted_fixes(project)):
+                    from patchforge.ops.series import refuse_unlisted_fixes
+
+                    refuse_unlisted_fixes(project, list(targets))
                 try:
-                    summary = engine.start(parse_target_specs(specs, project.upstream_names()),
-                                           dry_run=dry_run)
+                    summary = engine.start(targets, dry_run=dry_run)
                 finally:
                     _say_left_behind(project, engine)
                 if dry_run and not as_json:
