@@ -86,7 +86,8 @@ def open_store(project: Project, *, bring_pins: bool | list[str] = False):
 
 def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
                         commits: list[str], *, retry: bool = False,
-                        failed: dict[str, str] | None = None) -> list[str]:
+                        failed: dict[str, str] | None = None,
+                        no_answer: set[str] | None = None) -> list[str]:
     """Fetch into `store`, from git upstream `upstream`'s own repository alone, those of
     `commits` (full ids a kept fix names: its `Base`, its recorded landing) the store lacks,
     in one fetch. The store no longer fetches a commit on demand (git asked every remote of
@@ -102,7 +103,8 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
     or from another URL. A failure that is no such answer (the network, a remote that gave
     no answer or an error) is recorded nowhere, and the next command asks again: `failed`
     gets each commit still missing after one, with git's error (the caller says it so, with
-    the URL, never "not served")."""
+    the URL, never "not served"), and `no_answer` those of them the remote gave no answer for
+    (`gave_up`: a connection refused, a 503), where asking again later may bring them."""
     from patchforge.store.giturl import redact, store_namespace
 
     missing = [c for c in dict.fromkeys(c.lower() for c in commits) if not store.has_object(c)]
@@ -114,6 +116,7 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
     record = unserved_record(store, namespace)
     wanted = missing if retry else [c for c in missing if not (record / c).is_file()]
     errors: dict[str, str] = {}  # commit -> a failure that was no answer of upstream's
+    unanswered: set[str] = set()  # (of those, the ones the remote gave no answer at all)
     # (One fetch for all; where the upstream lacks one of them, each alone, so that the
     # others still come, and the one it lacks is known.)
     for group in [wanted] if len(wanted) == 1 else [wanted, *([c] for c in wanted)]:
@@ -133,6 +136,10 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
             # (git's words alone: the store's name of the remote means nothing to a reader.)
             said = re.sub(r"^fetching \S+ from \S+ failed: ", "", " ".join(exc.message.split()))
             errors.update((c, said) for c in asked)
+            if exc.gave_up:
+                unanswered.update(asked)
+            else:
+                unanswered.difference_update(asked)
             continue
         for commit in asked:
             (record / commit).unlink(missing_ok=True)
@@ -140,6 +147,8 @@ def bring_named_commits(project: Project, store: UpstreamStore, upstream: str,
             break
     if failed is not None:
         failed.update((c, why) for c, why in errors.items() if not store.has_object(c))
+    if no_answer is not None:
+        no_answer.update(c for c in unanswered if c in errors and not store.has_object(c))
     return [c for c in missing if not store.has_object(c)]
 
 

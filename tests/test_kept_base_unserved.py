@@ -219,6 +219,61 @@ def test_a_network_failure_fetching_the_base_is_said_as_one_and_asked_again(tmp_
         server.close()
 
 
+@pytest.mark.parametrize("answer,code", [(503, 75), (403, 2)])
+def test_fetch_that_could_not_bring_a_kept_fixs_base_exits_non_zero(tmp_path, monkeypatch,
+                                                                    answer, code):
+    """A CI job runs `patchforge fetch` to fill the cache and goes on: the upstream, served
+    over HTTP by git http-backend, failed the request for a kept fix's base and `fetch` said
+    so in a note and exited 0. It exits 75 where the remote gave no answer (a 503: run it
+    again later) and 2 where it answered with an error (a 403), after saying what it fetched,
+    naming the fix and its base (`--json` too: the document, then the exit). The mirror:
+    once the remote answers that it lacks the commit (not served: recorded, and `status`
+    says where that matters), and once it serves it, `fetch` exits 0."""
+    import gzip
+
+    from helpers.servers import Answer, GitHttpServer
+
+    class Failing(GitHttpServer):
+        failing: set[bytes] = set()
+
+        def route(self, method, path, query, req):
+            body = gzip.decompress(req.body) if req.header("content-encoding") == "gzip" \
+                else req.body
+            if method == "POST" and any(sha in body for sha in self.failing):
+                return Answer(answer, b"no")
+            return super().route(method, path, query, req)
+
+    gone = _Gone(tmp_path, monkeypatch)
+    server = Failing(gone.up)
+    try:
+        for name in ("patchforge.toml", "upstream.lock"):
+            path = gone.clone / name
+            path.write_text(path.read_text().replace(str(gone.up), server.repo_url))
+        server.failing = {gone.base.encode()}
+        for extra in ((), ("--json",)):
+            fetched = gone.cli("fetch", *extra, expect=code)
+            note = f"up/upstreamed/fix.patch: its base commit {gone.base[:12]} could not be " \
+                f"fetched from up ({server.repo_url}): "
+            assert f"could not be fetched: up/upstreamed/fix.patch (base {gone.base[:12]})" \
+                in fetched.err, fetched.text
+            if extra:
+                doc = json.loads(fetched.out)
+                assert [f["upstream"] for f in doc["fetched"]] == ["up"], doc
+                assert any(note in said for said in doc["notes"]), doc
+            else:
+                assert "up v2: " in fetched.out and note in fetched.err, fetched.text
+        assert list((tmp_path / "cold-cache").glob("kept/unserved/*/*")) == []
+        server.failing = set()
+        fetched = gone.cli("fetch", expect=0)
+        assert f"its base commit {gone.base[:12]} is not served by up" in fetched.err, \
+            fetched.text
+        gone.served_again()
+        fetched = gone.cli("fetch", expect=0)
+        assert gone.base[:12] not in fetched.err, fetched.text
+    finally:
+        server.close()
+
+
 def test_a_fix_upstream_has_said_without_its_base_is_cleared_by_delete_not_brought_back(
         tmp_path, monkeypatch):
     """Its base not served, upstream's work in its own file (the fix still there): said not

@@ -217,9 +217,10 @@ def fetch(app, upstreams, as_json):
     notes = announce_state_report(project, as_json=as_json)[0]
     # The project's display shows each upstream, then its download and import in bytes.
     unserved: list[str] = []
+    unfetched: list[tuple[str, str, bool]] = []
     results = do_fetch(project, list(upstreams) or None,
                        on_upstream=lambda name, label: project.progress.step(
-                           f"fetching {name} {label}"), notes=unserved)
+                           f"fetching {name} {label}"), notes=unserved, unfetched=unfetched)
     # (Its base commit asked again, a kept fix's upstream no longer has it: said, as notes.)
     say_notes(unserved, as_json=as_json)
     notes = list(notes) + unserved
@@ -227,10 +228,32 @@ def fetch(app, upstreams, as_json):
         emit_json({"fetched": [{"upstream": u, "commit": c, "result": w}
                                for u, c, w in results],
                    **({"notes": notes} if notes else {})}, "fetch")
-        return
-    # Said with the pinned label: a bare commit id told a newcomer's first run little.
-    said = {"present": "already in the cache", "fetched": "fetched into the cache",
-            "imported": "imported into the cache"}
-    for name, commit, what in results:
-        label = project.lock.pin(name).label
-        click.echo(f"{name} {label}: {said.get(what, what)} ({commit[:12]})")
+    else:
+        # Said with the pinned label: a bare commit id told a newcomer's first run little.
+        said = {"present": "already in the cache", "fetched": "fetched into the cache",
+                "imported": "imported into the cache"}
+        for name, commit, what in results:
+            label = project.lock.pin(name).label
+            click.echo(f"{name} {label}: {said.get(what, what)} ({commit[:12]})")
+    if unfetched:
+        _refuse_unfetched(unfetched)
+
+
+def _refuse_unfetched(unfetched: list[tuple[str, str, bool]]) -> None:
+    """A kept fix's base commit that could not be fetched (its note said why): `fetch` exited
+    0, and a CI job that runs it to fill the cache went on with a cache that lacks it. The exit
+    is 75 where every such remote gave no answer (the network, a 503: run it again later), else
+    2 (a remote that answered with an error: its words in the note say what to mend)."""
+    from patchforge.errors import RemoteUnreachable
+    from patchforge.model.words import counted
+
+    fixes = ", ".join(f"{fix} (base {base[:12]})" for fix, base, _ in unfetched)
+    error = RemoteUnreachable(
+        f"the base commit of {counted(len(unfetched), 'fix')} kept as landed could not be "
+        f"fetched: {fixes}; the cache lacks it, and commands judge "
+        f"{'it' if len(unfetched) == 1 else 'them'} without it",
+        hint="its note gives the URL and git's error; `patchforge fetch` asks again "
+             "(where the remote gave no answer, nothing in the project is wrong: run it again "
+             "later)")
+    error.gave_up = all(no_answer for _, _, no_answer in unfetched)
+    raise error

@@ -406,12 +406,17 @@ def _refuse_shared_config(project: Project, name: str, spec: str) -> None:
 
 
 def fetch(project: Project, names: list[str] | None = None, *,
-          on_upstream=None, notes: list[str] | None = None) -> list[tuple[str, str, str]]:
+          on_upstream=None, notes: list[str] | None = None,
+          unfetched: list[tuple[str, str, bool]] | None = None) -> list[tuple[str, str, str]]:
     """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
     `on_upstream(name, label)` is called before each (the CLI's progress indicator). The
     commits the fixes kept as landed name (each `Base`, each recorded landing) are asked of
     their upstream again, even those an earlier command found it does not serve (the retry
-    pins.bring_named_commits records); `notes` gets a sentence for each still missing."""
+    pins.bring_named_commits records); `notes` gets a sentence for each still missing, and
+    `unfetched` (UPSTREAM/upstreamed/NAME, base commit, whether the remote gave no answer at
+    all) each kept fix whose base could not be fetched for another reason than upstream
+    answering it lacks it (the network, an error of the remote's): the caller's exit status
+    says it, since the cache is not what a later `--offline` command needs."""
     from patchforge.pins import ensure_pinned, open_store
 
     lock = project.lock
@@ -437,15 +442,16 @@ def fetch(project: Project, names: list[str] | None = None, *,
             # fine: its pinned tree is read through.
             store.check_readable(pin.commit)
             if pin.kind == "git":
-                said = _bring_series_files(project, store, name, pin.commit)
+                said = _bring_series_files(project, store, name, pin.commit,
+                                           unfetched=unfetched)
                 if notes is not None:
                     notes += said
             out.append((name, pin.commit, what))
     return out
 
 
-def _bring_series_files(project: Project, store: UpstreamStore, name: str,
-                        commit: str) -> list[str]:
+def _bring_series_files(project: Project, store: UpstreamStore, name: str, commit: str, *,
+                        unfetched: list[tuple[str, str, bool]] | None = None) -> list[str]:
     """The files the series touches, at the pin, into a partial store in one fetch: a git
     upstream's blobs otherwise come when first read, and an `--offline` command (a pre-commit
     hook's) after `fetch` would find them missing. A patch that does not parse is left to
@@ -476,9 +482,10 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str,
     from patchforge.reverts import kept_base, kept_commits
 
     failed: dict[str, str] = {}
+    no_answer: set[str] = set()
     missing = set(bring_named_commits(project, store, name,
                                       kept_commits([data for _, data in kept]), retry=True,
-                                      failed=failed))
+                                      failed=failed, no_answer=no_answer))
     # The fixes kept as landed are judged at the pin (reverted there?) by `overlays`, whose
     # Dockerfile fails its build where the pin lacks one, and by `verify`: the files of
     # the revisions that judgement reads come now, as it reads them.
@@ -492,6 +499,8 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str,
         url = redact(git_url_for(project, project.config.upstream(name).url or ""))
     for kept_name, data in kept:
         base = kept_base(data)
+        if base in failed and unfetched is not None:
+            unfetched.append((f"{name}/upstreamed/{kept_name}", base, base in no_answer))
         if base in failed:
             # (No answer: the next command asks again.)
             said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} could "
