@@ -206,7 +206,11 @@ class LandingGone:
                     f"you have read the fix against upstream's files, `patchforge bring-back "
                     f"{fix}` puts it back in the series where upstream lacks it (judged on "
                     f"the pin), or `patchforge delete {self.upstream}/upstreamed/{self.name}` "
-                    "keeps it under deleted/ where upstream has it")
+                    "keeps it under deleted/ where upstream has it, or, to keep it judged, "
+                    f"`patchforge refresh {self.upstream}/upstreamed/{self.name} --base "
+                    f"{self.landed_in[:12] + '^' if self.landed_in else 'REV'}` makes it on "
+                    "a commit upstream serves (the one before its landing; where its files "
+                    "were moved before, a commit before that)")
         return f"fix {own} {landed} is no longer upstream: {self.detail}; " \
             f"`patchforge bring-back {fix}` puts it back in the series; `patchforge delete " \
             f"{self.upstream}/upstreamed/{self.name}` keeps it under deleted/ if upstream's " \

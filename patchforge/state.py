@@ -45,6 +45,9 @@ COMMANDS: dict[str, dict[str, str]] = {
     "edit --close": {EDITING: "refreshed"},
     "edit --close --discard": {EDITING: "yes"},
     "delete": {IDLE: "yes", EDITING: "refreshed"},
+    # A fix kept under upstreamed/ given a served base: no edit reads it; a stopped rebase or
+    # bring-back may be moving it.
+    "refresh --base": {IDLE: "yes", EDITING: "yes"},
     "rename": {IDLE: "yes", EDITING: "yes"},
     "move": {IDLE: "yes", EDITING: "refreshed"},
     "import": {IDLE: "yes", EDITING: "yes"},

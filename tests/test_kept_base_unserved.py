@@ -304,6 +304,87 @@ def test_a_fix_upstream_has_said_without_its_base_is_cleared_by_delete_not_broug
     assert (gone.clone / "series/up/deleted/fix.patch").is_file()
 
 
+def _h_added(gone: _Gone) -> Path:
+    """Upstream's work in the fix's own file at v3 (the fix still there), the project moved
+    there: the fix said `base-unserved`, naming `refresh ... --base LANDING^`. The kept file."""
+    gone.commit({gone.path: GUARDED + b"\n\ndef h(x):\n    return x\n"}, "add h", tag="v3")
+    gone.cli("rebase", "--to", "v3", expect=1)
+    (said,) = gone.json("status", expect=1)["gone_upstream"]
+    assert said["kind"] == "base-unserved", said
+    assert f"`patchforge refresh up/upstreamed/fix.patch --base {gone.landing[:12]}^` makes " \
+        "it on a commit upstream serves" in said["message"], said
+    return gone.clone / "series/up/upstreamed/fix.patch"
+
+
+def _said_reverted_at_v4(gone: _Gone) -> None:
+    """Upstream reverts the landing at v4: judged with its base, it is said reverted."""
+    gone.commit({gone.path: BASE + b"\n\ndef h(x):\n    return x\n"},
+                'Revert "g: guard negative x"\n\n'
+                f"This reverts commit {gone.landing}.\n", tag="v4")
+    doc = gone.json("status", "--against", "v4", expect=1)
+    assert [(g["name"], g["kind"]) for g in doc["reverted"] + doc["gone_upstream"]] == \
+        [("fix.patch", "reverted")], doc
+
+
+def test_a_fix_upstream_has_said_without_its_base_is_kept_judged_on_a_served_base(
+        tmp_path, monkeypatch):
+    """Its base not served, upstream's work in its own file: `delete` was the one way to clear
+    it, and the deleted fix was judged by nothing after (a later revert of its landing went
+    unsaid). `refresh up/upstreamed/fix.patch --base LANDING^`, the way the message names,
+    makes it on the commit before its landing: only its Base line changes, status exits 0,
+    and a revert of the landing at v4 is said reverted. Refused, exit 2, nothing written: a
+    REV that holds the change already (the landing), one after the landing, the old base
+    upstream does not serve, and a patch of the series (`rebase --to` moves those)."""
+    gone = _Gone(tmp_path, monkeypatch, renamed=False)
+    kept = _h_added(gone)
+    before = kept.read_bytes()
+    later = gone.commit({"b.py": b"other, later\n"}, "later work", tag="v3b")
+    for rev, said in ((gone.landing[:12], f"{kept.relative_to(gone.clone)}:"),
+                      (later, "does not come before the landing"),
+                      (gone.base, gone.base)):
+        refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", rev, expect=2)
+        assert said in refused.err and "Traceback" not in refused.err, refused.text
+        assert kept.read_bytes() == before
+    assert "does not apply at up" in gone.cli("refresh", "up/upstreamed/fix.patch", "--base",
+                                              gone.landing, expect=2).err
+    refused = gone.cli("refresh", "up/fix.patch", "--base", gone.landing + "^", expect=2)
+    assert "--base takes a fix kept under upstreamed/" in refused.err, refused.text
+    done = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing[:12] + "^",
+                    expect=0)
+    parent = git(gone.up, "rev-parse", f"{gone.landing}^").strip()
+    assert f"Base {gone.base[:12]} -> {parent[:12]}" in done.out, done.text
+    assert kept.read_bytes() == before.replace(f"Base: {gone.base}".encode(),
+                                               f"Base: {parent}".encode())
+    doc = gone.json("status", expect=0)
+    assert doc["gone_upstream"] == doc["reverted"] == [], doc
+    again = json.loads(gone.cli("refresh", "up/upstreamed/fix.patch", "--base", parent,
+                                "--json", expect=0).out)
+    assert again["changed"] is False and again["base"] == {"from": parent, "to": parent}, again
+    from patchforge.formats.schemas import validation_errors
+
+    assert validation_errors(again, "refresh") == []
+    _said_reverted_at_v4(gone)
+
+
+def test_a_fix_whose_files_upstream_moved_before_its_landing_takes_a_base_before_the_move(
+        tmp_path, monkeypatch):
+    """The mirror: upstream moved c.py into pkg/ before the landing, so the commit before the
+    landing lacks the file the fix was made on: refused, naming it, nothing written; the
+    commit before the move takes it, and the landing's revert is then said reverted."""
+    gone = _Gone(tmp_path, monkeypatch)
+    kept = _h_added(gone)
+    before = kept.read_bytes()
+    refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing + "^",
+                       expect=2)
+    assert "(c.py: c.py does not exist)" in refused.err, refused.text
+    assert kept.read_bytes() == before
+    first = git(gone.up, "rev-list", "--max-parents=0", "main").strip()
+    gone.cli("refresh", "up/upstreamed/fix.patch", "--base", first, expect=0)
+    assert f"Base: {first}".encode() in kept.read_bytes()
+    assert gone.json("status", expect=0)["gone_upstream"] == []
+    _said_reverted_at_v4(gone)
+
+
 def test_a_fix_upstream_lacks_said_without_its_base_is_brought_back_as_said(tmp_path,
                                                                           monkeypatch):
     """The mirror: renamed before the landing, then reverted, its base not served: said not

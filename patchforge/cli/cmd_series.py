@@ -338,20 +338,55 @@ def patch_word(project, upstream: str, file_name: str) -> str:
     return project.patch_word(upstream, file_name)
 
 
+def _refresh_kept_base(app, project, name, base, allow_undo, as_json) -> None:
+    """`refresh UPSTREAM/upstreamed/NAME --base REV` (ops.series.rebase_kept_base)."""
+    from patchforge.ops.series import rebase_kept_base
+    from patchforge.pins import open_store
+
+    if name is None or allow_undo:
+        raise UsageError("--base goes with the name of a fix kept under upstreamed/ "
+                         "(`patchforge refresh UPSTREAM/upstreamed/NAME --base REV`), without "
+                         "--allow-undo")
+    with open_store(project, bring_pins=True) as store:
+        result = rebase_kept_base(project, store, name, base)
+    upstream, file_name = result["upstream"], result["name"]
+    if as_json:
+        emit_json({"upstream": upstream, "name": f"upstreamed/{file_name}",
+                   "changed": result["changed"], "files": [],
+                   "later_failing": [], "base": {"from": result["from"], "to": result["to"]}},
+                  "refresh")
+        return
+    kept = f"series/{upstream}/upstreamed/{file_name}"
+    if not result["changed"]:
+        click.echo(f"{kept}: its Base is {result['to'][:12]} already; nothing was written")
+        return
+    was = result["from"][:12] if result["from"] else "none"
+    click.echo(f"{kept}: Base {was} -> {result['to'][:12]}, which {upstream} serves: the fix "
+               "is judged with it (`patchforge status` says what upstream did with it since)")
+    say_overlays_lag(project)
+
+
 @click.command()
 @click.argument("name", required=False, shell_complete=complete_patch)
 @click.option("--allow-undo", is_flag=True,
               help="Write the resolution of a marked edit even where it undoes a change made "
                    "under the patch since it was made (an earlier patch's, or the upstream's).")
+@click.option("--base", "base", metavar="REV",
+              help="With UPSTREAM/upstreamed/NAME: give that fix kept as landed the base REV, "
+                   "a commit its upstream serves that it applies to as made (LANDING^: the "
+                   "commit before its landing), in place of a base upstream no longer serves.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def refresh(app, name, allow_undo, as_json):
+def refresh(app, name, allow_undo, base, as_json):
     """Write the worktree's change back into the patch being edited."""
     from patchforge.pins import open_store
     from patchforge.apply.chains import REMEDY
     from patchforge.ops.series import refresh as do_refresh
 
     project = app.project()
+    if base is not None:
+        _refresh_kept_base(app, project, name, base, allow_undo, as_json)
+        return
     with open_store(project, bring_pins=True) as store:
         result = do_refresh(project, store, name, allow_undo=allow_undo)
     if as_json:

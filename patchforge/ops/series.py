@@ -2029,6 +2029,92 @@ def _kept_landing_named(project: Project, name: str) -> tuple[str, str] | None:
     return found[0]
 
 
+def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str) -> dict:
+    """`refresh UPSTREAM/upstreamed/NAME --base REV`: give a fix kept as landed the base REV,
+    a commit its upstream serves, where its `Base` is one upstream no longer serves (a pull
+    request's branch deleted after a squash). Judged without its base, such a fix whose files
+    upstream worked on since is said `base-unserved` (exit 1) at every pin; `delete` was the
+    one way to clear it, and the fix was then judged by nothing: a later revert of its
+    landing went unsaid. Its change must apply at REV as it was made (every hunk, no fuzz:
+    REV holds the files it was made on), and REV must come before its recorded landing (the
+    history from its base holds the landing, as the judge reads it); only its `Base` line
+    changes, the rest of the file byte for byte. REV is a SPEC of the upstream (a commit, tag
+    or branch), or one followed by `^` (its first parent: `LANDING^`, the commit before the
+    landing, which the `base-unserved` message names). Returns {upstream, name, from, to}."""
+    from patchforge.apply.hunks import apply_file_patch
+    from patchforge.pins import pin_for_spec
+    from patchforge.reverts import kept_base
+
+    found = _kept_landing_named(project, name)
+    if found is None:
+        raise UsageError(f"--base takes a fix kept under upstreamed/ "
+                         f"(UPSTREAM/upstreamed/NAME), not {name!r}",
+                         hint="a patch of the series moves onto another revision with "
+                              "`patchforge rebase --to`, which writes each one's Base")
+    upstream, file_name = found
+    config = project.config.upstream(upstream)
+    if config.kind != "git":
+        raise UsageError(f"{upstream} is a {config.kind} upstream: a kept fix's base is a "
+                         "commit of a git upstream's history")
+    allowed = require_state(project, "refresh --base", [upstream], store=store)
+    path = project.series_dir(upstream) / KEPT_LANDINGS / file_name
+    rel = path.relative_to(project.root).as_posix()
+    data = read_no_link(path)
+    patch = parse_patch_file(data, rel)
+    old = kept_base(data)
+    parent = rev.endswith("^") and len(rev) > 1
+    spec = rev[:-1] if parent else rev
+    commit = pin_for_spec(project, store, config, spec).commit
+    if parent:
+        first = store.parents_of([commit]).get(commit)
+        if first is None:
+            raise UsageError(f"{spec} ({commit[:12]}) of {upstream} has no parent: {rev!r} "
+                             "names no commit")
+        commit = first
+    said = rev if not parent and commit.startswith(rev.lower()) else f"{rev} ({commit[:12]})"
+    landing = _RECORDED_LANDING.search(patch.get("Applied-Upstream") or "")
+    if landing is not None and store.has_object(landing[1].lower()) and \
+            not store.is_ancestor(commit, landing[1].lower()):
+        raise UsageError(f"{upstream} {said} does not come before the landing of {rel} "
+                         f"({landing[1][:12]}, its Applied-Upstream): a base is a commit the "
+                         "fix was made on, and the history from it holds the landing; "
+                         "nothing was written",
+                         hint=f"`--base {landing[1][:12]}^` names the commit before the landing")
+    paths = sorted({fp.old_path for fp in patch.file_patches if fp.old_path})
+    contents = store.read_blobs(commit, paths) if paths else {}
+    for fp in patch.file_patches:
+        application = apply_file_patch(contents.get(fp.old_path) if fp.old_path else None, fp,
+                                       max_fuzz=0)
+        failed = [k for k, outcome in enumerate(application.hunks)
+                  if outcome.status == "failed"]
+        if application.error is not None or failed:
+            where = f"hunk {failed[0] + 1}" if failed and application.error is None else \
+                (application.error or "")
+            raise InputError(
+                f"its change does not apply at {upstream} {said} as it was made ({fp.path}: "
+                f"{where}): {upstream} {said} does not hold the files the fix was made on, "
+                "nothing was written", path=rel,
+                line=fp.hunks[failed[0]].line_no if failed and application.error is None
+                else None,
+                hint="name a commit of " + upstream + " before the landing whose files the fix "
+                     "applies to as it is (upstream may have moved or changed them before the "
+                     "landing: a commit before that)")
+    if old == commit:
+        return {"upstream": upstream, "name": file_name, "from": old, "to": commit,
+                "changed": False}
+    written = patch.with_field("Base", commit).to_bytes()
+    with RepoLock(project.state_dir), writing_project(project.root):
+        require_state_still(project, "refresh --base", [upstream], allowed, store=store)
+        if read_no_link(path) != data:
+            raise UsageError(f"{rel} changed while `refresh --base` read it: nothing was "
+                             "written", hint="run the command again")
+        atomic_write(path, written)
+    return {"upstream": upstream, "name": file_name, "from": old, "to": commit, "changed": True}
+
+
+_RECORDED_LANDING = re.compile(r"\bcommit:([0-9a-fA-F]{40})\b")
+
+
 def _landing_moved_to_skipped(project: Project, name: str):
     """The skipped fix `bring-back UPSTREAM/upstreamed/NAME` run again takes: that run moved
     the landing from upstreamed/ into skipped/ first, and a kill (or a refusal after it) left
