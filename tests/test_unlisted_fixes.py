@@ -216,3 +216,28 @@ def test_a_move_of_a_series_that_forgot_a_fix_is_refused_before_anything_moves(t
     for n in (2, 5, 9):
         assert f"Base: {pin}".encode() in (root / "series" / "up" / f"fix-{n}.patch").read_bytes()
     assert b"LINE9" in (root / "series" / "up" / "fix-9.patch").read_bytes()
+
+
+def test_the_commands_that_build_on_the_series_say_a_fix_it_forgot(tmp_path):
+    """`edit`, `new` and `refresh` build on the series as listed: with fix-9's line taken out by
+    hand, each made its worktree (or wrote its patch) on the series without it and said
+    nothing, exit 0. Each says it in a note naming the file and the way on (the work goes on:
+    nothing of it is shipped); with the line there, none says it."""
+    root = _three_fixes(tmp_path)
+    series = root / "series" / "up" / "series"
+    note = "series/up/fix-9.patch: not listed in series/up/series: the series is read " \
+        "without it here"
+    way = "list it again in series/up/series (a line `fix-9.patch`"
+    for listed in (b"fix-2.patch\nfix-5.patch\n", b"fix-2.patch\nfix-5.patch\nfix-9.patch\n"):
+        series.write_bytes(listed)
+        said = [run_cli(root, "edit", "fix-5")]
+        work = root / ".patchforge" / "work" / "up" / "a.py"
+        work.write_bytes(work.read_bytes().replace(b"line6\n", b"LINE6\n"))
+        said.append(run_cli(root, "refresh"))
+        said.append(run_cli(root, "new", "fix-10", "--file", "a.py"))
+        ok(root, "edit", "--close")
+        for run in said:
+            assert run.rc == 0, run.text
+            assert (note in run.err and way in run.err) is (b"fix-9" not in listed), run.text
+        assert b"LINE6" in (root / "series" / "up" / "fix-5.patch").read_bytes()
+        ok(root, "delete", "fix-10")

@@ -169,6 +169,7 @@ def new(app, name, upstream, after, description, profiles, no_edit, files, creat
                     pass
                 raise
         click.echo(f"created {up}/{file_name}")
+        _say_unlisted(project, up)
         from patchforge.ops.series import unknown_author_note
 
         note = unknown_author_note(project.read_patch(up, file_name).get("Author") or "")
@@ -223,7 +224,19 @@ def edit(app, name, files, close, discard, create):
                              on_left_behind=_left_behind_note(project))
     click.echo(f"{work}: the files of {name}, the series applied through it; edit them "
                "(`patchforge add PATH` brings more), then `patchforge refresh`")
+    _say_unlisted(project, work.name)
     _say_new_files(work, files, create)
+
+
+def _say_unlisted(project, upstream: str) -> None:
+    """The note naming a patch file of `upstream`'s series directory that its series forgot
+    (a line taken out by hand, `quilt delete`): `edit`, `new` and `refresh` build on the
+    series as listed and said nothing of it, exit 0 (ops.series.unlisted_fixes_note)."""
+    from patchforge.ops.series import unlisted_fixes_note
+
+    note = unlisted_fixes_note(project, [upstream])
+    if note:
+        click.echo(note, err=True)
 
 
 @click.command()
@@ -389,6 +402,7 @@ def refresh(app, name, allow_undo, base, as_json):
         return
     with open_store(project, bring_pins=True) as store:
         result = do_refresh(project, store, name, allow_undo=allow_undo)
+    _say_unlisted(project, result["upstream"])  # (stderr: stdout may be the document)
     if as_json:
         emit_json(result, "refresh")
     else:

@@ -1611,16 +1611,49 @@ def refuse_unlisted_fixes(project: Project, upstreams: list[str] | None = None) 
     delete cut short left is named with the command that finishes it (cut_short_words), as is
     one a rebase's write-out cut short takes away, never "list it", which would apply the fix
     twice."""
-    from patchforge.state import unlisted_fixes
-
     wanted = project.upstream_names() if upstreams is None else upstreams
     for upstream in wanted:
         project.refuse_lost_series(upstream)
+    said = _unlisted_said(project, wanted)
+    if said is None:
+        return
+    path, what, why, hint = said
+    raise InputError(f"{what}: {why}, so nothing was written", path=str(path), hint=hint)
+
+
+def unlisted_fixes_note(project: Project, upstreams: list[str]) -> str | None:
+    """A `note:` naming a patch file in series/<upstream>/ (of `upstreams`) that its series
+    does not list, with refuse_unlisted_fixes' way on, for a command that builds on the
+    series as it is listed without making anything to ship (`edit`, `new`, `refresh`): its
+    worktree held the series without that fix, exit 0, and nothing was said. None without
+    one, or where the file is one a command cut short left (`status` names it with the
+    command that finishes it)."""
+    said = _unlisted_said(project, upstreams, forgotten_only=True)
+    if said is None:
+        return None
+    path, what, _, hint = said
+    return (f"note: {path}: {what}: the series is read without it here, and nothing made "
+            f"from the series carries the fix until it is listed; {hint}")
+
+
+def _unlisted_said(project: Project, wanted: list[str], *,
+                   forgotten_only: bool = False) -> tuple[Path, str, str, str] | None:
+    """(path, what, why, hint) of the first patch file of `wanted` upstreams' series
+    directories that their series does not list (refuse_unlisted_fixes), None without one.
+    `forgotten_only`: not a file a command cut short left (a rename's copy, a delete's or a
+    rebase's write-out's), whose fix the series holds or is letting go."""
+    from patchforge.state import unlisted_fixes, write_out_removes
+
     # A series directory no configured upstream names is refused by `overlays` on its own.
     found = [(u, name, path) for u, name, path in unlisted_fixes(project)
              if u in wanted and u in project.config.upstreams]
+    if forgotten_only and found:
+        removes = write_out_removes(project)
+        found = [(u, name, path) for u, name, path in found
+                 if cut_short_words(project, u, name) is None and
+                 project.patch_rel(u, name) not in removes]
     if not found:
-        return
+        return None
     upstream, name, path = found[0]
     left = cut_short_words(project, upstream, name)
     if left is None and ("/" in name or not name.endswith(".patch")):
@@ -1633,13 +1666,10 @@ def refuse_unlisted_fixes(project: Project, upstreams: list[str] | None = None) 
                         "remove it) to leave the fix out on purpose")
     more = f" (and {counted(len(found) - 1, 'other patch file')} no series lists)" \
         if len(found) > 1 else ""
-    from patchforge.state import write_out_removes
-
     why = "a rebase cut short while writing out its result takes it out of the series" \
         if project.patch_rel(upstream, name) in write_out_removes(project) else \
         "nothing made from the series would carry this fix"
-    raise InputError(f"not listed in series/{upstream}/series{more}: {why}, so nothing was "
-                     "written", path=str(path), hint=hint)
+    return path, f"not listed in series/{upstream}/series{more}", why, hint
 
 
 def cut_rename_old(project: Project) -> tuple[str, str, str] | None:
