@@ -26,21 +26,26 @@ class _Gone:
     on main at v2 by a squash, after upstream moved its file into pkg/ when `renamed`; the
     project rebased onto v2 (the fix kept as landed); then the branch deleted and collected
     upstream (a copy kept in `backup`), and the project cloned fresh (`clone`) on a cold
-    cache."""
+    cache. `before`: c.py before the fix; `fixed`: the files as the fix leaves them (c.py
+    GUARDED unless said)."""
 
-    def __init__(self, tmp_path: Path, monkeypatch, *, renamed: bool = True) -> None:
-        self.stack = a = OneUpstreamStack(tmp_path / "a", {"c.py": BASE, "b.py": b"other\n"})
+    def __init__(self, tmp_path: Path, monkeypatch, *, renamed: bool = True,
+                 before: bytes = BASE, fixed: dict[str, bytes] | None = None) -> None:
+        fixed = {"c.py": GUARDED} if fixed is None else fixed
+        self.stack = a = OneUpstreamStack(tmp_path / "a", {"c.py": before, "b.py": b"other\n"})
         self.up = a.up
         git(self.up, "checkout", "-q", "-b", "feature")
         self.base = a.commit({"notes.txt": b"feature\n"}, "feature work")
         git(self.up, "checkout", "-q", "main")
-        diff = a.upstream.diff({"c.py": GUARDED}, self.base)
+        diff = a.upstream.diff(fixed, self.base)
         add_patch_file(a.root, "up", "fix.patch", patch_bytes("up", self.base, "guard g", diff))
         self.path = "c.py"
         if renamed:
             a.upstream.commit({}, "move c.py into pkg", {"c.py": "pkg/c.py"})
             self.path = "pkg/c.py"
-        self.landing = a.commit({self.path: GUARDED}, "g: guard negative x (#12)", tag="v2")
+        self.landing = a.commit({self.path if path == "c.py" else path: data
+                                 for path, data in fixed.items()},
+                                "g: guard negative x (#12)", tag="v2")
         a.cli("rebase", "--to", "v2")
         assert self.base in a.patch("up", "fix", "upstreamed").decode()
         self.backup = tmp_path / "backup.git"
@@ -339,14 +344,13 @@ def test_a_fix_upstream_has_said_without_its_base_is_kept_judged_on_a_served_bas
     kept = _h_added(gone)
     before = kept.read_bytes()
     later = gone.commit({"b.py": b"other, later\n"}, "later work", tag="v3b")
-    for rev, said in ((gone.landing[:12], f"{kept.relative_to(gone.clone)}:"),
+    for rev, said in ((gone.landing[:12], "does not come before the landing"),
+                      (gone.landing, "does not come before the landing"),
                       (later, "does not come before the landing"),
                       (gone.base, gone.base)):
         refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", rev, expect=2)
         assert said in refused.err and "Traceback" not in refused.err, refused.text
         assert kept.read_bytes() == before
-    assert "does not apply at up" in gone.cli("refresh", "up/upstreamed/fix.patch", "--base",
-                                              gone.landing, expect=2).err
     refused = gone.cli("refresh", "up/fix.patch", "--base", gone.landing + "^", expect=2)
     assert "--base takes a fix kept under upstreamed/" in refused.err, refused.text
     done = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing[:12] + "^",
@@ -410,3 +414,98 @@ def test_a_fix_upstream_lacks_said_without_its_base_is_brought_back_as_said(tmp_
     gone.cli("overlays", expect=0)
     overlay = (gone.clone / "overlays/up/pkg/c.py").read_bytes()
     assert overlay == GUARDED, overlay.decode()
+
+
+
+# Two copies of one block; the fix adds a line to the first. Its hunk applies without fuzz at
+# the second copy wherever the first holds the change already (the landing, or after it).
+_BLOCK = b"if x:\n" + b"    pass\n" * 6
+_LOGGED = b"if x:\n" + b"    pass\n" * 3 + b"    log()\n" + b"    pass\n" * 3
+TWIN = b"# A\n" + _BLOCK + b"# B\n" + _BLOCK
+TWIN_FIXED = b"# A\n" + _LOGGED + b"# B\n" + _BLOCK
+# The mirror: the second copy has the change already at the fix's base (the fix makes the
+# first as the second): there its post-image is found, farther from its own place.
+TWIN_HALF = b"# A\n" + _BLOCK + b"# B\n" + _LOGGED
+SHAPES = {
+    "the other copy without the change": (TWIN, "c.py", TWIN_FIXED),
+    "the other copy with the change": (TWIN_HALF, "c.py", _LOGGED.join((b"# A\n", b"# B\n"))
+                                       + _LOGGED),
+    "a file it creates": (BASE, "new.py", b"def h():\n    return 1\n"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_landing_itself_is_refused_as_a_kept_fixs_base(tmp_path, monkeypatch, shape):
+    """`refresh up/upstreamed/fix.patch --base LANDING` (the `^` forgotten) was taken for a fix
+    whose hunk has its code twice in the file (it applied at the other copy) or that creates
+    a file (nothing asked of it): judged from the landing, a later revert of the landing was
+    quiet (`status --against` exit 0, `rebase` "nothing to do"), the fix in no overlay and not
+    upstream. Now refused, exit 2, nothing written, naming `LANDING^`; `--base LANDING^` is
+    taken, and the revert is said reverted (exit 1). The mirror: the other copy has the
+    change already at the base (found there backwards, farther from the hunk's place than
+    forwards): `LANDING^` taken all the same."""
+    before, path, after = SHAPES[shape]
+    gone = _Gone(tmp_path, monkeypatch, renamed=False, before=before, fixed={path: after})
+    worked = b"# upstream's work\n" + after
+    gone.commit({path: worked}, "work in its file", tag="v3")
+    gone.cli("rebase", "--to", "v3", expect=1)
+    (said,) = gone.json("status", expect=1)["gone_upstream"]
+    assert said["kind"] == "base-unserved", said
+    kept = gone.clone / "series/up/upstreamed/fix.patch"
+    written = kept.read_bytes()
+    for rev in (gone.landing, gone.landing[:12], "v2"):
+        refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", rev, expect=2)
+        assert "does not come before the landing of series/up/upstreamed/fix.patch" in \
+            refused.err and f"`--base {gone.landing[:12]}^`" in refused.err, refused.text
+        assert kept.read_bytes() == written
+    gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing + "^", expect=0)
+    parent = git(gone.up, "rev-parse", f"{gone.landing}^").strip()
+    assert kept.read_bytes() == written.replace(f"Base: {gone.base}".encode(),
+                                                f"Base: {parent}".encode())
+    assert gone.json("status", expect=0)["gone_upstream"] == []
+    undone = b"# upstream's work\n" + before if path == "c.py" else None
+    revert = gone.commit({path: undone}, 'Revert "g: guard negative x"\n\n'
+                         f"This reverts commit {gone.landing}.\n", tag="v4")
+    doc = gone.json("status", "--against", "v4", expect=1)
+    assert [(g["name"], g["kind"], g["by"]) for g in doc["reverted"] + doc["gone_upstream"]] \
+        == [("fix.patch", "reverted", revert)], doc
+    rebase = gone.cli("rebase", "--to", "v4", expect=1)
+    assert "reverted upstream (needs attention): fix up/fix.patch" in rebase.out, rebase.text
+
+
+def test_a_landing_before_the_recorded_one_is_refused_as_a_kept_fixs_base(tmp_path):
+    """A fix landed, reverted, brought back and landed again: kept with its second landing.
+    `refresh --base FIRST_LANDING` (before the recorded landing, but holding the change) was
+    taken where the hunk's code is twice in the file; judged from it, the second landing's
+    revert was quiet. Now refused, exit 2, nothing written ("holds its change already",
+    naming the hunk's line); the commit before the first landing and the first revert
+    (neither holds it) are taken, and the second revert is then said reverted."""
+    stack = OneUpstreamStack(tmp_path, {"c.py": TWIN, "b.py": b"other\n"})
+    stack.add_fix("fa", "c.py", TWIN, TWIN_FIXED)
+    first = stack.commit({"c.py": TWIN_FIXED}, "log a (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    undone = stack.commit({"c.py": TWIN}, f'Revert "log a"\n\nThis reverts commit {first}.\n',
+                          tag="v3")
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
+    again = stack.commit({"c.py": TWIN_FIXED}, "log a, again (#12)", tag="v4")
+    stack.cli("rebase", "--to", "v4")
+    assert stack.series("up") == []
+    kept = stack.root / "series/up/upstreamed/fa.patch"
+    written = kept.read_bytes()
+    assert f"commit:{again}".encode() in written
+    rc, _, err = stack.cli("refresh", "up/upstreamed/fa.patch", "--base", first, expect=2)
+    assert f"up {first} holds its change already (c.py: hunk 1 is there)" in err and \
+        "series/up/upstreamed/fa.patch:" in err, err
+    assert kept.read_bytes() == written
+    for rev in (first + "^", undone):
+        stack.cli("refresh", "up/upstreamed/fa.patch", "--base", rev, expect=0)
+        base = git(stack.up, "rev-parse", rev).strip()
+        assert f"Base: {base}".encode() in kept.read_bytes()
+        assert stack.json("status", expect=0)["reverted"] == []
+    last = stack.commit({"c.py": TWIN}, f'Revert "log a, again"\n\nThis reverts commit {again}.\n',
+                        tag="v5")
+    doc = stack.json("status", "--against", "v5", expect=1)
+    assert [(g["name"], g["kind"], g["by"]) for g in doc["reverted"]] == \
+        [("fa.patch", "reverted", last)], doc

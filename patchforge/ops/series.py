@@ -2066,8 +2066,9 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
     upstream worked on since is said `base-unserved` (exit 1) at every pin; `delete` was the
     one way to clear it, and the fix was then judged by nothing: a later revert of its
     landing went unsaid. Its change must apply at REV as it was made (every hunk, no fuzz:
-    REV holds the files it was made on), and REV must come before its recorded landing (the
-    history from its base holds the landing, as the judge reads it); only its `Base` line
+    REV holds the files it was made on), REV must not hold the change already
+    (_change_present_at), and REV must come strictly before its recorded landing (the history
+    from its base holds the landing, as the judge reads it); only its `Base` line
     changes, the rest of the file byte for byte. REV is a SPEC of the upstream (a commit, tag
     or branch), or one followed by `^` (its first parent: `LANDING^`, the commit before the
     landing, which the `base-unserved` message names). Returns {upstream, name, from, to}."""
@@ -2103,15 +2104,31 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
         commit = first
     said = rev if not parent and commit.startswith(rev.lower()) else f"{rev} ({commit[:12]})"
     landing = _RECORDED_LANDING.search(patch.get("Applied-Upstream") or "")
-    if landing is not None and store.has_object(landing[1].lower()) and \
-            not store.is_ancestor(commit, landing[1].lower()):
+    # Strictly before: the landing itself is its own ancestor, and a hunk whose context is in
+    # the file twice applies there at the other copy, so the landing was taken, and a later
+    # revert of it went unsaid (judged from the landing, the revert is the change undone).
+    if landing is not None and store.has_object(landing[1].lower()) and (
+            commit == landing[1].lower() or not store.is_ancestor(commit, landing[1].lower())):
         raise UsageError(f"{upstream} {said} does not come before the landing of {rel} "
                          f"({landing[1][:12]}, its Applied-Upstream): a base is a commit the "
                          "fix was made on, and the history from it holds the landing; "
                          "nothing was written",
                          hint=f"`--base {landing[1][:12]}^` names the commit before the landing")
-    paths = sorted({fp.old_path for fp in patch.file_patches if fp.old_path})
+    paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
     contents = store.read_blobs(commit, paths) if paths else {}
+    present = _change_present_at(patch, contents)
+    if present is not None:
+        fp, k = present
+        raise InputError(
+            f"{upstream} {said} holds its change already ({fp.path}: "
+            + ("the file it creates is there" if fp.is_new else f"hunk {k + 1} is there")
+            + "): a base is a commit the fix was made on, before its landing (judged from "
+            "a commit that holds it, a later revert of the landing would go unsaid); "
+            "nothing was written", path=rel,
+            line=None if fp.is_new else fp.hunks[k].line_no,
+            hint=(f"`--base {landing[1][:12]}^` names the commit before the landing"
+                  if landing is not None else
+                  f"name a commit of {upstream} before the landing"))
     for fp in patch.file_patches:
         application = apply_file_patch(contents.get(fp.old_path) if fp.old_path else None, fp,
                                        max_fuzz=0)
@@ -2140,6 +2157,37 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
                              "written", hint="run the command again")
         atomic_write(path, written)
     return {"upstream": upstream, "name": file_name, "from": old, "to": commit, "changed": True}
+
+
+def _change_present_at(patch, contents: dict[str, bytes | None]):
+    """The first (file patch, hunk index) of `patch` whose change the files `contents` (a
+    revision's, by path) hold at the hunk's own place, or None: a file it creates that is
+    there, or a hunk whose post-image applies there without fuzz nearer its own line than its
+    pre-image does (a hunk whose code is in the file twice: at the landing its pre-image is
+    found at the other copy, its post-image at its own place; at its base, the other way round
+    where the other copy has the change already). A deletion is not asked (its file absent
+    says nothing of the fix: the forward check refuses it). Why: such a revision is the
+    landing or one after it, or a landing of the fix before its recorded one (landed,
+    reverted, landed again): judged from it, a later revert of the landing goes unsaid."""
+    from patchforge.apply.hunks import apply_file_patch
+
+    for fp in patch.file_patches:
+        if fp.is_delete:
+            continue
+        if fp.is_new:
+            if contents.get(fp.new_path) is not None:
+                return fp, 0
+            continue
+        after = contents.get(fp.new_path)
+        if after is None:
+            continue
+        back = apply_file_patch(after, fp, max_fuzz=0, reverse=True)
+        forth = apply_file_patch(contents.get(fp.old_path), fp, max_fuzz=0)
+        for k, (undone, done) in enumerate(zip(back.hunks, forth.hunks)):
+            if undone.status != "failed" and (
+                    done.status == "failed" or abs(undone.offset) <= abs(done.offset)):
+                return fp, k
+    return None
 
 
 _RECORDED_LANDING = re.compile(r"\bcommit:([0-9a-fA-F]{40})\b")
