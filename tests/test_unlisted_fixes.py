@@ -154,12 +154,17 @@ def test_the_file_a_rebase_cut_short_takes_out_is_named_with_its_continue_and_ab
     skip = (".patchforge", ".git")
     said = "`patchforge rebase --continue` finishes it, `patchforge rebase --abort` undoes it"
     before = tree_bytes(root, skip=(".patchforge",))
-    for args in (["overlays"], ["overlays", "--check"], ["verify"]):
+    for args in (["overlays"], ["overlays", "--check"], ["verify"], ["check"]):
         run = run_cli(root, *args)
         assert run.rc == 2, (args, run.text)
         assert "series/up/landed.patch: not listed in series/up/series: a rebase cut short" \
             in run.err and said in run.err, (args, run.err)
         assert "list it" not in run.err and "deleted/" not in run.err, (args, run.err)
+    for args in (["bump", "up", "--dry-run"], ["bump", "up"]):
+        # The rebase first, as before a patch file no series lists was asked about.
+        run = run_cli(root, *args)
+        assert run.rc == 2 and "a rebase is in progress (cut short while writing out its " \
+            "result)" in run.err and said in run.err and "--skip" not in run.err, (args, run.err)
     for args in (["status"], ["lint"]):
         run = run_cli(root, *args)
         assert run.rc == 1 and said in run.out, (args, run.text)

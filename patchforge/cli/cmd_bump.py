@@ -59,8 +59,12 @@ def bump(app, upstream, spec, image, dry_run, open_pr, remote, as_json):
             require_committable(project)
             require_identity(project)
     with app.reading():
+        from patchforge.ops.bump import refuse_rebase_in_progress
         from patchforge.ops.series import refuse_unlisted_fixes
 
+        # A rebase in progress first: a rebase cut short in its write-out leaves a landed
+        # fix's file unlisted, which its `--continue` or `--abort` settles.
+        refuse_rebase_in_progress(project)
         # Before the registry is asked or anything moved: the bump regenerates the overlays
         # and proposes them, without a fix the series dropped by hand.
         try:

@@ -507,6 +507,29 @@ def _own_spec(project: Project, name: str, spec: str) -> str:
                     again="`patchforge bump {other} --to {rest}`")
 
 
+def refuse_rebase_in_progress(project: Project) -> None:
+    """InProgressError while a rebase journal stands: a stopped rebase is the project's state
+    until it is finished, and a bump would judge and report on a series that is half moved.
+    Asked before anything else of the series (`bump` asks it before the patch files no series
+    lists): a rebase cut short in its write-out leaves a landed fix's file unlisted beside the
+    new series, and "list it again" there made `rebase --continue` refuse its series."""
+    from patchforge.rebase.journal import Journal
+    from patchforge.state import cut_short_write_out, rebase_in_progress_ways_on
+
+    if not Journal(project.state_dir).exists():
+        return
+    if cut_short_write_out(project) is not None:
+        # (`--skip` is refused there: nothing is left to skip.)
+        raise InProgressError("a rebase is in progress (cut short while writing out its "
+                              "result)",
+                              hint="finish it first: `patchforge rebase --continue` finishes "
+                                   "it, `patchforge rebase --abort` undoes it")
+    # Stopped on a patch, `--skip` is a way on too; cut short in its walk it is refused
+    # ("nothing to skip").
+    raise InProgressError("a rebase is in progress",
+                          hint=f"finish it first: {rebase_in_progress_ways_on(project)}")
+
+
 def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
          spec: str | None = None, image: str | None = None, dry_run: bool = False, registry=None,
          forge=None, on_patch=None, proposing: bool = False, before_move=None) -> dict:
@@ -528,15 +551,8 @@ def bump(project: Project, store: UpstreamStore, upstream_name: str | None, *,
     from patchforge.judge import Target
     from patchforge.ops.status import series_status
     from patchforge.rebase.engine import Rebase
-    from patchforge.rebase.journal import Journal
 
-    if Journal(project.state_dir).exists():
-        # A stopped rebase is the project's state until it is finished: a bump would judge
-        # and report on a series that is half moved.
-        from patchforge.state import rebase_in_progress_ways_on
-
-        raise InProgressError("a rebase is in progress",
-                              hint=f"finish it first: {rebase_in_progress_ways_on(project)}")
+    refuse_rebase_in_progress(project)
     name = _which_upstream(project, upstream_name)
     upstream = project.config.upstream(name)
     old = project.lock.pin(name)
