@@ -2244,7 +2244,8 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
     """Of the code lines `between` (0-based lines of `lines`), in an `if` opened at `indent`
     with no `elif`/`else` (`if a:` + body, `if (a) { ... }`, `if a: b = clip(y)`, `if (y > n)
     return b;`) and no line setting one of `names` (`y = c`, `y[i] = c`, `y.add_(c)`, `y++`,
-    `&y`): the lines of its body naming one of `names`, where its condition names none (some
+    `&y`, any name a line binds, _bound_names): the lines of its body naming one of `names`,
+    where its condition names none (some
     path skips them, on which the two copies of a statement naming them are one step twice);
     and its condition's line, where it names one and its whole body leaves the function (on
     the paths going on it only said they go on)."""
@@ -2260,7 +2261,7 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
         return found is not None and found[1] in names or any(
             re.search(rb"(?<![\w.])" + re.escape(name) + rb"\s*(?:\.\s*\w+\s*\(|\+\+|--)"
                       rb"|(?:\+\+|--|&)\s*" + re.escape(name) + rb"(?!\w)", text)
-            for name in names)
+            for name in names) or bool(names & _bound_names(text, braced))
 
     read: set[int] = set()
     guards: set[int] = set()
@@ -2302,6 +2303,117 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
         else:
             read.update(body)
     return read, guards
+
+
+def _bound_names(text: bytes, braced: bool) -> set[bytes]:
+    """The names `text` (a code line, stripped, strings and comments taken out) binds
+    wherever it binds them, not only as the first word of an assignment (_SETS_NAME): C's
+    assignment inside an expression (`if ((y = clip(y)) > n)`, `clip(y = b)`, `a = y = 0`);
+    Python's `:=` anywhere, an assignment's every target (`d, y = split(y)`, `a = y = 0`,
+    `(a, *y) = t`, `y: int = 0`, `y.v = c` and `y[k] = c` changing y), a `for` loop's target
+    (`for k, y in parts:`), an `as` (`with f() as y:`, `except E as y:`, `import m as y`), an
+    import, a `def` or `class`, a `del`, a `case` pattern's capture. A line naming y this way sets it: it reads as another
+    step, not as a read of y's value. Not a keyword argument (`clip(y=c)`), an attribute of
+    another name (`c.y = d`), an index (`a[y] = c`), a comparison (`y <= n`), nor a
+    comprehension's own name (`[k for y in c]`, which binds none of the function's)."""
+    if braced:
+        return set(_C_ASSIGNED.findall(text))
+    bound = set(_PY_WALRUS.findall(text))
+    head = re.match(rb"(?:async\s+)?(for|with|except|import|from|def|class|del)\b", text)
+    if head is not None:
+        word = head[1]
+        rest = text[head.end():]
+        if word == b"for":
+            bound |= _targets(rest.split(b" in ", 1)[0])
+        elif word in (b"def", b"class"):
+            bound |= set(_NAME.findall(rest)[:1])
+        elif word == b"del":
+            bound |= _targets(rest)
+        elif word in (b"import", b"from"):
+            if word == b"from":
+                rest = rest.split(b" import ", 1)[1] if b" import " in rest else b""
+            for item in rest.strip(b" ()").split(b","):
+                words = item.split()
+                if words:
+                    bound.add(words[-1] if len(words) == 3 and words[1] == b"as"
+                              else words[0].split(b".")[0])
+        for alias in re.finditer(rb"\bas\s*(\([^()]*\)|\[[^\[\]]*\]|[A-Za-z_]\w*)", rest):
+            bound |= _targets(alias[1])
+        return bound
+    case = re.match(rb"case\b(.*?)(?:\bif\b.*)?:$", text)
+    if case is not None:
+        # (A pattern's capture names, `case [a, y]:`, `case P(v=y):`, `case _ as y:`; not a
+        # dotted value, `case Kind.ONE:`, nor a class or keyword named, `P(` and `v=`.)
+        return bound | {name[1] for name in re.finditer(
+            rb"(?<![\w.])([A-Za-z_]\w*)(?!\s*[(.=\w])", case[1])} - _PY_WORDS - {b"_", b"as"}
+    if re.match(rb"(?:if|elif|else|while|try|finally|return|yield|raise|assert|lambda|"
+                rb"global|nonlocal|pass|break|continue|match)\b", text):
+        return bound
+    annotated = re.match(rb"([A-Za-z_]\w*)\s*:(?!=)", text)
+    if annotated is not None:
+        # (`y: int = 0`: the annotation names a type, not a target.)
+        bound.add(annotated[1])
+        text = re.sub(rb":[^=]*", b"", text, count=1)
+    # The segments of the line between its assignments' `=` at the top level (not within
+    # brackets, where `=` gives a keyword argument): all but the last are targets.
+    depth, start, targets = 0, 0, []
+    for k in range(len(text)):
+        c = text[k:k + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(b"lambda", k) and \
+                (k == 0 or not text[k - 1:k].isalnum()):
+            break
+        elif depth == 0 and c == b"=" and text[k + 1:k + 2] != b"=" and \
+                text[k - 1:k] not in (b"=", b"!", b"<", b">", b":") or \
+                depth == 0 and c == b"=" and text[k - 2:k] in (b"<<", b">>"):
+            # (`y += 1`, `y //= 2`, `y <<= 1` assign too: the operator stays in the target.)
+            targets.append(text[start:k])
+            start = k + 1
+    for target in targets:
+        bound |= _targets(target)
+    return bound
+
+
+def _targets(text: bytes) -> set[bytes]:
+    """The names an assignment's target `text` (Python, `d, y`, `(a, *y)`, `y.v`, `y[k]`,
+    `y += `'s `y +`) binds or changes: each name standing as a target of its own, or whose
+    attribute or item the target is; not a name in a call's or an index's brackets (`a[y]`,
+    `f(y).v`), nor an attribute's name (`c.y`)."""
+    found: set[bytes] = set()
+    # The brackets open where `k` stands: True for a tuple's or list's (targets within),
+    # False for a call's or an index's (what is read within).
+    opened: list[bool] = []
+    k = 0
+    while k < len(text):
+        c = text[k:k + 1]
+        name = _NAME.match(text, k)
+        if name is not None:
+            before = text[:k].rstrip()
+            if all(opened) and not before.endswith(b".") and \
+                    not text[name.end():].lstrip().startswith(b"("):
+                found.add(name[0])
+            k = name.end()
+            continue
+        if c in b"([{":
+            before = text[:k].rstrip()
+            opened.append(not before or not (before[-1:].isalnum() or before[-1:] in b"_)]"))
+        elif c in b")]}" and opened:
+            opened.pop()
+        k += 1
+    return found - _PY_WORDS
+
+
+_PY_WORDS = frozenset((b"in", b"not", b"and", b"or", b"is", b"None", b"True", b"False",
+                       b"await", b"lambda", b"if", b"else"))
+# C's assignment wherever it stands in a line (`y = c`, `if ((y = clip(y)) > n)`, `y <<= 1`),
+# its name not a member's (`s.y = 1`, `p->y = 1`) nor a comparison (`y <= n`, `y == n`).
+_C_ASSIGNED = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)([A-Za-z_]\w*)\s*"
+                           rb"(?:<<|>>|[-+*/%&|^])?=(?!=)")
+# Python's `:=` wherever it stands (`if (y := clip(y)) > n:`).
+_PY_WALRUS = on_first_use(rb"(?<![\w.])([A-Za-z_]\w*)\s*:=")
 
 
 def _bodies_leaving_the_function(lines: list[bytes], between: range,

@@ -947,6 +947,81 @@ def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, 
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
+BINDING_IT = [
+    ("pkg/k.cu", b"    if ((y = clip(y)) > n) return b;\n    int d = clip(b);\n"),
+    ("pkg/a.py", b"    if (y := clip(y)) > n:\n        return c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if (y := clip(y)) > n: return c\n    d = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        d, y = split(y)\n"),
+    ("pkg/a.py", b"    if n:\n        d = (y := clip(y))\n"),
+    ("pkg/a.py", b"    if n:\n        for y in parts(c):\n            keep(y)\n"),
+    ("pkg/a.py", b"    if n:\n        d = y = clip(c)\n"),
+    ("pkg/a.py", b"    if n:\n        with open(c) as y:\n            keep(y)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) d = clip(y = b);\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = (y = clip(b)) + 1;\n    }\n")]
+BINDING_IT_IDS = ["c-guard-assigning-it", "walrus-guard", "walrus-one-line-guard", "tuple-target",
+                  "walrus-in-the-body", "for-target", "chained-targets", "with-as",
+                  "c-assigning-it-in-a-call", "c-assigning-it-in-a-sum"]
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", BINDING_IT, ids=BINDING_IT_IDS)
+def test_a_short_statement_past_an_if_setting_it_inside_a_line_moves(tmp_path, path, block,
+                                                                     fix_below):
+    # An `if` between sets y otherwise than as a line's first word (`if ((y = clip(y)) > n)`,
+    # a walrus, a tuple's or a loop's target, `with ... as y`): each copy is its own step,
+    # both wanted. The `if` was read as only reading y, and the rebase stopped as for a
+    # doubling, its first advice losing a line (delete your copy, or take upstream's out).
+    # Now it moves quietly, both kept, either copy above.
+    statement = step_of(path)
+    stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    if n:\n        d[y] = c\n"),
+    ("pkg/a.py", b"    if n:\n        d = (e := clip(y))\n"),
+    ("pkg/a.py", b"    if n:\n        d = y <= c\n"),
+    ("pkg/a.py", b"    if n:\n        d.y = clip(y)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) d = (y == b);\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        s.y = clip(y);\n    }\n")],
+    ids=["an-index", "walrus-of-another", "a-comparison", "an-attribute",
+         "c-a-comparison", "c-a-member"])
+def test_a_short_statement_past_an_if_reading_it_as_it_binds_another_keeps_yours_first(
+        tmp_path, path, block, fix_below):
+    # Mirrors: the `if` binds another name (`k`, `e`, an item of d, a member) with y's value,
+    # or compares y: it reads y on the paths through its body only, and on the others y
+    # gets 1 twice: the stop stays, keep yours first.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_short_statement_past_an_if_looping_over_it_keeps_yours_first(tmp_path, fix_below):
+    # Mirror: the loop in the `if` binds k, reading y for its bound: the stop stays, keep
+    # yours first (the loop reads y as the fix has it).
+    block = b"    if n:\n        for k in range(y):\n            keep(k, d)\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block, fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_BETWEEN)
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    if (d := clip(y)) > n:\n        return c\n    d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if ((d = clip(y)) > n) return b;\n")],
+    ids=["walrus-of-another", "c-assigning-another"])
+def test_a_short_statement_past_a_guard_reading_it_as_it_binds_another_keeps_yours_first(
+        tmp_path, path, block):
+    # Mirror: the guard's condition sets another name from y (`d := clip(y)`): it only reads
+    # y, and on the paths going on y gets 1 twice: the stop stays, keep yours first.
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack)
+
+
 C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
                  b"        if (k > d) {\n            break;\n        }\n    }\n")
 
