@@ -7,6 +7,7 @@ the project cloned with git, every command through the CLI."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -27,10 +28,13 @@ class _Gone:
     project rebased onto v2 (the fix kept as landed); then the branch deleted and collected
     upstream (a copy kept in `backup`), and the project cloned fresh (`clone`) on a cold
     cache. `before`: c.py before the fix; `fixed`: the files as the fix leaves them (c.py
-    GUARDED unless said)."""
+    GUARDED unless said); `meanwhile`: upstream's work committed before the landing (none
+    unless said); `landed`: the files as the landing leaves them (`fixed` unless said)."""
 
     def __init__(self, tmp_path: Path, monkeypatch, *, renamed: bool = True,
-                 before: bytes = BASE, fixed: dict[str, bytes] | None = None) -> None:
+                 before: bytes = BASE, fixed: dict[str, bytes] | None = None,
+                 meanwhile: dict[str, bytes] | None = None,
+                 landed: dict[str, bytes] | None = None) -> None:
         fixed = {"c.py": GUARDED} if fixed is None else fixed
         self.stack = a = OneUpstreamStack(tmp_path / "a", {"c.py": before, "b.py": b"other\n"})
         self.up = a.up
@@ -43,8 +47,10 @@ class _Gone:
         if renamed:
             a.upstream.commit({}, "move c.py into pkg", {"c.py": "pkg/c.py"})
             self.path = "pkg/c.py"
+        if meanwhile is not None:
+            a.commit(meanwhile, "upstream's work before the landing")
         self.landing = a.commit({self.path if path == "c.py" else path: data
-                                 for path, data in fixed.items()},
+                                 for path, data in (landed or fixed).items()},
                                 "g: guard negative x (#12)", tag="v2")
         a.cli("rebase", "--to", "v2")
         assert self.base in a.patch("up", "fix", "upstreamed").decode()
@@ -423,15 +429,51 @@ _BLOCK = b"if x:\n" + b"    pass\n" * 6
 _LOGGED = b"if x:\n" + b"    pass\n" * 3 + b"    log()\n" + b"    pass\n" * 3
 TWIN = b"# A\n" + _BLOCK + b"# B\n" + _BLOCK
 TWIN_FIXED = b"# A\n" + _LOGGED + b"# B\n" + _BLOCK
-# The mirror: the second copy has the change already at the fix's base (the fix makes the
-# first as the second): there its post-image is found, farther from its own place.
-TWIN_HALF = b"# A\n" + _BLOCK + b"# B\n" + _LOGGED
+_PUT_ABOVE = b"".join(b"# put above A, %d\n" % k for k in range(10))
+# Each shape: c.py (or new.py) before the fix, as the fix leaves it, as upstream's work before
+# the landing leaves it (None: no such work), as the landing leaves it (the fix's unless said).
 SHAPES = {
-    "the other copy without the change": (TWIN, "c.py", TWIN_FIXED),
-    "the other copy with the change": (TWIN_HALF, "c.py", _LOGGED.join((b"# A\n", b"# B\n"))
-                                       + _LOGGED),
-    "a file it creates": (BASE, "new.py", b"def h():\n    return 1\n"),
+    "the other copy without the change": (TWIN, "c.py", TWIN_FIXED, None, None),
+    # The mirrors: the other copy has the change already at the fix's base (the fix makes the
+    # first as the second); and the same with upstream's lines put above the fix's copy before
+    # the landing: the fix applies there farther from its hunk's line than the other copy.
+    "the other copy with the change": (b"# A\n" + _BLOCK + b"# B\n" + _LOGGED, "c.py",
+                                       b"# A\n" + _LOGGED + b"# B\n" + _LOGGED, None, None),
+    "the other copy above with the change, lines put above the fix's": (
+        b"# B\n" + _LOGGED + b"# A\n" + _BLOCK, "c.py", b"# B\n" + _LOGGED + b"# A\n" + _LOGGED,
+        b"# B\n" + _LOGGED + _PUT_ABOVE + b"# A\n" + _BLOCK,
+        b"# B\n" + _LOGGED + _PUT_ABOVE + b"# A\n" + _LOGGED),
+    "a file it creates": (BASE, "new.py", b"def h():\n    return 1\n", None, None),
 }
+
+
+def _landed_shape(tmp_path, monkeypatch, shape: str) -> tuple[_Gone, Path, bytes]:
+    """The fix of `shape` landed at v2, its base gone; upstream's work in its file at v3, the
+    project moved there: said `base-unserved`. (the stack, the kept file, its file at v4:
+    upstream's revert of the landing)."""
+    before, path, after, meanwhile, landed = SHAPES[shape]
+    gone = _Gone(tmp_path, monkeypatch, renamed=False, before=before, fixed={path: after},
+                 meanwhile=None if meanwhile is None else {path: meanwhile},
+                 landed=None if landed is None else {path: landed})
+    gone.commit({path: b"# upstream's work\n" + (landed or after)}, "work in its file",
+                tag="v3")
+    gone.cli("rebase", "--to", "v3", expect=1)
+    (said,) = gone.json("status", expect=1)["gone_upstream"]
+    assert said["kind"] == "base-unserved", said
+    undone = b"# upstream's work\n" + (meanwhile or before) if path == "c.py" else None
+    return gone, gone.clone / "series/up/upstreamed/fix.patch", undone
+
+
+def _reverted_at_v4(gone: _Gone, undone: bytes | None, path: str) -> None:
+    """Upstream reverts the landing at v4 (`undone`: the file then): said reverted, exit 1,
+    by `status --against v4` and by the rebase."""
+    revert = gone.commit({path: undone}, 'Revert "g: guard negative x"\n\n'
+                         f"This reverts commit {gone.landing}.\n", tag="v4")
+    doc = gone.json("status", "--against", "v4", expect=1)
+    assert [(g["name"], g["kind"], g["by"]) for g in doc["reverted"] + doc["gone_upstream"]] \
+        == [("fix.patch", "reverted", revert)], doc
+    rebase = gone.cli("rebase", "--to", "v4", expect=1)
+    assert "reverted upstream (needs attention): fix up/fix.patch" in rebase.out, rebase.text
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -441,17 +483,10 @@ def test_the_landing_itself_is_refused_as_a_kept_fixs_base(tmp_path, monkeypatch
     a file (nothing asked of it): judged from the landing, a later revert of the landing was
     quiet (`status --against` exit 0, `rebase` "nothing to do"), the fix in no overlay and not
     upstream. Now refused, exit 2, nothing written, naming `LANDING^`; `--base LANDING^` is
-    taken, and the revert is said reverted (exit 1). The mirror: the other copy has the
-    change already at the base (found there backwards, farther from the hunk's place than
-    forwards): `LANDING^` taken all the same."""
-    before, path, after = SHAPES[shape]
-    gone = _Gone(tmp_path, monkeypatch, renamed=False, before=before, fixed={path: after})
-    worked = b"# upstream's work\n" + after
-    gone.commit({path: worked}, "work in its file", tag="v3")
-    gone.cli("rebase", "--to", "v3", expect=1)
-    (said,) = gone.json("status", expect=1)["gone_upstream"]
-    assert said["kind"] == "base-unserved", said
-    kept = gone.clone / "series/up/upstreamed/fix.patch"
+    taken, and the revert is said reverted (exit 1). The mirrors: the other copy has the
+    change already at the base (found there backwards), even nearer the hunk's line than the
+    fix's own copy (upstream put lines above it before the landing): `LANDING^` taken."""
+    gone, kept, undone = _landed_shape(tmp_path, monkeypatch, shape)
     written = kept.read_bytes()
     for rev in (gone.landing, gone.landing[:12], "v2"):
         refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", rev, expect=2)
@@ -463,14 +498,38 @@ def test_the_landing_itself_is_refused_as_a_kept_fixs_base(tmp_path, monkeypatch
     assert kept.read_bytes() == written.replace(f"Base: {gone.base}".encode(),
                                                 f"Base: {parent}".encode())
     assert gone.json("status", expect=0)["gone_upstream"] == []
-    undone = b"# upstream's work\n" + before if path == "c.py" else None
-    revert = gone.commit({path: undone}, 'Revert "g: guard negative x"\n\n'
-                         f"This reverts commit {gone.landing}.\n", tag="v4")
-    doc = gone.json("status", "--against", "v4", expect=1)
-    assert [(g["name"], g["kind"], g["by"]) for g in doc["reverted"] + doc["gone_upstream"]] \
-        == [("fix.patch", "reverted", revert)], doc
-    rebase = gone.cli("rebase", "--to", "v4", expect=1)
-    assert "reverted upstream (needs attention): fix up/fix.patch" in rebase.out, rebase.text
+    _reverted_at_v4(gone, undone, SHAPES[shape][1])
+
+
+@pytest.mark.parametrize("shape", ["the other copy without the change",
+                                   "the other copy above with the change, lines put above "
+                                   "the fix's"])
+def test_a_kept_fix_without_its_landing_recorded_refuses_a_base_holding_it(tmp_path,
+                                                                           monkeypatch, shape):
+    """A fix kept with no landing commit recorded (`Applied-Upstream: v2`, as a rebase keeps
+    one whose landing it did not find): `--base LANDING` was taken (no order to check, and
+    its hunk applied at the other copy), the landing's revert then quiet. Now refused, exit
+    2, nothing written: the fix applies there only at code upstream left as it was up to the
+    pin (where the other copy has the change too, it applies nowhere there). The mirror:
+    `LANDING^` is taken, where upstream put lines above the fix's copy too, and the revert is
+    said."""
+    gone, kept, undone = _landed_shape(tmp_path, monkeypatch, shape)
+    kept.write_bytes(re.sub(rb"(Applied-Upstream: [^,\n]*), commit:[0-9a-f]{40}", rb"\1",
+                            kept.read_bytes()))
+    written = kept.read_bytes()
+    assert b"commit:" not in written
+    pin = git(gone.up, "rev-parse", "v3").strip()
+    refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing, expect=2)
+    if shape == "the other copy without the change":
+        assert f"up {gone.landing} holds its change already (c.py: hunk 1 applies there only " \
+            f"at line 12, code up's pin {pin[:12]} leaves as it was" in refused.err, refused.text
+    else:
+        assert f"its change does not apply at up {gone.landing} as it was made (c.py: hunk 1)" \
+            in refused.err, refused.text
+    assert kept.read_bytes() == written
+    gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing + "^", expect=0)
+    assert gone.json("status", expect=0)["gone_upstream"] == []
+    _reverted_at_v4(gone, undone, "c.py")
 
 
 def test_a_landing_before_the_recorded_one_is_refused_as_a_kept_fixs_base(tmp_path):
@@ -496,8 +555,9 @@ def test_a_landing_before_the_recorded_one_is_refused_as_a_kept_fixs_base(tmp_pa
     written = kept.read_bytes()
     assert f"commit:{again}".encode() in written
     rc, _, err = stack.cli("refresh", "up/upstreamed/fa.patch", "--base", first, expect=2)
-    assert f"up {first} holds its change already (c.py: hunk 1 is there)" in err and \
-        "series/up/upstreamed/fa.patch:" in err, err
+    assert f"up {first} holds its change already (c.py: hunk 1 applies there only at line " \
+        f"12, code its landing {again[:12]} leaves as it was" in err and \
+        "series/up/upstreamed/fa.patch:" in err and f"`--base {again[:12]}^`" in err, err
     assert kept.read_bytes() == written
     for rev in (first + "^", undone):
         stack.cli("refresh", "up/upstreamed/fa.patch", "--base", rev, expect=0)

@@ -2066,10 +2066,11 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
     upstream worked on since is said `base-unserved` (exit 1) at every pin; `delete` was the
     one way to clear it, and the fix was then judged by nothing: a later revert of its
     landing went unsaid. Its change must apply at REV as it was made (every hunk, no fuzz:
-    REV holds the files it was made on), REV must not hold the change already
-    (_change_present_at), and REV must come strictly before its recorded landing (the history
-    from its base holds the landing, as the judge reads it); only its `Base` line
-    changes, the rest of the file byte for byte. REV is a SPEC of the upstream (a commit, tag
+    REV holds the files it was made on), REV must not hold the change already (a file it
+    creates there; a hunk applied there at code upstream leaves as it was up to the landing:
+    _applied_where_nothing_changed), and REV must come strictly before its recorded landing
+    (the history from its base holds the landing, as the judge reads it); only its `Base`
+    line changes, the rest of the file byte for byte. REV is a SPEC of the upstream (a commit, tag
     or branch), or one followed by `^` (its first parent: `LANDING^`, the commit before the
     landing, which the `base-unserved` message names). Returns {upstream, name, from, to}."""
     from patchforge.apply.hunks import apply_file_patch
@@ -2116,19 +2117,16 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
                          hint=f"`--base {landing[1][:12]}^` names the commit before the landing")
     paths = sorted({p for fp in patch.file_patches for p in (fp.old_path, fp.new_path) if p})
     contents = store.read_blobs(commit, paths) if paths else {}
-    present = _change_present_at(patch, contents)
-    if present is not None:
-        fp, k = present
+    created = next((fp for fp in patch.file_patches
+                    if fp.new_path and fp.is_new and contents.get(fp.new_path) is not None),
+                   None)
+    if created is not None:
         raise InputError(
-            f"{upstream} {said} holds its change already ({fp.path}: "
-            + ("the file it creates is there" if fp.is_new else f"hunk {k + 1} is there")
-            + "): a base is a commit the fix was made on, before its landing (judged from "
-            "a commit that holds it, a later revert of the landing would go unsaid); "
-            "nothing was written", path=rel,
-            line=None if fp.is_new else fp.hunks[k].line_no,
-            hint=(f"`--base {landing[1][:12]}^` names the commit before the landing"
-                  if landing is not None else
-                  f"name a commit of {upstream} before the landing"))
+            f"{upstream} {said} holds its change already ({created.path}: the file it creates "
+            "is there): a base is a commit the fix was made on, before its landing; nothing "
+            "was written", path=rel,
+            hint=f"name a commit of {upstream} before the landing")
+    placed = []
     for fp in patch.file_patches:
         application = apply_file_patch(contents.get(fp.old_path) if fp.old_path else None, fp,
                                        max_fuzz=0)
@@ -2146,6 +2144,30 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
                 hint="name a commit of " + upstream + " before the landing whose files the fix "
                      "applies to as it is (upstream may have moved or changed them before the "
                      "landing: a commit before that)")
+        placed.append((fp, application))
+    # Judged from REV, the landing must make the change where the fix applies at REV: applied
+    # at code upstream left as it was up to the landing, it met another copy of that code
+    # (REV holding the change at its own place already: the landing itself, or an earlier
+    # landing of a fix landed, reverted and landed again), and a revert of the landing would
+    # read as no change of the fix's. With no landing recorded, the pin (after it) is asked.
+    recorded = landing is not None and store.has_object(landing[1].lower())
+    since = landing[1].lower() if landing is not None and recorded else \
+        project.lock.pin(upstream).commit
+    elsewhere = _applied_where_nothing_changed(store, placed, contents, since)
+    if elsewhere is not None:
+        fp, k, at = elsewhere
+        before = recorded and store.parents_of([since]).get(since) != commit
+        raise InputError(
+            f"{upstream} {said} holds its change already ({fp.path}: hunk {k + 1} applies "
+            f"there only at line {at}, code "
+            + (f"its landing {since[:12]}" if recorded else f"{upstream}'s pin {since[:12]}")
+            + " leaves as it was: another copy of the code it changes): a base is a commit "
+            "the fix was made on, before its landing (judged from one that holds it, a later "
+            "revert of the landing would go unsaid); nothing was written", path=rel,
+            line=fp.hunks[k].line_no,
+            hint=f"`--base {since[:12]}^` names the commit before the landing"
+            if before else f"name a commit of {upstream} before the landing whose files the "
+            "fix applies to as it is")
     if old == commit:
         return {"upstream": upstream, "name": file_name, "from": old, "to": commit,
                 "changed": False}
@@ -2159,34 +2181,40 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
     return {"upstream": upstream, "name": file_name, "from": old, "to": commit, "changed": True}
 
 
-def _change_present_at(patch, contents: dict[str, bytes | None]):
-    """The first (file patch, hunk index) of `patch` whose change the files `contents` (a
-    revision's, by path) hold at the hunk's own place, or None: a file it creates that is
-    there, or a hunk whose post-image applies there without fuzz nearer its own line than its
-    pre-image does (a hunk whose code is in the file twice: at the landing its pre-image is
-    found at the other copy, its post-image at its own place; at its base, the other way round
-    where the other copy has the change already). A deletion is not asked (its file absent
-    says nothing of the fix: the forward check refuses it). Why: such a revision is the
-    landing or one after it, or a landing of the fix before its recorded one (landed,
-    reverted, landed again): judged from it, a later revert of the landing goes unsaid."""
-    from patchforge.apply.hunks import apply_file_patch
+def _applied_where_nothing_changed(store: UpstreamStore, placed: list, contents: dict,
+                                  since: str) -> tuple | None:
+    """The first (file patch, hunk index, 1-based line) of a fix applied at a revision
+    (`placed`: each file patch with its FileApplication there, no fuzz; `contents`: that
+    revision's files by path) whose hunk was placed where upstream changes nothing from that
+    revision up to `since` (its landing, or a pin after it): not a line of the code the hunk
+    meets there (its context with it) is changed, and no line is added within or beside it.
+    None where each hunk meets code upstream changed, or a file cannot be compared (no such
+    path at `since`, a binary file)."""
+    from patchforge.store.diff import changed_blocks
 
-    for fp in patch.file_patches:
-        if fp.is_delete:
+    modified = [(fp, application) for fp, application in placed
+                if not fp.is_new and not fp.is_delete and fp.binary is None]
+    if not modified:
+        return None
+    later = store.read_blobs(since, sorted({fp.new_path for fp, _ in modified}))
+    compared: list[tuple] = [
+        (fp, application, contents[fp.old_path], new) for fp, application in modified
+        if (new := later.get(fp.new_path)) is not None]
+    if not compared:
+        return None
+    blocks = changed_blocks([(old, new) for _, _, old, new in compared])
+    for (fp, application, _, _), changed in zip(compared, blocks):
+        if changed is None:
             continue
-        if fp.is_new:
-            if contents.get(fp.new_path) is not None:
-                return fp, 0
-            continue
-        after = contents.get(fp.new_path)
-        if after is None:
-            continue
-        back = apply_file_patch(after, fp, max_fuzz=0, reverse=True)
-        forth = apply_file_patch(contents.get(fp.old_path), fp, max_fuzz=0)
-        for k, (undone, done) in enumerate(zip(back.hunks, forth.hunks)):
-            if undone.status != "failed" and (
-                    done.status == "failed" or abs(undone.offset) <= abs(done.offset)):
-                return fp, k
+        for k, (hunk, outcome) in enumerate(zip(fp.hunks, application.hunks)):
+            if outcome.at_line is None:
+                continue
+            start = outcome.at_line - 1
+            end = start + len(hunk.old_lines())
+            if not any(old_start < end and old_end > start or
+                       old_start == old_end and start <= old_start <= end
+                       for old_start, old_end, _, _ in changed):
+                return fp, k, outcome.at_line
     return None
 
 
