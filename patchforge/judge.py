@@ -2310,12 +2310,14 @@ def _bound_names(text: bytes, braced: bool) -> set[bytes]:
     wherever it binds them, not only as the first word of an assignment (_SETS_NAME): C's
     assignment inside an expression (`if ((y = clip(y)) > n)`, `clip(y = b)`, `a = y = 0`);
     Python's `:=` anywhere, an assignment's every target (`d, y = split(y)`, `a = y = 0`,
-    `(a, *y) = t`, `y: int = 0`, `y.v = c` and `y[k] = c` changing y), a `for` loop's target
+    `(a, *y) = t`, `y: int = 0`, `y[k] = c` changing y), a `for` loop's target
     (`for k, y in parts:`), an `as` (`with f() as y:`, `except E as y:`, `import m as y`), an
     import, a `def` or `class`, a `del`, a `case` pattern's capture. A line naming y this way sets it: it reads as another
     step, not as a read of y's value. Not a keyword argument (`clip(y=c)`), an attribute of
-    another name (`c.y = d`), an index (`a[y] = c`), a comparison (`y <= n`), nor a
-    comprehension's own name (`[k for y in c]`, which binds none of the function's)."""
+    another name (`c.y = d`), an attribute of y (`y.v = c`, `self.flag = c`: it binds the
+    attribute, not y, and a statement naming y, `self.count += 1`, is not told apart by it),
+    an index (`a[y] = c`), a comparison (`y <= n`), nor a comprehension's own name (`[k for y
+    in c]`, which binds none of the function's)."""
     if braced:
         return set(_C_ASSIGNED.findall(text))
     bound = set(_PY_WALRUS.findall(text))
@@ -2378,10 +2380,12 @@ def _bound_names(text: bytes, braced: bool) -> set[bytes]:
 
 
 def _targets(text: bytes) -> set[bytes]:
-    """The names an assignment's target `text` (Python, `d, y`, `(a, *y)`, `y.v`, `y[k]`,
-    `y += `'s `y +`) binds or changes: each name standing as a target of its own, or whose
-    attribute or item the target is; not a name in a call's or an index's brackets (`a[y]`,
-    `f(y).v`), nor an attribute's name (`c.y`)."""
+    """The names an assignment's target `text` (Python, `d, y`, `(a, *y)`, `y[k]`, `y += `'s
+    `y +`) binds or changes: each name standing as a target of its own, or whose item the
+    target is; not a name in a call's or an index's brackets (`a[y]`, `f(y).v`), nor an
+    attribute's name (`c.y`), nor the name whose attribute the target is (`self` of
+    `self.flag`: the attribute's own step, which every method's `self.x = c` would otherwise
+    read as setting `self`, telling apart two copies of `self.count += 1` it never touches)."""
     found: set[bytes] = set()
     # The brackets open where `k` stands: True for a tuple's or list's (targets within),
     # False for a call's or an index's (what is read within).
@@ -2393,7 +2397,7 @@ def _targets(text: bytes) -> set[bytes]:
         if name is not None:
             before = text[:k].rstrip()
             if all(opened) and not before.endswith(b".") and \
-                    not text[name.end():].lstrip().startswith(b"("):
+                    not text[name.end():].lstrip().startswith((b"(", b".")):
                 found.add(name[0])
             k = name.end()
             continue

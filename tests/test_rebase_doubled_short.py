@@ -1001,6 +1001,24 @@ def test_a_short_statement_past_an_if_reading_it_as_it_binds_another_keeps_yours
     stops_keeping_yours_first(stack, READ_IN_AN_IF)
 
 
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    if n:\n        self.flag = c\n    d = clip(c)\n",
+    b"    if n:\n        self.items[n] = c\n    d = clip(c)\n",
+    b"    if n:\n        self.flag, d = c, clip(c)\n"],
+    ids=["another-attribute", "an-item-of-another-attribute", "a-tuple-of-attributes"])
+def test_a_short_statement_of_an_attribute_past_an_if_setting_another_keeps_yours_first(
+        tmp_path, block, fix_below):
+    # `self.count += 1` made by the fix and by upstream, an `if` between setting another
+    # attribute of self (`self.flag = c`): read as setting `self`, it told the two steps
+    # apart, and the fix moved, both kept, exit 0: the count stepped twice on every path.
+    # It sets self.flag, not self: the `if` reads self on some paths, the stop stays, keep
+    # yours first.
+    stack = leaves_between(tmp_path, "pkg/a.py", block, b"self.count += 1",
+                           fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
 def test_a_short_statement_past_an_if_looping_over_it_keeps_yours_first(tmp_path, fix_below):
     # Mirror: the loop in the `if` binds k, reading y for its bound: the stop stays, keep
