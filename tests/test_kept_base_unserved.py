@@ -503,30 +503,43 @@ def test_the_landing_itself_is_refused_as_a_kept_fixs_base(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("shape", ["the other copy without the change",
                                    "the other copy above with the change, lines put above "
-                                   "the fix's"])
-def test_a_kept_fix_without_its_landing_recorded_refuses_a_base_holding_it(tmp_path,
-                                                                           monkeypatch, shape):
+                                   "the fix's",
+                                   "the other copy worked on after the landing"])
+def test_a_kept_fix_without_its_landing_recorded_refuses_every_base(tmp_path, monkeypatch,
+                                                                    shape):
     """A fix kept with no landing commit recorded (`Applied-Upstream: v2`, as a rebase keeps
-    one whose landing it did not find): `--base LANDING` was taken (no order to check, and
-    its hunk applied at the other copy), the landing's revert then quiet. Now refused, exit
-    2, nothing written: the fix applies there only at code upstream left as it was up to the
-    pin (where the other copy has the change too, it applies nowhere there). The mirror:
-    `LANDING^` is taken, where upstream put lines above the fix's copy too, and the revert is
-    said."""
-    gone, kept, undone = _landed_shape(tmp_path, monkeypatch, shape)
+    one whose landing it did not find): nothing tells a REV before the landing from one after
+    it. `--base LANDING` was taken where upstream worked on the other copy of the code after
+    the landing (the hunk applied there, at code the pin no longer has as it was), and the
+    landing's revert was then quiet, exit 0, the fix in no overlay. Now every REV is refused,
+    exit 2, nothing written, naming the `Applied-Upstream` line and the way on; with the
+    landing recorded as the hint says, `LANDING^` is taken and the revert is said."""
+    if shape == "the other copy worked on after the landing":
+        gone = _Gone(tmp_path, monkeypatch, renamed=False, before=TWIN,
+                     fixed={"c.py": TWIN_FIXED})
+        worked = TWIN_FIXED.replace(b"# B\nif x:\n    pass\n",
+                                    b"# B\nif x:\n    pass  # B's work\n")
+        gone.commit({"c.py": worked}, "work in B", tag="v3")
+        gone.cli("rebase", "--to", "v3", expect=1)
+        kept = gone.clone / "series/up/upstreamed/fix.patch"
+        undone = worked.replace(_LOGGED, _BLOCK, 1)
+    else:
+        gone, kept, undone = _landed_shape(tmp_path, monkeypatch, shape)
+    recorded = kept.read_bytes()
     kept.write_bytes(re.sub(rb"(Applied-Upstream: [^,\n]*), commit:[0-9a-f]{40}", rb"\1",
-                            kept.read_bytes()))
+                            recorded))
     written = kept.read_bytes()
     assert b"commit:" not in written
-    pin = git(gone.up, "rev-parse", "v3").strip()
-    refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing, expect=2)
-    if shape == "the other copy without the change":
-        assert f"up {gone.landing} holds its change already (c.py: hunk 1 applies there only " \
-            f"at line 12, code up's pin {pin[:12]} leaves as it was" in refused.err, refused.text
-    else:
-        assert f"its change does not apply at up {gone.landing} as it was made (c.py: hunk 1)" \
-            in refused.err, refused.text
-    assert kept.read_bytes() == written
+    line = written.split(b"\n").index(next(x for x in written.split(b"\n")
+                                           if x.startswith(b"Applied-Upstream:"))) + 1
+    for rev in (gone.landing, gone.landing + "^", "v1"):
+        refused = gone.cli("refresh", "up/upstreamed/fix.patch", "--base", rev, expect=2)
+        assert f"series/up/upstreamed/fix.patch:{line}: " in refused.err and \
+            "records no landing up serves" in refused.err and \
+            "commit:ID" in refused.err, refused.text
+        assert kept.read_bytes() == written
+    kept.write_bytes(recorded)
+    gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing, expect=2)
     gone.cli("refresh", "up/upstreamed/fix.patch", "--base", gone.landing + "^", expect=0)
     assert gone.json("status", expect=0)["gone_upstream"] == []
     _reverted_at_v4(gone, undone, "c.py")

@@ -2069,7 +2069,8 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
     REV holds the files it was made on), REV must not hold the change already (a file it
     creates there; a hunk applied there at code upstream leaves as it was up to the landing:
     _applied_where_nothing_changed), and REV must come strictly before its recorded landing
-    (the history from its base holds the landing, as the judge reads it); only its `Base`
+    (the history from its base holds the landing, as the judge reads it: a fix that records
+    no landing upstream serves is refused, nothing telling REV's order); only its `Base`
     line changes, the rest of the file byte for byte. REV is a SPEC of the upstream (a commit, tag
     or branch), or one followed by `^` (its first parent: `LANDING^`, the commit before the
     landing, which the `base-unserved` message names). Returns {upstream, name, from, to}."""
@@ -2105,11 +2106,23 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
         commit = first
     said = rev if not parent and commit.startswith(rev.lower()) else f"{rev} ({commit[:12]})"
     landing = _RECORDED_LANDING.search(patch.get("Applied-Upstream") or "")
+    # Without its landing, nothing tells REV before the landing from REV after it: a hunk
+    # whose code is in the file twice applies at the landing at the other copy, and where
+    # upstream worked on that copy since, no fact of the pin tells it either; judged from
+    # the landing, a later revert of it went unsaid. The landing recorded, the order is asked.
+    if landing is None or not store.has_object(landing[1].lower()):
+        raise InputError(
+            f"{rel} records no landing {upstream} serves (its Applied-Upstream names no "
+            "commit: of it): REV cannot be told to come before the landing, and a base "
+            "after it would leave a later revert of the landing unsaid; nothing was written",
+            path=rel, line=_header_line(data, b"Applied-Upstream"),
+            hint="add the commit that landed it to its Applied-Upstream "
+                 "(`Applied-Upstream: LABEL, commit:ID`), then `--base ID^`")
     # Strictly before: the landing itself is its own ancestor, and a hunk whose context is in
     # the file twice applies there at the other copy, so the landing was taken, and a later
     # revert of it went unsaid (judged from the landing, the revert is the change undone).
-    if landing is not None and store.has_object(landing[1].lower()) and (
-            commit == landing[1].lower() or not store.is_ancestor(commit, landing[1].lower())):
+    landed = landing[1].lower()
+    if commit == landed or not store.is_ancestor(commit, landed):
         raise UsageError(f"{upstream} {said} does not come before the landing of {rel} "
                          f"({landing[1][:12]}, its Applied-Upstream): a base is a commit the "
                          "fix was made on, and the history from it holds the landing; "
@@ -2149,23 +2162,18 @@ def rebase_kept_base(project: Project, store: UpstreamStore, name: str, rev: str
     # at code upstream left as it was up to the landing, it met another copy of that code
     # (REV holding the change at its own place already: the landing itself, or an earlier
     # landing of a fix landed, reverted and landed again), and a revert of the landing would
-    # read as no change of the fix's. With no landing recorded, the pin (after it) is asked.
-    recorded = landing is not None and store.has_object(landing[1].lower())
-    since = landing[1].lower() if landing is not None and recorded else \
-        project.lock.pin(upstream).commit
-    elsewhere = _applied_where_nothing_changed(store, placed, contents, since)
+    # read as no change of the fix's.
+    elsewhere = _applied_where_nothing_changed(store, placed, contents, landed)
     if elsewhere is not None:
         fp, k, at = elsewhere
-        before = recorded and store.parents_of([since]).get(since) != commit
+        before = store.parents_of([landed]).get(landed) != commit
         raise InputError(
             f"{upstream} {said} holds its change already ({fp.path}: hunk {k + 1} applies "
-            f"there only at line {at}, code "
-            + (f"its landing {since[:12]}" if recorded else f"{upstream}'s pin {since[:12]}")
-            + " leaves as it was: another copy of the code it changes): a base is a commit "
-            "the fix was made on, before its landing (judged from one that holds it, a later "
+            f"there only at line {at}, code its landing {landed[:12]} leaves as it was: "
+            "another copy of the code it changes): a base is a commit the fix was made on, before its landing (judged from one that holds it, a later "
             "revert of the landing would go unsaid); nothing was written", path=rel,
             line=fp.hunks[k].line_no,
-            hint=f"`--base {since[:12]}^` names the commit before the landing"
+            hint=f"`--base {landed[:12]}^` names the commit before the landing"
             if before else f"name a commit of {upstream} before the landing whose files the "
             "fix applies to as it is")
     if old == commit:
@@ -2219,6 +2227,17 @@ def _applied_where_nothing_changed(store: UpstreamStore, placed: list, contents:
 
 
 _RECORDED_LANDING = re.compile(r"\bcommit:([0-9a-fA-F]{40})\b")
+
+
+def _header_line(data: bytes, field: bytes) -> int | None:
+    """The 1-based line of a patch file's header field `field` (`Applied-Upstream`), for a
+    message to name; None where the header has no such field."""
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if line.startswith(b"diff --git ") or line.startswith(b"--- "):
+            return None
+        if line.split(b":", 1)[0] == field and b":" in line:
+            return number
+    return None
 
 
 def _landing_moved_to_skipped(project: Project, name: str):
