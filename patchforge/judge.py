@@ -15,6 +15,7 @@ import os
 import re
 import threading
 from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
@@ -3721,7 +3722,7 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes, made: bytes,
     added to another bracket is another list's, both wanted (None). `base`, the file the fix
     was made on, tells a copy upstream wrote in place of a base item (_in_a_base_items_place)."""
     lines = result.split(b"\n")
-    fixs = _items_the_fix_adds(lines, current.split(b"\n"))
+    fixs = _items_the_fix_adds(result, current)
     brackets: dict[int, None] = {}
     for at in fixs:
         opened = _bracket_opened_above(lines, at)
@@ -3911,13 +3912,14 @@ def _items_written(line: bytes) -> list[str]:
         if found is not None else []
 
 
-def _items_the_fix_adds(lines: list[bytes], theirs: list[bytes]) -> dict[int, Counter]:
-    """Per line (0-based) of `lines`, the file a fix made on upstream's `theirs`, that the fix
-    changed and that is a line of quoted items: the items its block of changed lines adds, by
-    a line diff of the two (those not on the lines of `theirs` it replaces: a line the fix
+def _items_the_fix_adds(result: bytes, current: bytes) -> dict[int, Counter]:
+    """Per line (0-based) of `result`, the file a fix made on upstream's `current`, that the
+    fix changed and that is a line of quoted items: the items its block of changed lines adds,
+    by a line diff of the two (those not on the lines of `current` it replaces: a line the fix
     makes `"gfx90a", "gfx942", "gfx1201",` out of `"gfx90a", "gfx942",` adds gfx1201 only)."""
+    lines, theirs = result.split(b"\n"), current.split(b"\n")
     found: dict[int, Counter] = {}
-    for mine, other in _changed_blocks(lines, theirs,
+    for mine, other in _changed_blocks(result, current,
                                        lambda line: _STRING_ITEMS.fullmatch(line) is not None):
         held = {k: _line_items(lines[k]) for k in mine}
         added = Counter(value for values in held.values() if values for value in values)
@@ -3926,27 +3928,47 @@ def _items_the_fix_adds(lines: list[bytes], theirs: list[bytes]) -> dict[int, Co
     return found
 
 
-def _changed_blocks(lines: list[bytes], theirs: list[bytes],
+def _changed_blocks(result: bytes, current: bytes,
                     wanted: Callable[[bytes], bool]) -> list[tuple[range, range]]:
-    """The blocks of changed lines of `lines`, a file a fix made on upstream's `theirs`, by a
-    line diff of the two: (the lines of `lines`, those of `theirs` they replace), 0-based;
-    none where no changed line of `lines` is `wanted` (the diff is paid only then)."""
+    """The blocks of changed lines of `result`, a file a fix made on upstream's `current`, by
+    a line diff of the two: (its lines, those of `current` they replace), 0-based; none where
+    no changed line of `result` is `wanted` (the diff is paid only then)."""
+    top, mine, other = _changed_span(result, current)
+    if not any(wanted(line) for line in mine):
+        return []
+    if not other:
+        return [(range(top, top + len(mine)), range(top, top))]
+    return [(range(top + i1, top + i2), range(top + j1, top + j2))
+            for i1, i2, j1, j2 in _changed_opcodes(result, current)]
+
+
+@lru_cache(maxsize=4)
+def _changed_span(result: bytes, current: bytes) -> tuple[int, tuple[bytes, ...],
+                                                          tuple[bytes, ...]]:
+    """The lines `result` and `current` differ in, once the lines both start and end with
+    are set aside: (the first such line, 0-based; `result`'s lines there; `current`'s).
+    Kept for the pairs asked again: the doubling check's item and key checks (`_doubled`)
+    each ask it of the same result and upstream's file."""
+    lines, theirs = result.split(b"\n"), current.split(b"\n")
     top, short = 0, min(len(lines), len(theirs))
     while top < short and lines[top] == theirs[top]:
         top += 1
     tail = 0
     while tail < short - top and lines[-1 - tail] == theirs[-1 - tail]:
         tail += 1
-    mine, other = lines[top:len(lines) - tail], theirs[top:len(theirs) - tail]
-    if not any(wanted(line) for line in mine):
-        return []
-    if not other:
-        return [(range(top, top + len(mine)), range(top, top))]
+    return top, tuple(lines[top:len(lines) - tail]), tuple(theirs[top:len(theirs) - tail])
+
+
+@lru_cache(maxsize=4)
+def _changed_opcodes(result: bytes, current: bytes) -> tuple[tuple[int, int, int, int], ...]:
+    """The line diff of `_changed_span`'s two runs of lines: (i1, i2, j1, j2) of each block
+    that is not equal, relative to its first line. Kept as `_changed_span` is."""
     import difflib
 
+    _, mine, other = _changed_span(result, current)
     matcher = difflib.SequenceMatcher(None, mine, other, autojunk=len(mine) + len(other) > 4000)
-    return [(range(top + i1, top + i2), range(top + j1, top + j2))
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    return tuple((i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+                 if tag != "equal")
 
 
 def _line_items(line: bytes) -> list[object] | None:
@@ -4315,7 +4337,7 @@ def _key_twice_in_its_dict(path: str, current: bytes, result: bytes,
     mapping's, both wanted (None)."""
     syntax = _dict_syntax(path)
     lines, theirs = result.split(b"\n"), current.split(b"\n")
-    blocks = _changed_blocks(lines, theirs, lambda line: syntax.key.match(line) is not None)
+    blocks = _changed_blocks(result, current, lambda line: syntax.key.match(line) is not None)
     if not blocks:
         return None
     changed = {k for mine, _ in blocks for k in mine}

@@ -247,6 +247,31 @@ def test_a_landed_fix_set_aside_has_its_free_name_found_once(stack, upstream):
     assert not (stack.root / "series" / "up" / "fix-f3.patch").exists()
 
 
+def test_the_doubling_checks_diff_a_fix_and_upstreams_file_once(stack, upstream):
+    """A moved fix on a file upstream changed has its result read by the doubling check's item
+    and key checks (an item twice in its list, a key twice in its dict), which both ask where
+    the result differs from upstream's file: the line diff of the two (difflib, in Python) is
+    made once by the judge, for both, and the fix moves as before."""
+    fix = (b'ARCHS = [\n    "gfx90a",\n    "gfx1201",\n]\n'
+           b'SIZES = {\n    "gfx90a": 16,\n    "gfx1201": 32,\n}\n\n')
+    before = ("import difflib, sys\n"
+              "diffed = []\n"
+              "class Counted(difflib.SequenceMatcher):\n"
+              "    def __init__(self, isjunk=None, a='', b='', autojunk=True):\n"
+              "        if sys._getframe(1).f_code.co_filename.endswith('judge.py'):\n"
+              "            diffed.append((tuple(a), tuple(b)))\n"
+              "        super().__init__(isjunk, a, b, autojunk)\n"
+              "difflib.SequenceMatcher = Counted\n")
+    after = ("again = [pair for n, pair in enumerate(diffed) if pair in diffed[:n]]\n"
+             "print('DIFFED', len(diffed) > 0, 'AGAIN', len(again), rc)\n")
+    release = with_lines({20: b"def f20():\n    return -20\n\n"})
+    out = _after_a_clean_rebase(stack, upstream, before, after, fix=fix,
+                                change={"pkg/mod.py": release})
+    assert "DIFFED True AGAIN 0 0" in out, out
+    assert apply_with_git(upstream, upstream.head(), stack.patch("up", "fix-f3"))["pkg/mod.py"] \
+        == with_lines({3: fix, 20: b"def f20():\n    return -20\n\n"})
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"
