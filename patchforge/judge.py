@@ -22,7 +22,7 @@ from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     _language, defined_names, file_changes, function_named_at,
-                                    mapped_places, placed_at,
+                                    mapped_places, placed_at, same_ends,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
                                        NearText, block_runs, doubled_near, in_place_runs,
@@ -3950,12 +3950,7 @@ def _changed_span(result: bytes, current: bytes) -> tuple[int, tuple[bytes, ...]
     Kept for the pairs asked again: the doubling check's item and key checks (`_doubled`)
     each ask it of the same result and upstream's file."""
     lines, theirs = result.split(b"\n"), current.split(b"\n")
-    top, short = 0, min(len(lines), len(theirs))
-    while top < short and lines[top] == theirs[top]:
-        top += 1
-    tail = 0
-    while tail < short - top and lines[-1 - tail] == theirs[-1 - tail]:
-        tail += 1
+    top, tail = same_ends(lines, theirs)
     return top, tuple(lines[top:len(lines) - tail]), tuple(theirs[top:len(theirs) - tail])
 
 

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
                                         split_lines)
@@ -1091,7 +1091,7 @@ def _aligned_blocks(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, 
     junk (a popular line left out would be called added)."""
     import difflib
 
-    top, tail = _same_ends(old, new)
+    top, tail = same_ends(old, new)
     matcher = difflib.SequenceMatcher(None, old[top:len(old) - tail],
                                       new[top:len(new) - tail], autojunk=False)
     blocks = [(0, 0, top)] if top else []
@@ -1694,7 +1694,7 @@ def _changed_places(old: list[bytes], new: list[bytes],
     lines of `old` it replaces ([start, end), plus `at`) and its first line that is not blank
     (an added one, else a removed one); blocks of blank lines alone are left out. The lines
     both start and end with are set aside first: a change is a few blocks of a long file."""
-    top, tail = _same_ends(old, new)
+    top, tail = same_ends(old, new)
     a, b = old[top:len(old) - tail], new[top:len(new) - tail]
     if not a and not b:
         return []
@@ -1716,15 +1716,28 @@ def _changed_places(old: list[bytes], new: list[bytes],
     return places
 
 
-def _same_ends(old: list[bytes], new: list[bytes]) -> tuple[int, int]:
-    """How many lines `old` and `new` start with alike, and how many they then end with."""
-    top = 0
+def same_ends(old: Sequence[bytes], new: Sequence[bytes]) -> tuple[int, int]:
+    """How many lines `old` and `new` start with alike, and how many they then end with.
+
+    Found by halving, each step comparing one run of lines as a whole (lines alike from an end
+    stay alike over any shorter run from it): comparisons of slices, in C, instead of a loop
+    over every shared line in Python, most of a large file with a change near its end."""
     short = min(len(old), len(new))
-    while top < short and old[top] == new[top]:
-        top += 1
-    tail = 0
-    while tail < short - top and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
-        tail += 1
+    top, most = 0, short  # old[:top] == new[:top]; no run longer than `most` is alike
+    while top < most:
+        mid = (top + most + 1) // 2
+        if old[top:mid] == new[top:mid]:
+            top = mid
+        else:
+            most = mid - 1
+    tail, most = 0, short - top
+    end_old, end_new = len(old), len(new)
+    while tail < most:
+        mid = (tail + most + 1) // 2
+        if old[end_old - mid:end_old - tail] == new[end_new - mid:end_new - tail]:
+            tail = mid
+        else:
+            most = mid - 1
     return top, tail
 
 
