@@ -2257,12 +2257,25 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
         return lines[at].startswith(indent) and \
             lines[at][len(indent):len(indent) + 1] not in (b" ", b"\t")
 
-    def sets(text: bytes) -> bool:
+    def sets(text: bytes, among: set[bytes]) -> bool:
         found = _SETS_NAME.match(text) or _SETS_ITEM.match(text)
-        return found is not None and found[1] in names or any(
+        return found is not None and found[1] in among or any(
             re.search(rb"(?<![\w.])" + re.escape(name) + rb"\s*(?:\.\s*\w+\s*\(|\+\+|--)"
                       rb"|(?:\+\+|--|&)\s*" + re.escape(name) + rb"(?!\w)", text)
-            for name in names) or bool(names & _bound_names(text, braced))
+            for name in among) or bool(among & _bound_names(text, braced))
+
+    def body_sets(said: list[bytes]) -> bool:
+        # C: a name declared in the `if`'s block (`int y = 0;`, `int e = 0, y = b;`, `for
+        # (int y = 0; ...)`) is another variable, shadowing the copies' own from there on: a
+        # line setting it sets no copy's y. (Taken out to the block's end, even past an inner
+        # block's: read as not set, the `if` stops, loud.)
+        shadowed: set[bytes] = set()
+        for line in said:
+            if braced:
+                shadowed |= _c_declared(line)
+            if sets(line, names - shadowed):
+                return True
+        return False
 
     read: set[int] = set()
     guards: set[int] = set()
@@ -2294,7 +2307,7 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
             said = [code(at) for at in body]
         if end < between.stop and re.match(rb"(?:\}\s*)?(?:elif|else)\b", code(end)):
             continue
-        if sets(condition) or any(sets(line) for line in said):
+        if sets(condition, names) or body_sets(said):
             continue
         if names & set(_NAME.findall(condition)):
             if leaves:
@@ -2417,6 +2430,46 @@ _PY_WORDS = frozenset((b"in", b"not", b"and", b"or", b"is", b"None", b"True", b"
 # its name not a member's (`s.y = 1`, `p->y = 1`) nor a comparison (`y <= n`, `y == n`).
 _C_ASSIGNED = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)([A-Za-z_]\w*)\s*"
                            rb"(?:<<|>>|[-+*/%&|^])?=(?!=)")
+
+
+def _c_declared(text: bytes) -> set[bytes]:
+    """The names a C line (stripped, strings and comments taken out) declares: each
+    declarator of a declaration opening the line or a `for (`'s init clause, past its type
+    words (`int y = 0;`, `const float* y;`, `int e = 0, y = clip(b);`, `for (int y = 0; ...`,
+    `std::vector<int> y(n);`). Not an assignment (`y = 0;`), nor a `return y;`."""
+    found: set[bytes] = set()
+    head = _C_DECLARATION.match(text)
+    if head is None or head[1] in _C_NOT_TYPES:
+        return found
+    found.add(head[2])
+    # The declaration's further declarators: each `, name` at its top level up to its `;`.
+    depth = 0
+    for k in range(head.end(), len(text)):
+        c = text[k:k + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif c == b";" and depth == 0:
+            break
+        elif c == b"," and depth == 0:
+            name = re.match(rb"\s*[*&\s]*([A-Za-z_]\w*)\s*(?=[=;,\[(]|$)", text[k + 1:])
+            if name is not None:
+                found.add(name[1])
+    return found
+
+
+# A C declaration opening a line or a `for (`'s init clause: its first type word (group 1),
+# then further words, template arguments, `*`/`&`, and its first declarator's name (group 2).
+_C_DECLARATION = on_first_use(
+    rb"(?:for\s*\(\s*)?([A-Za-z_][\w:]*)(?:\s*<[^;()]*>)?(?:\s+[A-Za-z_][\w:]*"
+    rb"(?:\s*<[^;()]*>)?)*(?:\s*[*&]+\s*|\s+)([A-Za-z_]\w*)\s*(?=[=;,\[(]|$)")
+# Words that open a line as a type word would but declare nothing (`return y;`, `else y = 0;`).
+_C_NOT_TYPES = frozenset((b"return", b"else", b"do", b"case", b"goto", b"throw", b"delete",
+                          b"new", b"co_return", b"co_yield", b"co_await", b"if", b"while",
+                          b"switch", b"sizeof"))
 # Python's `:=` wherever it stands (`if (y := clip(y)) > n:`).
 _PY_WALRUS = on_first_use(rb"(?<![\w.])([A-Za-z_]\w*)\s*:=")
 

@@ -1040,6 +1040,42 @@ def test_a_short_statement_past_a_guard_reading_it_as_it_binds_another_keeps_you
     stops_keeping_yours_first(stack)
 
 
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block, clause", [
+    (b"    int d = b;\n    if (n) {\n        for (int y = 0; y < n; y += 2) d += y;\n    }\n",
+     READ_BETWEEN),
+    (b"    int d = b;\n    if (n) {\n        int e = 0, y = clip(b);\n        d = e + y;\n    }\n",
+     READ_IN_AN_IF)],
+    ids=["a-loop-declaring-it", "a-declaration-list"])
+def test_a_short_statement_past_an_if_declaring_its_own_keeps_yours_first(
+        tmp_path, block, clause, fix_below):
+    # The `if`'s block declares a y of its own (`for (int y = 0; ...)`, `int e = 0, y = ...`):
+    # another variable, shadowing the copies' y, which nothing between sets; on every path it
+    # gets 1 twice. The declaration was read as setting y: the fix moved, both kept, exit 0.
+    # Now the stop stays, keep yours first.
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, step_of("pkg/k.cu"), fix_below=fix_below)
+    stops_keeping_yours_first(stack, clause)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    int d = b;\n    if (n) {\n        for (y = 0; y < n; y += 2) d += y;\n    }\n",
+    b"    int d = b;\n    if (n) {\n        int e = clip(b);\n        y = e;\n    }\n"],
+    ids=["a-loop-setting-it", "a-declaration-of-another"])
+def test_a_short_statement_past_an_if_setting_it_beside_a_declaration_moves(tmp_path, block,
+                                                                              fix_below):
+    # Mirrors: the `if`'s block sets the copies' own y (a loop's init without a type, a line
+    # past another name's declaration): each copy is its own step, both wanted: it moves.
+    path = "pkg/k.cu"
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + step_of(path) + b"\n") == 2, made.decode()
+
+
 C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
                  b"        if (k > d) {\n            break;\n        }\n    }\n")
 
