@@ -180,13 +180,10 @@ def test_a_base_upstream_does_not_serve_is_asked_once_and_again_by_fetch(tmp_pat
 
 
 
-def test_a_network_failure_fetching_the_base_is_said_as_one_and_asked_again(tmp_path,
-                                                                           monkeypatch):
-    """The upstream, served over HTTP, fails (503) the request that asks for the kept fix's
-    base: that was said "its base commit X is not served by up", as though upstream had
-    answered it does not have it. Now it is said as the failure it is, the URL and git's
-    error, exit 1, and recorded nowhere: the next command asks again, and once upstream
-    answers that it lacks the commit it is said not served (and recorded)."""
+def _failing_server(gone: _Gone, answer: int):
+    """`gone`'s upstream served over HTTP by git http-backend, the project's config and lock
+    pointed at it; a fetch asking for a commit in its `failing` set (empty at first) gets the
+    HTTP status `answer`. The caller closes it."""
     import gzip
 
     from helpers.servers import Answer, GitHttpServer
@@ -198,17 +195,28 @@ def test_a_network_failure_fetching_the_base_is_said_as_one_and_asked_again(tmp_
             body = gzip.decompress(req.body) if req.header("content-encoding") == "gzip" \
                 else req.body
             if method == "POST" and any(sha in body for sha in self.failing):
-                return Answer(503, b"busy")
+                return Answer(answer, b"failing")
             return super().route(method, path, query, req)
 
+    server = Failing(gone.up)
+    for name in ("patchforge.toml", "upstream.lock"):
+        path = gone.clone / name
+        path.write_text(path.read_text().replace(str(gone.up), server.repo_url))
+    return server
+
+
+def test_a_network_failure_fetching_the_base_is_said_as_one_and_asked_again(tmp_path,
+                                                                           monkeypatch):
+    """The upstream, served over HTTP, fails (503) the request that asks for the kept fix's
+    base: that was said "its base commit X is not served by up", as though upstream had
+    answered it does not have it. Now it is said as the failure it is, the URL and git's
+    error, exit 1, and recorded nowhere: the next command asks again, and once upstream
+    answers that it lacks the commit it is said not served (and recorded)."""
     gone = _Gone(tmp_path, monkeypatch)
     gone.commit({"pkg/c.py": BASE}, 'Revert "g: guard negative x"\n\n'
                 f"This reverts commit {gone.landing}.\n", tag="v3")
-    server = Failing(gone.up)
+    server = _failing_server(gone, 503)
     try:
-        for name in ("patchforge.toml", "upstream.lock"):
-            path = gone.clone / name
-            path.write_text(path.read_text().replace(str(gone.up), server.repo_url))
         server.failing = {gone.base.encode()}
         doc = gone.json("status", "--against", "v3", expect=1)
         (said,) = doc["gone_upstream"]
@@ -240,26 +248,9 @@ def test_fetch_that_could_not_bring_a_kept_fixs_base_exits_non_zero(tmp_path, mo
     naming the fix and its base (`--json` too: the document, then the exit). The mirror:
     once the remote answers that it lacks the commit (not served: recorded, and `status`
     says where that matters), and once it serves it, `fetch` exits 0."""
-    import gzip
-
-    from helpers.servers import Answer, GitHttpServer
-
-    class Failing(GitHttpServer):
-        failing: set[bytes] = set()
-
-        def route(self, method, path, query, req):
-            body = gzip.decompress(req.body) if req.header("content-encoding") == "gzip" \
-                else req.body
-            if method == "POST" and any(sha in body for sha in self.failing):
-                return Answer(answer, b"no")
-            return super().route(method, path, query, req)
-
     gone = _Gone(tmp_path, monkeypatch)
-    server = Failing(gone.up)
+    server = _failing_server(gone, answer)
     try:
-        for name in ("patchforge.toml", "upstream.lock"):
-            path = gone.clone / name
-            path.write_text(path.read_text().replace(str(gone.up), server.repo_url))
         server.failing = {gone.base.encode()}
         for extra in ((), ("--json",)):
             fetched = gone.cli("fetch", *extra, expect=code)
