@@ -50,7 +50,7 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   was taken out of its file, added to no other, its name gone from the file, and the fix's
   lines with it, into no other function or file (_function_taken_out): deleted with the fix,
   said taken out by that commit. Unless a hunk of the fix that adds only a guard finds its
-  function still defined under its name with no line checking the names the guard checks,
+  function still defined under its name with no condition testing what the guard tests,
   the history naming the commit that left it so (_guard_dropped): the guard dropped and the
   lines under it rewritten in one commit, said taken out by that commit.
 
@@ -3384,14 +3384,14 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
                    ) -> tuple[str, str] | None:
     """(the commit, what is said) where a hunk of the fix that adds only a guard (_guard_checks:
     a condition and an early exit, `if x is None:` + `return 0`, `if (!x) return 0;`) finds
-    its function still defined at `commit` under its name, with no line of it checking the
-    names the guard's condition names (_checks_names), and the history names the commit that
+    its function still defined at `commit` under its name, with no condition of it testing
+    what the guard's condition tests (_function_checks), and the history names the commit that
     left the function so (_check_taker), having put no such check into a function that calls
     it (_check_moved_to_caller). Its diff applies neither way when upstream dropped the guard
     and rewrote the lines under it in one commit: read as the guard written again in another
     form (superseded, nothing said), it was in no overlay and not upstream. Written again in
     any form upstream has (one line, merged into another condition, an assert, a raise, the
-    check inverted around the body) a line of the function still names the check: quiet."""
+    check inverted around the body) a condition of the function still tests it: quiet."""
     from patchforge.apply.hunks import _language
 
     contents = store.read_blobs(commit, _paths(fix))
@@ -3424,8 +3424,8 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
             said = ", ".join(f"`{word.decode('utf-8', 'replace')}`"
                              for word in sorted(set().union(*(words for words, _ in lost))))
             return sha, (f"commit {sha[:12]} took the fix's guard `{first}` out of {name} in "
-                         f"{fp.path}, the function the fix changes, which it kept: no line of "
-                         f"it checks {said} any more")
+                         f"{fp.path}, the function the fix changes, which it kept: no condition "
+                         f"of it tests {said} as the guard did any more")
     return None
 
 
@@ -3436,10 +3436,8 @@ _CHECK_SYNTAX = {b"if", b"not", b"is", b"and", b"or", b"in", b"None", b"True", b
 # of a Python block) a guard's body holds at most: a log line or two, then the exit.
 _EXITS = {b"return", b"raise", b"continue", b"break", b"throw", b"goto"}
 _GUARD_BODY = 3
-# Tokens that make a line a check (_checks_names): a condition, an assertion, a comparison,
-# a boolean operator; or a call whose name says so (TORCH_CHECK, assert, _validate).
-_CHECK_MARKS = {b"if", b"elif", b"while", b"assert", b"and", b"or", b"not", b"is", b"?",
-                b"&&", b"||", b"!", b"==", b"!=", b"<=", b">=", b"<", b">"}
+# A call named as a check: its first argument is a condition it tests (_checked_arguments:
+# `TORCH_CHECK(x != nullptr, ...)`, `torch._check(x is not None)`, C's `assert(x)`).
 _CHECK_CALL = on_first_use(rb"(?i)check|assert|expect|require|ensure|valid|verif")
 
 
@@ -3564,57 +3562,352 @@ def _c_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
     return guards
 
 
-def _checks_names(line: bytes, words: frozenset[bytes]) -> bool:
-    """Whether `line` checks every name of `words` (a dropped guard's _Check): its code
-    (not a comment, not a string) names them all and has a condition, an assertion, a
-    comparison or a boolean operator, or calls a check (`if x is not None:` around the body,
-    `assert x is not None`, `if x is None or n == 0:`, `if x is None: raise ...`,
-    `TORCH_CHECK(x != nullptr, ...)`): the guard upstream's in another form. A line that
-    merely uses the name (`b = a - x`) is no check."""
-    if not all(_names_word(line, word) for word in words):
-        return False
-    tokens = _code_tokens(line)
-    return words <= set(tokens) and _a_check(tokens)
-
-
-def _a_check(tokens: list[bytes]) -> bool:
-    """Whether a line of these code tokens is a check (_CHECK_MARKS, _CHECK_CALL)."""
-    return any(token in _CHECK_MARKS or _CHECK_CALL.search(token) for token in tokens)
-
-
 def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bool:
-    """Whether the function `name` in `lines` (the file at `path`) checks the names of
-    `check`, each check read as its whole statement (_statements_of: `if (` ... `x is None` ...
-    `or y is None` ... `):` as one): one check statement naming them all (_checks_names); or
-    each clause of the guard's condition (`x is None`, `y is None` of `if x is None or y is
-    None:`) held whole on some check statement (upstream wrote the guard again as two ifs).
-    A check of a name that holds none of its clauses (`if x.dim() > 2:` beside `if y.dim() >
-    2:`) is other work, not the guard. Or whether a check statement holds the guard's
-    condition with names of it replaced by others, where a name of it stays
-    (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is nowhere in the
-    function any more (`inp is None` for `x is None`, the parameter renamed): read as
-    dropped, the guard upstream kept under a new name was said taken out."""
+    """Whether the function `name` in `lines` (the file at `path`) still makes the guard's
+    check (`check`): read as what ends the function early or skips its work (_exits_of), it
+    leaves where the guard did. `if x is None: return 0` is kept by that check written again
+    (one line, `x == None`, a raise), merged into another condition by `or` (`if x is None or
+    x.numel() == 0:`, the conditions in any order or in brackets), an assert or a call named
+    as a check testing the converse (`assert x is not None`), or the converse around the body
+    (`if x is not None:`); a guard of several conditions (`if x is None or y is None:`) by
+    checks of its parts (two ifs), each read as its whole statement (its condition wrapped
+    over lines). A check of its name testing something else (`if x.dim() > 2:` + `raise`,
+    `if x.numel() == 0: return 0`), narrowing it (`if x is None and strict: return 0`), the
+    same condition without an exit (`if x is None:` + `x = default`) or no check at all
+    (`x = x or default`) keeps nothing. So does a helper named as a check called with the
+    values it reads (_delegated). Or with names of it replaced by others, where a name
+    of it stays (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is
+    nowhere in the function any more (`inp is None` for `x is None`, the parameter renamed):
+    read as dropped, the guard upstream kept under a new name was said taken out."""
+    from patchforge.apply.hunks import _language
+
+    language = _language(path) or "c"
+    statements = _statements_of(lines, path, name)
+    named = {token for _, tokens in statements for token in tokens}
+    gone = {word for word in check[0] if word not in named}
+    if _delegated(statements, check):
+        return True
+    return _holds_guard(_exits_of(statements, language), check, language, gone)
+
+
+def _delegated(statements: list[tuple[int, list[bytes]]], check: _Check) -> bool:
+    """Whether a statement calls a helper named as a check with the values the guard's
+    condition reads, and nothing else, as its arguments (`check_limit(limit)` for `if limit
+    < 0:` + `raise`, `validate(x, y)` for `if x is None or y is None:`): upstream moved the
+    guard into a helper of its own, what the helper tests is not read here. An assertion
+    (`assert(x)`, `torch._check(x)`, `TORCH_CHECK(x, ...)`: a macro's name in capitals) tests
+    its argument itself (_exits_of)."""
     words, condition = check
-    body = _statements_of(lines, path, name)
-    if any(words <= set(tokens) and _a_check(tokens) for tokens in body):
-        return True
-    checks = [tokens for tokens in body if _a_check(tokens)]
-    clauses = [clause for clause in _clauses_of(condition)
-               if any(_WORD.fullmatch(token) and token in words for token in clause)]
-    if len(clauses) > 1 and all(any(_holds_run(tokens, clause) for tokens in checks)
-                                for clause in clauses):
-        return True
-    gone = {word for word in words if not any(word in tokens for tokens in body)}
-    width = len(condition)
-    for tokens in checks:
-        for at in range(len(tokens) - width + 1):
-            given: dict[bytes, bytes] = {}
-            if all(have == want or (want in words and _WORD.fullmatch(have) is not None and
-                                    given.setdefault(want, have) == have)
-                   for have, want in zip(tokens[at:at + width], condition)) and \
-                    (set(given) < words or set(given) <= gone):
+    values = {token for k, token in enumerate(condition) if token in words and
+              (k == 0 or condition[k - 1] not in (b".", b"->", b"::"))}
+    if not values:
+        return False
+    for _, tokens in statements:
+        for k, token in enumerate(tokens[:-1]):
+            if tokens[k + 1] != b"(" or not _WORD.fullmatch(token) or \
+                    not _CHECK_CALL.search(token) or token.upper() == token or \
+                    token in (b"assert", b"_check") or (k and tokens[k - 1] == b"def"):
+                continue
+            close = _closing(tokens, k + 1)
+            inside = tokens[k + 2:close if close is not None else len(tokens)]
+            names = [part for part in inside if part != b","]
+            if names and all(_WORD.fullmatch(part) for part in names) and \
+                    values <= set(names):
                 return True
     return False
+
+
+# A test of a condition, read alike for the test and its converse (_test_form), and whether
+# it is the test (True) or its converse (False): `x is None` is (("none", x), True).
+_Literal = tuple[tuple, bool]
+# How many ways a condition reads at most when spread over its `or`s (_ways): past it, the
+# condition is not read (it keeps no guard).
+_MOST_WAYS = 32
+
+
+def _holds_guard(exits: set[frozenset[_Literal]], check: _Check, language: str,
+                 gone: set[bytes] | None) -> bool:
+    """Whether the checks of a function, as the ways they leave (`exits`: each a set of tests
+    that together make one of its checks leave), leave wherever the guard (`check`) does:
+    each way the guard leaves (a set of tests, `x is None` of `if x is None or y is None:`)
+    holds all the tests of one of `exits`. With names of the guard replaced by others, where
+    `gone` (the names the function no longer has) lets them be (_function_checks); with none
+    replaced where `gone` is None."""
+    words, condition = check
+    if _guard_kept(exits, condition, words, language):
+        return True
+    if gone is None:
+        return False
+    tests = {literal[0] for way in exits for literal in way}
+    options: list[dict[bytes, bytes]] = [{}]
+    for form in {literal[0] for way in _ways(_boolean(list(condition), language)) or []
+                 for literal in way}:
+        found = [given for given in (_given(have, form, words) for have in tests)
+                 if given is not None]
+        options = [{**was, **given} for was in options for given in found + [{}]
+                   if all(was.get(word, to) == to for word, to in given.items())][:64]
+    for given in options:
+        # (Each replaced by a name of its own: `x is None or y is None` is not kept by `x is
+        # None` where y is gone.)
+        if given and (set(given) < words or set(given) <= gone) and \
+                len(set(given.values())) == len(given) and not set(given.values()) & words:
+            renamed = [given.get(token, token) for token in condition]
+            if _guard_kept(exits, tuple(renamed), frozenset(given.get(word, word)
+                                                             for word in words), language):
+                return True
+    return False
+
+
+def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
+                words: frozenset[bytes], language: str) -> bool:
+    """Whether each way the guard of `condition` leaves (its tests naming one of `words`)
+    holds one of `exits` whole (a test it implies counted in: `not x` where `x is None`)."""
+    ways = _ways(_boolean(list(condition), language))
+    if not ways:
+        return False
+    ways = [way for way in ways if any(word in words for (form, _) in way
+                                       for side in form[1:] for word in side)]
+    # (Where `x is None` holds, so does `not x`: `if not x: return 0` leaves there too.)
+    ways = [way | {((b"truth", form[1], ()), False) for form, sense in way
+                   if form[0] == b"none" and sense} for way in ways]
+    return bool(ways) and all(any(leave <= way for leave in exits) for way in ways)
+
+
+def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, bytes] | None:
+    """The names of `words` that the test `want` (_test_form) has replaced by others to read
+    as `have`, everything else alike; None where the two differ otherwise."""
+    if have[0] != want[0]:
+        return None
+    orders = [have[1:]]
+    if want[0] in _EITHER_WAY:
+        orders.append(have[1:][::-1])
+    for sides in orders:
+        given: dict[bytes, bytes] = {}
+        if all(len(side) == len(wanted) for side, wanted in zip(sides, want[1:])) and all(
+                got == token or (token in words and _WORD.fullmatch(got) is not None and
+                                 given.setdefault(token, got) == got)
+                for side, wanted in zip(sides, want[1:]) for got, token in zip(side, wanted)):
+            return given
+    return None
+
+
+def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
+              ) -> set[frozenset[_Literal]]:
+    """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
+    work, each a set of tests that together make one leave (_ways): an `if` whose body ends
+    in an exit (`return`, `raise`, ...) where its condition holds; an `if` or `while` around
+    other work (a body of more statements than a guard's, or one ending in no exit), an
+    `assert`, or a call named as a check (`TORCH_CHECK(x != nullptr, ...)`) where its
+    condition does not. A value chosen by a condition (`y if x is None else x`, a
+    comprehension's `if`) or joined by `or` (`x = x or default`) is no check."""
+    # Each condition, whether its body ends in an exit, and whether it holds other work (more
+    # statements than a guard's: `if x is not None:` around the function's work, ending in
+    # its `return`, skips that work where x is None, as the guard does).
+    found: list[tuple[list[bytes], bool, bool]] = []
+    if language == "python":
+        for at, (indent, tokens) in enumerate(statements):
+            if tokens[0] in (b"if", b"elif", b"while"):
+                colon = _top_level(tokens, 1, {b":"})
+                inline = tokens[colon + 1:]
+                if inline:
+                    found.append((tokens[1:colon], inline[0] in _EXITS, False))
+                    continue
+                body = []
+                for deeper, more in statements[at + 1:]:
+                    if deeper <= indent:
+                        break
+                    body.append((deeper, more))
+                exits = bool(body) and tokens[0] != b"while" and \
+                    [more for deeper, more in body if deeper == body[0][0]][-1][0] in _EXITS
+                found.append((tokens[1:colon], exits, len(body) > _GUARD_BODY))
+            elif tokens[0] == b"assert":
+                found.append((tokens[1:_top_level(tokens, 1, {b","})], False, True))
+            found.extend((argument, False, True) for argument in _checked_arguments(tokens))
+    else:
+        tokens = [token for _, more in statements for token in more]
+        for k, token in enumerate(tokens[:-1]):
+            if token not in (b"if", b"while") or tokens[k + 1] != b"(":
+                continue
+            close = _closing(tokens, k + 1)
+            if close is None:
+                continue
+            exits, work = _c_body(tokens, close + 1)
+            found.append((tokens[k + 2:close], token == b"if" and exits, work))
+        found.extend((argument, False, True) for argument in _checked_arguments(tokens))
+    ways: set[frozenset[_Literal]] = set()
+    for condition, exits, work in found:
+        tree = _boolean(condition, language) if condition else None
+        if tree is None:
+            continue
+        if exits:
+            ways.update(_ways(tree) or [])
+        if not exits or work:
+            ways.update(_ways(_negated(tree)) or [])
+    return ways
+
+
+def _c_body(tokens: list[bytes], at: int) -> tuple[bool, bool]:
+    """Whether the statement or braced block at `tokens[at]` (a C `if`'s body) ends in an
+    exit (`return 0;`, `{ log(); return 0; }`), and whether it holds more statements than a
+    guard's (_exits_of)."""
+    if at >= len(tokens):
+        return False, False
+    if tokens[at] == b"{":
+        close = _closing(tokens, at)
+        body = tokens[at + 1:close if close is not None else len(tokens)]
+    else:
+        semi = next((k for k in range(at, len(tokens)) if tokens[k] == b";"), len(tokens))
+        body = tokens[at:semi + 1]
+    statements: list[list[bytes]] = [[]]
+    depth = 0
+    for token in body:
+        depth += token == b"{"
+        depth -= token == b"}"
+        if token == b";" and depth == 0:
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    done = [statement for statement in statements if statement]
+    return bool(done) and done[-1][0] in _EXITS, body.count(b";") > _GUARD_BODY
+
+
+def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:
+    """The first argument of each call named as a check in `tokens` (`TORCH_CHECK(x !=
+    nullptr, "...")`, `torch._check(...)`, C's `assert(x)`), a definition's aside."""
+    found = []
+    for k, token in enumerate(tokens[:-1]):
+        if tokens[k + 1] != b"(" or not _WORD.fullmatch(token) or \
+                not _CHECK_CALL.search(token) or (k and tokens[k - 1] == b"def"):
+            continue
+        close = _closing(tokens, k + 1)
+        inside = tokens[k + 2:close if close is not None else len(tokens)]
+        found.append(inside[:_top_level(inside, 0, {b","})])
+    return [argument for argument in found if argument]
+
+
+def _top_level(tokens: list[bytes], start: int, ends: set[bytes]) -> int:
+    """The index of the first of `ends` outside brackets from `start` on (or where a bracket
+    opened before `start` closes), else the end of `tokens`."""
+    depth = 0
+    for k in range(start, len(tokens)):
+        if depth == 0 and tokens[k] in ends:
+            return k
+        depth += tokens[k] in (b"(", b"[", b"{")
+        depth -= tokens[k] in (b")", b"]", b"}")
+        if depth < 0:
+            return k
+    return len(tokens)
+
+
+# The operators of a test read alike with its converse (_test_form).
+_EQUALITY = {b"==", b"!=", b"is"}
+_ORDER = {b"<": False, b">=": False, b">": True, b"<=": True}
+_EITHER_WAY = {b"equal", b"is"}
+# What a C value compared with reads as its truth (`x == nullptr` is `!x`).
+_C_FALSE = {b"nullptr", b"NULL", b"0", b"false"}
+
+
+def _boolean(tokens: list[bytes], language: str) -> tuple | None:
+    """A condition's code tokens as a tree: ("or", parts), ("and", parts) or ("test", test,
+    sense) (_test_form), `not` and `!` taken into the sense and brackets around it off. None
+    for no tokens."""
+    while len(tokens) > 2 and tokens[0] == b"(" and _closing(tokens, 0) == len(tokens) - 1:
+        tokens = tokens[1:-1]
+    if not tokens:
+        return None
+    for joins, kind in (({b"or", b"||"}, "or"), ({b"and", b"&&"}, "and")):
+        parts: list[list[bytes]] = [[]]
+        depth = 0
+        for token in tokens:
+            depth += token in (b"(", b"[", b"{")
+            depth -= token in (b")", b"]", b"}")
+            if depth == 0 and token in joins:
+                parts.append([])
+            else:
+                parts[-1].append(token)
+        if len(parts) > 1:
+            trees = [_boolean(part, language) for part in parts]
+            if any(tree is None for tree in trees):
+                return None
+            return (kind, trees)
+    if tokens[0] in _NEGATION:
+        tree = _boolean(tokens[1:], language)
+        return None if tree is None else _negated(tree)
+    form, sense = _test_form(tokens, language)
+    return ("test", form, sense)
+
+
+def _negated(tree: tuple) -> tuple:
+    """The converse of a _boolean tree (`not (a or b)` is `not a and not b`)."""
+    if tree[0] == "test":
+        return ("test", tree[1], not tree[2])
+    return ("and" if tree[0] == "or" else "or", [_negated(part) for part in tree[1]])
+
+
+def _ways(tree: tuple | None) -> list[frozenset[_Literal]] | None:
+    """The ways a _boolean tree holds, each a set of tests that hold together (`a and b or c`
+    holds as {a, b} or as {c}); None where there are more than _MOST_WAYS."""
+    if tree is None:
+        return None
+    if tree[0] == "test":
+        return [frozenset({(tree[1], tree[2])})]
+    parts: list[list[frozenset[_Literal]]] = []
+    for branch in tree[1]:
+        part = _ways(branch)
+        if part is None:
+            return None
+        parts.append(part)
+    if tree[0] == "or":
+        ways = [way for part in parts for way in part]
+    else:
+        ways = [frozenset()]
+        for part in parts:
+            ways = [way | more for way in ways for more in part]
+            if len(ways) > _MOST_WAYS:
+                return None
+    return ways if len(ways) <= _MOST_WAYS else None
+
+
+def _test_form(tokens: list[bytes], language: str) -> tuple[tuple, bool]:
+    """One test (no `and`, `or` or `not` around it) as a form read alike for the test and its
+    converse, and whether it is the test (True) or the converse: `x is None`, `x == None` as
+    (("none", x), True), `x is not None` as (("none", x), False); C's `x`, `x != nullptr`,
+    `x != 0` as (("truth", x), True), as is Python's `x`; `a == b` as (("equal", a, b), True)
+    (either order); `a < b`, `b > a` as (("order", a, b), True), `a >= b` its converse;
+    `a in b` as (("in", a, b), True)."""
+    depth = 0
+    for k, token in enumerate(tokens):
+        depth += token in (b"(", b"[", b"{")
+        depth -= token in (b")", b"]", b"}")
+        if depth != 0 or k == 0 or not (token in _EQUALITY or token in _ORDER or
+                                        token == b"in"):
+            continue
+        left, right, sense = tokens[:k], tokens[k + 1:], token != b"!="
+        if token == b"is" and right[:1] == [b"not"]:
+            right, sense = right[1:], False
+        if token == b"in" and left[-1:] == [b"not"]:
+            left, sense = left[:-1], False
+        one_side, other_side = tuple(_bare(left)), tuple(_bare(right))
+        if token == b"in":
+            return (b"in", one_side, other_side), sense
+        if token in _ORDER:
+            sides = (other_side, one_side) if _ORDER[token] else (one_side, other_side)
+            return (b"order",) + sides, token in (b"<", b">")
+        for one, other in ((one_side, other_side), (other_side, one_side)):
+            if one == (b"None",):
+                return (b"none", other, ()), sense
+            if language != "python" and len(one) == 1 and one[0] in _C_FALSE:
+                return (b"truth", other, ()), not sense
+        kind = b"is" if token == b"is" else b"equal"
+        return (kind,) + tuple(sorted((one_side, other_side))), sense
+    return (b"truth", tuple(_bare(tokens)), ()), True
+
+
+def _bare(tokens: list[bytes]) -> list[bytes]:
+    """`tokens` with brackets around them all taken off."""
+    while len(tokens) > 2 and tokens[0] == b"(" and _closing(tokens, 0) == len(tokens) - 1:
+        tokens = tokens[1:-1]
+    return tokens
 
 
 # How many lines a statement read whole spans at most (_statements_of): past it, a bracket
@@ -3622,62 +3915,38 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
 _STATEMENT_LINES = 12
 
 
-def _statements_of(lines: _Lines, path: str, name: bytes) -> list[list[bytes]]:
-    """The code tokens of each statement of the function `name` in `lines` (the file at
-    `path`): its lines joined while a round or square bracket stays open (a condition wrapped
-    over lines, `if (\n    x is None\n    or y is None\n):`, C's `if (!x ||\n    !y)`), each
-    line as function_named_at reads it. Braces join nothing (a C block is many statements)."""
-    statements: list[list[bytes]] = []
+def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, list[bytes]]]:
+    """The indent of its first line and the code tokens of each statement of the function
+    `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
+    stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
+    C's `if (!x ||\n    !y)`), each line as function_named_at reads it; lines of no code left
+    out. Braces join nothing (a C block is many statements)."""
+    statements: list[tuple[int, list[bytes]]] = []
     tokens: list[bytes] = []
-    depth = spanned = 0
+    indent = depth = spanned = 0
     for j, line in enumerate(lines.lines):
         if not line.strip() or lines.function_at(path, j) != name:
             continue
         found = _code_tokens(line)
+        if not found and not tokens:
+            continue
+        if not tokens:
+            indent = len(line) - len(line.lstrip())
         tokens.extend(found)
         depth += sum(token in (b"(", b"[") for token in found) - \
             sum(token in (b")", b"]") for token in found)
         spanned += 1
         if depth <= 0 or spanned >= _STATEMENT_LINES:
-            statements.append(tokens)
+            statements.append((indent, tokens))
             tokens, depth, spanned = [], 0, 0
     if tokens:
-        statements.append(tokens)
+        statements.append((indent, tokens))
     return statements
-
-
-def _clauses_of(condition: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
-    """A guard's condition split at its `or`s and `||`s outside brackets (`x is None`, `y is
-    None` of `x is None or y is None`; `!`, `x` and `!`, `y` of `!x || !y`: each alone a
-    guard doing its part), brackets wrapping the whole condition taken off. An `and` splits
-    nothing: `if x is None:` alone returns where `x is None and flag` would not."""
-    clauses: list[tuple[bytes, ...]] = []
-    clause: list[bytes] = []
-    depth = 0
-    while len(condition) > 2 and condition[0] == b"(" and condition[-1] == b")" and \
-            _closing(list(condition), 0) == len(condition) - 1:
-        condition = condition[1:-1]
-    for token in condition:
-        depth += token in (b"(", b"[")
-        depth -= token in (b")", b"]")
-        if depth == 0 and token in _BOOLEAN_JOIN:
-            clauses.append(tuple(clause))
-            clause = []
-        else:
-            clause.append(token)
-    clauses.append(tuple(clause))
-    return [clause for clause in clauses if clause]
-
-
-def _holds_run(tokens: list[bytes], run: tuple[bytes, ...]) -> bool:
-    """Whether `tokens` hold `run` whole, in order, one after another."""
-    width = len(run)
-    return any(tuple(tokens[at:at + width]) == run for at in range(len(tokens) - width + 1))
 
 
 def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
                    lost: list[_Check], rev: str) -> bool | None:
-    """Whether the fix's function `own` at `rev` checks each of `lost` (_checks_names); None
+    """Whether the fix's function `own` at `rev` tests each of `lost` (_function_checks); None
     where the file or the function is not there."""
     content = _content_of(fix, k, store.read_blobs(rev, _paths(fix)))
     if content is None or own.name is None:
@@ -3716,18 +3985,19 @@ def _check_taker(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
 
 def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
                            lost: list[_Check], taker: tuple[str, str]) -> bool:
-    """Whether the commit that took the check out of the fix's function (`taker`) put lines
-    checking the same names (_checks_names) into other functions that call it, in the files
-    of its language that commit changed: upstream moved the guard to its callers (each call
-    then checks first), the fix upstream's in another form. Quiet, as a check moved within
-    the function is; into a function that does not call it, it is other code."""
+    """Whether the commit that took the check out of the fix's function (`taker`) put the
+    guard's check (_holds_guard, its names as they are) into other functions that call it, in
+    the files of its language that commit changed: upstream moved the guard to its callers
+    (each call then checks first), the fix upstream's in another form. Quiet, as a check moved
+    within the function is; into a function that does not call it, or a check of its names
+    testing something else (`if x.dim() > 2:` put into the caller), it is other code."""
     from patchforge.apply.hunks import _language
 
     sha, parent = taker
     bare = re.split(rb"\.|::", (own.name or b"").split(b" [")[0])[-1]
     language = _language(fix.files[k].path)
     paths = [p for p in store.changed_paths(parent, sha) if _language(p) == language]
-    if not bare or not paths:
+    if not bare or not paths or language is None:
         return False
 
     def callers_checking(rev: str) -> int:
@@ -3738,15 +4008,20 @@ def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFun
             lines = _Lines(content)
             names: dict[bytes, bool] = {}
             for j, line in enumerate(lines.lines):
-                if not any(_checks_names(line, words) for words, _ in lost):
+                if not any(_names_word(line, word) for words, _ in lost for word in words):
                     continue
                 name = lines.function_at(path, j)
-                if not name or name == own.name:
+                if not name or name == own.name or name in names:
                     continue
-                if name not in names:
-                    names[name] = any(_names_word(held, bare) and bare + b"(" in held
-                                      for held in _body_of(lines, path, name))
-                found += names[name]
+                names[name] = False
+                if not any(_names_word(held, bare) and bare + b"(" in held
+                           for held in _body_of(lines, path, name)):
+                    continue
+                statements = _statements_of(lines, path, name)
+                exits = _exits_of(statements, language)
+                names[name] = any(_delegated(statements, check) or
+                                  _holds_guard(exits, check, language, None) for check in lost)
+            found += sum(names.values())
         return found
 
     return callers_checking(sha) > callers_checking(parent)

@@ -240,7 +240,6 @@ def test_a_dict_key_upstream_added_elsewhere_in_the_dict_stops(tmp_path):
     assert not doubled_after_rebase(stack, "pkg/a.py", b'"gfx1201"')
 
 
-@known_wrong("a kept guard of one name dropped while the function keeps another check of that name")
 def test_a_guard_dropped_beside_another_check_of_its_name_is_said(tmp_path):
     from test_reverts_guard_rewritten import GUARD as TOP, HEAD, _fn, _landed, _module
     stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", TOP)))
@@ -311,5 +310,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 2
+    assert len(marks) == 1
     assert [m for m in marks if f"- {m}" not in entries] == []
