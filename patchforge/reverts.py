@@ -3670,7 +3670,45 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     # (Where `x is None` holds, so does `not x`: `if not x: return 0` leaves there too.)
     ways = [way | {((b"truth", form[1], ()), False) for form, sense in way
                    if form[0] == b"none" and sense} for way in ways]
+    # (Where `a == b` holds, so does `a in (b, c)`: upstream widened the guard's test to a
+    # literal list, tuple or set holding b, `if a in ("b", "c"):`, or wrote it `a in [b]`.)
+    members = {literal for leave in exits for literal in leave if literal[1] and
+               literal[0][0] == b"in" and _members(literal[0][2], language)}
+    ways = [way | {literal for literal in members if any(
+        ((b"equal",) + tuple(sorted((literal[0][1], member))), True) in way
+        for member in _members(literal[0][2], language))} for way in ways]
     return bool(ways) and all(any(leave <= way for leave in exits) for way in ways)
+
+
+def _members(tokens: tuple[bytes, ...], language: str) -> list[tuple[bytes, ...]]:
+    """The items of a literal list, tuple or set in Python (`[b]`, `(b, c)`, `{b, c}`: a
+    bracketed tuple holds a comma, `("b")` is a string), each without brackets around it;
+    none for anything else (a name, a call, a dict, a comprehension). A tuple's brackets are
+    already off (_bare): `b , c`."""
+    if language != "python" or not tokens:
+        return []
+    if tokens[0] in (b"[", b"{") and _closing(list(tokens), 0) == len(tokens) - 1:
+        inner, tuple_ = tokens[1:-1], False
+    else:
+        inner, tuple_ = tokens, True
+    items: list[list[bytes]] = [[]]
+    depth = 0
+    for token in inner:
+        depth += token in (b"(", b"[", b"{")
+        depth -= token in (b")", b"]", b"}")
+        if depth == 0 and token == b",":
+            items.append([])
+        elif depth == 0 and token in (b":", b"for", b"*", b"**"):
+            return []
+        else:
+            items[-1].append(token)
+    if tuple_ and len(items) < 2:
+        return []
+    if not items[-1]:
+        items.pop()
+    if not items or any(not item for item in items):
+        return []
+    return [tuple(_bare(item)) for item in items]
 
 
 def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, bytes] | None:

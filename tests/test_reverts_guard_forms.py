@@ -158,3 +158,32 @@ def test_a_guard_on_any_false_value_dropped_beside_a_check_of_none_is_said(tmp_p
     took = stack.commit({"pkg/a.py": _module(_fn(b"a2", GUARD, REWRITTEN))}, "rework a2")
     said = _said_by(stack, took)
     assert "`if not x:`" in said["detail"], said
+
+
+# A guard testing one value (`if x == ROW:` + `return 0`): upstream widening it to a literal
+# list, tuple or set holding that value, or writing it as membership in one, keeps it; a
+# membership test of other values does not.
+EQUAL_GUARD = b"    if x == ROW:\n        return 0\n"
+MEMBER_KEPT = {
+    "widened to a tuple": b"    if x in (ROW, COL):\n        return 0\n",
+    "written as a list of it": b"    if x in [ROW]:\n        return 0\n",
+}
+
+
+@pytest.mark.parametrize("form", list(MEMBER_KEPT))
+def test_a_guard_of_one_value_kept_as_membership_is_quiet_until_a_commit_drops_it(
+        tmp_path, form):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", EQUAL_GUARD)))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", MEMBER_KEPT[form], REWRITTEN))},
+                 "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never ROW")
+    _said_by(stack, took)
+
+
+def test_a_guard_of_one_value_dropped_beside_membership_of_others_is_said(tmp_path):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", EQUAL_GUARD)))
+    other = b"    if x in (COL, DIAG):\n        return 0\n"
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", other, REWRITTEN))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x == ROW:`" in said["detail"], said
