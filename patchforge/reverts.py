@@ -3422,7 +3422,7 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
             first = dropped[0][0].decode("utf-8", "replace")
             name = own.name.decode("utf-8", "replace")
             said = ", ".join(f"`{word.decode('utf-8', 'replace')}`"
-                             for word in sorted(set().union(*(words for words, _ in lost))))
+                             for word in sorted(set().union(*(check[0] for check in lost))))
             return sha, (f"commit {sha[:12]} took the fix's guard `{first}` out of {name} in "
                          f"{fp.path}, the function the fix changes, which it kept: no condition "
                          f"of it tests {said} as the guard did any more")
@@ -3442,15 +3442,51 @@ _CHECK_CALL = on_first_use(rb"(?i)check|assert|expect|require|ensure|valid|verif
 
 
 # A guard's check: the names its condition checks (`x` of `if x is None:`: its code's
-# identifiers other than syntax and constants; `x` and `numel` of `if (x.numel() == 0)`), and
-# the condition's code tokens (`x`, `is`, `None`).
-_Check = tuple[frozenset[bytes], tuple[bytes, ...]]
+# identifiers other than syntax and constants; `x` and `numel` of `if (x.numel() == 0)`), the
+# condition's code tokens (`x`, `is`, `None`), and the conditions of the ifs the guard sits in
+# (_enclosing), joined by `and`: the guard leaves where they hold too.
+_Check = tuple[frozenset[bytes], tuple[bytes, ...], tuple[bytes, ...]]
 
 
 def _check_of(condition: list[bytes]) -> _Check:
-    """The _Check of a guard's condition, given as its code tokens."""
+    """The _Check of a guard's condition, given as its code tokens (no enclosing if)."""
     return frozenset(token for token in condition
-                     if _WORD.fullmatch(token) and token not in _CHECK_SYNTAX), tuple(condition)
+                     if _WORD.fullmatch(token) and token not in _CHECK_SYNTAX), \
+        tuple(condition), ()
+
+
+def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
+    """The conditions of the Python ifs the hunk's context shows the guard whose `if` line is
+    `first` (stripped) sitting in, joined by `and` (`a > 1` of `if a > 1:` + `if skip:` +
+    `return y`: the guard leaves where both hold); none where the context shows none. Read
+    from the context line above the hunk's first added line upwards: each line indented less
+    than the one below it that is read opens the block that one sits in; an `if` or `elif`
+    on one line counts its condition (an `elif`'s earlier branches left out: the guard read
+    as leaving in more cases than it does, kept by fewer checks), anything else (`else:`,
+    `for`, `def`, a condition wrapped over lines) ends the reading."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    lines = [(line_kind(body), line_content(body).rstrip(b"\r\n")) for body in hunk.lines]
+    at = next((k for k, (kind, line) in enumerate(lines)
+               if kind == b"+" and line.strip() == first), None)
+    if at is None:
+        return ()
+    guard = lines[at][1]
+    indent = len(guard) - len(guard.lstrip())
+    outer: list[bytes] = []
+    for kind, line in reversed(lines[:at]):
+        if kind not in (b" ", b"+"):
+            continue
+        tokens = _code_tokens(line)
+        depth = len(line) - len(line.lstrip())
+        if not tokens or depth >= indent:
+            continue
+        colon = _top_level(tokens, 1, {b":"})
+        if tokens[0] not in (b"if", b"elif") or colon != len(tokens) - 1 or colon < 2:
+            break
+        outer = [b"("] + tokens[1:colon] + [b")"] + ([b"and"] + outer if outer else [])
+        indent = depth
+    return tuple(outer)
 
 
 def _guard_checks(hunk, language: str) -> list[tuple[bytes, _Check]]:
@@ -3469,8 +3505,10 @@ def _guard_checks(hunk, language: str) -> list[tuple[bytes, _Check]]:
     if not code or any(line.lstrip().startswith(b"#") for line in code if language == "c"):
         return []
     guards = _python_guards(code) if language == "python" else _c_guards(code)
-    if not guards or any(not words for _, (words, _) in guards):
+    if not guards or any(not check[0] for _, check in guards):
         return []
+    if language == "python":
+        guards = [(line, check[:2] + (_enclosing(hunk, line),)) for line, check in guards]
     return guards
 
 
@@ -3574,11 +3612,14 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     over lines). A check of its name testing something else (`if x.dim() > 2:` + `raise`,
     `if x.numel() == 0: return 0`), narrowing it (`if x is None and strict: return 0`), the
     same condition without an exit (`if x is None:` + `x = default`) or no check at all
-    (`x = x or default`) keeps nothing. So does a helper named as a check called with the
-    values it reads (_delegated). Or with names of it replaced by others, where a name
-    of it stays (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is
-    nowhere in the function any more (`inp is None` for `x is None`, the parameter renamed):
-    read as dropped, the guard upstream kept under a new name was said taken out."""
+    (`x = x or default`) keeps nothing. A helper named as a check called with the values it
+    reads keeps it (_delegated), as does its condition carried through a name assigned it
+    once and tested after it (`missing = x is None` + `if missing: return 0`, _carried); a
+    guard inside an if (`check`'s third part, _enclosing) is kept by a check of both. So is
+    the condition with names of it replaced by others, where a name of it stays
+    (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is nowhere in the
+    function any more (`inp is None` for `x is None`, the parameter renamed): read as
+    dropped, the guard upstream kept under a new name was said taken out."""
     from patchforge.apply.hunks import _language
 
     language = _language(path) or "c"
@@ -3597,7 +3638,7 @@ def _delegated(statements: list[tuple[int, list[bytes]]], check: _Check) -> bool
     guard into a helper of its own, what the helper tests is not read here. An assertion
     (`assert(x)`, `torch._check(x)`, `TORCH_CHECK(x, ...)`: a macro's name in capitals) tests
     its argument itself (_exits_of)."""
-    words, condition = check
+    words, condition, _ = check
     values = {token for k, token in enumerate(condition) if token in words and
               (k == 0 or condition[k - 1] not in (b".", b"->", b"::"))}
     if not values:
@@ -3633,8 +3674,8 @@ def _holds_guard(exits: set[frozenset[_Literal]], check: _Check, language: str,
     holds all the tests of one of `exits`. With names of the guard replaced by others, where
     `gone` (the names the function no longer has) lets them be (_function_checks); with none
     replaced where `gone` is None."""
-    words, condition = check
-    if _guard_kept(exits, condition, words, language):
+    words, condition, outer = check
+    if _guard_kept(exits, condition, words, language, outer):
         return True
     if gone is None:
         return False
@@ -3653,15 +3694,20 @@ def _holds_guard(exits: set[frozenset[_Literal]], check: _Check, language: str,
                 len(set(given.values())) == len(given) and not set(given.values()) & words:
             renamed = [given.get(token, token) for token in condition]
             if _guard_kept(exits, tuple(renamed), frozenset(given.get(word, word)
-                                                             for word in words), language):
+                                                             for word in words), language,
+                           outer):
                 return True
     return False
 
 
 def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
-                words: frozenset[bytes], language: str) -> bool:
+                words: frozenset[bytes], language: str, outer: tuple[bytes, ...] = ()) -> bool:
     """Whether each way the guard of `condition` leaves (its tests naming one of `words`)
-    holds one of `exits` whole (a test it implies counted in: `not x` where `x is None`)."""
+    holds one of `exits` whole (a test it implies counted in: `not x` where `x is None`).
+    With the conditions of the ifs it sits in (`outer`, _enclosing) the guard leaves only
+    where they hold too: `a > 1 and skip` keeps `if skip:` + `return y` inside `if a > 1:`,
+    the way it leaves there read with them, an exit of the function counted where it tests
+    something of the guard's own (the if it sits in ending in a `return` keeps nothing)."""
     ways = _ways(_boolean(list(condition), language))
     if not ways:
         return False
@@ -3677,7 +3723,9 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     ways = [way | {literal for literal in members if any(
         ((b"equal",) + tuple(sorted((literal[0][1], member))), True) in way
         for member in _members(literal[0][2], language))} for way in ways]
-    return bool(ways) and all(any(leave <= way for leave in exits) for way in ways)
+    around = (_ways(_boolean(list(outer), language)) if outer else None) or [frozenset()]
+    return bool(ways) and all(any(leave <= way | more and leave & way for leave in exits)
+                              for way in ways for more in around)
 
 
 def _members(tokens: tuple[bytes, ...], language: str) -> list[tuple[bytes, ...]]:
@@ -3737,18 +3785,25 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     other work (a body of more statements than a guard's, or one ending in no exit), an
     `assert`, or a call named as a check (`TORCH_CHECK(x != nullptr, ...)`) where its
     condition does not. A value chosen by a condition (`y if x is None else x`, a
-    comprehension's `if`) or joined by `or` (`x = x or default`) is no check."""
+    comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A Python name
+    a condition tests, assigned once in the function before it (_carried), reads as what it
+    was assigned: `missing = x is None` then `if missing: return 0` leaves where x is None."""
     # Each condition, whether its body ends in an exit, and whether it holds other work (more
     # statements than a guard's: `if x is not None:` around the function's work, ending in
-    # its `return`, skips that work where x is None, as the guard does).
+    # its `return`, skips that work where x is None, as the guard does); and in Python, the
+    # names assigned before it and what each was assigned.
     found: list[tuple[list[bytes], bool, bool]] = []
+    carried: list[dict[bytes, tuple]] = []
     if language == "python":
+        assigned = _carried(statements, language)
         for at, (indent, tokens) in enumerate(statements):
+            known = {name: tree for name, (where, tree) in assigned.items() if where < at}
             if tokens[0] in (b"if", b"elif", b"while"):
                 colon = _top_level(tokens, 1, {b":"})
                 inline = tokens[colon + 1:]
                 if inline:
                     found.append((tokens[1:colon], inline[0] in _EXITS, False))
+                    carried.append(known)
                     continue
                 body = []
                 for deeper, more in statements[at + 1:]:
@@ -3758,9 +3813,13 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                 exits = bool(body) and tokens[0] != b"while" and \
                     [more for deeper, more in body if deeper == body[0][0]][-1][0] in _EXITS
                 found.append((tokens[1:colon], exits, len(body) > _GUARD_BODY))
+                carried.append(known)
             elif tokens[0] == b"assert":
                 found.append((tokens[1:_top_level(tokens, 1, {b","})], False, True))
-            found.extend((argument, False, True) for argument in _checked_arguments(tokens))
+                carried.append(known)
+            for argument in _checked_arguments(tokens):
+                found.append((argument, False, True))
+                carried.append(known)
     else:
         tokens = [token for _, more in statements for token in more]
         for k, token in enumerate(tokens[:-1]):
@@ -3773,15 +3832,65 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             found.append((tokens[k + 2:close], token == b"if" and exits, work))
         found.extend((argument, False, True) for argument in _checked_arguments(tokens))
     ways: set[frozenset[_Literal]] = set()
-    for condition, exits, work in found:
+    for k, (condition, exits, work) in enumerate(found):
         tree = _boolean(condition, language) if condition else None
         if tree is None:
             continue
-        if exits:
-            ways.update(_ways(tree) or [])
-        if not exits or work:
-            ways.update(_ways(_negated(tree)) or [])
+        # (Read as it is too: a guard of the fix testing the name itself, `if done:`, is
+        # kept by its own if.)
+        trees = [tree]
+        if k < len(carried) and carried[k]:
+            trees.append(_read_through(tree, carried[k]))
+        for tree in trees:
+            if exits:
+                ways.update(_ways(tree) or [])
+            if not exits or work:
+                ways.update(_ways(_negated(tree)) or [])
     return ways
+
+
+def _carried(statements: list[tuple[int, list[bytes]]], language: str
+             ) -> dict[bytes, tuple[int, tuple]]:
+    """The Python names the function's `statements` assign once, each with where (the
+    statement's index) and what (its value as a _boolean tree): `return_y_pp = config[...] >
+    1 and skip_reduce`. A name assigned more than once, in any other way (`+=`, a tuple, a
+    `for`, `with ... as`, `:=`), a parameter of the function, or one whose value names it,
+    is read as itself: what it holds where a condition tests it is not known."""
+    if language != "python":
+        return {}
+    once: dict[bytes, tuple[int, tuple]] = {}
+    seen: Counter = Counter()
+    for at, (_, tokens) in enumerate(statements):
+        if tokens[0] in (b"def", b"for", b"with", b"async", b"lambda"):
+            seen.update(token for token in tokens if _WORD.fullmatch(token))
+            continue
+        seen.update(tokens[k] for k in range(len(tokens) - 2)
+                    if tokens[k + 1] == b":" and tokens[k + 2] == b"=")
+        equal = _top_level(tokens, 0, {b"="})
+        if equal == len(tokens):
+            continue
+        target = tokens[:equal]
+        seen.update(token for token in target if _WORD.fullmatch(token))
+        value = tokens[equal + 1:]
+        if len(target) != 1 or not _WORD.fullmatch(target[0]) or not value or \
+                _top_level(value, 0, {b"="}) != len(value) or target[0] in value:
+            continue
+        tree = _boolean(value, language)
+        if tree is not None:
+            once[target[0]] = (at, tree)
+    return {name: held for name, held in once.items() if seen[name] == 1}
+
+
+def _read_through(tree: tuple, known: dict[bytes, tuple]) -> tuple:
+    """The _boolean `tree` with each test of a name's truth (`if return_y_pp:`, `not
+    missing`) read as what the name was assigned (`known`, _carried), one step deep."""
+    if tree[0] == "test":
+        form, sense = tree[1], tree[2]
+        if form[0] == b"truth" and len(form[1]) == 1 and form[1][0] in known:
+            held = known[form[1][0]]
+            return held if sense else _negated(held)
+        return tree
+    return (tree[0], [_read_through(part, known) for part in tree[1]])
 
 
 def _c_body(tokens: list[bytes], at: int) -> tuple[bool, bool]:
@@ -4046,7 +4155,7 @@ def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFun
             lines = _Lines(content)
             names: dict[bytes, bool] = {}
             for j, line in enumerate(lines.lines):
-                if not any(_names_word(line, word) for words, _ in lost for word in words):
+                if not any(_names_word(line, word) for check in lost for word in check[0]):
                     continue
                 name = lines.function_at(path, j)
                 if not name or name == own.name or name in names:

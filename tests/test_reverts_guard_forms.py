@@ -187,3 +187,104 @@ def test_a_guard_of_one_value_dropped_beside_membership_of_others_is_said(tmp_pa
     took = stack.commit({"pkg/a.py": _module(_fn(b"a2", other, REWRITTEN))}, "rework a2")
     said = _said_by(stack, took)
     assert "`if x == ROW:`" in said["detail"], said
+
+
+# A guard inside an if (`if skip:` + `return b` under `if a > 1:`) that upstream carried
+# through a name assigned its condition and the enclosing one (`early = a > 1 and skip`, then
+# `if early:` + `return b`, the enclosing if made an `elif`): kept, quiet until a commit
+# drops the exit on the name; the name tested without the guard's test in it, or assigned and
+# tested by no exit, keeps nothing.
+WORK = b"c = b * 2", b"d = c + 1", b"e = d + 2", b"f = e + 3", b"b = f - 1"
+REWORKED = b"c = b * 4", b"d = c - 1", b"e = d - 2", b"f = e - 3", b"b = f - 1"
+
+
+def _split(inner: bytes = b"", head: bytes = b"    a = 2\n    b = a + x\n",
+           opened: bytes = b"    if a > 1:\n", work: tuple[bytes, ...] = WORK) -> bytes:
+    return (b"def a2(x, skip):\n" + head + opened + inner +
+            b"".join(b"        %s\n" % line for line in work) +
+            b"".join(b"    v%d = b + %d\n" % (k, k) for k in range(8)) + b"    return v7\n")
+
+
+SKIP = b"        if skip:\n            return b\n"
+CARRIED_HEAD = b"    a = 3\n    b = a - x\n"
+
+
+def test_a_guard_carried_through_a_name_is_quiet_until_a_commit_drops_its_exit(tmp_path):
+    stack = _landed(tmp_path, _module(_split()), _module(_split(SKIP)))
+    carried = CARRIED_HEAD + b"    early = a > 1 and skip\n    if early:\n        return b\n"
+    stack.commit({"pkg/a.py": _module(_split(head=carried, opened=b"    elif a > 1:\n",
+                                             work=REWORKED))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    assigned = CARRIED_HEAD + b"    early = a > 1 and skip\n    log(early)\n"
+    took = stack.commit({"pkg/a.py": _module(_split(head=assigned, opened=b"    if a >= 2:\n",
+                                                    work=REWORKED))}, "a2: reduce always")
+    said = _said_by(stack, took)
+    assert "`if skip:`" in said["detail"], said
+
+
+CARRIED_OTHER = {
+    "the name tested without the guard's test":
+        b"    early = a > 1 and not skip\n    if early:\n        return b\n",
+    "the name assigned, no exit on it": b"    early = a > 1 and skip\n    b = pick(b, early)\n",
+    "the name assigned twice":
+        b"    early = a > 1 and skip\n    early = a > 2\n    if early:\n        return b\n",
+}
+
+
+@pytest.mark.parametrize("other", list(CARRIED_OTHER))
+def test_a_guard_dropped_beside_a_name_not_carrying_it_is_said(tmp_path, other):
+    stack = _landed(tmp_path, _module(_split()), _module(_split(SKIP)))
+    took = stack.commit({"pkg/a.py": _module(_split(head=CARRIED_HEAD + CARRIED_OTHER[other],
+                                                    opened=b"    elif a > 1:\n",
+                                                    work=REWORKED))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if skip:`" in said["detail"], said
+
+
+def test_a_guard_dropped_inside_an_if_ending_in_a_return_is_said(tmp_path):
+    """The if the guard sits in ends in a `return` of its own: it leaves where its condition
+    holds, but does the work first; it keeps nothing of the guard."""
+    def ending(inner: bytes = b"", head: bytes = b"    a = 2\n    b = a + x\n",
+               work: tuple[bytes, ...] = WORK) -> bytes:
+        return _split(inner, head, b"    assert skip in (True, False)\n    if a > 1:\n",
+                      work[:-1] + (b"return f - 1",))
+    stack = _landed(tmp_path, _module(ending()), _module(ending(SKIP)))
+    took = stack.commit({"pkg/a.py": _module(ending(head=CARRIED_HEAD, work=REWORKED))},
+                        "rework a2")
+    said = _said_by(stack, took)
+    assert "`if skip:`" in said["detail"], said
+
+
+def test_a_guard_carried_through_a_name_at_the_top_is_quiet_until_a_commit_drops_it(tmp_path):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    carried = b"    missing = x is None\n    if missing:\n        return 0\n"
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", carried, REWRITTEN))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    missing = x is None\n"
+                                                 b"    log(missing)\n", REWRITTEN))},
+                        "a2: x is never None")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+def test_a_guard_dropped_beside_a_name_narrowing_it_is_said(tmp_path):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    narrowed = b"    missing = x is None and STRICT\n    if missing:\n        return 0\n"
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", narrowed, REWRITTEN))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+def test_a_guard_testing_a_name_assigned_once_is_quiet_until_a_commit_drops_it(tmp_path):
+    """The guard tests the name itself (`if done:` after `done = probe(x)`): its own if,
+    written again, keeps it, read through the name or not."""
+    assign = b"    done = probe(x)\n"
+    stack = _landed(tmp_path, _module(_fn(b"a2", assign)),
+                    _module(_fn(b"a2", assign + b"    if done:\n        return 0\n")))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", assign + b"    if done: return 0\n",
+                                          REWRITTEN))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", assign + b"    assert done in (1, 2)\n",
+                                                 REWRITTEN))}, "a2: never done early")
+    said = _said_by(stack, took)
+    assert "`if done:`" in said["detail"], said
