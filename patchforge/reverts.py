@@ -1108,14 +1108,21 @@ _BOOLEAN_JOIN = {b"or", b"||"}
 _NEGATION = {b"not", b"!"}
 
 
-def _code_tokens(content: bytes) -> list[bytes]:
+def _code_tokens(content: bytes, literals: bool = False) -> list[bytes]:
     """The code tokens of one line (_CODE_TOKEN): a string literal reads as `"..."` whatever
-    it holds, and nothing after a comment's start is read."""
+    it holds, or with `literals` as what it holds in double quotes (`'gelu'` and `"gelu"`
+    alike, `"silu"` another: a guard's test of one string is not kept by a test of another),
+    and nothing after a comment's start is read."""
     tokens: list[bytes] = []
     for literal, comment, token in _CODE_TOKEN.findall(content):
         if comment:
             break
-        tokens.append(b'"..."' if literal else token)
+        if literal and literals:
+            inner = literal[1:-1] if len(literal) > 1 and literal[-1:] == literal[:1] \
+                else literal[1:]
+            tokens.append(b'"' + inner + b'"')
+        else:
+            tokens.append(b'"..."' if literal else token)
     return tokens
 
 
@@ -3395,6 +3402,7 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
     from patchforge.apply.hunks import _language
 
     contents = store.read_blobs(commit, _paths(fix))
+    landed: dict | None = None
     for k, fp in enumerate(fix.files):
         if fp.is_new or fp.is_delete or fp.binary is not None:
             continue
@@ -3410,6 +3418,12 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
             own = _OwnFunction(store, fix, k, n)
             if own.name is None or not own.defined(lines):
                 continue  # (a function renamed or taken out: _function_taken_out's)
+            if language == "python":
+                if landed is None:
+                    landed = store.read_blobs(landing, _paths(fix))
+                there = _content_of(fix, k, landed)
+                if there is not None:
+                    checks = _landed_branch(checks, _Lines(there), fp.path, own.name)
             dropped = [(line, check) for line, check in checks
                        if not _function_checks(lines, fp.path, own.name, check)]
             if not dropped:
@@ -3427,6 +3441,22 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
                          f"{fp.path}, the function the fix changes, which it kept: no condition "
                          f"of it tests {said} as the guard did any more")
     return None
+
+
+def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str, name: bytes
+                   ) -> list[tuple[bytes, _Check]]:
+    """`checks` (_guard_checks) with the conditions each guard sits in read from the function
+    `name` as the landing left it (_branch_of, as upstream's exits are read: `if STRICT:`
+    ten lines above the guard, beyond the hunk's context, counted), where it holds the
+    guard's `if` once; as the hunk's context shows them (_enclosing) otherwise."""
+    statements = _statements_of(lines, path, name)
+    found = []
+    for line, check in checks:
+        tokens = _code_tokens(line, literals=True)
+        at = [k for k, (_, held) in enumerate(statements) if held == tokens]
+        branch = _branch_of(statements, at[0]) if len(at) == 1 else None
+        found.append((line, check if branch is None else check[:2] + (tuple(_joined(branch)),)))
+    return found
 
 
 # The words of a guard's condition that name no value of its own (_check_of).
@@ -3477,7 +3507,7 @@ def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
     for kind, line in reversed(lines[:at]):
         if kind not in (b" ", b"+"):
             continue
-        tokens = _code_tokens(line)
+        tokens = _code_tokens(line, literals=True)
         depth = len(line) - len(line.lstrip())
         if not tokens or depth >= indent:
             continue
@@ -3520,7 +3550,7 @@ def _python_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
     while j < len(code):
         line = code[j]
         indent = len(line) - len(line.lstrip())
-        tokens = _code_tokens(line)
+        tokens = _code_tokens(line, literals=True)
         if tokens[0] != b"if":
             return []
         depth, colon = 0, None
@@ -3556,7 +3586,7 @@ def _c_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
     """_guard_checks of C-family lines (code only): each `if (...)` and the statement or the
     braced block after it, whose last statement is an exit."""
     tokens: list[tuple[bytes, int]] = [(token, j) for j, line in enumerate(code)
-                                       for token in _code_tokens(line)]
+                                       for token in _code_tokens(line, literals=True)]
     guards = []
     i = 0
     while i < len(tokens):
@@ -3716,6 +3746,11 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     # (Where `x is None` holds, so does `not x`: `if not x: return 0` leaves there too.)
     ways = [way | {((b"truth", form[1], ()), False) for form, sense in way
                    if form[0] == b"none" and sense} for way in ways]
+    # (Where `n == 0` holds, so does `not n`, and `n` where `n != 0` does: `if not n: return
+    # 0` leaves where `if n == 0:` did; `x == ""` and `len(x) == 0` alike. Not the other way
+    # round: `not n` holds for None too.)
+    ways = [way | {((b"truth", side, ()), not sense) for form, sense in way
+                   for side in _zero_of(form, language)} for way in ways]
     # (Where `a == b` holds, so does `a in (b, c)`: upstream widened the guard's test to a
     # literal list, tuple or set holding b, `if a in ("b", "c"):`, or wrote it `a in [b]`.)
     members = {literal for leave in exits for literal in leave if literal[1] and
@@ -3726,6 +3761,21 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     around = (_ways(_boolean(list(outer), language)) if outer else None) or [frozenset()]
     return bool(ways) and all(any(leave <= way | more and leave & way for leave in exits)
                               for way in ways for more in around)
+
+
+def _zero_of(form: tuple, language: str) -> list[tuple[bytes, ...]]:
+    """The value a Python test compares with zero or the empty string (`n` of `n == 0`, `x`
+    of `x == ""` and of `len(x) == 0`): its truth is the test's converse. None for any other
+    test (C's are read so already: _test_form)."""
+    if language != "python" or form[0] != b"equal":
+        return []
+    for zero, value in ((form[1], form[2]), (form[2], form[1])):
+        if zero in ((b"0",), (b'""',)) and value:
+            if len(value) > 3 and value[:2] == (b"len", b"(") and \
+                    _closing(list(value), 1) == len(value) - 1:
+                return [value, tuple(_bare(list(value[2:-1])))]
+            return [value]
+    return []
 
 
 def _members(tokens: tuple[bytes, ...], language: str) -> list[tuple[bytes, ...]]:
@@ -3782,43 +3832,58 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
     work, each a set of tests that together make one leave (_ways): an `if` whose body ends
     in an exit (`return`, `raise`, ...) where its condition holds; an `if` or `while` around
-    other work (a body of more statements than a guard's, or one ending in no exit), an
-    `assert`, or a call named as a check (`TORCH_CHECK(x != nullptr, ...)`) where its
-    condition does not. A value chosen by a condition (`y if x is None else x`, a
-    comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A Python name
-    a condition tests, assigned once in the function before it (_carried), reads as what it
-    was assigned: `missing = x is None` then `if missing: return 0` leaves where x is None."""
-    # Each condition, whether its body ends in an exit, and whether it holds other work (more
-    # statements than a guard's: `if x is not None:` around the function's work, ending in
-    # its `return`, skips that work where x is None, as the guard does); and in Python, the
-    # names assigned before it and what each was assigned.
-    found: list[tuple[list[bytes], bool, bool]] = []
+    the rest of the function's work (nothing but an exit, or an `else:` of one, after it:
+    _rest_exits) where its condition does not; an `assert`, or a call named as a check
+    (`TORCH_CHECK(x != nullptr, ...)`) where its condition does not. An `if` around other
+    work the function goes on past (`if x is not None: x = x.float()`, then the work) skips
+    nothing of it: no leave. In Python each is read with the ifs it sits in (_branch_of: an
+    exit under `if STRICT:` leaves only where STRICT holds too), one inside an `except` or a
+    nested function not at all. A value chosen by a condition (`y if x is None
+    else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
+    Python name a condition tests, assigned once in the function before it (_carried), reads
+    as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
+    is None."""
+    # Each condition, whether its body ends in an exit, whether the rest of the function after
+    # it is only an exit (its converse then leaves too: `if x is not None:` around the work,
+    # ending in the function's `return`, skips that work where x is None, as the guard does),
+    # and in Python the conditions of the ifs it sits in and the names assigned before it.
+    found: list[tuple[list[bytes], bool, bool, list[tuple]]] = []
     carried: list[dict[bytes, tuple]] = []
     if language == "python":
         assigned = _carried(statements, language)
         for at, (indent, tokens) in enumerate(statements):
             known = {name: tree for name, (where, tree) in assigned.items() if where < at}
+            if tokens[0] not in (b"if", b"elif", b"while", b"assert") and \
+                    not _checked_arguments(tokens):
+                continue
+            branch = _branch_of(statements, at)
+            if branch is None:
+                continue  # (in an `except` or a nested function: not read)
+            within = [tree for tree in (_boolean(condition, language) for condition in branch)
+                      if tree is not None]
+            if len(within) < len(branch):
+                continue
             if tokens[0] in (b"if", b"elif", b"while"):
                 colon = _top_level(tokens, 1, {b":"})
                 inline = tokens[colon + 1:]
+                end = at + 1
+                while end < len(statements) and statements[end][0] > indent:
+                    end += 1
+                body = statements[at + 1:end]
                 if inline:
-                    found.append((tokens[1:colon], inline[0] in _EXITS, False))
-                    carried.append(known)
-                    continue
-                body = []
-                for deeper, more in statements[at + 1:]:
-                    if deeper <= indent:
-                        break
-                    body.append((deeper, more))
-                exits = bool(body) and tokens[0] != b"while" and \
-                    [more for deeper, more in body if deeper == body[0][0]][-1][0] in _EXITS
-                found.append((tokens[1:colon], exits, len(body) > _GUARD_BODY))
+                    exits = inline[0] in _EXITS and tokens[0] != b"while"
+                else:
+                    exits = bool(body) and tokens[0] != b"while" and \
+                        [more for deeper, more in body if deeper == body[0][0]][-1][0] in _EXITS
+                found.append((tokens[1:colon], exits, _rest_exits(statements[end:]), within))
                 carried.append(known)
+                if inline:
+                    continue
             elif tokens[0] == b"assert":
-                found.append((tokens[1:_top_level(tokens, 1, {b","})], False, True))
+                found.append((tokens[1:_top_level(tokens, 1, {b","})], False, True, within))
                 carried.append(known)
             for argument in _checked_arguments(tokens):
-                found.append((argument, False, True))
+                found.append((argument, False, True, within))
                 carried.append(known)
     else:
         tokens = [token for _, more in statements for token in more]
@@ -3828,11 +3893,12 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             close = _closing(tokens, k + 1)
             if close is None:
                 continue
-            exits, work = _c_body(tokens, close + 1)
-            found.append((tokens[k + 2:close], token == b"if" and exits, work))
-        found.extend((argument, False, True) for argument in _checked_arguments(tokens))
+            exits, end = _c_body(tokens, close + 1)
+            found.append((tokens[k + 2:close], token == b"if" and exits,
+                          _c_rest_exits(tokens[end:]), []))
+        found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
     ways: set[frozenset[_Literal]] = set()
-    for k, (condition, exits, work) in enumerate(found):
+    for k, (condition, exits, converse, within) in enumerate(found):
         tree = _boolean(condition, language) if condition else None
         if tree is None:
             continue
@@ -3843,10 +3909,111 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             trees.append(_read_through(tree, carried[k]))
         for tree in trees:
             if exits:
-                ways.update(_ways(tree) or [])
-            if not exits or work:
-                ways.update(_ways(_negated(tree)) or [])
+                ways.update(_ways(("and", within + [tree]) if within else tree) or [])
+            if converse:
+                negated = _negated(tree)
+                ways.update(_ways(("and", within + [negated]) if within else negated) or [])
     return ways
+
+
+def _branch_of(statements: list[tuple[int, list[bytes]]], at: int) -> list[list[bytes]] | None:
+    """The conditions (code tokens, each to be joined by `and`) that hold wherever the Python
+    statement at `at` runs: those of the ifs it sits in, read outwards by indent (an `elif`'s
+    or an `else:`'s with the converse of the branches above it, an `elif` statement's own
+    earlier branches too), a `with`, `try` or `finally` block read through, the reading
+    ending at a loop (what a loop holds read as the function's, as _enclosing reads the
+    guard's) or the function's `def`. None inside an `except` or a nested function or class:
+    what it does there is not known."""
+    held: list[list[bytes]] = []
+    indent, tokens = statements[at]
+    top = min(deeper for deeper, _ in statements)
+    if tokens[0] == b"elif":
+        earlier = _earlier_branches(statements, at)
+        if earlier is None:
+            return None
+        held.extend(earlier)
+    for up in range(at - 1, -1, -1):
+        deeper, opener = statements[up]
+        if deeper >= indent:
+            continue
+        indent = deeper
+        first = opener[0]
+        if first in (b"def", b"async", b"class", b"@"):
+            if deeper <= top:
+                break
+            return None
+        if first in (b"for", b"while"):
+            break
+        colon = _top_level(opener, 1, {b":"})
+        if colon != len(opener) - 1:
+            return None
+        if first in (b"if", b"elif"):
+            held.append(opener[1:colon])
+            if first == b"elif":
+                earlier = _earlier_branches(statements, up)
+                if earlier is None:
+                    return None
+                held.extend(earlier)
+        elif first == b"else":
+            earlier = _earlier_branches(statements, up)
+            if earlier is None:
+                return None
+            held.extend(earlier)
+        elif first not in (b"with", b"try", b"finally"):
+            return None
+    return held
+
+
+def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
+                      ) -> list[list[bytes]] | None:
+    """The converse (`not (...)`) of each condition of the `if` and `elif`s above the `elif`
+    or `else:` at `at`, at its indent: where it runs none of them held. None where the
+    branch above is no `if` (a loop's or a `try`'s `else:`)."""
+    indent = statements[at][0]
+    held: list[list[bytes]] = []
+    for up in range(at - 1, -1, -1):
+        deeper, tokens = statements[up]
+        if deeper > indent:
+            continue
+        if deeper < indent or tokens[0] not in (b"if", b"elif"):
+            return None
+        held.append([b"not", b"("] + tokens[1:_top_level(tokens, 1, {b":"})] + [b")"])
+        if tokens[0] == b"if":
+            return held
+    return None
+
+
+def _joined(conditions: list[list[bytes]]) -> list[bytes]:
+    """Conditions' code tokens joined by `and`, each in brackets."""
+    joined: list[bytes] = []
+    for condition in conditions:
+        joined += ([b"and"] if joined else []) + [b"("] + condition + [b")"]
+    return joined
+
+
+def _rest_exits(rest: list[tuple[int, list[bytes]]]) -> bool:
+    """Whether the Python statements after a block, to the function's end, are an exit and
+    nothing else (`return 0`, or an `else:` holding one): the block is around the rest of the
+    function's work, and where it is skipped the function leaves."""
+    return bool(rest) and all(tokens[0] in (b"return", b"raise") or tokens == [b"else", b":"]
+                              for _, tokens in rest)
+
+
+def _c_rest_exits(rest: list[bytes]) -> bool:
+    """_rest_exits of a C function's code tokens after a block: its braces aside, an `else`
+    or an exit (`return 0;`) and nothing else."""
+    statements: list[list[bytes]] = [[]]
+    for token in rest:
+        if token in (b"{", b"}"):
+            continue
+        if token == b";":
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    done = [statement[1:] if statement[:1] == [b"else"] else statement
+            for statement in statements if statement]
+    return bool(done) and all(statement[:1] and statement[0] in (b"return", b"throw")
+                              for statement in done)
 
 
 def _carried(statements: list[tuple[int, list[bytes]]], language: str
@@ -3893,18 +4060,19 @@ def _read_through(tree: tuple, known: dict[bytes, tuple]) -> tuple:
     return (tree[0], [_read_through(part, known) for part in tree[1]])
 
 
-def _c_body(tokens: list[bytes], at: int) -> tuple[bool, bool]:
+def _c_body(tokens: list[bytes], at: int) -> tuple[bool, int]:
     """Whether the statement or braced block at `tokens[at]` (a C `if`'s body) ends in an
-    exit (`return 0;`, `{ log(); return 0; }`), and whether it holds more statements than a
-    guard's (_exits_of)."""
+    exit (`return 0;`, `{ log(); return 0; }`), and the index past it (_exits_of)."""
     if at >= len(tokens):
-        return False, False
+        return False, at
     if tokens[at] == b"{":
         close = _closing(tokens, at)
         body = tokens[at + 1:close if close is not None else len(tokens)]
+        end = close + 1 if close is not None else len(tokens)
     else:
         semi = next((k for k in range(at, len(tokens)) if tokens[k] == b";"), len(tokens))
         body = tokens[at:semi + 1]
+        end = semi + 1
     statements: list[list[bytes]] = [[]]
     depth = 0
     for token in body:
@@ -3915,7 +4083,7 @@ def _c_body(tokens: list[bytes], at: int) -> tuple[bool, bool]:
         else:
             statements[-1].append(token)
     done = [statement for statement in statements if statement]
-    return bool(done) and done[-1][0] in _EXITS, body.count(b";") > _GUARD_BODY
+    return bool(done) and done[-1][0] in _EXITS, end
 
 
 def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:
@@ -4074,7 +4242,7 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
     for j, line in enumerate(lines.lines):
         if not line.strip() or lines.function_at(path, j) != name:
             continue
-        found = _code_tokens(line)
+        found = _code_tokens(line, literals=True)
         if not found and not tokens:
             continue
         if not tokens:

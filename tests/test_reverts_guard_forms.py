@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_reverts_guard_rewritten import GUARD, REWRITTEN, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import GUARD, REWRITTEN, TAIL, _fn, _landed, _module, _said_by
 
 TWO = b"    if x is None or y is None:\n        return 0\n"
 HEAD = REWRITTEN + b"    b = b + y\n"
@@ -288,3 +288,172 @@ def test_a_guard_testing_a_name_assigned_once_is_quiet_until_a_commit_drops_it(t
                                                  REWRITTEN))}, "a2: never done early")
     said = _said_by(stack, took)
     assert "`if done:`" in said["detail"], said
+
+
+# An `if` whose body the function's work goes on past (`if x is not None: x = x.float()`,
+# then the work) skips nothing of that work where its condition fails: it keeps no guard of
+# the converse, nor does a name carrying its condition, nor an exit reached only under
+# another if or past another branch. Only an `if` around the rest of the function's work
+# (nothing but an exit after it) leaves where its condition fails.
+PREP = b"    if x is not None:\n        x = x.float()\n"
+GOES_ON_PAST = {
+    "the converse around one step": (GUARD, PREP),
+    "the converse around a few steps": (GUARD, PREP + b"        x = x.contiguous()\n"
+                                        b"        x = x * 2\n        x = x + 1\n"),
+    "a name carrying the converse": (GUARD, b"    ok = x is not None\n    if ok:\n"
+                                     b"        x = x.float()\n"),
+    "a default for the converse guard": (b"    if x is not None:\n        return x\n",
+                                         b"    if x is None:\n        x = DEFAULT\n"),
+    "the guard only under another if": (GUARD, b"    if STRICT:\n        if x is None:\n"
+                                        b"            return 0\n"),
+    "the guard only past another branch": (GUARD, b"    if FAST:\n        x = x.half()\n"
+                                           b"    elif x is None:\n        return 0\n"),
+}
+
+
+@pytest.mark.parametrize("shape", list(GOES_ON_PAST))
+def test_a_guard_dropped_beside_a_branch_the_work_goes_on_past_is_said(tmp_path, shape):
+    guard, other = GOES_ON_PAST[shape]
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", guard)))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", other, REWRITTEN))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`%s`" % guard.splitlines()[0].strip().decode() in said["detail"], said
+
+
+def _around(opened: bytes, after: bytes) -> bytes:
+    """a2 with its rewritten work inside `opened` and `after` past it, the function's end."""
+    body = b"".join(b"    " + line for line in (REWRITTEN + TAIL).splitlines(keepends=True))
+    return b"def a2(x):\n" + opened + body + after
+
+
+AROUND_THE_WORK = {
+    "an else returning": (b"    if x is not None:\n", b"    else:\n        return 0\n"),
+    "a name carrying the converse": (b"    ok = x is not None\n    if ok:\n",
+                                     b"    return 0\n"),
+    "under a with": (b"    with torch.no_grad():\n        if x is None:\n"
+                     b"            return 0\n", b""),
+}
+
+
+@pytest.mark.parametrize("shape", list(AROUND_THE_WORK))
+def test_a_guard_kept_around_the_rest_of_the_work_is_quiet_until_a_commit_drops_it(
+        tmp_path, shape):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    stack.commit({"pkg/a.py": _module(_around(*AROUND_THE_WORK[shape]))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
+    _said_by(stack, took)
+
+
+def test_a_cpp_guard_dropped_beside_an_if_the_work_goes_on_past_is_said(tmp_path):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
+                    "csrc/k.cu")
+    head = b"  if (x) {\n    x = x + 1;\n  }\n  int a = 3;\n  int b = a - x[0] + y[0];\n"
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "rework k2")
+    said = _said_by(stack, took)
+    assert "`if (!x) return 0;`" in said["detail"], said
+
+
+def test_a_cpp_guard_kept_around_the_rest_of_the_work_is_quiet_until_a_commit_drops_it(
+        tmp_path):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
+                    "csrc/k.cu")
+    work = b"  int a = 3;\n  int b = a - x[0] + y[0];\n" + \
+        b"".join(b"  int v%d = b + %d;\n" % (k, k) for k in range(8)) + b"  return v7;\n"
+    around = b"int k2(const int *x, const int *y) {\n  if (x) {\n" + \
+        b"".join(b"  " + line for line in work.splitlines(keepends=True)) + \
+        b"  }\n  return 0;\n}\n"
+    stack.commit({"csrc/k.cu": _c_module(around)}, "rework k2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "k2: never null")
+    _said_by(stack, took)
+
+
+# A guard testing a string (`if act == 'gelu':` + `return 0`, AITER's activation, arch and
+# dtype names): a test of another string keeps nothing; the same string in other quotes, or
+# in a literal tuple, keeps it.
+STRING_GUARD = b"    if act == 'gelu':\n        return 0\n"
+STRING_OTHER = {
+    "another string": b"    if act == 'silu':\n        return 0\n",
+    "membership of other strings": b"    if act in ('silu', 'swiglu'):\n        return 0\n",
+}
+STRING_KEPT = {
+    "in other quotes": b'    if act == "gelu":\n        return 0\n',
+    "widened to a tuple holding it": b'    if act in ("silu", "gelu"):\n        return 0\n',
+}
+
+
+@pytest.mark.parametrize("other", list(STRING_OTHER))
+def test_a_string_guard_dropped_beside_a_test_of_other_strings_is_said(tmp_path, other):
+    base = _fn(b"a2", args=b"x, act")
+    stack = _landed(tmp_path, _module(base), _module(_fn(b"a2", STRING_GUARD, args=b"x, act")))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", STRING_OTHER[other], REWRITTEN,
+                                                 args=b"x, act"))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if act == 'gelu':`" in said["detail"], said
+
+
+@pytest.mark.parametrize("form", list(STRING_KEPT))
+def test_a_string_guard_kept_in_its_own_test_is_quiet_until_a_commit_drops_it(tmp_path, form):
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, act")),
+                    _module(_fn(b"a2", STRING_GUARD, args=b"x, act")))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", STRING_KEPT[form], REWRITTEN,
+                                          args=b"x, act"))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"))},
+                        "a2: act is never gelu")
+    _said_by(stack, took)
+
+
+# A guard on zero or empty (`if n == 0:`, `if len(x) == 0:`) kept by upstream as `if not n:`
+# (it leaves there too) is quiet; `if not n:` dropped beside `if n == 0:` (None is not 0) is
+# said.
+ZERO_KEPT = {
+    "n == 0 as not n": (b"    if n == 0:\n        return 0\n",
+                        b"    if not n:\n        return 0\n"),
+    "len(n) == 0 as not n": (b"    if len(n) == 0:\n        return 0\n",
+                             b"    if not n:\n        return 0\n"),
+}
+
+
+@pytest.mark.parametrize("form", list(ZERO_KEPT))
+def test_a_guard_on_zero_kept_as_any_false_value_is_quiet_until_a_commit_drops_it(
+        tmp_path, form):
+    guard, kept = ZERO_KEPT[form]
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, n")),
+                    _module(_fn(b"a2", guard, args=b"x, n")))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", kept, REWRITTEN, args=b"x, n"))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, n"))},
+                        "a2: n is never 0")
+    _said_by(stack, took)
+
+
+def test_a_guard_on_any_false_value_dropped_beside_a_check_of_zero_is_said(tmp_path):
+    falsy = b"    if not n:\n        return 0\n"
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, n")),
+                    _module(_fn(b"a2", falsy, args=b"x, n")))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    if n == 0:\n        return 0\n",
+                                                 REWRITTEN, args=b"x, n"))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if not n:`" in said["detail"], said
+
+
+def _strict(guard: bytes = b"", head: bytes = HEAD) -> bytes:
+    """a2 with its work under `if STRICT:`, the guard five lines below that if: beyond the
+    fix's hunk's context."""
+    prep = b"".join(b"        y = y + %d\n" % k for k in range(5))
+    deeper = lambda code: b"".join(b"    " + line for line in code.splitlines(keepends=True))
+    return b"def a2(x):\n    y = 0\n    if STRICT:\n" + prep + deeper(guard) + deeper(head) + \
+        TAIL
+
+
+def test_a_guard_under_an_if_beyond_its_context_kept_there_is_quiet_until_a_commit_drops_it(
+        tmp_path):
+    stack = _landed(tmp_path, _module(_strict()), _module(_strict(GUARD)))
+    stack.commit({"pkg/a.py": _module(_strict(GUARD, REWRITTEN))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_strict(head=REWRITTEN.replace(b"4", b"8")))},
+                        "a2: x is never None")
+    _said_by(stack, took)
