@@ -3423,7 +3423,7 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
                     landed = store.read_blobs(landing, _paths(fix))
                 there = _content_of(fix, k, landed)
                 if there is not None:
-                    checks = _landed_branch(checks, _Lines(there), fp.path, own.name)
+                    checks = _landed_branch(checks, _Lines(there), fp.path, own.name, hunk)
             dropped = [(line, check) for line, check in checks
                        if not _function_checks(lines, fp.path, own.name, check)]
             if not dropped:
@@ -3443,20 +3443,50 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
     return None
 
 
-def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str, name: bytes
-                   ) -> list[tuple[bytes, _Check]]:
+def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str, name: bytes,
+                   hunk) -> list[tuple[bytes, _Check]]:
     """`checks` (_guard_checks) with the conditions each guard sits in read from the function
     `name` as the landing left it (_branch_of, as upstream's exits are read: `if STRICT:`
     ten lines above the guard, beyond the hunk's context, counted), where it holds the
-    guard's `if` once; as the hunk's context shows them (_enclosing) otherwise."""
+    guard's `if` once, or more than once and one of them has the hunk's lines around it
+    most (_hunk_place: the same guard in two loops read in its own); as the hunk's context
+    shows them (_enclosing) otherwise."""
     statements = _statements_of(lines, path, name)
     found = []
     for line, check in checks:
         tokens = _code_tokens(line, literals=True)
         at = [k for k, (_, held) in enumerate(statements) if held == tokens]
-        branch = _branch_of(statements, at[0]) if len(at) == 1 else None
+        if len(at) > 1:
+            place = _hunk_place(lines, path, name, hunk, line, len(at))
+            at = [at[place]] if place is not None else []
+        branch = _branch_of(statements, at[0], _exit_word(statements, at[0]) in _LOOP_EXITS) \
+            if len(at) == 1 else None
         found.append((line, check if branch is None else check[:2] + (tuple(_joined(branch)),)))
     return found
+
+
+def _hunk_place(lines: _Lines, path: str, name: bytes, hunk, first: bytes, many: int
+                ) -> int | None:
+    """Which of the `many` lines of the function `name` in `lines` that are the guard's `if`
+    line `first` (stripped, in order) has the most of the hunk's lines (its context and
+    added lines, stripped) at the same distance around it; None where none has more than
+    the others, or the lines are not `many`."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    shown = [line_content(body).rstrip(b"\r\n").strip() for body in hunk.lines
+             if line_kind(body) in (b" ", b"+")]
+    if first not in shown:
+        return None
+    mine = shown.index(first)
+    places = [j for j, text in enumerate(lines.lines)
+              if text.strip() == first and lines.function_at(path, j) == name]
+    if len(places) != many:
+        return None
+    scores = [sum(0 <= j + d < len(lines.lines) and lines.lines[j + d].strip() == text
+                  for d, text in ((k - mine, text) for k, text in enumerate(shown))
+                  if text) for j in places]
+    best = max(scores)
+    return scores.index(best) if scores.count(best) == 1 else None
 
 
 # The words of a guard's condition that name no value of its own (_check_of).
@@ -3465,6 +3495,9 @@ _CHECK_SYNTAX = {b"if", b"not", b"is", b"and", b"or", b"in", b"None", b"True", b
 # An early exit (the first word of a guard's last statement), and how many statements (lines
 # of a Python block) a guard's body holds at most: a log line or two, then the exit.
 _EXITS = {b"return", b"raise", b"continue", b"break", b"throw", b"goto"}
+# The exits that leave a loop's body, not the function: what they skip is the rest of the
+# loop's body, so the ifs around the loop are not read with them (_branch_of).
+_LOOP_EXITS = {b"continue", b"break"}
 _GUARD_BODY = 3
 # A call named as a check: its first argument is a condition it tests (_checked_arguments:
 # `TORCH_CHECK(x != nullptr, ...)`, `torch._check(x is not None)`, C's `assert(x)`).
@@ -3492,8 +3525,13 @@ def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
     from the context line above the hunk's first added line upwards: each line indented less
     than the one below it that is read opens the block that one sits in; an `if` or `elif`
     on one line counts its condition (an `elif`'s earlier branches left out: the guard read
-    as leaving in more cases than it does, kept by fewer checks), anything else (`else:`,
-    `for`, `def`, a condition wrapped over lines) ends the reading."""
+    as leaving in more cases than it does, kept by fewer checks), a loop's header that its
+    body runs at all (_loop_runs; a `continue` or `break` guard's reading ends at its
+    loop), anything else (`else:`, `def`, a condition wrapped over lines) ends the reading.
+    A `continue` or `break` guard whose reading ends before its loop sits in a loop not
+    known: _ANY_LOOP joined in, the loop of upstream's check is not read for it
+    (_guard_kept). (Any other guard's reading ending early reads it as leaving in more cases
+    than it does: kept by fewer checks.)"""
     from patchforge.apply.diffparse import line_content, line_kind
 
     lines = [(line_kind(body), line_content(body).rstrip(b"\r\n")) for body in hunk.lines]
@@ -3503,7 +3541,18 @@ def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
         return ()
     guard = lines[at][1]
     indent = len(guard) - len(guard.lstrip())
+    below: list[list[bytes]] = []
+    for kind, line in lines[at + 1:]:
+        if kind != b"+" or not _code_tokens(line):
+            continue
+        if len(line) - len(line.lstrip()) <= indent:
+            break
+        below.append(_code_tokens(line))
+    tokens = _code_tokens(guard, literals=True)
+    inline = tokens[_top_level(tokens, 1, {b":"}) + 1:]
+    to_loop = (inline or (below[-1] if below else [b""]))[0] in _LOOP_EXITS
     outer: list[bytes] = []
+    known = False  # (a `continue` or `break` guard's loop read)
     for kind, line in reversed(lines[:at]):
         if kind not in (b" ", b"+"):
             continue
@@ -3512,10 +3561,18 @@ def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
         if not tokens or depth >= indent:
             continue
         colon = _top_level(tokens, 1, {b":"})
-        if tokens[0] not in (b"if", b"elif") or colon != len(tokens) - 1 or colon < 2:
+        if tokens[0] not in (b"if", b"elif", b"for", b"while") or \
+                colon != len(tokens) - 1 or colon < 2:
             break
-        outer = [b"("] + tokens[1:colon] + [b")"] + ([b"and"] + outer if outer else [])
+        held = _loop_runs(tokens) if tokens[0] in (b"for", b"while") else tokens[1:colon]
+        if held:
+            outer = [b"("] + held + [b")"] + ([b"and"] + outer if outer else [])
         indent = depth
+        if to_loop and tokens[0] in (b"for", b"while"):
+            known = True
+            break
+    if to_loop and not known:
+        outer = [b"(", _ANY_LOOP, b")"] + ([b"and"] + outer if outer else [])
     return tuple(outer)
 
 
@@ -3759,8 +3816,19 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
         ((b"equal",) + tuple(sorted((literal[0][1], member))), True) in way
         for member in _members(literal[0][2], language))} for way in ways]
     around = (_ways(_boolean(list(outer), language)) if outer else None) or [frozenset()]
-    return bool(ways) and all(any(leave <= way | more and leave & way for leave in exits)
-                              for way in ways for more in around)
+    # (Where the loops the guard sits in are not known, no loop of upstream's narrows it.)
+    unlooped = {leave: frozenset(literal for literal in leave if not _is_loop(literal))
+                for leave in exits}
+    return bool(ways) and all(any(
+        (unlooped[leave] if any(_is_loop(literal) and literal[0][1] == (_ANY_LOOP,)
+                                for literal in more) else leave) <= way | more and leave & way
+        for leave in exits) for way in ways for more in around)
+
+
+def _is_loop(literal: _Literal) -> bool:
+    """Whether a test is a loop's running at all (_loop_runs)."""
+    form = literal[0]
+    return form[0] == b"truth" and len(form[1]) == 1 and form[1][0].startswith(b"<loop: ")
 
 
 def _zero_of(form: tuple, language: str) -> list[tuple[bytes, ...]]:
@@ -3856,7 +3924,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             if tokens[0] not in (b"if", b"elif", b"while", b"assert") and \
                     not _checked_arguments(tokens):
                 continue
-            branch = _branch_of(statements, at)
+            word = _exit_word(statements, at) if tokens[0] in (b"if", b"elif") else None
+            branch = _branch_of(statements, at, word in _LOOP_EXITS)
             if branch is None:
                 continue  # (in an `except` or a nested function: not read)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
@@ -3916,14 +3985,17 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     return ways
 
 
-def _branch_of(statements: list[tuple[int, list[bytes]]], at: int) -> list[list[bytes]] | None:
+def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool = False
+               ) -> list[list[bytes]] | None:
     """The conditions (code tokens, each to be joined by `and`) that hold wherever the Python
     statement at `at` runs: those of the ifs it sits in, read outwards by indent (an `elif`'s
     or an `else:`'s with the converse of the branches above it, an `elif` statement's own
-    earlier branches too), a `with`, `try` or `finally` block read through, the reading
-    ending at a loop (what a loop holds read as the function's, as _enclosing reads the
-    guard's) or the function's `def`. None inside an `except` or a nested function or class:
-    what it does there is not known."""
+    earlier branches too), a loop's that its body runs at all (_loop_runs: a `return 0` in
+    `for y in ys:` leaves only where ys has an item), a `with`, `try` or `finally` block
+    read through, the reading ending at the function's `def`, or with `to_loop` (a
+    `continue` or `break` of the statement's, which skips the rest of its loop's body
+    only) at that loop. None inside an `except` or a nested function or class: what it
+    does there is not known."""
     held: list[list[bytes]] = []
     indent, tokens = statements[at]
     top = min(deeper for deeper, _ in statements)
@@ -3942,11 +4014,16 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int) -> list[list[
             if deeper <= top:
                 break
             return None
-        if first in (b"for", b"while"):
-            break
         colon = _top_level(opener, 1, {b":"})
         if colon != len(opener) - 1:
             return None
+        if first in (b"for", b"while"):
+            runs = _loop_runs(opener)
+            if runs:
+                held.append(runs)
+            if to_loop:
+                break
+            continue
         if first in (b"if", b"elif"):
             held.append(opener[1:colon])
             if first == b"elif":
@@ -3962,6 +4039,45 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int) -> list[list[
         elif first not in (b"with", b"try", b"finally"):
             return None
     return held
+
+
+def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | None:
+    """The first word of the last statement of the body of the Python `if` at `at` (on its
+    line, or at the body's depth below it): `return` of `if x is None: return 0`."""
+    indent, tokens = statements[at]
+    inline = tokens[_top_level(tokens, 1, {b":"}) + 1:]
+    if inline:
+        return inline[0]
+    end = at + 1
+    while end < len(statements) and statements[end][0] > indent:
+        end += 1
+    body = statements[at + 1:end]
+    return [more for deeper, more in body if deeper == body[0][0]][-1][0] if body else None
+
+
+# What the loop a `continue` or `break` guard sits in reads as where the hunk's context does
+# not show it (_enclosing): any loop, so no loop of upstream's checks narrows it (_guard_kept).
+_ANY_LOOP = b"<loop: any>"
+
+
+def _loop_runs(opener: list[bytes]) -> list[bytes]:
+    """The condition under which the body of the Python loop whose header's code tokens are
+    `opener` runs at all, as one token no other test reads as (no name, so no rename
+    matches it): `for y in ys:` runs where ys has an item, whatever the loop's name for it
+    (`for z in ys:` alike); `while k < n:` where its condition holds on the way in, its
+    body possibly changing what that reads; `while True:` always (none). An exit the loop
+    holds leaves only there: a guard at the function's top is not kept by its copy in a
+    loop (where ys is empty nothing leaves), a guard the fix put in a loop is by its copy in
+    the same loop (_enclosing, _landed_branch read it there too)."""
+    colon = _top_level(opener, 1, {b":"})
+    if opener[0] == b"while" and opener[1:colon] in ([b"True"], [b"1"]):
+        return []
+    if opener[0] == b"for":
+        over = _top_level(opener, 1, {b"in"})
+        opener = [b"for", b"in"] + opener[over + 1:colon] if over < colon else opener[:colon]
+    else:
+        opener = opener[:colon]
+    return [b"<loop: " + b" ".join(opener) + b">"]
 
 
 def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int

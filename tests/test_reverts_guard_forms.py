@@ -457,3 +457,144 @@ def test_a_guard_under_an_if_beyond_its_context_kept_there_is_quiet_until_a_comm
     took = stack.commit({"pkg/a.py": _module(_strict(head=REWRITTEN.replace(b"4", b"8")))},
                         "a2: x is never None")
     _said_by(stack, took)
+
+
+# A guard kept only inside a loop (`for y in ys:` + `if x is None:` + `return 0`) leaves only
+# where the loop's body runs: where ys is empty nothing leaves, so a guard at the function's
+# top dropped beside it is said. A guard the fix put in a loop is kept by its copy in the same
+# loop (the loop's name for its item aside) or above it, not by one in another loop.
+IN_A_LOOP = {
+    "a for loop": b"    for y in ys:\n        if x is None:\n            return 0\n",
+    "a while loop": b"    while k < n:\n        if x is None:\n            return 0\n"
+                    b"        k += 1\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(IN_A_LOOP))
+def test_a_guard_dropped_beside_its_copy_in_a_loop_is_said(tmp_path, shape):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", IN_A_LOOP[shape], REWRITTEN))},
+                        "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+def test_a_guard_kept_in_a_loop_that_always_runs_is_quiet_until_a_commit_drops_it(tmp_path):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    always = b"    while True:\n        if x is None:\n            return 0\n        break\n"
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", always, REWRITTEN))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
+    _said_by(stack, took)
+
+
+def _looped(guard: bytes = b"", head: bytes = HEAD, opened: bytes = b"    for y in ys:\n",
+            above: bytes = b"") -> bytes:
+    """a2 with its work in a loop over ys, `guard` the loop's first statement."""
+    deeper = lambda code: b"".join(b"    " + line for line in code.splitlines(keepends=True))
+    return b"def a2(x, ys):\n    c = 0\n" + above + opened + deeper(guard) + deeper(head) + TAIL
+
+
+LOOP_KEPT = {
+    "in the same loop": (GUARD, b"", b"    for y in ys:\n"),
+    "in the same loop, its item named otherwise": (GUARD, b"", b"    for z in ys:\n"),
+    "above the loop": (b"", GUARD, b"    for y in ys:\n"),
+}
+
+
+@pytest.mark.parametrize("form", list(LOOP_KEPT))
+def test_a_guard_in_a_loop_kept_there_or_above_is_quiet_until_a_commit_drops_it(tmp_path,
+                                                                                  form):
+    guard, above, opened = LOOP_KEPT[form]
+    stack = _landed(tmp_path, _module(_looped()), _module(_looped(GUARD)))
+    stack.commit({"pkg/a.py": _module(_looped(guard, REWRITTEN, opened, above))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_looped(head=REWRITTEN.replace(b"4", b"8")))},
+                        "a2: x is never None")
+    _said_by(stack, took)
+
+
+def test_a_guard_in_a_loop_dropped_beside_its_copy_in_another_loop_is_said(tmp_path):
+    stack = _landed(tmp_path, _module(_looped()), _module(_looped(GUARD)))
+    other = b"    for w in ws:\n        if x is None: return 0\n"
+    took = stack.commit({"pkg/a.py": _module(_looped(head=REWRITTEN, above=other))},
+                        "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+# A `continue` guard skips the rest of its loop's body only: an if upstream put around the
+# whole loop narrows nothing of it, and its copy in the same loop keeps it; its copy in
+# another loop does not.
+SKIP_ITEM = b"if y is None:\n    continue\n"
+ITEM_WORK = b"a = 2\nb = a + y\nc = b * 2\n"
+ITEM_REWORKED = b"a = 3\nb = a - y\nc = b * 4\n"
+
+
+def _items(guard: bytes = b"", work: bytes = ITEM_WORK, wrapped: bool = False,
+           above: bytes = b"") -> bytes:
+    """a2 summing its work over ys, `guard` the loop's first statement, the loop under `if
+    ys:` where `wrapped`."""
+    pad = b"    " * (2 + wrapped)
+    body = b"".join(pad + line for line in (guard + work + b"t = t + c\n").splitlines(True))
+    loop = b"    if ys:\n        for y in ys:\n" if wrapped else b"    for y in ys:\n"
+    return b"def a2(x, ys):\n    t = 0\n" + above + loop + body + \
+        b"".join(b"    v%d = t + %d\n" % (k, k) for k in range(8)) + b"    return v7\n"
+
+
+def test_a_skip_in_a_loop_an_if_now_wraps_is_quiet_until_a_commit_drops_it(tmp_path):
+    stack = _landed(tmp_path, _module(_items()), _module(_items(SKIP_ITEM)))
+    stack.commit({"pkg/a.py": _module(_items(SKIP_ITEM, ITEM_REWORKED, wrapped=True))},
+                 "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_items(work=ITEM_REWORKED.replace(b"4", b"8"),
+                                                    wrapped=True))}, "a2: ys holds no None")
+    _said_by(stack, took)
+
+
+def test_a_skip_in_a_loop_dropped_beside_its_copy_in_another_loop_is_said(tmp_path):
+    stack = _landed(tmp_path, _module(_items()), _module(_items(SKIP_ITEM)))
+    other = b"    for y in zs:\n        if y is None: continue\n        t = t - 1\n"
+    took = stack.commit({"pkg/a.py": _module(_items(work=ITEM_REWORKED, above=other))},
+                        "rework a2")
+    said = _said_by(stack, took)
+    assert "`if y is None:`" in said["detail"], said
+
+
+def _two_loops(guard: bytes = b"", work: bytes = ITEM_WORK, other: bytes | None = None,
+               step: bytes = b"1") -> bytes:
+    """a2 with two loops doing the same work (`other` in the second, where given), `guard`
+    in each below three lines of prep (its first line adding `step` in the second loop): the
+    hunk's context does not show the loop it sits in."""
+    def body(guard: bytes, work: bytes, step: bytes) -> bytes:
+        prep = b"p = y + %s\nq = p * 2\nr = q - 1\n" % step
+        return b"".join(b"        " + line for line in
+                        (prep + guard + work + b"t = t + c\n").splitlines(True))
+    tail = b"".join(b"    u%d = t + %d\n" % (k, k) for k in range(8))
+    return b"def a2(x, ys, zs):\n    t = 0\n    for y in ys:\n" + body(guard, work, b"1") + \
+        tail + b"    for y in zs:\n" + body(guard, work if other is None else other, step) + \
+        b"    return t\n"
+
+
+SKIP_R = b"if r is None:\n    continue\n"
+
+
+def test_a_skip_in_two_loops_kept_in_both_is_quiet_until_a_commit_drops_it(tmp_path):
+    stack = _landed(tmp_path, _module(_two_loops()), _module(_two_loops(SKIP_R)))
+    stack.commit({"pkg/a.py": _module(_two_loops(SKIP_R, ITEM_REWORKED))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_two_loops(work=ITEM_REWORKED.replace(b"4", b"8")))},
+                        "a2: no None item")
+    _said_by(stack, took)
+
+
+def test_a_skip_in_two_loops_dropped_from_one_is_said(tmp_path):
+    """The two loops' prep tells the two copies of the skip apart: each read in its own."""
+    stack = _landed(tmp_path, _module(_two_loops(step=b"2")),
+                    _module(_two_loops(SKIP_R, step=b"2")))
+    dropped = _two_loops(work=ITEM_REWORKED, other=ITEM_WORK, step=b"2").replace(
+        b"        r = q - 1\n        a = 2",
+        b"        r = q - 1\n        if r is None: continue\n        a = 2")
+    took = stack.commit({"pkg/a.py": _module(dropped)}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if r is None:`" in said["detail"], said
