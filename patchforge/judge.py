@@ -2014,13 +2014,19 @@ def _between(k: int, start: int, end: int) -> range:
 def _statements_apart(path: str, lines: list[bytes], k: int, start: int, end: int) -> int:
     """How many lines stand between line `k` (0-based) of `lines` and the fix's place
     [start, end), but for C's lines of a brace alone (`}` closing a loop between): a block
-    reads as many lines in C as in Python, `for (...) {` + body + `}` as `for ...:` + body."""
+    reads as many lines in C as in Python, `for (...) {` + body + `}` as `for ...:` + body.
+    (Nor a `switch`'s labels on their own lines, `case 1:`, `default:`: a C case's `break;`
+    counts where a Python `case 1:` line does.)"""
     braced = _language(path) == "c"
     return sum(1 for at in _between(k, start, end)
-               if not (braced and STRING_OR_COMMENT.sub(b"", lines[at]).strip() in _BRACES))
+               if not (braced and (STRING_OR_COMMENT.sub(b"", lines[at]).strip() in _BRACES
+                                   or _C_LABEL.fullmatch(
+                                       STRING_OR_COMMENT.sub(b"", lines[at]).strip()))))
 
 
 _BRACES = frozenset((b"{", b"}", b"};"))
+# A C `switch`'s label on its own line.
+_C_LABEL = on_first_use(rb"(?:case\b[^;{}]*|default\s*):")
 
 
 def _indents_of(fp, run: bytes) -> set[bytes]:
@@ -2112,13 +2118,18 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
     own = next((head for head, body in branches if k in body), None)
     if own is None or (tried and own != start):
         return False  # (line `k` goes on a statement after the `if`, or is in none)
+    # (Every other branch leaving the function, `if y > n:` + `return c` / `else:` + `y += 1`:
+    # on the paths through upstream's copy the conditions only said they go on, as a guard's.)
+    guarded = all(head == own or body and _bodies_leaving_the_function(
+        lines, range(head, body[-1] + 1), indent) for head, body in branches)
     for head, body in branches:
-        told = [head] + (body if head != own else [at for at in body if at < k])
+        told = ([] if guarded else [head]) + \
+            (body if head != own else [at for at in body if at < k])
         if head != own and body and \
                 _bodies_leaving_the_function(lines, range(head, body[-1] + 1), indent):
             # (Another branch that leaves the function, `else: return y`: no path through
             # upstream's copy runs its body.)
-            told = [head]
+            told = [] if guarded else [head]
         if any(names & set(_NAME.findall(code(at))) for at in told):
             return False
         if head != own and (not body or _ENDS_PATH.match(code(body[-1])) is None):
@@ -2150,11 +2161,16 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     round; a `yield`, in a block or not, past which the generator goes on only where its
     caller resumes it): the copy past it runs on only some of the paths through the other.
     None where they are no such steps."""
+    # (C: a name a block between declares anew is another variable there, renamed so: no
+    # line of it sets the copies' own, and one naming it reads the copies' own on some paths
+    # at most, as the lines of a block only some paths run.)
+    lines = _unshadowed(lines, between, indent, names, braced)
+    shadows = {name + _SHADOWED for name in names}
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
     paths = _EVERY_PATH
     off_path = _bodies_leaving_the_function(lines, between, indent)
     read_some, guards = _if_reading_on_some_paths(lines, between, indent, names, braced,
-                                                  off_path)
+                                                  off_path, shadows)
     read_apart = False
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
@@ -2169,7 +2185,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         if deeper and not depth:
             return None  # (a statement's next line, or a body under a header not read)
         one_line = _one_line_block(text, braced)
-        named = names & set(_NAME.findall(text))
+        named = (names | shadows) & set(_NAME.findall(text))
         if named and at not in off_path and not (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
                 and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
@@ -2211,13 +2227,16 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                     text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text):
                 return None
             if leaves[0] not in (b"break", b"continue") or not (
-                    at_loop or _in_a_loop_between(lines, between.start, at, len(indent))):
+                    at_loop or _in_a_loop_between(lines, between.start, at, len(indent),
+                                                  leaves[0] == b"break")):
                 paths = _SOME_PATHS
             continue
         if one_line is not None:
             if _STEP_BOUNDARY.match(text):
                 return None
             continue
+        if braced and depth and re.fullmatch(rb"(?:case\b.*|default\s*):", text):
+            continue  # (a `switch`'s label: its cases are its blocks' branches)
         if braced and _C_BLOCK_OPENS.fullmatch(text) and \
                 (deeper or bool(depth) == text.startswith(b"}")):
             depth += text.count(b"{") - text.count(b"}")
@@ -2240,83 +2259,340 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
 
 
 def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
-                              names: set[bytes], braced: bool,
-                              off_path: set[int]) -> tuple[set[int], set[int]]:
-    """Of the code lines `between` (0-based lines of `lines`), in an `if` opened at `indent`
-    with no `elif`/`else` (`if a:` + body, `if (a) { ... }`, `if a: b = clip(y)`, `if (y > n)
-    return b;`) and no line setting one of `names` (`y = c`, `y[i] = c`, `y.add_(c)`, `y++`,
-    `&y`, any name a line binds, _bound_names): the lines of its body naming one of `names`,
-    where its condition names none (some
-    path skips them, on which the two copies of a statement naming them are one step twice);
-    and its condition's line, where it names one and its whole body leaves the function (on
-    the paths going on it only said they go on)."""
+                              names: set[bytes], braced: bool, off_path: set[int],
+                              some: frozenset[bytes] | set[bytes] = frozenset()
+                              ) -> tuple[set[int], set[int]]:
+    """Of the code lines `between` (0-based lines of `lines`), in a statement at `indent` (a
+    line, or a block with its parts: an `if` with its `elif`/`else`, a loop and its `else:`,
+    a `try:` and its handlers, a `with`, a `match`, a `switch`, however deep they nest) with
+    no line setting one of `names` (`y = c`, `y[i] = c`, `y.add_(c)`, `y++`, `&y`, any name a
+    line binds, _bound_names): the lines naming one of `names` where some path going on past
+    the statement reads none of them (_PathReads: a branch not reading them, a loop that may
+    run no round, a handler, a `case` or the way past them all, a conditional expression's
+    arm, `b = y if n else c`, `n and y`, `n ? y : c`), so that on that path the two copies of
+    a statement naming them are one step twice; as the first set where another path going on
+    reads one, as the second where none does but a condition of a branch whose whole body
+    leaves the function (`if (y > n) return b;`, `if y > n:` + `return c` / `else:` + `d =
+    clip(c)`): on the paths going on it only said they go on. A condition counts as read on
+    a path going on past it where its own branch goes on. A name of `some` is read on some
+    paths at most, wherever it stands."""
     def code(at: int) -> bytes:
         return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
 
-    def at_indent(at: int) -> bool:
-        return lines[at].startswith(indent) and \
-            lines[at][len(indent):len(indent) + 1] not in (b" ", b"\t")
-
-    def sets(text: bytes, among: set[bytes]) -> bool:
+    def sets(text: bytes) -> bool:
         found = _SETS_NAME.match(text) or _SETS_ITEM.match(text)
-        return found is not None and found[1] in among or any(
+        return found is not None and found[1] in names or any(
             re.search(rb"(?<![\w.])" + re.escape(name) + rb"\s*(?:\.\s*\w+\s*\(|\+\+|--)"
-                      rb"|(?:\+\+|--|&)\s*" + re.escape(name) + rb"(?!\w)", text)
-            for name in among) or bool(among & _bound_names(text, braced))
-
-    def body_sets(said: list[bytes]) -> bool:
-        # C: a name declared in the `if`'s block (`int y = 0;`, `int e = 0, y = b;`, `for
-        # (int y = 0; ...)`) is another variable, shadowing the copies' own from there on: a
-        # line setting it sets no copy's y. (Taken out to the block's end, even past an inner
-        # block's: read as not set, the `if` stops, loud.)
-        shadowed: set[bytes] = set()
-        for line in said:
-            if braced:
-                shadowed |= _c_declared(line)
-            if sets(line, names - shadowed):
-                return True
-        return False
+                      rb"|(?:\+\+|--|(?<!&)&(?!&))\s*" + re.escape(name) + rb"(?!\w)", text)
+            for name in names) or bool(names & _bound_names(text, braced))
 
     read: set[int] = set()
     guards: set[int] = set()
     if not names:
         return read, guards
-    heads = [at for at in between if code(at) and at_indent(at)]
-    for k, head in enumerate(heads):
-        text = code(head)
-        one_line = _one_line_block(text, braced)
-        if re.match(rb"if\s*\(" if braced else rb"if\b", text) is None:
+    paths = _PathReads(lines, names, braced, some)
+    for statement in paths.statements([at for at in between if code(at)]):
+        ats = [at for head, body in statement for at in [head] + body]
+        named = [at for at in ats if paths.naming(code(at)) and at not in off_path]
+        if not named or any(sets(code(at)) for at in ats):
             continue
-        end = heads[k + 1] if k + 1 < len(heads) else between.stop
-        body = [at for at in range(head + 1, end) if code(at)]
-        if one_line is not None:
-            if body:
-                continue
-            condition, leaves = text[:len(text) - len(one_line[1])], \
-                _LEAVES_FUNCTION.match(one_line[1]) is not None
-            said = [one_line[1]]
+        ways = paths.statement(statement)
+        if not ways & {_MISSES, _JUMPS}:
+            continue  # (every path going on past it reads them: each copy its own step)
+        if _READS in ways:
+            read.update(named)
         else:
-            if not (braced and text.endswith(b"{") or not braced and text.endswith(b":")) \
-                    or not body:
-                continue
-            if braced:
-                if end == between.stop or code(end) != b"}":
-                    continue  # (`} else {`, or a block not closed by its own line)
-                end = heads[k + 2] if k + 2 < len(heads) else between.stop
-            condition, leaves = text, all(at in off_path for at in body)
-            said = [code(at) for at in body]
-        if end < between.stop and re.match(rb"(?:\}\s*)?(?:elif|else)\b", code(end)):
-            continue
-        if sets(condition, names) or body_sets(said):
-            continue
-        if names & set(_NAME.findall(condition)):
-            if leaves:
-                guards.add(head)
-        elif one_line is not None:
-            read.add(head)
-        else:
-            read.update(body)
+            guards.update(named)
     return read, guards
+
+
+# How the paths through a statement end, as _PathReads reads them: going on having read one
+# of the names, going on to the next statement without, jumping elsewhere without (`break`,
+# `continue`, `goto`), or leaving the function (`return`, `raise`, `throw`).
+_READS = "reads"
+_MISSES = "misses"
+_JUMPS = "jumps"
+_LEAVES = "leaves"
+
+
+class _PathReads:
+    """Whether the paths through statements read `names`: each statement (a line, or a
+    block with its parts, read by indentation, C's braces closing on their own lines) gives
+    the ways its paths end (_READS, _MISSES, _JUMPS, _LEAVES). A line reads a name where it
+    names it outside the arms of a conditional expression, the operands past `and`/`or`,
+    `&&`/`||`, a comprehension's body, a lambda's (each read on some paths only); a block
+    as its parts run: a condition on the paths past it, a branch's body on its own, a loop's
+    body on no path where it may run no round, a handler's on the paths something raises. A
+    block not read here (`def`, a `switch`'s cases, an unknown form) reads on some paths at
+    most. Only the ways past a statement with no line setting a name are asked."""
+
+    def __init__(self, lines: list[bytes], names: set[bytes], braced: bool,
+                 some: frozenset[bytes] | set[bytes] = frozenset()) -> None:
+        self.lines, self.names, self.braced, self.some = lines, names, braced, some
+
+    def code(self, at: int) -> bytes:
+        # (A string read as a value, `0`: the line still parses as a statement, and names
+        # what the line without its strings names.)
+        return STRING_OR_COMMENT.sub(
+            lambda found: b"0" if found[0][:1] in (b'"', b"'") else b"", self.lines[at]).strip()
+
+    def naming(self, text: bytes) -> bool:
+        return bool((self.names | self.some) & set(_NAME.findall(text)))
+
+    def told(self, text: bytes) -> bool:
+        """Whether `text` (an expression or a line) reads a name on every path through it."""
+        return bool(self.names & set(_NAME.findall(_unconditional(text, self.braced))))
+
+    def statements(self, ats: list[int]) -> list[list[tuple[int, list[int]]]]:
+        """`ats` (code lines, 0-based) as statements: each its parts, a part its header's line
+        and its body's lines (those set deeper), `elif`/`else`/`except`/`finally`, C's `}
+        else {`, `}`, `} while (c);` and a `switch`'s labels going on with the block above."""
+        found: list[list[tuple[int, list[int]]]] = []
+        if not ats:
+            return found
+        level = min(_indent(self.lines[at]) for at in ats)
+        k = 0
+        while k < len(ats):
+            j = k + 1
+            while j < len(ats) and _indent(self.lines[ats[j]]) > level:
+                j += 1
+            text = self.code(ats[k])
+            goes_on = re.match(rb"[{}]|(?:else|catch|case|default)\b", text) if self.braced \
+                else re.match(rb"(?:elif\b|else\s*:|except\b|finally\s*:)", text)
+            if found and goes_on is not None:
+                found[-1].append((ats[k], ats[k + 1:j]))
+            else:
+                found.append([(ats[k], ats[k + 1:j])])
+            k = j
+        return found
+
+    def sequence(self, ats: list[int]) -> set[str]:
+        """The ways the paths through the statements `ats` end: each goes on to the next
+        statement where it has read nothing yet and neither jumped nor left."""
+        ways: set[str] = set()
+        for statement in self.statements(ats):
+            found = self.statement(statement)
+            ways |= found - {_MISSES}
+            if _MISSES not in found:
+                return ways
+        return ways | {_MISSES}
+
+    def line(self, text: bytes) -> set[str]:
+        """The ways a simple statement's paths end."""
+        if _LEAVES_FUNCTION.match(text):
+            return {_LEAVES}
+        if _LEAVES_OTHERWISE.match(text):
+            return {_JUMPS}
+        if not self.naming(text):
+            return {_MISSES}
+        return {_READS} if self.told(text) else {_READS, _MISSES}
+
+    def statement(self, statement: list[tuple[int, list[int]]]) -> set[str]:
+        """The ways the paths through one statement (its parts) end."""
+        lines = [at for head, body in statement for at in [head] + body]
+        unknown = {_READS, _MISSES} if any(self.naming(self.code(at)) for at in lines) \
+            else {_MISSES}
+        # The parts, C's `{` alone (Allman's style) read into the part above and `}` alone
+        # dropped: (header's code, the statement on the header's line, the body's lines).
+        parts: list[tuple[bytes, bytes, list[int]]] = []
+        for head, body in statement:
+            text = self.code(head)
+            if self.braced:
+                text = text.lstrip(b"}").strip()
+                if text in (b"", b";", b"{"):
+                    if parts and text == b"{":
+                        parts[-1][2].extend(body)
+                    elif body:
+                        return unknown
+                    continue
+            parts.append((text, b"", list(body)))
+        if not parts:
+            return {_MISSES}
+        first, _, body = parts[0]
+        one_line = _one_line_block(first, self.braced)
+        if one_line is not None and not body and len(parts) == 1:
+            parts = [(first[:len(first) - len(one_line[1])], one_line[1], [])]
+            first = parts[0][0]
+        if re.match(rb"if\s*\(" if self.braced else rb"if\b", first):
+            return self.branches(parts)
+        if re.match(rb"(?:for|while)\s*\(" if self.braced else rb"(?:async\s+)?(?:for|while)\b",
+                    first):
+            return self.loop(parts)
+        if self.braced:
+            if re.match(rb"do\b", first):
+                ways = self.body(parts[0])
+                end = parts[-1][0] if len(parts) > 1 else b""
+                if re.match(rb"while\b", end) and self.told(end):
+                    ways = _then(ways, {_READS})
+                return {_MISSES if way == _JUMPS else way for way in ways}
+            if re.match(rb"switch\s*\(", first):
+                return {_READS} if self.told(first) else unknown
+            if first == b"{" and len(parts) == 1:
+                return self.sequence(body)
+        else:
+            if re.match(rb"(?:async\s+)?with\b", first) and len(parts) == 1:
+                return {_READS} if self.told(first) else self.sequence(body)
+            if re.fullmatch(rb"try\s*:", first):
+                return self.tried(parts)
+            if re.match(rb"match\b.*:$", first) and len(parts) == 1:
+                return self.matched(first, body)
+        if len(parts) > 1 or first.endswith(b"{" if self.braced else b":"):
+            return unknown
+        # (A statement over several lines, its lines set deeper: one line.)
+        return self.line(b" ".join([first] + [self.code(at) for at in body]))
+
+    def body(self, part: tuple[bytes, bytes, list[int]]) -> set[str]:
+        _, inline, body = part
+        return self.line(inline) if inline else self.sequence(body)
+
+    def branches(self, parts: list[tuple[bytes, bytes, list[int]]],
+                 conditions: list[bytes] | None = None, otherwise: bool | None = None
+                 ) -> set[str]:
+        """An `if` with its `elif`/`else` (or a `match`'s cases, `conditions` their patterns
+        and `otherwise` whether one catches all): each branch's paths, read past the
+        conditions tried on the way to it; and, with no `else`, the way past them all."""
+        if conditions is None:
+            conditions = [b"" if re.match(rb"else\b(?!\s*if\b)", text) else text
+                          for text, _, _ in parts]
+            otherwise = not conditions[-1]
+        bodies = [self.body(part) for part in parts]
+        leaves = [ways == {_LEAVES} for ways in bodies]
+        told = [self.told(condition) for condition in conditions]
+        ways: set[str] = set()
+        if any(self.naming(c) and not t for c, t in zip(conditions, told)):
+            ways |= {_READS, _MISSES}  # (a condition reading one on some paths only)
+        for b, found in enumerate(bodies):
+            before = any(told[a] and not leaves[a] for a in range(b + 1))
+            ways |= {_READS if before and way in (_MISSES, _JUMPS) else way for way in found}
+        if not otherwise:
+            ways.add(_READS if any(t and not left for t, left in zip(told, leaves))
+                     else _MISSES)
+        return ways
+
+    def loop(self, parts: list[tuple[bytes, bytes, list[int]]]) -> set[str]:
+        """A loop (with a Python `else:`): its header reads on every path; its body on the
+        paths of a round, none where it may run no round (but `while True:`, `for (;;)`)."""
+        header = parts[0][0]
+        if self.told(header):
+            return {_READS}
+        ways = self.body(parts[0])
+        ways = {_MISSES if way == _JUMPS else way for way in ways}
+        if self.naming(header):
+            ways |= {_READS, _MISSES}
+        if re.fullmatch(rb"while\s*(?:\(\s*(?:1|true|True)\s*\)|True|1)\s*[:{]?"
+                        rb"|for\s*\(\s*;\s*;\s*\)\s*\{?", header):
+            return ways
+        ways.add(_MISSES)
+        if len(parts) > 1 and re.match(rb"else\s*:", parts[1][0]) and len(parts) == 2:
+            # (A loop's `else:` runs where the loop ends without a `break`.)
+            breaks = any(re.match(rb"break\b", self.code(at)) for at in parts[0][2])
+            after = self.body(parts[1])
+            ways = (ways - {_MISSES}) | after | ({_MISSES} if breaks else set())
+        elif len(parts) > 1:
+            return {_READS, _MISSES} if _READS in ways else {_MISSES}
+        return ways
+
+    def tried(self, parts: list[tuple[bytes, bytes, list[int]]]) -> set[str]:
+        """A `try:` with its handlers, `else:` and `finally:`: what its body raises may be
+        raised before it reads anything, and a handler's paths are read from its start."""
+        ways = self.body(parts[0])
+        handled: set[str] = set()
+        handlers = False
+        for text, inline, body in parts[1:]:
+            found = self.body((text, inline, body))
+            if text.startswith(b"except"):
+                handlers = True
+                handled |= found
+            elif text.startswith(b"else"):
+                ways = _then(ways, found)
+            elif text.startswith(b"finally"):
+                ways = _then(ways | (handled if handlers else {_LEAVES}), found)
+                handled, handlers = set(), True
+        return ways | (handled if handlers else {_LEAVES})
+
+    def matched(self, first: bytes, body: list[int]) -> set[str]:
+        """A `match` and its cases, read as an `if` and its `elif`s, its patterns their
+        conditions; the way past them all where no case catches all (`case _:`)."""
+        if self.told(first[len(b"match"):-1]):
+            return {_READS}
+        parts: list[tuple[bytes, bytes, list[int]]] = []
+        conditions = []
+        otherwise = False
+        for statement in self.statements(body):
+            (head, inner), = statement[:1]
+            text = self.code(head)
+            case = re.match(rb"case\b(.*):$" if inner else rb"case\b(.*?):(.*)$", text)
+            if case is None or len(statement) > 1:
+                return {_READS, _MISSES} if self.naming(text) else {_MISSES}
+            conditions.append(case[1])
+            parts.append((text, b"" if inner else case[2].strip(), inner))
+            otherwise = otherwise or re.fullmatch(rb"\s*(?:_|[A-Za-z_]\w*)\s*", case[1]) \
+                is not None
+        return self.branches(parts, conditions, otherwise)
+
+
+def _then(ways: set[str], after: set[str]) -> set[str]:
+    """The ways paths end where those going on (_MISSES) run on into `after`'s."""
+    return (ways - {_MISSES}) | (after if _MISSES in ways else set())
+
+
+def _unconditional(text: bytes, braced: bool) -> bytes:
+    """`text` (a code line or an expression, strings and comments taken out) with what it
+    evaluates on some paths only blanked: the arms of a conditional expression (`y if n else
+    c`, `n ? y : c`), the operands past `and`/`or`, `&&`/`||`, a comprehension's body and
+    its later clauses (`[y for k in c]`: none where c is empty), a lambda's body. A Python
+    line not read as a statement is given back whole."""
+    if braced:
+        out = bytearray(text)
+        k = 0
+        while k < len(text):
+            if text.startswith((b"&&", b"||"), k) or text[k:k + 1] == b"?":
+                # (To the end of the operand's group: its bracket closing, or a `,`/`;`.)
+                depth = 0
+                while k < len(text):
+                    c = text[k:k + 1]
+                    if c in b"([{":
+                        depth += 1
+                    elif c in b")]}":
+                        depth -= 1
+                        if depth < 0:
+                            break
+                    elif c in b",;" and depth == 0:
+                        break
+                    out[k] = 32
+                    k += 1
+                continue
+            k += 1
+        return bytes(out)
+    tree = None
+    for source in (text, text + b" pass", re.sub(rb"^(?:elif|match)\b",
+                                                  lambda m: b"if".ljust(len(m[0])), text)
+                   + b" pass"):
+        try:
+            tree = ast.parse(source)
+            break
+        except (SyntaxError, ValueError):
+            continue
+    if tree is None:
+        return text
+    some: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp):
+            some += [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            some += node.values[1:]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            some += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            some += [part for k, gen in enumerate(node.generators)
+                     for part in [gen.target] + list(gen.ifs) + ([gen.iter] if k else [])]
+        elif isinstance(node, ast.Lambda):
+            some.append(node.body)
+    out = bytearray(text)
+    for node in some:
+        if node.lineno == 1 and node.end_lineno == 1:
+            for k in range(node.col_offset, min(node.end_col_offset or 0, len(out))):
+                out[k] = 32
+    return bytes(out)
 
 
 def _bound_names(text: bytes, braced: bool) -> set[bytes]:
@@ -2430,6 +2706,59 @@ _PY_WORDS = frozenset((b"in", b"not", b"and", b"or", b"is", b"None", b"True", b"
 # its name not a member's (`s.y = 1`, `p->y = 1`) nor a comparison (`y <= n`, `y == n`).
 _C_ASSIGNED = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)([A-Za-z_]\w*)\s*"
                            rb"(?:<<|>>|[-+*/%&|^])?=(?!=)")
+
+
+def _unshadowed(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
+                braced: bool) -> list[bytes]:
+    """`lines` (one for one) with each of `names` a C declaration `between` (0-based lines)
+    declares anew renamed from that line to its block's end (`if (n) {` + `int y = clip(b);`
+    + `y = y * 2;` + `}`; `for (int y = 0; y < n; y += 2)` and its body): another variable,
+    which no line setting or reading it sets or reads the copies' own. Declared in a block
+    set deeper than `indent` (the copies' own level, where it would declare y twice), or in
+    a `for (`'s init. Python's names are the function's: `lines` as they are."""
+    if not braced or not names:
+        return lines
+    out = lines
+    depth = 0  # the braces opened since the first line between
+    # Each name hidden: (its name, the depth it was declared at; for a `for`'s, the code
+    # lines past its header it still holds where the header opens no braces, `for (int y =
+    # 0; y < n; ++y)` + `d += y;`, else 0; None for any other declaration's).
+    hidden: list[tuple[bytes, int, int | None]] = []
+    for at in between:
+        code = STRING_OR_COMMENT.sub(b"", lines[at])
+        text = code.strip()
+        if not text:
+            continue
+        looped = re.match(rb"for\s*\(", text) is not None
+        if looped or _indent(lines[at]) > _indent(indent + b"x"):
+            for name in _c_declared(text) & names:
+                hidden.append((name, depth, (0 if text.endswith((b";", b"{")) else 1)
+                               if looped else None))
+        if hidden:
+            if out is lines:
+                out = list(lines)
+            out[at] = re.sub(rb"(?<![\w.])(?<!->)(" + b"|".join(
+                re.escape(name) for name, _, _ in hidden) + rb")(?!\w)",
+                lambda found: found[1] + _SHADOWED, out[at])
+        depth += code.count(b"{") - code.count(b"}")
+        # (A declaration's name is hidden to its block's end, the brace closing below the
+        # depth it was declared at; a `for`'s to the end of the braces its header opens, or
+        # of the statement under a header with none.)
+        kept: list[tuple[bytes, int, int | None]] = []
+        for name, at_depth, left in hidden:
+            if left is None:
+                if depth >= at_depth:
+                    kept.append((name, at_depth, None))
+            elif depth > at_depth:
+                kept.append((name, at_depth, 0))
+            elif left:
+                kept.append((name, at_depth, left - 1))
+        hidden = kept
+    return out
+
+
+# What _unshadowed adds to a name a block declares anew.
+_SHADOWED = b"__shadowed"
 
 
 def _c_declared(text: bytes) -> set[bytes]:
@@ -2570,16 +2899,22 @@ _SOME_PATHS = "some paths"
 _READ_ON_SOME_PATHS = "read on some paths"
 
 
-def _in_a_loop_between(lines: list[bytes], first: int, at: int, level: int) -> bool:
+def _in_a_loop_between(lines: list[bytes], first: int, at: int, level: int,
+                       breaks: bool = False) -> bool:
     """Whether line `at` (0-based) of `lines` is inside a loop whose header is at line `first`
     or later, read by indentation up to `level` (the copies' own): a `break` or `continue`
-    there leaves that loop, not the round the copies are in."""
+    there leaves that loop, not the round the copies are in. Where `breaks` (a `break`), a C
+    `switch` counts as a loop, its labels (`case 1:`, however set) as none of its lines."""
     for k in range(at - 1, first - 1, -1):
         code = STRING_OR_COMMENT.sub(b"", lines[k])
         if not code.strip() or _indent(lines[k]) >= _indent(lines[at]):
             continue
-        if re.match(rb"(?:async\s+)?(?:for|while|do)\b", code.strip().lstrip(b"}").lstrip()):
+        opener = code.strip().lstrip(b"}").lstrip()
+        if re.match(rb"(?:async\s+)?(?:for|while|do)\b", opener) or \
+                breaks and re.match(rb"switch\s*\(", opener):
             return True
+        if breaks and re.fullmatch(rb"(?:case\b.*|default\s*):", opener):
+            continue
         if _indent(lines[k]) <= level:
             return False
         at = k
@@ -2587,12 +2922,13 @@ def _in_a_loop_between(lines: list[bytes], first: int, at: int, level: int) -> b
 
 
 # A line opening a block the two copies of a short statement may stand either side of, or (C)
-# closing one or going on to its `else`: `if a:`, `for k in r:`, `with lock:`, `try:`;
-# `if (a) {`, `} else {`, `}`.
-_PY_BLOCK_OPENS = on_first_use(rb"(?:if|for|while|with|async\s+for|async\s+with)\b.*:|try\s*:")
-_PY_BLOCK_GOES_ON = on_first_use(rb"(?:elif\b.*|else\s*|except\b.*|finally\s*):")
+# closing one or going on to its `else`: `if a:`, `for k in r:`, `with lock:`, `try:`, `match
+# n:` (its `case 1:` going on); `if (a) {`, `} else {`, `}`, `switch (n) {`.
+_PY_BLOCK_OPENS = on_first_use(rb"(?:if|for|while|with|match|async\s+for|async\s+with)\b.*:"
+                               rb"|try\s*:")
+_PY_BLOCK_GOES_ON = on_first_use(rb"(?:elif\b.*|else\s*|except\b.*|finally\s*|case\b.*):")
 _C_BLOCK_OPENS = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?(?:if|for|while)\s*\(.*\)\s*\{"
-                              rb"|else\s*\{)|\}")
+                              rb"|else\s*\{)|\}|switch\s*\(.*\)\s*\{")
 # The first words of a line that leaves a block or the function: a copy past it may not run.
 _LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|co_return"
                              rb"|co_yield)\b")

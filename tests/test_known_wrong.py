@@ -207,12 +207,28 @@ def test_a_short_statement_upstream_added_past_a_line_reading_it_is_not_doubled(
     assert not doubled_after_rebase(stack, path, line)
 
 
-@known_wrong("a short statement the fix adds above a line that reads what it steps")
 def test_a_short_statement_upstream_added_past_an_if_else_reading_it_in_one_branch_is_not_doubled(
         tmp_path):
     k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n    if a:\n        b = clip(y)\n"
          b"    else:\n        b = 2\n    d = 4\n    z = y * 2\n    return z + b + d\n\n\n"
          b"def g(x):\n    return x\n")
+    line = b"    y += 1\n"
+    stack = stack_with_file(tmp_path, "k.py", k,
+                            k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),
+                            k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n"))
+    assert not doubled_after_rebase(stack, "k.py", line)
+
+
+@pytest.mark.parametrize("between", [
+    b"    d = clip(b,\n             lo=0)\n",
+    b"    if a: d = y\n    else: d = b\n",
+    b"    if y > a:\n        d = clip(b)\n    else:\n        return b\n"],
+    ids=["over-lines", "one-line-branches", "guard-the-other-way-round"])
+@known_wrong("a short statement the fix adds (`y += 1` under `y = x + 1`) where upstream added")
+def test_a_short_statement_upstream_added_past_lines_reading_it_on_some_paths_is_not_doubled(
+        tmp_path, between):
+    k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n" + between +
+         b"    e = 4\n    z = y * 2\n    return z + b + e\n\n\ndef g(x):\n    return x\n")
     line = b"    y += 1\n"
     stack = stack_with_file(tmp_path, "k.py", k,
                             k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),

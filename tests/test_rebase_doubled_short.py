@@ -947,6 +947,177 @@ def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, 
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
+READ_IN_ONE_BRANCH = [
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = y\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(y)\n    elif c:\n        d = 2\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        d = y;\n    }\n")]
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", READ_IN_ONE_BRANCH,
+                         ids=["if-else", "if-elif", "c-if-else"])
+def test_a_short_statement_past_an_if_else_reading_it_in_one_branch_keeps_yours_first(
+        tmp_path, path, block, fix_below):
+    # An if/else between reads y in one branch only (`else:` + `d = y`; an `elif` with no
+    # `else`): on the paths through the other y got 1 twice, exit 0 (the branch reading y was
+    # read as telling the steps apart on every path). Now it stops as upstream having the
+    # lines, keep yours first, either copy above: the branch reads y as the fix has it.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = c\n    for k in range(n):\n        d = clip(y)\n"),
+    ("pkg/a.py", b"    d = c\n    while d:\n        d = clip(y, d)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        d = clip(y);\n"
+                 b"    }\n")],
+    ids=["for", "while", "c-for"])
+def test_a_short_statement_past_a_loop_reading_it_keeps_yours_first(tmp_path, path, block,
+                                                                   fix_below):
+    # A loop between reads y in its body only, its header naming none of it: it may run no
+    # round, and then y got 1 twice, exit 0 (the body was read as telling the steps apart).
+    # Now it stops, keep yours first, either copy above: the loop reads y as the fix has it.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_BETWEEN)
+
+
+GUARDS_WITH_AN_ELSE = [
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (y > n) {\n        return b;\n    } else {\n"
+                 b"        d = clip(b);\n    }\n")]
+
+
+@pytest.mark.parametrize("path, block", GUARDS_WITH_AN_ELSE, ids=["if-return-else", "c"])
+def test_a_short_statement_past_a_guard_with_an_else_keeps_yours_first(tmp_path, path, block):
+    # A guard reading y whose body leaves, with an `else` going on: on the paths going on
+    # its condition only said they go on, and there y got 1 twice, exit 0. Now it stops as
+    # the guard with no `else` does, keep yours first.
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    stops_keeping_yours_first(stack)
+
+
+@pytest.mark.parametrize("path, block", GUARDS_WITH_AN_ELSE, ids=["if-return-else", "c"])
+def test_the_fixs_short_statement_past_a_guard_with_an_else_advises_deleting_it(tmp_path, path,
+                                                                               block):
+    # Mirror: upstream's copy above the guard runs on every path through the fix's, past it:
+    # y got 1 twice, exit 0; now it stops, delete your copy first.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=True)
+    stops_deleting_yours_first(stack)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = c\n    for k in range(y):\n        d = clip(k)\n"),
+    ("pkg/a.py", b"    d = c\n    while y > d:\n        d = clip(d)\n"),
+    ("pkg/a.py", b"    d = c\n    while True:\n        d = clip(y, d)\n        if d:\n"
+                 b"            break\n"),
+    ("pkg/k.cu", b"    int d = b;\n    do {\n        d = clip(y);\n    } while (d < n);\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(y)\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(y)\n    elif c:\n        d = y\n    else:\n"
+                 b"        d = y + 1\n")],
+    ids=["a-loop-over-it", "a-loop-while-it", "a-loop-running-once", "c-do-while",
+         "a-guard-else-reading-it", "every-branch-reading-it"])
+def test_a_short_statement_past_a_block_reading_it_on_every_path_going_on_moves(
+        tmp_path, path, block, fix_below):
+    # Mirrors: every path going on past the block reads y (a loop's header, a loop running
+    # a round at least, a guard's `else` reading it, every branch of an if/elif/else): each
+    # copy is its own step, both kept, the fix moves quietly, either copy above.
+    statement = step_of(path)
+    stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
+READ_DEEPER_ON_SOME_PATHS = [
+    ("pkg/a.py", b"    if n:\n        if c:\n            d = y\n    else:\n        d = y\n"),
+    ("pkg/a.py", b"    if n:\n        for k in range(c):\n            d = clip(y)\n    else:\n"
+                 b"        d = y\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        if (c) d = y;\n    } else {\n"
+                 b"        d = y;\n    }\n"),
+    ("pkg/a.py", b"    with lock(n):\n        if c:\n            d = y\n"),
+    ("pkg/a.py", b"    match n:\n        case 1:\n            d = y\n        case _:\n"
+                 b"            d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n    case 1:\n        d = y;\n        break;\n"
+                 b"    default:\n        d = c;\n    }\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except ValueError:\n        d = y\n"),
+    ("pkg/a.py", b"    for k in range(c):\n        if k:\n            break\n    else:\n"
+                 b"        d = y\n"),
+    ("pkg/a.py", b"    d = clip(c) if n else y\n"),
+    ("pkg/a.py", b"    d = n and clip(y)\n"),
+    ("pkg/a.py", b"    d = [y for k in range(c)]\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(y) : b;\n"),
+    ("pkg/k.cu", b"    int d = n && y;\n")]
+READ_DEEPER_ON_SOME_PATHS_IDS = [
+    "an-if-in-a-branch", "a-loop-in-a-branch", "c-an-if-in-a-branch", "an-if-in-a-with",
+    "match", "c-switch", "try-except", "for-else-broken", "conditional-expression", "and",
+    "comprehension", "c-conditional-expression", "c-and"]
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", READ_DEEPER_ON_SOME_PATHS,
+                         ids=READ_DEEPER_ON_SOME_PATHS_IDS)
+def test_a_short_statement_past_a_read_on_some_paths_at_any_depth_keeps_yours_first(
+        tmp_path, path, block, fix_below):
+    # y read between the copies on some of the paths going on only, at any depth or in any
+    # form: in a block nested in a branch (`if n:` + `if c:` + `d = y` / `else:` + `d = y`:
+    # the path through n and not c reads nothing), a `with` body's `if`, a `match`'s case or
+    # a `switch`'s, a handler, a loop's `else:` a `break` skips, an arm of a conditional
+    # expression, an operand past `and`/`&&`, a comprehension's body. Each merged both in,
+    # exit 0, y stepped twice on the paths not reading it (a line naming y was read as
+    # telling the steps apart on every path). Now it stops as upstream having the lines,
+    # keep yours first, either copy above.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    err = stops_again(stack)
+    assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    if n:\n        if c:\n            d = y\n        else:\n"
+                 b"            d = y + 1\n    else:\n        d = y\n"),
+    ("pkg/a.py", b"    if n:\n        if c:\n            return c\n        d = y\n    else:\n"
+                 b"        d = y\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        if (c) d = 1;\n        d += y;\n"
+                 b"    } else {\n        d = y;\n    }\n"),
+    ("pkg/a.py", b"    match n:\n        case 1:\n            d = y\n        case _:\n"
+                 b"            d = clip(y)\n"),
+    ("pkg/a.py", b"    match y:\n        case 1:\n            d = c\n        case _:\n"
+                 b"            d = clip(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    switch (y) {\n    case 1:\n        d = c;\n        break;\n"
+                 b"    default:\n        d = b;\n    }\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(y)\n    except ValueError:\n        d = y\n"),
+    ("pkg/a.py", b"    for k in range(c):\n        d = k\n    else:\n        d = y\n"),
+    ("pkg/a.py", b"    d = c if y else n\n"),
+    ("pkg/a.py", b"    d = y and n\n"),
+    ("pkg/a.py", b"    d = [k for k in y]\n"),
+    ("pkg/k.cu", b"    int d = y ? n : b;\n")],
+    ids=["nested-every-branch", "nested-guard-then-line", "c-nested-then-line",
+         "match-every-case", "match-on-it", "c-switch-on-it", "try-and-handler", "for-else",
+         "condition-of-an-expression", "first-operand", "comprehension-over-it",
+         "c-condition-of-an-expression"])
+def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path, path, block,
+                                                                         fix_below):
+    # Mirrors: every path going on past the block reads y, however deep (each branch of a
+    # nested if, a line past a nested guard, every case, the `match`'s or `switch`'s own
+    # value, a `try:` body and its handler, a loop's `else:` no `break` skips, the condition
+    # of a conditional expression, a first operand, a comprehension's iterable): each copy
+    # is its own step, both kept, the fix moves quietly, either copy above.
+    statement = step_of(path)
+    stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
 BINDING_IT = [
     ("pkg/k.cu", b"    if ((y = clip(y)) > n) return b;\n    int d = clip(b);\n"),
     ("pkg/a.py", b"    if (y := clip(y)) > n:\n        return c\n    d = clip(c)\n"),
@@ -1190,6 +1361,26 @@ def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_fir
 
 
 @pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(c)\n",
+     b"    if y > n:\n        return c\n    else:\n        y += 1\n        d = clip(c)\n"),
+    ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        return c\n",
+     b"    if y > n:\n        d = clip(c)\n        y += 1\n    else:\n        return c\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (y > n) {\n        return b;\n    } else {\n"
+                 b"        d = clip(b);\n    }\n",
+     b"    int d = b;\n    if (y > n) {\n        return b;\n    } else {\n        y += 1;\n"
+     b"        d = clip(b);\n    }\n")],
+    ids=["else-of-a-guard", "if-of-a-guard", "c-else-of-a-guard"])
+def test_a_short_statement_upstream_added_in_the_branch_a_condition_reading_it_goes_on_to_stops(
+        tmp_path, path, block, theirs_block):
+    # The condition of the if holding upstream's copy reads y, every other branch leaving
+    # the function: on the paths through upstream's copy it only said they go on, as a
+    # guard's, and there y got 1 twice, exit 0 (the condition was read as telling the steps
+    # apart). Now it stops as for the branch going on, keep yours first.
+    stack = branch_of_an_if(tmp_path, path, block, theirs_block)
+    stops_keeping_yours_first(stack)
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
     ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n",
      b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n"),
     ("pkg/a.py", b"    if n:\n        return c\n    elif c:\n        d = c\n    else:\n"
@@ -1204,15 +1395,20 @@ def test_a_short_statement_upstream_added_in_the_branch_going_on_keeps_yours_fir
      b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
      b"        d = 0;\n    }\n"),
     ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        d = c\n",
-     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        d = c\n")],
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        d = c\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(y)\n",
+     b"    if y > n:\n        return c\n    else:\n        d = clip(y)\n        y += 1\n"),
+    ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        d = c\n",
+     b"    if y > n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n")],
     ids=["no-branch-leaving", "an-elif-going-on", "set-anew-in-the-branch",
-         "c-no-branch-leaving", "a-handler-going-on"])
+         "c-no-branch-leaving", "a-handler-going-on", "read-in-the-branch-before-it",
+         "a-condition-reading-it-no-branch-leaving"])
 def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path, path, block,
                                                                        theirs_block):
     # Mirrors: another branch goes on past the if too (a handler too: y stepped only on the
     # paths through upstream's branch: each its own step), or the branch before the copy
-    # sets y anew: both kept, the fix moves quietly. (A condition reading y:
-    # test_known_wrong.py.)
+    # sets y anew, or reads y above upstream's copy (or its condition does, the other branch
+    # going on too): both kept, the fix moves quietly.
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
     status = stack.json("status", "--against", "v2", expect=None)
     assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
