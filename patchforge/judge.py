@@ -2938,7 +2938,7 @@ _LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|
 # of a short statement past one is on another path or in another round.
 _STEP_BOUNDARY = on_first_use(
     rb"(?:return|break|continue|raise|throw|goto|yield|await|case|default|else|elif|except"
-    rb"|finally|if|for|while|do|switch|try|with|def|class|async|del|global|nonlocal|assert"
+    rb"|finally|if|for|while|do|switch|try|with|def|class|async|global|nonlocal|assert"
     rb"|co_return|co_yield)\b|[#@]")
 
 
@@ -3188,6 +3188,10 @@ def _reads_what_is_set_between(path: str, current: bytes, result: bytes, run: by
     first = lines[low - 1]
     off = _bodies_leaving_the_function(lines, range(low - 1 + len(written), high - 1),
                                        first[:_indent(first)])
+    # (A C declaration in a block between, `int y = clip(b);`, sets another variable.)
+    lines = _unshadowed(lines, range(low - 1 + len(written), high - 1),
+                        first[:len(first) - len(first.lstrip(b" \t"))], read,
+                        _language(path) == "c")
     between = [lines[at] for at in range(low - 1 + len(written), high - 1) if at not in off]
     # (A step adding to what the run adds to, `y += k` between two `y += 1`, sets y anew,
     # but the two add alike in either order: no other state, the same sum.)
@@ -3256,7 +3260,13 @@ def _serves_a_use_between(path: str, current: bytes, result: bytes, run: bytes,
                for line in lines[low:high - 1]]
     barrier = _BARRIER.fullmatch(code)
     if barrier is not None:
-        return any(line.strip(b"{}; ") for line in between)
+        # (A statement on every path between: at the copies' own level, no block's header
+        # nor brace. One in a block some path skips, `if n:` + `x = c`, serves no use there,
+        # and on that path the two wait at once.)
+        level = min(_indent(lines[own - 1]), _indent(lines[theirs - 1]))
+        return any(line.strip(b"{}; ") and _indent(raw) == level and
+                   _STEP_BOUNDARY.match(line) is None and not line.endswith((b":", b"{"))
+                   for raw, line in zip(lines[low:high - 1], between))
     set_at = _SETS_NAME.match(code)
     if set_at is None or set_at[0].rstrip()[-2:-1] in b"-+*/%&|^<>:" or \
             not _keeps_value(set_at[1], code[set_at.end():].strip(),

@@ -287,6 +287,26 @@ def test_a_barrier_upstream_added_beside_the_fixs_stops(tmp_path):
     assert [p["state"] for p in status["patches"]] == ["conflict"], status["patches"]
 
 
+def test_a_barrier_upstream_added_past_an_if_only_some_paths_run_stops(tmp_path):
+    # Neighbour: only an `if` between the two barriers (`if n:` + `torch.backends.fast =
+    # True`): on the paths skipping it they wait at once, the fix made twice; it merged both
+    # in, exit 0 (the `if` read as a use served on every path). Now it stops.
+    sync = b"    torch.cuda.synchronize()\n"
+    base = STRAIGHT.replace(b"    d = clip(c)\n",
+                            b"    if n:\n        torch.backends.fast = True\n")
+    fix = base.replace(b"    c = norm(b)\n", b"    c = norm(b)\n" + sync)
+    theirs = base.replace(b"    e = scale(d)\n", sync + b"    e = scale(d)\n")
+    stops(stack_with(tmp_path, base, fix, theirs))
+
+
+def test_a_barrier_upstream_added_past_steps_on_every_path_and_an_if_moves(tmp_path):
+    # Mirror: steps run between the two barriers on every path (`a = prep(x)` ...) besides
+    # the `if`: each barrier serves a use, both kept, the fix moves quietly.
+    block = b"    if n:\n        torch.backends.fast = True\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block, b"torch.cuda.synchronize()")
+    moves_with_both(stack, b"    torch.cuda.synchronize()\n")
+
+
 FIND = (b'"""Kernels."""\n\n\ndef find(items, seen, name, y, b):\n    y = prep(items)\n'
         b"    for x in items:\n        use(x)\n        if x.name == name:\n            return x\n"
         b"    return None\n\n\ndef other(y):\n    return y\n")
@@ -1245,6 +1265,53 @@ def test_a_short_statement_past_an_if_setting_it_beside_a_declaration_moves(tmp_
     stack.cli("overlays")
     made = (stack.root / "overlays/up" / path).read_bytes()
     assert made.count(b"    " + step_of(path) + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    int d = b;\n    if (n) {\n        int y = clip(b);\n        y = y * 2;\n        d = y;\n"
+    b"    }\n",
+    b"    int d = b;\n    if (n) {\n        int e = 0, y = clip(b);\n        y = y * 2;\n"
+    b"        d = e + y;\n    }\n"],
+    ids=["a-declaration", "a-declaration-list"])
+def test_a_short_statement_past_an_if_declaring_its_own_then_setting_it_keeps_yours_first(
+        tmp_path, block, fix_below):
+    # The `if`'s block declares a y of its own and sets it (`int y = clip(b);` + `y = y *
+    # 2;`): another variable, the copies' y set nowhere between, and on every path it got 1
+    # twice, exit 0 (the declaration was read as setting the copies' y, each copy its own
+    # step). Now the stop stays, keep yours first.
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, step_of("pkg/k.cu"), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_short_statement_past_an_if_setting_it_past_an_inner_declaration_moves(tmp_path,
+                                                                                 fix_below):
+    # Mirror: the y an inner loop's body declares ends with that body; the line past it sets
+    # the copies' own y: each copy its own step, both kept.
+    block = (b"    int d = b;\n    if (n) {\n        for (int k = 0; k < n; k++) {\n"
+             b"            int y = k;\n            d += y;\n        }\n        y = d;\n    }\n")
+    path = "pkg/k.cu"
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + step_of(path) + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_short_statement_of_an_attribute_past_an_if_deleting_another_keeps_yours_first(
+        tmp_path, fix_below):
+    # `self.count += 1` made by the fix and by upstream, an `if` between deleting another
+    # attribute of self (`del self.cache`): a `del` was read as no plain step, and the fix
+    # moved, both kept, exit 0, the count stepped twice on every path. It only reads self
+    # on some paths: the stop stays, keep yours first.
+    block = b"    if n:\n        del self.cache\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block, b"self.count += 1",
+                           fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
 
 
 C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
