@@ -2280,7 +2280,12 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
         return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
 
     def sets(text: bytes) -> bool:
+        # (An attribute whose every name the statement names, `self.count = 0` or `del
+        # self.count` between two `self.count += 1`, is the statement's own target set anew.)
         found = _SETS_NAME.match(text) or _SETS_ITEM.match(text)
+        attribute = _SETS_ATTRIBUTE.match(text)
+        if attribute is not None and set(_NAME.findall(attribute[1])) <= names:
+            return True
         return found is not None and found[1] in names or any(
             re.search(rb"(?<![\w.])" + re.escape(name) + rb"\s*(?:\.\s*\w+\s*\(|\+\+|--)"
                       rb"|(?:\+\+|--|(?<!&)&(?!&))\s*" + re.escape(name) + rb"(?!\w)", text)
@@ -2757,6 +2762,12 @@ def _unshadowed(lines: list[bytes], between: range, indent: bytes, names: set[by
     return out
 
 
+# An attribute a line sets anew or deletes (`self.count = 0`, `self.count *= k`, `del
+# self.count`, `p->count = 0;`): the attribute, its owner's name and its own (group 1). Not
+# one adding to it (`self.count += n`): beside a statement adding to it, the two add alike.
+_SETS_ATTRIBUTE = on_first_use(
+    rb"(?=(?:del\s+)?([A-Za-z_]\w*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)+))(?:del\s+\1\s*$"
+    rb"|\1\s*(?:[*/%&|^]|<<|>>|//|\*\*)?=(?!=))")
 # What _unshadowed adds to a name a block declares anew.
 _SHADOWED = b"__shadowed"
 

@@ -1314,6 +1314,38 @@ def test_a_short_statement_of_an_attribute_past_an_if_deleting_another_keeps_you
     stops_keeping_yours_first(stack, READ_IN_AN_IF)
 
 
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    if n:\n        self.count = 0\n",
+    b"    if n:\n        del self.count\n",
+    b"    if n:\n        self.count *= 2\n"],
+    ids=["reset", "deleted", "scaled"])
+def test_a_short_statement_of_an_attribute_past_an_if_setting_it_moves(tmp_path, block,
+                                                                        fix_below):
+    # The `if` sets the statement's own attribute anew (`self.count = 0`): each copy its own
+    # step, as past `if n:` + `y = c`; it stopped as a doubling, keep yours first. Now it
+    # moves, both kept.
+    line = b"self.count += 1"
+    stack = leaves_between(tmp_path, "pkg/a.py", block, line, fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b"    " + line + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_short_statement_of_an_attribute_past_an_if_adding_to_it_keeps_yours_first(
+        tmp_path, fix_below):
+    # Mirror: the `if` adds to the statement's own attribute (`self.count += 2`): the two
+    # copies add alike in either order, the same step twice: the stop stays, keep yours first.
+    block = b"    if n:\n        self.count += 2\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block, b"self.count += 1",
+                           fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
+
 C_LOOP_ADDING = (b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        y += k;\n"
                  b"        if (k > d) {\n            break;\n        }\n    }\n")
 
