@@ -2172,6 +2172,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     read_some, guards = _if_reading_on_some_paths(lines, between, indent, names, braced,
                                                   off_path, shadows)
     read_apart = False
+    previous_one_line = False
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
             return None
@@ -2185,6 +2186,14 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         if deeper and not depth:
             return None  # (a statement's next line, or a body under a header not read)
         one_line = _one_line_block(text, braced)
+        if one_line is None and not braced and not deeper and \
+                re.match(rb"(?:elif|else|except|finally)\b", text):
+            # (`else: d = c` past `if n: d = y` or a block's body: a part on its header's
+            # line, as a one-line `if`.)
+            head, inline = _inline(text, braced)
+            if inline and (previous_one_line or depth):
+                one_line = (b"if", inline)
+        previous_one_line = one_line is not None and one_line[0] == b"if" and not deeper
         named = (names | shadows) & set(_NAME.findall(text))
         if named and at not in off_path and not (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
@@ -2302,7 +2311,7 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
         if not named or any(sets(code(at)) for at in ats):
             continue
         ways = paths.statement(statement)
-        if not ways & {_MISSES, _JUMPS}:
+        if _MISSES not in ways:
             continue  # (every path going on past it reads them: each copy its own step)
         if _READS in ways:
             read.update(named)
@@ -2410,14 +2419,15 @@ class _PathReads:
                     elif body:
                         return unknown
                     continue
-            parts.append((text, b"", list(body)))
+            if self.braced and re.match(rb"if\s*\(", text) and b"; else " in text:
+                # (`if (n) d = y; else d = c;`: two parts on one line.)
+                text, otherwise = text.split(b"; else ", 1)
+                parts.append(_inline(text + b";", self.braced) + ([],))
+                text = b"else " + otherwise
+            parts.append(_inline(text, self.braced) + (list(body),))
         if not parts:
             return {_MISSES}
         first, _, body = parts[0]
-        one_line = _one_line_block(first, self.braced)
-        if one_line is not None and not body and len(parts) == 1:
-            parts = [(first[:len(first) - len(one_line[1])], one_line[1], [])]
-            first = parts[0][0]
         if re.match(rb"if\s*\(" if self.braced else rb"if\b", first):
             return self.branches(parts)
         if re.match(rb"(?:for|while)\s*\(" if self.braced else rb"(?:async\s+)?(?:for|while)\b",
@@ -2461,31 +2471,38 @@ class _PathReads:
                           for text, _, _ in parts]
             otherwise = not conditions[-1]
         bodies = [self.body(part) for part in parts]
-        leaves = [ways == {_LEAVES} for ways in bodies]
+        # (A branch jumping out, `else: continue`, leaves the copies' path as one returning.)
+        leaves = [bool(ways) and ways <= {_LEAVES, _JUMPS} for ways in bodies]
         told = [self.told(condition) for condition in conditions]
+        # A condition whose branch leaves, or all of whose other ways on leave (`if y > n:` +
+        # `d = clip(c)` / `else:` + `return c`), only says on the paths going on that they go
+        # on, as a guard's: read on none of them.
+        guard = [leaves[a] or bool(otherwise) and all(leaves[a + 1:])
+                 for a in range(len(parts))]
         ways: set[str] = set()
         if any(self.naming(c) and not t for c, t in zip(conditions, told)):
             ways |= {_READS, _MISSES}  # (a condition reading one on some paths only)
         for b, found in enumerate(bodies):
-            before = any(told[a] and not leaves[a] for a in range(b + 1))
-            ways |= {_READS if before and way in (_MISSES, _JUMPS) else way for way in found}
+            before = any(told[a] and not guard[a] for a in range(b + 1))
+            ways |= {_READS if before and way == _MISSES else way for way in found}
         if not otherwise:
-            ways.add(_READS if any(t and not left for t, left in zip(told, leaves))
-                     else _MISSES)
+            ways.add(_READS if any(t and not g for t, g in zip(told, guard)) else _MISSES)
         return ways
 
     def loop(self, parts: list[tuple[bytes, bytes, list[int]]]) -> set[str]:
         """A loop (with a Python `else:`): its header reads on every path; its body on the
         paths of a round, none where it may run no round (but `while True:`, `for (;;)`)."""
         header = parts[0][0]
-        if self.told(header):
+        # (C's `for (init; test; step)`: the step runs past a round only.)
+        clauses = _c_for_clauses(header) if self.braced else None
+        if self.told(header if clauses is None else clauses[0] + b";" + clauses[1]):
             return {_READS}
         ways = self.body(parts[0])
         ways = {_MISSES if way == _JUMPS else way for way in ways}
         if self.naming(header):
             ways |= {_READS, _MISSES}
         if re.fullmatch(rb"while\s*(?:\(\s*(?:1|true|True)\s*\)|True|1)\s*[:{]?"
-                        rb"|for\s*\(\s*;\s*;\s*\)\s*\{?", header):
+                        rb"|for\s*\(\s*;\s*;\s*\)\s*\{?", header) or _runs_a_round(header):
             return ways
         ways.add(_MISSES)
         if len(parts) > 1 and re.match(rb"else\s*:", parts[1][0]) and len(parts) == 2:
@@ -2522,18 +2539,75 @@ class _PathReads:
             return {_READS}
         parts: list[tuple[bytes, bytes, list[int]]] = []
         conditions = []
-        otherwise = False
+        otherwise = partly = False
         for statement in self.statements(body):
             (head, inner), = statement[:1]
             text = self.code(head)
             case = re.match(rb"case\b(.*):$" if inner else rb"case\b(.*?):(.*)$", text)
             if case is None or len(statement) > 1:
                 return {_READS, _MISSES} if self.naming(text) else {_MISSES}
-            conditions.append(case[1])
+            # (A case's guard, `case 1 if y > c:`, is tried where the pattern matched only.)
+            pattern = re.match(rb"(.*?)\bif\b(.*)", case[1])
+            if pattern is not None and self.naming(pattern[2]):
+                partly = True
+            conditions.append(case[1] if pattern is None else pattern[1])
             parts.append((text, b"" if inner else case[2].strip(), inner))
             otherwise = otherwise or re.fullmatch(rb"\s*(?:_|[A-Za-z_]\w*)\s*", case[1]) \
                 is not None
-        return self.branches(parts, conditions, otherwise)
+        ways = self.branches(parts, conditions, otherwise)
+        return ways | {_READS, _MISSES} if partly else ways
+
+
+def _inline(text: bytes, braced: bool) -> tuple[bytes, bytes]:
+    """A block's part (code, stripped) as its header and the statement on the header's line,
+    if any: `if a: b = y` as `if a:` and `b = y`, `elif a: b = y`, `else: b = y`, `try: b =
+    y`, `except E: return`; `if (n) d = y;`, `else d = y;`. Any other line, itself and b""."""
+    one_line = _one_line_block(re.sub(rb"^else\s+(?=if\b)", b"", text) if braced
+                               else re.sub(rb"^elif\b", b"if", text), braced)
+    if one_line is not None:
+        return text[:len(text) - len(one_line[1])].rstrip(), one_line[1]
+    found = re.fullmatch(rb"else\s+(?!if\b)([^{}]*;)", text) if braced else \
+        re.fullmatch(rb"((?:else|try|finally)\s*:|except\b[^:]*:)\s*(\S.*)", text)
+    if found is None:
+        return text, b""
+    return (b"else", found[1]) if braced else (found[1], found[2])
+
+
+def _c_for_clauses(header: bytes) -> list[bytes] | None:
+    """A C `for (init; test; step)` header's three clauses; None for any other line."""
+    if re.match(rb"for\s*\(", header) is None:
+        return None
+    depth, clauses, start = 0, [], header.index(b"(") + 1
+    for k in range(start, len(header)):
+        c = header[k:k + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            if depth == 0:
+                clauses.append(header[start:k])
+                break
+            depth -= 1
+        elif c == b";" and depth == 0:
+            clauses.append(header[start:k])
+            start = k + 1
+    return clauses if len(clauses) == 3 else None
+
+
+def _runs_a_round(header: bytes) -> bool:
+    """Whether a loop's header (code, stripped) runs its body a round at least, over literals:
+    `for k in range(3):`, `for k in range(1, 4):`, `for k in (1, 2):`, `for k in [a]:`, `for
+    (int k = 0; k < 4; k++)`."""
+    found = re.fullmatch(rb"for\s+.+?\s+in\s+range\(\s*(?:(\d+)\s*,\s*)?(\d+)\s*\)\s*:",
+                         header)
+    if found is not None:
+        return int(found[1] or 0) < int(found[2])
+    if re.fullmatch(rb"for\s+.+?\s+in\s+(?:\([^()]*,[^()]*\)|\[[^\[\]]*\S[^\[\]]*\])\s*:",
+                    header):
+        return True
+    found = re.match(rb"for\s*\(\s*(?:[A-Za-z_][\w:]*\s+)*([A-Za-z_]\w*)\s*=\s*(\d+)\s*;\s*"
+                     rb"([A-Za-z_]\w*)\s*(<=?|!=)\s*(\d+)\s*;", header)
+    return found is not None and found[1] == found[3] and (
+        int(found[2]) <= int(found[5]) if found[4] == b"<=" else int(found[2]) < int(found[5]))
 
 
 def _then(ways: set[str], after: set[str]) -> set[str]:

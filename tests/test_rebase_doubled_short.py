@@ -1138,6 +1138,126 @@ def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    for k in range(3):\n        d = clip(y)\n"),
+    ("pkg/a.py", b"    for k in (1, 2):\n        d = clip(y, k)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < 4; k++) {\n        d += y;\n    }\n")],
+    ids=["range-of-a-literal", "a-tuple", "c-literal-bounds"])
+def test_a_short_statement_past_a_loop_over_literals_reading_it_moves(tmp_path, path, block,
+                                                                      fix_below):
+    # A loop over literals runs a round at least, as `while True:`: its body reads y on every
+    # path. It stopped, keep yours first, the way on taking upstream's step out; now it moves,
+    # both kept.
+    statement = step_of(path)
+    stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up" / path).read_bytes()
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
+def test_a_short_statement_past_a_loop_over_literals_leaving_before_it_reads_keeps_yours_first(
+        tmp_path):
+    # Mirror: the round may end at a `break` above the line reading y: on that path nothing
+    # reads it, the stop stays, keep yours first.
+    block = b"    for k in range(3):\n        if c:\n            break\n        d = clip(y)\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block)
+    stops_keeping_yours_first(stack, READ_BETWEEN)
+
+
+GUARDS_THE_OTHER_WAY_ROUND = [
+    ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        return c\n"),
+    ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        raise ValueError(c)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (y > n) {\n        d = clip(b);\n    } else {\n"
+                 b"        return 0;\n    }\n")]
+
+
+@pytest.mark.parametrize("path, block", GUARDS_THE_OTHER_WAY_ROUND,
+                         ids=["return", "raise", "c-return"])
+def test_a_short_statement_past_a_guard_written_the_other_way_round_keeps_yours_first(
+        tmp_path, path, block):
+    # `if y > n:` + the work / `else:` + `return c` is the guard `if not y > n: return c`:
+    # on the paths going on its condition only said they go on, and there y got 1 twice,
+    # exit 0 (the condition was read as telling the steps apart). Now it stops as the guard
+    # does, keep yours first; delete your copy first where yours is past it.
+    stops_keeping_yours_first(leaves_between(tmp_path, path, block, step_of(path)))
+
+
+@pytest.mark.parametrize("path, block", GUARDS_THE_OTHER_WAY_ROUND,
+                         ids=["return", "raise", "c-return"])
+def test_the_fixs_short_statement_past_a_guard_written_the_other_way_round_advises_deleting_it(
+        tmp_path, path, block):
+    stops_deleting_yours_first(leaves_between(tmp_path, path, block, step_of(path),
+                                              fix_below=True))
+
+
+ROUND = (b'"""Kernels."""\n\n\ndef run(xs, n):\n    t = 0\n    for x in xs:\n'
+         b"        y = x + 1\n        a = prep(x)\n        BLOCK        t += y * 2\n    return t\n")
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("leave", [b"continue", b"break"])
+def test_a_short_statement_past_an_if_else_reading_it_or_leaving_the_round_moves(
+        tmp_path, leave, fix_below):
+    # Both copies in a loop's body, between them `if a > n:` + `d = clip(y)` / `else:` +
+    # `continue`: every path reaching upstream's copy reads y, the other leaves the round. It
+    # stopped, keep yours first (the `else` read as a path going on not reading y); now it
+    # moves, both kept.
+    block = (b"if a > n:\n            d = clip(y)\n        else:\n            " + leave +
+             b"\n")
+    base = ROUND.replace(b"BLOCK", block)
+    top, bottom = b"        y = x + 1\n", b"        t += y"
+    mine = top + b"        y += 1\n"
+    theirs = b"        y += 1\n" + bottom
+    fix, up = (base.replace(top, mine), base.replace(bottom, theirs)) if not fix_below else \
+        (base.replace(bottom, theirs), base.replace(top, mine))
+    stack = stack_with(tmp_path, base, fix, up)
+    moves_with_both(stack, b"        y += 1\n")
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    if n: d = y\n    else: d = c\n",
+    b"    if n:\n        d = y\n    else: d = c\n",
+    b"    if n:\n        d = y\n    elif c: d = c\n",
+    b"    try:\n        d = clip(c)\n    except ValueError: d = y\n"],
+    ids=["if-else", "else", "elif", "except"])
+def test_a_short_statement_past_an_if_else_on_their_headers_lines_keeps_yours_first(
+        tmp_path, block, fix_below):
+    # A branch on its header's line (`if n: d = y` / `else: d = c`, `else: d = c` past a
+    # block's body, `except ValueError: d = y`), y read on some paths only. It was read as no
+    # block, and merged both in, exit 0. Now it stops, keep yours first.
+    stack = leaves_between(tmp_path, "pkg/a.py", block, fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_IN_AN_IF)
+
+
+def test_a_short_statement_past_an_if_else_on_their_headers_lines_both_reading_it_moves(tmp_path):
+    # Mirror: both branches read y: it moves, both kept.
+    block = b"    if n: d = y\n    else: d = y + 1\n"
+    stack = leaves_between(tmp_path, "pkg/a.py", block)
+    moves_with_both(stack, b"    y += 1\n")
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    match n:\n        case 1 if y > c:\n            d = 1\n        case _:\n"
+                 b"            d = 2\n"),
+    ("pkg/k.cu", b"    int d = b;\n    for (int k = 0; k < n; k += y) {\n        d += k;\n"
+                 b"    }\n")],
+    ids=["a-case-guard", "c-a-loop-step"])
+def test_a_short_statement_past_a_case_guard_or_a_loop_step_reading_it_keeps_yours_first(
+        tmp_path, path, block, fix_below):
+    # A `case`'s guard is tried where its pattern matched only, a C loop's step runs past a
+    # round only: y read there is read on some paths. Each merged both in, exit 0; now it
+    # stops, keep yours first.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    err = stops_again(stack)
+    assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
 BINDING_IT = [
     ("pkg/k.cu", b"    if ((y = clip(y)) > n) return b;\n    int d = clip(b);\n"),
     ("pkg/a.py", b"    if (y := clip(y)) > n:\n        return c\n    d = clip(c)\n"),
