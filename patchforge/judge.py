@@ -18,7 +18,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.diffparse import c_unquote, glanced_old_paths, parse_diff, split_lines
+from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     _language, defined_names, file_changes, function_named_at,
@@ -33,7 +33,7 @@ from patchforge.apply.valueforms import BlockReading, read_block
 from patchforge.background import Background
 from patchforge.detect import (NOT_AT_BASE, OwnPlaces, PatchVerdict, PlaceDiffs,
                                assess_patch, created_identically, gone_file, spaced_literals)
-from patchforge.errors import InputError, PatchforgeError, StoreError
+from patchforge.errors import InputError, StoreError
 from patchforge.history import (MIN_CHANGED_CHARS, MOVED_SHARE, WHITESPACE,
                                 blocks_of_file_patch, blocks_of_git_diff, code_lines, code_of,
                                 combine, combine_series, judge_history, loose_code, loose_code_key,
@@ -5351,31 +5351,6 @@ def series_renames(store: UpstreamStore, target: Target,
     if target.base_commit == target.commit or not paths:
         return None
     return set(paths), lambda: store.renames(target.base_commit, target.commit, paths)
-
-
-def glanced_renames(store: UpstreamStore, target: Target, texts: Callable[[], list[bytes]]
-                    ) -> None:
-    """series_renames' question asked before the series is parsed, of the paths the patch
-    files' headers name (`texts()`: their bytes, in any order; diffparse.glanced_old_paths),
-    so that git's pairing, the dearest question of a long history (0.85 s of git's CPU at
-    2.5k commits, where the series' parse takes 0.1-0.4 s), starts that much sooner. Its
-    answer is only kept in `store`: the judge's own question (series_renames, asked once the
-    series is parsed and after this returns) is answered by it when the two ask of the same
-    gone files, and asked of git anew when they do not (a header read wrong costs a second
-    pairing, never another answer). Asks nothing where a header is not of the plain shapes
-    read, and says nothing of a failure: the judge's own question meets it, if it is real (a
-    name read wrong may be no path at all)."""
-    try:
-        paths: set[str] = set()
-        for text in texts():
-            found = glanced_old_paths(text)
-            if found is None:
-                return
-            paths |= found
-        if paths and target.base_commit != target.commit:
-            store.renames(target.base_commit, target.commit, sorted(paths))
-    except (PatchforgeError, OSError):
-        pass
 
 
 def series_gone(store: UpstreamStore, target: Target, patches) -> list[str]:

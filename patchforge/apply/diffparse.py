@@ -374,58 +374,6 @@ def _decode(name: bytes) -> str:
     return name.decode("utf-8", "surrogateescape")
 
 
-def glanced_old_paths(data: bytes) -> set[str] | None:
-    """The paths before the patch of the files a git diff (or a patch file holding one)
-    changes and does not create (each section's `source_path`, not `is_new`), read from its
-    `diff --git` headers alone, no hunk parsed: a guess for asking git a question about them
-    before the patch is parsed (judge.glanced_renames), never an answer. None where a section
-    is not of the plain shapes read here (a quoted name, a section without a `diff --git`
-    header): the question then waits for the parse."""
-    found: set[str] = set()
-    at = 0 if data.startswith(b"diff --git ") else data.find(b"\ndiff --git ")
-    if at < 0:
-        # No git section: a patch of its header alone changes no file; a plain diff's
-        # sections are left to the parse.
-        return None if data.startswith(b"--- ") or b"\n--- " in data else found
-    at += 0 if at == 0 else 1
-    while at >= 0:
-        end = data.find(b"\n", at)
-        rest = data[at + len(b"diff --git "):end if end >= 0 else len(data)].rstrip(b"\r")
-        old: bytes | None = None
-        new_file = False
-        # `a/X b/X`: the one name when both sides are it (a rename's, a copy's and a created
-        # file's sides are read from the lines below).
-        half = (len(rest) - 5) // 2
-        if rest[:2] == b"a/" and rest[half + 2:half + 5] == b" b/" and \
-                rest[2:half + 2] == rest[half + 5:]:
-            old = rest[2:half + 2]
-        while end >= 0:
-            start, end = end + 1, data.find(b"\n", end + 1)
-            line = data[start:end if end >= 0 else len(data)].rstrip(b"\r")
-            if line.startswith(b"new file mode "):
-                new_file = True
-            elif line.startswith((b"rename from ", b"copy from ")):
-                old = line.split(b" ", 2)[2]
-            elif line.startswith(b"--- "):
-                name = line[4:].split(b"\t", 1)[0]
-                if name == b"/dev/null":
-                    new_file = True
-                elif name.startswith(b"a/"):
-                    old = name[2:]
-                else:
-                    return None
-                break
-            elif not line.startswith(_GIT_HEADER_KEYS):
-                break
-        if not new_file:
-            if old is None or old[:1] == b'"':
-                return None
-            found.add(_decode(old))
-        at = data.find(b"\ndiff --git ", at)
-        at = at + 1 if at >= 0 else -1
-    return found
-
-
 # ---------------------------------------------------------------------------------------------
 # Parser
 

@@ -14,8 +14,7 @@ from patchforge.background import Background
 from patchforge.forwarded import drop_when, forwarded_info, lookup_forwarded
 from patchforge.judge import (HistoryIndex, LazyHistory, SeriesJudge, SquashPaths, Target,
                               _patch_paths, judge_on_profile_bases, read_history,
-                              glanced_renames, series_history_index, series_renames,
-                              where_landed)
+                              series_history_index, series_renames, where_landed)
 from patchforge.model.findings import no_diff_said
 from patchforge.model.record import field, record
 from patchforge.model.words import counted
@@ -194,15 +193,6 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
                                                             targets[upstream]))
                  for upstream in chosen if patch_names[upstream] and
                  targets[upstream].base_commit != targets[upstream].commit}
-        # git's rename pairing of the series' files is asked on a third thread before the
-        # series is parsed, of the paths the patch files' headers name (judge.glanced_renames):
-        # on a long history it is the question the first patches wait for. The judge's own
-        # question, below, waits for it and is answered by it when both ask alike.
-        glanced = {upstream: threads.enter_context(Background(
-            glanced_renames, store, targets[upstream],
-            lambda upstream=upstream: [project.read_patch_bytes(upstream, name)
-                                       for name in patch_names[upstream]]))
-            for upstream in walks}
         series = {upstream: [(name, project.read_patch(upstream, name))
                              for name in patch_names[upstream]] for upstream in chosen}
         if lookups is None:
@@ -229,9 +219,6 @@ def series_status(project: Project, store: UpstreamStore, targets: dict[str, Tar
             # thread too, once for all of them: only a file gone from the target asks, and
             # the answer waits there.
             asked = series_renames(store, target, patches)
-            if asked is not None and upstream in glanced:
-                asked = (asked[0], lambda ask=asked[1], early=glanced[upstream]:
-                         (early.wait(), ask())[1])
             renames = (asked[0], threads.enter_context(Background(asked[1])).result) \
                 if asked is not None else None
             # A stop is reported, not put in a worktree: its first conflicting file decides it.
