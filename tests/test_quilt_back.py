@@ -2535,6 +2535,49 @@ def test_an_export_of_several_upstreams_says_each_way_there_and_back_as_it_runs(
     assert "+line7 two, said better" in patch_text_of(root, "two", "fix-two.patch")
 
 
+@pytest.mark.parametrize("layout", ["root", "data-purelib"])
+def test_an_export_of_a_wheel_upstream_says_how_to_have_its_files_at_the_pin(
+        tmp_path, monkeypatch, layout):
+    """A wheel upstream (the stack's vllm): the export said "`quilt push -a` in the upstream's
+    files at the pin (0.32.0, 35b30e734596)", and a wheel has no checkout: the user was left
+    to find one. The line names the command that writes them (from the store, laid out as pip
+    installs the wheel: one whose files are under NAME-VER.data/purelib too, which an unzip
+    keeps there and quilt then cannot find); run as printed, `quilt push -a` there, an edit,
+    `quilt refresh` and the import it gives take the change back."""
+    from helpers.upstream import build_wheel
+
+    need_tool("quilt")
+    prefix = "tinypkg-1.0.data/purelib/" if layout == "data-purelib" else ""
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tinypkg", "1.0", {f"{prefix}tinypkg/a.py": A})
+    monkeypatch.setenv("PATCHFORGE_WHEELS", str(wheels))
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "w", "--wheel", "tinypkg", "--at", "1.0", "--install-root",
+       "/opt")
+    overlay = tmp_path / "a.overlay"
+    overlay.write_bytes(A.replace(b"line3\n", b"line3 fixed\n"))
+    ok(root, "import", "overlay", str(overlay), "--upstream", "w", "--path", "tinypkg/a.py",
+       "--name", "fix-a", "-m", "Fix a")
+    exported = tmp_path / "q"
+    out = ok(root, "export", "--quilt", str(exported)).out
+    m = re.search(r"next: `QUILT_PATCHES=(\S+) quilt push -a` in the upstream's files at the pin "
+                  r"\(1\.0, [0-9a-f]{12}; a wheel has no checkout: `([^`]+)` writes its files at "
+                  r"the pin into DIR\); after quilt refresh, `(patchforge import quilt [^`]+)` "
+                  r"takes the changes back$", out, re.M)
+    assert m, out
+    files = tmp_path / "files"
+    subprocess.run(["bash", "-c", m.group(2).replace("DIR", shlex.quote(str(files)))],
+                   check=True)
+    env = quilt_env(tmp_path, Path(m.group(1)), "")
+    quilt(files, env, "push", "-a")
+    a = files / "tinypkg/a.py"
+    a.write_bytes(a.read_bytes().replace(b"line3 fixed\n", b"line3 fixed, said better\n"))
+    quilt(files, env, "refresh")
+    ok(root, *shlex.split(m.group(3))[1:])  # as printed, from the project
+    assert "+line3 fixed, said better" in patch_text_of(root, "w", "fix-a.patch")
+
+
 def patch_text_of(root: Path, upstream: str, name: str) -> str:
     return (root / "series" / upstream / name).read_text()
 

@@ -443,9 +443,29 @@ def _say_empty(names: list[tuple[str, str]], stops: str) -> None:
 
 def _pin_said(project: Project, upstream: str) -> str:
     """` (v0.1.20, fc2e5d57fb5b)`: the revision quilt's tree must be, which a git upstream's
-    checkout is made at (`git checkout`, `git worktree add`); empty without a pin."""
+    checkout is made at (`git checkout`, `git worktree add`); empty without a pin. A wheel or
+    directory upstream has no checkout to make: the way to its files at the pin is said too
+    (the user was left to find one)."""
     pin = project.lock.upstreams.get(upstream)
     if pin is None:
         return ""
     short = pin.commit[:12]
-    return f" ({pin.label}, {short})" if pin.label and pin.label != pin.commit else f" ({short})"
+    said = f"{pin.label}, {short}" if pin.label and pin.label != pin.commit else short
+    return f" ({said}{_imported_files_said(pin)})"
+
+
+def _imported_files_said(pin) -> str:
+    """`; a wheel has no checkout: ...`: the command that writes the files of a wheel or
+    directory upstream at the pin into a directory for quilt, from the store the series is
+    judged on (the export brought the pin there): the very bytes the patches are made on, laid
+    out as the store lays a wheel out, as pip installs it (an unzip keeps NAME-VER.data/purelib
+    where it is, and `pip install --target` refuses a wheel of another platform). Empty for a
+    git upstream, whose checkout is the user's (the store may hold its files only in part)."""
+    if pin.kind not in ("wheel", "dir"):
+        return ""
+    from patchforge.store.gitstore import cache_dir
+
+    store = shlex.quote(str(cache_dir() / "store.git"))
+    what = "a wheel has no checkout" if pin.kind == "wheel" else "the directory may have moved on"
+    return (f"; {what}: `mkdir DIR && git --git-dir {store} archive {pin.commit[:12]} | "
+            "tar -x -C DIR` writes its files at the pin into DIR")
