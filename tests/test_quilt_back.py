@@ -2578,6 +2578,55 @@ def test_an_export_of_a_wheel_upstream_says_how_to_have_its_files_at_the_pin(
     assert "+line3 fixed, said better" in patch_text_of(root, "w", "fix-a.patch")
 
 
+def test_the_files_an_export_says_to_lay_out_are_the_pinned_bytes_whatever_gitattributes_say(
+        tmp_path):
+    """A directory upstream (a site-packages copy) holding a .gitattributes: the command the
+    export prints, `git archive` of the store, read it, and wrote other bytes than the pin's:
+    pkg/a.py left out (`export-ignore`: quilt push said "No file to patch"), the commit id
+    written into `$Format:%H$` (`export-subst`) and `$Id$` (`ident`), and CRLF line ends
+    (`text eol=crlf`). The store's own attributes unset them: every file is laid out as
+    pinned, `quilt push -a` applies each fix, and a `quilt refresh` comes back."""
+    need_tool("quilt")
+    site = tmp_path / "site"
+    pinned = {"pkg/a.py": A, "pkg/_version.py": b'version = "$Format:%H$"\nname = "pkg"\n',
+              "pkg/ids.txt": b"$Id$\nkept as it is\n",
+              ".gitattributes": b"pkg/_version.py export-subst\npkg/a.py export-ignore\n"
+                                b"*.txt ident\n*.py text eol=crlf\n"}
+    for path, data in pinned.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_bytes(data)
+    root = tmp_path / "stack"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "d", "--dir", str(site), "--at", "v1", "--install-root", "/opt")
+    fixed = {"pkg/a.py": A.replace(b"line3\n", b"line3 fixed\n"),
+             "pkg/_version.py": pinned["pkg/_version.py"] + b"fixed = True\n",
+             "pkg/ids.txt": pinned["pkg/ids.txt"].replace(b"kept", b"fixed")}
+    for n, (path, data) in enumerate(fixed.items()):
+        overlay = tmp_path / f"{n}.overlay"
+        overlay.write_bytes(data)
+        ok(root, "import", "overlay", str(overlay), "--upstream", "d", "--path", path,
+           "--name", f"fix-{n}", "-m", f"Fix {path}")
+    exported = tmp_path / "q"
+    out = ok(root, "export", "--quilt", str(exported)).out
+    m = re.search(r"next: `QUILT_PATCHES=(\S+) quilt push -a` in the upstream's files at the pin "
+                  r"\(v1, [0-9a-f]{12}; the directory may have moved on: `([^`]+)` writes its "
+                  r"files at the pin into DIR\); after quilt refresh, `(patchforge import quilt "
+                  r"[^`]+)` takes the changes back$", out, re.M)
+    assert m, out
+    files = tmp_path / "files"
+    subprocess.run(["bash", "-c", m.group(2).replace("DIR", shlex.quote(str(files)))],
+                   check=True)
+    assert tree_bytes(files) == pinned
+    env = quilt_env(tmp_path, Path(m.group(1)), "")
+    quilt(files, env, "push", "-a")
+    assert {path: (files / path).read_bytes() for path in fixed} == fixed
+    a = files / "pkg/a.py"
+    a.write_bytes(a.read_bytes().replace(b"line3 fixed\n", b"line3 fixed, said better\n"))
+    quilt(files, env, "refresh", "fix-0.patch")
+    ok(root, *shlex.split(m.group(3))[1:])  # as printed, from the project
+    assert "+line3 fixed, said better" in patch_text_of(root, "d", "fix-0.patch")
+
+
 def patch_text_of(root: Path, upstream: str, name: str) -> str:
     return (root / "series" / upstream / name).read_text()
 

@@ -328,6 +328,39 @@ def _lost(rev: str, path: str, oid: str) -> StoreError:
 # still writing, died of the closed pipe, and the diff with it.)
 _NO_REPOSITORY = "/dev/null/patchforge-not-this-upstream"
 
+# store.git/info/attributes, above every .gitattributes of a tree the store holds (git reads
+# it first, and before the user's core.attributesFile): the store's files are the pinned
+# bytes, as the series' patches are made on them. `export --quilt` of a wheel or directory
+# upstream prints `git --git-dir CACHE/store.git archive COMMIT | tar -x` to lay its files
+# out at the pin, and git archive reads the archived tree's .gitattributes: an upstream's
+# `export-ignore` left a patched file out (quilt push: "No file to patch"), `export-subst`
+# and `ident` wrote the commit into `$Format:%H$` and `$Id$`, `text eol=crlf` (or the
+# user's core.autocrlf) rewrote line ends; a full tree a check runs in, written by
+# checkout-index, took the same conversions. Unset here, none of them applies.
+STORE_ATTRIBUTES = (b"* -export-subst -export-ignore -text -eol -ident -filter "
+                    b"-working-tree-encoding\n")
+
+
+def _keep_attributes(git_dir: Path) -> None:
+    """Write STORE_ATTRIBUTES to `git_dir`/info/attributes unless it holds them already (a
+    store made before they were written), whole: a temporary file renamed into place. A cache
+    that cannot be written is left as it is (every read it serves is of objects, which
+    attributes do not change)."""
+    path = git_dir / "info" / "attributes"
+    try:
+        if path.read_bytes() == STORE_ATTRIBUTES:
+            return
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(exist_ok=True)
+        temp = path.parent / f".attributes.{os.getpid()}.tmp"
+        temp.write_bytes(STORE_ATTRIBUTES)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path.parent / f".attributes.{os.getpid()}.tmp")
+
 
 class UpstreamStore:
     """The bare repository `<cache>/store.git`.
@@ -519,6 +552,7 @@ class UpstreamStore:
                         ) from None
                     raise
         check_store_config(git_dir)
+        _keep_attributes(git_dir)
         store = cls(git_dir)
         store.prune_gone_remotes()
         return store
