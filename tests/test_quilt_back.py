@@ -125,6 +125,40 @@ class FifoFeeder:
             os.close(fd)  # (and again, for each read)
 
 
+@pytest.mark.parametrize("how", ["--diffstat", "QUILT_REFRESH_ARGS"])
+def test_a_diffstat_only_quilt_refresh_is_nothing_to_take_back(stack, tmp_path, how):
+    """`quilt refresh --diffstat` (or a quiltrc with it) of a patch nobody changed rewrites
+    its file with a diffstat under quilt's own `---`, the diff and header the same: the import
+    said "updated up/fix-d.patch" and wrote quilt's diffstat and a second `---` into the
+    series' patch. It is nothing to take back, the series byte for byte as it was; a patch
+    whose diff quilt did change, refreshed the same way, is still taken back."""
+    root, base = stack
+    exported, env, checkout = to_quilt(root, base, tmp_path)
+    if how == "QUILT_REFRESH_ARGS":
+        env = quilt_env(tmp_path, exported, 'QUILT_REFRESH_ARGS="--diffstat"\n')
+    quilt(checkout, env, "push", "-a")
+    kept = tree_bytes(root / "series")
+    before = (exported / "fix-d.patch").read_bytes()
+    quilt(checkout, env, "refresh", *(("--diffstat",) if how == "--diffstat" else ()))
+    assert (exported / "fix-d.patch").read_bytes() != before
+    assert b" 1 file changed, 1 insertion(+), 1 deletion(-)\n" in \
+        (exported / "fix-d.patch").read_bytes()
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "nothing to take back" in run.out and "updated" not in run.out, run.out
+    assert tree_bytes(root / "series") == kept
+    # Run again: the same answer (quilt's file is still its own).
+    assert "nothing to take back" in ok(root, "import", "quilt", str(exported), "--update").out
+    # The mirror: a change of the diff, refreshed with the diffstat, is taken back.
+    a = checkout / "a.py"
+    a.write_bytes(a.read_bytes().replace(b"line19\n", b"line19 fixed too\n"))
+    quilt(checkout, env, "refresh", *(("--diffstat",) if how == "--diffstat" else ()))
+    run = ok(root, "import", "quilt", str(exported), "--update")
+    assert "updated up/fix-d.patch\n" in run.out, run.out
+    assert "+line19 fixed too\n" in patch_text(root, "fix-d.patch")
+    ok(root, "overlays")
+    assert (root / "overlays/gfx942/up/a.py").read_bytes() == a.read_bytes()
+
+
 @pytest.mark.parametrize("quiltrc", sorted(QUILTRCS))
 def test_quilt_refresh_new_and_header_come_back_into_the_series(stack, tmp_path, quiltrc):
     """The walk-through: export, `quilt push -a` on the upstream's files, an earlier patch

@@ -177,6 +177,9 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
     # two sides agree on it, so the record takes it as the export's (_record_taken), and a
     # later `quilt refresh` of it is quilt's change alone, not a change on both sides.
     agreed: dict[str, bytes] = {}
+    # Quilt's file that holds the series' patch as it is, written quilt's way (a diffstat
+    # added): recorded beside what the export wrote (_record_taken).
+    rewritten: dict[str, bytes] = {}
     # Not changed in quilt, changed in the series since (edit + refresh, a rebase): quilt's
     # tree holds the older version, on which quilt made the diffs of the patches above it.
     older_in_quilt: set[str] = set()
@@ -219,6 +222,22 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
                 if _sha256(mine) != took[file_name][_sha256(data)]["into"]:
                     kept_newer.append((file_name, str(source)))
                     older_in_quilt.add(file_name)
+                continue
+            if undone is None and _same_change(
+                    mine_patch, _quilt_patch(data, source, strip_levels[file_name], empty)):
+                # quilt's file holds the series' patch as it is, rewritten only where quilt
+                # writes it its own way: `quilt refresh --diffstat` (or QUILT_REFRESH_ARGS
+                # with it) adds a diffstat under its own `---`, with the diff, fields and
+                # description the same. Taken as a change, it was "updated", and the series'
+                # patch got quilt's diffstat and a second `---`. The record learns quilt's
+                # file beside what the export wrote: the next export replaces it, and a later
+                # change in quilt reads as quilt's alone. (Asked after the record of what an
+                # import took back: quilt's file an import took, the series holding it, is
+                # known as taken, and recorded as the export's it would read as unchanged in
+                # quilt once the import is undone in the stack, its change then lost.)
+                how[file_name] = KEPT
+                if record is not None and _sha256(data) not in recorded:
+                    rewritten[file_name] = data
                 continue
             if undone:
                 if _sha256(mine) != took[file_name][_sha256(data)].get("over"):
@@ -580,7 +599,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             series_changed(project)
         _record_taken(folder, record, profile, entries, took, ours_bytes,
                       {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled,
-                      read_header_record(document))
+                      read_header_record(document), rewritten)
         if recorded_order is not None and recorded_order != quilt_names:
             _record_order(folder, profile, quilt_names)
         return result
@@ -628,7 +647,7 @@ def update_from_quilt(project: Project, store: UpstreamStore, directory: Path, *
             # list yet is one not yet added: each taken again).
             _record_taken(folder, record, profile, entries, took, ours_bytes,
                           {n: made[n].to_bytes() for n in taken}, recorded_order, agreed, filled,
-                          read_header_record(document))
+                          read_header_record(document), rewritten)
             for name, where in kept:
                 atomic_write(where, ours_bytes[name])
             for name, data in writes.items():
@@ -2070,7 +2089,8 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
                   written: dict[str, bytes], order: list[str] | None,
                   agreed: dict[str, bytes] | None = None,
                   filled: dict[str, list[str]] | None = None,
-                  headers: dict[str, list[str]] | None = None) -> None:
+                  headers: dict[str, list[str]] | None = None,
+                  rewritten: dict[str, bytes] | None = None) -> None:
     """The export record of `folder` learns the quilt files taken back (`written`: the series'
     patch file each became), so that the next `export --quilt` there replaces them instead of
     refusing them as changes it would lose, and the next `import quilt --update` knows them.
@@ -2099,6 +2119,11 @@ def _record_taken(folder: Path, record: dict[str, list[str]] | None, profile: st
     grown = {name: list(hashes) for name, hashes in record.items()}
     for name, data in (agreed or {}).items():
         grown[name] = [_sha256(data)]
+    for name, data in (rewritten or {}).items():
+        # (`rewritten`: quilt's file holding the series' patch as it is, written quilt's
+        # way: recorded beside what the export wrote.)
+        if _sha256(data) not in grown.get(name, []):
+            grown.setdefault(name, []).append(_sha256(data))
     grown_took = {name: dict(files) for name, files in took.items()}
     for file_name, _, _, data in entries:
         if file_name not in written:
