@@ -573,3 +573,86 @@ def test_a_landing_before_the_recorded_one_is_refused_as_a_kept_fixs_base(tmp_pa
     doc = stack.json("status", "--against", "v5", expect=1)
     assert [(g["name"], g["kind"], g["by"]) for g in doc["reverted"]] == \
         [("fa.patch", "reverted", last)], doc
+
+
+class _Picked:
+    """The fix landed upstream on branch `release` (v2), the project rebased there (the fix
+    kept as landed, its landing commit recorded); upstream then cherry-picked the landing
+    onto main after work of its own (v3) and the project moved there: the kept fix holds at the pin, but its
+    recorded landing is no ancestor of it, so a fresh clone's cold cache has it only by
+    asking upstream for it. The project cloned fresh (`clone`), `up`: the upstream."""
+
+    def __init__(self, tmp_path: Path, monkeypatch) -> None:
+        self.stack = a = OneUpstreamStack(tmp_path / "a", {"c.py": BASE, "b.py": b"other\n"})
+        self.up = a.up
+        a.add_fix("fix", "c.py", BASE, GUARDED)
+        git(self.up, "checkout", "-q", "-b", "release")
+        self.landing = a.commit({"c.py": GUARDED}, "g: guard negative x (#12)", tag="v2")
+        git(self.up, "checkout", "-q", "main")
+        a.cli("rebase", "--to", "v2")
+        assert f"commit:{self.landing}" in a.patch("up", "fix", "upstreamed").decode()
+        a.commit({"b.py": b"other, on main\n"}, "main's own work")
+        git(self.up, "cherry-pick", "v2")
+        git(self.up, "tag", "v3")
+        a.cli("rebase", "--to", "v3")
+        assert f"commit:{self.landing}" in a.patch("up", "fix", "upstreamed").decode()
+        assert subprocess.run(["git", "-C", str(self.up), "merge-base", "--is-ancestor",
+                               self.landing, "v3"]).returncode == 1
+        git(a.root, "init", "-q")
+        git(a.root, "add", "-A")
+        git(a.root, "commit", "-q", "-m", "the project")
+        self.clone = tmp_path / "clone"
+        git(tmp_path, "clone", "-q", str(a.root), str(self.clone))
+        monkeypatch.setenv("PATCHFORGE_CACHE", str(tmp_path / "cold-cache"))
+
+    def cli(self, *args: str, expect: int | None):
+        result = run_cli(self.clone, *args)
+        assert expect is None or result.rc == expect, (args, result.rc, result.text)
+        return result
+
+
+@pytest.mark.parametrize("answer,code", [(503, 75), (403, 2)])
+def test_fetch_that_could_not_bring_a_kept_fixs_landing_exits_non_zero(tmp_path, monkeypatch,
+                                                                       answer, code):
+    """The kept fix's recorded landing commit (its `Applied-Upstream: ..., commit:X`), no
+    ancestor of the pin, is asked of upstream by `fetch`; upstream, served over HTTP by git
+    http-backend, failed that request, and `fetch` said nothing of it and exited 0, a CI job
+    going on with a cache that lacks it. As for its base: exit 75 where the remote gave no
+    answer (a 503), 2 where it answered with an error (a 403), after saying what it fetched,
+    naming the fix and its landing (`--json` too: the document, then the exit). The mirrors:
+    once upstream answers that it lacks the commit (its branch deleted and collected), a note
+    says it is not served, exit 0; once upstream serves it again, `fetch` exits 0, saying
+    nothing of it."""
+    picked = _Picked(tmp_path, monkeypatch)
+    server = _failing_server(picked, answer)
+    try:
+        server.failing = {picked.landing.encode()}
+        for extra in ((), ("--json",)):
+            fetched = picked.cli("fetch", *extra, expect=code)
+            note = f"up/upstreamed/fix.patch: its landing commit {picked.landing[:12]} could " \
+                f"not be fetched from up ({server.repo_url}): "
+            assert f"could not be fetched: up/upstreamed/fix.patch (landing " \
+                f"{picked.landing[:12]})" in fetched.err, fetched.text
+            if extra:
+                doc = json.loads(fetched.out)
+                assert [f["upstream"] for f in doc["fetched"]] == ["up"], doc
+                assert any(note in said for said in doc["notes"]), doc
+            else:
+                assert "up v3: " in fetched.out and note in fetched.err, fetched.text
+        assert list((tmp_path / "cold-cache").glob("kept/unserved/*/*")) == []
+        server.failing = set()
+        backup = tmp_path / "backup.git"
+        git(tmp_path, "clone", "-q", "--mirror", str(picked.up), str(backup))
+        git(picked.up, "branch", "-D", "release")
+        git(picked.up, "tag", "-d", "v2")
+        git(picked.up, "reflog", "expire", "--expire=now", "--all")
+        git(picked.up, "gc", "-q", "--prune=now")
+        fetched = picked.cli("fetch", expect=0)
+        assert f"up/upstreamed/fix.patch: its landing commit {picked.landing[:12]} is not " \
+            "served by up" in fetched.err, fetched.text
+        git(picked.up, "fetch", "-q", str(backup), "release:release")
+        fetched = picked.cli("fetch", expect=0)
+        assert picked.landing[:12] not in fetched.text, fetched.text
+        picked.cli("status", expect=0)
+    finally:
+        server.close()

@@ -217,7 +217,7 @@ def fetch(app, upstreams, as_json):
     notes = announce_state_report(project, as_json=as_json)[0]
     # The project's display shows each upstream, then its download and import in bytes.
     unserved: list[str] = []
-    unfetched: list[tuple[str, str, bool]] = []
+    unfetched: list[tuple[str, str, bool, str]] = []
     results = do_fetch(project, list(upstreams) or None,
                        on_upstream=lambda name, label: project.progress.step(
                            f"fetching {name} {label}"), notes=unserved, unfetched=unfetched)
@@ -239,21 +239,26 @@ def fetch(app, upstreams, as_json):
         _refuse_unfetched(unfetched)
 
 
-def _refuse_unfetched(unfetched: list[tuple[str, str, bool]]) -> None:
-    """A kept fix's base commit that could not be fetched (its note said why): `fetch` exited
-    0, and a CI job that runs it to fill the cache went on with a cache that lacks it. The exit
-    is 75 where every such remote gave no answer (the network, a 503: run it again later), else
-    2 (a remote that answered with an error: its words in the note say what to mend)."""
+def _refuse_unfetched(unfetched: list[tuple[str, str, bool, str]]) -> None:
+    """A kept fix's base or recorded landing commit that could not be fetched (its note said
+    why): `fetch` exited 0, and a CI job that runs it to fill the cache went on with a cache
+    that lacks it. The exit is 75 where every such remote gave no answer (the network, a 503:
+    run it again later), else 2 (a remote that answered with an error: its words in the note
+    say what to mend)."""
     from patchforge.errors import RemoteUnreachable
     from patchforge.model.words import counted
 
-    fixes = ", ".join(f"{fix} (base {base[:12]})" for fix, base, _ in unfetched)
+    fixes = ", ".join(f"{fix} ({what} {commit[:12]})" for fix, commit, _, what in unfetched)
+    whats = " and ".join(sorted({what for *_, what in unfetched}))
+    commits = "it" if len(unfetched) == 1 else "them"
+    kept = len({fix for fix, *_ in unfetched})
     error = RemoteUnreachable(
-        f"the base commit of {counted(len(unfetched), 'fix')} kept as landed could not be "
-        f"fetched: {fixes}; the cache lacks it, and commands judge "
-        f"{'it' if len(unfetched) == 1 else 'them'} without it",
+        f"the {whats} {'commit' if commits == 'it' else 'commits'} of "
+        f"{counted(kept, 'fix')} kept as landed could not be fetched: {fixes}; the cache "
+        f"lacks {commits}, and commands judge {'it' if kept == 1 else 'them'} without "
+        f"{commits}",
         hint="its note gives the URL and git's error; `patchforge fetch` asks again "
              "(where the remote gave no answer, nothing in the project is wrong: run it again "
              "later)")
-    error.gave_up = all(no_answer for _, _, no_answer in unfetched)
+    error.gave_up = all(no_answer for _, _, no_answer, _ in unfetched)
     raise error

@@ -407,16 +407,18 @@ def _refuse_shared_config(project: Project, name: str, spec: str) -> None:
 
 def fetch(project: Project, names: list[str] | None = None, *,
           on_upstream=None, notes: list[str] | None = None,
-          unfetched: list[tuple[str, str, bool]] | None = None) -> list[tuple[str, str, str]]:
+          unfetched: list[tuple[str, str, bool, str]] | None = None
+          ) -> list[tuple[str, str, str]]:
     """Bring the locked revisions into the store. Returns (upstream, commit, what happened).
     `on_upstream(name, label)` is called before each (the CLI's progress indicator). The
     commits the fixes kept as landed name (each `Base`, each recorded landing) are asked of
     their upstream again, even those an earlier command found it does not serve (the retry
     pins.bring_named_commits records); `notes` gets a sentence for each still missing, and
-    `unfetched` (UPSTREAM/upstreamed/NAME, base commit, whether the remote gave no answer at
-    all) each kept fix whose base could not be fetched for another reason than upstream
-    answering it lacks it (the network, an error of the remote's): the caller's exit status
-    says it, since the cache is not what a later `--offline` command needs."""
+    `unfetched` (UPSTREAM/upstreamed/NAME, the commit, whether the remote gave no answer at
+    all, "base" or "landing") each kept fix whose base or recorded landing could not be
+    fetched for another reason than upstream answering it lacks it (the network, an error of
+    the remote's): the caller's exit status says it, since the cache is not what a later
+    `--offline` command needs."""
     from patchforge.pins import ensure_pinned, open_store
 
     lock = project.lock
@@ -451,7 +453,7 @@ def fetch(project: Project, names: list[str] | None = None, *,
 
 
 def _bring_series_files(project: Project, store: UpstreamStore, name: str, commit: str, *,
-                        unfetched: list[tuple[str, str, bool]] | None = None) -> list[str]:
+                        unfetched: list[tuple[str, str, bool, str]] | None = None) -> list[str]:
     """The files the series touches, at the pin, into a partial store in one fetch: a git
     upstream's blobs otherwise come when first read, and an `--offline` command (a pre-commit
     hook's) after `fetch` would find them missing. A patch that does not parse is left to
@@ -499,18 +501,25 @@ def _bring_series_files(project: Project, store: UpstreamStore, name: str, commi
         url = redact(git_url_for(project, project.config.upstream(name).url or ""))
     for kept_name, data in kept:
         base = kept_base(data)
-        if base in failed and unfetched is not None:
-            unfetched.append((f"{name}/upstreamed/{kept_name}", base, base in no_answer))
-        if base in failed:
-            # (No answer: the next command asks again.)
-            said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} could "
-                        f"not be fetched from {name} ({url}): {failed[base]}; commands judge "
-                        "it without its base, and ask for it again (`patchforge status` says "
-                        "where that is not enough)")
-        elif base in missing:
-            said.append(f"{name}/upstreamed/{kept_name}: its base commit {base[:12]} is not "
-                        f"served by {name}, asked again: commands judge it without its base "
-                        "(`patchforge status` says where that is not enough)")
+        # Its base, then each landing its header records: a landing is no ancestor of the pin
+        # where upstream cherry-picked it onto another branch, or the pin went back before it.
+        named = ([base] if base else []) + [c for c in dict.fromkeys(kept_commits([data]))
+                                            if c != base]
+        for one in named:
+            what = "base" if one == base else "landing"
+            if one in failed:
+                if unfetched is not None:
+                    unfetched.append((f"{name}/upstreamed/{kept_name}", one, one in no_answer,
+                                      what))
+                # (No answer: the next command asks again.)
+                said.append(f"{name}/upstreamed/{kept_name}: its {what} commit {one[:12]} "
+                            f"could not be fetched from {name} ({url}): {failed[one]}; "
+                            f"commands judge it without its {what}, and ask for it again "
+                            "(`patchforge status` says where that is not enough)")
+            elif one in missing:
+                said.append(f"{name}/upstreamed/{kept_name}: its {what} commit {one[:12]} "
+                            f"is not served by {name}, asked again: commands judge it without "
+                            f"its {what} (`patchforge status` says where that is not enough)")
     return said
 
 
