@@ -91,7 +91,9 @@ which no later commit has it back, took it out.
 It is a revert when its message names the landing (`This reverts commit X` for a commit of
 the landing, or for the merge that brought it; or, in a message that says it reverts, the
 landing's pull request `#N`), or its change to the fix's files is the exact reverse of the
-landing commit's. Otherwise it took the change out as part of other work. A revision that
+landing commit's; or it reverts so (its message, its exact reverse) a commit that brought the
+change back, in any form, after it was taken out (a re-land in another form, reverted).
+Otherwise it took the change out as part of other work. A revision that
 does not contain the landing commit at all (the pin rolled back to before it, say from a bad
 nightly) is said as such. Each needs attention: the files hold the fix's old code again at
 its place (the state a revert leaves, its neighbours maybe edited since), so the deployment
@@ -147,7 +149,8 @@ class LandingGone:
     """A fix under upstreamed/ whose change the revision asked about does not have.
 
     `kind`: `reverted` (a commit whose message names the landing, or whose change is its exact
-    reverse, took it out), `removed` (a commit took it out as part of other work),
+    reverse, took it out; or so reverted a re-land of it after a revert), `removed` (a commit
+    took it out as part of other work),
     `before-landing` (the revision does not contain the landing commit: a pin rolled back to
     before it), `unexplained` (no landing commit recorded, or no commit found that took it
     out), `base-unserved` (not known: its `Base` commit is not in the store, its upstream
@@ -2912,13 +2915,38 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     removed = None
     for sha, message in takers:
         how = _names_landing(store, message, landing, landings, prs) or \
-            _exact_reverse(store, fix, landing, sha)
+            _exact_reverse(store, fix, landing, sha) or \
+            _reverts_relanding(store, fix, sha, message, log, back, cache)
         if how:
             return gone("reverted", sha, how)
         removed = removed or sha
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _reverts_relanding(store: UpstreamStore, fix: _Fix, taker: str, message: bytes,
+                       log: list, back: list[str], cache: dict) -> str | None:
+    """How `taker` (a commit after which the fix's change is gone) reverts a commit of `log`
+    (the history since the landing, newest first) that brought the change back, in any form,
+    after it was taken out: one of `back` (the change not gone at it) whose parent has it
+    gone, before `taker`. Land, revert, land again in another form (superseded), revert
+    that: the last revert names the re-land, never the landing, and its change is the
+    re-land's reverse, not the landing's; it was said taken out as part of other work. Its
+    message names the re-land (`This reverts commit X`) or its change is the re-land's exact
+    reverse, as _names_landing and _exact_reverse tell of a landing; else None. (Asked only
+    where the taker is no revert of the landing itself: each candidate costs a look at its
+    parent's files.)"""
+    for relanded, parents, _ in log:
+        if relanded == taker or relanded not in back or len(parents) != 1 or \
+                not store.is_ancestor(relanded, taker) or \
+                _fix_state(store, fix, parents[0], cache) not in _TAKEN:
+            continue
+        how = _names_landing(store, message, relanded, [relanded], set()) or \
+            _exact_reverse(store, fix, relanded, taker)
+        if how:
+            return f"{how}, which landed it again after it was taken out"
+    return None
 
 
 def _taken_before_deleted(store: UpstreamStore, fix: _Fix, recorded: dict, landing: str,

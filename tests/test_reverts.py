@@ -2006,3 +2006,51 @@ def test_overlays_on_a_fresh_clone_fetches_the_pin_of_an_upstream_that_only_keep
     assert "fetched up v2 into the cache" in err, out + err
     assert (stack.root / "overlays/SHA256SUMS").read_bytes() == written
     stack.cli("status")
+
+
+# The fix's line 5 landed again in another form after its landing was reverted.
+STRICT = BASE.replace(b"line 5 of the module under test\n",
+                      b"five = compute_it_properly(strict=True)\n")
+
+
+@pytest.mark.parametrize("how", ["a revert of it", "its exact reverse by hand",
+                                 "taken out with other work"])
+def test_a_revert_of_a_re_land_in_another_form_is_said_a_revert(tmp_path, how):
+    """fa landed at v2, reverted at v3 (said reverted), landed again in another form at v4
+    (quiet: superseded); v5 takes that re-land out. A `git revert` of the re-land names it,
+    never the landing, and was said "taken out ... as part of other work (no revert of the
+    landing)". Now it is said reverted, naming the re-land it reverts; so is a commit whose
+    change is the re-land's exact reverse. The mirror: a commit that takes the re-land out
+    together with other work in the file stays said taken out as part of other work. Every
+    way needs attention (exit 1), the rebase onto v5 saying it as status does."""
+    stack, landing = _landed(tmp_path)
+    _revert(stack, landing, tag="v3")
+    stack.cli("status", "--against", "v3", expect=1)
+    again = stack.commit({"pkg/a.py": STRICT}, "Compute it properly, strictly (#20)", tag="v4")
+    stack.cli("status", "--against", "v4", expect=0)
+    if how == "a revert of it":
+        by = _revert(stack, again, tag="v5")
+        said = f"its message reverts {again[:12]}, which landed it again after it was taken out"
+    elif how == "its exact reverse by hand":
+        by = stack.commit({"pkg/a.py": BASE}, "Compute it plainly", tag="v5")
+        said = f"its change is the exact reverse of {again[:12]}'s, which landed it again " \
+            "after it was taken out"
+    else:
+        by = stack.commit({"pkg/a.py": BASE.replace(b"line 20 of", b"line twenty of")},
+                          "Compute it plainly, and name line twenty", tag="v5")
+        said = None
+    if said is not None:
+        _said_reverted(stack, "v5", by)
+        _, out, _ = stack.cli("status", expect=1)
+        assert f"({said})" in out, out
+        return
+    document = stack.json("status", "--against", "v5", expect=1)
+    assert document["reverted"] == [], document
+    assert [(g["kind"], g["by"]) for g in document["gone_upstream"]] == [("removed", by)], \
+        document
+    summary = stack.rebase_json("--to", "v5", expect=1)
+    assert "reverted" not in summary, summary
+    assert [(g["kind"], g["by"]) for g in summary["gone_upstream"]] == [("removed", by)], \
+        summary
+    _, out, _ = stack.cli("status", expect=1)
+    assert f"commit {by[:12]} took its change out as part of other work" in out, out
