@@ -2501,16 +2501,16 @@ class _PathReads:
         ways = {_MISSES if way == _JUMPS else way for way in ways}
         if self.naming(header):
             ways |= {_READS, _MISSES}
-        if re.fullmatch(rb"while\s*(?:\(\s*(?:1|true|True)\s*\)|True|1)\s*[:{]?"
-                        rb"|for\s*\(\s*;\s*;\s*\)\s*\{?", header) or _runs_a_round(header):
-            return ways
-        ways.add(_MISSES)
+        always = re.fullmatch(rb"while\s*(?:\(\s*(?:1|true|True)\s*\)|True|1)\s*[:{]?"
+                              rb"|for\s*\(\s*;\s*;\s*\)\s*\{?", header) or _runs_a_round(header)
+        if not always:
+            ways.add(_MISSES)
         if len(parts) > 1 and re.match(rb"else\s*:", parts[1][0]) and len(parts) == 2:
-            # (A loop's `else:` runs where the loop ends without a `break`.)
+            # (A loop's `else:` runs where the loop ends without a `break`, a loop that runs a
+            # round at least included.)
             breaks = any(re.match(rb"break\b", self.code(at)) for at in parts[0][2])
-            after = self.body(parts[1])
-            ways = (ways - {_MISSES}) | after | ({_MISSES} if breaks else set())
-        elif len(parts) > 1:
+            ways = _then(ways, self.body(parts[1])) | ({_MISSES} if breaks else set())
+        elif len(parts) > 1 and not always:
             return {_READS, _MISSES} if _READS in ways else {_MISSES}
         return ways
 
@@ -2601,9 +2601,12 @@ def _runs_a_round(header: bytes) -> bool:
                          header)
     if found is not None:
         return int(found[1] or 0) < int(found[2])
-    if re.fullmatch(rb"for\s+.+?\s+in\s+(?:\([^()]*,[^()]*\)|\[[^\[\]]*\S[^\[\]]*\])\s*:",
-                    header):
-        return True
+    found = re.fullmatch(rb"for\s+.+?\s+in\s+(\([^()]*,[^()]*\)|\[[^\[\]]*\S[^\[\]]*\])\s*:",
+                         header)
+    if found is not None:
+        # A comprehension (`[v for v in c]`) or an unpacked item (`[*c]`, `(*c, *b)`) may
+        # give no item at all: such a loop may run no round.
+        return re.search(rb"\bfor\b|(?:^|,)\s*\*", found[1][1:-1]) is None
     found = re.match(rb"for\s*\(\s*(?:[A-Za-z_][\w:]*\s+)*([A-Za-z_]\w*)\s*=\s*(\d+)\s*;\s*"
                      rb"([A-Za-z_]\w*)\s*(<=?|!=)\s*(\d+)\s*;", header)
     return found is not None and found[1] == found[3] and (

@@ -219,7 +219,10 @@ def test_a_short_statement_upstream_added_past_an_if_else_reading_it_in_one_bran
     assert not doubled_after_rebase(stack, "k.py", line)
 
 
-@pytest.mark.parametrize("between", [b"    d = clip(b,\n             lo=0)\n"], ids=["over-lines"])
+@pytest.mark.parametrize("between", [
+    b"    d = clip(b,\n             lo=0)\n",
+    b"    try: d = clip(a)\n    except ValueError:\n        d = clip(y)\n"],
+    ids=["over-lines", "try-on-its-header-line"])
 @known_wrong("a short statement the fix adds (`y += 1` under `y = x + 1`) where upstream added")
 def test_a_short_statement_upstream_added_past_lines_reading_it_on_some_paths_is_not_doubled(
         tmp_path, between):

@@ -1168,6 +1168,46 @@ def test_a_short_statement_past_a_loop_over_literals_leaving_before_it_reads_kee
     stops_keeping_yours_first(stack, READ_BETWEEN)
 
 
+@pytest.mark.parametrize("block", [
+    b"    for k in [v for v in c if v]:\n        d = clip(y)\n",
+    b"    for k in [v for v in c]:\n        d = clip(y, k)\n",
+    b"    for k in [*c]:\n        d = clip(y)\n",
+    b"    for k in (*c, *b):\n        d = clip(y)\n"],
+    ids=["comprehension-with-if", "comprehension", "unpacked-list", "unpacked-tuple"])
+def test_a_short_statement_past_a_loop_over_a_bracket_that_may_be_empty_keeps_yours_first(
+        tmp_path, block):
+    # Mirror of the loops over literals: a comprehension or an unpacked item in the brackets
+    # may give no item, the loop no round, and on that path nothing reads y between the
+    # copies. Read as a literal it moved, y stepped twice, exit 0; it stops, keep yours first.
+    stack = leaves_between(tmp_path, "pkg/a.py", block)
+    stops_keeping_yours_first(stack, READ_BETWEEN)
+
+
+@pytest.mark.parametrize("block", [
+    b"    for k in range(3):\n        d = k\n    else:\n        d = clip(y)\n",
+    b"    for k in (1, 2):\n        d = k\n    else:\n        d = clip(y)\n"],
+    ids=["range-of-a-literal", "a-tuple"])
+def test_a_short_statement_past_a_loop_over_literals_whose_else_reads_it_moves(tmp_path, block):
+    # No `break`: the `else:` runs on every path, past the loop's rounds, and reads y. The
+    # loop's `else:` went unread where the loop runs a round at least: a stop whose way on
+    # took upstream's step out. It moves, both kept.
+    stack = leaves_between(tmp_path, "pkg/a.py", block, step_of("pkg/a.py"))
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    assert made.count(b"    " + step_of("pkg/a.py") + b"\n") == 2, made.decode()
+
+
+def test_a_short_statement_past_a_loop_over_literals_breaking_past_its_else_keeps_yours_first(
+        tmp_path):
+    # Mirror: a `break` skips the `else:` reading y; on that path nothing reads it.
+    block = (b"    for k in range(3):\n        if k > n:\n            break\n    else:\n"
+             b"        d = clip(y)\n")
+    stops_keeping_yours_first(leaves_between(tmp_path, "pkg/a.py", block), READ_BETWEEN)
+
+
 GUARDS_THE_OTHER_WAY_ROUND = [
     ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        return c\n"),
     ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        raise ValueError(c)\n"),
