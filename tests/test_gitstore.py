@@ -1864,6 +1864,12 @@ def test_trees_read_ahead_before_their_commit_came_in_are_asked_again(store, mer
     fresh = UpstreamStore(store.git_dir)
     try:
         fresh.read_trees_ahead([later], [path])
+        # A lookup of another commit waits for git's answers in order: the trees asked ahead
+        # are answered missing before the commit comes in. Written while git still looked for
+        # it (under load git had often not read the names yet), the commit was either found
+        # (this case not met) or, written between git's last look and its check of the loose
+        # file, called corrupt by git (its message: "loose object ... is corrupt").
+        assert fresh.has_object(merge_base)
         run("hash-object", "-w", "-t", "commit", "--stdin", data=body)
         found = fresh.entries(later, [path])
     finally:
