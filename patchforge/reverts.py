@@ -3527,6 +3527,8 @@ _EXITS = {b"return", b"raise", b"continue", b"break", b"throw", b"goto"}
 # loop's body, so the ifs around the loop are not read with them (_branch_of).
 _LOOP_EXITS = {b"continue", b"break"}
 _GUARD_BODY = 3
+# The exits that leave the function itself (_earlier_branches).
+_LEAVES = {b"return", b"raise"}
 # A call named as a check: its first argument is a condition it tests (_checked_arguments:
 # `TORCH_CHECK(x != nullptr, ...)`, `torch._check(x is not None)`, C's `assert(x)`).
 _CHECK_CALL = on_first_use(rb"(?i)check|assert|expect|require|ensure|valid|verif")
@@ -3927,7 +3929,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
               ) -> set[frozenset[_Literal]]:
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
     work, each a set of tests that together make one leave (_ways): an `if` whose body ends
-    in an exit (`return`, `raise`, ...) where its condition holds; an `if` or `while` around
+    in an exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one
+    where the conditions above it fail (C's `else` of a lone `if` alike); an `if` or `while` around
     the rest of the function's work (nothing but an exit, or an `else:` of one, after it:
     _rest_exits) where its condition does not; an `assert`, or a call named as a check
     (`TORCH_CHECK(x != nullptr, ...)`) where its condition does not. An `if` around other
@@ -3949,10 +3952,11 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
         assigned = _carried(statements, language)
         for at, (indent, tokens) in enumerate(statements):
             known = {name: tree for name, (where, tree) in assigned.items() if where < at}
-            if tokens[0] not in (b"if", b"elif", b"while", b"assert") and \
+            if tokens[0] not in (b"if", b"elif", b"while", b"assert", b"else") and \
                     not _checked_arguments(tokens):
                 continue
-            word = _exit_word(statements, at) if tokens[0] in (b"if", b"elif") else None
+            word = _exit_word(statements, at) if tokens[0] in (b"if", b"elif", b"else") \
+                else None
             branch = _branch_of(statements, at, word in _LOOP_EXITS)
             if branch is None:
                 continue  # (in an `except` or a nested function: not read)
@@ -3960,18 +3964,21 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                       if tree is not None]
             if len(within) < len(branch):
                 continue
-            if tokens[0] in (b"if", b"elif", b"while"):
+            if tokens[0] == b"else":
+                # (An `else:` ending in an exit leaves where none of the branches above it
+                # held: `if x is not None: x = x.float()` + `else: return 0` leaves where x
+                # is None, whatever the if's own body does.)
+                earlier = _earlier_branches(statements, at) if tokens[1:2] == [b":"] else None
+                if earlier and _exit_word(statements, at) in _EXITS:
+                    found.append((_joined(earlier), True, False, within))
+                    carried.append(known)
+            elif tokens[0] in (b"if", b"elif", b"while"):
                 colon = _top_level(tokens, 1, {b":"})
                 inline = tokens[colon + 1:]
                 end = at + 1
                 while end < len(statements) and statements[end][0] > indent:
                     end += 1
-                body = statements[at + 1:end]
-                if inline:
-                    exits = inline[0] in _EXITS and tokens[0] != b"while"
-                else:
-                    exits = bool(body) and tokens[0] != b"while" and \
-                        [more for deeper, more in body if deeper == body[0][0]][-1][0] in _EXITS
+                exits = tokens[0] != b"while" and _exit_word(statements, at) in _EXITS
                 found.append((tokens[1:colon], exits, _rest_exits(statements[end:]), within))
                 carried.append(known)
                 if inline:
@@ -3993,6 +4000,13 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             exits, end = _c_body(tokens, close + 1)
             found.append((tokens[k + 2:close], token == b"if" and exits,
                           _c_rest_exits(tokens[end:]), []))
+            # (An `else` ending in an exit leaves where the if's condition fails: `if (x) {
+            # log(1); } else { return 0; }` leaves where x is null. Read after a lone `if`
+            # only, not an `else if` chain's last.)
+            if token == b"if" and end < len(tokens) and tokens[end] == b"else" and \
+                    tokens[end + 1:end + 2] != [b"if"] and (k == 0 or tokens[k - 1] != b"else"):
+                if _c_body(tokens, end + 1)[0]:
+                    found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False, []))
         found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
     ways: set[frozenset[_Literal]] = set()
     for k, (condition, exits, converse, within) in enumerate(found):
@@ -4111,8 +4125,11 @@ def _loop_runs(opener: list[bytes]) -> list[bytes]:
 def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
                       ) -> list[list[bytes]] | None:
     """The converse (`not (...)`) of each condition of the `if` and `elif`s above the `elif`
-    or `else:` at `at`, at its indent: where it runs none of them held. None where the
-    branch above is no `if` (a loop's or a `try`'s `else:`)."""
+    or `else:` at `at`, at its indent: where it runs none of them held. A branch ending in
+    a `return` or `raise` counts nothing: where it held the function left, so the `elif` or
+    `else:` runs only where it did not anyway (`if x is None: return 0` + `elif y is None: return 0`
+    leaves where y is None, as a second `if` would). None where the branch above is no `if`
+    (a loop's or a `try`'s `else:`)."""
     indent = statements[at][0]
     held: list[list[bytes]] = []
     for up in range(at - 1, -1, -1):
@@ -4121,7 +4138,8 @@ def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
             continue
         if deeper < indent or tokens[0] not in (b"if", b"elif"):
             return None
-        held.append([b"not", b"("] + tokens[1:_top_level(tokens, 1, {b":"})] + [b")"])
+        if _exit_word(statements, up) not in _LEAVES:
+            held.append([b"not", b"("] + tokens[1:_top_level(tokens, 1, {b":"})] + [b")"])
         if tokens[0] == b"if":
             return held
     return None

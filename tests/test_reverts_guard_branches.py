@@ -1,0 +1,132 @@
+"""A kept guard (`if x is None:` + `return 0`; C's `if (!x) return 0;`) that upstream wrote
+again as a branch of an if/else while rewriting the lines under it: the exit in the `else:` of
+its converse (`if x is not None: x = x.float()` + `else: return 0`), or a guard of two names
+split into an `if` and an `elif` each ending in an exit. The function leaves wherever the
+guard did: quiet, until a commit drops that exit (then said). Read as dropped, the guard
+upstream kept was said taken out (exit 1, advising `bring-back`, which would put it back
+beside upstream's own). An `else:` of another condition, of a wider one, or without an exit,
+and an `elif` past a branch the work goes on past, keep nothing: the guard dropped beside
+them is said. Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_guard_forms import HEAD, TWO, _c_fn, _c_module
+from test_reverts_guard_rewritten import GUARD, REWRITTEN, _fn, _landed, _module, _said_by
+
+PREP = b"    if x is not None:\n        x = x.float()\n"
+ELSE_KEPT = {
+    "the else of its converse": PREP + b"    else:\n        return 0\n",
+    "the else on one line": PREP + b"    else: return 0\n",
+    "the else past an elif": b"    if x is not None and FAST:\n        x = x.half()\n"
+                             b"    elif x is not None:\n        x = x.float()\n"
+                             b"    else:\n        log('no x')\n        return 0\n",
+}
+ELSE_OTHER = {
+    "the else of another condition": b"    if FAST:\n        x = x.half()\n"
+                                     b"    else:\n        return 0\n",
+    "the else of a wider converse": b"    if x is not None or FAST:\n        x = x.float()\n"
+                                    b"    else:\n        return 0\n",
+    "the else without an exit": PREP + b"    else:\n        x = DEFAULT\n",
+}
+
+
+@pytest.mark.parametrize("form", list(ELSE_KEPT))
+def test_a_guard_kept_as_the_else_of_its_converse_is_quiet_until_a_commit_drops_it(
+        tmp_path, form):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", ELSE_KEPT[form], REWRITTEN))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", PREP, REWRITTEN))},
+                        "a2: x is never None")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+@pytest.mark.parametrize("other", list(ELSE_OTHER))
+def test_a_guard_dropped_beside_an_else_not_holding_it_is_said(tmp_path, other):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", ELSE_OTHER[other], REWRITTEN))},
+                        "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+C_GUARD = b"  if (!x) return 0;\n"
+C_HEAD = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
+C_PREP = b"  if (x) {\n    log(1);\n  }"
+C_ELSE_KEPT = {
+    "a braced else": C_PREP + b" else {\n    return 0;\n  }\n",
+    "an else of one statement": b"  if (x != nullptr) {\n    log(1);\n  } else return 0;\n",
+}
+C_ELSE_OTHER = {
+    "the else of another condition": b"  if (fast) {\n    log(1);\n  } else {\n"
+                                     b"    return 0;\n  }\n",
+    "the else of a wider converse": b"  if (x || fast) {\n    log(1);\n  } else {\n"
+                                    b"    return 0;\n  }\n",
+    "the else without an exit": C_PREP + b" else {\n    log(0);\n  }\n",
+}
+
+
+@pytest.mark.parametrize("form", list(C_ELSE_KEPT))
+def test_a_cpp_guard_kept_as_the_else_of_its_converse_is_quiet_until_a_commit_drops_it(
+        tmp_path, form):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(C_ELSE_KEPT[form], C_HEAD))}, "rework k2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(C_PREP + b"\n", C_HEAD))},
+                        "k2: never null")
+    said = _said_by(stack, took)
+    assert "`if (!x) return 0;`" in said["detail"], said
+
+
+@pytest.mark.parametrize("other", list(C_ELSE_OTHER))
+def test_a_cpp_guard_dropped_beside_an_else_not_holding_it_is_said(tmp_path, other):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(C_ELSE_OTHER[other], C_HEAD))},
+                        "rework k2")
+    said = _said_by(stack, took)
+    assert "`if (!x) return 0;`" in said["detail"], said
+
+
+# A guard of two names (`if x is None or y is None:` + `return 0`) split by upstream into an
+# `if` and an `elif`, each ending in an exit: where the `if` holds the function has left, so
+# the `elif` leaves wherever its own condition holds, as a second `if` would.
+ELIF_KEPT = {
+    "if and elif returning": b"    if x is None:\n        return 0\n"
+                             b"    elif y is None:\n        return 0\n",
+    "the elif raising": b"    if y is None:\n        return 0\n"
+                        b"    elif x is None:\n        raise ValueError('x')\n",
+}
+ELIF_OTHER = {
+    "the if without an exit": b"    if x is None:\n        x = DEFAULT\n"
+                              b"    elif y is None:\n        return 0\n",
+    "the elif without an exit": b"    if x is None:\n        return 0\n"
+                                b"    elif y is None:\n        y = DEFAULT\n",
+}
+
+
+@pytest.mark.parametrize("form", list(ELIF_KEPT))
+def test_a_guard_of_two_names_kept_as_if_and_elif_is_quiet_until_a_commit_drops_it(
+        tmp_path, form):
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                    _module(_fn(b"a2", TWO, args=b"x, y")))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", ELIF_KEPT[form], HEAD, args=b"x, y"))},
+                 "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    only = ELIF_KEPT[form].split(b"    elif")[0]
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", only, HEAD, args=b"x, y"))},
+                        "a2: one of them is never None")
+    said = _said_by(stack, took)
+    assert "`if x is None or y is None:`" in said["detail"], said
+
+
+@pytest.mark.parametrize("other", list(ELIF_OTHER))
+def test_a_guard_of_two_names_dropped_beside_an_if_and_elif_not_both_leaving_is_said(
+        tmp_path, other):
+    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                    _module(_fn(b"a2", TWO, args=b"x, y")))
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", ELIF_OTHER[other], HEAD,
+                                                 args=b"x, y"))}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None or y is None:`" in said["detail"], said
