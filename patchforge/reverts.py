@@ -3932,7 +3932,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     in an exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one
     where the conditions above it fail (C's `else` of a lone `if` alike); an `if` or `while` around
     the rest of the function's work (nothing but an exit, or an `else:` of one, after it:
-    _rest_exits) where its condition does not; an `assert`, or a call named as a check
+    _rest_exits; or nothing after it, its body ending in an exit and holding most of the
+    function's statements) where its condition does not; an `assert`, or a call named as a check
     (`TORCH_CHECK(x != nullptr, ...)`) where its condition does not. An `if` around other
     work the function goes on past (`if x is not None: x = x.float()`, then the work) skips
     nothing of it: no leave. In Python each is read with the ifs it sits in (_branch_of: an
@@ -3979,7 +3980,16 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                 while end < len(statements) and statements[end][0] > indent:
                     end += 1
                 exits = tokens[0] != b"while" and _exit_word(statements, at) in _EXITS
-                found.append((tokens[1:colon], exits, _rest_exits(statements[end:]), within))
+                # (Nothing after an if whose body ends in an exit and holds most of the
+                # function's work: where its condition fails the function ends there, an
+                # implicit `return None`, skipping that work: `if x is not None:` around all
+                # of it and its `return`. Not `if x is not None: return x` past the work.)
+                rest = _rest_exits(statements[end:]) or (
+                    _exit_word(statements, at) in _LEAVES and end == len(statements) and
+                    end - at - 1 > sum(more[0] not in (b"def", b"async", b"@") and
+                                       more[0][:1] not in (b'"', b"'")
+                                       for _, more in statements[:at]) and not inline)
+                found.append((tokens[1:colon], exits, rest, within))
                 carried.append(known)
                 if inline:
                     continue

@@ -130,3 +130,38 @@ def test_a_guard_of_two_names_dropped_beside_an_if_and_elif_not_both_leaving_is_
                                                  args=b"x, y"))}, "rework a2")
     said = _said_by(stack, took)
     assert "`if x is None or y is None:`" in said["detail"], said
+
+
+# The guard kept as `if x is not None:` around all the function's work and its `return`,
+# nothing after it: where x is None the function ends there (an implicit `return None`),
+# skipping the work as the guard did. An `if` at the end past the work (`if x is not None:`
+# + `return v7`, the work done before it) keeps nothing.
+def _ending_in(opened: bytes) -> bytes:
+    from test_reverts_guard_forms import _around
+    return _around(opened, b"")
+
+
+def test_a_guard_kept_around_the_work_to_the_functions_end_is_quiet_until_a_commit_drops_it(
+        tmp_path):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    stack.commit({"pkg/a.py": _module(_ending_in(b"    if x is not None:\n"))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+END_OTHER = {
+    "a return past the work": b"    if x is not None:\n        return v7\n",
+    "a step past the work": b"    if x is not None:\n        log(v7)\n",
+}
+
+
+@pytest.mark.parametrize("other", list(END_OTHER))
+def test_a_guard_dropped_beside_an_if_at_the_functions_end_past_the_work_is_said(
+        tmp_path, other):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    ending = _fn(b"a2", head=REWRITTEN).replace(b"    return v7\n", END_OTHER[other])
+    took = stack.commit({"pkg/a.py": _module(ending)}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
