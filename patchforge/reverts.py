@@ -3845,6 +3845,18 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     ways = [way | {literal for literal in members if any(
         ((b"equal",) + tuple(sorted((literal[0][1], member))), True) in way
         for member in _members(literal[0][2], language))} for way in ways]
+    # (Where `n == 0` holds, so do `n <= 0` and `n >= 0`, and where `n < 0` does, `n <= 0`:
+    # upstream widening the guard's bound, `if n <= 0: return 0` for `if n == 0:`, leaves
+    # there too. Not the other way round: `n <= 0` holds where `n == 0` does not.)
+    ways = [way | {bound for literal in way for bound in _bounds_of(literal, language)}
+            for way in ways]
+    # (Where `x is None` holds, so does `not isinstance(x, T)`, `not torch.is_tensor(x)`,
+    # `not hasattr(x, "shape")`: upstream widening `if x is None:` to any x not a tensor.)
+    typed = {literal for leave in exits for literal in leave
+             if not literal[1] and literal[0][0] == b"truth" and
+             _type_tested(literal[0][1], language) is not None}
+    ways = [way | {literal for literal in typed if (
+        (b"none", _type_tested(literal[0][1], language), ()), True) in way} for way in ways]
     around = (_ways(_boolean(list(outer), language)) if outer else None) or [frozenset()]
     # (Where the loops the guard sits in are not known, no loop of upstream's narrows it.)
     unlooped = {leave: frozenset(literal for literal in leave if not _is_loop(literal))
@@ -3859,6 +3871,51 @@ def _is_loop(literal: _Literal) -> bool:
     """Whether a test is a loop's running at all (_loop_runs)."""
     form = literal[0]
     return form[0] == b"truth" and len(form[1]) == 1 and form[1][0].startswith(b"<loop: ")
+
+
+def _bounds_of(literal: _Literal, language: str) -> list[_Literal]:
+    """The bounds a test holding implies (_test_form's forms): `a < b` holds `not b < a` (`b
+    >= a`); `n == 0`, a value compared with a number, holds `not n < 0` and `not 0 < n` (`n >=
+    0`, `n <= 0`), as C's `!n` does (`n == 0` read so: _test_form)."""
+    form, sense = literal
+    if form[0] == b"order" and sense:
+        return [((b"order", form[2], form[1]), False)]
+    if form[0] == b"truth" and not sense and language != "python" and form[1]:
+        sides = [form[1], (b"0",)]
+    elif form[0] == b"equal" and sense and any(len(side) == 1 and side[0][:1].isdigit()
+                                               for side in form[1:]):
+        sides = [form[1], form[2]]
+    else:
+        return []
+    return [((b"order", sides[0], sides[1]), False), ((b"order", sides[1], sides[0]), False)]
+
+
+# The types whose test holds for None (`isinstance(x, object)`, `Optional[...]`): a test of
+# them keeps no guard on None (_type_tested).
+_HOLDS_NONE = {b"None", b"NoneType", b"type", b"object", b"Optional", b"Any"}
+
+
+def _type_tested(tokens: tuple[bytes, ...], language: str) -> tuple[bytes, ...] | None:
+    """The value a Python type test reads (`x` of `isinstance(x, torch.Tensor)`,
+    `torch.is_tensor(x)`, `hasattr(x, "shape")`), which is false where it is None; None for
+    anything else, or a type None is of."""
+    if language != "python" or len(tokens) < 4 or tokens[-1] != b")":
+        return None
+    call = 1 if tokens[:2] == (b"isinstance", b"(") or tokens[:2] == (b"hasattr", b"(") else \
+        3 if tokens[:4] == (b"torch", b".", b"is_tensor", b"(") else \
+        1 if tokens[:2] == (b"is_tensor", b"(") else None
+    if call is None or _closing(list(tokens), call) != len(tokens) - 1:
+        return None
+    inside = list(tokens[call + 1:-1])
+    comma = _top_level(inside, 0, {b","})
+    value = tuple(_bare(inside[:comma]))
+    rest = set(inside[comma + 1:])
+    if not value or (tokens[0] == b"isinstance" and (comma == len(inside) or rest & _HOLDS_NONE)) \
+            or (tokens[0] == b"hasattr" and comma == len(inside)):
+        return None
+    if tokens[0] != b"isinstance" and tokens[0] != b"hasattr" and comma != len(inside):
+        return None
+    return value
 
 
 def _zero_of(form: tuple, language: str) -> list[tuple[bytes, ...]]:
