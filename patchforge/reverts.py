@@ -4152,16 +4152,36 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
 
 def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | None:
     """The first word of the last statement of the body of the Python `if` at `at` (on its
-    line, or at the body's depth below it): `return` of `if x is None: return 0`."""
+    line, or at the body's depth below it): `return` of `if x is None: return 0`, and of `if
+    x is None: log(0); return 0` (_last_of)."""
     indent, tokens = statements[at]
     inline = tokens[_top_level(tokens, 1, {b":"}) + 1:]
-    if inline:
-        return inline[0]
-    end = at + 1
-    while end < len(statements) and statements[end][0] > indent:
-        end += 1
-    body = statements[at + 1:end]
-    return [more for deeper, more in body if deeper == body[0][0]][-1][0] if body else None
+    if not inline:
+        end = at + 1
+        while end < len(statements) and statements[end][0] > indent:
+            end += 1
+        body = statements[at + 1:end]
+        if not body:
+            return None
+        inline = [more for deeper, more in body if deeper == body[0][0]][-1]
+    last = _last_of(inline)
+    return last[0] if last else None
+
+
+def _last_of(tokens: list[bytes]) -> list[bytes]:
+    """The last of the Python statements joined by `;` on one line (`return 0` of `log(0);
+    return 0`), a `;` ending the line aside."""
+    parts: list[list[bytes]] = [[]]
+    depth = 0
+    for token in tokens:
+        depth += token in (b"(", b"[", b"{")
+        depth -= token in (b")", b"]", b"}")
+        if depth == 0 and token == b";":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    done = [part for part in parts if part]
+    return done[-1] if done else []
 
 
 # What the loop a `continue` or `break` guard sits in reads as where the hunk's context does
@@ -4463,8 +4483,8 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
     """The indent of its first line and the code tokens of each statement of the function
     `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
-    C's `if (!x ||\n    !y)`), each line as function_named_at reads it; lines of no code left
-    out. Braces join nothing (a C block is many statements)."""
+    C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
+    line as function_named_at reads it; lines of no code left out. Braces join nothing (a C block is many statements)."""
     statements: list[tuple[int, list[bytes]]] = []
     tokens: list[bytes] = []
     indent = depth = spanned = 0
@@ -4476,11 +4496,13 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
             continue
         if not tokens:
             indent = len(line) - len(line.lstrip())
-        tokens.extend(found)
+        # (A line ending in `\` goes on in the next: `if x is None \` + `or n == 0:`.)
+        continued = found[-1:] == [b"\\"]
+        tokens.extend(found[:-1] if continued else found)
         depth += sum(token in (b"(", b"[") for token in found) - \
             sum(token in (b")", b"]") for token in found)
         spanned += 1
-        if depth <= 0 or spanned >= _STATEMENT_LINES:
+        if (depth <= 0 and not continued) or spanned >= _STATEMENT_LINES:
             statements.append((indent, tokens))
             tokens, depth, spanned = [], 0, 0
     if tokens:
