@@ -4194,7 +4194,8 @@ def _loop_runs(opener: list[bytes]) -> list[bytes]:
     `opener` runs at all, as one token no other test reads as (no name, so no rename
     matches it): `for y in ys:` runs where ys has an item, whatever the loop's name for it
     (`for z in ys:` alike); `while k < n:` where its condition holds on the way in, its
-    body possibly changing what that reads; `while True:` always (none). An exit the loop
+    body possibly changing what that reads; `while True:`, or a `for` over what always has
+    an item (`range(3)`, `(1, 2)`: _never_empty), always (none). An exit the loop
     holds leaves only there: a guard at the function's top is not kept by its copy in a
     loop (where ys is empty nothing leaves), a guard the fix put in a loop is by its copy in
     the same loop (_enclosing, _landed_branch read it there too)."""
@@ -4203,10 +4204,55 @@ def _loop_runs(opener: list[bytes]) -> list[bytes]:
         return []
     if opener[0] == b"for":
         over = _top_level(opener, 1, {b"in"})
+        if over < colon and _never_empty(opener[over + 1:colon]):
+            return []
         opener = [b"for", b"in"] + opener[over + 1:colon] if over < colon else opener[:colon]
     else:
         opener = opener[:colon]
     return [b"<loop: " + b" ".join(opener) + b">"]
+
+
+def _never_empty(over: list[bytes]) -> bool:
+    """Whether what a Python `for` loop goes over (its tokens after `in`) always has an item,
+    so its body runs at least once: `range(3)`, `range(1, 4)` (literal bounds, the first
+    below the second), a literal tuple, list or set of at least one item (`(1, 2)`, `[x]`),
+    a string literal holding a character. Anything else (`range(n)`, a name, a call, `()`,
+    `[*xs]`, a comprehension) may be empty."""
+    over = _bare(over)
+    if len(over) > 3 and over[:2] == [b"range", b"("] and _closing(over, 1) == len(over) - 1:
+        read = [_integer(part) for part in _split_top(over[2:-1])]
+        bounds = [bound for bound in read if bound is not None]
+        if len(bounds) < len(read):
+            return False
+        if len(bounds) == 1:
+            bounds = [0] + bounds
+        return len(bounds) == 2 and bounds[0] < bounds[1]
+    if len(over) == 1:
+        return len(over[0]) > 2 and over[0][:1] == b'"' and over[0] != b'"..."'
+    return bool(_members(tuple(over), "python"))
+
+
+def _split_top(tokens: list[bytes]) -> list[list[bytes]]:
+    """`tokens` split at their commas outside brackets."""
+    parts: list[list[bytes]] = [[]]
+    depth = 0
+    for token in tokens:
+        depth += token in (b"(", b"[", b"{")
+        depth -= token in (b")", b"]", b"}")
+        if depth == 0 and token == b",":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
+
+
+def _integer(tokens: list[bytes]) -> int | None:
+    """The value of an integer literal's tokens (`3`, `-1`), None for anything else."""
+    sign = -1 if tokens[:1] == [b"-"] else 1
+    digits = tokens[1:] if sign < 0 else tokens
+    if len(digits) != 1 or not digits[0].isdigit():
+        return None
+    return sign * int(digits[0])
 
 
 def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int

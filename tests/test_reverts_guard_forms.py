@@ -467,6 +467,11 @@ IN_A_LOOP = {
     "a for loop": b"    for y in ys:\n        if x is None:\n            return 0\n",
     "a while loop": b"    while k < n:\n        if x is None:\n            return 0\n"
                     b"        k += 1\n",
+    "a range of a name": b"    for _ in range(n):\n        if x is None:\n            return 0\n",
+    "an empty range": b"    for _ in range(3, 1):\n        if x is None:\n            return 0\n",
+    "an empty tuple": b"    for k in ():\n        if x is None:\n            return 0\n",
+    "a list of what ks holds": b"    for k in [*ks]:\n        if x is None:\n"
+                               b"            return 0\n",
 }
 
 
@@ -479,10 +484,23 @@ def test_a_guard_dropped_beside_its_copy_in_a_loop_is_said(tmp_path, shape):
     assert "`if x is None:`" in said["detail"], said
 
 
-def test_a_guard_kept_in_a_loop_that_always_runs_is_quiet_until_a_commit_drops_it(tmp_path):
+# A loop that always runs its body at least once (`while True:`, a `for` over a literal range
+# or a literal tuple, list or string with an item) holds its guard wherever the function runs.
+ALWAYS_RUNS = {
+    "while True": b"    while True:\n        if x is None:\n            return 0\n        break\n",
+    "a literal range": b"    for _ in range(3):\n        if x is None:\n            return 0\n",
+    "a range of literal bounds": b"    for k in range(1, 4):\n        if x is None:\n"
+                                 b"            return 0\n",
+    "a literal tuple": b"    for k in (1, 2):\n        if x is None:\n            return 0\n",
+    "a literal list": b"    for k in ['a']:\n        if x is None:\n            return 0\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(ALWAYS_RUNS))
+def test_a_guard_kept_in_a_loop_that_always_runs_is_quiet_until_a_commit_drops_it(tmp_path,
+                                                                                   shape):
     stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    always = b"    while True:\n        if x is None:\n            return 0\n        break\n"
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", always, REWRITTEN))}, "rework a2")
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", ALWAYS_RUNS[shape], REWRITTEN))}, "rework a2")
     stack.kept_fixes_hold(f"up={stack.upstream.head()}")
     took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
     _said_by(stack, took)
