@@ -111,6 +111,7 @@ nothing under upstreamed/ pays one directory listing per upstream.
 """
 from __future__ import annotations
 
+import keyword
 import os
 import re
 from collections import Counter
@@ -3736,7 +3737,9 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     the condition with names of it replaced by others, where a name of it stays
     (`parsed_args.print_vgpr` for `args.print_vgpr`) or each one replaced is nowhere in the
     function any more (`inp is None` for `x is None`, the parameter renamed): read as
-    dropped, the guard upstream kept under a new name was said taken out."""
+    dropped, the guard upstream kept under a new name was said taken out. A name the file
+    binds once to a literal, at the module's top level or in the function, reads as its
+    value too (_constants: `GELU = "gelu"` + `if act == GELU:` keeps `if act == 'gelu':`)."""
     from patchforge.apply.hunks import _language
 
     language = _language(path) or "c"
@@ -3745,7 +3748,119 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     gone = {word for word in check[0] if word not in named}
     if _delegated(statements, check):
         return True
-    return _holds_guard(_exits_of(statements, language), check, language, gone)
+    exits = _exits_of(statements, language)
+    constants = _constants(lines, statements, language)
+    if constants:
+        # (Read as written and with each constant's value in its place: `if act == GELU:`
+        # keeps both `if act == GELU:` and, where GELU is "gelu", `if act == 'gelu':`.)
+        exits |= _exits_of(_with_values(statements, constants), language)
+    return _holds_guard(exits, check, language, gone)
+
+
+# The words binding the name after them (_constants): a name they bind is no constant.
+_BINDS = {b"import", b"as", b"for", b"def", b"class", b"global", b"nonlocal", b"del",
+          b"lambda"}
+
+
+def _constants(lines: _Lines, statements: list[tuple[int, list[bytes]]], language: str
+               ) -> dict[bytes, list[bytes]]:
+    """The Python names the function's `statements` read that the file binds once, to a
+    literal (a string, a number, `True`, `False`, `None`, or a tuple, list or set of them),
+    at the module's top level or in the function itself, each with its value's code tokens:
+    `GELU = "gelu"`, `SKIP = ("gelu", "silu")`. A name bound anywhere else or more than once
+    (another assignment of it, an import, a `for`, a parameter, `global`), or to anything
+    else, is no constant: what it holds where a condition tests it is not known."""
+    if language != "python":
+        return {}
+    wanted = {token for _, tokens in statements if tokens[0] not in (b"def", b"async", b"@")
+              for k, token in enumerate(tokens) if _WORD.fullmatch(token) and
+              not keyword.iskeyword(token.decode("ascii", "replace")) and
+              (k == 0 or tokens[k - 1] != b".")}
+    if not wanted:
+        return {}
+    parameters = next((set(tokens) for _, tokens in statements
+                       if tokens[0] in (b"def", b"async")), set())
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(name) for name in sorted(wanted)) +
+                         rb")\b")
+    bound: Counter = Counter()
+    values: dict[bytes, list[bytes]] = {}
+    own = {tuple(tokens) for _, tokens in statements}
+    for j, line in enumerate(lines.lines):
+        if not pattern.search(line):
+            continue
+        tokens = _code_tokens(line, literals=True)
+        equal = _top_level(tokens, 0, {b"="})
+        binding = set(tokens) & _BINDS
+        for k, token in enumerate(tokens):
+            if token not in wanted or (k and tokens[k - 1] == b"."):
+                continue
+            # (Bound: a target of an assignment (`GELU = ...`, `GELU += ...`, `a, GELU =
+            # ...`), `GELU := ...`, any name on a line binding names (`import`, `as`, `for`,
+            # `global`), a parameter (a `def`'s name not after a default's `=`).)
+            if (equal < len(tokens) and k < equal) or \
+                    tokens[k + 1:k + 3] == [b":", b"="] or \
+                    (binding and not (binding <= {b"def", b"lambda"} and tokens[k - 1] == b"=")):
+                bound[token] += 1
+        if equal == len(tokens) or equal == 0:
+            continue
+        target = tokens[:equal]
+        if len(target) == 3 and target[1] == b":":
+            target = target[:1]  # (annotated: `GELU: str = "gelu"`)
+        if len(target) != 1 or target[0] not in wanted:
+            continue
+        indent = len(line) - len(line.lstrip())
+        value = tokens[equal + 1:]
+        # (A value over several lines, `SKIP = (` + `"gelu",` + `)`: joined while a bracket
+        # stays open.)
+        more = j + 1
+        while value and sum(t in (b"(", b"[", b"{") for t in value) > \
+                sum(t in (b")", b"]", b"}") for t in value) and more < len(lines.lines) and \
+                more - j < _STATEMENT_LINES:
+            value = value + _code_tokens(lines.lines[more], literals=True)
+            more += 1
+        if (indent == 0 or tuple(tokens) in own) and _literal_value(value):
+            values[target[0]] = value if _literal_value(value) != "tuple" or \
+                value[0] in (b"(", b"[", b"{") else [b"("] + value + [b")"]
+    return {name: value for name, value in values.items()
+            if bound[name] == 1 and name not in parameters}
+
+
+def _literal_value(tokens: list[bytes]) -> str | None:
+    """"one" where the Python code `tokens` are one literal (a string, a number, `True`,
+    `False`, `None`, `-1`), "tuple" where a tuple, list or set of at least one such literal
+    (bracketed or not), None otherwise."""
+    if tokens[:1] == [b"-"] and len(tokens) == 2:
+        tokens = tokens[1:]
+    if len(tokens) == 1:
+        token = tokens[0]
+        if token in (b"True", b"False", b"None") or token[:1].isdigit() or \
+                (len(token) > 1 and token[:1] == b'"' and token != b'"..."'):
+            return "one"
+        return None
+    items = _members(tuple(_bare(tokens)), "python")
+    if items and all(_literal_value(list(item)) == "one" for item in items):
+        return "tuple"
+    return None
+
+
+def _with_values(statements: list[tuple[int, list[bytes]]], constants: dict[bytes, list[bytes]]
+                 ) -> list[tuple[int, list[bytes]]]:
+    """`statements` with each name of `constants` they read replaced by its value (not a
+    name bound there, `GELU = ...`, nor an attribute, `acts.GELU`)."""
+    replaced = []
+    for indent, tokens in statements:
+        if tokens[0] in (b"def", b"async", b"@"):
+            replaced.append((indent, tokens))
+            continue
+        out: list[bytes] = []
+        for k, token in enumerate(tokens):
+            if token in constants and (k == 0 or tokens[k - 1] != b".") and \
+                    tokens[k + 1:k + 2] != [b"="] and not (k == 0 and tokens[1:2] == [b":"]):
+                out.extend(constants[token])
+            else:
+                out.append(token)
+        replaced.append((indent, out))
+    return replaced
 
 
 def _delegated(statements: list[tuple[int, list[bytes]]], check: _Check) -> bool:
