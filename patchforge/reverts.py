@@ -3528,8 +3528,9 @@ _EXITS = {b"return", b"raise", b"continue", b"break", b"throw", b"goto"}
 # loop's body, so the ifs around the loop are not read with them (_branch_of).
 _LOOP_EXITS = {b"continue", b"break"}
 _GUARD_BODY = 3
-# The exits that leave the function itself (_earlier_branches).
+# The exits that leave the function itself (_earlier_branches), and C's (_exits_of).
 _LEAVES = {b"return", b"raise"}
+_C_LEAVES = {b"return", b"throw"}
 # A call named as a check: its first argument is a condition it tests (_checked_arguments:
 # `TORCH_CHECK(x != nullptr, ...)`, `torch._check(x is not None)`, C's `assert(x)`).
 _CHECK_CALL = on_first_use(rb"(?i)check|assert|expect|require|ensure|valid|verif")
@@ -3595,7 +3596,8 @@ def _enclosing(hunk, first: bytes) -> tuple[bytes, ...]:
         if tokens[0] not in (b"if", b"elif", b"for", b"while") or \
                 colon != len(tokens) - 1 or colon < 2:
             break
-        held = _loop_runs(tokens) if tokens[0] in (b"for", b"while") else tokens[1:colon]
+        held = _loop_runs(tokens, to_loop) if tokens[0] in (b"for", b"while") \
+            else tokens[1:colon]
         if held:
             outer = [b"("] + held + [b")"] + ([b"and"] + outer if outer else [])
         indent = depth
@@ -4028,9 +4030,34 @@ def _type_tested(tokens: tuple[bytes, ...], language: str) -> tuple[bytes, ...] 
     if not value or (tokens[0] == b"isinstance" and (comma == len(inside) or rest & _HOLDS_NONE)) \
             or (tokens[0] == b"hasattr" and comma == len(inside)):
         return None
+    # (A type named otherwise, `MaybeTensor`, may be a tuple holding None's type; an
+    # attribute of a dunder name, `__class__`, None has too.)
+    if tokens[0] == b"isinstance" and not _known_types(inside[comma + 1:]):
+        return None
+    if tokens[0] == b"hasattr" and (len(inside) != comma + 2 or
+                                    not inside[comma + 1][:1] == b'"' or
+                                    inside[comma + 1][1:3] == b"__"):
+        return None
     if tokens[0] != b"isinstance" and tokens[0] != b"hasattr" and comma != len(inside):
         return None
     return value
+
+
+# The types `isinstance` is read with (_type_tested): a builtin's, torch's tensor, numpy's
+# array.
+_KNOWN_TYPES = {b"int", b"float", b"str", b"bytes", b"bool", b"complex", b"list", b"tuple",
+                b"dict", b"set", b"frozenset", b"Tensor", b"ndarray"}
+
+
+def _known_types(tokens: list[bytes]) -> bool:
+    """Whether the Python type argument `tokens` of an `isinstance` is a type none of None
+    is: a builtin's name, `Tensor` or `ndarray` (`torch.Tensor`, `np.ndarray`), or a tuple
+    of them. Any other (`MaybeTensor`, `collections.abc.Hashable`) may hold None."""
+    tokens = _bare(tokens)
+    items = _members(tuple(tokens), "python") or [tuple(tokens)]
+    return all(item and item[-1] in _KNOWN_TYPES and all(
+        part == b"." if k % 2 else _WORD.fullmatch(part) is not None
+        for k, part in enumerate(item)) for item in items)
 
 
 def _zero_of(form: tuple, language: str) -> list[tuple[bytes, ...]]:
@@ -4185,9 +4212,16 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             # (An `else` ending in an exit leaves where the if's condition fails: `if (x) {
             # log(1); } else { return 0; }` leaves where x is null. Read after a lone `if`
             # only, not an `else if` chain's last.)
+            # (Only an `else` leaving the function, `return` or `throw`, not a loop's
+            # `continue` or `break`, only at the function's top level (C's blocks are not
+            # read: an `if (strict) {` or a `switch` around it would be lost), and not past
+            # an unbraced inner `if`, whose `else` it is: `if (x) if (fast) log(1); else`.)
             if token == b"if" and end < len(tokens) and tokens[end] == b"else" and \
-                    tokens[end + 1:end + 2] != [b"if"] and (k == 0 or tokens[k - 1] != b"else"):
-                if _c_body(tokens, end + 1)[0]:
+                    tokens[end + 1:end + 2] != [b"if"] and (k == 0 or tokens[k - 1] != b"else") \
+                    and tokens[:k].count(b"{") == tokens[:k].count(b"}") and \
+                    tokens[close + 1:close + 2] not in ([b"if"], [b"for"], [b"while"], [b"do"],
+                                                        [b"switch"]):
+                if _c_body(tokens, end + 1, _C_LEAVES)[0]:
                     found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False, []))
         found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
     ways: set[frozenset[_Literal]] = set()
@@ -4242,7 +4276,12 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
         if colon != len(opener) - 1:
             return None
         if first in (b"for", b"while"):
-            runs = _loop_runs(opener)
+            # (A `break` or `continue` in the loop's body before the statement may skip it
+            # even where the loop always runs: `for _ in range(3):` + `if FAST: break` +
+            # `if x is None: return 0` leaves nothing where FAST holds.)
+            runs = _loop_runs(opener, to_loop or any(
+                token in (b"break", b"continue")
+                for _, before in statements[up + 1:at] for token in before))
             if runs:
                 held.append(runs)
             if to_loop:
@@ -4304,22 +4343,24 @@ def _last_of(tokens: list[bytes]) -> list[bytes]:
 _ANY_LOOP = b"<loop: any>"
 
 
-def _loop_runs(opener: list[bytes]) -> list[bytes]:
+def _loop_runs(opener: list[bytes], to_loop: bool = False) -> list[bytes]:
     """The condition under which the body of the Python loop whose header's code tokens are
     `opener` runs at all, as one token no other test reads as (no name, so no rename
     matches it): `for y in ys:` runs where ys has an item, whatever the loop's name for it
     (`for z in ys:` alike); `while k < n:` where its condition holds on the way in, its
     body possibly changing what that reads; `while True:`, or a `for` over what always has
-    an item (`range(3)`, `(1, 2)`: _never_empty), always (none). An exit the loop
+    an item (`range(3)`, `(1, 2)`: _never_empty), always (none), but for a `continue` or
+    `break` read to it (`to_loop`): that leaves the loop, not the function, so it is told
+    by its loop (`while True:` + `if x is None: break` keeps no `return 0` guard). An exit the loop
     holds leaves only there: a guard at the function's top is not kept by its copy in a
     loop (where ys is empty nothing leaves), a guard the fix put in a loop is by its copy in
     the same loop (_enclosing, _landed_branch read it there too)."""
     colon = _top_level(opener, 1, {b":"})
-    if opener[0] == b"while" and opener[1:colon] in ([b"True"], [b"1"]):
+    if opener[0] == b"while" and opener[1:colon] in ([b"True"], [b"1"]) and not to_loop:
         return []
     if opener[0] == b"for":
         over = _top_level(opener, 1, {b"in"})
-        if over < colon and _never_empty(opener[over + 1:colon]):
+        if over < colon and _never_empty(opener[over + 1:colon]) and not to_loop:
             return []
         opener = [b"for", b"in"] + opener[over + 1:colon] if over < colon else opener[:colon]
     else:
@@ -4373,11 +4414,13 @@ def _integer(tokens: list[bytes]) -> int | None:
 def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
                       ) -> list[list[bytes]] | None:
     """The converse (`not (...)`) of each condition of the `if` and `elif`s above the `elif`
-    or `else:` at `at`, at its indent: where it runs none of them held. A branch ending in
-    a `return` or `raise` counts nothing: where it held the function left, so the `elif` or
-    `else:` runs only where it did not anyway (`if x is None: return 0` + `elif y is None: return 0`
-    leaves where y is None, as a second `if` would). None where the branch above is no `if`
-    (a loop's or a `try`'s `else:`)."""
+    or `else:` at `at`, at its indent: where it runs none of them held. A branch that is a
+    bare `return` or `raise` and nothing else counts nothing: where it
+    held the function left at once, so the `elif` or `else:` runs only where it did not
+    anyway (`if x is None: return 0` + `elif y is None: return 0` leaves where y is None, as
+    a second `if` would). A branch doing other work first (`if FAST:` + `v = fast(x)` +
+    `return v`) counts: the `elif x is None:` past it is no guard where FAST holds. None
+    where the branch above is no `if` (a loop's or a `try`'s `else:`)."""
     indent = statements[at][0]
     held: list[list[bytes]] = []
     for up in range(at - 1, -1, -1):
@@ -4386,11 +4429,25 @@ def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
             continue
         if deeper < indent or tokens[0] not in (b"if", b"elif"):
             return None
-        if _exit_word(statements, up) not in _LEAVES:
+        if not _bare_exit(statements, up):
             held.append([b"not", b"("] + tokens[1:_top_level(tokens, 1, {b":"})] + [b")"])
         if tokens[0] == b"if":
             return held
     return None
+
+
+def _bare_exit(statements: list[tuple[int, list[bytes]]], at: int) -> bool:
+    """Whether the body of the Python `if` or `elif` at `at` is one `return` or `raise` and
+    nothing else (on its line or below it)."""
+    indent, tokens = statements[at]
+    inline = tokens[_top_level(tokens, 1, {b":"}) + 1:]
+    if inline:
+        return inline[0] in _LEAVES and _last_of(inline) == inline
+    end = at + 1
+    while end < len(statements) and statements[end][0] > indent:
+        end += 1
+    return end == at + 2 and statements[at + 1][1][0] in _LEAVES and \
+        _last_of(statements[at + 1][1]) == statements[at + 1][1]
 
 
 def _joined(conditions: list[list[bytes]]) -> list[bytes]:
@@ -4470,9 +4527,10 @@ def _read_through(tree: tuple, known: dict[bytes, tuple]) -> tuple:
     return (tree[0], [_read_through(part, known) for part in tree[1]])
 
 
-def _c_body(tokens: list[bytes], at: int) -> tuple[bool, int]:
+def _c_body(tokens: list[bytes], at: int, exits: set[bytes] = _EXITS) -> tuple[bool, int]:
     """Whether the statement or braced block at `tokens[at]` (a C `if`'s body) ends in an
-    exit (`return 0;`, `{ log(); return 0; }`), and the index past it (_exits_of)."""
+    exit (`return 0;`, `{ log(); return 0; }`; one of `exits`), and the index past it
+    (_exits_of)."""
     if at >= len(tokens):
         return False, at
     if tokens[at] == b"{":
@@ -4493,7 +4551,7 @@ def _c_body(tokens: list[bytes], at: int) -> tuple[bool, int]:
         else:
             statements[-1].append(token)
     done = [statement for statement in statements if statement]
-    return bool(done) and done[-1][0] in _EXITS, end
+    return bool(done) and done[-1][0] in exits, end
 
 
 def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:

@@ -21,6 +21,12 @@ ELSE_KEPT = {
     "the else past an elif": b"    if x is not None and FAST:\n        x = x.half()\n"
                              b"    elif x is not None:\n        x = x.float()\n"
                              b"    else:\n        log('no x')\n        return 0\n",
+    "the else past a bare return": b"    if FAST:\n        return 1\n"
+                                   b"    elif x is not None:\n        x = x.float()\n"
+                                   b"    else:\n        return 0\n",
+    "the else of a converse that returns": b"    if x is not None:\n        x = x.float()\n"
+                                           b"        return x\n"
+                                           b"    else:\n        log('no x')\n        return 0\n",
 }
 ELSE_OTHER = {
     "the else of another condition": b"    if FAST:\n        x = x.half()\n"
@@ -28,6 +34,13 @@ ELSE_OTHER = {
     "the else of a wider converse": b"    if x is not None or FAST:\n        x = x.float()\n"
                                     b"    else:\n        return 0\n",
     "the else without an exit": PREP + b"    else:\n        x = DEFAULT\n",
+    "an else leaving a loop that always runs": b"    while True:\n        if x is not None:\n"
+                                               b"            x = x.float()\n"
+                                               b"        else:\n            break\n"
+                                               b"        break\n",
+    "an elif past a branch working then returning": b"    if FAST:\n        v = fast(x)\n"
+                                                    b"        return v\n"
+                                                    b"    elif x is None:\n        return 0\n",
 }
 
 
@@ -65,6 +78,11 @@ C_ELSE_OTHER = {
     "the else of a wider converse": b"  if (x || fast) {\n    log(1);\n  } else {\n"
                                     b"    return 0;\n  }\n",
     "the else without an exit": C_PREP + b" else {\n    log(0);\n  }\n",
+    "an else going on with a loop": b"  for (int i = 0; i < 3; ++i) {\n    if (x) {\n"
+                                    b"      log(i);\n    } else {\n      continue;\n    }\n  }\n",
+    "an else inside another if": b"  if (strict) {\n    if (x) {\n      log(1);\n"
+                                 b"    } else {\n      return 0;\n    }\n  }\n",
+    "the else of an inner if": b"  if (x)\n    if (fast) log(1);\n    else return 0;\n",
 }
 
 

@@ -472,6 +472,16 @@ IN_A_LOOP = {
     "an empty tuple": b"    for k in ():\n        if x is None:\n            return 0\n",
     "a list of what ks holds": b"    for k in [*ks]:\n        if x is None:\n"
                                b"            return 0\n",
+    "a break out of a loop that always runs": b"    while True:\n        if x is None:\n"
+                                              b"            break\n        break\n",
+    "a continue in a literal range": b"    for _ in range(3):\n        if x is None:\n"
+                                     b"            continue\n        log(x)\n",
+    "a copy past a break of a literal range": b"    for _ in range(3):\n        if FAST:\n"
+                                              b"            break\n        if x is None:\n"
+                                              b"            return 0\n",
+    "a copy past a break of while True": b"    while True:\n        if FAST:\n"
+                                         b"            break\n        if x is None:\n"
+                                         b"            return 0\n        break\n",
 }
 
 
@@ -493,6 +503,9 @@ ALWAYS_RUNS = {
                                  b"            return 0\n",
     "a literal tuple": b"    for k in (1, 2):\n        if x is None:\n            return 0\n",
     "a literal list": b"    for k in ['a']:\n        if x is None:\n            return 0\n",
+    "a literal range, a break past the copy": b"    for _ in range(3):\n        if x is None:\n"
+                                              b"            return 0\n        if FAST:\n"
+                                              b"            break\n",
 }
 
 

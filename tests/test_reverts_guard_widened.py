@@ -37,6 +37,12 @@ NOT_WIDENED = {
                              b"    if n <= 0:\n        return 0\n"),
     "x is None beside a type test holding None":
         (GUARD, b"    if not isinstance(x, (torch.Tensor, type(None))):\n        return 0\n"),
+    "x is None beside a type of a name of its own":
+        (GUARD, b"    if not isinstance(x, MaybeTensor):\n        return 0\n"),
+    "x is None beside a dotted type None is of":
+        (GUARD, b"    if not isinstance(x, collections.abc.Hashable):\n        return 0\n"),
+    "x is None beside an attribute None has":
+        (GUARD, b"    if not hasattr(x, '__class__'):\n        return 0\n"),
     "x is None beside a type test leaving for tensors":
         (GUARD, b"    if isinstance(x, torch.Tensor):\n        return 0\n"),
 }
