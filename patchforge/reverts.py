@@ -4325,16 +4325,7 @@ def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | No
 def _last_of(tokens: list[bytes]) -> list[bytes]:
     """The last of the Python statements joined by `;` on one line (`return 0` of `log(0);
     return 0`), a `;` ending the line aside."""
-    parts: list[list[bytes]] = [[]]
-    depth = 0
-    for token in tokens:
-        depth += token in (b"(", b"[", b"{")
-        depth -= token in (b")", b"]", b"}")
-        if depth == 0 and token == b";":
-            parts.append([])
-        else:
-            parts[-1].append(token)
-    done = [part for part in parts if part]
+    done = [part for part in _split_top(tokens, b";") if part]
     return done[-1] if done else []
 
 
@@ -4388,14 +4379,14 @@ def _never_empty(over: list[bytes]) -> bool:
     return bool(_members(tuple(over), "python"))
 
 
-def _split_top(tokens: list[bytes]) -> list[list[bytes]]:
-    """`tokens` split at their commas outside brackets."""
+def _split_top(tokens: list[bytes], at: bytes = b",") -> list[list[bytes]]:
+    """`tokens` split at their `at` tokens (commas unless told) outside brackets."""
     parts: list[list[bytes]] = [[]]
     depth = 0
     for token in tokens:
         depth += token in (b"(", b"[", b"{")
         depth -= token in (b")", b"]", b"}")
-        if depth == 0 and token == b",":
+        if depth == 0 and token == at:
             parts.append([])
         else:
             parts[-1].append(token)
