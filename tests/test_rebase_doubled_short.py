@@ -56,6 +56,16 @@ def moves_with_both(stack: OneUpstreamStack, line: bytes) -> None:
     assert (stack.root / "overlays/up/pkg/a.py").read_bytes().count(line) == 2
 
 
+def moved_quietly(stack: OneUpstreamStack, path: str) -> bytes:
+    """status says the fix moves, the rebase onto v2 moves it (exit 0) and the overlays are
+    written: the overlay of `path`, for the caller to count the copies in."""
+    status = stack.json("status", "--against", "v2", expect=None)
+    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
+    stack.cli("rebase", "--to", "v2")
+    stack.cli("overlays")
+    return (stack.root / "overlays/up" / path).read_bytes()
+
+
 # What a stop whose first way on keeps the fix's copy says of the two copies' paths.
 FEWER = "upstream's copy runs on only some of the paths through yours"
 READ_BETWEEN = "a loop between the copies reads what it sets"
@@ -618,11 +628,7 @@ def test_a_short_statement_past_a_block_telling_the_steps_apart_moves(tmp_path, 
     stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
     stack.add_fix("fa", path, base, fix)
     stack.commit({path: theirs}, "Step y", tag="v2")
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b" " + statement + b"\n") == 2, made.decode()
 
 
@@ -847,11 +853,7 @@ def test_a_short_statement_past_a_block_that_leaves_telling_the_steps_apart_move
     # quietly (a stop's first advice would drop one). So does a C copy 10 statements off, its
     # lines of a brace alone aside: further off than a copy is read within.
     stack = leaves_between(tmp_path, path, block, mine, theirs)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     theirs = mine if theirs is None else theirs
     assert made.count(b"    " + mine + b"\n") == (2 if theirs == mine else 1), made.decode()
     assert made.count(b"    " + theirs + b"\n") == (2 if theirs == mine else 1), made.decode()
@@ -959,11 +961,7 @@ def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, 
     # y itself (`clip(y++)`): each copy is its own step, both kept, the fix moves quietly.
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
@@ -1046,11 +1044,7 @@ def test_a_short_statement_past_a_block_reading_it_on_every_path_going_on_moves(
     # copy is its own step, both kept, the fix moves quietly, either copy above.
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
@@ -1130,11 +1124,7 @@ def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path
     # is its own step, both kept, the fix moves quietly, either copy above.
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
@@ -1151,11 +1141,7 @@ def test_a_short_statement_past_a_loop_over_literals_reading_it_moves(tmp_path, 
     # both kept.
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
@@ -1192,11 +1178,7 @@ def test_a_short_statement_past_a_loop_over_literals_whose_else_reads_it_moves(t
     # loop's `else:` went unread where the loop runs a round at least: a stop whose way on
     # took upstream's step out. It moves, both kept.
     stack = leaves_between(tmp_path, "pkg/a.py", block, step_of("pkg/a.py"))
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    made = moved_quietly(stack, "pkg/a.py")
     assert made.count(b"    " + step_of("pkg/a.py") + b"\n") == 2, made.decode()
 
 
@@ -1325,11 +1307,7 @@ def test_a_short_statement_past_an_if_setting_it_inside_a_line_moves(tmp_path, p
     # Now it moves quietly, both kept, either copy above.
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
@@ -1419,11 +1397,7 @@ def test_a_short_statement_past_an_if_setting_it_beside_a_declaration_moves(tmp_
     # past another name's declaration): each copy is its own step, both wanted: it moves.
     path = "pkg/k.cu"
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + step_of(path) + b"\n") == 2, made.decode()
 
 
@@ -1453,11 +1427,7 @@ def test_a_short_statement_past_an_if_setting_it_past_an_inner_declaration_moves
              b"            int y = k;\n            d += y;\n        }\n        y = d;\n    }\n")
     path = "pkg/k.cu"
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(b"    " + step_of(path) + b"\n") == 2, made.decode()
 
 
@@ -1487,11 +1457,7 @@ def test_a_short_statement_of_an_attribute_past_an_if_setting_it_moves(tmp_path,
     # moves, both kept.
     line = b"self.count += 1"
     stack = leaves_between(tmp_path, "pkg/a.py", block, line, fix_below=fix_below)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    made = moved_quietly(stack, "pkg/a.py")
     assert made.count(b"    " + line + b"\n") == 2, made.decode()
 
 
@@ -1551,11 +1517,7 @@ def test_a_short_statement_upstream_added_in_a_loop_past_a_copy_the_file_had_mov
                        base.replace(b"    y = x + 1\n", b"    y = x + 1\n    y += 1\n"),
                        base.replace(b"    z = y * 2\n",
                                     b"    for k in range(n):\n        y += 1\n    z = y * 2\n"))
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up/pkg/a.py").read_bytes()
+    made = moved_quietly(stack, "pkg/a.py")
     assert made.split(b"\n").count(b"    y += 1") == 2, made.decode()
     assert made.split(b"\n").count(b"        y += 1") == 1, made.decode()
 
@@ -1669,11 +1631,7 @@ def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path,
     # sets y anew, or reads y above upstream's copy (or its condition does, the other branch
     # going on too): both kept, the fix moves quietly.
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     statement = step_of(path)
     assert made.count(b" " + statement + b"\n") == 2, made.decode()
 
@@ -1730,9 +1688,5 @@ def test_a_short_statement_in_the_loop_above_and_in_a_loop_of_its_own_moves(tmp_
     # each its own step), or there is none in run(): the copy in prev()'s loop is other code
     # that reads alike. The fix moves quietly, every copy kept.
     stack = below_a_loop(tmp_path, path, in_run)
-    status = stack.json("status", "--against", "v2", expect=None)
-    assert [p["rebase"] for p in status["patches"]] == ["move"], status["patches"]
-    stack.cli("rebase", "--to", "v2")
-    stack.cli("overlays")
-    made = (stack.root / "overlays/up" / path).read_bytes()
+    made = moved_quietly(stack, path)
     assert made.count(step_of(path) + b"\n") == (3 if in_run else 2), made.decode()
