@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -1866,15 +1867,102 @@ def test_trees_read_ahead_before_their_commit_came_in_are_asked_again(store, mer
         fresh.read_trees_ahead([later], [path])
         # A lookup of another commit waits for git's answers in order: the trees asked ahead
         # are answered missing before the commit comes in. Written while git still looked for
-        # it (under load git had often not read the names yet), the commit was either found
-        # (this case not met) or, written between git's last look and its check of the loose
-        # file, called corrupt by git (its message: "loose object ... is corrupt").
+        # it (under load git had often not read the names yet), the commit was found, and the
+        # case was not met (or git called it corrupt: the test below).
         assert fresh.has_object(merge_base)
         run("hash-object", "-w", "-t", "commit", "--stdin", data=body)
         found = fresh.entries(later, [path])
     finally:
         fresh.close()
     assert found[path] is not None
+
+
+def test_a_commit_written_while_git_looked_for_it_is_read_not_called_a_damaged_store(
+        store, merge_base, tmp_path, monkeypatch):
+    """A commit written into the store (another project's fetch on the shared cache unpacks a
+    few objects loose) while this command's git looked for it: git missed it in the packs and
+    as a loose file, then, checking whether the loose file exists to say why, found it, and
+    ended saying "loose object ... is corrupt"; the command said the store was damaged and had
+    the user move it aside. The object is whole: it is asked again, and its files read. git is
+    held in that window (its check of the loose file delayed by strace) for the write to fall
+    there each time."""
+    need_tool("strace")
+    real = shutil.which("git")
+    if subprocess.run(["strace", "-qq", "-o", os.devnull, real, "--version"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("strace cannot trace processes here")
+
+    def run(*args, data=None):
+        return subprocess.run([real, "--git-dir", str(store.git_dir), *args], input=data,
+                              capture_output=True, check=True).stdout.decode().strip()
+
+    tree = run("rev-parse", f"{merge_base}^{{tree}}")
+    body = (f"tree {tree}\nauthor a <a@b> 1700000000 +0000\ncommitter a <a@b> 1700000000 "
+            f"+0000\n\nlater\n").encode()
+    later = run("hash-object", "-t", "commit", "--stdin", data=body)
+    loose = store.git_dir / "objects" / later[:2] / later[2:]
+    trace = tmp_path / "cat-file.trace"
+    trace.touch()
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" cat-file --batch "*) exec strace -qq -o "{trace}" -P "{loose}" '
+        f'-e trace=openat,newfstatat -e inject=newfstatat:delay_enter=2000000 "{real}" "$@";; '
+        f'esac\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        fresh.read_trees_ahead([later], ["m/a.py"])
+        # git missed the loose file twice (its look, and its look after listing the packs
+        # again); its check of that file now waits two seconds, and the commit comes in.
+        # (Bounded: a git that looks otherwise would hold the test forever.)
+        deadline = time.monotonic() + 300
+        while trace.read_text().count("ENOENT") < 2:
+            if time.monotonic() > deadline:
+                pytest.fail(f"git did not look for {loose} twice:\n{trace.read_text()}")
+            time.sleep(0.01)
+        run("hash-object", "-w", "-t", "commit", "--stdin", data=body)
+        found = fresh.entries(later, ["m/a.py"])
+    finally:
+        fresh.close()
+    assert found["m/a.py"] is not None
+
+
+@pytest.mark.parametrize("damage", ["garbage", "checksum cut", "bytes after", "short size"])
+def test_a_damaged_loose_object_is_still_said_damaged(store, merge_base, damage):
+    """The mirror: a loose object git calls corrupt whose file is damaged is a damaged store,
+    said so with the file it names: one that does not inflate; and ones whose inflated content
+    is of their own id, which would pass for an object written meanwhile: cut before the
+    stream's checksum, bytes after the stream, a header whose size is short of the content."""
+    import hashlib
+    import zlib
+
+    from patchforge.errors import StoreDamaged
+
+    body = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nbroken\n"
+    if damage == "short size":
+        data = b"commit 10\0" + body
+        later = hashlib.sha1(data).hexdigest()
+        loose = store.git_dir / "objects" / later[:2] / later[2:]
+        loose.parent.mkdir(exist_ok=True)
+        loose.write_bytes(zlib.compress(data))
+    else:
+        later = subprocess.run(["git", "--git-dir", str(store.git_dir), "hash-object", "-w",
+                                "-t", "commit", "--stdin"], input=body, capture_output=True,
+                               check=True).stdout.decode().strip()
+        loose = store.git_dir / "objects" / later[:2] / later[2:]
+        loose.chmod(0o644)
+        whole = loose.read_bytes()
+        loose.write_bytes({"garbage": b"not what git writes", "checksum cut": whole[:-4],
+                           "bytes after": whole + b"GARBAGE"}[damage])
+    fresh = UpstreamStore(store.git_dir)
+    try:
+        with pytest.raises(StoreDamaged, match=f"loose object {later} .* is corrupt"):
+            fresh.entries(later, ["m/a.py"])
+    finally:
+        fresh.close()
 
 
 def test_a_commit_asked_for_before_it_came_in_is_read_whole_after(store, merge_base):

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import collections
 import fcntl
+import hashlib
 import os
 import re
 import subprocess
 import threading
+import zlib
 from pathlib import Path
 from typing import IO, Callable
 
@@ -15,6 +17,20 @@ from patchforge.errors import StoreError
 from patchforge.store.git import damage_error, end_process, scratch_dir, start_git
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+# git's last word when it could not read an object and then found its loose file.
+_LOOSE_CORRUPT = re.compile(r"^fatal: loose object (?P<oid>[0-9a-f]{40}|[0-9a-f]{64}) "
+                            r"\(stored in (?P<path>.+)\) is corrupt$")
+
+
+class _WrittenMeanwhile(StoreError):
+    """git ended calling a loose object corrupt that is whole: another process wrote it while
+    git looked for it (see _written_meanwhile). The process and the answers asked ahead of it
+    are gone; asked again, git reads the object. `damaged` is what is said if it does not."""
+
+    def __init__(self, oid: str, damaged: StoreError) -> None:
+        super().__init__(str(damaged))
+        self.oid = oid
+        self.damaged = damaged
 
 
 class CatFile:
@@ -92,14 +108,20 @@ class CatFile:
                 elif name not in self._asked and name not in self._early:
                     self._asked.add(name)
                     self._queued.append(name)
-            self._guarded(self._top_up)
+            try:
+                self._guarded(self._top_up)
+            except _WrittenMeanwhile:
+                pass  # (the names are forgotten: answer() asks them anew)
 
     def answer(self, name: str) -> tuple[str, str, bytes] | None:
         """The answer to a name asked ahead (read now if git has not given it yet); a name not
         asked ahead, or asked before git was started again, is asked now."""
         with self.lock:
             if name in self._asked:
-                self._guarded(lambda: self._read_ahead(until=name))
+                try:
+                    self._guarded(lambda: self._read_ahead(until=name))
+                except _WrittenMeanwhile:
+                    pass  # (every answer asked ahead is forgotten: `name` is asked below)
             if name in self._early:
                 found = self._early.pop(name)
                 if found is None:
@@ -153,6 +175,9 @@ class CatFile:
             self.close()
             damaged = damage_error(text, self._git_dir)
             if damaged is not None:
+                whole = _written_meanwhile(text)
+                if whole is not None:
+                    raise _WrittenMeanwhile(whole, damaged) from None
                 raise damaged from None
             raise StoreError(f"git cat-file stopped: {text}") from exc
         except BaseException:
@@ -170,13 +195,27 @@ class CatFile:
 
     def query(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
         """(oid, type, content) for each name, None when missing or ambiguous."""
+        written: set[str] = set()
+        while True:
+            try:
+                return self._query(names)
+            except _WrittenMeanwhile as exc:
+                # Asked again of a new process, which finds the object now whole in the store.
+                # The same object called corrupt again is not one being written: git cannot
+                # read a file that looks whole, said damaged as before. So is a fourth object
+                # in a row (a bound, never met: each needs a write at git's instant).
+                if exc.oid in written or len(written) >= 3:
+                    raise exc.damaged from None
+                written.add(exc.oid)
+
+    def _query(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
         for name in names:
             if "\n" in name or not name:
                 raise StoreError(f"invalid object name {name!r}")
         absent = self._absent_names(names)
         if absent:
             asked = [name for name in names if name not in absent]
-            answers = iter(self.query(asked) if asked else [])
+            answers = iter(self._query(asked) if asked else [])
             return [None if name in absent else next(answers) for name in names]
         results: list[tuple[str, str, bytes] | None] = []
         with self.lock:
@@ -314,3 +353,32 @@ def parse_tree(data: bytes) -> dict[bytes, tuple[str, str]]:
         entries[data[space + 1:nul]] = (data[pos:space].decode(), data[nul + 1:nul + 21].hex())
         pos = nul + 21
     return entries
+
+
+def _written_meanwhile(stderr: str) -> str | None:
+    """The id of the loose object git's last message calls corrupt when its file is whole
+    now (None otherwise). git looks for an object (its packs, its loose file, the packs listed
+    again), and only when all miss checks whether the loose file exists, to say why it cannot
+    read it: one another process writes then (a fetch of another project on the shared cache unpacks a few objects
+    loose; git writes each whole to a temporary file, then links it in place) is found by that
+    check and called corrupt, and the command said the store was damaged and had the user
+    remove it. A file that inflates, to its end and nothing after, to a header of the right
+    size and content of its own id is whole: a damaged one does not."""
+    lines = stderr.strip().splitlines()
+    match = _LOOSE_CORRUPT.match(lines[-1].strip()) if lines else None
+    if match is None:
+        return None
+    inflate = zlib.decompressobj()
+    try:
+        with open(match.group("path"), "rb") as f:
+            content = inflate.decompress(f.read())
+    except (OSError, zlib.error):
+        return None
+    if not inflate.eof or inflate.unused_data:
+        return None  # cut short, or followed by bytes git refuses ("garbage at end")
+    header, nul, rest = content.partition(b"\0")
+    if not nul or header.split(b" ")[-1] != str(len(rest)).encode():
+        return None  # a size other than the content's: git refuses it too
+    oid = match.group("oid")
+    digest = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
+    return oid if digest(content).hexdigest() == oid else None
