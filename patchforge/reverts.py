@@ -3447,12 +3447,12 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
             own = _OwnFunction(store, fix, k, n)
             if own.name is None or not own.defined(lines):
                 continue  # (a function renamed or taken out: _function_taken_out's)
-            if language == "python":
-                if landed is None:
-                    landed = store.read_blobs(landing, _paths(fix))
-                there = _content_of(fix, k, landed)
-                if there is not None:
-                    checks = _landed_branch(checks, _Lines(there), fp.path, own.name, hunk)
+            if landed is None:
+                landed = store.read_blobs(landing, _paths(fix))
+            there = _content_of(fix, k, landed)
+            if there is not None:
+                read = _landed_branch if language == "python" else _c_landed_branch
+                checks = read(checks, _Lines(there), fp.path, own.name, hunk)
             dropped = [(line, check) for line, check in checks
                        if not _function_checks(lines, fp.path, own.name, check)]
             if not dropped:
@@ -3491,6 +3491,32 @@ def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str,
         branch = _branch_of(statements, at[0], _exit_word(statements, at[0]) in _LOOP_EXITS) \
             if len(at) == 1 else None
         found.append((line, check if branch is None else check[:2] + (tuple(_joined(branch)),)))
+    return found
+
+
+def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str, name: bytes,
+                     hunk) -> list[tuple[bytes, _Check]]:
+    """_landed_branch of C guards: the blocks each sits in as the landing left the function
+    (_c_frames, _c_held, as upstream's exits are read: a guard the fix put in a lambda's body
+    is kept by its copy there), where the function holds the guard's `if` line once, or one
+    of them has the hunk's lines around it most (_hunk_place); none otherwise (a `continue`
+    or `break` guard in a loop not known: _ANY_LOOP)."""
+    tokens = [token for _, more in _statements_of(lines, path, name) for token in more]
+    frames = _c_frames(tokens)
+    found = []
+    for line, check in checks:
+        first = _code_tokens(line, literals=True)
+        at = [k for k in frames if tokens[k:k + len(first)] == first]
+        if len(at) > 1:
+            place = _hunk_place(lines, path, name, hunk, line, len(at))
+            at = [at[place]] if place is not None else []
+        close = _closing(tokens, at[0] + 1) if len(at) == 1 else None
+        if close is None:
+            outer = check[2]
+        else:
+            word = _c_exit_word(tokens, close + 1)
+            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0], _C_READ)))
+        found.append((line, check[:2] + (outer,)))
     return found
 
 
@@ -4137,7 +4163,9 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     work the function goes on past (`if x is not None: x = x.float()`, then the work) skips
     nothing of it: no leave. In Python each is read with the ifs it sits in (_branch_of: an
     exit under `if STRICT:` leaves only where STRICT holds too), one inside an `except` or a
-    nested function not at all. A value chosen by a condition (`y if x is None
+    nested function not at all; in C with the lambda's body or the macro's block it sits in
+    (_c_frames, _c_held: a `return` there leaves the lambda only). A value chosen by a
+    condition (`y if x is None
     else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
     Python name a condition tests, assigned once in the function before it (_carried), reads
     as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
@@ -4200,15 +4228,24 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                 carried.append(known)
     else:
         tokens = [token for _, more in statements for token in more]
+        frames = _c_frames(tokens)
         for k, token in enumerate(tokens[:-1]):
-            if token not in (b"if", b"while") or tokens[k + 1] != b"(":
-                continue
+            if token not in (b"if", b"while") or tokens[k + 1] != b"(" or k not in frames:
+                continue  # (not read as a statement: past a label, a `do`'s `while`)
             close = _closing(tokens, k + 1)
             if close is None:
                 continue
             exits, end = _c_body(tokens, close + 1)
+            # (Read with the blocks it sits in: a `return` in a lambda's body leaves the
+            # lambda only.)
+            branch = _c_held(frames[k][0], _c_exit_word(tokens, close + 1) if exits
+                             else b"return", tokens, k, _C_READ)
+            within = [tree for tree in (_boolean(condition, language) for condition in branch)
+                      if tree is not None]
+            if len(within) < len(branch):
+                continue
             found.append((tokens[k + 2:close], token == b"if" and exits,
-                          _c_rest_exits(tokens[end:]), []))
+                          _c_rest_exits(tokens[end:]), within))
             # (An `else` ending in an exit leaves where the if's condition fails: `if (x) {
             # log(1); } else { return 0; }` leaves where x is null. Read after a lone `if`
             # only, not an `else if` chain's last.)
@@ -4222,7 +4259,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                     tokens[close + 1:close + 2] not in ([b"if"], [b"for"], [b"while"], [b"do"],
                                                         [b"switch"]):
                 if _c_body(tokens, end + 1, _C_LEAVES)[0]:
-                    found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False, []))
+                    found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False,
+                                  within))
         found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
     ways: set[frozenset[_Literal]] = set()
     for k, (condition, exits, converse, within) in enumerate(found):
@@ -4543,6 +4581,186 @@ def _c_body(tokens: list[bytes], at: int, exits: set[bytes] = _EXITS) -> tuple[b
             statements[-1].append(token)
     done = [statement for statement in statements if statement]
     return bool(done) and done[-1][0] in exits, end
+
+
+def _c_exit_word(tokens: list[bytes], at: int) -> bytes | None:
+    """The first word of the last statement of the statement or braced block at
+    `tokens[at]` (a C `if`'s body): `continue` of `{ log(); continue; }`."""
+    word = next((word for word in _EXITS if _c_body(tokens, at, {word})[0]), None)
+    return word
+
+
+# A C block the reading of a statement's place goes through (_c_frames): its kind (`if`,
+# `else`, `loop`, `switch`, `try`, `catch`, `block`: a brace of an expression, a lambda's
+# body, a macro's block, an initializer), the code tokens that say which (an if's condition,
+# a loop's header; none for an `else` whose if is a bare exit) and where its body starts.
+_CFrame = tuple[bytes, tuple[bytes, ...], int]
+# How deep C blocks are read (_c_frames): past it, the rest reads as one block of its own.
+_C_DEPTH = 64
+# The kinds of C blocks read around a statement (_c_held): a lambda's body, a macro's block.
+_C_READ = frozenset((b"block",))
+# The headers of C loops whose body always runs (_c_held): `while (true)`, `for (;;)`, `do`.
+_C_ALWAYS = {(b"while", b"(", b"true", b")"), (b"while", b"(", b"1", b")"),
+             (b"for", b"(", b";", b";", b")"), (b"do",)}
+
+
+def _c_frames(tokens: list[bytes]) -> dict[int, tuple[tuple[_CFrame, ...], int | None]]:
+    """The blocks each C `if` and `while` statement of a function's code tokens (`tokens`,
+    _statements_of's joined: the function's body, its header's last lines before its brace
+    if it spans lines) sits in, outermost first, by the index of its keyword, with an `if`'s
+    `else` (the index past the word) where it has one. Read as C reads them: an unbraced body
+    is the one statement after its header, an `else` is the nearest unmatched `if`'s (`if
+    (x) if (fast) a(); else return 0;`: the inner one's), a brace in an expression opens a
+    block of its own (a lambda's body: its `return` leaves the lambda only)."""
+    n = len(tokens)
+    found: dict[int, tuple[tuple[_CFrame, ...], int | None]] = {}
+
+    def closing(at: int) -> int:
+        close = _closing(tokens, at)
+        return n - 1 if close is None else close
+
+    def statement(i: int, held: tuple[_CFrame, ...]) -> int:
+        if i >= n or tokens[i] == b"}":
+            return i
+        token = tokens[i]
+        if len(held) > _C_DEPTH:
+            return n  # (the rest not read)
+        if token == b"{":
+            return block(i + 1, held)
+        if token == b";":
+            return i + 1
+        opened = i + 1 + (tokens[i + 1:i + 2] == [b"constexpr"])
+        if token in (b"if", b"for", b"while", b"switch", b"catch") and \
+                tokens[opened:opened + 1] == [b"("]:
+            close = closing(opened)
+            header = tuple(tokens[i:close + 1])
+            if token == b"if":
+                condition = tuple(tokens[opened + 1:close])
+                end = statement(close + 1, held + ((b"if", condition, close + 1),))
+                other = None
+                if end < n and tokens[end] == b"else":
+                    other = end + 1
+                    bare = _c_bare_exit(tokens[close + 1:end])
+                    end = statement(end + 1, held + ((b"else", () if bare else condition,
+                                                      end + 1),))
+                found[i] = (held, other)
+                return end
+            if token == b"while":
+                found[i] = (held, None)
+            kind = {b"for": b"loop", b"while": b"loop"}.get(token, token)
+            if token == b"switch" and tokens[close + 1:close + 2] == [b"{"]:
+                return block(close + 2, held + ((kind, header, close + 2),), switch=True)
+            return statement(close + 1, held + ((kind, header, close + 1),))
+        if token in (b"do", b"try", b"else"):
+            kind = {b"do": b"loop", b"try": b"try", b"else": b"block"}[token]
+            end = statement(i + 1, held + ((kind, (token,), i + 1),))
+            if token == b"do" and tokens[end:end + 2] == [b"while", b"("]:
+                end = closing(end + 1) + 1
+                return end + (tokens[end:end + 1] == [b";"])
+            return end
+        # An expression (a declaration, a call, a `return`): to its `;`, a brace in it
+        # opening a block of its own (a lambda's body, an initializer, a macro's block).
+        depth = 0
+        k = i
+        while k < n:
+            token = tokens[k]
+            if token in (b"(", b"["):
+                depth += 1
+            elif token in (b")", b"]"):
+                depth -= 1
+            elif token == b";" and depth <= 0:
+                return k + 1
+            elif token == b"}":
+                return k
+            elif token == b"{":
+                k = block(k + 1, held + ((b"block", tuple(tokens[i:k]), k + 1),))
+                # (A macro's block ends its statement: `CUDA_KERNEL_LOOP(i, n) { ... }`.)
+                if depth <= 0 and k < n and tokens[k] not in (
+                        b";", b",", b")", b"(", b"[", b".", b"->"):
+                    return k
+                continue
+            k += 1
+        return n
+
+    def block(i: int, held: tuple[_CFrame, ...], switch: bool = False) -> int:
+        """The statements from `i` to the brace closing their block: the index past it."""
+        while i < n and tokens[i] != b"}":
+            if switch and tokens[i] in (b"case", b"default"):
+                # (A label: what follows it runs for that case only.)
+                colon = next((e for e in range(i, n) if tokens[e] in (b":", b";", b"{", b"}")),
+                             n)
+                kind, header, start = held[-1]
+                cut = next((p for p, word in enumerate(header) if word in (b"case", b"default")),
+                           len(header))
+                held = held[:-1] + ((kind, header[:cut] + tuple(tokens[i:colon]), start),)
+                i = colon + (colon < n and tokens[colon] == b":")
+                continue
+            was = i
+            i = statement(i, held)
+            if i == was:
+                i += 1
+        return i + 1 if i < n else n
+
+    # (The function's closing brace is not in `tokens`: an opening one more than they close
+    # is the function's own, on the last lines of its header or after them, `int n) {`, `:
+    # a_(a) {`, the header's tokens before it.)
+    i = 0
+    if tokens.count(b"{") > tokens.count(b"}"):
+        i = tokens.index(b"{") + 1
+    while i < n:
+        was = i
+        i = block(i, ())
+        if i == was:
+            i += 1
+    return found
+
+
+def _c_bare_exit(body: list[bytes]) -> bool:
+    """Whether a C `if`'s body (its code tokens) is one `return` or `throw` and nothing
+    else, in braces or not (_earlier_branches' bare exit)."""
+    if body[:1] == [b"{"] and _closing(body, 0) == len(body) - 1:
+        body = body[1:-1]
+    return bool(body) and body[0] in _C_LEAVES and body[-1] == b";" and body.count(b";") == 1
+
+
+def _c_held(frames: tuple[_CFrame, ...], word: bytes | None, tokens: list[bytes], at: int,
+            kinds: frozenset[bytes] | None = None) -> list[list[bytes]]:
+    """The conditions (code tokens, each to be joined by `and`) that hold where the C
+    statement at `tokens[at]` runs, in the blocks `frames` (_c_frames), its exit `word`
+    (`return`, `continue`...): an if's condition, an `else`'s converse, a loop's running at
+    all (one token no other test reads as, as _loop_runs: a `return 0` in `for (...) {`
+    leaves only where the loop runs; `while (true)`, `for (;;)`, `do` always run, where no
+    `break` or `continue` comes before the statement), a `continue` or `break` read to its
+    loop (a `break` to its `switch`) only; a `throw` in a `try` may be caught (`<try>`); a
+    `switch`'s case, a `catch` and any other block (a lambda's body, whose `return` leaves
+    the lambda only; a macro's) each one token of its own: nothing outside it keeps what
+    an exit in it does."""
+    held: list[list[bytes]] = []
+    for kind, header, start in reversed(frames):
+        if kinds is not None and kind not in kinds:
+            continue
+        text = b" ".join(header)
+        if kind == b"if":
+            held.append(list(header))
+        elif kind == b"else":
+            if header:
+                held.append([b"!", b"("] + list(header) + [b")"])
+        elif kind == b"loop":
+            if word in _LOOP_EXITS or header not in _C_ALWAYS or any(
+                    token in (b"break", b"continue") for token in tokens[start:at]):
+                held.append([b"<loop: " + text + b">"])
+            if word in _LOOP_EXITS:
+                break
+        elif kind == b"switch":
+            held.append([b"<switch: " + text + b">"])
+            if word == b"break":
+                break
+        elif kind == b"try":
+            if word == b"throw":
+                held.append([b"<try>"])
+        else:
+            held.append([b"<" + kind + b": " + text + b">"])
+    return held
 
 
 def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:
