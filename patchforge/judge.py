@@ -4827,6 +4827,15 @@ def _key_twice_in_its_dict(path: str, current: bytes, result: bytes,
                 for start, end in _line_segments(theirs[k], syntax.tokens)
                 if (opens := syntax.key.match(theirs[k], start)) is not None
                 and (end is None or opens.end() <= end)}
+    # Only an entry opening on a changed line with a key the fix does not replace is asked
+    # about below, and each entry opens where its line's segment opens a key (_dict_entries
+    # reads the same segments): where no changed line opens such a key (most fixes), the
+    # whole file's dict literals are not read.
+    if not any(_key_of(opens[1]) not in replaced for k in changed
+               for start, end in _line_segments(lines[k], syntax.tokens)
+               if (opens := syntax.key.match(lines[k], start)) is not None
+               and (end is None or opens.end() <= end)):
+        return None
     dicts, depths = _dict_entries(lines, syntax)
     for entries in dicts.values():
         for entry in entries:

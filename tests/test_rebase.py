@@ -272,6 +272,41 @@ def test_the_doubling_checks_diff_a_fix_and_upstreams_file_once(stack, upstream)
         == with_lines({3: fix, 20: b"def f20():\n    return -20\n\n"})
 
 
+def test_the_key_check_reads_no_dict_of_a_fix_that_opens_no_key(stack, upstream):
+    """The key check (a key the fix gives a dict, there twice) asks only about entries opening
+    on the lines the fix changed: a moved fix whose changed lines open no key (here two
+    returns, a dict of upstream's between them) has none, and the whole file's dict literals
+    are not read for it; the fix moves as before."""
+    from helpers.env import REPO_ROOT
+
+    table = b'TABLE = {\n    "gfx90a": 16,\n}\n\n'
+    upstream.commit({"pkg/mod.py": with_lines({4: table})}, "a table")
+    stack.add_upstream("up", upstream, at=upstream.head())
+    fixed = with_lines({3: b"def f3():\n    return -3\n\n", 4: table,
+                        5: b"def f5():\n    return -5\n\n"})
+    stack.add_patch("up", "fix", {"pkg/mod.py": fixed})
+    release = upstream.commit({"pkg/mod.py": with_lines({4: table, 20: b"def f20():\n"
+                                                         b"    return -20\n\n"})},
+                              "unrelated change", tag="v1.1")
+    code = ("import sys\nimport patchforge.judge as judge\nread = []\n"
+            "entries = judge._dict_entries\n"
+            "def counted(lines, syntax):\n    read.append(len(lines))\n"
+            "    return entries(lines, syntax)\n"
+            "judge._dict_entries = counted\n"
+            "from patchforge.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            "print('READ', read, rc)\n")
+    run = subprocess.run([sys.executable, "-c", code, "--root", str(stack.root), "rebase",
+                          "--to", "up=1.1"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert "READ [] 0" in run.stdout, run.stdout + run.stderr
+    assert stack.lock()["upstreams"]["up"]["commit"] == release
+    assert apply_with_git(upstream, release, stack.patch("up", "fix"))["pkg/mod.py"] == \
+        with_lines({3: b"def f3():\n    return -3\n\n", 4: table,
+                    5: b"def f5():\n    return -5\n\n",
+                    20: b"def f20():\n    return -20\n\n"})
+
+
 def test_offset_patch_gets_new_line_numbers(stack, upstream):
     stack.add_upstream("up", upstream)
     fixed = b"def f20():\n    return -20\n\n"
