@@ -3488,7 +3488,8 @@ def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str,
         if len(at) > 1:
             place = _hunk_place(lines, path, name, hunk, line, len(at))
             at = [at[place]] if place is not None else []
-        branch = _branch_of(statements, at[0], _exit_word(statements, at[0]) in _LOOP_EXITS) \
+        word = _exit_word(statements, at[0]) if len(at) == 1 else None
+        branch = _branch_of(statements, at[0], word in _LOOP_EXITS, word == b"raise") \
             if len(at) == 1 else None
         found.append((line, check if branch is None else check[:2] + (tuple(_joined(branch)),)))
     return found
@@ -3513,11 +3514,25 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
         close = _closing(tokens, at[0] + 1) if len(at) == 1 else None
         if close is None:
             outer = check[2]
+            if _c_guard_word(hunk, first) in _LOOP_EXITS:
+                outer = (b"(", _ANY_LOOP, b")")
         else:
             word = _c_exit_word(tokens, close + 1)
-            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0], _C_READ)))
+            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0])))
         found.append((line, check[:2] + (outer,)))
     return found
+
+
+def _c_guard_word(hunk, first: list[bytes]) -> bytes | None:
+    """The exit word (`return`, `continue`...) of the C guard whose `if` line's code tokens
+    are `first`, as the hunk adds it."""
+    from patchforge.apply.diffparse import line_content, line_kind
+
+    added = [token for body in hunk.lines if line_kind(body) == b"+"
+             for token in _code_tokens(line_content(body), literals=True)]
+    at = next((k for k in range(len(added)) if added[k:k + len(first)] == first), None)
+    close = _closing(added, at + 1) if at is not None else None
+    return _c_exit_word(added, close + 1) if close is not None else None
 
 
 def _hunk_place(lines: _Lines, path: str, name: bytes, hunk, first: bytes, many: int
@@ -4163,9 +4178,10 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     work the function goes on past (`if x is not None: x = x.float()`, then the work) skips
     nothing of it: no leave. In Python each is read with the ifs it sits in (_branch_of: an
     exit under `if STRICT:` leaves only where STRICT holds too), one inside an `except` or a
-    nested function not at all; in C with the lambda's body or the macro's block it sits in
-    (_c_frames, _c_held: a `return` there leaves the lambda only). A value chosen by a
-    condition (`y if x is None
+    nested function not at all, a `raise` inside a `try:` its `except` may catch (or a `with
+    contextlib.suppress(...)`) only there (_branch_of); in C with the blocks it sits in alike
+    (_c_frames, _c_held: a loop, another if, a lambda's body whose `return` leaves the lambda
+    only). A value chosen by a condition (`y if x is None
     else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
     Python name a condition tests, assigned once in the function before it (_carried), reads
     as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
@@ -4185,7 +4201,9 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                 continue
             word = _exit_word(statements, at) if tokens[0] in (b"if", b"elif", b"else") \
                 else None
-            branch = _branch_of(statements, at, word in _LOOP_EXITS)
+            branch = _branch_of(statements, at, word in _LOOP_EXITS,
+                                word == b"raise" or tokens[0] not in (b"if", b"elif", b"else",
+                                                                      b"while"))
             if branch is None:
                 continue  # (in an `except` or a nested function: not read)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
@@ -4236,10 +4254,11 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             if close is None:
                 continue
             exits, end = _c_body(tokens, close + 1)
-            # (Read with the blocks it sits in: a `return` in a lambda's body leaves the
-            # lambda only.)
+            # (Read with the blocks it sits in: a `return` in a loop leaves only where the
+            # loop runs, in an `if (strict) {` only where strict holds, in a lambda's body
+            # the lambda only.)
             branch = _c_held(frames[k][0], _c_exit_word(tokens, close + 1) if exits
-                             else b"return", tokens, k, _C_READ)
+                             else b"return", tokens, k)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
                       if tree is not None]
             if len(within) < len(branch):
@@ -4247,18 +4266,17 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             found.append((tokens[k + 2:close], token == b"if" and exits,
                           _c_rest_exits(tokens[end:]), within))
             # (An `else` ending in an exit leaves where the if's condition fails: `if (x) {
-            # log(1); } else { return 0; }` leaves where x is null. Read after a lone `if`
-            # only, not an `else if` chain's last.)
-            # (Only an `else` leaving the function, `return` or `throw`, not a loop's
-            # `continue` or `break`, only at the function's top level (C's blocks are not
-            # read: an `if (strict) {` or a `switch` around it would be lost), and not past
-            # an unbraced inner `if`, whose `else` it is: `if (x) if (fast) log(1); else`.)
-            if token == b"if" and end < len(tokens) and tokens[end] == b"else" and \
-                    tokens[end + 1:end + 2] != [b"if"] and (k == 0 or tokens[k - 1] != b"else") \
-                    and tokens[:k].count(b"{") == tokens[:k].count(b"}") and \
-                    tokens[close + 1:close + 2] not in ([b"if"], [b"for"], [b"while"], [b"do"],
-                                                        [b"switch"]):
-                if _c_body(tokens, end + 1, _C_LEAVES)[0]:
+            # log(1); } else { return 0; }` leaves where x is null, read with the blocks
+            # the if sits in (_c_frames: the `else` of `if (x) if (fast) log(1); else` is
+            # the inner if's). Only an `else` leaving the function, `return` or `throw`,
+            # not a loop's `continue` or `break`; an `else if` is read as its own if.)
+            other = frames[k][1]
+            if token == b"if" and other is not None and tokens[other:other + 1] != [b"if"] \
+                    and _c_body(tokens, other, _C_LEAVES)[0]:
+                branch = _c_held(frames[k][0], _c_exit_word(tokens, other), tokens, k)
+                within = [tree for tree in (_boolean(condition, language)
+                                            for condition in branch) if tree is not None]
+                if len(within) == len(branch):
                     found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False,
                                   within))
         found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
@@ -4281,8 +4299,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     return ways
 
 
-def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool = False
-               ) -> list[list[bytes]] | None:
+def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool = False,
+               raises: bool = False) -> list[list[bytes]] | None:
     """The conditions (code tokens, each to be joined by `and`) that hold wherever the Python
     statement at `at` runs: those of the ifs it sits in, read outwards by indent (an `elif`'s
     or an `else:`'s with the converse of the branches above it, an `elif` statement's own
@@ -4290,8 +4308,11 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
     `for y in ys:` leaves only where ys has an item), a `with`, `try` or `finally` block
     read through, the reading ending at the function's `def`, or with `to_loop` (a
     `continue` or `break` of the statement's, which skips the rest of its loop's body
-    only) at that loop. None inside an `except` or a nested function or class: what it
-    does there is not known."""
+    only) at that loop. With `raises` (the statement leaves by an exception: a `raise`, an
+    `assert`, a check call), a `try:` having an `except` (or a `with` whose header names
+    `suppress`) may catch it: one token no other test reads as, so only a copy in such a
+    block keeps a guard raising in one. None inside an `except` or a nested function or
+    class: what it does there is not known."""
     held: list[list[bytes]] = []
     indent, tokens = statements[at]
     top = min(deeper for deeper, _ in statements)
@@ -4339,7 +4360,20 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
             held.extend(earlier)
         elif first not in (b"with", b"try", b"finally"):
             return None
+        elif raises and (first == b"with" and b"suppress" in opener or
+                         first == b"try" and _caught(statements, up)):
+            held.append([b"<caught: " + b" ".join(opener[:colon]) + b">"])
     return held
+
+
+def _caught(statements: list[tuple[int, list[bytes]]], at: int) -> bool:
+    """Whether the Python `try:` at `at` has an `except` (its first clause: past its body,
+    the first statement at its indent)."""
+    indent = statements[at][0]
+    for deeper, tokens in statements[at + 1:]:
+        if deeper <= indent:
+            return deeper == indent and tokens[0] == b"except"
+    return False
 
 
 def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | None:
@@ -4597,8 +4631,6 @@ def _c_exit_word(tokens: list[bytes], at: int) -> bytes | None:
 _CFrame = tuple[bytes, tuple[bytes, ...], int]
 # How deep C blocks are read (_c_frames): past it, the rest reads as one block of its own.
 _C_DEPTH = 64
-# The kinds of C blocks read around a statement (_c_held): a lambda's body, a macro's block.
-_C_READ = frozenset((b"block",))
 # The headers of C loops whose body always runs (_c_held): `while (true)`, `for (;;)`, `do`.
 _C_ALWAYS = {(b"while", b"(", b"true", b")"), (b"while", b"(", b"1", b")"),
              (b"for", b"(", b";", b";", b")"), (b"do",)}
@@ -4651,6 +4683,9 @@ def _c_frames(tokens: list[bytes]) -> dict[int, tuple[tuple[_CFrame, ...], int |
             if token == b"switch" and tokens[close + 1:close + 2] == [b"{"]:
                 return block(close + 2, held + ((kind, header, close + 2),), switch=True)
             return statement(close + 1, held + ((kind, header, close + 1),))
+        if _WORD.fullmatch(token) and tokens[i + 1:i + 2] == [b":"]:
+            # (A label, `retry:`: the statement after it is read as any other.)
+            return statement(i + 2, held)
         if token in (b"do", b"try", b"else"):
             kind = {b"do": b"loop", b"try": b"try", b"else": b"block"}[token]
             end = statement(i + 1, held + ((kind, (token,), i + 1),))
@@ -4723,8 +4758,8 @@ def _c_bare_exit(body: list[bytes]) -> bool:
     return bool(body) and body[0] in _C_LEAVES and body[-1] == b";" and body.count(b";") == 1
 
 
-def _c_held(frames: tuple[_CFrame, ...], word: bytes | None, tokens: list[bytes], at: int,
-            kinds: frozenset[bytes] | None = None) -> list[list[bytes]]:
+def _c_held(frames: tuple[_CFrame, ...], word: bytes | None, tokens: list[bytes], at: int
+            ) -> list[list[bytes]]:
     """The conditions (code tokens, each to be joined by `and`) that hold where the C
     statement at `tokens[at]` runs, in the blocks `frames` (_c_frames), its exit `word`
     (`return`, `continue`...): an if's condition, an `else`'s converse, a loop's running at
@@ -4737,8 +4772,6 @@ def _c_held(frames: tuple[_CFrame, ...], word: bytes | None, tokens: list[bytes]
     an exit in it does."""
     held: list[list[bytes]] = []
     for kind, header, start in reversed(frames):
-        if kinds is not None and kind not in kinds:
-            continue
         text = b" ".join(header)
         if kind == b"if":
             held.append(list(header))

@@ -1,0 +1,138 @@
+"""A kept guard at a function's top (`if x is None:` + `raise ValueError('x')`; C's `if (!x)
+return 0;`) that upstream dropped beside a copy inside a block that leaves less than the
+function where x is None: a `try:` whose `except` catches the raise (or a `with
+contextlib.suppress(...)`), C's `switch` case, `else if`, `try {` around a `throw`, and (in
+tests/test_known_wrong.py) C's loop, `if (strict) {` and `continue`. C's blocks were read
+without their braces: the copy read as the guard kept, quiet (exit 0), the guard in no
+overlay and not upstream; it is said taken out ("removed", exit 1). The same copy at the
+function's level keeps it (quiet, until a commit drops it: then said), and a guard the fix
+itself put in such a block is kept by its copy in that block. Real git history, through the
+CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_guard_forms import _c_fn, _c_module
+from test_reverts_guard_rewritten import HEAD, _fn, _landed, _module, _said_by
+
+RAISE = b"    if x is None:\n        raise ValueError('x')\n"
+RAISE_IN = b"        if x is None:\n            raise ValueError('x')\n"
+C_GUARD = b"  if (!x) return 0;\n"
+C_HEAD = b"  int a = 3;\n  int b = a - x[0];\n"
+# Each copy in a block leaving less than the function, and the same copy at the function's
+# level beside that block (the block then holding other work).
+PYTHON_BLOCKS = {
+    "a raise its except catches": (
+        b"    try:\n" + RAISE_IN + b"    except ValueError:\n        x = DEFAULT\n",
+        RAISE + b"    try:\n        x = x.float()\n    except ValueError:\n        x = DEFAULT\n"),
+    "a raise under contextlib.suppress": (
+        b"    with contextlib.suppress(ValueError):\n" + RAISE_IN + b"        x = x.float()\n",
+        RAISE + b"    with contextlib.suppress(ValueError):\n        x = x.float()\n"),
+}
+C_BLOCKS = {
+    "in a loop": (b"  for (int i = 0; i < n; ++i) {\n    if (!x) return 0;\n  }\n",
+                  C_GUARD + b"  for (int i = 0; i < n; ++i) {\n    log(i);\n  }\n"),
+    "under another if": (b"  if (strict) {\n    if (!x) return 0;\n  }\n",
+                         C_GUARD + b"  if (strict) {\n    log(1);\n  }\n"),
+    "a C continue": (b"  for (int i = 0; i < n; ++i) {\n    if (!x) continue;\n    log(i);\n  }\n",
+                     C_GUARD + b"  for (int i = 0; i < n; ++i) {\n    log(i);\n  }\n"),
+    "in a switch's case": (b"  switch (mode) {\n    case 1:\n      if (!x) return 0;\n"
+                           b"      break;\n    default:\n      log(2);\n  }\n",
+                           C_GUARD + b"  switch (mode) {\n    case 1:\n      log(1);\n"
+                           b"      break;\n    default:\n      log(2);\n  }\n"),
+    "an else if past a branch going on": (
+        b"  if (fast) {\n    log(1);\n  } else if (!x) {\n    return 0;\n  }\n",
+        C_GUARD + b"  if (fast) {\n    log(1);\n  }\n"),
+    "a throw its catch catches": (
+        b"  try {\n    if (!x) throw 1;\n  } catch (...) {\n    log(2);\n  }\n",
+        b"  if (!x) throw 1;\n  try {\n    log(1);\n  } catch (...) {\n    log(2);\n  }\n"),
+}
+NEW_SHAPES = ["a raise under contextlib.suppress", "in a switch's case",
+              "an else if past a branch going on", "a throw its catch catches"]
+
+
+def _python(tmp_path, copy: bytes):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", RAISE)))
+    return stack, stack.commit({"pkg/a.py": _module(_fn(b"a2", copy, HEAD.replace(b"2", b"3")))},
+                               "rework a2")
+
+
+def _c(tmp_path, copy: bytes):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
+    return stack, stack.commit({"csrc/k.cu": _c_module(_c_fn(head=copy + C_HEAD))},
+                               "rework k2")
+
+
+def _rework(tmp_path, shape: str, which: int):
+    if shape in PYTHON_BLOCKS:
+        return _python(tmp_path, PYTHON_BLOCKS[shape][which])
+    return _c(tmp_path, C_BLOCKS[shape][which])
+
+
+@pytest.mark.parametrize("shape", NEW_SHAPES)
+def test_a_guard_dropped_beside_its_copy_in_a_block_leaving_less_is_said(tmp_path, shape):
+    stack, took = _rework(tmp_path, shape, 0)
+    _said_by(stack, took)
+
+
+@pytest.mark.parametrize("shape", list(PYTHON_BLOCKS) + list(C_BLOCKS))
+def test_a_guard_kept_by_its_copy_beside_such_a_block_is_quiet_until_dropped(tmp_path, shape):
+    stack, _ = _rework(tmp_path, shape, 1)
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    python = shape in PYTHON_BLOCKS
+    path = "pkg/a.py" if python else "csrc/k.cu"
+    inside = (PYTHON_BLOCKS if python else C_BLOCKS)[shape][0]
+    dropped = _module(_fn(b"a2", inside.replace(RAISE_IN, b"        log(0)\n"),
+                          HEAD.replace(b"2", b"3"))) if python else \
+        _c_module(_c_fn(head=inside.replace(b"if (!x) return 0;", b"log(0);")
+                        .replace(b"if (!x) continue;", b"log(0);")
+                        .replace(b"if (!x) throw 1;", b"log(0);") + C_HEAD))
+    took = stack.commit({path: dropped}, "a2: x is never None")
+    _said_by(stack, took)
+
+
+def test_a_cpp_guard_kept_by_its_copy_past_a_label_is_quiet_until_dropped(tmp_path):
+    stack, _ = _c(tmp_path, b"  retry:\n" + C_GUARD)
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=b"  retry:\n  log(0);\n" + C_HEAD))},
+                        "k2: never null")
+    _said_by(stack, took)
+
+
+# A guard the fix put inside a block, kept by upstream's copy in that block.
+FIX_IN_A_BLOCK = {
+    "a C continue in its loop": (
+        b"  for (int i = 0; i < n; ++i) {\n%s    log(i);\n  }\n", b"    if (!x) continue;\n",
+        b"    if (x == nullptr) continue;\n"),
+    "a C return under another if": (
+        b"  if (strict) {\n%s    log(1);\n  }\n", b"    if (!x) return 0;\n",
+        b"    if (x == nullptr) return 0;\n"),
+}
+
+
+@pytest.mark.parametrize("shape", list(FIX_IN_A_BLOCK))
+def test_a_cpp_guard_the_fix_put_in_a_block_is_kept_by_its_copy_there_until_dropped(
+        tmp_path, shape):
+    block, guard, copy = FIX_IN_A_BLOCK[shape]
+    head = b"  int a = 2;\n  int b = a + x[0];\n"
+    stack = _landed(tmp_path, _c_module(_c_fn(head=block % b"" + head)),
+                    _c_module(_c_fn(head=block % guard + head)), "csrc/k.cu")
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=block % copy + C_HEAD))}, "rework k2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=block % b"" + C_HEAD + b"  b++;\n"))},
+                        "k2: never null")
+    _said_by(stack, took)
+
+
+def test_a_raise_guard_the_fix_put_in_a_try_is_kept_by_its_copy_there_until_dropped(tmp_path):
+    block = b"    try:\n%s        x = x.float()\n    except ValueError:\n        x = DEFAULT\n"
+    guard = b"        if x is None:\n            raise ValueError('x')\n"
+    stack = _landed(tmp_path, _module(_fn(b"a2", block % b"")),
+                    _module(_fn(b"a2", block % guard)))
+    copy = b"        if x is None: raise ValueError('no x')\n"
+    rework = HEAD.replace(b"2", b"3")
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", block % copy, rework))}, "rework a2")
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", block % b"", rework + b"    c = c + 1\n"))},
+                        "a2: x is never None")
+    _said_by(stack, took)
