@@ -22,7 +22,7 @@ from patchforge.apply.diffparse import c_unquote, parse_diff, split_lines
 from patchforge.apply.hunks import (FileApplication, PatchApplications, another_function,
                                     apply_file_patch, changed_places, copies_changed, copies_left,
                                     _language, defined_names, file_changes, function_named_at,
-                                    mapped_places, placed_at, same_ends,
+                                    mapped_places, placed_at, sampled_blocks, same_ends,
                                     repeated_places, unproven)
 from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
                                        NearText, block_runs, doubled_near, in_place_runs,
@@ -4208,8 +4208,10 @@ def _item_twice_in_its_bracket(current: bytes, result: bytes, made: bytes,
     _value_of) is another item than the same string after no such option. An item upstream
     added to another bracket is another list's, both wanted (None). `base`, the file the fix
     was made on, tells a copy upstream wrote in place of a base item (_in_a_base_items_place)."""
-    lines = result.split(b"\n")
     fixs = _items_the_fix_adds(result, current)
+    if not fixs:
+        return None
+    lines = result.split(b"\n")
     brackets: dict[int, None] = {}
     for at in fixs:
         opened = _bracket_opened_above(lines, at)
@@ -4404,10 +4406,13 @@ def _items_the_fix_adds(result: bytes, current: bytes) -> dict[int, Counter]:
     fix changed and that is a line of quoted items: the items its block of changed lines adds,
     by a line diff of the two (those not on the lines of `current` it replaces: a line the fix
     makes `"gfx90a", "gfx942", "gfx1201",` out of `"gfx90a", "gfx942",` adds gfx1201 only)."""
+    blocks = _changed_blocks(result, current,
+                             lambda line: _STRING_ITEMS.fullmatch(line) is not None)
+    if not blocks:
+        return {}
     lines, theirs = result.split(b"\n"), current.split(b"\n")
     found: dict[int, Counter] = {}
-    for mine, other in _changed_blocks(result, current,
-                                       lambda line: _STRING_ITEMS.fullmatch(line) is not None):
+    for mine, other in blocks:
         held = {k: _line_items(lines[k]) for k in mine}
         added = Counter(value for values in held.values() if values for value in values)
         added -= Counter(value for k in other for value in _line_items(theirs[k]) or ())
@@ -4449,6 +4454,7 @@ def _changed_opcodes(result: bytes, current: bytes) -> tuple[tuple[int, int, int
 
     _, mine, other = _changed_span(result, current)
     matcher = difflib.SequenceMatcher(None, mine, other, autojunk=len(mine) + len(other) > 4000)
+    sampled_blocks(matcher)  # its blocks, found by sampling, kept for get_opcodes
     return tuple((i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
                  if tag != "equal")
 
@@ -4818,10 +4824,10 @@ def _key_twice_in_its_dict(path: str, current: bytes, result: bytes,
     in another dict, or a keyword argument of a call (`dict(gfx1201=32)`), is another
     mapping's, both wanted (None)."""
     syntax = _dict_syntax(path)
-    lines, theirs = result.split(b"\n"), current.split(b"\n")
     blocks = _changed_blocks(result, current, lambda line: syntax.key.match(line) is not None)
     if not blocks:
         return None
+    lines, theirs = result.split(b"\n"), current.split(b"\n")
     changed = {k for mine, _ in blocks for k in mine}
     replaced = {_key_of(opens[1]) for _, other in blocks for k in other
                 for start, end in _line_segments(theirs[k], syntax.tokens)

@@ -459,3 +459,72 @@ def test_the_line_diff_of_two_contents_is_made_once_for_every_hunk_that_asks(mon
     assert places == [hunks._diff_place(old, new, pre, pre, at[tuple(pre)])
                       for pre in (first, second)]
     assert all(place is not None for place in places)
+
+
+def test_a_long_line_diff_finds_its_longest_runs_by_sampling():
+    """A line diff of two versions of a file changed at both ends (the copy check's alignment,
+    the doubling checks' changed blocks) finds each longest run of lines alike by the runs
+    through a few sampled lines, not by difflib's search, which pairs each line with every
+    equal line of the other side (here each blank line with 300 others, 90,000 pairs): the
+    blocks difflib's own search gives."""
+    import difflib
+    import sys
+
+    from patchforge.apply import hunks
+
+    old = [line for n in range(300) for line in (b"    value_%d = %d\n" % (n, n), b"\n")]
+    new = [b"import os\n", *old[:-1], b"    value_299 = -1\n", b"\n"]
+    steps = []
+
+    def count(frame, event, arg):
+        if event == "line":
+            steps.append(frame.f_code.co_name)
+        return count
+
+    sys.settrace(count)
+    try:
+        blocks = hunks._aligned_blocks(old, new)
+    finally:
+        sys.settrace(None)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    assert blocks == [tuple(block) for block in matcher.get_matching_blocks() if block.size]
+    assert len(steps) < 20_000, len(steps)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_sampled_longest_match_is_difflibs(monkeypatch, seed):
+    """The longest runs found by sampling are difflib's own, ties included (the first in the
+    old side, then in the new): random runs of lines from small alphabets (many equal lines
+    and runs of the same length), edited, copied and swapped, with the sampling taken down
+    to runs of 1-8 lines so that nearly every range is sampled; difflib's popular lines
+    (autojunk) left to difflib."""
+    import difflib
+    import random
+
+    from patchforge.apply import hunks
+
+    rng = random.Random(seed)
+    for _ in range(2_000):
+        monkeypatch.setattr(hunks, "_SAMPLED", rng.choice([1, 2, 3, 5, 8]))
+        alphabet = [b"line %d\n" % k for k in range(rng.choice([1, 2, 3, 5, 20, 200]))]
+        old = [rng.choice(alphabet) for _ in range(rng.randrange(150))]
+        new = list(old)
+        for _ in range(rng.randrange(6)):
+            at = rng.randrange(len(new) + 1)
+            edit = rng.randrange(4)
+            if edit == 0:
+                del new[at:at + rng.randrange(1, 5)]
+            elif edit == 1:
+                new[at:at] = [rng.choice(alphabet) for _ in range(rng.randrange(1, 5))]
+            elif edit == 2:
+                new[at:at + 1] = [rng.choice(alphabet)]
+            else:
+                start = rng.randrange(len(new) + 1)
+                new[at:at] = new[start:start + rng.randrange(1, 30)]
+        if rng.random() < 0.3:
+            old, new = new, old
+        autojunk = rng.random() < 0.2
+        sampled = difflib.SequenceMatcher(None, old, new, autojunk=autojunk)
+        searched = difflib.SequenceMatcher(None, old, new, autojunk=autojunk)
+        assert hunks.sampled_blocks(sampled) == searched.get_matching_blocks(), (old, new)
+        assert sampled.get_opcodes() == searched.get_opcodes()

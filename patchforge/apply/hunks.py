@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import re
 from functools import lru_cache
+from types import MethodType
 from typing import Any, NamedTuple, Sequence
 
 from patchforge.apply.diffparse import (FilePatch, Hunk, line_kind, reverse_file_patch,
@@ -1095,7 +1096,7 @@ def _aligned_blocks(old: list[bytes], new: list[bytes]) -> list[tuple[int, int, 
     matcher = difflib.SequenceMatcher(None, old[top:len(old) - tail],
                                       new[top:len(new) - tail], autojunk=False)
     blocks = [(0, 0, top)] if top else []
-    blocks += [(top + i, top + j, n) for i, j, n in matcher.get_matching_blocks() if n]
+    blocks += [(top + i, top + j, n) for i, j, n in sampled_blocks(matcher) if n]
     if tail:
         blocks.append((len(old) - tail, len(new) - tail, tail))
     return blocks
@@ -1739,6 +1740,69 @@ def same_ends(old: Sequence[bytes], new: Sequence[bytes]) -> tuple[int, int]:
         else:
             most = mid - 1
     return top, tail
+
+
+def sampled_blocks(matcher: Any) -> list[tuple[int, int, int]]:
+    """`matcher.get_matching_blocks()` (a difflib.SequenceMatcher of two runs of lines), the
+    same blocks, kept by the matcher for its `get_opcodes`, with each longest match of a
+    large range found by sampling (_sampled_longest_match) instead of difflib's search, which
+    pairs every line of one side with every equal line of the other (a file's blank lines
+    with each other: most of a long range's cost)."""
+    matcher.find_longest_match = MethodType(_sampled_longest_match, matcher)
+    try:
+        return matcher.get_matching_blocks()
+    finally:
+        del matcher.find_longest_match
+
+
+# A range whose sides are this many lines or more, with a run of this many alike through its
+# middle line, has its longest match found by sampling; any other by difflib's own search.
+_SAMPLED = 64
+
+
+def _sampled_longest_match(matcher: Any, alo: int, ahi: int, blo: int, bhi: int) -> Any:
+    """difflib's find_longest_match of `matcher` in a[alo:ahi], b[blo:bhi], the same answer:
+    the longest run alike, the first in `a`, then in `b`. Once a run of `least` lines is
+    known (those through the range's middle line), every run as long or longer holds one of
+    `a`'s lines alo + least - 1, alo + 2 * least - 1, ...: the runs through those lines, each
+    grown both ways, hold the longest. A range with junk or popular lines (difflib's index
+    leaves them out, and its answer grows over them) is left to difflib's own."""
+    from difflib import Match
+
+    a, b, b2j = matcher.a, matcher.b, matcher.b2j
+    search = type(matcher).find_longest_match
+    if matcher.bjunk or matcher.bpopular or min(ahi - alo, bhi - blo) < _SAMPLED:
+        return search(matcher, alo, ahi, blo, bhi)
+    runs: dict[int, tuple[int, int]] = {}  # per diagonal (i - j), a run's lines [lo, hi) of a
+
+    def run_through(i: int, j: int) -> tuple[int, int]:
+        """The lines alike before a[i] and b[j], and from them on."""
+        seen = runs.get(i - j)
+        if seen is not None and seen[0] <= i < seen[1]:
+            return i - seen[0], seen[1] - i
+        before = 0
+        while i - before > alo and j - before > blo and a[i - before - 1] == b[j - before - 1]:
+            before += 1
+        after = 1
+        while i + after < ahi and j + after < bhi and a[i + after] == b[j + after]:
+            after += 1
+        runs[i - j] = (i - before, i + after)
+        return before, after
+
+    def places(i: int) -> list[int]:
+        return [j for j in b2j.get(a[i], ()) if blo <= j < bhi]
+
+    middle = (alo + ahi) // 2
+    least = max((sum(run_through(middle, j)) for j in places(middle)), default=0)
+    if least < _SAMPLED:
+        return search(matcher, alo, ahi, blo, bhi)
+    best = (0, alo, blo)
+    for i in range(alo + least - 1, ahi, least):
+        for j in places(i):
+            before, after = run_through(i, j)
+            # The longest; of those, the first in a, then in b (difflib's).
+            best = min(best, (-(before + after), i - before, j - before))
+    return Match(best[1], best[2], -best[0])
 
 
 def changed_places(fp: FilePatch, application: FileApplication
