@@ -123,6 +123,13 @@ class StoreDamaged(StoreError):
     of the project is wrong, and no pin should change because of it."""
 
 
+class CacheLockLeft(StoreDamaged):
+    """A lock file of git's (`<ref>.lock`, `config.lock`) in the cache's store, left by a git
+    process killed while it wrote there, refuses every later write of that file. Like damage,
+    nothing of the project is wrong: the message names the file and the way on (remove it
+    when no process uses the cache), never a name to check or a pin to change."""
+
+
 class CacheUnwritable(StoreDamaged):
     """The cache cannot be written (a read-only mount, a directory of another user) where a
     command must add to it. Like damage, nothing of the project is wrong: the message names

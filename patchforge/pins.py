@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchforge import logs
-from patchforge.errors import (CacheUnwritable, ConfigError, PatchforgeError, RefNotFound,
-                               StoreDamaged, StoreError, UsageError, gave_up_as)
+from patchforge.errors import (CacheLockLeft, CacheUnwritable, ConfigError, PatchforgeError,
+                               RefNotFound, StoreDamaged, StoreError, UsageError, gave_up_as)
 from patchforge.model.lock import ImagePin, UpstreamPin
 from patchforge.model.record import replace
 
@@ -886,12 +886,13 @@ def _label_pinned_import(store: UpstreamStore, namespace: str, pin: UpstreamPin)
     """The lock's import, labelled as this project's when the store does not say so yet (it
     was imported by an earlier patchforge, whose labels any project of the cache could move):
     the version an overlay may have been made on, after the pin moves on. A cache that cannot
-    be written only goes without."""
+    be written, or that holds the lock file of a git killed as it wrote the label, only goes
+    without."""
     try:
         if store.import_ref(namespace, pin.label) != pin.commit:
             store.label_import(namespace, pin.label, pin.commit)
     except StoreDamaged as exc:
-        if not isinstance(exc, CacheUnwritable):
+        if not isinstance(exc, (CacheUnwritable, CacheLockLeft)):
             raise
     except StoreError:
         pass  # a label no ref can hold: nothing to label

@@ -242,3 +242,101 @@ def test_a_command_that_waited_for_the_lock_is_refused_by_a_stop_made_meanwhile(
     assert s.snapshot() == stopped
     run_subprocess(s.root, "rebase", "--abort", expect=0)
     assert s.snapshot() == before
+
+
+@pytest.mark.parametrize("left", ["ref", "config"])
+def test_a_lock_a_killed_git_left_in_the_cache_is_named_never_a_name_to_check(tmp_path, left):
+    """Two projects on one cache: one's git killed (an out-of-memory kill, a CI job's hard
+    timeout) as it wrote a ref of the shared store (its fetch of a new tag), or the store's
+    configuration (its first fetch, configuring its upstream's remote), leaves git's lock
+    file there, which refuses that write for good. The other project's next command needing
+    it was refused with "has no branch or tag '2'" and "check the name", of a tag the
+    upstream has. It names the file left and how to go on; nothing in the project changes.
+    git is killed at that write by strace, each time."""
+    import shutil
+    import subprocess
+
+    from helpers.env import need_tool
+
+    need_tool("strace")
+    real = shutil.which("git")
+    if subprocess.run(["strace", "-qq", "-o", os.devnull, real, "--version"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("strace cannot trace processes here")
+    a = OneUpstreamStack(tmp_path / "a", FILES)
+    a.add_fix("fix", "a.py", FILES["a.py"], FILES["a.py"].replace(b"line 5\n", b"five\n"))
+    a.commit({"a.py": FILES["a.py"].replace(b"line 20\n", b"twenty\n")}, "v2", tag="v2")
+    env: dict[str, str] = {}
+    store = _cache() / "store.git"
+    if left == "ref":
+        b_root = tmp_path / "b-of-a"
+        shutil.copytree(a.root, b_root, symlinks=True)  # a second checkout of the same project
+        run_subprocess(a.root, "fetch", expect=0)
+        (namespace,) = [p.name for p in (store / "refs/patchforge/remotes").iterdir()]
+        lock = store / "refs/patchforge/remotes" / namespace / "tags" / "v2.lock"
+        command, killed_args = "fetch", ("status", "--against", "up=v2")
+    else:
+        b_root = _two_stacks(tmp_path / "others")[0].root  # a project of another upstream
+        # A new cache, where a's fetch configures its upstream's remote.
+        env = {"PATCHFORGE_CACHE": str(tmp_path / "new-cache")}
+        lock = tmp_path / "new-cache" / "store.git" / "config.lock"
+        command, killed_args = "config", ("fetch",)
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" {command} "*) exec strace -qq -f -o /dev/null -P "{lock}" '
+        f'-e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=SIGKILL '
+        f'"{real}" "$@";; esac\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    killed = run_subprocess(a.root, *killed_args,
+                            env={**env, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"})
+    assert killed.returncode != 0 and lock.exists(), killed.stderr.decode()
+    before = b_root.joinpath("upstream.lock").read_bytes()
+    refused = run_subprocess(b_root, "status", "--against", "up=v2", env=env, expect=2)
+    err = refused.stderr.decode()
+    assert "check the name" not in err and "has no branch or tag" not in err, err
+    assert f"holds a lock file a git process left: {lock}" in err, err
+    assert f"remove {lock} and run the command again" in err, err
+    assert b_root.joinpath("upstream.lock").read_bytes() == before
+    lock.unlink()
+    run_subprocess(b_root, "status", "--against", "up=v2", env=env, expect=0)
+
+
+def test_a_lock_a_killed_git_left_on_an_import_label_is_gone_without(tmp_path):
+    """The mirror: a project's label of its import (of a directory or a wheel) is written where
+    the store can, and gone without where it cannot. git killed as it wrote that label leaves
+    its lock file; the next commands of the project go without the label, as before, exit 0
+    (the lock file left is not a refusal there)."""
+    import shutil
+    import subprocess
+
+    from helpers.cli import ok
+    from helpers.env import need_tool
+
+    need_tool("strace")
+    real = shutil.which("git")
+    if subprocess.run(["strace", "-qq", "-o", os.devnull, real, "--version"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("strace cannot trace processes here")
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "a.py").write_bytes(FILES["a.py"])
+    root = tmp_path / "project"
+    ok(None, "init", "--standalone", str(root))
+    ok(root, "upstream", "add", "up", "--dir", str(src), "--at", "1.0")
+    env = {"PATCHFORGE_CACHE": str(tmp_path / "new-cache")}  # where `fetch` imports it again
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" update-ref refs/patchforge/labels/"*) exec strace -qq -f -o /dev/null '
+        '-e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=SIGKILL '
+        f'"{real}" "$@";; esac\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    run_subprocess(root, "fetch", env={**env, "PATH": f"{shim.parent}{os.pathsep}"
+                                                      f"{os.environ['PATH']}"})
+    labels = tmp_path / "new-cache" / "store.git" / "refs" / "patchforge" / "labels"
+    assert [p.name for p in labels.rglob("*.lock")] == ["1.0.lock"]
+    for args in (("status",), ("overlays",), ("fetch",)):
+        run_subprocess(root, *args, env=env, expect=0)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from patchforge import tempfiles
-from patchforge.errors import (CacheUnwritable, PatchforgeError, RefNotFound,
+from patchforge.errors import (CacheLockLeft, CacheUnwritable, PatchforgeError, RefNotFound,
                                RemoteUnreachable, SourceUnusable, StoreDamaged, StoreError,
                                UsageError, gave_up_as)
 from patchforge.fsutil import fault_point, holder_named, read_holder, write_holder
@@ -270,6 +270,10 @@ class HistoryDiffs:
 # create '...lock'", "insufficient permission for adding an object"); compiled when a failure
 # is read (store.git._DAMAGE says why).
 _UNWRITABLE = r"Read-only file system|Permission denied|insufficient permission"
+
+# What git says when a lock file of its own is where it would take the lock (lockfile.c).
+_LOCK_LEFT = (r"Unable to create '(?P<lock>[^'\n]+\.lock)': File exists"
+              r"|could not lock config file (?P<config>[^\n]+): File exists")
 
 # What git's fetch says when the remote was reached and does not have what was asked: a commit
 # id it never had or no longer advertises, a ref gone between ls-remote and the fetch. Read
@@ -640,6 +644,8 @@ class UpstreamStore:
                 return
             with self.writing():
                 self._configure_remote(namespace, url)
+        except CacheLockLeft:
+            return  # (as below: a fetch that needs the remote says the file left)
         except StoreDamaged:
             raise
         except StoreError:
@@ -746,9 +752,35 @@ class UpstreamStore:
             if re.search(_UNWRITABLE, exc.message) and not self.writable():
                 raise unwritable_cache(self.git_dir.parent, _unwritable_line(exc.message)) \
                     from None
+            left = self._lock_left(exc.message)
+            if left is not None:
+                raise left from None
             if network and re.search(_NO_ANSWER, exc.message):
                 exc.gave_up = True  # the remote did not answer: exit 75, run it again later
             raise
+
+    def _lock_left(self, message: str) -> CacheLockLeft | None:
+        """CacheLockLeft when git could not write because one of its lock files is in the
+        store. The store's refs and configuration are written under its write lock
+        (writing()), so such a file is a killed git process's (an out-of-memory kill, a CI
+        job's hard timeout, as it wrote a ref or the configuration), and it refuses that
+        write for good: said as an
+        attempt at a name, a fetch of a pin ended in "has no branch or tag" and "check the
+        name", of a tag the upstream has."""
+        match = re.search(_LOCK_LEFT, message)
+        if match is None:
+            return None
+        lock = match.group("lock") or match.group("config") + ".lock"
+        inside = os.path.abspath(lock).startswith(os.path.abspath(self.git_dir) + os.sep)
+        if not inside:
+            return None
+        return CacheLockLeft(
+            f"the cache's git store {self.git_dir} holds a lock file a git process left: "
+            f"{lock} (git cannot write {os.path.basename(lock)[:-len('.lock')]} while it "
+            f"is there)",
+            hint=f"nothing in the project is wrong and no pin needs to change: a git process "
+                 f"killed while it wrote to the cache leaves it; if no git or patchforge "
+                 f"command is running on this cache, remove {lock} and run the command again")
 
     def writable(self) -> bool:
         """Whether this process may add objects and refs to the store (a read-only cache
@@ -1536,6 +1568,8 @@ class UpstreamStore:
             try:
                 self._run("update-ref", f"refs/patchforge/imports/{upstream}/{label}", commit,
                           what=f"sharing the import of {upstream} {label}")
+            except CacheLockLeft:
+                return  # (a hint for reuse: the import stands without it)
             except StoreDamaged:
                 raise
             except StoreError as exc:
