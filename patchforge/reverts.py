@@ -111,6 +111,7 @@ nothing under upstreamed/ pays one directory listing per upstream.
 """
 from __future__ import annotations
 
+import bisect
 import keyword
 import os
 import re
@@ -4279,7 +4280,17 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
                 if len(within) == len(branch):
                     found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False,
                                   within))
-        found.extend((argument, False, True, []) for argument in _checked_arguments(tokens))
+        # (A check call, `TORCH_CHECK(x != nullptr, ...)`, read with the blocks the statement
+        # it is in sits in, as a `throw`: in a loop it checks only where the loop runs.)
+        starts = sorted(frames)
+        for k, argument in _checked_calls(tokens):
+            start = bisect.bisect_right(starts, k) - 1
+            branch = _c_held(frames[starts[start]][0], b"throw", tokens, k) if start >= 0 \
+                else []
+            within = [tree for tree in (_boolean(condition, language) for condition in branch)
+                      if tree is not None]
+            if len(within) == len(branch):
+                found.append((argument, False, True, within))
     ways: set[frozenset[_Literal]] = set()
     for k, (condition, exits, converse, within) in enumerate(found):
         tree = _boolean(condition, language) if condition else None
@@ -4637,10 +4648,11 @@ _C_ALWAYS = {(b"while", b"(", b"true", b")"), (b"while", b"(", b"1", b")"),
 
 
 def _c_frames(tokens: list[bytes]) -> dict[int, tuple[tuple[_CFrame, ...], int | None]]:
-    """The blocks each C `if` and `while` statement of a function's code tokens (`tokens`,
-    _statements_of's joined: the function's body, its header's last lines before its brace
-    if it spans lines) sits in, outermost first, by the index of its keyword, with an `if`'s
-    `else` (the index past the word) where it has one. Read as C reads them: an unbraced body
+    """The blocks each C `if` and `while` statement (and each other statement's start) of a
+    function's code tokens (`tokens`, _statements_of's joined: the function's body, its
+    header's last lines before its brace if it spans lines) sits in, outermost first, by the
+    index of its first token, with an `if`'s `else` (the index past the word) where it has
+    one. Read as C reads them: an unbraced body
     is the one statement after its header, an `else` is the nearest unmatched `if`'s (`if
     (x) if (fast) a(); else return 0;`: the inner one's), a brace in an expression opens a
     block of its own (a lambda's body: its `return` leaves the lambda only)."""
@@ -4695,6 +4707,7 @@ def _c_frames(tokens: list[bytes]) -> dict[int, tuple[tuple[_CFrame, ...], int |
             return end
         # An expression (a declaration, a call, a `return`): to its `;`, a brace in it
         # opening a block of its own (a lambda's body, an initializer, a macro's block).
+        found.setdefault(i, (held, None))
         depth = 0
         k = i
         while k < n:
@@ -4736,12 +4749,19 @@ def _c_frames(tokens: list[bytes]) -> dict[int, tuple[tuple[_CFrame, ...], int |
                 i += 1
         return i + 1 if i < n else n
 
-    # (The function's closing brace is not in `tokens`: an opening one more than they close
-    # is the function's own, on the last lines of its header or after them, `int n) {`, `:
-    # a_(a) {`, the header's tokens before it.)
-    i = 0
-    if tokens.count(b"{") > tokens.count(b"}"):
-        i = tokens.index(b"{") + 1
+    # (The last lines of the function's header, where it spans lines, come first: a `)`
+    # closing more than they open, `int n) {`, or a constructor's `: a_(a) {`; its brace
+    # after them is the function's own, whose closing one is not in `tokens`. Told by the
+    # first statement alone: a line dropped further down, `/* end */ }`, changes nothing.)
+    i = depth = 0
+    for k, token in enumerate(tokens):
+        if depth == 0 and token in (b";", b"{", b"}"):
+            break
+        depth += token in (b"(", b"[")
+        depth -= token in (b")", b"]")
+        if depth < 0 or tokens[0] == b":":
+            i = next((e + 1 for e in range(k, n) if tokens[e] == b"{"), n)
+            break
     while i < n:
         was = i
         i = block(i, ())
@@ -4799,6 +4819,11 @@ def _c_held(frames: tuple[_CFrame, ...], word: bytes | None, tokens: list[bytes]
 def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:
     """The first argument of each call named as a check in `tokens` (`TORCH_CHECK(x !=
     nullptr, "...")`, `torch._check(...)`, C's `assert(x)`), a definition's aside."""
+    return [argument for _, argument in _checked_calls(tokens)]
+
+
+def _checked_calls(tokens: list[bytes]) -> list[tuple[int, list[bytes]]]:
+    """_checked_arguments, each with the index of its call's name in `tokens`."""
     found = []
     for k, token in enumerate(tokens[:-1]):
         if tokens[k + 1] != b"(" or not _WORD.fullmatch(token) or \
@@ -4806,8 +4831,8 @@ def _checked_arguments(tokens: list[bytes]) -> list[list[bytes]]:
             continue
         close = _closing(tokens, k + 1)
         inside = tokens[k + 2:close if close is not None else len(tokens)]
-        found.append(inside[:_top_level(inside, 0, {b","})])
-    return [argument for argument in found if argument]
+        found.append((k, inside[:_top_level(inside, 0, {b","})]))
+    return [(k, argument) for k, argument in found if argument]
 
 
 def _top_level(tokens: list[bytes], start: int, ends: set[bytes]) -> int:

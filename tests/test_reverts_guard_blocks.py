@@ -43,12 +43,26 @@ C_BLOCKS = {
     "an else if past a branch going on": (
         b"  if (fast) {\n    log(1);\n  } else if (!x) {\n    return 0;\n  }\n",
         C_GUARD + b"  if (fast) {\n    log(1);\n  }\n"),
+    "under an if, a comment opening a later line": (
+        b"  if (strict) {\n    if (!x) return 0;\n  }\n"
+        b"  for (int i = 0; i < n; ++i) {\n    log(i);\n  /* each */ }\n",
+        C_GUARD + b"  if (strict) {\n    log(1);\n  }\n"
+        b"  for (int i = 0; i < n; ++i) {\n    log(i);\n  /* each */ }\n"),
+    "a check call in a loop": (
+        b"  for (int i = 0; i < n; ++i) {\n    TORCH_CHECK(x != nullptr, \"x\");\n  }\n",
+        b"  TORCH_CHECK(x != nullptr, \"x\");\n"
+        b"  for (int i = 0; i < n; ++i) {\n    log(i);\n  }\n"),
+    "a check call in a lambda": (
+        b"  auto check = [&]() {\n    TORCH_CHECK(x != nullptr, \"x\");\n  };\n",
+        b"  TORCH_CHECK(x != nullptr, \"x\");\n  auto check = [&]() {\n    log(0);\n  };\n"),
     "a throw its catch catches": (
         b"  try {\n    if (!x) throw 1;\n  } catch (...) {\n    log(2);\n  }\n",
         b"  if (!x) throw 1;\n  try {\n    log(1);\n  } catch (...) {\n    log(2);\n  }\n"),
 }
 NEW_SHAPES = ["a raise under contextlib.suppress", "in a switch's case",
-              "an else if past a branch going on", "a throw its catch catches"]
+              "an else if past a branch going on",
+              "under an if, a comment opening a later line", "a check call in a loop",
+              "a check call in a lambda", "a throw its catch catches"]
 
 
 def _python(tmp_path, copy: bytes):
@@ -86,7 +100,8 @@ def test_a_guard_kept_by_its_copy_beside_such_a_block_is_quiet_until_dropped(tmp
                           HEAD.replace(b"2", b"3"))) if python else \
         _c_module(_c_fn(head=inside.replace(b"if (!x) return 0;", b"log(0);")
                         .replace(b"if (!x) continue;", b"log(0);")
-                        .replace(b"if (!x) throw 1;", b"log(0);") + C_HEAD))
+                        .replace(b"if (!x) throw 1;", b"log(0);")
+                        .replace(b'TORCH_CHECK(x != nullptr, "x");', b"log(0);") + C_HEAD))
     took = stack.commit({path: dropped}, "a2: x is never None")
     _said_by(stack, took)
 
