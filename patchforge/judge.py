@@ -2016,12 +2016,14 @@ def _statements_apart(path: str, lines: list[bytes], k: int, start: int, end: in
     [start, end), but for C's lines of a brace alone (`}` closing a loop between): a block
     reads as many lines in C as in Python, `for (...) {` + body + `}` as `for ...:` + body.
     (Nor a `switch`'s labels on their own lines, `case 1:`, `default:`: a C case's `break;`
-    counts where a Python `case 1:` line does.)"""
+    counts where a Python `case 1:` line does; nor a `goto`'s label alone, `tail:`, no step.)"""
     braced = _language(path) == "c"
     return sum(1 for at in _between(k, start, end)
                if not (braced and (STRING_OR_COMMENT.sub(b"", lines[at]).strip() in _BRACES
                                    or _C_LABEL.fullmatch(
-                                       STRING_OR_COMMENT.sub(b"", lines[at]).strip()))))
+                                       STRING_OR_COMMENT.sub(b"", lines[at]).strip())
+                                   or re.fullmatch(rb"[A-Za-z_]\w*\s*:\s*;?", STRING_OR_COMMENT
+                                                   .sub(b"", lines[at]).strip()))))
 
 
 _BRACES = frozenset((b"{", b"}", b"};"))
@@ -2165,12 +2167,14 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     # line of it sets the copies' own, and one naming it reads the copies' own on some paths
     # at most, as the lines of a block only some paths run.)
     lines = _unshadowed(lines, between, indent, names, braced)
+    # (C: a label between, `tail:`, is no step: a `goto` to it goes on to the copy past it.)
+    lines, labels, skipped = _without_labels(lines, between, indent, names, braced)
     shadows = {name + _SHADOWED for name in names}
     depth = 0  # C: the blocks opened between still open; Python: 1 in a block's body
     paths = _EVERY_PATH
     off_path = _bodies_leaving_the_function(lines, between, indent)
     read_some, guards = _if_reading_on_some_paths(lines, between, indent, names, braced,
-                                                  off_path, shadows)
+                                                  off_path, shadows, labels)
     read_apart = False
     previous_one_line = False
     for at in between:
@@ -2208,7 +2212,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             # paths going on it only read that they go on. Nor a line of an `if` some path
             # skips, only reading them (`if a:` + `b = clip(y)`): on that path the two steps
             # are the same step twice (_if_reading_on_some_paths; the stop keeps yours first).
-            if at not in read_some:
+            # Nor a line a `goto` to a label between skips (`if (n) goto tail;` + `d =
+            # clip(y);` + `tail:`): on the paths through the `goto` too.
+            if at not in read_some and at not in skipped:
                 return None
             read_apart = True
         if one_line is not None:
@@ -2231,6 +2237,8 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                 depth = 0
             paths = _SOME_PATHS
             continue
+        if leaves is not None and _goes_to(text, labels):
+            continue  # (`goto tail;`, `tail:` between: it goes on to the copy past it)
         if leaves is not None:
             if not (deeper or one_line) or \
                     text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text):
@@ -2267,9 +2275,106 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
 
 
+# A C label opening a line, `tail:` (alone, or before a statement: `tail: d = c;`); not a
+# `switch`'s `case`/`default`, an access specifier, nor a name qualified with `::`.
+_C_JUMP_LABEL = on_first_use(rb"(?!(?:case|default|public|private|protected)\b)"
+                             rb"([A-Za-z_]\w*)\s*:(?!:)(.*)")
+
+
+def _without_labels(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
+                    braced: bool) -> tuple[list[bytes], frozenset[bytes], set[int]]:
+    """`lines` (one for one) with each C label on a line `between` (0-based lines) taken off
+    it, the statement after it, if any, set at `indent` (`tail:` a blank line, `tail: d = c;`
+    a step); the labels so found; and the lines between a `goto` to one of them and the label
+    further down (`if (n) goto tail;` + `d = clip(y);` + `tail:`), which the paths through the
+    `goto` skip: read on some paths at most, where the `goto`'s own path has not read one of
+    `names` before it (_read_before_goto). A label is where a `goto` lands, not a step: a
+    `goto` to one goes on to the copy past the labels (_goes_to). A label stands where a
+    statement may start: past a line ending one (`;`, `{`, `}`, a label), not on a line going
+    on with an expression (`int d = n ?` + `y : b;`). Python's lines as they are."""
+    if not braced:
+        return lines, frozenset(), set()
+    labels: dict[bytes, int] = {}
+    out = lines
+    for at in between:
+        label = _C_JUMP_LABEL.fullmatch(STRING_OR_COMMENT.sub(b"", lines[at]).strip())
+        if label is None:
+            continue
+        above = _code_line_above(lines, at)
+        if above is not None and not lines[above].lstrip().startswith(b"#") and \
+                not STRING_OR_COMMENT.sub(b"", lines[above]).rstrip() \
+                .endswith((b";", b"{", b"}", b":")):
+            continue
+        if out is lines:
+            out = list(lines)
+        labels.setdefault(label[1], at)
+        rest = label[2].strip()
+        out[at] = b"" if rest in (b"", b";") else indent + rest
+    skipped: set[int] = set()
+    for at in between:
+        for target in re.findall(rb"\bgoto\s+([A-Za-z_]\w*)\s*;",
+                                 STRING_OR_COMMENT.sub(b"", out[at])):
+            if labels.get(target, at) > at and \
+                    not _read_before_goto(out, between.start, at, names):
+                skipped.update(range(at + 1, labels[target]))
+    return out, frozenset(labels), skipped
+
+
+def _read_before_goto(lines: list[bytes], first: int, at: int, names: set[bytes]) -> bool:
+    """Whether every path to the C `goto` on line `at` (0-based) of `lines` reads one of
+    `names` from line `first` on: in the lines above it in its block (`d = clip(y);` +
+    `goto next;`), or the condition of its one-line `if` (`if (y > n) goto next;`) or of an
+    `if` holding it (`if (y > n) {`), or the lines above that block in the one holding it,
+    outwards to `first`'s level. Where one does, the lines the `goto` skips are read on every
+    path (each copy its own step); elsewhere they are not asked here. (A block's `else`
+    reads the `if` above it as one with no `else`: a path it does not run at most.)"""
+    paths = _PathReads(lines, names, True)
+
+    def code(k: int) -> bytes:
+        return STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+
+    def condition(head: bytes) -> bool:
+        found = re.match(rb"(?:\}\s*)?(?:else\s+)?if\s*(\(.*\))", head)
+        return found is not None and paths.told(found[1])
+
+    if not code(at).lstrip(b"}").strip().startswith(b"goto") and \
+            condition(_inline(code(at).lstrip(b"}").strip(), True)[0]):
+        return True
+    while True:
+        body: list[int] = []
+        opener = None
+        for k in range(at - 1, first - 1, -1):
+            if not code(k):
+                continue
+            if _indent(lines[k]) >= _indent(lines[at]):
+                body.insert(0, k)
+                continue
+            opener = k
+            break
+        ways = paths.sequence(body) if body else {_MISSES}
+        if _READS in ways and _MISSES not in ways:
+            return True
+        if opener is None:
+            return False
+        head = code(opener)
+        if head == b"{":
+            above = _code_line_above(lines, opener)
+            head = b"" if above is None else code(above)
+        if condition(head):
+            return True
+        at = opener
+
+
+def _goes_to(text: bytes, labels: frozenset[bytes]) -> bool:
+    """Whether `text` (a code line, stripped) is a `goto` to one of `labels`."""
+    found = re.match(rb"goto\s+([A-Za-z_]\w*)\s*;", text)
+    return found is not None and found[1] in labels
+
+
 def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
                               names: set[bytes], braced: bool, off_path: set[int],
-                              some: frozenset[bytes] | set[bytes] = frozenset()
+                              some: frozenset[bytes] | set[bytes] = frozenset(),
+                              labels: frozenset[bytes] = frozenset()
                               ) -> tuple[set[int], set[int]]:
     """Of the code lines `between` (0-based lines of `lines`), in a statement at `indent` (a
     line, or a block with its parts: an `if` with its `elif`/`else`, a loop and its `else:`,
@@ -2284,7 +2389,8 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
     leaves the function (`if (y > n) return b;`, `if y > n:` + `return c` / `else:` + `d =
     clip(c)`): on the paths going on it only said they go on. A condition counts as read on
     a path going on past it where its own branch goes on. A name of `some` is read on some
-    paths at most, wherever it stands."""
+    paths at most, wherever it stands. A `goto` to one of `labels` (C's, between the copies,
+    _without_labels) goes on."""
     def code(at: int) -> bytes:
         return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
 
@@ -2304,7 +2410,7 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
     guards: set[int] = set()
     if not names:
         return read, guards
-    paths = _PathReads(lines, names, braced, some)
+    paths = _PathReads(lines, names, braced, some, labels)
     for statement in paths.statements([at for at in between if code(at)]):
         ats = [at for head, body in statement for at in [head] + body]
         named = [at for at in ats if paths.naming(code(at)) and at not in off_path]
@@ -2341,8 +2447,10 @@ class _PathReads:
     most. Only the ways past a statement with no line setting a name are asked."""
 
     def __init__(self, lines: list[bytes], names: set[bytes], braced: bool,
-                 some: frozenset[bytes] | set[bytes] = frozenset()) -> None:
+                 some: frozenset[bytes] | set[bytes] = frozenset(),
+                 labels: frozenset[bytes] = frozenset()) -> None:
         self.lines, self.names, self.braced, self.some = lines, names, braced, some
+        self.labels = labels  # (C's labels between the copies: a `goto` to one goes on)
 
     def code(self, at: int) -> bytes:
         # (A string read as a value, `0`: the line still parses as a statement, and names
@@ -2395,6 +2503,8 @@ class _PathReads:
         """The ways a simple statement's paths end."""
         if _LEAVES_FUNCTION.match(text):
             return {_LEAVES}
+        if _goes_to(text, self.labels):
+            return {_MISSES}  # (to a label between the copies: on to the copy past it)
         if _LEAVES_OTHERWISE.match(text):
             return {_JUMPS}
         if not self.naming(text):

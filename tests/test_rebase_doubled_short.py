@@ -1128,6 +1128,71 @@ def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
 
 
+# A C `if` whose `else` jumps with a `goto` (to `tail:`, or to `done:` past the copies).
+GOTO_ELSE = (b"    int d = b;\n    if (n) {\n        d = clip(y);\n    } else {\n"
+             b"        goto tail;\n    }\n")
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    GOTO_ELSE + b"tail:\n",
+    GOTO_ELSE + b"  tail: d = clip(b);\n",
+    b"    int d = b;\n    if (n) goto tail;\n    d = clip(y);\ntail:\n",
+    b"    int d = b;\n    if (n) {\n        if (m) {\n            d = clip(y);\n        }\n"
+    b"        goto tail;\n    }\n    d = clip(y, 2);\ntail:\n",
+    b"    int d = b;\n    switch (n) {\n    case 1:\n        d = clip(y);\n        goto tail;\n"
+    b"    case 2:\n        goto tail;\n    }\n    d = clip(y, 2);\ntail:\n",
+    b"    int d = b;\n    if (n) {\n        d = clip(y);\n        goto tail;\n    }\n"
+    b"    goto other;\ntail:\n    d = 1;\nother:\n"],
+    ids=["else-going-to-it", "label-before-a-step", "one-line-if-skipping-the-read",
+         "from-a-branch-reading-it-on-some-paths", "from-a-case-not-reading-it",
+         "past-the-read-to-another-label"])
+def test_a_short_statement_past_a_goto_to_a_label_between_the_copies_keeps_yours_first(
+        tmp_path, block, fix_below):
+    # A `goto` to a label between the copies lands before the copy past it: on its path
+    # nothing reads y between them (or only some of its paths read it: a nested `if`, one
+    # case of a `switch`), y got 1 twice, exit 0 (the `goto` was read as leaving, as one to
+    # a label past the copies; the label's line was read as no step at all, or counted as a
+    # line putting the copies too far apart to be read). Now the jump goes on to the label,
+    # the read is on some paths only: it stops as upstream having the lines, keep yours
+    # first, either copy above.
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below)
+    err = stops_again(stack)
+    assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_short_statement_past_a_label_between_the_copies_stops(tmp_path, fix_below):
+    # A label between the copies with nothing reading y (`tail:` + `d = clip(b);`): every
+    # path through the one copy reaches the other, y got 1 twice, exit 0 (the label's line
+    # ended the steps read between). Now it stops as upstream having the lines.
+    block = b"    int d = b;\ntail:\n    d = clip(b);\n"
+    stops(leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below))
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    GOTO_ELSE.replace(b"tail", b"done"),
+    b"    int d = b;\n    if (n) goto done;\n    d = clip(y);\n",
+    b"    int d = b;\n    if (n) {\n        d = clip(y);\n        goto next;\n    }\n"
+    b"    d = clip(y, 2);\nnext:\n",
+    b"    int d = b;\n    if (y > n) goto next;\n    d = clip(y, 2);\nnext:\n",
+    b"    int d = clip(y);\n    if (n) goto next;\n    d = clip(y, 2);\nnext:\n"],
+    ids=["else-going-past", "one-line-if-going-past", "going-to-a-label-between-having-read-it",
+         "one-line-if-reading-it-going-to-a-label-between",
+         "going-to-a-label-between-past-a-read"])
+def test_a_short_statement_past_a_goto_to_a_label_past_the_copies_and_a_read_moves(
+        tmp_path, block, fix_below):
+    # Mirrors: the `goto` jumps to a label past both copies (`done:`, further down): its path
+    # leaves the copies' as a `return` does, every path going on reads y; or it jumps to a
+    # label between having read y on its own path (in its block, its `if`'s condition, or
+    # above its `if`). Each copy is its own step: the fix moves quietly, both kept, either
+    # copy above.
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below)
+    made = moved_quietly(stack, "pkg/k.cu")
+    assert made.count(b"    y += 1;\n") == 2, made.decode()
+
+
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
 @pytest.mark.parametrize("path, block", [
     ("pkg/a.py", b"    for k in range(3):\n        d = clip(y)\n"),
