@@ -216,6 +216,9 @@ LAST_IN_JSON = "the last entry of its JSON object, after a comma"
 # above a loop over x, the fix's, and upstream's below it): each copy gives the loop another
 # value, and deleting the fix's copy hands it what the fix did not want.
 READ_BETWEEN = "a loop between the copies reads what it sets"
+# The same where the block between reading it is a C `switch` (no loop: its cases are
+# branches), `switch (n) {` + `case 1:` + `d = clip(y);`.
+READ_IN_A_SWITCH = "a switch between the copies reads what it sets"
 # Where an `if` between the two copies of a short statement reads what it names on the paths
 # through its body only (`if a:` + `b = clip(y)`): on the paths skipping it the step is made
 # twice; on the others deleting the fix's copy hands the body what the fix did not want.
@@ -1660,8 +1663,8 @@ class SeriesJudge:
                         _fixs_each_round(path, current, result, doubled[0], ups):
                     # Deleting the fix's copy would lose its rounds (YOURS_EACH_ROUND).
                     said += "; " + YOURS_EACH_ROUND
-                elif _read_between(path, current, result, doubled[0], ups):
-                    said += "; " + READ_BETWEEN
+                elif (block := _read_between(path, current, result, doubled[0], ups)):
+                    said += "; " + (READ_IN_A_SWITCH if block == "switch" else READ_BETWEEN)
                 elif _index_address_to_undeclared(path, current, result, doubled[0], ups):
                     said += "; " + UNDECLARED_CALL
                 elif doubled[0] in steps and _read_in_a_branch(path, current, result,
@@ -3240,8 +3243,8 @@ def _doubled_said(said: str) -> str:
     """The stop's words for a doubling found at `said` (_doubled's: the place, then what
     tells the copies' paths apart, FEWER_PATHS or EACH_ROUND, if any): the place, DOUBLED,
     then that."""
-    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, UNDECLARED_CALL,
-                   READ_IN_A_BRANCH):
+    for clause in (FEWER_PATHS, EACH_ROUND, YOURS_EACH_ROUND, READ_BETWEEN, READ_IN_A_SWITCH,
+                   UNDECLARED_CALL, READ_IN_A_BRANCH):
         if said.endswith(f"; {clause}"):
             return f"{said[:-len(clause) - 2]}: {DOUBLED}, its own way; {clause}"
     if f" {BESIDE_OTHERS} (" in said or f" {MAYBE_ITS_VALUE} (" in said or \
@@ -4033,19 +4036,20 @@ def _fixs_each_round(path: str, current: bytes, result: bytes, run: bytes,
 
 
 def _read_between(path: str, current: bytes, result: bytes, run: bytes,
-                  upstreams: set[int] | None = None) -> bool:
+                  upstreams: set[int] | None = None) -> str | None:
     """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`) or updating a
     target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
     upstream's nearest reads that name, in its header or its body: the loop sees another value
-    with each copy. (A single line between reading it, `log(y)`, is not asked: deleting the
-    fix's copy there is the way on that stop has advised.)"""
+    with each copy; "loop" then, or "switch" where the only such block is a C `switch` (its
+    cases are no rounds, and the stop says so). (A single line between reading it, `log(y)`,
+    is not asked: deleting the fix's copy there is the way on that stop has advised.)"""
     _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None:
-        return False
+        return None
     lines = result.split(b"\n")
     written = _written(lines, own, run)
     if len(written) != 1:
-        return False
+        return None
     code = STRING_OR_COMMENT.sub(b"", written[0]).strip()
     set_at = _SETS_NAME.match(code) or _SETS_ITEM.match(code)
     target = set_at[1] if set_at is not None else None
@@ -4053,15 +4057,19 @@ def _read_between(path: str, current: bytes, result: bytes, run: bytes,
         in_place = _IN_PLACE_TARGET.match(code)
         target = in_place[1] if in_place is not None else None
     if target is None:
-        return False
+        return None
     low, high = sorted((own, theirs))
     between = [STRING_OR_COMMENT.sub(b"", line) for line in lines[low - 1 + len(written):high - 1]]
-    loop = next((k for k, line in enumerate(between)
-                 if _LOOP.match(line.strip().lstrip(b"}").lstrip()) is not None), None)
-    if loop is None:
-        return False
     uses = re.compile(rb"(?<![\w.])" + re.escape(target) + rb"(?!\w)")
-    return any(uses.search(line) for line in between[loop:])
+    found = None
+    for k, line in enumerate(between):
+        head = _LOOP.match(line.strip().lstrip(b"}").lstrip())
+        if head is None or not any(uses.search(later) for later in between[k:]):
+            continue
+        if head[0] != b"switch":
+            return "loop"
+        found = "switch"
+    return found
 
 
 def _each_round(lines: list[bytes], at: int, mine: int) -> bool:

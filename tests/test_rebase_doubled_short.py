@@ -69,6 +69,7 @@ def moved_quietly(stack: OneUpstreamStack, path: str) -> bytes:
 # What a stop whose first way on keeps the fix's copy says of the two copies' paths.
 FEWER = "upstream's copy runs on only some of the paths through yours"
 READ_BETWEEN = "a loop between the copies reads what it sets"
+READ_IN_A_SWITCH = "a switch between the copies reads what it sets"
 READ_IN_AN_IF = "an if between the copies reads what it sets on some paths"
 
 
@@ -1126,6 +1127,23 @@ def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
     made = moved_quietly(stack, path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("block", [
+    b"    int d = b;\n    switch (n) {\n    case 1:\n        d = clip(y);\n        break;\n"
+    b"    default:\n        d = y;\n        break;\n    }\n",
+    b"    int d = b;\n    switch (n) {\n    case 1:\n        d = clip(y);\n        break;\n"
+    b"    case 2:\n        d = y;\n        break;\n    }\n"],
+    ids=["every-case-and-default", "every-case-no-default"])
+def test_a_short_statement_past_a_switch_reading_it_says_a_switch(tmp_path, block, fix_below):
+    # A C `switch` between whose cases read y stops (its cases are read on some paths at
+    # most), and the stop called it "a loop between the copies", its ways on speaking of
+    # "the loop". Now it says a switch, keep yours first, either copy above.
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below)
+    err = stops_again(stack)
+    assert f"its own way; {READ_IN_A_SWITCH}: keep yours and take upstream's copy out" in err, err
+    assert "loop" not in err, err
 
 
 # A C `if` whose `else` jumps with a `goto` (to `tail:`, or to `done:` past the copies).

@@ -30,7 +30,8 @@ from patchforge.fsutil import TEMPORARY_NAME, atomic_write_many, fault_point
 from patchforge.judge import (AMBIGUOUS_PLACE, BESIDE_OTHERS, DOUBLED, EACH_ROUND,
                               FEWER_PATHS, IN_PLACE_OF, KEY_BESIDE, KEY_TWICE, LAST_IN_JSON,
                               SAME_VALUE, MAYBE_ITS_VALUE, OTHER_FUNCTION,
-                              OTHER_VALUE, READ_BETWEEN, READ_IN_A_BRANCH, UNDECLARED_CALL,
+                              OTHER_VALUE, READ_BETWEEN, READ_IN_A_BRANCH, READ_IN_A_SWITCH,
+                              UNDECLARED_CALL,
                               YOURS_EACH_ROUND,
                               HistoryIndex, LazyHistory, SeriesJudge, Target, _patch_paths,
                               carry_moved, carry_old, moved_away, read_history, series_gone,
@@ -88,6 +89,14 @@ _DOUBLED_WAYS: tuple[tuple[Callable[[str], bool], str], ...] = (
      ": keep yours and take upstream's copy out in the worktree (the "
      "loop between reads it as the fix has it), then `patchforge rebase "
      "--continue`; delete your copy only if the loop is to read it as "
+     "upstream has it; keep both (--continue with the worktree as it is: it is "
+     "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside "
+     "in skipped/, its other changes too)"),
+    # So does a `switch` between (its cases are branches, no rounds).
+    (lambda item: item.endswith(READ_IN_A_SWITCH),
+     ": keep yours and take upstream's copy out in the worktree (the "
+     "switch between reads it as the fix has it), then `patchforge rebase "
+     "--continue`; delete your copy only if the switch is to read it as "
      "upstream has it; keep both (--continue with the worktree as it is: it is "
      "then done twice); or `patchforge rebase --skip` (sets the WHOLE fix aside "
      "in skipped/, its other changes too)"),
