@@ -2180,6 +2180,39 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                                                   off_path, shadows, labels)
     read_apart = False
     previous_one_line = False
+    # (A statement over several lines, `d = clip(b,` + `lo=0)`: its lines read as one, the
+    # text so far, whether its first line is set deeper, and the brackets still open.)
+    going_on: tuple[bytes, bool, int] | None = None
+    # (C: under a header with no braces, `if (n)` + `d = y;`, its body's lines set deeper.)
+    unbraced = False
+
+    def tells_apart(at: int, text: bytes, one_line: tuple[bytes, bytes] | None) -> bool:
+        """Whether line `at` (its code `text`) names what the statement names on every path
+        going on: each copy its own step."""
+        nonlocal read_apart
+        named = (names | shadows) & set(_NAME.findall(text))
+        if not named or at in off_path or (
+                one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
+                and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
+                or _adds_alike(text, adds_to, names) or at in guards:
+            return False
+        # A line naming what the statement names tells the two steps apart: each may be
+        # its own. Not one on a path that leaves the function before the copy past it
+        # (`if n:` + `y = c` + `return c`, `if n: return y`): the paths through both
+        # copies never run it. Nor a step adding to the statement's own target (`y += k`
+        # beside `y += 1`): the two add alike in either order. Nor the condition of an
+        # `if` whose whole body leaves the function (`if (y > n) return b;`): on the
+        # paths going on it only read that they go on. Nor a line of an `if` some path
+        # skips, only reading them (`if a:` + `b = clip(y)`): on that path the two steps
+        # are the same step twice (_if_reading_on_some_paths; the stop keeps yours first).
+        # Nor a line a `goto` to a label between skips (`if (n) goto tail;` + `d =
+        # clip(y);` + `tail:`): on the paths through the `goto` too. Nor a line of a form
+        # not read here (_unread_form): it may read them on some paths only.
+        if at not in read_some and at not in skipped and not _unread_form(text, braced):
+            return True
+        read_apart = True
+        return False
+
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
             return None
@@ -2187,39 +2220,43 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         text = code.strip()
         if not text:
             continue
-        if not lines[at].startswith(indent):
-            return None
-        deeper = code[len(indent):len(indent) + 1] in (b" ", b"\t")
-        if deeper and not depth:
-            return None  # (a statement's next line, or a body under a header not read)
-        one_line = _one_line_block(text, braced)
-        if one_line is None and not braced and not deeper and \
-                re.match(rb"(?:elif|else|except|finally)\b", text):
-            # (`else: d = c` past `if n: d = y` or a block's body: a part on its header's
-            # line, as a one-line `if`.)
-            head, inline = _inline(text, braced)
-            if inline and (previous_one_line or depth):
-                one_line = (b"if", inline)
-        previous_one_line = one_line is not None and one_line[0] == b"if" and not deeper
-        named = (names | shadows) & set(_NAME.findall(text))
-        if named and at not in off_path and not (
-                one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
-                and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
-                and not _adds_alike(text, adds_to, names) and at not in guards:
-            # A line naming what the statement names tells the two steps apart: each may be
-            # its own. Not one on a path that leaves the function before the copy past it
-            # (`if n:` + `y = c` + `return c`, `if n: return y`): the paths through both
-            # copies never run it. Nor a step adding to the statement's own target (`y += k`
-            # beside `y += 1`): the two add alike in either order. Nor the condition of an
-            # `if` whose whole body leaves the function (`if (y > n) return b;`): on the
-            # paths going on it only read that they go on. Nor a line of an `if` some path
-            # skips, only reading them (`if a:` + `b = clip(y)`): on that path the two steps
-            # are the same step twice (_if_reading_on_some_paths; the stop keeps yours first).
-            # Nor a line a `goto` to a label between skips (`if (n) goto tail;` + `d =
-            # clip(y);` + `tail:`): on the paths through the `goto` too.
-            if at not in read_some and at not in skipped:
+        if going_on is not None:
+            # (A line going on with the statement above, at any indentation.)
+            if tells_apart(at, text, None):
                 return None
-            read_apart = True
+            so_far, first_deeper, still_open = going_on
+            still_open += _brackets_opened(text, braced)
+            text = so_far + b" " + text
+            if still_open > 0 or _goes_on_past(text, braced):
+                going_on = (text, first_deeper, still_open)
+                continue
+            going_on = None
+            deeper = first_deeper
+            one_line = _one_line_block(text, braced)
+        else:
+            if not lines[at].startswith(indent):
+                return None
+            deeper = code[len(indent):len(indent) + 1] in (b" ", b"\t")
+            if deeper and not depth and not unbraced:
+                return None  # (a body under a header not read)
+            if braced and unbraced and not deeper and \
+                    not re.match(rb"(?:\}\s*)?else\b", text):
+                unbraced = False
+            one_line = _one_line_block(text, braced)
+            if one_line is None and not braced and not deeper and \
+                    re.match(rb"(?:elif|else|except|finally)\b", text):
+                # (`else: d = c` past `if n: d = y` or a block's body: a part on its
+                # header's line, as a one-line `if`.)
+                head, inline = _inline(text, braced)
+                if inline and (previous_one_line or depth):
+                    one_line = (b"if", inline)
+            previous_one_line = one_line is not None and one_line[0] == b"if" and not deeper
+            if tells_apart(at, text, one_line):
+                return None
+            opened = _brackets_opened(text, braced)
+            if opened > 0 or one_line is None and _goes_on_past(text, braced):
+                going_on = (text, deeper, opened)
+                continue
         if one_line is not None:
             # (`if a: return b`, `if (n) d = clip(b);`: a whole block on its line.)
             head, body = one_line
@@ -2230,6 +2267,40 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             text, at_loop = body, head in (b"for", b"while")
         else:
             at_loop = False
+        whole = _whole_block_on_its_line(text, braced)
+        if whole is not None:
+            # (`if (n) d = y; else d = c;`, `if (n) { d = y; }`, `} else d = c;`, `if n: d =
+            # c; e = y`: a block, or its last part, on one line.)
+            closes, parts = whole
+            if closes:
+                depth -= 1
+                if depth < 0:
+                    return None
+            elif not braced and not deeper:
+                depth = 0
+            if any(_LEAVES_BLOCK.match(part.strip()) is not None for part in parts):
+                paths = _SOME_PATHS
+            continue
+        if braced and not one_line and re.fullmatch(
+                rb"(?:\}\s*)?(?:else(?:\s+if\s*\(.*\))?|(?:if|for|while)\s*\(.*\))", text):
+            # (A header with no braces, `if (n)`, `else`: its body the lines set deeper.)
+            if text.startswith(b"}"):
+                depth -= 1
+                if depth < 0:
+                    return None
+            unbraced = True
+            continue
+        if not braced and not deeper and re.match(rb"assert\b", text):
+            # (An `assert` raises where it fails: the copy past it runs on some paths.)
+            depth = 0
+            paths = _SOME_PATHS
+            continue
+        if not braced and re.fullmatch(rb"try\s*:\s*\S.*", text):
+            # (`try: d = clip(a)`: a `try:` whose body is on its header's line.)
+            if _LEAVES_BLOCK.match(_inline(text, braced)[1]) is not None:
+                paths = _SOME_PATHS
+            depth = 1
+            continue
         leaves = _LEAVES_BLOCK.match(text)
         if leaves is not None and leaves[0] in (b"yield", b"co_yield"):
             # A `yield` leaves nothing: the generator goes on past it, the copy past it too,
@@ -2270,12 +2341,84 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                 continue
             if not deeper:
                 depth = 0
-        if text.endswith((b":", b"\\", b",", b"(", b"[")) or re.search(rb"[{}]", text) or \
-                _STEP_BOUNDARY.match(text):
-            return None
+        if text.endswith((b":", b"\\", b",", b"(", b"[")) or _STEP_BOUNDARY.match(text) or \
+                re.search(rb"[{}]", text) and not (
+                    braced and text.endswith(b";") and text.count(b"{") == text.count(b"}")):
+            return None  # (but a C statement with braces, `int y{clip(b)};`, a lambda's)
     if braced and depth:
         return None
     return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
+
+
+def _brackets_opened(text: bytes, braced: bool) -> int:
+    """How many brackets `text` (code, strings and comments taken out) leaves open: `(`
+    and `[`, and in Python `{` (C's braces are blocks)."""
+    openers, closers = (b"([", b")]") if braced else (b"([{", b")]}")
+    return sum(text.count(c) for c in openers) - sum(text.count(c) for c in closers)
+
+
+def _goes_on_past(text: bytes, braced: bool) -> bool:
+    """Whether the statement `text` (code, stripped) goes on past its line, its brackets
+    closed: a Python line ending in `\\`; a C line ending in an operator, `int d = n > 0 ?`
+    + `y : b;` (not one ending in a name or a `)`: a macro's call with no `;`, `CHECK(x)`,
+    is a statement of its own)."""
+    if not braced:
+        return text.endswith(b"\\")
+    return re.search(rb"[-?=+*/%&|^<>,!~]$", text) is not None and \
+        re.fullmatch(rb"(?:\}\s*)?(?:else\b.*|do\b.*|(?:if|for|while|switch)\s*\(.*\).*)",
+                     text) is None
+
+
+def _whole_block_on_its_line(text: bytes, braced: bool) -> tuple[bool, list[bytes]] | None:
+    """`text` (code, stripped) read as a block, or a block's last part, whole on its line,
+    that _one_line_block does not read: C's `if (n) d = y; else d = c;`, `if (n) { d = y; }`,
+    `} else d = c;`, `} else { d = c; }`; Python's branch of several statements, `if n: d =
+    c; e = y`. Whether it closes a block opened above (`} else ...`), and its statements."""
+    if braced:
+        closes = text.startswith(b"}")
+        rest = text.lstrip(b"}").strip()
+        head = re.match(rb"(?:else\s+)?(?:if|for|while)\s*\(|else\b", rest)
+        if head is None or not text.endswith((b";", b"}")) or \
+                rest.count(b"{") != rest.count(b"}"):
+            return None
+        if rest.count(b";") < 2 and b"{" not in rest and not closes:
+            return None  # (_one_line_block's)
+        return closes, re.split(rb"[;{}]|\belse\b|\)\s", rest)[1:]
+    head = re.match(rb"(?:if|elif|else|for|while|with|try|except|finally)\b", text)
+    if head is None:
+        return None
+    cut = _py_header_end(text)
+    if cut is None or b";" not in text[cut:]:
+        return None
+    return False, text[cut:].split(b";")
+
+
+def _py_header_end(text: bytes) -> int | None:
+    """Where a Python header line's `:` ends (`if a[1:2]: d = c` at its second `:`); None
+    where it has none at its top level."""
+    depth = 0
+    for k in range(len(text)):
+        c = text[k:k + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+        elif c == b":" and not depth and text[k + 1:k + 2] != b"=":
+            return k + 1
+    return None
+
+
+def _unread_form(text: bytes, braced: bool) -> bool:
+    """Whether a line (code, stripped) is of a form whose reads are not told here: a C++
+    lambda (`[y = b]() { return y; }`, its captures and its body run where it is called), a
+    block of several statements on one line (`if (n) { d = c; e = y; }`, `if n: d = c; e =
+    y`): a line naming a name there reads it on some paths at most."""
+    if braced:
+        return re.search(rb"\[[^\[\]]*\]\s*(?:\([^()]*\)\s*)?(?:mutable\s*)?"
+                         rb"(?:->\s*[\w:<>]+\s*)?\{", text) is not None or \
+            re.search(rb"\{[^{}]*;[^{}]*;[^{}]*\}", text) is not None
+    whole = _whole_block_on_its_line(text, braced)
+    return whole is not None
 
 
 # A C label opening a line, `tail:` (alone, or before a statement: `tail: d = c;`); not a
@@ -2417,7 +2560,14 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
     for statement in paths.statements([at for at in between if code(at)]):
         ats = [at for head, body in statement for at in [head] + body]
         named = [at for at in ats if paths.naming(code(at)) and at not in off_path]
-        if not named or any(sets(code(at)) for at in ats):
+        # (A statement over several lines, `d = [keep(y)` + `for y in parts(c)]`, sets what
+        # its whole text sets: not a loop's target.)
+        first = code(statement[0][0])
+        texts = [b" ".join(code(at) for at in ats)] if len(statement) == 1 and len(ats) > 1 \
+            and not first.endswith((b":", b"{")) and not re.match(
+                rb"(?:if|elif|else|for|while|with|try|except|finally|def|class|async|switch|do"
+                rb"|case|default)\b", first) else [code(at) for at in ats]
+        if not named or any(sets(text) for text in texts):
             continue
         ways = paths.statement(statement)
         if _MISSES not in ways:
@@ -2526,6 +2676,11 @@ class _PathReads:
             text = self.code(head)
             if self.braced:
                 text = text.lstrip(b"}").strip()
+                # (A branch's one statement in braces on its header's line, `if (n) { d =
+                # y; }`: as it is without them.)
+                if re.match(rb"(?:else\b|(?:if|for|while)\s*\()", text):
+                    text = re.sub(rb";\s*else\b", b"; else", re.sub(
+                        rb"\{\s*([^{};]*;)\s*\}", rb"\1 ", text)).strip()
                 if text in (b"", b";", b"{"):
                     if parts and text == b"{":
                         parts[-1][2].extend(body)
@@ -2782,6 +2937,12 @@ def _unconditional(text: bytes, braced: bool) -> bytes:
                      for part in [gen.target] + list(gen.ifs) + ([gen.iter] if k else [])]
         elif isinstance(node, ast.Lambda):
             some.append(node.body)
+        elif isinstance(node, ast.Compare) and len(node.comparators) > 1:
+            # (`n < c < y`: `c < y` is tried where `n < c` holds only.)
+            some += node.comparators[1:]
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            # (`assert n, y`: the message is made where the assertion fails only.)
+            some.append(node.msg)
     out = bytearray(text)
     for node in some:
         if node.lineno == 1 and node.end_lineno == 1:
@@ -2968,6 +3129,9 @@ def _c_declared(text: bytes) -> set[bytes]:
     words (`int y = 0;`, `const float* y;`, `int e = 0, y = clip(b);`, `for (int y = 0; ...`,
     `std::vector<int> y(n);`). Not an assignment (`y = 0;`), nor a `return y;`."""
     found: set[bytes] = set()
+    bound = _C_BINDING.match(text)
+    if bound is not None:
+        return set(_NAME.findall(bound[1] or bound[2]))
     head = _C_DECLARATION.match(text)
     if head is None or head[1] in _C_NOT_TYPES:
         return found
@@ -2993,9 +3157,16 @@ def _c_declared(text: bytes) -> set[bytes]:
 
 # A C declaration opening a line or a `for (`'s init clause: its first type word (group 1),
 # then further words, template arguments, `*`/`&`, and its first declarator's name (group 2).
+# (Its first declarator set by braces, `int y{clip(b)};`, or, in a `for (`, a range-for's,
+# `for (int y : ys)`.)
 _C_DECLARATION = on_first_use(
     rb"(?:for\s*\(\s*)?([A-Za-z_][\w:]*)(?:\s*<[^;()]*>)?(?:\s+[A-Za-z_][\w:]*"
-    rb"(?:\s*<[^;()]*>)?)*(?:\s*[*&]+\s*|\s+)([A-Za-z_]\w*)\s*(?=[=;,\[(]|$)")
+    rb"(?:\s*<[^;()]*>)?)*(?:\s*[*&]+\s*|\s+)([A-Za-z_]\w*)\s*(?=[=;,\[({]|$)")
+# A C++ structured binding opening a line or a `for (`'s init, `auto [e, y] = split(b);`,
+# `for (const auto& [k, v] : m)` (its names, group 1); a range-for's declarator, `for (int
+# y : ys)` (its name, group 2).
+_C_BINDING = on_first_use(rb"(?:for\s*\(\s*)?(?:const\s+)?auto\s*[&*]*\s*\[([^\[\]]*)\]"
+                          rb"|for\s*\(\s*[A-Za-z_][\w:<>,\s*&]*?[\s*&]([A-Za-z_]\w*)\s*:(?!:)")
 # Words that open a line as a type word would but declare nothing (`return y;`, `else y = 0;`).
 _C_NOT_TYPES = frozenset((b"return", b"else", b"do", b"case", b"goto", b"throw", b"delete",
                           b"new", b"co_return", b"co_yield", b"co_await", b"if", b"while",

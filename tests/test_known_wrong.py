@@ -223,7 +223,6 @@ def test_a_short_statement_upstream_added_past_an_if_else_reading_it_in_one_bran
     b"    d = clip(b,\n             lo=0)\n",
     b"    try: d = clip(a)\n    except ValueError:\n        d = clip(y)\n"],
     ids=["over-lines", "try-on-its-header-line"])
-@known_wrong("a short statement the fix adds (`y += 1` under `y = x + 1`) where upstream added")
 def test_a_short_statement_upstream_added_past_lines_reading_it_on_some_paths_is_not_doubled(
         tmp_path, between):
     k = (b"def f(x, a):\n    y = x + 1\n    b = 1\n" + between +
@@ -233,6 +232,17 @@ def test_a_short_statement_upstream_added_past_lines_reading_it_on_some_paths_is
                             k.replace(b"    y = x + 1\n", b"    y = x + 1\n" + line),
                             k.replace(b"    z = y * 2\n", line + b"    z = y * 2\n"))
     assert not doubled_after_rebase(stack, "k.py", line)
+
+
+@known_wrong("a short statement the fix adds in the one branch of an `if` that goes on")
+def test_a_short_statement_the_fix_added_in_the_branch_going_on_is_not_doubled(tmp_path):
+    k = (b"def f(x, a, n, c):\n    y = x + 1\n    b = 1\n    if n:\n        return c\n"
+         b"    else:\n        d = clip(a)\n    z = y * 2\n    return z + b\n\n\n"
+         b"def g(x):\n    return x\n")
+    stack = stack_with_file(tmp_path, "k.py", k,
+                            k.replace(b"        d = clip(a)\n", b"        d = clip(a)\n        y += 1\n"),
+                            k.replace(b"    b = 1\n", b"    b = 1\n    y += 1\n"))
+    assert not doubled_after_rebase(stack, "k.py", b"y += 1\n")
 
 
 def test_an_item_upstream_added_beside_another_on_its_line_stops(tmp_path):

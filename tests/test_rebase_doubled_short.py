@@ -1146,6 +1146,113 @@ def test_a_short_statement_past_a_switch_reading_it_says_a_switch(tmp_path, bloc
     assert "loop" not in err, err
 
 
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = clip(b,\n             lo=0)\n"),
+    ("pkg/a.py", b"    d = b + \\\n        1\n"),
+    ("pkg/k.cu", b"    int d = clip(b,\n                 0);\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(b,\n                 lo=0)\n"),
+    ("pkg/k.cu", b"    CHECK_INPUT(b)\n    if (n) {\n        b = c;\n    }\n")],
+    ids=["call-over-lines", "backslash", "c-call-over-lines", "in-a-block",
+         "c-call-with-no-semicolon"])
+def test_a_short_statement_past_a_statement_over_lines_stops(tmp_path, path, block, fix_below):
+    # A statement written over several lines between the copies, naming nothing of y's:
+    # its second line was read as a body under a header not read, the steps between not
+    # read at all, and y got 1 twice, exit 0. Now its lines read as one statement: it stops
+    # as upstream having the lines, either copy above. (Mirror: a C macro's call with no
+    # `;` is a statement of its own, not one going on into the block below.)
+    stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
+
+
+# Lines of forms read whole only now, each reading y on some paths only.
+READ_IN_FORMS_ON_SOME_PATHS = [
+    ("pkg/a.py", b"    d = [keep(y)\n         for y in parts(c)]\n"),
+    ("pkg/a.py", b"    try: d = clip(b)\n    except ValueError:\n        d = clip(y)\n"),
+    ("pkg/a.py", b"    if n: d = c; e = y\n"),
+    ("pkg/a.py", b"    d = n < c < y\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) d = y; else d = c;\n"),
+    ("pkg/k.cu", b"    int d = c;\n    if (n) { d = y; }\n"),
+    ("pkg/k.cu", b"    int d = c;\n    if (n) {\n        d = c;\n    } else d = y;\n"),
+    ("pkg/k.cu", b"    int d = c;\n    if (n)\n        d = y;\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n)\n        d = y;\n    else\n        d = c;\n"),
+    ("pkg/k.cu", b"    auto f = [y = b]() { return y; };\n"),
+    ("pkg/k.cu", b"    if (n) {\n        int y{clip(b)};\n        y += 2;\n    }\n"),
+    ("pkg/k.cu", b"    for (int y : ys) {\n        y += 2;\n    }\n"),
+    ("pkg/k.cu", b"    if (n) {\n        auto [e2, y] = split(b);\n        y += 2;\n    }\n"),
+    ("pkg/k.cu", b"    int d = n > 0 ?\n        y : b;\n"),
+    ("pkg/a.py", b"    if (n and\n            c):\n        d = clip(y)\n"),
+    ("pkg/k.cu", b"    int d = c;\n    if (n &&\n        c) {\n        d = y;\n    }\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) { d = y; } else { d = c; }\n"),
+    ("pkg/k.cu", b"    int d = c;\n    if (n) { d = c; d += y; }\n"),
+    ("pkg/k.cu", b"    int d = c;\n    for (int k = 0; k < n; k++)\n        d += y;\n")]
+READ_IN_FORMS_ON_SOME_PATHS_IDS = [
+    "comprehension-over-lines", "try-on-its-header-line", "several-on-a-branch-line",
+    "chained-comparison", "c-if-else-on-one-line", "c-braced-on-one-line",
+    "c-else-on-its-line", "c-unbraced-if", "c-unbraced-if-else", "c-lambda-capture",
+    "c-brace-init-in-a-block", "c-range-for", "c-structured-binding", "c-conditional-over-lines",
+    "header-over-lines", "c-header-over-lines", "c-if-else-braced-on-one-line",
+    "c-several-in-braces", "c-unbraced-loop"]
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", READ_IN_FORMS_ON_SOME_PATHS,
+                         ids=READ_IN_FORMS_ON_SOME_PATHS_IDS)
+def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_first(
+        tmp_path, path, block, fix_below):
+    # y read between the copies on some paths only, in a form the reader did not read: a
+    # statement over several lines (a comprehension's own y), a `try:` whose body is on its
+    # header's line, several statements on a branch's line, the last operand of a chained comparison, C's branches on their header's line or with no
+    # braces, a C++ lambda's capture, a name a block declares anew by braces, a range-for
+    # or a structured binding. Each merged both in, exit 0, y stepped twice on the paths not
+    # reading it. Now it stops as upstream having the lines, keep yours first, either copy
+    # above.
+    stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    err = stops_again(stack)
+    assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
+def test_a_short_statement_past_an_assert_reading_it_in_its_message_stops(tmp_path):
+    # `assert n, y` between the copies reads y only where it fails, and raises there: on the
+    # paths going on y got 1 twice, exit 0 (the line named y). Now it stops as past a block
+    # that leaves: keep yours first where upstream's copy is past it, delete yours first
+    # where yours is.
+    block = b"    assert n, y\n"
+    stops_keeping_yours_first(leaves_between(tmp_path / "above", "pkg/a.py", block))
+    stops_deleting_yours_first(leaves_between(tmp_path / "below", "pkg/a.py", block,
+                                              fix_below=True))
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = clip(y,\n             lo=0)\n"),
+    ("pkg/a.py", b"    d = clip(b,\n             lo=y)\n"),
+    ("pkg/a.py", b"    d = {\n        'y': y,\n    }\n"),
+    ("pkg/a.py", b"    d = clip(y)\n    e = scale(b,\n              lo=0)\n"),
+    ("pkg/a.py", b"    d = clip(y)\n    try: e = clip(b)\n    except ValueError:\n        e = 0\n"),
+    ("pkg/a.py", b"    d = c; e = clip(y)\n"),
+    ("pkg/a.py", b"    assert y > 0, n\n"),
+    ("pkg/a.py", b"    d = y < c < n\n"),
+    ("pkg/k.cu", b"    int d = clip(y,\n                 0);\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) d = y; else d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n)\n        d = y;\n    else\n        d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d{clip(y)};\n"),
+    ("pkg/k.cu", b"    int d = c; int e = clip(y);\n"),
+    ("pkg/a.py", b"    if (y and\n            c):\n        d = clip(b)\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) { d = y; } else { d = clip(y); }\n")],
+    ids=["over-lines-first", "over-lines-last", "dict-over-lines", "read-before-over-lines",
+         "read-before-a-try-on-its-line", "several-on-a-line", "assert-condition",
+         "chained-comparison-first", "c-over-lines", "c-if-else-on-one-line-both",
+         "c-unbraced-both", "c-brace-init", "c-several-on-a-line", "header-over-lines",
+         "c-if-else-braced-on-one-line"])
+def test_a_short_statement_past_a_form_reading_it_on_every_path_moves(tmp_path, path, block):
+    # Mirrors: every path going on reads y in those forms (a statement over lines, the
+    # condition of an `assert`, the first operand of a chained comparison, each branch, a
+    # brace-init reading it), or before them: each copy its own step, the fix moves quietly,
+    # both kept.
+    statement = step_of(path)
+    made = moved_quietly(leaves_between(tmp_path, path, block, statement), path)
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
 # A C `if` whose `else` jumps with a `goto` (to `tail:`, or to `done:` past the copies).
 GOTO_ELSE = (b"    int d = b;\n    if (n) {\n        d = clip(y);\n    } else {\n"
              b"        goto tail;\n    }\n")
