@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from test_reverts_guard_forms import _c_fn, _c_module
-from test_reverts_guard_rewritten import HEAD, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import HEAD, _fn, _held_until_dropped, _landed, _module, _said_by
 
 RAISE = b"    if x is None:\n        raise ValueError('x')\n"
 RAISE_IN = b"        if x is None:\n            raise ValueError('x')\n"
@@ -77,41 +77,44 @@ def _c(tmp_path, copy: bytes):
                                "rework k2")
 
 
-def _rework(tmp_path, shape: str, which: int):
+def _rework(tmp_path, shape: str):
+    """The fix landed, then a commit dropping its guard beside a copy inside the block."""
     if shape in PYTHON_BLOCKS:
-        return _python(tmp_path, PYTHON_BLOCKS[shape][which])
-    return _c(tmp_path, C_BLOCKS[shape][which])
+        return _python(tmp_path, PYTHON_BLOCKS[shape][0])
+    return _c(tmp_path, C_BLOCKS[shape][0])
 
 
 @pytest.mark.parametrize("shape", NEW_SHAPES)
 def test_a_guard_dropped_beside_its_copy_in_a_block_leaving_less_is_said(tmp_path, shape):
-    stack, took = _rework(tmp_path, shape, 0)
+    stack, took = _rework(tmp_path, shape)
     _said_by(stack, took)
 
 
 @pytest.mark.parametrize("shape", list(PYTHON_BLOCKS) + list(C_BLOCKS))
 def test_a_guard_kept_by_its_copy_beside_such_a_block_is_quiet_until_dropped(tmp_path, shape):
-    stack, _ = _rework(tmp_path, shape, 1)
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    python = shape in PYTHON_BLOCKS
-    path = "pkg/a.py" if python else "csrc/k.cu"
-    inside = (PYTHON_BLOCKS if python else C_BLOCKS)[shape][0]
-    dropped = _module(_fn(b"a2", inside.replace(RAISE_IN, b"        log(0)\n"),
-                          HEAD.replace(b"2", b"3"))) if python else \
-        _c_module(_c_fn(head=inside.replace(b"if (!x) return 0;", b"log(0);")
-                        .replace(b"if (!x) continue;", b"log(0);")
-                        .replace(b"if (!x) throw 1;", b"log(0);")
-                        .replace(b'TORCH_CHECK(x != nullptr, "x");', b"log(0);") + C_HEAD))
-    took = stack.commit({path: dropped}, "a2: x is never None")
-    _said_by(stack, took)
+    if shape in PYTHON_BLOCKS:
+        inside, beside = PYTHON_BLOCKS[shape]
+        head = HEAD.replace(b"2", b"3")
+        dropped = inside.replace(RAISE_IN, b"        log(0)\n")
+        _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", RAISE)),
+                            _module(_fn(b"a2", beside, head)), _module(_fn(b"a2", dropped, head)),
+                            ("rework a2", "a2: x is never None"))
+        return
+    inside, beside = C_BLOCKS[shape]
+    for copy in (b"if (!x) return 0;", b"if (!x) continue;", b"if (!x) throw 1;",
+                 b'TORCH_CHECK(x != nullptr, "x");'):
+        inside = inside.replace(copy, b"log(0);")
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)),
+                        _c_module(_c_fn(head=beside + C_HEAD)),
+                        _c_module(_c_fn(head=inside + C_HEAD)),
+                        ("rework k2", "a2: x is never None"), "csrc/k.cu")
 
 
 def test_a_cpp_guard_kept_by_its_copy_past_a_label_is_quiet_until_dropped(tmp_path):
-    stack, _ = _c(tmp_path, b"  retry:\n" + C_GUARD)
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=b"  retry:\n  log(0);\n" + C_HEAD))},
-                        "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)),
+                        _c_module(_c_fn(head=b"  retry:\n" + C_GUARD + C_HEAD)),
+                        _c_module(_c_fn(head=b"  retry:\n  log(0);\n" + C_HEAD)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 # A guard the fix put inside a block, kept by upstream's copy in that block.
@@ -130,24 +133,20 @@ def test_a_cpp_guard_the_fix_put_in_a_block_is_kept_by_its_copy_there_until_drop
         tmp_path, shape):
     block, guard, copy = FIX_IN_A_BLOCK[shape]
     head = b"  int a = 2;\n  int b = a + x[0];\n"
-    stack = _landed(tmp_path, _c_module(_c_fn(head=block % b"" + head)),
-                    _c_module(_c_fn(head=block % guard + head)), "csrc/k.cu")
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=block % copy + C_HEAD))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=block % b"" + C_HEAD + b"  b++;\n"))},
-                        "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn(head=block % b"" + head)),
+                        _c_module(_c_fn(head=block % guard + head)),
+                        _c_module(_c_fn(head=block % copy + C_HEAD)),
+                        _c_module(_c_fn(head=block % b"" + C_HEAD + b"  b++;\n")),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 def test_a_raise_guard_the_fix_put_in_a_try_is_kept_by_its_copy_there_until_dropped(tmp_path):
     block = b"    try:\n%s        x = x.float()\n    except ValueError:\n        x = DEFAULT\n"
     guard = b"        if x is None:\n            raise ValueError('x')\n"
-    stack = _landed(tmp_path, _module(_fn(b"a2", block % b"")),
-                    _module(_fn(b"a2", block % guard)))
     copy = b"        if x is None: raise ValueError('no x')\n"
     rework = HEAD.replace(b"2", b"3")
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", block % copy, rework))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", block % b"", rework + b"    c = c + 1\n"))},
-                        "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2", block % b"")),
+                        _module(_fn(b"a2", block % guard)),
+                        _module(_fn(b"a2", block % copy, rework)),
+                        _module(_fn(b"a2", block % b"", rework + b"    c = c + 1\n")),
+                        ("rework a2", "a2: x is never None"))

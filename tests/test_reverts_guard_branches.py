@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from test_reverts_guard_forms import HEAD, TWO, _c_fn, _c_module
-from test_reverts_guard_rewritten import GUARD, REWRITTEN, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import (GUARD, REWRITTEN, _fn, _held_until_dropped, _landed,
+                                          _module, _said_by)
 
 PREP = b"    if x is not None:\n        x = x.float()\n"
 ELSE_KEPT = {
@@ -47,12 +48,10 @@ ELSE_OTHER = {
 @pytest.mark.parametrize("form", list(ELSE_KEPT))
 def test_a_guard_kept_as_the_else_of_its_converse_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", ELSE_KEPT[form], REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", PREP, REWRITTEN))},
-                        "a2: x is never None")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                               _module(_fn(b"a2", ELSE_KEPT[form], REWRITTEN)),
+                               _module(_fn(b"a2", PREP, REWRITTEN)),
+                               ("rework a2", "a2: x is never None"))
     assert "`if x is None:`" in said["detail"], said
 
 
@@ -89,12 +88,10 @@ C_ELSE_OTHER = {
 @pytest.mark.parametrize("form", list(C_ELSE_KEPT))
 def test_a_cpp_guard_kept_as_the_else_of_its_converse_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(C_ELSE_KEPT[form], C_HEAD))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(C_PREP + b"\n", C_HEAD))},
-                        "k2: never null")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)),
+                               _c_module(_c_fn(C_ELSE_KEPT[form], C_HEAD)),
+                               _c_module(_c_fn(C_PREP + b"\n", C_HEAD)),
+                               ("rework k2", "k2: never null"), "csrc/k.cu")
     assert "`if (!x) return 0;`" in said["detail"], said
 
 
@@ -127,15 +124,12 @@ ELIF_OTHER = {
 @pytest.mark.parametrize("form", list(ELIF_KEPT))
 def test_a_guard_of_two_names_kept_as_if_and_elif_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
-                    _module(_fn(b"a2", TWO, args=b"x, y")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", ELIF_KEPT[form], HEAD, args=b"x, y"))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
     only = ELIF_KEPT[form].split(b"    elif")[0]
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", only, HEAD, args=b"x, y"))},
-                        "a2: one of them is never None")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                               _module(_fn(b"a2", TWO, args=b"x, y")),
+                               _module(_fn(b"a2", ELIF_KEPT[form], HEAD, args=b"x, y")),
+                               _module(_fn(b"a2", only, HEAD, args=b"x, y")),
+                               ("rework a2", "a2: one of them is never None"))
     assert "`if x is None or y is None:`" in said["detail"], said
 
 
@@ -161,11 +155,10 @@ def _ending_in(opened: bytes) -> bytes:
 
 def test_a_guard_kept_around_the_work_to_the_functions_end_is_quiet_until_a_commit_drops_it(
         tmp_path):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_ending_in(b"    if x is not None:\n"))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                               _module(_ending_in(b"    if x is not None:\n")),
+                               _module(_fn(b"a2", head=REWRITTEN)),
+                               ("rework a2", "a2: x is never None"))
     assert "`if x is None:`" in said["detail"], said
 
 

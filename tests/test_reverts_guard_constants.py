@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_reverts_guard_rewritten import REWRITTEN, _fn, _landed, _said_by
+from test_reverts_guard_rewritten import REWRITTEN, _fn, _held_until_dropped, _landed, _said_by
 
 GELU = b"    if act == 'gelu':\n        return 0\n"
 
@@ -53,14 +53,11 @@ NOT_HOLDING = {
 def test_a_guard_upstream_wrote_with_a_constant_is_quiet_until_a_commit_drops_it(tmp_path,
                                                                                   form):
     check, top = NAMED[form]
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, act")),
-                    _module(_fn(b"a2", GELU, args=b"x, act")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", check, REWRITTEN, args=b"x, act"), top)},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"), top)},
-                        "a2: every act does the work")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, act")),
+                               _module(_fn(b"a2", GELU, args=b"x, act")),
+                               _module(_fn(b"a2", check, REWRITTEN, args=b"x, act"), top),
+                               _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"), top),
+                               ("rework a2", "a2: every act does the work"))
     assert "`if act == 'gelu':`" in said["detail"], said
 
 
@@ -78,12 +75,9 @@ def test_a_guard_dropped_beside_a_name_not_holding_its_value_is_said(tmp_path, o
 def test_a_guard_naming_a_constant_kept_as_it_is_quiet_until_a_commit_drops_it(tmp_path):
     top = b'GELU = "gelu"\n'
     guard = b"    if act == GELU:\n        return 0\n"
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, act"), top),
-                    _module(_fn(b"a2", guard, args=b"x, act"), top))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", guard, REWRITTEN, args=b"x, act"), top)},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"), top)},
-                        "a2: every act does the work")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, act"), top),
+                               _module(_fn(b"a2", guard, args=b"x, act"), top),
+                               _module(_fn(b"a2", guard, REWRITTEN, args=b"x, act"), top),
+                               _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"), top),
+                               ("rework a2", "a2: every act does the work"))
     assert "`if act == GELU:`" in said["detail"], said

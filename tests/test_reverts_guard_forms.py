@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_reverts_guard_rewritten import GUARD, REWRITTEN, TAIL, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import (GUARD, REWRITTEN, TAIL, _fn, _held_until_dropped,
+                                          _landed, _module, _said_by)
 
 TWO = b"    if x is None or y is None:\n        return 0\n"
 HEAD = REWRITTEN + b"    b = b + y\n"
@@ -25,14 +26,11 @@ UPSTREAM_FORMS = {
 
 @pytest.mark.parametrize("form", list(UPSTREAM_FORMS))
 def test_the_guard_written_again_over_lines_is_quiet_until_a_commit_drops_it(tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, y")),
-                    _module(_fn(b"a2", TWO, args=b"x, y")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", UPSTREAM_FORMS[form], HEAD, args=b"x, y"))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=HEAD, args=b"x, y"))},
-                        "a2: x and y are never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, y")),
+                        _module(_fn(b"a2", TWO, args=b"x, y")),
+                        _module(_fn(b"a2", UPSTREAM_FORMS[form], HEAD, args=b"x, y")),
+                        _module(_fn(b"a2", head=HEAD, args=b"x, y")),
+                        ("rework a2", "a2: x and y are never None"))
 
 
 def _c_fn(top: bytes = b"", head: bytes = b"  int a = 2;\n  int b = a + x[0];\n") -> bytes:
@@ -48,13 +46,11 @@ def _c_module(k2: bytes) -> bytes:
 
 def test_a_cpp_guard_split_over_lines_is_quiet_until_a_commit_drops_it(tmp_path):
     guard = b"  if (!x || !y) return 0;\n"
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(guard)), "csrc/k.cu")
     head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
     split = b"  if (!x ||\n      !y)\n    return 0;\n"
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(split, head))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(guard)),
+                        _c_module(_c_fn(split, head)), _c_module(_c_fn(head=head)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 OTHER_CHECKS = {
@@ -91,12 +87,9 @@ ONE_NAME_KEPT = {
 @pytest.mark.parametrize("form", list(ONE_NAME_KEPT))
 def test_the_guard_of_one_name_kept_in_its_own_check_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", ONE_NAME_KEPT[form], REWRITTEN))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_fn(b"a2", ONE_NAME_KEPT[form], REWRITTEN)),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: x is never None"))
 
 
 ONE_NAME_OTHER = {
@@ -132,13 +125,10 @@ CPP_OTHER = {
 
 @pytest.mark.parametrize("form", list(CPP_KEPT))
 def test_a_cpp_guard_kept_in_its_own_check_is_quiet_until_a_commit_drops_it(tmp_path, form):
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
-                    "csrc/k.cu")
     head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(CPP_KEPT[form], head))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
+                        _c_module(_c_fn(CPP_KEPT[form], head)), _c_module(_c_fn(head=head)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 @pytest.mark.parametrize("other", list(CPP_OTHER))
@@ -173,12 +163,9 @@ MEMBER_KEPT = {
 @pytest.mark.parametrize("form", list(MEMBER_KEPT))
 def test_a_guard_of_one_value_kept_as_membership_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", EQUAL_GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", MEMBER_KEPT[form], REWRITTEN))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never ROW")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", EQUAL_GUARD)),
+                        _module(_fn(b"a2", MEMBER_KEPT[form], REWRITTEN)),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: x is never ROW"))
 
 
 def test_a_guard_of_one_value_dropped_beside_membership_of_others_is_said(tmp_path):
@@ -210,15 +197,13 @@ CARRIED_HEAD = b"    a = 3\n    b = a - x\n"
 
 
 def test_a_guard_carried_through_a_name_is_quiet_until_a_commit_drops_its_exit(tmp_path):
-    stack = _landed(tmp_path, _module(_split()), _module(_split(SKIP)))
     carried = CARRIED_HEAD + b"    early = a > 1 and skip\n    if early:\n        return b\n"
-    stack.commit({"pkg/a.py": _module(_split(head=carried, opened=b"    elif a > 1:\n",
-                                             work=REWORKED))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
     assigned = CARRIED_HEAD + b"    early = a > 1 and skip\n    log(early)\n"
-    took = stack.commit({"pkg/a.py": _module(_split(head=assigned, opened=b"    if a >= 2:\n",
-                                                    work=REWORKED))}, "a2: reduce always")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(
+        tmp_path, _module(_split()), _module(_split(SKIP)),
+        _module(_split(head=carried, opened=b"    elif a > 1:\n", work=REWORKED)),
+        _module(_split(head=assigned, opened=b"    if a >= 2:\n", work=REWORKED)),
+        ("rework a2", "a2: reduce always"))
     assert "`if skip:`" in said["detail"], said
 
 
@@ -256,14 +241,12 @@ def test_a_guard_dropped_inside_an_if_ending_in_a_return_is_said(tmp_path):
 
 
 def test_a_guard_carried_through_a_name_at_the_top_is_quiet_until_a_commit_drops_it(tmp_path):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
     carried = b"    missing = x is None\n    if missing:\n        return 0\n"
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", carried, REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    missing = x is None\n"
-                                                 b"    log(missing)\n", REWRITTEN))},
-                        "a2: x is never None")
-    said = _said_by(stack, took)
+    logged = b"    missing = x is None\n    log(missing)\n"
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                               _module(_fn(b"a2", carried, REWRITTEN)),
+                               _module(_fn(b"a2", logged, REWRITTEN)),
+                               ("rework a2", "a2: x is never None"))
     assert "`if x is None:`" in said["detail"], said
 
 
@@ -279,14 +262,12 @@ def test_a_guard_testing_a_name_assigned_once_is_quiet_until_a_commit_drops_it(t
     """The guard tests the name itself (`if done:` after `done = probe(x)`): its own if,
     written again, keeps it, read through the name or not."""
     assign = b"    done = probe(x)\n"
-    stack = _landed(tmp_path, _module(_fn(b"a2", assign)),
-                    _module(_fn(b"a2", assign + b"    if done:\n        return 0\n")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", assign + b"    if done: return 0\n",
-                                          REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", assign + b"    assert done in (1, 2)\n",
-                                                 REWRITTEN))}, "a2: never done early")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(
+        tmp_path, _module(_fn(b"a2", assign)),
+        _module(_fn(b"a2", assign + b"    if done:\n        return 0\n")),
+        _module(_fn(b"a2", assign + b"    if done: return 0\n", REWRITTEN)),
+        _module(_fn(b"a2", assign + b"    assert done in (1, 2)\n", REWRITTEN)),
+        ("rework a2", "a2: never done early"))
     assert "`if done:`" in said["detail"], said
 
 
@@ -338,11 +319,9 @@ AROUND_THE_WORK = {
 @pytest.mark.parametrize("shape", list(AROUND_THE_WORK))
 def test_a_guard_kept_around_the_rest_of_the_work_is_quiet_until_a_commit_drops_it(
         tmp_path, shape):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_around(*AROUND_THE_WORK[shape]))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_around(*AROUND_THE_WORK[shape])),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: x is never None"))
 
 
 def test_a_cpp_guard_dropped_beside_an_if_the_work_goes_on_past_is_said(tmp_path):
@@ -356,18 +335,15 @@ def test_a_cpp_guard_dropped_beside_an_if_the_work_goes_on_past_is_said(tmp_path
 
 def test_a_cpp_guard_kept_around_the_rest_of_the_work_is_quiet_until_a_commit_drops_it(
         tmp_path):
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
-                    "csrc/k.cu")
     work = b"  int a = 3;\n  int b = a - x[0] + y[0];\n" + \
         b"".join(b"  int v%d = b + %d;\n" % (k, k) for k in range(8)) + b"  return v7;\n"
     around = b"int k2(const int *x, const int *y) {\n  if (x) {\n" + \
         b"".join(b"  " + line for line in work.splitlines(keepends=True)) + \
         b"  }\n  return 0;\n}\n"
-    stack.commit({"csrc/k.cu": _c_module(around)}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
     head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
+                        _c_module(around), _c_module(_c_fn(head=head)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 # A guard testing a string (`if act == 'gelu':` + `return 0`, AITER's activation, arch and
@@ -396,14 +372,11 @@ def test_a_string_guard_dropped_beside_a_test_of_other_strings_is_said(tmp_path,
 
 @pytest.mark.parametrize("form", list(STRING_KEPT))
 def test_a_string_guard_kept_in_its_own_test_is_quiet_until_a_commit_drops_it(tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, act")),
-                    _module(_fn(b"a2", STRING_GUARD, args=b"x, act")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", STRING_KEPT[form], REWRITTEN,
-                                          args=b"x, act"))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, act"))},
-                        "a2: act is never gelu")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, act")),
+                        _module(_fn(b"a2", STRING_GUARD, args=b"x, act")),
+                        _module(_fn(b"a2", STRING_KEPT[form], REWRITTEN, args=b"x, act")),
+                        _module(_fn(b"a2", head=REWRITTEN, args=b"x, act")),
+                        ("rework a2", "a2: act is never gelu"))
 
 
 # A guard on zero or empty (`if n == 0:`, `if len(x) == 0:`) kept by upstream as `if not n:`
@@ -421,13 +394,11 @@ ZERO_KEPT = {
 def test_a_guard_on_zero_kept_as_any_false_value_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
     guard, kept = ZERO_KEPT[form]
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, n")),
-                    _module(_fn(b"a2", guard, args=b"x, n")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", kept, REWRITTEN, args=b"x, n"))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, n"))},
-                        "a2: n is never 0")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, n")),
+                        _module(_fn(b"a2", guard, args=b"x, n")),
+                        _module(_fn(b"a2", kept, REWRITTEN, args=b"x, n")),
+                        _module(_fn(b"a2", head=REWRITTEN, args=b"x, n")),
+                        ("rework a2", "a2: n is never 0"))
 
 
 def test_a_guard_on_any_false_value_dropped_beside_a_check_of_zero_is_said(tmp_path):
@@ -451,12 +422,10 @@ def _strict(guard: bytes = b"", head: bytes = HEAD) -> bytes:
 
 def test_a_guard_under_an_if_beyond_its_context_kept_there_is_quiet_until_a_commit_drops_it(
         tmp_path):
-    stack = _landed(tmp_path, _module(_strict()), _module(_strict(GUARD)))
-    stack.commit({"pkg/a.py": _module(_strict(GUARD, REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_strict(head=REWRITTEN.replace(b"4", b"8")))},
-                        "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_strict()), _module(_strict(GUARD)),
+                        _module(_strict(GUARD, REWRITTEN)),
+                        _module(_strict(head=REWRITTEN.replace(b"4", b"8"))),
+                        ("rework a2", "a2: x is never None"))
 
 
 # A guard kept only inside a loop (`for y in ys:` + `if x is None:` + `return 0`) leaves only
@@ -512,11 +481,9 @@ ALWAYS_RUNS = {
 @pytest.mark.parametrize("shape", list(ALWAYS_RUNS))
 def test_a_guard_kept_in_a_loop_that_always_runs_is_quiet_until_a_commit_drops_it(tmp_path,
                                                                                    shape):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", ALWAYS_RUNS[shape], REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_fn(b"a2", ALWAYS_RUNS[shape], REWRITTEN)),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: x is never None"))
 
 
 def _looped(guard: bytes = b"", head: bytes = HEAD, opened: bytes = b"    for y in ys:\n",
@@ -537,12 +504,10 @@ LOOP_KEPT = {
 def test_a_guard_in_a_loop_kept_there_or_above_is_quiet_until_a_commit_drops_it(tmp_path,
                                                                                   form):
     guard, above, opened = LOOP_KEPT[form]
-    stack = _landed(tmp_path, _module(_looped()), _module(_looped(GUARD)))
-    stack.commit({"pkg/a.py": _module(_looped(guard, REWRITTEN, opened, above))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_looped(head=REWRITTEN.replace(b"4", b"8")))},
-                        "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_looped()), _module(_looped(GUARD)),
+                        _module(_looped(guard, REWRITTEN, opened, above)),
+                        _module(_looped(head=REWRITTEN.replace(b"4", b"8"))),
+                        ("rework a2", "a2: x is never None"))
 
 
 def test_a_guard_in_a_loop_dropped_beside_its_copy_in_another_loop_is_said(tmp_path):
@@ -574,13 +539,10 @@ def _items(guard: bytes = b"", work: bytes = ITEM_WORK, wrapped: bool = False,
 
 
 def test_a_skip_in_a_loop_an_if_now_wraps_is_quiet_until_a_commit_drops_it(tmp_path):
-    stack = _landed(tmp_path, _module(_items()), _module(_items(SKIP_ITEM)))
-    stack.commit({"pkg/a.py": _module(_items(SKIP_ITEM, ITEM_REWORKED, wrapped=True))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_items(work=ITEM_REWORKED.replace(b"4", b"8"),
-                                                    wrapped=True))}, "a2: ys holds no None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_items()), _module(_items(SKIP_ITEM)),
+                        _module(_items(SKIP_ITEM, ITEM_REWORKED, wrapped=True)),
+                        _module(_items(work=ITEM_REWORKED.replace(b"4", b"8"), wrapped=True)),
+                        ("rework a2", "a2: ys holds no None"))
 
 
 def test_a_skip_in_a_loop_dropped_beside_its_copy_in_another_loop_is_said(tmp_path):
@@ -611,12 +573,10 @@ SKIP_R = b"if r is None:\n    continue\n"
 
 
 def test_a_skip_in_two_loops_kept_in_both_is_quiet_until_a_commit_drops_it(tmp_path):
-    stack = _landed(tmp_path, _module(_two_loops()), _module(_two_loops(SKIP_R)))
-    stack.commit({"pkg/a.py": _module(_two_loops(SKIP_R, ITEM_REWORKED))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_two_loops(work=ITEM_REWORKED.replace(b"4", b"8")))},
-                        "a2: no None item")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_two_loops()), _module(_two_loops(SKIP_R)),
+                        _module(_two_loops(SKIP_R, ITEM_REWORKED)),
+                        _module(_two_loops(work=ITEM_REWORKED.replace(b"4", b"8"))),
+                        ("rework a2", "a2: no None item"))
 
 
 def test_a_skip_in_two_loops_dropped_from_one_is_said(tmp_path):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_reverts_guard_rewritten import GUARD, REWRITTEN, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import (GUARD, REWRITTEN, _fn, _held_until_dropped, _landed,
+                                          _module, _said_by)
 
 JOINED_KEPT = {
     "continued by a backslash": b"    if x is None \\\n            or x.numel() == 0:\n"
@@ -26,11 +27,10 @@ JOINED_OTHER = {
 @pytest.mark.parametrize("form", list(JOINED_KEPT))
 def test_a_guard_written_over_a_continuation_or_joined_is_quiet_until_a_commit_drops_it(
         tmp_path, form):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", JOINED_KEPT[form], REWRITTEN))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                               _module(_fn(b"a2", JOINED_KEPT[form], REWRITTEN)),
+                               _module(_fn(b"a2", head=REWRITTEN)),
+                               ("rework a2", "a2: x is never None"))
     assert "`if x is None:`" in said["detail"], said
 
 

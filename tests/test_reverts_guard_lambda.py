@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from test_reverts_guard_forms import _c_fn, _c_module
-from test_reverts_guard_rewritten import _landed, _said_by
+from test_reverts_guard_rewritten import _held_until_dropped, _landed, _said_by
 
 GUARD = b"  if (!x) return 0;\n"
 HEAD = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
@@ -43,24 +43,20 @@ def test_a_cpp_guard_dropped_beside_its_copy_in_a_lambda_is_said(tmp_path, shape
 @pytest.mark.parametrize("shape", list(IN_THE_BODY))
 def test_a_cpp_guard_kept_by_its_copy_in_the_body_beside_a_lambda_is_quiet_until_dropped(
         tmp_path, shape):
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(GUARD)), "csrc/k.cu")
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(IN_THE_BODY[shape], HEAD))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(IN_A_LAMBDA[shape], HEAD))},
-                        "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(GUARD)),
+                        _c_module(_c_fn(IN_THE_BODY[shape], HEAD)),
+                        _c_module(_c_fn(IN_A_LAMBDA[shape], HEAD)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
 
 
 LAMBDA = b"  auto pick = [&]() {\n%s    return x[0];\n  };\n  int a = 2;\n  int b = a + pick();\n"
 
 
 def test_a_cpp_guard_the_fix_put_in_a_lambda_is_kept_by_its_copy_there_until_dropped(tmp_path):
-    stack = _landed(tmp_path, _c_module(_c_fn(head=LAMBDA % b"")),
-                    _c_module(_c_fn(head=LAMBDA % b"    if (!x) return 0;\n")), "csrc/k.cu")
     rework = LAMBDA.replace(b"a + pick()", b"a - pick() + y[0]")
     copy = rework % b"    if (x == nullptr) return 0;\n"
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=copy))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
     dropped = rework.replace(b"pick", b"first").replace(b"x[0]", b"x[1]") % b""
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=dropped))}, "k2: never null")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _c_module(_c_fn(head=LAMBDA % b"")),
+                        _c_module(_c_fn(head=LAMBDA % b"    if (!x) return 0;\n")),
+                        _c_module(_c_fn(head=copy)), _c_module(_c_fn(head=dropped)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")

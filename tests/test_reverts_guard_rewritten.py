@@ -46,6 +46,20 @@ def _said_by(stack: OneUpstreamStack, took: str) -> dict:
     return said
 
 
+def _held_until_dropped(tmp_path, base: bytes, fixed: bytes, kept: bytes, dropped: bytes,
+                        messages: tuple[str, str], path: str = "pkg/a.py") -> dict:
+    """The shape of the tests of a guard upstream keeps in another form: the fix (`base` to
+    `fixed` at `path`) landed and kept under upstreamed/, then a commit (its message the first
+    of `messages`) rewrites the function keeping the guard in its own form (`kept`): the kept
+    fix holds, quiet; then one (the second) drops it (`dropped`): said taken out by that
+    commit, which `rebase` and `status` name (what is said returned)."""
+    stack = _landed(tmp_path, base, fixed, path)
+    stack.commit({path: kept}, messages[0])
+    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
+    took = stack.commit({path: dropped}, messages[1])
+    return _said_by(stack, took)
+
+
 @pytest.mark.parametrize("args", [b"x", b"x, scale=1.0"], ids=["same", "a new parameter"])
 def test_a_guard_dropped_with_the_lines_under_it_rewritten_is_said(tmp_path, args):
     stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
@@ -89,49 +103,40 @@ THE_GUARD_KEPT = {
 @pytest.mark.parametrize("form", list(THE_GUARD_KEPT))
 def test_the_guard_written_again_in_another_form_is_quiet_until_a_commit_drops_it(tmp_path,
                                                                                   form):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", THE_GUARD_KEPT[form], REWRITTEN))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_fn(b"a2", THE_GUARD_KEPT[form], REWRITTEN)),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: x is never None"))
 
 
 def test_the_check_inverted_around_the_rewritten_body_is_quiet_until_a_commit_drops_it(
         tmp_path):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
     body = b"".join(b"    " + line for line in (REWRITTEN + TAIL).splitlines(keepends=True))
     inverted = b"def a2(x):\n    if x is not None:\n" + body + b"    return 0\n"
-    stack.commit({"pkg/a.py": _module(inverted)}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN))}, "a2: x is never None")
-    _said_by(stack, took)
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(inverted), _module(_fn(b"a2", head=REWRITTEN)),
+                        ("rework a2", "a2: x is never None"))
 
 
 def test_the_guard_kept_under_a_renamed_parameter_is_quiet_until_a_commit_drops_it(tmp_path):
-    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
     renamed = REWRITTEN.replace(b"x", b"inp")
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", GUARD.replace(b"x", b"inp"), renamed,
-                                          args=b"inp"))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=renamed, args=b"inp"))},
-                        "a2: inp is never None")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(
+        tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+        _module(_fn(b"a2", GUARD.replace(b"x", b"inp"), renamed, args=b"inp")),
+        _module(_fn(b"a2", head=renamed, args=b"inp")), ("rework a2", "a2: inp is never None"))
     assert "`x`" in said["detail"], said
 
 
 def test_the_guard_kept_on_an_object_of_another_name_is_quiet_until_a_commit_drops_it(
         tmp_path):
     guard = b"    if opts.skip:\n        return 0\n"
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, opts")),
-                    _module(_fn(b"a2", guard, args=b"x, opts")))
     parsed = b"    parsed = parse(opts)\n"
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", parsed + guard.replace(b"opts", b"parsed"),
-                                          REWRITTEN, args=b"x, opts"))}, "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", parsed, REWRITTEN, args=b"x, opts"))},
-                        "a2: never skipped")
-    _said_by(stack, took)
+    _held_until_dropped(
+        tmp_path, _module(_fn(b"a2", args=b"x, opts")),
+        _module(_fn(b"a2", guard, args=b"x, opts")),
+        _module(_fn(b"a2", parsed + guard.replace(b"opts", b"parsed"), REWRITTEN,
+                    args=b"x, opts")),
+        _module(_fn(b"a2", parsed, REWRITTEN, args=b"x, opts")),
+        ("rework a2", "a2: never skipped"))
 
 
 CALLER = b"def a4(x):\n    return a2(x) + 1\n"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from test_reverts_guard_forms import _c_fn, _c_module
-from test_reverts_guard_rewritten import GUARD, REWRITTEN, _fn, _landed, _module, _said_by
+from test_reverts_guard_rewritten import (GUARD, REWRITTEN, _fn, _held_until_dropped, _landed,
+                                          _module, _said_by)
 
 WIDENED = {
     "n == 0 to n <= 0": (b"    if n == 0:\n        return 0\n",
@@ -51,14 +52,11 @@ NOT_WIDENED = {
 @pytest.mark.parametrize("form", list(WIDENED))
 def test_a_guard_widened_upstream_is_quiet_until_a_commit_drops_it(tmp_path, form):
     guard, wider = WIDENED[form]
-    stack = _landed(tmp_path, _module(_fn(b"a2", args=b"x, n")),
-                    _module(_fn(b"a2", guard, args=b"x, n")))
-    stack.commit({"pkg/a.py": _module(_fn(b"a2", wider, REWRITTEN, args=b"x, n"))},
-                 "rework a2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"pkg/a.py": _module(_fn(b"a2", head=REWRITTEN, args=b"x, n"))},
-                        "a2: drop the check")
-    said = _said_by(stack, took)
+    said = _held_until_dropped(tmp_path, _module(_fn(b"a2", args=b"x, n")),
+                               _module(_fn(b"a2", guard, args=b"x, n")),
+                               _module(_fn(b"a2", wider, REWRITTEN, args=b"x, n")),
+                               _module(_fn(b"a2", head=REWRITTEN, args=b"x, n")),
+                               ("rework a2", "a2: drop the check"))
     assert "`%s`" % guard.splitlines()[0].strip().decode() in said["detail"], said
 
 
@@ -78,12 +76,10 @@ C_HEAD = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
 
 def test_a_cpp_guard_widened_upstream_is_quiet_until_a_commit_drops_it(tmp_path):
     guard = b"  if (n == 0) return 0;\n"
-    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(guard)), "csrc/k.cu")
-    stack.commit({"csrc/k.cu": _c_module(_c_fn(b"  if (n <= 0) {\n    return 0;\n  }\n",
-                                               C_HEAD))}, "rework k2")
-    stack.kept_fixes_hold(f"up={stack.upstream.head()}")
-    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=C_HEAD))}, "k2: drop the check")
-    _said_by(stack, took)
+    wider = b"  if (n <= 0) {\n    return 0;\n  }\n"
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(guard)),
+                        _c_module(_c_fn(wider, C_HEAD)), _c_module(_c_fn(head=C_HEAD)),
+                        ("rework k2", "k2: drop the check"), "csrc/k.cu")
 
 
 C_NOT_WIDENED = {
