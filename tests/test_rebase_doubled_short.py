@@ -1132,14 +1132,14 @@ def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
 @pytest.mark.parametrize("block", [
     b"    int d = b;\n    switch (n) {\n    case 1:\n        d = clip(y);\n        break;\n"
-    b"    default:\n        d = y;\n        break;\n    }\n",
-    b"    int d = b;\n    switch (n) {\n    case 1:\n        d = clip(y);\n        break;\n"
     b"    case 2:\n        d = y;\n        break;\n    }\n"],
-    ids=["every-case-and-default", "every-case-no-default"])
+    ids=["every-case-no-default"])
 def test_a_short_statement_past_a_switch_reading_it_says_a_switch(tmp_path, block, fix_below):
-    # A C `switch` between whose cases read y stops (its cases are read on some paths at
-    # most), and the stop called it "a loop between the copies", its ways on speaking of
-    # "the loop". Now it says a switch, keep yours first, either copy above.
+    # A C `switch` between whose cases read y, with no `default:` (where n is neither case
+    # nothing reads y), stops, and the stop called it "a loop between the copies", its ways
+    # on speaking of "the loop". Now it says a switch, keep yours first, either copy above.
+    # (With a `default:` reading y too it still stops: a false stop listed in
+    # docs/guarantees.md, not pinned here.)
     stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below)
     err = stops_again(stack)
     assert f"its own way; {READ_IN_A_SWITCH}: keep yours and take upstream's copy out" in err, err
