@@ -46,7 +46,9 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   import, all the rest gone, is one too (_gone_but_imports), and an import still there tells
   no landing again (_relanded); so is one that took out some hunks only, the others as landed
   or as upstream changed them before it (_taken_in_part), those hunks alone telling whether
-  the fix came back since (_relanded, _put_back). Unless the fix's function
+  the fix came back since (_relanded, _put_back). So, said as taken out, is a commit there
+  that took the change out as other work, no revert of it (_taken_as_work: an edit of the
+  old code after it is no re-landing). Unless the fix's function
   was taken out of its file, added to no other, its name gone from the file, and the fix's
   lines with it, into no other function or file (_function_taken_out): deleted with the fix,
   said taken out by that commit. Unless a hunk of the fix that adds only a guard finds its
@@ -116,6 +118,7 @@ import keyword
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
@@ -2801,15 +2804,17 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         # Neither there nor gone by the files: superseded, unless the history has a revert of
         # the landing that nothing since put back (upstream then edited the old code again).
         said = _reverted_then_changed(store, fix, commit, landing, base, cache, history)
-        if said is None and fix.taken_out and landing is not None and \
-                store.is_ancestor(landing, commit):
+        if (said is None or said.kind == "removed") and fix.taken_out and \
+                landing is not None and store.is_ancestor(landing, commit):
             # Unless the fix's function was taken out of its file with the fix's lines, into
-            # no other function or file: the fix is in no overlay and not upstream.
+            # no other function or file: the fix is in no overlay and not upstream. (Said
+            # so rather than as taken out, then changed, by other work: the deletion is the
+            # change since, named.)
             taken = _function_taken_out(store, fix, commit)
             if taken is not None:
-                said = _taken_out_by(store, fix, landing, base, *taken)
+                said = _taken_out_by(store, fix, landing, base, *taken) or said
             else:
-                said = _taken_before_deleted(store, fix, recorded, landing, cache)
+                said = _taken_before_deleted(store, fix, recorded, landing, cache) or said
         if said is None and landing is not None and store.is_ancestor(landing, commit):
             # Unless a guard of the fix is no longer checked in its function, which upstream
             # kept under its name (the guard dropped and the lines under it rewritten).
@@ -5331,7 +5336,8 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     was not, whose message names the landing or whose change is the landing's exact reverse)
     that no later commit put back (no commit after it has the change), and what is at the
     fix's place now is the old code changed rather than the fix in another form
-    (_relanded). Else None: superseded, as before.
+    (_relanded); a `removed` one, the same way, for a commit that took the change out as
+    other work (_taken_as_work), the newest of them named. Else None: superseded, as before.
 
     Upstream reverted the landing, then edited the same lines again: by the files alone that
     was "superseded", and the revert said at the revision in between went silent at the next
@@ -5351,22 +5357,28 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
         # it, nothing to say, without a walk of its own.
         # (The trees first: the files of the landing read only for a fix that has one.)
         maybe = [(sha, parents, message) for sha, parents, message in said
-                 if _may_undo(sha, parents, message, named)]
+                 if _may_undo(sha, parents, message, named) or
+                 _taken_as_work(store, fix, sha, parents, cache)]
         if not maybe or _fix_state(store, fix, landing, cache) == "gone":
             return None
-        if not any(_revert_of(store, fix, sha, parents, message, named, cache)
+        if not any(_revert_of(store, fix, sha, parents, message, named, cache) or
+                   _taken_as_work(store, fix, sha, parents, cache)
                    for sha, parents, message in maybe):
             return None
     log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
-    if not any(_may_undo(sha, parents, message, named) for sha, parents, message in log):
+    if not any(_may_undo(sha, parents, message, named) or
+               _taken_as_work(store, fix, sha, parents, cache)
+               for sha, parents, message in log):
         return None
     if not store.is_ancestor(landing, commit):
         return None
     if _fix_state(store, fix, landing, cache) == "gone":
         return None  # its pre-image was there at the landing: landed in another form
-    for k, (sha, parents, message) in enumerate(log):  # newest first: the last revert
+    for k, (sha, parents, message) in enumerate(log):  # newest first: the last taker
         how = _revert_of(store, fix, sha, parents, message, named, cache)
-        if not how:
+        # (No revert of it: a commit that took the change out as part of other work, said
+        # so at the revision after it, is said so still after an edit of the old code.)
+        if not how and not _taken_as_work(store, fix, sha, parents, cache):
             continue
         # (Read from the shared walk's parents when it told this fix's commits: a git
         # process per commit was most of the cost of a revert found.)
@@ -5395,13 +5407,54 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
             in_part = _taken_back_in_part(store, fix, sha) if left == taken else \
                 f"; taken back in part: {_hunk_names(fix, left)}, the rest of its change " \
                 f"upstream ({_hunk_names(fix, taken - left)} put back since)"
-        if not since or _relanded(fix, store.read_blobs(commit, paths), left):
+        elif not how:
+            # (Taken out whole as other work: each hunk a commit since has again, at its place
+            # or its added lines elsewhere in the file as often as the landing left them, is
+            # upstream's again, moved; all of them so, whatever became of the old code, it
+            # landed again: superseded, as a move after the take-out is, an edit of the old
+            # code after it or not.)
+            if sha not in fix.gone_hunks:
+                _fix_state(store, fix, sha, {})  # (a state cached by another judging)
+            whole = fix.gone_hunks.get(sha) or frozenset()
+            for later in since if whole else ():
+                whole = whole - _put_back(store, fix, store.read_blobs(later, paths), whole)
+                if not whole:
+                    return None
+        if not since:
             return None
+        if _relanded(fix, store.read_blobs(commit, paths), left):
+            return None
+        changed = f"{since[0][:12]} changed that code since, and neither the fix's change " \
+            "nor the code it replaced is there as it was"
+        if not how:
+            return LandingGone(fix.upstream, fix.name, fix.path, "removed", landing, sha,
+                               f"commit {sha[:12]} took its change out as part of other work "
+                               f"(no revert of the landing){in_part}; taken out, then "
+                               f"changed: {changed}")
         return LandingGone(fix.upstream, fix.name, fix.path, "reverted", landing, sha,
-                           f"{how}{in_part}; reverted, then changed: {since[0][:12]} changed "
-                           "that code since, and neither the fix's change nor the code it "
-                           "replaced is there as it was")
+                           f"{how}{in_part}; reverted, then changed: {changed}")
     return None
+
+
+def _taken_as_work(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str],
+                   cache: dict) -> bool:
+    """Whether the commit `sha` (one parent) took the fix's change out, whatever its message:
+    after it the change is gone (an import aside: _gone_but_imports) or some hunks have their
+    old code back (_taken_in_part), and before it the fix was there whole or in part (the
+    rest taken out: the later commit is named, as _judge names it), or in another form nearer
+    the fix than the old code (_relanded: a re-land, or the fix's line edited). A commit
+    before which the old code was already there changed (a tidy of it, read as neither) took
+    nothing out: the commit that did is earlier. The revision after such a commit says it
+    taken out as part of other work; read alone, an edit of the old code after it made the
+    fix "superseded", exit 0, the fix in no overlay and not upstream."""
+    if len(parents) != 1 or not (_gone_but_imports(store, fix, sha, cache) or
+                                 _taken_in_part(store, fix, sha, parents[0], cache) is not None):
+        return False
+    before = _fix_state(store, fix, parents[0], cache)
+    if before == "part":
+        return not _gone_but_imports(store, fix, parents[0], cache)
+    return before == "present" or \
+        (before == "other" and _relanded(fix, store.read_blobs(parents[0], _paths(fix))))
 
 
 def _revert_of(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str], message: bytes,
@@ -5633,6 +5686,21 @@ def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
     (file change index, hunk number from 1), the hunks a revert in part took out alone tell
     (_taken_in_part): the others stayed as landed, or as upstream changed them before it."""
     nearer_fix = False
+    for to_fix, to_old, imports in _nearness(fix, contents, only):
+        if to_old > to_fix:
+            return False  # (one hunk nearer the old code: no re-landing, whatever follows)
+        # (An import the fix added, still there, tells no re-landing: a revert may keep it,
+        # for other code or as upstream's formatter rewrote it. Nearer the old code, it
+        # tells no re-landing all the same.)
+        nearer_fix = nearer_fix or (to_fix > to_old and not imports)
+    return nearer_fix
+
+
+def _nearness(fix: _Fix, contents: dict, only: frozenset | None
+              ) -> Iterator[tuple[float, float, bool]]:
+    """For each hunk of the fix (of `only`) whose place is found in `contents` (its lines
+    between its context, as _held finds a place): how near what is there is to the fix's `+`
+    run and to its `-` run, and whether the hunk changes import lines only."""
     for k, fp in enumerate(fix.files):
         content = _content_of(fix, k, contents)
         if content is None or fp.is_new or fp.is_delete or fp.binary is not None:
@@ -5641,10 +5709,6 @@ def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
         for n, hunk in enumerate(fp.hunks, 1):
             if only is not None and (k, n) not in only:
                 continue
-            # (An import the fix added, still there, tells no re-landing: a revert may keep it,
-            # for other code or as upstream's formatter rewrote it. Nearer the old code, it
-            # tells no re-landing all the same.)
-            imports = _imports_only(fp, hunk)
             old, new = hunk.old_lines(), hunk.new_lines()
             lead, trail = hunk.leading_context, hunk.trailing_context
             run = _between(lines, old[:lead], old[len(old) - trail:],
@@ -5652,12 +5716,9 @@ def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
             if run is None:
                 continue
             here = b"".join(run)
-            to_fix = _similarity(here, b"".join(new[lead:len(new) - trail]))
-            to_old = _similarity(here, b"".join(old[lead:len(old) - trail]))
-            if to_old > to_fix:
-                return False  # (one hunk nearer the old code: no re-landing, whatever follows)
-            nearer_fix = nearer_fix or (to_fix > to_old and not imports)
-    return nearer_fix
+            yield (_similarity(here, b"".join(new[lead:len(new) - trail])),
+                   _similarity(here, b"".join(old[lead:len(old) - trail])),
+                   _imports_only(fp, hunk))
 
 
 def _put_back(store: UpstreamStore, fix: _Fix, contents: dict, taken: frozenset

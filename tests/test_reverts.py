@@ -264,7 +264,8 @@ def test_a_revert_by_hand_without_the_word_then_an_edit_is_still_said(tmp_path):
     check was green with the fix in no patch and no overlay. A commit that puts the fix's file
     back as the landing found it, from exactly what the landing made, is asked too: said as
     reverted (its change the landing's exact reverse), then changed. One that also changes
-    another line of the file is no reverse: nothing is said."""
+    another line of the file is no reverse: said taken out as part of other work, then
+    changed, never reverted."""
     stack, landing = _landed(tmp_path / "undone")
     undo = stack.commit({"pkg/a.py": BASE}, "Go back to the plain computation", tag="v3")
     tidy = stack.commit({"pkg/a.py": TIDIED}, "tidy line 5", tag="v4")
@@ -274,11 +275,12 @@ def test_a_revert_by_hand_without_the_word_then_an_edit_is_still_said(tmp_path):
     assert f"reverted, then changed: {tidy[:12]} changed that code since" in said["detail"], said
 
     stack, landing = _landed(tmp_path / "reworked")
-    stack.commit({"pkg/a.py": BASE.replace(b"line 9 of the module", b"line nine of the module")},
-                 "Plain computation, and line nine", tag="v3")
+    took = stack.commit({"pkg/a.py": BASE.replace(b"line 9 of the module",
+                                                  b"line nine of the module")},
+                        "Plain computation, and line nine", tag="v3")
     stack.commit({"pkg/a.py": TIDIED.replace(b"line 9 of the module", b"line nine of the module")},
                  "tidy line 5", tag="v4")
-    assert _silent(stack, "v4")["gone_upstream"] == []
+    assert [g["by"] for g in _silent(stack, "v4")["gone_upstream"]] == [took]
 
 
 def test_a_revert_by_hand_after_other_edits_of_the_file_then_an_edit_is_still_said(tmp_path):
@@ -289,7 +291,7 @@ def test_a_revert_by_hand_after_other_edits_of_the_file_then_an_edit_is_still_sa
     the fix in no patch and no overlay. A commit before which the fix is there whole and
     after which its old code is back is asked too: said as reverted (its change the
     landing's exact reverse), then changed. One that also changes another line is no
-    reverse: nothing is said."""
+    reverse: said taken out as part of other work, then changed, never reverted."""
     reworded = (b"line 25 of the module under test\n", b"line 25, reworded\n")
     stack, landing = _landed(tmp_path / "undone")
     stack.commit({"pkg/a.py": FIXED.replace(*reworded)}, "Reword line 25")
@@ -304,11 +306,11 @@ def test_a_revert_by_hand_after_other_edits_of_the_file_then_an_edit_is_still_sa
     stack, landing = _landed(tmp_path / "reworked")
     stack.commit({"pkg/a.py": FIXED.replace(*reworded)}, "Reword line 25")
     nine = (b"line 9 of the module", b"line nine of the module")
-    stack.commit({"pkg/a.py": BASE.replace(*reworded).replace(*nine)},
-                 "Plain computation, and line nine", tag="v3")
+    took = stack.commit({"pkg/a.py": BASE.replace(*reworded).replace(*nine)},
+                        "Plain computation, and line nine", tag="v3")
     stack.commit({"pkg/a.py": TIDIED.replace(*reworded).replace(*nine)}, "tidy line 5",
                  tag="v4")
-    assert _silent(stack, "v4")["gone_upstream"] == []
+    assert [g["by"] for g in _silent(stack, "v4")["gone_upstream"]] == [took]
 
 
 def test_a_revert_by_hand_of_only_the_fixs_lines_of_a_wider_landing_is_said(tmp_path):
@@ -319,8 +321,8 @@ def test_a_revert_by_hand_of_only_the_fixs_lines_of_a_wider_landing_is_said(tmp_
     "taken out as part of other work", and once upstream edited line 5 again every check was
     green with the fix in no patch and no overlay. A change that is the exact reverse of the
     landing's blocks that are the fix's own is a revert of it: said as reverted, then
-    changed. One that also changes another line is no reverse: nothing is said once line 5
-    is edited again."""
+    changed. One that also changes another line is no reverse: said taken out as part of other
+    work, and so still once line 5 is edited again, never reverted."""
     twenty = (b"line 20 of the module under test\n", b"line 20, made wider\n")
     for place, undone in (("undone", BASE), ("reworked", BASE.replace(
             b"line 9 of the module", b"line nine of the module"))):
@@ -340,7 +342,7 @@ def test_a_revert_by_hand_of_only_the_fixs_lines_of_a_wider_landing_is_said(tmp_
             document = stack.json("status", "--against", "v3", expect=1)
             assert document["reverted"] == [] and \
                 [g["by"] for g in document["gone_upstream"]] == [undo], document
-            assert _silent(stack, "v4")["gone_upstream"] == []
+            assert [g["by"] for g in _silent(stack, "v4")["gone_upstream"]] == [undo]
             continue
         document = stack.json("status", "--against", "v3", expect=1)
         assert [(g["kind"], g["by"]) for g in document["reverted"]] == [("reverted", undo)], \
