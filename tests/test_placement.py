@@ -401,24 +401,9 @@ def test_the_lines_two_contents_share_at_their_ends_are_found_by_halving():
     comparing runs of lines as a whole, halving, not by a loop over every shared line in
     Python (10,000 steps for a 10,000-line file changed in its middle). The alignment is the
     one a line-by-line search gives."""
-    import sys
-
-    from patchforge.apply import hunks
-
     old = [b"    value_%d = %d\n" % (n, n) for n in range(10_000)]
     new = old[:6_000] + [b"    inserted = 1\n"] + old[6_000:]
-    steps = []
-
-    def count(frame, event, arg):
-        if event == "line":
-            steps.append(frame.f_code.co_name)
-        return count
-
-    sys.settrace(count)
-    try:
-        blocks = hunks._aligned_blocks(old, new)
-    finally:
-        sys.settrace(None)
+    blocks, steps = _traced_aligned_blocks(old, new)
     assert blocks == [(0, 0, 6_000), (6_000, 6_001, 4_000)]
     assert len(steps) < 1_000, len(steps)
 
@@ -468,24 +453,10 @@ def test_a_long_line_diff_finds_its_longest_runs_by_sampling():
     equal line of the other side (here each blank line with 300 others, 90,000 pairs): the
     blocks difflib's own search gives."""
     import difflib
-    import sys
-
-    from patchforge.apply import hunks
 
     old = [line for n in range(300) for line in (b"    value_%d = %d\n" % (n, n), b"\n")]
     new = [b"import os\n", *old[:-1], b"    value_299 = -1\n", b"\n"]
-    steps = []
-
-    def count(frame, event, arg):
-        if event == "line":
-            steps.append(frame.f_code.co_name)
-        return count
-
-    sys.settrace(count)
-    try:
-        blocks = hunks._aligned_blocks(old, new)
-    finally:
-        sys.settrace(None)
+    blocks, steps = _traced_aligned_blocks(old, new)
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     assert blocks == [tuple(block) for block in matcher.get_matching_blocks() if block.size]
     assert len(steps) < 20_000, len(steps)
@@ -528,3 +499,23 @@ def test_the_sampled_longest_match_is_difflibs(monkeypatch, seed):
         searched = difflib.SequenceMatcher(None, old, new, autojunk=autojunk)
         assert hunks.sampled_blocks(sampled) == searched.get_matching_blocks(), (old, new)
         assert sampled.get_opcodes() == searched.get_opcodes()
+
+
+def _traced_aligned_blocks(old, new):
+    """`hunks._aligned_blocks(old, new)` and the Python lines it stepped through, by name."""
+    import sys
+
+    from patchforge.apply import hunks
+
+    steps = []
+
+    def count(frame, event, arg):
+        if event == "line":
+            steps.append(frame.f_code.co_name)
+        return count
+
+    sys.settrace(count)
+    try:
+        return hunks._aligned_blocks(old, new), steps
+    finally:
+        sys.settrace(None)
