@@ -1223,6 +1223,25 @@ def _if_parts(tokens: list[bytes]) -> tuple[list[tuple[bytes, ...]], list[bytes]
     return operands, body
 
 
+def _unattributed(tokens: list[bytes]) -> list[bytes]:
+    """C++ code tokens with each attribute (`[[unlikely]]`, `[[gnu::cold]]`) taken out: it
+    changes no path, so `if (!x) [[unlikely]] return 0;` reads as `if (!x) return 0;` (a C++
+    `[[` opens nothing else)."""
+    if b"[" not in tokens:
+        return tokens
+    kept: list[bytes] = []
+    k = 0
+    while k < len(tokens):
+        if tokens[k] == b"[" and tokens[k + 1:k + 2] == [b"["]:
+            close = _closing(tokens, k)
+            if close is not None and _closing(tokens, k + 1) == close - 1:
+                k = close + 1
+                continue
+        kept.append(tokens[k])
+        k += 1
+    return kept
+
+
 def _closing(tokens: list[bytes], at: int) -> int | None:
     """The index of the bracket closing the one opened at `tokens[at]`, None if none does."""
     pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
@@ -3512,7 +3531,7 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
     frames = _c_frames(tokens)
     found = []
     for line, check in checks:
-        first = _code_tokens(line, literals=True)
+        first = _unattributed(_code_tokens(line, literals=True))
         at = [k for k in frames if tokens[k:k + len(first)] == first]
         if len(at) > 1:
             place = _hunk_place(lines, path, name, hunk, line, len(at))
@@ -3534,8 +3553,8 @@ def _c_guard_word(hunk, first: list[bytes]) -> bytes | None:
     are `first`, as the hunk adds it."""
     from patchforge.apply.diffparse import line_content, line_kind
 
-    added = [token for body in hunk.lines if line_kind(body) == b"+"
-             for token in _code_tokens(line_content(body), literals=True)]
+    added = _unattributed([token for body in hunk.lines if line_kind(body) == b"+"
+                           for token in _code_tokens(line_content(body), literals=True)])
     at = next((k for k in range(len(added)) if added[k:k + len(first)] == first), None)
     close = _closing(added, at + 1) if at is not None else None
     return _c_exit_word(added, close + 1) if close is not None else None
@@ -3723,7 +3742,8 @@ def _c_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
     """_guard_checks of C-family lines (code only): each `if (...)` and the statement or the
     braced block after it, whose last statement is an exit."""
     tokens: list[tuple[bytes, int]] = [(token, j) for j, line in enumerate(code)
-                                       for token in _code_tokens(line, literals=True)]
+                                       for token in _unattributed(_code_tokens(line,
+                                                                               literals=True))]
     guards = []
     i = 0
     while i < len(tokens):
@@ -4975,7 +4995,11 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
     `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
     C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
-    line as function_named_at reads it; lines of no code left out. Braces join nothing (a C block is many statements)."""
+    line as function_named_at reads it; lines of no code left out. Braces join nothing (a C
+    block is many statements); a C++ attribute is left out (_unattributed)."""
+    from patchforge.apply.hunks import _language
+
+    c_family = _language(path) == "c"
     statements: list[tuple[int, list[bytes]]] = []
     tokens: list[bytes] = []
     indent = depth = spanned = 0
@@ -4983,6 +5007,8 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
         if not line.strip() or lines.function_at(path, j) != name:
             continue
         found = _code_tokens(line, literals=True)
+        if c_family:
+            found = _unattributed(found)
         if not found and not tokens:
             continue
         if not tokens:

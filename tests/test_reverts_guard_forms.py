@@ -116,6 +116,8 @@ def test_the_guard_of_one_name_dropped_beside_another_check_of_it_is_said(tmp_pa
 CPP_KEPT = {
     "a check call": b'  TORCH_CHECK(x != nullptr, "x is needed");\n',
     "compared the other way": b"  if (nullptr == x) {\n    return 0;\n  }\n",
+    "marked unlikely": b"  if (!x) [[unlikely]] return 0;\n",
+    "marked unlikely, braced": b"  if (x == nullptr) [[unlikely]] {\n    return 0;\n  }\n",
 }
 CPP_OTHER = {
     "a check of its first value": b'  TORCH_CHECK(x[0] > 0, "x[0] is positive");\n',
@@ -139,6 +141,26 @@ def test_a_cpp_guard_dropped_beside_another_check_of_its_name_is_said(tmp_path, 
     took = stack.commit({"csrc/k.cu": _c_module(_c_fn(CPP_OTHER[other], head))}, "rework k2")
     said = _said_by(stack, took)
     assert "`if (!x) return 0;`" in said["detail"], said
+
+
+# A guard the fix marked with a C++20 attribute (`[[unlikely]]` between its condition and its
+# body) is a guard as any other: upstream writing it without the mark keeps it, dropping it
+# while rewriting the lines under it is said.
+MARKED = b"  if (!x) [[unlikely]] return 0;\n"
+
+
+def test_a_cpp_guard_marked_unlikely_kept_unmarked_is_quiet_until_a_commit_drops_it(tmp_path):
+    head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(MARKED)),
+                        _c_module(_c_fn(b"  if (!x) return 0;\n", head)),
+                        _c_module(_c_fn(head=head)), ("rework k2", "k2: never null"), "csrc/k.cu")
+
+
+def test_a_cpp_guard_marked_unlikely_dropped_with_the_lines_under_it_is_said(tmp_path):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(MARKED)), "csrc/k.cu")
+    head = b"  int a = 3;\n  int b = a - x[0] + y[0];\n"
+    took = stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "rework k2")
+    _said_by(stack, took)
 
 
 def test_a_guard_on_any_false_value_dropped_beside_a_check_of_none_is_said(tmp_path):
