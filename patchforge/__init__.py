@@ -3,5 +3,5 @@
 __version__ = "0.1.0"
 
 # New objects the cycle collector waits for in a patchforge process (cli.fewer_collections):
-# here so that `python -m patchforge` sets it before its first import.
+# here so that the program's start (__main__.console_main) sets it before its first import.
 COLLECT_AFTER = 200_000

@@ -738,6 +738,58 @@ def test_ctrl_c_during_the_first_imports_exits_130_without_a_traceback(tmp_path)
     assert "Traceback" not in err, err
 
 
+# A sitecustomize that sends the process a real SIGINT when `{module}` is first imported (a
+# Ctrl-C pressed at that moment), with Python's own handler in place as at a terminal: a process
+# started with SIGINT ignored (a test run as a background job) would keep it ignored.
+_CTRL_C_AT_IMPORT = (
+    "import builtins, os, signal\n"
+    "if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:\n"
+    "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "real, sent = builtins.__import__, []\n"
+    "def imported(name, *args, **kwargs):\n"
+    "    if name == {module!r} and not sent:\n"
+    "        sent.append(name)\n"
+    "        os.kill(os.getpid(), signal.SIGINT)\n"
+    "    return real(name, *args, **kwargs)\n"
+    "builtins.__import__ = imported\n")
+
+
+@pytest.mark.parametrize("module", ["patchforge.errors", "shlex"])
+@pytest.mark.parametrize("entry", ["console script", "python -m"])
+def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback(
+        tmp_path, entry, module):
+    """A real SIGINT while the command line's own module loads (patchforge.cli, at its import
+    of `module`), before cli.console_main's handler is in place: the `patchforge` console
+    script and `python -m patchforge` printed a KeyboardInterrupt traceback and died by the
+    signal. Both say "interrupted", exit 130, as a moment later. The console script is the one
+    pip writes for pyproject.toml's entry point."""
+    import tomllib
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_AT_IMPORT.format(module=module))
+    if entry == "python -m":
+        command = [sys.executable, "-m", "patchforge", "--version"]
+    else:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        target = tomllib.loads(pyproject.read_text())["project"]["scripts"]["patchforge"]
+        module_name, _, attribute = target.partition(":")
+        script = tmp_path / "patchforge"
+        script.write_text(  # pip's console script
+            "import re\nimport sys\n"
+            f"from {module_name} import {attribute}\n"
+            "if __name__ == '__main__':\n"
+            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+            f"    sys.exit({attribute}())\n")
+        command = [sys.executable, str(script), "--version"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run(command, capture_output=True, cwd=tmp_path, env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 130 and "patchforge: interrupted" in err, (proc.returncode, err)
+    assert "Traceback" not in err, err
+
+
 def test_sigterm_exits_143_names_the_journal_and_leaves_no_temporary_file(project):
     """A CI job cancelled (or `timeout`) sends SIGTERM. Without a handler the rebase ended
     where it stood, with no word of the journal it left, and the temporary file of the write

@@ -461,9 +461,9 @@ def fewer_collections() -> None:
     of a rebase). What a command makes after that lives as long as it does too (a status's
     patches, verdicts and document: 50,000-60,000 objects on a 93-patch series), and one
     collection of them, at 50,000, cost 16-20 ms and found nothing of theirs to free. Cyclic
-    garbage is still collected; a command is short-lived. console_main() calls this (`python
-    -m patchforge` sets the same threshold before its imports too, so that they benefit);
-    main() leaves the collector of a program that calls it alone."""
+    garbage is still collected; a command is short-lived. console_main() calls this (the
+    program's start, `__main__.console_main`, sets the same threshold before its imports too,
+    so that they benefit); main() leaves the collector of a program that calls it alone."""
     import gc
 
     gc.set_threshold(COLLECT_AFTER, 10, 10)
@@ -476,14 +476,16 @@ def console_main() -> None:
     every thread joined; tearing down the objects of a long series is a measurable part of a
     short command (docs/performance.md). main() itself exits normally, for callers in the same process.
     """
-    fewer_collections()
-    import signal
-
-    # Without a handler, SIGTERM ended the process where it stood: no word of what was left,
-    # and the temporary file of a write in progress stayed in the project.
-    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         try:
+            fewer_collections()
+            # The C module `signal` wraps: `signal` itself makes three enum classes as it loads,
+            # which `--help` (nothing else of it needing `signal`) paid for this one call.
+            import _signal
+
+            # Without a handler, SIGTERM ended the process where it stood: no word of what was
+            # left, and the temporary file of a write in progress stayed in the project.
+            _signal.signal(_signal.SIGTERM, _on_sigterm)
             main()
         except KeyboardInterrupt as exc:
             # Ctrl-C in main's first imports, before its own handler is in place: a traceback
