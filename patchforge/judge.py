@@ -2227,7 +2227,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             so_far, first_deeper, still_open = going_on
             still_open += _brackets_opened(text, braced)
             text = so_far + b" " + text
-            if still_open > 0 or _goes_on_past(text, braced):
+            if still_open > 0 or _goes_on_past(text, braced, _code_below(lines, between, at)):
                 going_on = (text, first_deeper, still_open)
                 continue
             going_on = None
@@ -2243,18 +2243,20 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                     not re.match(rb"(?:\}\s*)?else\b", text):
                 unbraced = False
             one_line = _one_line_block(text, braced)
-            if one_line is None and not braced and not deeper and \
-                    re.match(rb"(?:elif|else|except|finally)\b", text):
-                # (`else: d = c` past `if n: d = y` or a block's body: a part on its
-                # header's line, as a one-line `if`.)
+            if one_line is None and not deeper and \
+                    re.match(rb"else\b" if braced else rb"(?:elif|else|except|finally)\b", text):
+                # (`else: d = c` past `if n: d = y` or a block's body, C's `else if (b) d =
+                # 2;` or `else d = c;` past `if (a) d = y;`: a part on its header's line, as a
+                # one-line `if`.)
                 head, inline = _inline(text, braced)
-                if inline and (previous_one_line or depth):
+                if inline and (previous_one_line or depth and not braced):
                     one_line = (b"if", inline)
             previous_one_line = one_line is not None and one_line[0] == b"if" and not deeper
             if tells_apart(at, text, one_line):
                 return None
             opened = _brackets_opened(text, braced)
-            if opened > 0 or one_line is None and _goes_on_past(text, braced):
+            if opened > 0 or one_line is None and \
+                    _goes_on_past(text, braced, _code_below(lines, between, at)):
                 going_on = (text, deeper, opened)
                 continue
         if one_line is not None:
@@ -2341,13 +2343,21 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                 continue
             if not deeper:
                 depth = 0
+        # (Python's braces are a dict's or a set's, `d = {'b': b}`, closed by now: a step.)
         if text.endswith((b":", b"\\", b",", b"(", b"[")) or _STEP_BOUNDARY.match(text) or \
-                re.search(rb"[{}]", text) and not (
-                    braced and text.endswith(b";") and text.count(b"{") == text.count(b"}")):
+                braced and re.search(rb"[{}]", text) and not (
+                    text.endswith(b";") and text.count(b"{") == text.count(b"}")):
             return None  # (but a C statement with braces, `int y{clip(b)};`, a lambda's)
     if braced and depth:
         return None
     return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
+
+
+def _code_below(lines: list[bytes], between: range, at: int) -> bytes:
+    """The next code line (strings and comments taken out, stripped) of `between` past line
+    `at`; b"" where there is none."""
+    return next((code for code in (STRING_OR_COMMENT.sub(b"", lines[k]).strip()
+                                   for k in range(at + 1, between.stop)) if code), b"")
 
 
 def _brackets_opened(text: bytes, braced: bool) -> int:
@@ -2357,16 +2367,26 @@ def _brackets_opened(text: bytes, braced: bool) -> int:
     return sum(text.count(c) for c in openers) - sum(text.count(c) for c in closers)
 
 
-def _goes_on_past(text: bytes, braced: bool) -> bool:
+def _goes_on_past(text: bytes, braced: bool, below: bytes = b"") -> bool:
     """Whether the statement `text` (code, stripped) goes on past its line, its brackets
     closed: a Python line ending in `\\`; a C line ending in an operator, `int d = n > 0 ?`
-    + `y : b;` (not one ending in a name or a `)`: a macro's call with no `;`, `CHECK(x)`,
-    is a statement of its own)."""
+    + `y : b;`, or not ending a statement whose next code line (`below`, stripped) opens
+    with an operator no statement opens with, `int d = a ? clip(b)` + `: clip(y);` (not one
+    ending in a name or a `)` with a statement below: a macro's call with no `;`,
+    `CHECK(x)`, is a statement of its own)."""
     if not braced:
         return text.endswith(b"\\")
-    return re.search(rb"[-?=+*/%&|^<>,!~]$", text) is not None and \
-        re.fullmatch(rb"(?:\}\s*)?(?:else\b.*|do\b.*|(?:if|for|while|switch)\s*\(.*\).*)",
-                     text) is None
+    if re.fullmatch(rb"(?:\}\s*)?(?:else\b.*|do\b.*|(?:if|for|while|switch)\s*\(.*\).*)",
+                    text) is not None:
+        return False
+    return re.search(rb"[-?=+*/%&|^<>,!~]$", text) is not None or \
+        not text.endswith((b";", b"{", b"}", b":")) and _C_GOES_ON_BELOW.match(below) is not None
+
+
+# The opening of a C line going on with the statement above: `: clip(y);`, `? b : c;`,
+# `&& n`, `+ 1`, `.size()` (not `*p = 1;` nor `++i;`, statements of their own).
+_C_GOES_ON_BELOW = on_first_use(rb"\?|:(?!:)|&&|\|\||[-+](?![-+])|[/%^]|\|(?!\|)|[=!<>]=|<<|>>"
+                                rb"|[<>=]|\.|->")
 
 
 def _whole_block_on_its_line(text: bytes, braced: bool) -> tuple[bool, list[bytes]] | None:
@@ -2607,9 +2627,11 @@ class _PathReads:
 
     def code(self, at: int) -> bytes:
         # (A string read as a value, `0`: the line still parses as a statement, and names
-        # what the line without its strings names.)
-        return STRING_OR_COMMENT.sub(
+        # what the line without its strings names. A Python line going on past a backslash,
+        # `d = clip(b) if a else \`, reads as its text, as one going on in brackets.)
+        text = STRING_OR_COMMENT.sub(
             lambda found: b"0" if found[0][:1] in (b'"', b"'") else b"", self.lines[at]).strip()
+        return text if self.braced else text.removesuffix(b"\\").rstrip()
 
     def naming(self, text: bytes) -> bool:
         return bool((self.names | self.some) & set(_NAME.findall(text)))

@@ -1184,14 +1184,19 @@ READ_IN_FORMS_ON_SOME_PATHS = [
     ("pkg/k.cu", b"    int d = c;\n    if (n &&\n        c) {\n        d = y;\n    }\n"),
     ("pkg/k.cu", b"    int d;\n    if (n) { d = y; } else { d = c; }\n"),
     ("pkg/k.cu", b"    int d = c;\n    if (n) { d = c; d += y; }\n"),
-    ("pkg/k.cu", b"    int d = c;\n    for (int k = 0; k < n; k++)\n        d += y;\n")]
+    ("pkg/k.cu", b"    int d = c;\n    for (int k = 0; k < n; k++)\n        d += y;\n"),
+    ("pkg/a.py", b"    d = clip(b) if n else \\\n        clip(y)\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) d = y;\n    else if (a) d = 2;\n    else d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(y);\n"),
+    ("pkg/a.py", b"    d = {'b': clip(y) if n else b}\n")]
 READ_IN_FORMS_ON_SOME_PATHS_IDS = [
     "comprehension-over-lines", "try-on-its-header-line", "several-on-a-branch-line",
     "chained-comparison", "c-if-else-on-one-line", "c-braced-on-one-line",
     "c-else-on-its-line", "c-unbraced-if", "c-unbraced-if-else", "c-lambda-capture",
     "c-brace-init-in-a-block", "c-range-for", "c-structured-binding", "c-conditional-over-lines",
     "header-over-lines", "c-header-over-lines", "c-if-else-braced-on-one-line",
-    "c-several-in-braces", "c-unbraced-loop"]
+    "c-several-in-braces", "c-unbraced-loop", "conditional-over-a-backslash",
+    "c-else-if-chain-on-header-lines", "c-conditional-its-colon-first", "dict-reading-it-in-an-arm"]
 
 
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
@@ -1203,12 +1208,35 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     # statement over several lines (a comprehension's own y), a `try:` whose body is on its
     # header's line, several statements on a branch's line, the last operand of a chained comparison, C's branches on their header's line or with no
     # braces, a C++ lambda's capture, a name a block declares anew by braces, a range-for
-    # or a structured binding. Each merged both in, exit 0, y stepped twice on the paths not
-    # reading it. Now it stops as upstream having the lines, keep yours first, either copy
-    # above.
+    # or a structured binding; a conditional expression going on past a backslash, a C
+    # else-if chain on its header lines, a C conditional expression whose `:` opens the
+    # next line, a dict reading y in an arm. Each merged both in, exit 0, y stepped twice
+    # on the paths not reading it. Now it stops as upstream having the lines, keep yours
+    # first, either copy above.
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
     err = stops_again(stack)
     assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    d = {'b': b}\n"),
+    ("pkg/a.py", b"    d = {b, a}\n"),
+    ("pkg/a.py", b"    d = {\n        'b': b,\n    }\n"),
+    ("pkg/a.py", b"    d = {k: b for k in a}\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) d = 1;\n    else if (a) d = 2;\n    else d = 3;\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(a);\n")],
+    ids=["dict", "set", "dict-over-lines", "dict-comprehension", "c-else-if-chain",
+         "c-conditional-its-colon-first"])
+def test_a_short_statement_past_a_literal_or_a_chain_not_naming_it_stops(tmp_path, path, block,
+                                                                         fix_below):
+    # A Python dict or set literal between the copies (its braces were read as a block's),
+    # a C else-if chain with its branches on their header lines (its `else` was read as
+    # ending the steps), a C conditional expression whose `:` opens the next line (read as
+    # a body under a header), none naming y: the steps between were not read, and y got 1
+    # twice, exit 0. Now they read as steps: it stops as upstream having the lines, either
+    # copy above.
+    stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
 
 
 def test_a_short_statement_past_an_assert_reading_it_in_its_message_stops(tmp_path):
@@ -1237,17 +1265,24 @@ def test_a_short_statement_past_an_assert_reading_it_in_its_message_stops(tmp_pa
     ("pkg/k.cu", b"    int d{clip(y)};\n"),
     ("pkg/k.cu", b"    int d = c; int e = clip(y);\n"),
     ("pkg/a.py", b"    if (y and\n            c):\n        d = clip(b)\n"),
-    ("pkg/k.cu", b"    int d;\n    if (n) { d = y; } else { d = clip(y); }\n")],
+    ("pkg/k.cu", b"    int d;\n    if (n) { d = y; } else { d = clip(y); }\n"),
+    ("pkg/a.py", b"    d = {'y': y}\n"),
+    ("pkg/a.py", b"    d = {b, y}\n"),
+    ("pkg/a.py", b"    d = clip(b) if y else \\\n        clip(a)\n"),
+    ("pkg/k.cu", b"    int d;\n    if (n) d = y;\n    else if (a) d = y + 1;\n    else d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d = y ? clip(b)\n            : a;\n")],
     ids=["over-lines-first", "over-lines-last", "dict-over-lines", "read-before-over-lines",
          "read-before-a-try-on-its-line", "several-on-a-line", "assert-condition",
          "chained-comparison-first", "c-over-lines", "c-if-else-on-one-line-both",
          "c-unbraced-both", "c-brace-init", "c-several-on-a-line", "header-over-lines",
-         "c-if-else-braced-on-one-line"])
+         "c-if-else-braced-on-one-line", "dict", "set", "condition-over-a-backslash",
+         "c-else-if-chain-every-branch", "c-condition-its-colon-below"])
 def test_a_short_statement_past_a_form_reading_it_on_every_path_moves(tmp_path, path, block):
     # Mirrors: every path going on reads y in those forms (a statement over lines, the
     # condition of an `assert`, the first operand of a chained comparison, each branch, a
-    # brace-init reading it), or before them: each copy its own step, the fix moves quietly,
-    # both kept.
+    # brace-init reading it, a dict or set literal, the condition of a conditional
+    # expression going on below), or before them: each copy its own step, the fix moves
+    # quietly, both kept.
     statement = step_of(path)
     made = moved_quietly(leaves_between(tmp_path, path, block, statement), path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
