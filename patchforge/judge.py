@@ -6273,19 +6273,22 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
 
 
 # What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
-_KEPT_LOOSE = b"patchforge loose code 2"
+_KEPT_LOOSE = b"patchforge loose code 3"
 _KEPT_ENTRY = on_first_use(rb"([0-9]+) ([^\n]+)\n")
 
 
 def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
     """The loose texts of a commit's every new file (path -> text) as one file, as the parts
     to write one after the other: a line of `_KEPT_LOOSE`, the CRC-32 and the length of the
-    rest, then per file `<length> <path>` on a line and the text; None when a path holds a
-    line end (no such file is kept). Not compressed: zlib's inflating of a release's 18.7 MB
+    rest and the boot it is written in (store.kept.boot_id, where the system says one), then
+    per file `<length> <path>` on a line and the text; None when a path holds a line end (no
+    such file is kept). Not compressed: zlib's inflating of a release's 18.7 MB
     cost a rebase 70 ms, reading them 7. The texts are parts as they are, never joined: a
     release's file joined, then copied again behind its first line, was two copies of 18.7
     MB (about 45 ms of CPU, most of it fresh pages)."""
     import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
 
     names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
     if any(b"\n" in name for name in names.values()):
@@ -6297,25 +6300,31 @@ def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
             body.append(part)
             crc = zlib.crc32(part, crc)
             size += len(part)
-    return [b"%s %08x %d\n" % (_KEPT_LOOSE, crc, size), *body]
+    boot = boot_id()
+    return [b"%s %08x %d%s\n" % (_KEPT_LOOSE, crc, size, b" " + boot if boot else b""), *body]
 
 
 def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
     """The texts of a file _keep_loose made, by path; none at all unless `data` (its bytes, or
     the file mapped: store.kept_text) is such a file whole (the file is not synced: a crash can
     leave a short or empty one, or one of another's bytes, which its length and CRC-32
-    tell)."""
+    tell). The CRC-32 is taken of a file written in another boot than this one only (or of
+    no boot said): one written in this boot reads back as written (store.kept.boot_id), and
+    a release's 18.7 MB cost every later command 8 ms of CPU for the check."""
     import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
 
     if data is None or data[:len(_KEPT_LOOSE) + 1] != _KEPT_LOOSE + b" ":
         return {}
     at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
     fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
-    if at == 0 or len(fields) != 2 or fields[1] != b"%d" % (len(data) - at):
+    if at == 0 or len(fields) not in (2, 3) or fields[1] != b"%d" % (len(data) - at):
         return {}
-    with memoryview(data) as view:
-        if fields[0] != b"%08x" % zlib.crc32(view[at:]):
-            return {}
+    if len(fields) == 2 or fields[2] != boot_id():
+        with memoryview(data) as view:
+            if fields[0] != b"%08x" % zlib.crc32(view[at:]):
+                return {}
     spans: list[tuple[str, int, int]] = []
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)

@@ -587,12 +587,9 @@ def loose_kept(kept_dir) -> list:
     return sorted(p for p in kept_dir.iterdir() if p.name.startswith("loose-"))
 
 
-def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
-    """A release that folds the file the fix deletes into another: the moved-code check makes
-    each new file's loose code (whitespace and commas out) once and keeps it in the cache
-    (`kept/`), and the next command reads it back instead of every blob: the same stop each
-    time, the same where the kept file is cut short or its bytes are damaged (a crash: it is
-    made again, whole), and the same once it is gone."""
+def kept_once(tmp_path):
+    """folded_in_a_release asked once: (the stack, the stop's evidence, the cache's `kept/`,
+    the release's kept loose texts there, their bytes)."""
     import os
     from pathlib import Path
 
@@ -600,7 +597,19 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
     kept(stack, evidence)
     (made,) = loose_kept(kept_dir)
-    whole = made.read_bytes()
+    return stack, evidence, kept_dir, made, made.read_bytes()
+
+
+def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
+    """A release that folds the file the fix deletes into another: the moved-code check makes
+    each new file's loose code (whitespace and commas out) once and keeps it in the cache
+    (`kept/`), and the next command reads it back instead of every blob: the same stop each
+    time, the same where the kept file is cut short or its bytes are damaged (a crash, after
+    which the machine runs another boot: it is made again, whole), and the same once it is
+    gone."""
+    from patchforge.store.kept import boot_id
+
+    stack, evidence, kept_dir, made, whole = kept_once(tmp_path)
     assert b"deff15(x):y=x+15" in whole and b"defg299(x):returnx+299" in whole
     read_back = made.stat()
     kept(stack, evidence)
@@ -610,13 +619,40 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     # would be another, renamed over it), its modification time set by the read (used now).
     assert made.stat().st_ino == read_back.st_ino
     assert made.stat().st_mtime_ns > read_back.st_mtime_ns
-    for damaged in (whole[:len(whole) // 2], whole.replace(b"deff15(x)", b"deff16(x)"), b""):
+    # Written before a crash: in another boot than this one.
+    assert boot_id() is not None and boot_id() in whole.split(b"\n", 1)[0]
+    crashed = whole.replace(boot_id(), b"0" * len(boot_id()), 1)
+    for damaged in (whole[:len(whole) // 2], crashed.replace(b"deff15(x)", b"deff16(x)"),
+                    crashed.replace(b"deff15(x)", bytes(9)), b""):
         made.write_bytes(damaged)
         kept(stack, evidence)
         assert made.read_bytes() == whole
     made.unlink()
     kept(stack, evidence)
     assert made.read_bytes() == whole
+
+
+def test_a_releases_loose_code_kept_in_this_boot_is_read_back_without_its_crc(tmp_path):
+    """The kept loose code's CRC-32 (a vllm release's 18.7 MB: 8 ms of every later command's
+    CPU) is taken only of a file written in another boot than this one: a file of this boot
+    reads back as it was written (its pages are the page cache's, which only a crash, and so
+    a reboot, loses). A file of this boot whose CRC-32 field is wrong is read back as it is,
+    not made again (the same file); the same file naming another boot is checked, and made
+    again."""
+    from patchforge.store.kept import boot_id
+
+    stack, evidence, _, made, whole = kept_once(tmp_path)
+    first, rest = whole.split(b"\n", 1)
+    head, crc, size, boot = first.rsplit(b" ", 3)
+    assert boot == boot_id()
+    wrong = b"%08x" % (int(crc, 16) ^ 1)
+    made.write_bytes(b" ".join([head, wrong, size, boot]) + b"\n" + rest)
+    written = made.stat().st_ino
+    kept(stack, evidence)
+    assert made.stat().st_ino == written and made.read_bytes().split(b" ")[4] == wrong
+    made.write_bytes(b" ".join([head, wrong, size, b"0" * len(boot)]) + b"\n" + rest)
+    kept(stack, evidence)
+    assert made.stat().st_ino != written and made.read_bytes() == whole
 
 
 def test_a_releases_loose_code_interrupted_or_refused_on_its_way_to_the_cache_leaves_nothing(
