@@ -114,6 +114,7 @@ nothing under upstreamed/ pays one directory listing per upstream.
 from __future__ import annotations
 
 import bisect
+import itertools
 import keyword
 import os
 import re
@@ -3527,8 +3528,10 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
     is kept by its copy there), where the function holds the guard's `if` line once, or one
     of them has the hunk's lines around it most (_hunk_place); none otherwise (a `continue`
     or `break` guard in a loop not known: _ANY_LOOP)."""
-    tokens = [token for _, more in _statements_of(lines, path, name) for token in more]
+    statements, compiled = _statements_built(lines, path, name, "c")
+    tokens = [token for _, more in statements for token in more]
     frames = _c_frames(tokens)
+    built = _c_built(statements, compiled)
     found = []
     for line, check in checks:
         first = _unattributed(_code_tokens(line, literals=True))
@@ -3543,7 +3546,8 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
                 outer = (b"(", _ANY_LOOP, b")")
         else:
             word = _c_exit_word(tokens, close + 1)
-            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0])))
+            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0]) +
+                                  built(at[0])))
         found.append((line, check[:2] + (outer,)))
     return found
 
@@ -3812,12 +3816,12 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     from patchforge.apply.hunks import _language
 
     language = _language(path) or "c"
-    statements = _statements_of(lines, path, name)
+    statements, compiled = _statements_built(lines, path, name, language)
     named = {token for _, tokens in statements for token in tokens}
     gone = {word for word in check[0] if word not in named}
     if _delegated(statements, check):
         return True
-    exits = _exits_of(statements, language)
+    exits = _exits_of(statements, language, compiled)
     constants = _constants(lines, statements, language)
     if constants:
         # (Read as written and with each constant's value in its place: `if act == GELU:`
@@ -4191,8 +4195,8 @@ def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, byt
     return None
 
 
-def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
-              ) -> set[frozenset[_Literal]]:
+def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
+              compiled: list[list[list[bytes]]] | None = None) -> set[frozenset[_Literal]]:
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
     work, each a set of tests that together make one leave (_ways): an `if` whose body ends
     in an exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one
@@ -4207,7 +4211,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     nested function not at all, a `raise` inside a `try:` its `except` may catch (or a `with
     contextlib.suppress(...)`) only there (_branch_of); in C with the blocks it sits in alike
     (_c_frames, _c_held: a loop, another if, a lambda's body whose `return` leaves the lambda
-    only). A value chosen by a condition (`y if x is None
+    only) and the preprocessor conditionals it is compiled under (`compiled`, _c_compiled:
+    one under `#ifdef CHECKS` only in a build with CHECKS). A value chosen by a condition (`y if x is None
     else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
     Python name a condition tests, assigned once in the function before it (_carried), reads
     as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
@@ -4273,6 +4278,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     else:
         tokens = [token for _, more in statements for token in more]
         frames = _c_frames(tokens)
+        built = _c_built(statements, compiled)
         for k, token in enumerate(tokens[:-1]):
             if token not in (b"if", b"while") or tokens[k + 1] != b"(" or k not in frames:
                 continue  # (not read as a statement: past a label, a `do`'s `while`)
@@ -4284,7 +4290,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             # loop runs, in an `if (strict) {` only where strict holds, in a lambda's body
             # the lambda only.)
             branch = _c_held(frames[k][0], _c_exit_word(tokens, close + 1) if exits
-                             else b"return", tokens, k)
+                             else b"return", tokens, k) + built(k)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
                       if tree is not None]
             if len(within) < len(branch):
@@ -4299,7 +4305,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             other = frames[k][1]
             if token == b"if" and other is not None and tokens[other:other + 1] != [b"if"] \
                     and _c_body(tokens, other, _C_LEAVES)[0]:
-                branch = _c_held(frames[k][0], _c_exit_word(tokens, other), tokens, k)
+                branch = _c_held(frames[k][0], _c_exit_word(tokens, other), tokens, k) + \
+                    built(k)
                 within = [tree for tree in (_boolean(condition, language)
                                             for condition in branch) if tree is not None]
                 if len(within) == len(branch):
@@ -4310,8 +4317,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
         starts = sorted(frames)
         for k, argument in _checked_calls(tokens):
             start = bisect.bisect_right(starts, k) - 1
-            branch = _c_held(frames[starts[start]][0], b"throw", tokens, k) if start >= 0 \
-                else []
+            branch = (_c_held(frames[starts[start]][0], b"throw", tokens, k) if start >= 0
+                      else []) + built(k)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
                       if tree is not None]
             if len(within) == len(branch):
@@ -4992,6 +4999,14 @@ _STATEMENT_LINES = 12
 
 def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, list[bytes]]]:
     """The indent of its first line and the code tokens of each statement of the function
+    `name` in `lines` (_statement_lines, the line each starts at left out)."""
+    return [(indent, tokens) for _, indent, tokens in _statement_lines(lines, path, name)]
+
+
+def _statement_lines(lines: _Lines, path: str, name: bytes
+                     ) -> list[tuple[int, int, list[bytes]]]:
+    """The line (0-based) it starts at, the indent of that line and the code tokens of each
+    statement of the function
     `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
     C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
@@ -5000,9 +5015,9 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
     from patchforge.apply.hunks import _language
 
     c_family = _language(path) == "c"
-    statements: list[tuple[int, list[bytes]]] = []
+    statements: list[tuple[int, int, list[bytes]]] = []
     tokens: list[bytes] = []
-    indent = depth = spanned = 0
+    indent = depth = spanned = start = 0
     for j, line in enumerate(lines.lines):
         if not line.strip() or lines.function_at(path, j) != name:
             continue
@@ -5012,7 +5027,7 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
         if not found and not tokens:
             continue
         if not tokens:
-            indent = len(line) - len(line.lstrip())
+            indent, start = len(line) - len(line.lstrip()), j
         # (A line ending in `\` goes on in the next: `if x is None \` + `or n == 0:`.)
         continued = found[-1:] == [b"\\"]
         tokens.extend(found[:-1] if continued else found)
@@ -5020,11 +5035,93 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
             sum(token in (b")", b"]") for token in found)
         spanned += 1
         if (depth <= 0 and not continued) or spanned >= _STATEMENT_LINES:
-            statements.append((indent, tokens))
+            statements.append((start, indent, tokens))
             tokens, depth, spanned = [], 0, 0
     if tokens:
-        statements.append((indent, tokens))
+        statements.append((start, indent, tokens))
     return statements
+
+
+# A C preprocessor conditional's line (_c_compiled): its word, and the code after it.
+_DIRECTIVE = on_first_use(rb"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+# The `#if` conditions compiled in every build (_c_compiled).
+_ALWAYS_BUILT = {b"1", b"true"}
+
+
+def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
+                ) -> list[list[list[bytes]]]:
+    """For each statement of the C function `name` in `lines`, by the line it starts at
+    (`starts`, _statement_lines), the conditions (code tokens, each to be joined by `and`)
+    of the preprocessor conditionals it is compiled under, read from the function's lines:
+    each `#if` one token no other test reads as (`<#if defined CHECKS>` of `#ifdef CHECKS`
+    and of `#if defined(CHECKS)`), an `#elif`'s or `#else`'s branch the converse of each
+    branch above it with its own (`#ifndef CHECKS` the converse of `#ifdef CHECKS`): a copy
+    of a guard under `#ifdef CHECKS` leaves only in a build with CHECKS, copies under both
+    branches of an `#ifdef` / `#else` in every build. `#if 1` (`#if true`) holds in every
+    build and adds nothing; its `#else` in none. Empty lists where the function has no
+    conditional; a conditional opened before the function is not read."""
+    found: list[list[list[bytes]]] = [[] for _ in starts]
+    if not starts:
+        return found
+    first = starts[0]
+    while first > 0 and lines.function_at(path, first - 1) == name:
+        first -= 1
+    if not any(b"#" in lines.lines[j] for j in range(first, starts[-1])):
+        return found
+    # (Each conditional open: the conditions of its branches passed, and of the one in
+    # force, None for a branch built always.)
+    opened: list[tuple[list[list[bytes]], list[bytes] | None]] = []
+    at = 0
+    for j in range(first, starts[-1] + 1):
+        if starts[at] == j:
+            found[at] = [condition for passed, now in opened
+                         for condition in [[b"!", b"("] + was + [b")"] for was in passed] +
+                         ([now] if now is not None else [])]
+            at += 1
+            continue
+        directive = _DIRECTIVE.match(lines.lines[j])
+        if directive is None or lines.function_at(path, j) != name:
+            continue
+        word, rest = directive.group(1), _code_tokens(directive.group(2))
+        if word in (b"ifdef", b"ifndef", b"elifdef", b"elifndef"):
+            rest = [b"defined"] + rest
+        if rest[:1] == [b"defined"]:
+            rest = [token for token in rest if token not in (b"(", b")")]
+        test = [b"<#if " + b" ".join(rest) + b">"]
+        if word in (b"ifndef", b"elifndef"):
+            test = [b"!"] + test
+        if word in (b"if", b"ifdef", b"ifndef"):
+            opened.append(([], None if b" ".join(rest) in _ALWAYS_BUILT else test))
+        elif not opened:
+            continue
+        elif word == b"endif":
+            opened.pop()
+        else:
+            passed, now = opened[-1]
+            opened[-1] = (passed + [now if now is not None else [b"<#if 1>"]],
+                          None if word == b"else" else test)
+    return found
+
+
+def _statements_built(lines: _Lines, path: str, name: bytes, language: str
+                      ) -> tuple[list[tuple[int, list[bytes]]], list[list[list[bytes]]] | None]:
+    """_statements_of the function `name` in `lines`, and in C the preprocessor conditions
+    each is compiled under (_c_compiled; None in Python)."""
+    listed = _statement_lines(lines, path, name)
+    statements = [(indent, tokens) for _, indent, tokens in listed]
+    if language != "c":
+        return statements, None
+    return statements, _c_compiled(lines, path, name, [start for start, _, _ in listed])
+
+
+def _c_built(statements: list[tuple[int, list[bytes]]],
+             compiled: list[list[list[bytes]]] | None) -> Callable[[int], list[list[bytes]]]:
+    """The preprocessor conditions (_c_compiled, one list per statement: `compiled`) the
+    token at an index of `statements`' tokens joined is compiled under."""
+    if not compiled or not any(compiled):
+        return lambda k: []
+    ends = list(itertools.accumulate(len(tokens) for _, tokens in statements))
+    return lambda k: compiled[min(bisect.bisect_right(ends, k), len(compiled) - 1)]
 
 
 def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
@@ -5100,8 +5197,8 @@ def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFun
                 if not any(_names_word(held, bare) and bare + b"(" in held
                            for held in _body_of(lines, path, name)):
                     continue
-                statements = _statements_of(lines, path, name)
-                exits = _exits_of(statements, language)
+                statements, compiled = _statements_built(lines, path, name, language)
+                exits = _exits_of(statements, language, compiled)
                 names[name] = any(_delegated(statements, check) or
                                   _holds_guard(exits, check, language, None) for check in lost)
             found += sum(names.values())
