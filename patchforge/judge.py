@@ -2050,19 +2050,29 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     (`indents`, the fix's line's), every code line between at it too or in a block opened and
     closed between (_steps_between, a block that leaves too: `if a:` + `return b`), none
     naming a name the statement names (its target, what it reads); or upstream's copy below,
-    in the one branch of an if/else that goes on (_in_the_branch_going_on). `y += 1` under
-    `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if a:` +
-    `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
+    in the one branch of an if/else that goes on (_in_the_branch_going_on), or above the if
+    whose one branch going on holds the fix's (the same read the other way round). `y += 1`
+    under `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if
+    a:` + `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
     statement reads tells the two steps apart: each may be its own, and the fix moves.) A C
     preprocessor line between (`#if`) is a boundary too: a copy past it may not be built."""
     if len(indents) != 1:
         return False
     braced = _language(path) == "c"
     indent = next(iter(indents))
-    if not lines[k].startswith(indent):
-        return False
-    statement = STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0]).strip()
+    written = _written(lines, k + 1, run)[0]
+    statement = STRING_OR_COMMENT.sub(b"", written).strip()
     names = set(_NAME.findall(statement))
+    if not lines[k].startswith(indent):
+        # (Upstream's copy above an `if`, the fix's in its one branch going on, `y += 1` /
+        # `if n:` + `return c` / `else:` + ... + `y += 1`: read as the other way round, the
+        # fix's line put at its place. Upstream's runs on every path through the fix's.)
+        upper = written[:len(written) - len(written.lstrip(b" \t"))]
+        return len(upper) < len(indent) and indent.startswith(upper) and any(
+            _in_the_branch_going_on(lines[:start] + [indent + written.lstrip(b" \t")]
+                                    + lines[end:], start, range(k + 1, start), upper, names,
+                                    braced)
+            for start, end, _ in places if k < start)
     if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
                    for start, end, _ in places if end <= k)
