@@ -33,6 +33,8 @@ EVERY_BUILD = {
     "beside an ifdef of other work": C_GUARD + b"#ifdef CHECKS\n  log(1);\n#endif\n",
     "under an if 1": b"#if 1\n" + C_GUARD + b"#endif\n",
     "past a closed ifdef": b"#ifdef CHECKS\n  log(1);\n#else\n  log(2);\n#endif\n" + C_GUARD,
+    "in both branches of an ifdef": b"#ifdef FAST\n" + C_GUARD + b"#else\n" + C_GUARD +
+                                    b"#endif\n",
 }
 
 
