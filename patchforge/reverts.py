@@ -5249,8 +5249,9 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
 
 # A C preprocessor conditional's line (_c_compiled): its word, and the code after it.
 _DIRECTIVE = on_first_use(rb"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-# The `#if` conditions compiled in every build (_c_compiled).
+# The `#if` conditions compiled in every build, and in none (_c_compiled).
 _ALWAYS_BUILT = {b"1", b"true"}
+_NEVER_BUILT = {b"0", b"false"}
 
 
 def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
@@ -5263,8 +5264,9 @@ def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
     branch above it with its own (`#ifndef CHECKS` the converse of `#ifdef CHECKS`): a copy
     of a guard under `#ifdef CHECKS` leaves only in a build with CHECKS, copies under both
     branches of an `#ifdef` / `#else` in every build. `#if 1` (`#if true`) holds in every
-    build and adds nothing; its `#else` in none. Empty lists where the function has no
-    conditional; a conditional opened before the function is not read."""
+    build and adds nothing, its `#else` in none; `#if 0` (`#if false`) in none, its `#else`
+    in every one. Empty lists where the function has no conditional; a conditional opened
+    before the function is not read."""
     found: list[list[list[bytes]]] = [[] for _ in starts]
     if not starts:
         return found
@@ -5302,9 +5304,12 @@ def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
         elif word == b"endif":
             opened.pop()
         else:
+            # (A branch built in no build holds nowhere: the branches past it are not read
+            # as its converse.)
             passed, now = opened[-1]
-            opened[-1] = (passed + [now if now is not None else [b"<#if 1>"]],
-                          None if word == b"else" else test)
+            if now is None or now[-1][5:-1] not in _NEVER_BUILT:
+                passed = passed + [now if now is not None else [b"<#if 1>"]]
+            opened[-1] = (passed, None if word == b"else" else test)
     return found
 
 

@@ -4,8 +4,8 @@ lines were not read, so the copy counted as the guard kept in every build, quiet
 while a build without CHECKS has no guard, in no overlay and not upstream. A copy under a
 conditional leaves only in the builds that compile it: the guard is said taken out ("removed",
 exit 1). A copy outside any conditional keeps it (a function with `#if` lines elsewhere too),
-as do a copy under `#if 1` (built always) and copies under both branches of an `#ifdef` /
-`#else`; a guard the fix put under a conditional is kept by its copy under the same one, or
+as do a copy under `#if 1` or in the `#else` of an `#if 0` (built always) and copies under
+each branch of an `#ifdef` / `#else`; a guard the fix put under a conditional is kept by its copy under the same one, or
 by one outside any. Real git history, through the CLI."""
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ EVERY_BUILD = {
     "past a closed ifdef": b"#ifdef CHECKS\n  log(1);\n#else\n  log(2);\n#endif\n" + C_GUARD,
     "in both branches of an ifdef": b"#ifdef FAST\n" + C_GUARD + b"#else\n" + C_GUARD +
                                     b"#endif\n",
+    "in each branch of an ifdef, elif, else": b"#ifdef A\n" + C_GUARD + b"#elif defined(B)\n" +
+                                              C_GUARD + b"#else\n" + C_GUARD + b"#endif\n",
+    "in the else of an if 0": b"#if 0\n  log(1);\n#else\n" + C_GUARD + b"#endif\n",
 }
 
 
