@@ -618,9 +618,40 @@ class SeriesJudge:
         if self.target.base_commit == self.target.commit:
             return None
         if self.renames is not None and path in self.renames[0]:
-            return self.renames[1]().get(path)
-        found = self.store.renames(self.target.base_commit, self.target.commit, [path])
-        return found.get(path)
+            found = self.renames[1]().get(path)
+        else:
+            found = self.store.renames(self.target.base_commit, self.target.commit,
+                                       [path]).get(path)
+        return found if found is not None else self._made_and_moved(path)
+
+    def _made_and_moved(self, path: str) -> str | None:
+        """Where an earlier patch of the series made `path` (the base has no such file) inside
+        a directory upstream moved, and its stop (_relocated) put the file where git suggests:
+        that path, where the walk has it and the target does not. A later patch's change to
+        the file follows it there, as `git rebase` follows it (a rename from the old commit
+        to the new one); elsewhere None."""
+        base, target = self.target.base_commit, self.target.commit
+        if self.store.entries(base, [path])[path] is not None:
+            return None
+        from patchforge.dirrenames import directory_moves
+
+        move = directory_moves(self.store, base, target, [path],
+                               self._gone_where_replayed).get(path)
+        moved = move.suggested(path) if move is not None else None
+        if moved is None or self.read_current(moved) is None or \
+                self.store.entries(target, [moved])[moved] is not None:
+            return None
+        return moved
+
+    def _gone_where_replayed(self, directory: str) -> bool:
+        """Whether `directory` is no directory where the next patch meets the files (the
+        target with the series so far)."""
+        inside = directory + "/"
+        if any(path.startswith(inside) and content is not None
+               for path, content in self.current.items()):
+            return False
+        entry = self.store.entries(self.read_commit, [directory], directories=True)[directory]
+        return entry is None or entry[0] != "040000"
 
     def assess(self, name: str, patch):
         """Landed detection alone (detect.assess_patch) on the current state, with the
@@ -1239,6 +1270,62 @@ class SeriesJudge:
             return self._conclude(name, patch, final, early, answers)
         return _with_history_word(judgement, verdict, final)
 
+    def _relocated(self, name: str, patch, before: dict, after: dict, modes: dict,
+                   sources: dict, copies: set) -> dict[str, str]:
+        """The paths `patch` makes (a new file, a rename's or copy's destination) inside a
+        directory upstream moved (dirrenames.directory_moves: merge-ort's directory-rename
+        rule), each with the stop's words, as `git rebase` stops: "CONFLICT (file location)".
+        Left where the patch makes it, the file would sit in a directory the target no longer
+        has, away from the code it was made beside, every check green. A stop's worktree
+        (`stop_files`) holds it where git suggests (`after`, `modes`, `sources` and `copies`
+        moved there; `before` says the target has no file there), as git's worktree has it,
+        so that `--continue` makes it there, and the words say how to make it elsewhere; a
+        split (no majority) or a path the target fills leaves it where the patch makes it.
+        Keyed by the path the stop's worktree holds it at."""
+        if self.target.base_commit == self.target.commit:
+            return {}
+        made = {fp.new_path: fp for fp in patch.file_patches
+                if fp.new_path is not None and fp.new_path != fp.old_path}
+        if not made:
+            return {}
+        from patchforge.dirrenames import directory_moves
+
+        moves = directory_moves(self.store, self.target.base_commit, self.target.commit,
+                                list(made), self._gone_where_replayed)
+        located: dict[str, str] = {}
+        edit = f"`patchforge edit {name.removesuffix('.patch')}`"
+        for path, fp in made.items():
+            move = moves.get(path)
+            if move is None:
+                continue
+            said = move.said(path, name, self.target.label, fp.old_path, fp.is_copy)
+            suggested = move.suggested(path)
+            if suggested is not None and (self.read_current(suggested) is not None
+                                          or suggested in after
+                                          or self._filled(suggested, None, "add/add")):
+                said += (f"; {_said([suggested])} is taken in {self.target.label}, so "
+                         f"{_said([path])} stays where {name} makes it")
+                suggested = None
+            held = suggested if self.stop_files and suggested is not None and path in after \
+                else path
+            if held != path:
+                before[held] = None
+                after[held] = after.pop(path)
+                for moved in (modes, sources):
+                    if path in moved:
+                        moved[held] = moved.pop(path)
+                if path in copies:
+                    copies.discard(path)
+                    copies.add(held)
+            if self.stop_files:
+                said += (f" (a stop's worktree holds it at {_said([held])}, where its "
+                         f"resolution makes it; to make it "
+                         + (f"at {_said([path])}" if held != path else "elsewhere")
+                         + f", resolve, then {edit}, move the file, `patchforge add` it at "
+                         "its new path and `patchforge refresh`)")
+            located[held] = said
+        return located
+
     def _modify_delete(self, name: str, paths: list[str]) -> str:
         """The stop's words for files the patch deletes and the target changed, as git says
         it ("CONFLICT (modify/delete): F deleted in X and modified in Y")."""
@@ -1458,6 +1545,9 @@ class SeriesJudge:
                     # the default merges).
                     after[path_after] = merge_file(*key, self.labels, diff3=True)[1]
                     bases[path_after] = key[0]
+        located = self._relocated(name, patch, before, after, modes, sources, copies)
+        conflicts.extend(path for path in located if path not in conflicts)
+        evidence.extend(said for said in located.values() if said not in evidence)
         new_modes = {path: mode for path, (_, mode) in modes.items()
                      if after.get(path) is not None}
         if obsolete:
@@ -1475,10 +1565,11 @@ class SeriesJudge:
                              + binary_stop_note(binary_stops) + unmergeable_note(unmergeable))
         if conflicts:
             others = [path for path in conflicts
-                      if path not in deleted_here and path not in added_too]
+                      if path not in deleted_here and path not in added_too
+                      and path not in located]
             message = "; ".join(
                 ([self._modify_delete(name, deleted_here)] if deleted_here else [])
-                + list(added_too.values())
+                + list(added_too.values()) + list(located.values())
                 + ([f"conflict in {_said(others)}"] if others else []))
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",
                              files=conflicts, before=before, after=after, evidence=evidence,
@@ -2050,29 +2141,19 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     (`indents`, the fix's line's), every code line between at it too or in a block opened and
     closed between (_steps_between, a block that leaves too: `if a:` + `return b`), none
     naming a name the statement names (its target, what it reads); or upstream's copy below,
-    in the one branch of an if/else that goes on (_in_the_branch_going_on), or above the if
-    whose one branch going on holds the fix's (the same read the other way round). `y += 1`
-    under `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if
-    a:` + `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
+    in the one branch of an if/else that goes on (_in_the_branch_going_on). `y += 1` under
+    `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if a:` +
+    `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
     statement reads tells the two steps apart: each may be its own, and the fix moves.) A C
     preprocessor line between (`#if`) is a boundary too: a copy past it may not be built."""
     if len(indents) != 1:
         return False
     braced = _language(path) == "c"
     indent = next(iter(indents))
-    written = _written(lines, k + 1, run)[0]
-    statement = STRING_OR_COMMENT.sub(b"", written).strip()
-    names = set(_NAME.findall(statement))
     if not lines[k].startswith(indent):
-        # (Upstream's copy above an `if`, the fix's in its one branch going on, `y += 1` /
-        # `if n:` + `return c` / `else:` + ... + `y += 1`: read as the other way round, the
-        # fix's line put at its place. Upstream's runs on every path through the fix's.)
-        upper = written[:len(written) - len(written.lstrip(b" \t"))]
-        return len(upper) < len(indent) and indent.startswith(upper) and any(
-            _in_the_branch_going_on(lines[:start] + [indent + written.lstrip(b" \t")]
-                                    + lines[end:], start, range(k + 1, start), upper, names,
-                                    braced)
-            for start, end, _ in places if k < start)
+        return False
+    statement = STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0]).strip()
+    names = set(_NAME.findall(statement))
     if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
                    for start, end, _ in places if end <= k)
@@ -6282,45 +6363,59 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
         defined_names(path, _MINUS_LINE.findall(text))
 
 
-# What a file of kept loose texts (_keep_loose) starts with; the version says its layout
-# (3: synced before it is named, no CRC-32).
+# What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
 _KEPT_LOOSE = b"patchforge loose code 3"
 _KEPT_ENTRY = on_first_use(rb"([0-9]+) ([^\n]+)\n")
 
 
 def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
     """The loose texts of a commit's every new file (path -> text) as one file, as the parts
-    to write one after the other: a line of `_KEPT_LOOSE` and the length of the rest, then
+    to write one after the other: a line of `_KEPT_LOOSE`, the CRC-32 and the length of the
+    rest and the boot it is written in (store.kept.boot_id, where the system says one), then
     per file `<length> <path>` on a line and the text; None when a path holds a line end (no
-    such file is kept). Written synced (keep_text's `synced`): a file under its name is the
-    bytes written, which no crash after can damage, so no checksum is kept or checked (the
-    CRC-32 of a release's 18.7 MB, taken when the file was not synced, cost every command
-    reading it back 8 ms of CPU). Not compressed: zlib's inflating of a release's 18.7 MB
+    such file is kept). Not compressed: zlib's inflating of a release's 18.7 MB
     cost a rebase 70 ms, reading them 7. The texts are parts as they are, never joined: a
     release's file joined, then copied again behind its first line, was two copies of 18.7
     MB (about 45 ms of CPU, most of it fresh pages)."""
+    import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
+
     names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
     if any(b"\n" in name for name in names.values()):
         return None
     body: list[bytes] = []
-    size = 0
+    crc = size = 0
     for path, text in texts.items():
         for part in (b"%d %s\n" % (len(text), names[path]), text):
             body.append(part)
+            crc = zlib.crc32(part, crc)
             size += len(part)
-    return [b"%s %d\n" % (_KEPT_LOOSE, size), *body]
+    boot = boot_id()
+    return [b"%s %08x %d%s\n" % (_KEPT_LOOSE, crc, size, b" " + boot if boot else b""), *body]
 
 
 def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
     """The texts of a file _keep_loose made, by path; none at all unless `data` (its bytes, or
-    the file mapped: store.kept_text) is such a file whole: of this layout (an earlier one,
-    not synced when written, is made again), its length the one its first line says, and
-    its entries (`<length> <path>` lines) ending where it ends."""
+    the file mapped: store.kept_text) is such a file whole (the file is not synced: a crash can
+    leave a short or empty one, or one of another's bytes, which its length and CRC-32
+    tell). The CRC-32 is taken of a file written in another boot than this one only (or of
+    no boot said): one written in this boot reads back as written (store.kept.boot_id), and
+    a release's 18.7 MB cost every later command 8 ms of CPU for the check."""
+    import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
+
     if data is None or data[:len(_KEPT_LOOSE) + 1] != _KEPT_LOOSE + b" ":
         return {}
     at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
-    if at == 0 or data[len(_KEPT_LOOSE) + 1:at - 1] != b"%d" % (len(data) - at):
+    fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
+    if at == 0 or len(fields) not in (2, 3) or fields[1] != b"%d" % (len(data) - at):
         return {}
+    if len(fields) == 2 or fields[2] != boot_id():
+        with memoryview(data) as view:
+            if fields[0] != b"%08x" % zlib.crc32(view[at:]):
+                return {}
     spans: list[tuple[str, int, int]] = []
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)
@@ -7113,7 +7208,7 @@ class HistoryIndex:
         if len(texts) == len(blob_of) >= self.KEEP_LOOSE_AT_LEAST:
             parts = _keep_loose(texts)
             if parts is not None:
-                self.store.keep_text(name, parts, synced=True)
+                self.store.keep_text(name, parts)
         return dict(texts)
 
     # The most files _files_with_code names on git's command line (far below its length's

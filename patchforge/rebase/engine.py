@@ -1466,6 +1466,7 @@ class Rebase:
         A resolution that undoes a change made under the patch (the new upstream's, or an
         earlier patch's as moved) is refused unless `allow_undo`, which takes it and says so
         in the patch's result."""
+        from patchforge.dirrenames import suggested_paths
         from patchforge.worktree import (refuse_gone_files_left_out, refuse_removed_by_hand,
                                          refuse_resolution_not_applying,
                                          refuse_resolution_outside_series, refuse_undoing,
@@ -1497,6 +1498,10 @@ class Rebase:
                 moved = self.store.renames(target.base_commit, target.commit, [old_path])
                 if moved.get(old_path):
                     pairs[new_path] = (moved[old_path], copy)
+        # A destination inside a directory upstream moved: the stop put it where git suggests
+        # (judge.SeriesJudge._relocated), and it stays a rename (a copy) there too.
+        pairs.update({moved: pairs[path] for path, moved in suggested_paths(
+            self.store, target.base_commit, target.commit, stopped.base, list(pairs)).items()})
         diff, changes = worktree_diff(self.project, self.store, upstream,
                                        {"base": stopped.base}, with_changes=True,
                                        pairs=pairs,
