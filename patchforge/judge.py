@@ -2141,19 +2141,29 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
     (`indents`, the fix's line's), every code line between at it too or in a block opened and
     closed between (_steps_between, a block that leaves too: `if a:` + `return b`), none
     naming a name the statement names (its target, what it reads); or upstream's copy below,
-    in the one branch of an if/else that goes on (_in_the_branch_going_on). `y += 1` under
-    `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if a:` +
-    `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
+    in the one branch of an if/else that goes on (_in_the_branch_going_on), or above the if
+    whose one branch going on holds the fix's (the same read the other way round). `y += 1`
+    under `y = x + 1` and upstream's above `z = y * 2` five lines lower, `a = 1` ... or `if
+    a:` + `b = 0` between: y gets 1 twice. (A line between reading `y` or setting what the
     statement reads tells the two steps apart: each may be its own, and the fix moves.) A C
     preprocessor line between (`#if`) is a boundary too: a copy past it may not be built."""
     if len(indents) != 1:
         return False
     braced = _language(path) == "c"
     indent = next(iter(indents))
-    if not lines[k].startswith(indent):
-        return False
-    statement = STRING_OR_COMMENT.sub(b"", _written(lines, k + 1, run)[0]).strip()
+    written = _written(lines, k + 1, run)[0]
+    statement = STRING_OR_COMMENT.sub(b"", written).strip()
     names = set(_NAME.findall(statement))
+    if not lines[k].startswith(indent):
+        # (Upstream's copy above an `if`, the fix's in its one branch going on, `y += 1` /
+        # `if n:` + `return c` / `else:` + ... + `y += 1`: read as the other way round, the
+        # fix's line put at its place. Upstream's runs on every path through the fix's.)
+        upper = written[:len(written) - len(written.lstrip(b" \t"))]
+        return len(upper) < len(indent) and indent.startswith(upper) and any(
+            _in_the_branch_going_on(lines[:start] + [indent + written.lstrip(b" \t")]
+                                    + lines[end:], start, range(k + 1, start), upper, names,
+                                    braced)
+            for start, end, _ in places if k < start)
     if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
                    for start, end, _ in places if end <= k)
@@ -6363,59 +6373,45 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
         defined_names(path, _MINUS_LINE.findall(text))
 
 
-# What a file of kept loose texts (_keep_loose) starts with; the version says its layout.
+# What a file of kept loose texts (_keep_loose) starts with; the version says its layout
+# (3: synced before it is named, no CRC-32).
 _KEPT_LOOSE = b"patchforge loose code 3"
 _KEPT_ENTRY = on_first_use(rb"([0-9]+) ([^\n]+)\n")
 
 
 def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
     """The loose texts of a commit's every new file (path -> text) as one file, as the parts
-    to write one after the other: a line of `_KEPT_LOOSE`, the CRC-32 and the length of the
-    rest and the boot it is written in (store.kept.boot_id, where the system says one), then
+    to write one after the other: a line of `_KEPT_LOOSE` and the length of the rest, then
     per file `<length> <path>` on a line and the text; None when a path holds a line end (no
-    such file is kept). Not compressed: zlib's inflating of a release's 18.7 MB
+    such file is kept). Written synced (keep_text's `synced`): a file under its name is the
+    bytes written, which no crash after can damage, so no checksum is kept or checked (the
+    CRC-32 of a release's 18.7 MB, taken when the file was not synced, cost every command
+    reading it back 8 ms of CPU). Not compressed: zlib's inflating of a release's 18.7 MB
     cost a rebase 70 ms, reading them 7. The texts are parts as they are, never joined: a
     release's file joined, then copied again behind its first line, was two copies of 18.7
     MB (about 45 ms of CPU, most of it fresh pages)."""
-    import zlib  # here: only a release's loose texts are kept
-
-    from patchforge.store.kept import boot_id
-
     names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
     if any(b"\n" in name for name in names.values()):
         return None
     body: list[bytes] = []
-    crc = size = 0
+    size = 0
     for path, text in texts.items():
         for part in (b"%d %s\n" % (len(text), names[path]), text):
             body.append(part)
-            crc = zlib.crc32(part, crc)
             size += len(part)
-    boot = boot_id()
-    return [b"%s %08x %d%s\n" % (_KEPT_LOOSE, crc, size, b" " + boot if boot else b""), *body]
+    return [b"%s %d\n" % (_KEPT_LOOSE, size), *body]
 
 
 def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
     """The texts of a file _keep_loose made, by path; none at all unless `data` (its bytes, or
-    the file mapped: store.kept_text) is such a file whole (the file is not synced: a crash can
-    leave a short or empty one, or one of another's bytes, which its length and CRC-32
-    tell). The CRC-32 is taken of a file written in another boot than this one only (or of
-    no boot said): one written in this boot reads back as written (store.kept.boot_id), and
-    a release's 18.7 MB cost every later command 8 ms of CPU for the check."""
-    import zlib  # here: only a release's loose texts are kept
-
-    from patchforge.store.kept import boot_id
-
+    the file mapped: store.kept_text) is such a file whole: of this layout (an earlier one,
+    not synced when written, is made again), its length the one its first line says, and
+    its entries (`<length> <path>` lines) ending where it ends."""
     if data is None or data[:len(_KEPT_LOOSE) + 1] != _KEPT_LOOSE + b" ":
         return {}
     at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
-    fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
-    if at == 0 or len(fields) not in (2, 3) or fields[1] != b"%d" % (len(data) - at):
+    if at == 0 or data[len(_KEPT_LOOSE) + 1:at - 1] != b"%d" % (len(data) - at):
         return {}
-    if len(fields) == 2 or fields[2] != boot_id():
-        with memoryview(data) as view:
-            if fields[0] != b"%08x" % zlib.crc32(view[at:]):
-                return {}
     spans: list[tuple[str, int, int]] = []
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)
@@ -7208,7 +7204,7 @@ class HistoryIndex:
         if len(texts) == len(blob_of) >= self.KEEP_LOOSE_AT_LEAST:
             parts = _keep_loose(texts)
             if parts is not None:
-                self.store.keep_text(name, parts)
+                self.store.keep_text(name, parts, synced=True)
         return dict(texts)
 
     # The most files _files_with_code names on git's command line (far below its length's

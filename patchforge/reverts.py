@@ -114,6 +114,8 @@ nothing under upstreamed/ pays one directory listing per upstream.
 from __future__ import annotations
 
 import bisect
+import builtins
+import itertools
 import keyword
 import os
 import re
@@ -3527,8 +3529,10 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
     is kept by its copy there), where the function holds the guard's `if` line once, or one
     of them has the hunk's lines around it most (_hunk_place); none otherwise (a `continue`
     or `break` guard in a loop not known: _ANY_LOOP)."""
-    tokens = [token for _, more in _statements_of(lines, path, name) for token in more]
+    statements, compiled = _statements_built(lines, path, name, "c")
+    tokens = [token for _, more in statements for token in more]
     frames = _c_frames(tokens)
+    built = _c_built(statements, compiled)
     found = []
     for line, check in checks:
         first = _unattributed(_code_tokens(line, literals=True))
@@ -3543,7 +3547,8 @@ def _c_landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: st
                 outer = (b"(", _ANY_LOOP, b")")
         else:
             word = _c_exit_word(tokens, close + 1)
-            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0])))
+            outer = tuple(_joined(_c_held(frames[at[0]][0], word, tokens, at[0]) +
+                                  built(at[0])))
         found.append((line, check[:2] + (outer,)))
     return found
 
@@ -3812,18 +3817,19 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     from patchforge.apply.hunks import _language
 
     language = _language(path) or "c"
-    statements = _statements_of(lines, path, name)
+    statements, compiled = _statements_built(lines, path, name, language)
     named = {token for _, tokens in statements for token in tokens}
     gone = {word for word in check[0] if word not in named}
     if _delegated(statements, check):
         return True
-    exits = _exits_of(statements, language)
+    exits = _exits_of(statements, language, compiled)
+    steady = _steady_tests(statements)
     constants = _constants(lines, statements, language)
     if constants:
         # (Read as written and with each constant's value in its place: `if act == GELU:`
         # keeps both `if act == GELU:` and, where GELU is "gelu", `if act == 'gelu':`.)
         exits |= _exits_of(_with_values(statements, constants), language)
-    return _holds_guard(exits, check, language, gone)
+    return _holds_guard(exits, check, language, gone, steady)
 
 
 # The words binding the name after them (_constants): a name they bind is no constant.
@@ -3968,15 +3974,16 @@ _MOST_WAYS = 32
 
 
 def _holds_guard(exits: set[frozenset[_Literal]], check: _Check, language: str,
-                 gone: set[bytes] | None) -> bool:
+                 gone: set[bytes] | None, steady: Callable[[tuple], bool] | None = None) -> bool:
     """Whether the checks of a function, as the ways they leave (`exits`: each a set of tests
     that together make one of its checks leave), leave wherever the guard (`check`) does:
     each way the guard leaves (a set of tests, `x is None` of `if x is None or y is None:`)
     holds all the tests of one of `exits`. With names of the guard replaced by others, where
     `gone` (the names the function no longer has) lets them be (_function_checks); with none
-    replaced where `gone` is None."""
+    replaced where `gone` is None. `steady`: the tests exits may be read together on
+    (_guard_kept)."""
     words, condition, outer = check
-    if _guard_kept(exits, condition, words, language, outer):
+    if _guard_kept(exits, condition, words, language, outer, steady):
         return True
     if gone is None:
         return False
@@ -3996,19 +4003,23 @@ def _holds_guard(exits: set[frozenset[_Literal]], check: _Check, language: str,
             renamed = [given.get(token, token) for token in condition]
             if _guard_kept(exits, tuple(renamed), frozenset(given.get(word, word)
                                                              for word in words), language,
-                           outer):
+                           outer, steady):
                 return True
     return False
 
 
 def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
-                words: frozenset[bytes], language: str, outer: tuple[bytes, ...] = ()) -> bool:
+                words: frozenset[bytes], language: str, outer: tuple[bytes, ...] = (),
+                steady: Callable[[tuple], bool] | None = None) -> bool:
     """Whether each way the guard of `condition` leaves (its tests naming one of `words`)
     holds one of `exits` whole (a test it implies counted in: `not x` where `x is None`).
     With the conditions of the ifs it sits in (`outer`, _enclosing) the guard leaves only
     where they hold too: `a > 1 and skip` keeps `if skip:` + `return y` inside `if a > 1:`,
     the way it leaves there read with them, an exit of the function counted where it tests
-    something of the guard's own (the if it sits in ending in a `return` keeps nothing)."""
+    something of the guard's own (the if it sits in ending in a `return` keeps nothing).
+    Exits that together leave wherever a way does count as one (_always: a copy in each
+    branch of an if/else, each path through one of them), read together only on the tests
+    `steady` holds for (_steady_tests; none where not given)."""
     ways = _ways(_boolean(list(condition), language))
     if not ways:
         return False
@@ -4045,10 +4056,91 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     # (Where the loops the guard sits in are not known, no loop of upstream's narrows it.)
     unlooped = {leave: frozenset(literal for literal in leave if not _is_loop(literal))
                 for leave in exits}
-    return bool(ways) and all(any(
-        (unlooped[leave] if any(_is_loop(literal) and literal[0][1] == (_ANY_LOOP,)
-                                for literal in more) else leave) <= way | more and leave & way
-        for leave in exits) for way in ways for more in around)
+    if not ways:
+        return False
+    for way in ways:
+        for more in around:
+            held = way | more
+            any_loop = any(_is_loop(literal) and literal[0][1] == (_ANY_LOOP,)
+                           for literal in more)
+            # (Each exit testing something of the guard's own, with what it tests beyond the
+            # guard's way: nothing where it leaves wherever the guard does.)
+            rest = [(unlooped[leave] if any_loop else leave) - held for leave in exits
+                    if leave & way]
+            if not any(not beyond for beyond in rest) and (steady is None or not _always(
+                    [beyond for beyond in rest
+                     if not any((form, not sense) in held for form, sense in beyond)], steady)):
+                return False
+    return True
+
+
+# How many exits, and how many tests deep, _always reads at most: past it, not read (the
+# exits keep nothing together).
+_MOST_EXITS, _MOST_SPLITS = 64, 8
+
+
+def _always(ways: list[frozenset[_Literal]], steady: Callable[[tuple], bool],
+            depth: int = 0) -> bool:
+    """Whether at least one of `ways` (each a set of tests holding together) holds whatever
+    the tests are: where one test (a form `steady` holds for: its value the same wherever
+    the function tests it) is held by some ways and its converse by others, each side is
+    read on (the guard's copy in both branches of an if/else, `if n > 0:` + `if x is None:
+    return 0` / `else:` + the same, leaves wherever x is None, each path through one copy).
+    Tests are read as independent of each other otherwise, which can only miss a way."""
+    if any(not way for way in ways):
+        return True
+    if not ways or len(ways) > _MOST_EXITS or depth >= _MOST_SPLITS:
+        return False
+    senses: dict[tuple, set[bool]] = {}
+    for way in ways:
+        for form, sense in way:
+            senses.setdefault(form, set()).add(sense)
+    split = next((form for form, both in senses.items() if len(both) == 2 and steady(form)),
+                 None)
+    if split is None:
+        return False  # (every test one way only: where each fails, none leaves)
+    return all(_always([way - {(split, sense)} for way in ways if (split, not sense) not in way],
+                       steady, depth + 1) for sense in (True, False))
+
+
+# The words after which a name is written (_steady_tests), and those a bracket after is no
+# call's.
+_WRITES_NEXT = {b"&", b"for", b"as", b"del", b"global", b"nonlocal"}
+_NO_CALL = {b"if", b"elif", b"while", b"for", b"switch", b"return", b"and", b"or", b"not",
+            b"in", b"is", b"assert", b"sizeof", b"yield", b"await", b"throw", b"catch"}
+
+
+def _steady_tests(statements: list[tuple[int, list[bytes]]]) -> Callable[[tuple], bool]:
+    """Whether a test's form (_test_form) has the same value wherever the function of
+    `statements` tests it, so that two ifs testing it and its converse cover every path
+    (_always): it calls nothing and reads no attribute or item (`n > 0`, `FAST`, a
+    preprocessor condition; not `x.dim() > 2`, `use_fast()`), and no name of it is written
+    anywhere in the function, as far as its lines tell: before a `=` (an assignment, an
+    update, a keyword argument alike), beside `++` or `--`, after `&` (its address taken),
+    `for`, `as`, `del`, `global` or `nonlocal`, or passed bare to a call (a C++ reference,
+    a Python list it may change)."""
+    written: set[bytes] = set()
+    for _, tokens in statements:
+        if tokens[0] in (b"def", b"async", b"class", b"@"):
+            continue
+        last = max((k for k, token in enumerate(tokens) if token == b"="), default=-1)
+        for k, token in enumerate(tokens):
+            if not _WORD.fullmatch(token):
+                continue
+            if k < last or (k and tokens[k - 1] in _WRITES_NEXT) or \
+                    tokens[max(k - 2, 0):k] in ([b"+", b"+"], [b"-", b"-"]) or \
+                    tokens[k + 1:k + 3] in ([b"+", b"+"], [b"-", b"-"]):
+                written.add(token)
+            elif tokens[k + 1:k + 2] == [b"("] and token not in _NO_CALL:
+                close = _closing(tokens, k + 1)
+                written.update(part[0] for part in _split_top(tokens[k + 2:close])
+                               if len(part) == 1 and _WORD.fullmatch(part[0]))
+
+    def steady(form: tuple) -> bool:
+        tokens = [token for side in form[1:] for token in side]
+        return not any(token in (b"(", b".", b"->", b"[") or token in written
+                       for token in tokens)
+    return steady
 
 
 def _is_loop(literal: _Literal) -> bool:
@@ -4191,8 +4283,8 @@ def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, byt
     return None
 
 
-def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
-              ) -> set[frozenset[_Literal]]:
+def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
+              compiled: list[list[list[bytes]]] | None = None) -> set[frozenset[_Literal]]:
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
     work, each a set of tests that together make one leave (_ways): an `if` whose body ends
     in an exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one
@@ -4207,7 +4299,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     nested function not at all, a `raise` inside a `try:` its `except` may catch (or a `with
     contextlib.suppress(...)`) only there (_branch_of); in C with the blocks it sits in alike
     (_c_frames, _c_held: a loop, another if, a lambda's body whose `return` leaves the lambda
-    only). A value chosen by a condition (`y if x is None
+    only) and the preprocessor conditionals it is compiled under (`compiled`, _c_compiled:
+    one under `#ifdef CHECKS` only in a build with CHECKS). A value chosen by a condition (`y if x is None
     else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
     Python name a condition tests, assigned once in the function before it (_carried), reads
     as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
@@ -4273,6 +4366,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
     else:
         tokens = [token for _, more in statements for token in more]
         frames = _c_frames(tokens)
+        built = _c_built(statements, compiled)
         for k, token in enumerate(tokens[:-1]):
             if token not in (b"if", b"while") or tokens[k + 1] != b"(" or k not in frames:
                 continue  # (not read as a statement: past a label, a `do`'s `while`)
@@ -4284,7 +4378,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             # loop runs, in an `if (strict) {` only where strict holds, in a lambda's body
             # the lambda only.)
             branch = _c_held(frames[k][0], _c_exit_word(tokens, close + 1) if exits
-                             else b"return", tokens, k)
+                             else b"return", tokens, k) + built(k)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
                       if tree is not None]
             if len(within) < len(branch):
@@ -4299,7 +4393,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
             other = frames[k][1]
             if token == b"if" and other is not None and tokens[other:other + 1] != [b"if"] \
                     and _c_body(tokens, other, _C_LEAVES)[0]:
-                branch = _c_held(frames[k][0], _c_exit_word(tokens, other), tokens, k)
+                branch = _c_held(frames[k][0], _c_exit_word(tokens, other), tokens, k) + \
+                    built(k)
                 within = [tree for tree in (_boolean(condition, language)
                                             for condition in branch) if tree is not None]
                 if len(within) == len(branch):
@@ -4310,8 +4405,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str
         starts = sorted(frames)
         for k, argument in _checked_calls(tokens):
             start = bisect.bisect_right(starts, k) - 1
-            branch = _c_held(frames[starts[start]][0], b"throw", tokens, k) if start >= 0 \
-                else []
+            branch = (_c_held(frames[starts[start]][0], b"throw", tokens, k) if start >= 0
+                      else []) + built(k)
             within = [tree for tree in (_boolean(condition, language) for condition in branch)
                       if tree is not None]
             if len(within) == len(branch):
@@ -4345,12 +4440,14 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
     read through, the reading ending at the function's `def`, or with `to_loop` (a
     `continue` or `break` of the statement's, which skips the rest of its loop's body
     only) at that loop. With `raises` (the statement leaves by an exception: a `raise`, an
-    `assert`, a check call), a `try:` having an `except` (or a `with` whose header names
-    `suppress`) may catch it: one token no other test reads as, so only a copy in such a
-    block keeps a guard raising in one. None inside an `except` or a nested function or
-    class: what it does there is not known."""
+    `assert`, a check call), a `try:` whose `except` may catch it and go on (_caught), or a
+    `with` whose header names `suppress` of a class it may be of (_suppresses), may catch it:
+    one token no other test reads as, so only a copy in such a block keeps a guard raising
+    in one. None inside an `except` or a nested function or class: what it does there is not
+    known."""
     held: list[list[bytes]] = []
     indent, tokens = statements[at]
+    raised = _raised(statements, at) if raises else None
     top = min(deeper for deeper, _ in statements)
     if tokens[0] == b"elif":
         earlier = _earlier_branches(statements, at)
@@ -4396,26 +4493,142 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
             held.extend(earlier)
         elif first not in (b"with", b"try", b"finally"):
             return None
-        elif raises and (first == b"with" and b"suppress" in opener or
-                         first == b"try" and _caught(statements, up)):
+        elif raises and (first == b"with" and _suppresses(opener, raised) or
+                         first == b"try" and _caught(statements, up, raised)):
             held.append([b"<caught: " + b" ".join(opener[:colon]) + b">"])
+        elif raises and first == b"try":
+            raised = _raised_past(statements, up, raised)
     return held
 
 
-def _caught(statements: list[tuple[int, list[bytes]]], at: int) -> bool:
-    """Whether the Python `try:` at `at` has an `except` (its first clause: past its body,
-    the first statement at its indent)."""
-    indent = statements[at][0]
-    for deeper, tokens in statements[at + 1:]:
-        if deeper <= indent:
-            return deeper == indent and tokens[0] == b"except"
+def _raised(statements: list[tuple[int, list[bytes]]], at: int) -> type | None:
+    """The builtin exception class the Python statement at `at` raises: `AssertionError` of
+    an `assert`, ValueError of `if x is None:` + `raise ValueError('x')` (its body's last
+    statement, _last_statement); None for any other (a class of a project's own, a check
+    call's, a bare `raise`): not known."""
+    tokens = statements[at][1]
+    if tokens[0] == b"assert":
+        return AssertionError
+    if tokens[0] not in (b"if", b"elif", b"else"):
+        return None
+    last = _last_statement(statements, at)
+    return _exception_class(last) if last[:1] == [b"raise"] else None
+
+
+def _exception_class(statement: list[bytes]) -> type | None:
+    """The builtin exception class a Python `raise` statement's code tokens name (`raise
+    ValueError('x')`, `raise KeyError from e`); None for any other, a bare `raise`, or a
+    name that is no builtin exception's (`errors.ShapeError(...)`, `MyError`)."""
+    if len(statement) < 2 or not (len(statement) == 2 or statement[2] in (b"(", b"from")):
+        return None
+    return _builtin_exception([statement[1]])
+
+
+def _builtin_exception(tokens: list[bytes]) -> type | None:
+    """The builtin exception class the Python code tokens name, one name (`ValueError`,
+    `Exception`); None for anything else (an attribute, a call, a project's class)."""
+    if len(tokens) != 1 or not _WORD.fullmatch(tokens[0]):
+        return None
+    found = getattr(builtins, tokens[0].decode("ascii", "replace"), None)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
+
+def _catching(named: list[bytes], raised: type | None) -> bool | None:
+    """Whether a Python `except` of the classes `named` (its code tokens between `except` and
+    its colon) catches an exception of class `raised`: True for a bare `except:` or a
+    builtin class `raised` is of (the standard hierarchy: `except Exception:` catches a
+    ValueError), False where each class named is a builtin's it is not of (`except
+    KeyError:`), None where that is not known (a class of a project's own, `raised` not
+    known)."""
+    named = _bare(named[:_top_level(named, 0, {b"as"})])
+    if not named:
+        return True
+    classes = [_builtin_exception(_bare(part)) for part in _split_top(named)]
+    if raised is not None and any(one is not None and issubclass(raised, one) for one in classes):
+        return True
+    return None if raised is None or None in classes else False
+
+
+def _suppresses(opener: list[bytes], raised: type | None) -> bool:
+    """Whether the Python `with` header `opener` names `suppress` of a class the exception of
+    class `raised` may be of (_catching; `contextlib.suppress(KeyError)` does not suppress a
+    ValueError); any `suppress` not called with its classes reads as suppressing it."""
+    calls = [k for k, token in enumerate(opener[:-1])
+             if token == b"suppress" and opener[k + 1] == b"("]
+    if not calls:
+        return b"suppress" in opener
+    for k in calls:
+        close = _closing(opener, k + 1)
+        named = opener[k + 2:close] if close is not None else [b"?"]
+        if any(_catching(part or [b"?"], raised) is not False for part in _split_top(named)):
+            return True
     return False
 
 
+def _caught(statements: list[tuple[int, list[bytes]]], at: int, raised: type | None) -> bool:
+    """Whether an `except` of the Python `try:` at `at` may catch the exception of class
+    `raised` (None: not known) raised in its body and go on in the function: Python runs
+    the first clause catching it (_catching), so a clause that may (a class not known) and
+    goes on catches it, one that surely does and leaves (its handler ends in a `return` or
+    a `raise`: `except ValueError:` + `log(e)` + `raise` leaves as the guard did) ends the
+    reading."""
+    for catching, ends in _handlers(statements, at, raised):
+        if catching is not False and ends is None:
+            return True
+        if catching:
+            return False
+    return False
+
+
+def _raised_past(statements: list[tuple[int, list[bytes]]], at: int, raised: type | None
+                 ) -> type | None:
+    """The class of the exception leaving the Python `try:` at `at` that _caught does not
+    read as catching it: `raised`, or None (not known) where a handler that may catch it
+    raises another."""
+    for catching, ends in _handlers(statements, at, raised):
+        if catching is not False and ends == b"raise other":
+            return None
+        if catching:
+            break
+    return raised
+
+
+def _handlers(statements: list[tuple[int, list[bytes]]], at: int, raised: type | None
+              ) -> list[tuple[bool | None, bytes | None]]:
+    """Each `except` clause of the Python `try:` at `at`, in order: whether it catches the
+    exception of class `raised` (_catching), and how its handler ends: b"raise" (a bare
+    `raise`, the same exception going on), b"raise other", b"return", or None (it goes on in
+    the function)."""
+    indent = statements[at][0]
+    found: list[tuple[bool | None, bytes | None]] = []
+    for k in range(at + 1, len(statements)):
+        deeper, tokens = statements[k]
+        if deeper > indent:
+            continue
+        if deeper < indent or tokens[0] != b"except":
+            break
+        last = _last_statement(statements, k)
+        ends = None
+        if last[:1] == [b"return"]:
+            ends = b"return"
+        elif last[:1] == [b"raise"]:
+            ends = b"raise" if len(last) == 1 else b"raise other"
+        found.append((_catching(tokens[1:_top_level(tokens, 1, {b":"})], raised), ends))
+    return found
+
+
 def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | None:
-    """The first word of the last statement of the body of the Python `if` at `at` (on its
-    line, or at the body's depth below it): `return` of `if x is None: return 0`, and of `if
-    x is None: log(0); return 0` (_last_of)."""
+    """The first word of the last statement of the body of the Python `if` at `at`
+    (_last_statement): `return` of `if x is None: return 0`, and of `if x is None: log(0);
+    return 0`."""
+    last = _last_statement(statements, at)
+    return last[0] if last else None
+
+
+def _last_statement(statements: list[tuple[int, list[bytes]]], at: int) -> list[bytes]:
+    """The code tokens of the last statement of the body of the Python block whose header is
+    at `at` (on its line, or at the body's depth below it; _last_of); none where it has no
+    body."""
     indent, tokens = statements[at]
     inline = tokens[_top_level(tokens, 1, {b":"}) + 1:]
     if not inline:
@@ -4424,10 +4637,9 @@ def _exit_word(statements: list[tuple[int, list[bytes]]], at: int) -> bytes | No
             end += 1
         body = statements[at + 1:end]
         if not body:
-            return None
+            return []
         inline = [more for deeper, more in body if deeper == body[0][0]][-1]
-    last = _last_of(inline)
-    return last[0] if last else None
+    return _last_of(inline)
 
 
 def _last_of(tokens: list[bytes]) -> list[bytes]:
@@ -4992,6 +5204,14 @@ _STATEMENT_LINES = 12
 
 def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, list[bytes]]]:
     """The indent of its first line and the code tokens of each statement of the function
+    `name` in `lines` (_statement_lines, the line each starts at left out)."""
+    return [(indent, tokens) for _, indent, tokens in _statement_lines(lines, path, name)]
+
+
+def _statement_lines(lines: _Lines, path: str, name: bytes
+                     ) -> list[tuple[int, int, list[bytes]]]:
+    """The line (0-based) it starts at, the indent of that line and the code tokens of each
+    statement of the function
     `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
     C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
@@ -5000,9 +5220,9 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
     from patchforge.apply.hunks import _language
 
     c_family = _language(path) == "c"
-    statements: list[tuple[int, list[bytes]]] = []
+    statements: list[tuple[int, int, list[bytes]]] = []
     tokens: list[bytes] = []
-    indent = depth = spanned = 0
+    indent = depth = spanned = start = 0
     for j, line in enumerate(lines.lines):
         if not line.strip() or lines.function_at(path, j) != name:
             continue
@@ -5012,7 +5232,7 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
         if not found and not tokens:
             continue
         if not tokens:
-            indent = len(line) - len(line.lstrip())
+            indent, start = len(line) - len(line.lstrip()), j
         # (A line ending in `\` goes on in the next: `if x is None \` + `or n == 0:`.)
         continued = found[-1:] == [b"\\"]
         tokens.extend(found[:-1] if continued else found)
@@ -5020,11 +5240,98 @@ def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, lis
             sum(token in (b")", b"]") for token in found)
         spanned += 1
         if (depth <= 0 and not continued) or spanned >= _STATEMENT_LINES:
-            statements.append((indent, tokens))
+            statements.append((start, indent, tokens))
             tokens, depth, spanned = [], 0, 0
     if tokens:
-        statements.append((indent, tokens))
+        statements.append((start, indent, tokens))
     return statements
+
+
+# A C preprocessor conditional's line (_c_compiled): its word, and the code after it.
+_DIRECTIVE = on_first_use(rb"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+# The `#if` conditions compiled in every build, and in none (_c_compiled).
+_ALWAYS_BUILT = {b"1", b"true"}
+_NEVER_BUILT = {b"0", b"false"}
+
+
+def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
+                ) -> list[list[list[bytes]]]:
+    """For each statement of the C function `name` in `lines`, by the line it starts at
+    (`starts`, _statement_lines), the conditions (code tokens, each to be joined by `and`)
+    of the preprocessor conditionals it is compiled under, read from the function's lines:
+    each `#if` one token no other test reads as (`<#if defined CHECKS>` of `#ifdef CHECKS`
+    and of `#if defined(CHECKS)`), an `#elif`'s or `#else`'s branch the converse of each
+    branch above it with its own (`#ifndef CHECKS` the converse of `#ifdef CHECKS`): a copy
+    of a guard under `#ifdef CHECKS` leaves only in a build with CHECKS, copies under both
+    branches of an `#ifdef` / `#else` in every build. `#if 1` (`#if true`) holds in every
+    build and adds nothing, its `#else` in none; `#if 0` (`#if false`) in none, its `#else`
+    in every one. Empty lists where the function has no conditional; a conditional opened
+    before the function is not read."""
+    found: list[list[list[bytes]]] = [[] for _ in starts]
+    if not starts:
+        return found
+    first = starts[0]
+    while first > 0 and lines.function_at(path, first - 1) == name:
+        first -= 1
+    if not any(b"#" in lines.lines[j] for j in range(first, starts[-1])):
+        return found
+    # (Each conditional open: the conditions of its branches passed, and of the one in
+    # force, None for a branch built always.)
+    opened: list[tuple[list[list[bytes]], list[bytes] | None]] = []
+    at = 0
+    for j in range(first, starts[-1] + 1):
+        if starts[at] == j:
+            found[at] = [condition for passed, now in opened
+                         for condition in [[b"!", b"("] + was + [b")"] for was in passed] +
+                         ([now] if now is not None else [])]
+            at += 1
+            continue
+        directive = _DIRECTIVE.match(lines.lines[j])
+        if directive is None or lines.function_at(path, j) != name:
+            continue
+        word, rest = directive.group(1), _code_tokens(directive.group(2))
+        if word in (b"ifdef", b"ifndef", b"elifdef", b"elifndef"):
+            rest = [b"defined"] + rest
+        if rest[:1] == [b"defined"]:
+            rest = [token for token in rest if token not in (b"(", b")")]
+        test = [b"<#if " + b" ".join(rest) + b">"]
+        if word in (b"ifndef", b"elifndef"):
+            test = [b"!"] + test
+        if word in (b"if", b"ifdef", b"ifndef"):
+            opened.append(([], None if b" ".join(rest) in _ALWAYS_BUILT else test))
+        elif not opened:
+            continue
+        elif word == b"endif":
+            opened.pop()
+        else:
+            # (A branch built in no build holds nowhere: the branches past it are not read
+            # as its converse.)
+            passed, now = opened[-1]
+            if now is None or now[-1][5:-1] not in _NEVER_BUILT:
+                passed = passed + [now if now is not None else [b"<#if 1>"]]
+            opened[-1] = (passed, None if word == b"else" else test)
+    return found
+
+
+def _statements_built(lines: _Lines, path: str, name: bytes, language: str
+                      ) -> tuple[list[tuple[int, list[bytes]]], list[list[list[bytes]]] | None]:
+    """_statements_of the function `name` in `lines`, and in C the preprocessor conditions
+    each is compiled under (_c_compiled; None in Python)."""
+    listed = _statement_lines(lines, path, name)
+    statements = [(indent, tokens) for _, indent, tokens in listed]
+    if language != "c":
+        return statements, None
+    return statements, _c_compiled(lines, path, name, [start for start, _, _ in listed])
+
+
+def _c_built(statements: list[tuple[int, list[bytes]]],
+             compiled: list[list[list[bytes]]] | None) -> Callable[[int], list[list[bytes]]]:
+    """The preprocessor conditions (_c_compiled, one list per statement: `compiled`) the
+    token at an index of `statements`' tokens joined is compiled under."""
+    if not compiled or not any(compiled):
+        return lambda k: []
+    ends = list(itertools.accumulate(len(tokens) for _, tokens in statements))
+    return lambda k: compiled[min(bisect.bisect_right(ends, k), len(compiled) - 1)]
 
 
 def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
@@ -5100,8 +5407,8 @@ def _check_moved_to_caller(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFun
                 if not any(_names_word(held, bare) and bare + b"(" in held
                            for held in _body_of(lines, path, name)):
                     continue
-                statements = _statements_of(lines, path, name)
-                exits = _exits_of(statements, language)
+                statements, compiled = _statements_built(lines, path, name, language)
+                exits = _exits_of(statements, language, compiled)
                 names[name] = any(_delegated(statements, check) or
                                   _holds_guard(exits, check, language, None) for check in lost)
             found += sum(names.values())

@@ -587,29 +587,22 @@ def loose_kept(kept_dir) -> list:
     return sorted(p for p in kept_dir.iterdir() if p.name.startswith("loose-"))
 
 
-def kept_once(tmp_path):
-    """folded_in_a_release asked once: (the stack, the stop's evidence, the cache's `kept/`,
-    the release's kept loose texts there, their bytes)."""
+def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
+    """A release that folds the file the fix deletes into another: the moved-code check makes
+    each new file's loose code (whitespace and commas out) once and keeps it in the cache
+    (`kept/`), and the next command reads it back instead of every blob: the same stop each
+    time, the same where the kept file is cut short or empty, or of the layout an earlier
+    patchforge wrote without syncing it, with its CRC-32 (it is made again, whole), and the
+    same once it is gone."""
     import os
+    import zlib
     from pathlib import Path
 
     stack, evidence = folded_in_a_release(tmp_path)
     kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
     kept(stack, evidence)
     (made,) = loose_kept(kept_dir)
-    return stack, evidence, kept_dir, made, made.read_bytes()
-
-
-def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
-    """A release that folds the file the fix deletes into another: the moved-code check makes
-    each new file's loose code (whitespace and commas out) once and keeps it in the cache
-    (`kept/`), and the next command reads it back instead of every blob: the same stop each
-    time, the same where the kept file is cut short or its bytes are damaged (a crash, after
-    which the machine runs another boot: it is made again, whole), and the same once it is
-    gone."""
-    from patchforge.store.kept import boot_id
-
-    stack, evidence, kept_dir, made, whole = kept_once(tmp_path)
+    whole = made.read_bytes()
     assert b"deff15(x):y=x+15" in whole and b"defg299(x):returnx+299" in whole
     read_back = made.stat()
     kept(stack, evidence)
@@ -619,11 +612,9 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     # would be another, renamed over it), its modification time set by the read (used now).
     assert made.stat().st_ino == read_back.st_ino
     assert made.stat().st_mtime_ns > read_back.st_mtime_ns
-    # Written before a crash: in another boot than this one.
-    assert boot_id() is not None and boot_id() in whole.split(b"\n", 1)[0]
-    crashed = whole.replace(boot_id(), b"0" * len(boot_id()), 1)
-    for damaged in (whole[:len(whole) // 2], crashed.replace(b"deff15(x)", b"deff16(x)"),
-                    crashed.replace(b"deff15(x)", bytes(9)), b""):
+    first, rest = whole.split(b"\n", 1)
+    earlier = b"patchforge loose code 2 %08x %s\n" % (zlib.crc32(rest), first.split(b" ")[-1])
+    for damaged in (whole[:len(whole) // 2], earlier + rest, b""):
         made.write_bytes(damaged)
         kept(stack, evidence)
         assert made.read_bytes() == whole
@@ -632,27 +623,44 @@ def test_a_releases_loose_code_is_kept_once_made_and_read_back_alike(tmp_path):
     assert made.read_bytes() == whole
 
 
-def test_a_releases_loose_code_kept_in_this_boot_is_read_back_without_its_crc(tmp_path):
-    """The kept loose code's CRC-32 (a vllm release's 18.7 MB: 8 ms of every later command's
-    CPU) is taken only of a file written in another boot than this one: a file of this boot
-    reads back as it was written (its pages are the page cache's, which only a crash, and so
-    a reboot, loses). A file of this boot whose CRC-32 field is wrong is read back as it is,
-    not made again (the same file); the same file naming another boot is checked, and made
-    again."""
-    from patchforge.store.kept import boot_id
+def test_a_releases_loose_code_reaches_the_disk_before_it_is_named_in_the_cache(tmp_path):
+    """The release's loose code is kept synced: its bytes reach the disk before the file is
+    named (a file under its name is whole whatever crash comes after, so no CRC-32 of its
+    18.7 MB, for a vllm release, is taken at each read). A disk that reports the write failed
+    at the sync (EIO, injected into the command's fsync calls by strace) keeps nothing, and
+    the command answers as it does with the file; the next command keeps it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    stack, evidence, _, made, whole = kept_once(tmp_path)
-    first, rest = whole.split(b"\n", 1)
-    head, crc, size, boot = first.rsplit(b" ", 3)
-    assert boot == boot_id()
-    wrong = b"%08x" % (int(crc, 16) ^ 1)
-    made.write_bytes(b" ".join([head, wrong, size, boot]) + b"\n" + rest)
-    written = made.stat().st_ino
+    from helpers.env import REPO_ROOT, need_tool
+
+    need_tool("strace")
+    if subprocess.run(["strace", "-qq", "-o", os.devnull, sys.executable, "-c", "pass"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("strace cannot trace processes here")
+    stack, evidence = folded_in_a_release(tmp_path)
+    kept_dir = Path(os.environ["PATCHFORGE_CACHE"]) / "kept"
+    # A first command fetches the release (git syncs its pack) and keeps the other answers.
     kept(stack, evidence)
-    assert made.stat().st_ino == written and made.read_bytes().split(b" ")[4] == wrong
-    made.write_bytes(b" ".join([head, wrong, size, b"0" * len(boot)]) + b"\n" + rest)
+    for made in loose_kept(kept_dir):
+        made.unlink()
+    command = [sys.executable, "-m", "patchforge", "--root", str(stack.root), "status",
+               "--against", "up=v2", "--json"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    failing = subprocess.run(["strace", "-qq", "-f", "-o", os.devnull, "-e", "trace=fsync",
+                              "-e", "inject=fsync:error=EIO", *command],
+                             env=env, capture_output=True)
+    ((patch,),) = [json.loads(failing.stdout)["patches"]]
+    assert (patch["state"], patch["rebase"]) == ("unsure", "stop"), failing.stderr
+    assert any(evidence in line for line in patch["evidence"]), patch["evidence"]
+    assert loose_kept(kept_dir) == []
+    assert not any(p.name.startswith(".loose-") for p in kept_dir.iterdir())
     kept(stack, evidence)
-    assert made.stat().st_ino != written and made.read_bytes() == whole
+    (made,) = loose_kept(kept_dir)
+    assert made.read_bytes().startswith(b"patchforge loose code 3 ")
 
 
 def test_a_releases_loose_code_interrupted_or_refused_on_its_way_to_the_cache_leaves_nothing(

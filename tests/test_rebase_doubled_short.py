@@ -1747,19 +1747,24 @@ def test_a_short_statement_upstream_added_in_a_loop_past_a_copy_the_file_had_mov
     assert made.split(b"\n").count(b"        y += 1") == 1, made.decode()
 
 
-def branch_of_an_if(tmp_path, path: str, block: bytes, theirs_block: bytes) -> OneUpstreamStack:
+def branch_of_an_if(tmp_path, path: str, block: bytes, theirs_block: bytes,
+                    fix_in_branch: bool = False) -> OneUpstreamStack:
     """STRAIGHT (STRAIGHT_CU for a .cu path) with `block` in place of the lines between y's
     setting and z's: the fix adds `y += 1` under y's setting; upstream makes `block`
-    `theirs_block` (its copy of the step inside a branch)."""
+    `theirs_block` (its copy of the step inside a branch). Or the other way round where
+    `fix_in_branch`."""
     if path.endswith(".cu"):
         base0, cut, top, mine = (STRAIGHT_CU, b"    int c = norm(b);\n    int d = clip(c);\n",
                                  b"    int y = x + 1;\n", b"y += 1;")
     else:
         base0, cut, top, mine = STRAIGHT, b"    d = clip(c)\n", b"    y = x + 1\n", b"y += 1"
     base = base0.replace(cut, block)
+    above, in_branch = base.replace(top, top + b"    " + mine + b"\n"), base0.replace(cut,
+                                                                                     theirs_block)
+    fix, upstream = (in_branch, above) if fix_in_branch else (above, in_branch)
     stack = OneUpstreamStack(tmp_path, {path: base, "pkg/b.py": b"b = 1\n"})
-    stack.add_fix("fa", path, base, base.replace(top, top + b"    " + mine + b"\n"))
-    stack.commit({path: base0.replace(cut, theirs_block)}, "Step y", tag="v2")
+    stack.add_fix("fa", path, base, fix)
+    stack.commit({path: upstream}, "Step y", tag="v2")
     return stack
 
 
@@ -1859,6 +1864,49 @@ def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path,
     made = moved_quietly(stack, path)
     statement = step_of(path)
     assert made.count(b" " + statement + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    else:\n        d = clip(c)\n        y += 1\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        return c\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        return c\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        return b;\n    } else {\n"
+                 b"        d = clip(b);\n    }\n",
+     b"    int d = b;\n    if (n) {\n        return b;\n    } else {\n        y += 1;\n"
+     b"        d = clip(b);\n    }\n"),
+    ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        return c\n",
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return c\n")],
+    ids=["else-after-a-return", "if-before-an-else-returning", "c-else-after-a-return",
+         "try-whose-handler-returns"])
+def test_the_fixs_short_statement_in_the_branch_going_on_advises_deleting_it(
+        tmp_path, path, block, theirs_block):
+    # Mirror of upstream's copy in the branch going on: the fix steps y inside the one
+    # branch of an if/else that goes on, upstream above the if. Upstream's runs on every
+    # path through the fix's, and there y got 1 twice, exit 0 (the fix's copy, deeper than
+    # upstream's, was read as another step). Now it stops, delete your copy first.
+    stops_deleting_yours_first(branch_of_an_if(tmp_path, path, block, theirs_block,
+                                                fix_in_branch=True))
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        d = clip(y)\n",
+     b"    if n:\n        return c\n    else:\n        d = clip(y)\n        y += 1\n"),
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
+                 b"        d = 0;\n    }\n",
+     b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
+     b"        d = 0;\n    }\n")],
+    ids=["no-branch-leaving", "read-in-the-branch-before-it", "c-no-branch-leaving"])
+def test_the_fixs_short_statement_in_a_branch_not_the_only_one_going_on_moves(
+        tmp_path, path, block, theirs_block):
+    # Mirrors: another branch goes on past the if too (the fix steps y on its branch's
+    # paths only, upstream on all: each its own step), or the branch reads y above the
+    # fix's copy: both kept, the fix moves quietly.
+    stack = branch_of_an_if(tmp_path, path, block, theirs_block, fix_in_branch=True)
+    made = moved_quietly(stack, path)
+    assert made.count(b" " + step_of(path) + b"\n") == 2, made.decode()
 
 
 # A function with a loop above the fix's run() of straight steps.

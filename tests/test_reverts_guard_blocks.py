@@ -6,8 +6,11 @@ tests/test_known_wrong.py) C's loop, `if (strict) {` and `continue`. C's blocks 
 without their braces: the copy read as the guard kept, quiet (exit 0), the guard in no
 overlay and not upstream; it is said taken out ("removed", exit 1). The same copy at the
 function's level keeps it (quiet, until a commit drops it: then said), and a guard the fix
-itself put in such a block is kept by its copy in that block. Real git history, through the
-CLI."""
+itself put in such a block is kept by its copy in that block. So does a copy in a block that
+leaves wherever the guard did: a raise no `except` of its `try:` catches (the builtin classes
+read by their standard hierarchy), or whose handler re-raises or returns, a raise under
+`contextlib.suppress` of another class, copies in each branch of an if/else; a class of the
+project's own, which may be any, reads as caught. Real git history, through the CLI."""
 from __future__ import annotations
 
 import pytest
@@ -150,3 +153,99 @@ def test_a_raise_guard_the_fix_put_in_a_try_is_kept_by_its_copy_there_until_drop
                         _module(_fn(b"a2", block % copy, rework)),
                         _module(_fn(b"a2", block % b"", rework + b"    c = c + 1\n")),
                         ("rework a2", "a2: x is never None"))
+
+
+# A copy that leaves the function wherever the guard did though it sits in a block: a raise
+# no `except` of its `try:` catches (another class, by the standard exception hierarchy), or
+# whose handler re-raises or returns, or under `contextlib.suppress` of another class; the
+# guard copied into both branches of an if/else (each path through one copy). Each was read
+# as leaving less than the function, and the guard kept that way said taken out (exit 1,
+# advising `bring-back`, which would put it back beside upstream's own).
+GUARD = b"    if x is None:\n        return 0\n"
+GUARD_IN = b"        if x is None:\n            return 0\n"
+LEAVING_AS_THE_GUARD = {
+    "a raise in a try catching another class": (
+        RAISE, b"    try:\n" + RAISE_IN + b"        x = x.float()\n"
+        b"    except KeyError:\n        x = DEFAULT\n"),
+    "a raise in a try catching other classes as a tuple": (
+        RAISE, b"    try:\n" + RAISE_IN + b"        x = x.float()\n"
+        b"    except (KeyError, TypeError) as e:\n        x = DEFAULT\n"),
+    "a raise whose handler re-raises": (
+        RAISE, b"    try:\n" + RAISE_IN + b"        x = x.float()\n"
+        b"    except ValueError as e:\n        log(e)\n        raise\n"),
+    "a raise whose handler returns": (
+        RAISE, b"    try:\n" + RAISE_IN + b"        x = x.float()\n"
+        b"    except ValueError:\n        return 0\n"),
+    "a raise under suppress of another class": (
+        RAISE, b"    with contextlib.suppress(KeyError):\n" + RAISE_IN + b"        x = x.float()\n"),
+    "in both branches of an if/else": (
+        GUARD, b"    if FAST:\n" + GUARD_IN + b"        x = x.half()\n"
+        b"    else:\n" + GUARD_IN + b"        x = x.float()\n"),
+    "in each branch of an if/elif/else": (
+        GUARD, b"    if n > 0:\n" + GUARD_IN + b"    elif n < 0:\n" + GUARD_IN +
+        b"    else:\n" + GUARD_IN),
+    "C: in both branches of an if/else": (
+        C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else {\n    if (!x) return 0;\n  }\n"),
+    "C: in each branch of an else if chain": (
+        C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else if (n < 0) {\n"
+        b"    if (!x) return 0;\n  } else {\n    if (!x) return 0;\n  }\n"),
+}
+# The same blocks where a path goes on to the work with x None: said, as before.
+LEAVING_LESS = {
+    "a raise in a try catching its base class": (
+        RAISE, b"    try:\n" + RAISE_IN + b"    except Exception:\n        x = DEFAULT\n"),
+    "a raise in a try catching it in a tuple": (
+        RAISE, b"    try:\n" + RAISE_IN + b"    except (KeyError, ValueError):\n        x = DEFAULT\n"),
+    "a raise in a try catching a class of the project's own": (
+        RAISE, b"    try:\n" + RAISE_IN + b"    except ShapeError:\n        x = DEFAULT\n"),
+    "a raise of a class of the project's own in a try catching another": (
+        b"    if x is None:\n        raise ShapeError('x')\n",
+        b"    try:\n        if x is None:\n            raise ShapeError('x')\n"
+        b"    except KeyError:\n        x = DEFAULT\n"),
+    "a raise whose handler raises another, caught further out": (
+        RAISE, b"    try:\n        try:\n    " + RAISE_IN.replace(b"\n        ", b"\n            ") +
+        b"        except ValueError:\n            raise KeyError('x')\n"
+        b"    except KeyError:\n        x = DEFAULT\n"),
+    "a raise under suppress of its base class": (
+        RAISE, b"    with suppress(Exception):\n" + RAISE_IN + b"        x = x.float()\n"),
+    "in one branch of an if/else": (
+        GUARD, b"    if FAST:\n" + GUARD_IN + b"        x = x.half()\n"
+        b"    else:\n        x = x.float()\n"),
+    "in an if and an elif only": (
+        GUARD, b"    if n > 0:\n" + GUARD_IN + b"    elif n < 0:\n" + GUARD_IN),
+    "in two ifs of converse conditions, the name set between": (
+        GUARD, b"    if n > 0:\n" + GUARD_IN + b"    n = n - 2\n    if n <= 0:\n" + GUARD_IN),
+    "in both branches of an if/else on a call": (
+        GUARD, b"    if use_fast():\n" + GUARD_IN + b"    else:\n" + GUARD_IN),
+    "C: in one branch of an if/else": (
+        C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else {\n    log(1);\n  }\n"),
+}
+
+
+def _guard_and_copy(shapes: dict, shape: str):
+    guard, copy = shapes[shape]
+    if shape.startswith("C: "):
+        return (_c_module(_c_fn()), _c_module(_c_fn(guard)), "csrc/k.cu",
+                lambda top: _c_module(_c_fn(head=top + C_HEAD)))
+    return (_module(_fn(b"a2")), _module(_fn(b"a2", guard)), "pkg/a.py",
+            lambda top: _module(_fn(b"a2", top, HEAD.replace(b"2", b"3"))))
+
+
+@pytest.mark.parametrize("shape", list(LEAVING_AS_THE_GUARD))
+def test_a_guard_kept_by_a_copy_leaving_wherever_it_did_is_quiet_until_dropped(tmp_path, shape):
+    base, fixed, path, reworked = _guard_and_copy(LEAVING_AS_THE_GUARD, shape)
+    copy = LEAVING_AS_THE_GUARD[shape][1]
+    dropped = copy
+    for line in (RAISE_IN, GUARD_IN, b"    if (!x) return 0;\n"):
+        dropped = dropped.replace(line, line[:len(line) - len(line.lstrip())] + b"log(0)\n"
+                                  if path.endswith(".py") else b"    log(0);\n")
+    _held_until_dropped(tmp_path, base, fixed, reworked(copy), reworked(dropped),
+                        ("rework", "x is never None"), path)
+
+
+@pytest.mark.parametrize("shape", list(LEAVING_LESS))
+def test_a_guard_dropped_beside_a_copy_some_path_goes_past_is_said(tmp_path, shape):
+    base, fixed, path, reworked = _guard_and_copy(LEAVING_LESS, shape)
+    stack = _landed(tmp_path, base, fixed, path)
+    took = stack.commit({path: reworked(LEAVING_LESS[shape][1])}, "rework")
+    _said_by(stack, took)

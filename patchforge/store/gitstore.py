@@ -2517,15 +2517,16 @@ class UpstreamStore:
         except (OSError, ValueError):
             return None
 
-    def keep_text(self, name: str, parts: list[bytes]) -> None:
+    def keep_text(self, name: str, parts: list[bytes], *, synced: bool = False) -> None:
         """Keep the bytes of `parts`, one after the other, as `name` for kept_text (written
         with writev, never joined: a release's text is 18.7 MB): to a temporary file renamed
         over the old one, so a reader finds one text or the other; not synced (a text lost to
-        a crash is made again). A cache that cannot be written keeps nothing, and says nothing:
-        what is kept only spares the next command work."""
+        a crash is made again) unless `synced` (store.kept.keep's). A cache that cannot be
+        written keeps nothing, and says nothing: what is kept only spares the next command
+        work."""
         assert self._KEPT_NAME.fullmatch(name), name
         directory = self.git_dir.parent / self.KEPT_DIR
-        if keep_file(directory, name, parts):
+        if keep_file(directory, name, parts, synced=synced):
             self._bound_kept(directory, name)
 
     def _bound_kept(self, directory: Path, written: str) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -53,28 +52,6 @@ def answer_name(kind: str, args: Iterable[str], inputs: Iterable[bytes] = ()) ->
     return f"git-{kind}-{digest.hexdigest()[:40]}"
 
 
-# Where Linux says which boot this is: a random UUID made at each boot.
-BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
-_boot_id: list[bytes | None] = []  # read once per process
-
-
-def boot_id() -> bytes | None:
-    """This boot's id (BOOT_ID_FILE's), None where the system says none. A file a command wrote
-    in this boot (renamed into place whole, never written into) reads back as it was written:
-    its pages are the page cache's, which no crash emptied, as a crash is a reboot, another
-    boot's id. So a kept file that names the boot it was written in and is read in that same
-    boot needs no checksum; one from another boot (a crash may have left it short, zero-filled
-    or with another file's bytes) is checked."""
-    if not _boot_id:
-        try:
-            with open(BOOT_ID_FILE, "rb") as f:
-                found = f.read(64).strip()
-        except OSError:
-            found = b""
-        _boot_id.append(found if re.fullmatch(rb"[0-9a-f-]{36}", found) else None)
-    return _boot_id[0]
-
-
 def answer_parts(parts: list[bytes]) -> list[bytes]:
     """The answer made of `parts` (one after the other) as a kept file's parts: a first line
     with HEADER, the CRC-32 and the length of the answer, then `parts`."""
@@ -108,12 +85,16 @@ def answer_of(data: bytes | mmap.mmap | None) -> bytes | None:
     return out if fields[0] == b"%08x" % zlib.crc32(out) else None
 
 
-def keep(directory: Path, name: str, parts: Sequence[bytes | memoryview]) -> bool:
+def keep(directory: Path, name: str, parts: Sequence[bytes | memoryview], *,
+         synced: bool = False) -> bool:
     """Write the bytes of `parts`, one after the other, as `directory/name` (written with
     writev, never joined: a release's text is 18.7 MB): to a temporary file renamed over the
     old one, so a reader finds one file or the other; not synced (a file lost to a crash is
-    made again). Whether it was written: a cache that cannot be written keeps nothing, and
-    says nothing, as what is kept only spares the next command work."""
+    made again, and the reader's format tells a damaged one), unless `synced`: then its bytes
+    reach the disk before it is named (a file under its name is whole, whatever crash comes
+    after; a write the disk reports failed keeps nothing). Whether it was written: a cache
+    that cannot be written keeps nothing, and says nothing, as what is kept only spares the
+    next command work."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfiles.make_temp(directory, f".{name}.")
@@ -122,6 +103,8 @@ def keep(directory: Path, name: str, parts: Sequence[bytes | memoryview]) -> boo
     try:
         try:
             write_parts(fd, list(parts))
+            if synced:
+                os.fsync(fd)
         finally:
             os.close(fd)
         fault_point("keep")
