@@ -2317,7 +2317,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     for at in between:
         if braced and lines[at].lstrip().startswith(b"#"):
             return None
-        code = STRING_OR_COMMENT.sub(b"", lines[at])
+        code = STRING_OR_COMMENT.sub(b"", _f_strings_read(lines[at], braced))
         text = code.strip()
         if not text:
             continue
@@ -2452,6 +2452,52 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     if braced and depth:
         return None
     return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
+
+
+def _f_strings_read(line: bytes, braced: bool) -> bytes:
+    """A Python `line` with each f-string written as what it reads, its fields' expressions
+    in brackets, `log(f"{y}: {n!r}")` as `log((y, n))`: STRING_OR_COMMENT takes a string out
+    whole, and the names an f-string reads with it. Any other line as it is."""
+    if braced or not re.search(rb"[fF][rR]?[\"']", line):
+        return line
+    return _PY_PREFIXED_STRING_OR_COMMENT.sub(
+        lambda found: _f_string_fields(found[2][1:-1]) if found[1] and b"f" in found[1].lower()
+        else found[0], line)
+
+
+# A Python string with its prefix (`f`, `rb`), or a comment: strings read whole, a `#` in one
+# no comment.
+_PY_PREFIXED_STRING_OR_COMMENT = on_first_use(
+    rb"(?:(?<![\w])([rRbBuUfF]{1,2}))?(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')|#.*")
+
+
+def _f_string_fields(body: bytes) -> bytes:
+    """The expressions of an f-string's fields (`body`, inside its quotes), in brackets: `{y}`,
+    `{n!r}` and `{z:>4}` as `(y, n, z)`; `{{` is no field."""
+    fields = []
+    k = 0
+    while k < len(body):
+        if body[k:k + 2] in (b"{{", b"}}"):
+            k += 2
+            continue
+        if body[k:k + 1] != b"{":
+            k += 1
+            continue
+        depth, end, j = 0, None, k + 1
+        while j < len(body):
+            c = body[j:j + 1]
+            if c in b"([{":
+                depth += 1
+            elif c in b")]}":
+                if not depth:
+                    break
+                depth -= 1
+            elif c in b"!:" and not depth and end is None and body[j + 1:j + 2] != b"=":
+                end = j  # (a conversion, `!r`, or a format, `:>4`, follows)
+            j += 1
+        fields.append(body[k + 1:j if end is None else end].strip().rstrip(b"=").strip())
+        k = j + 1
+    return b"(" + b", ".join(fields) + b")"
 
 
 def _code_below(lines: list[bytes], between: range, at: int) -> bytes:
@@ -2659,7 +2705,7 @@ def _if_reading_on_some_paths(lines: list[bytes], between: range, indent: bytes,
     paths at most, wherever it stands. A `goto` to one of `labels` (C's, between the copies,
     _without_labels) goes on."""
     def code(at: int) -> bytes:
-        return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
+        return STRING_OR_COMMENT.sub(b"", _f_strings_read(lines[at], braced)).strip()
 
     def sets(text: bytes) -> bool:
         # (An attribute whose every name the statement names, `self.count = 0` or `del
@@ -2716,9 +2762,10 @@ class _PathReads:
     names it outside the arms of a conditional expression, the operands past `and`/`or`,
     `&&`/`||`, a comprehension's body, a lambda's (each read on some paths only); a block
     as its parts run: a condition on the paths past it, a branch's body on its own, a loop's
-    body on no path where it may run no round, a handler's on the paths something raises. A
-    block not read here (`def`, a `switch`'s cases, an unknown form) reads on some paths at
-    most. Only the ways past a statement with no line setting a name are asked."""
+    body on no path where it may run no round, a handler's on the paths something raises, a
+    `switch`'s cases on the paths entering at their labels. A block not read here (`def`, a
+    `switch` laid out otherwise, an unknown form) reads on some paths at most. Only the ways
+    past a statement with no line setting a name are asked."""
 
     def __init__(self, lines: list[bytes], names: set[bytes], braced: bool,
                  some: frozenset[bytes] | set[bytes] = frozenset(),
@@ -2731,7 +2778,8 @@ class _PathReads:
         # what the line without its strings names. A Python line going on past a backslash,
         # `d = clip(b) if a else \`, reads as its text, as one going on in brackets.)
         text = STRING_OR_COMMENT.sub(
-            lambda found: b"0" if found[0][:1] in (b'"', b"'") else b"", self.lines[at]).strip()
+            lambda found: b"0" if found[0][:1] in (b'"', b"'") else b"",
+            _f_strings_read(self.lines[at], self.braced)).strip()
         return text if self.braced else text.removesuffix(b"\\").rstrip()
 
     def naming(self, text: bytes) -> bool:
@@ -2739,7 +2787,8 @@ class _PathReads:
 
     def told(self, text: bytes) -> bool:
         """Whether `text` (an expression or a line) reads a name on every path through it."""
-        return bool(self.names & set(_NAME.findall(_unconditional(text, self.braced))))
+        return bool(self.names & (set(_NAME.findall(_unconditional(text, self.braced)))
+                                  | _read_in_both_arms(text, self.braced)))
 
     def statements(self, ats: list[int]) -> list[list[tuple[int, list[int]]]]:
         """`ats` (code lines, 0-based) as statements: each its parts, a part its header's line
@@ -2757,7 +2806,11 @@ class _PathReads:
             text = self.code(ats[k])
             goes_on = re.match(rb"[{}]|(?:else|catch|case|default)\b", text) if self.braced \
                 else re.match(rb"(?:elif\b|else\s*:|except\b|finally\s*:)", text)
-            if found and goes_on is not None:
+            if found and not self.braced and re.match(rb"[)\]}]", text):
+                # (A bracket closing on its own line, `}` under `d = {` + `k: y for k in a`:
+                # the statement above goes on.)
+                found[-1][-1][1].extend(ats[k:j])
+            elif found and goes_on is not None:
                 found[-1].append((ats[k], ats[k + 1:j]))
             else:
                 found.append([(ats[k], ats[k + 1:j])])
@@ -2832,7 +2885,7 @@ class _PathReads:
                     ways = _then(ways, {_READS})
                 return {_MISSES if way == _JUMPS else way for way in ways}
             if re.match(rb"switch\s*\(", first):
-                return {_READS} if self.told(first) else unknown
+                return {_READS} if self.told(first) else self.switch(statement, unknown)
             if first == b"{" and len(parts) == 1:
                 return self.sequence(body)
         else:
@@ -2878,6 +2931,32 @@ class _PathReads:
             ways |= {_READS if before and way == _MISSES else way for way in found}
         if not otherwise:
             ways.add(_READS if any(t and not g for t, g in zip(told, guard)) else _MISSES)
+        return ways
+
+    def switch(self, statement: list[tuple[int, list[int]]], unknown: set[str]) -> set[str]:
+        """A C `switch`'s cases (its value not naming a name): the paths entering at each
+        label run its lines and those of the cases below it (falling through) up to a `break`,
+        which goes on past the switch; with no `default:`, the way past them all too. Laid
+        out otherwise than labels alone on their lines over bodies set deeper (a case's body
+        on its label's line, `case 1: d = y;`, braces at the labels' depth): `unknown`."""
+        ats = statement[0][1] + [at for head, body in statement[1:] for at in [head] + body]
+        if ats and self.code(ats[-1]) == b"}":
+            ats = ats[:-1]
+        if ats and self.code(ats[0]) == b"{":
+            ats = ats[1:]  # (Allman's `{` under the header)
+        if not ats or _C_LABEL.fullmatch(self.code(ats[0])) is None:
+            return unknown
+        depth = _indent(self.lines[ats[0]])
+        labels = [k for k, at in enumerate(ats) if _indent(self.lines[at]) <= depth]
+        if any(_C_LABEL.fullmatch(self.code(ats[k])) is None for k in labels):
+            return unknown
+        ways: set[str] = set()
+        for k in labels:
+            body = [at for n, at in enumerate(ats[k:], k) if n not in labels]
+            # (A `break` leaves the switch only, a `continue` read as it: past the switch.)
+            ways |= {_MISSES if way == _JUMPS else way for way in self.sequence(body)}
+        if not any(re.match(rb"default\b", self.code(ats[k])) for k in labels):
+            ways.add(_MISSES)
         return ways
 
     def loop(self, parts: list[tuple[bytes, bytes, list[int]]]) -> set[str]:
@@ -3020,20 +3099,9 @@ def _unconditional(text: bytes, braced: bool) -> bytes:
         k = 0
         while k < len(text):
             if text.startswith((b"&&", b"||"), k) or text[k:k + 1] == b"?":
-                # (To the end of the operand's group: its bracket closing, or a `,`/`;`.)
-                depth = 0
-                while k < len(text):
-                    c = text[k:k + 1]
-                    if c in b"([{":
-                        depth += 1
-                    elif c in b")]}":
-                        depth -= 1
-                        if depth < 0:
-                            break
-                    elif c in b",;" and depth == 0:
-                        break
-                    out[k] = 32
-                    k += 1
+                end = _group_end(text, k)
+                out[k:end] = b" " * (end - k)
+                k = end
                 continue
             k += 1
         return bytes(out)
@@ -3072,6 +3140,66 @@ def _unconditional(text: bytes, braced: bool) -> bytes:
             for k in range(node.col_offset, min(node.end_col_offset or 0, len(out))):
                 out[k] = 32
     return bytes(out)
+
+
+def _group_end(text: bytes, k: int) -> int:
+    """Where the operand group of C code `text` holding offset `k` ends: at its bracket
+    closing, or a `,` or `;` outside brackets opened from `k` on; else the text's end."""
+    depth = 0
+    for at in range(k, len(text)):
+        c = text[at:at + 1]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+            if depth < 0:
+                return at
+        elif c in b",;" and depth == 0:
+            return at
+    return len(text)
+
+
+def _read_in_both_arms(text: bytes, braced: bool) -> set[bytes]:
+    """The names both arms of a conditional expression in `text` (code, strings and comments
+    taken out) read, `clip(y) if n else y`, `n ? clip(y) : y`: read on every path through it,
+    though _unconditional blanks the arms. An arm holding another form read on some paths
+    only (a conditional, `and`, a comprehension, a lambda) reads none here."""
+    found: set[bytes] = set()
+    if braced:
+        for start in [k for k in range(len(text)) if text[k:k + 1] == b"?"]:
+            end = _group_end(text, start)
+            depth, colon = 0, None
+            for k in range(start + 1, end):
+                c = text[k:k + 1]
+                depth += (c in b"([{") - (c in b")]}")
+                if c == b":" and depth == 0:
+                    colon = k
+                    break
+            arms = [] if colon is None else [text[start + 1:colon], text[colon + 1:end]]
+            if arms and not any(re.search(rb"\?|&&|\|\||\[[^\]]*\]\s*\(", arm) for arm in arms):
+                found |= set(_NAME.findall(arms[0])) & set(_NAME.findall(arms[1]))
+        return found
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return found
+    some = (ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp,
+            ast.Lambda, ast.Compare)
+
+    def names(arm: ast.expr) -> set[bytes] | None:
+        inner = list(ast.walk(arm))
+        if any(isinstance(node, some) and not (isinstance(node, ast.Compare)
+                                               and len(node.comparators) == 1)
+               for node in inner):
+            return None
+        return {node.id.encode() for node in inner if isinstance(node, ast.Name)}
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp):
+            body, orelse = names(node.body), names(node.orelse)
+            if body is not None and orelse is not None:
+                found |= body & orelse
+    return found
 
 
 def _bound_names(text: bytes, braced: bool) -> set[bytes]:
@@ -3377,7 +3505,9 @@ def _one_line_block(text: bytes, braced: bool) -> tuple[bytes, bytes] | None:
     if cut is None or (not braced and b"lambda" in text[:cut]):
         return None
     body = text[cut:].strip()
-    if not body or re.search(rb"[{}]", body) or text.endswith((b":", b"\\", b",", b"(", b"[")):
+    # (Python's braces in the body are a dict's or a set's: `if a: d = {'y': y}`.)
+    if not body or braced and re.search(rb"[{}]", body) or \
+            text.endswith((b":", b"\\", b",", b"(", b"[")):
         return None
     if braced and (not body.endswith(b";") or body.count(b";") != 1):
         return None
@@ -3610,6 +3740,8 @@ def _upstreams_lines(base: bytes, current: bytes, result: bytes) -> set[int]:
 _SETS_NAME = on_first_use(rb"^\s*(?:[A-Za-z_][\w:<>]*[*&]*\s+[*&]*)*([A-Za-z_]\w*)\s*"
                           rb"(?:[-+*/%&|^]|<<|>>|:)?=(?!=)")
 _NAME = on_first_use(rb"[A-Za-z_]\w*")
+# A C statement stepping a name, `y++;`, `--y;`: the name (the first group or the second).
+_STEPS_NAME = on_first_use(rb"([A-Za-z_]\w*)\s*(?:\+\+|--)\s*;?|(?:\+\+|--)\s*([A-Za-z_]\w*)\s*;?")
 # An item a statement sets or updates (`x[i] += n;`, `y[j] = 0`): the name whose item it is.
 _SETS_ITEM = on_first_use(rb"^\s*([A-Za-z_]\w*)\s*(?:\[[^\[\]]*\]\s*)+(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
@@ -4331,8 +4463,8 @@ def _fixs_each_round(path: str, current: bytes, result: bytes, run: bytes,
 
 def _read_between(path: str, current: bytes, result: bytes, run: bytes,
                   upstreams: set[int] | None = None) -> str | None:
-    """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`) or updating a
-    target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
+    """Whether `run` is one statement setting a name (`x = x + n`, `n += 1`, `n++;`) or
+    updating a target in place (`y.add_(b)`), and a loop between the fix's copy in `result` and
     upstream's nearest reads that name, in its header or its body: the loop sees another value
     with each copy; "loop" then, or "switch" where the only such block is a C `switch` (its
     cases are no rounds, and the stop says so). (A single line between reading it, `log(y)`,
@@ -4349,7 +4481,9 @@ def _read_between(path: str, current: bytes, result: bytes, run: bytes,
     target = set_at[1] if set_at is not None else None
     if target is None:
         in_place = _IN_PLACE_TARGET.match(code)
-        target = in_place[1] if in_place is not None else None
+        stepped = _STEPS_NAME.fullmatch(code)  # (`y++;`)
+        target = in_place[1] if in_place is not None else \
+            stepped[1] or stepped[2] if stepped is not None else None
     if target is None:
         return None
     low, high = sorted((own, theirs))

@@ -901,12 +901,13 @@ READING_ON_SOME_PATHS = [
     ("pkg/a.py", b"    if n:\n        d = clip(y)\n"),
     ("pkg/a.py", b"    d = c\n    if n: d = clip(y)\n"),
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y);\n    }\n"),
-    ("pkg/k.cu", b"    int d = b;\n    if (n) d = clip(y);\n")]
+    ("pkg/k.cu", b"    int d = b;\n    if (n) d = clip(y);\n"),
+    ("pkg/a.py", b"    if n:\n        log(f\"{y:>4}\")\n")]
 
 
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
 @pytest.mark.parametrize("path, block", READING_ON_SOME_PATHS,
-                         ids=["if", "one-line-if", "c-if", "c-one-line-if"])
+                         ids=["if", "one-line-if", "c-if", "c-one-line-if", "f-string-in-an-if"])
 def test_a_short_statement_past_an_if_reading_it_keeps_yours_first(tmp_path, path, block,
                                                                   fix_below):
     # An `if` between (no `else`) reads y in its body only: on the paths skipping it y got
@@ -953,13 +954,17 @@ def test_the_fixs_short_statement_past_a_guard_reading_it_advises_deleting_it(tm
     ("pkg/k.cu", b"    int d = b;\n    if (y > n) {\n        d = 0;\n    }\n"),
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y);\n    } else {\n"
                  b"        d = y;\n    }\n"),
-    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y++);\n    }\n")],
+    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y++);\n    }\n"),
+    ("pkg/a.py", b"    log(f\"{y}\")\n"),
+    ("pkg/a.py", b"    log(f'n={n!r}, y={y:>4}')\n")],
     ids=["a-line", "if-else-both", "a-condition-going-on", "with", "c-a-condition-going-on",
-         "c-if-else-both", "c-stepping-it-in-the-if"])
+         "c-if-else-both", "c-stepping-it-in-the-if", "an-f-string", "an-f-string-formatted"])
 def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, path, block):
     # Mirrors: y is read between the copies on every path (a line, both branches of an
-    # if/else, a `with` body, the condition of an `if` whose body goes on), or the `if` steps
-    # y itself (`clip(y++)`): each copy is its own step, both kept, the fix moves quietly.
+    # if/else, a `with` body, the condition of an `if` whose body goes on, a field of an
+    # f-string), or the `if` steps y itself (`clip(y++)`): each copy is its own step, both
+    # kept, the fix moves quietly. (An f-string was taken out whole with the strings, its
+    # read of y with it: it stopped, its first way on deleting the fix's step.)
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement)
     made = moved_quietly(stack, path)
@@ -999,6 +1004,15 @@ def test_a_short_statement_past_a_loop_reading_it_keeps_yours_first(tmp_path, pa
     # round, and then y got 1 twice, exit 0 (the body was read as telling the steps apart).
     # Now it stops, keep yours first, either copy above: the loop reads y as the fix has it.
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
+    stops_keeping_yours_first(stack, READ_BETWEEN)
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+def test_a_c_step_past_a_loop_reading_it_says_a_loop(tmp_path, fix_below):
+    # `y++;` past a loop reading y: the stop called it "an if between the copies" (`y++;`
+    # was not read as setting y). Now it says a loop, keep yours first, either copy above.
+    block = b"    int d = b;\n    for (int k = 0; k < n; k++) {\n        d = clip(y);\n    }\n"
+    stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y++;", fix_below=fix_below)
     stops_keeping_yours_first(stack, READ_BETWEEN)
 
 
@@ -1067,11 +1081,13 @@ READ_DEEPER_ON_SOME_PATHS = [
     ("pkg/a.py", b"    d = n and clip(y)\n"),
     ("pkg/a.py", b"    d = [y for k in range(c)]\n"),
     ("pkg/k.cu", b"    int d = n ? clip(y) : b;\n"),
-    ("pkg/k.cu", b"    int d = n && y;\n")]
+    ("pkg/k.cu", b"    int d = n && y;\n"),
+    ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n    case 1:\n        break;\n    default:\n"
+                 b"        d = y;\n    }\n")]
 READ_DEEPER_ON_SOME_PATHS_IDS = [
     "an-if-in-a-branch", "a-loop-in-a-branch", "c-an-if-in-a-branch", "an-if-in-a-with",
     "match", "c-switch", "try-except", "for-else-broken", "conditional-expression", "and",
-    "comprehension", "c-conditional-expression", "c-and"]
+    "comprehension", "c-conditional-expression", "c-and", "c-switch-a-case-breaking"]
 
 
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
@@ -1111,18 +1127,31 @@ def test_a_short_statement_past_a_read_on_some_paths_at_any_depth_keeps_yours_fi
     ("pkg/a.py", b"    d = c if y else n\n"),
     ("pkg/a.py", b"    d = y and n\n"),
     ("pkg/a.py", b"    d = [k for k in y]\n"),
-    ("pkg/k.cu", b"    int d = y ? n : b;\n")],
+    ("pkg/k.cu", b"    int d = y ? n : b;\n"),
+    ("pkg/a.py", b"    d = clip(y) if n else y\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(y) : y;\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(y)\n            : clip(y);\n"),
+    ("pkg/a.py", b"    d = clip(y) if n else \\\n        clip(y)\n"),
+    ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n        case 1:\n            d = clip(y);\n"
+                 b"            break;\n        default:\n            d = y;\n    }\n"),
+    ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n    case 1:\n    case 2:\n        d = y;\n"
+                 b"        break;\n    default:\n        d = clip(y);\n    }\n")],
     ids=["nested-every-branch", "nested-guard-then-line", "c-nested-then-line",
          "match-every-case", "match-on-it", "c-switch-on-it", "try-and-handler", "for-else",
          "condition-of-an-expression", "first-operand", "comprehension-over-it",
-         "c-condition-of-an-expression"])
+         "c-condition-of-an-expression", "both-arms", "c-both-arms", "c-both-arms-colon-first",
+         "both-arms-over-a-backslash", "c-switch-every-case-and-default",
+         "c-switch-falling-through"])
 def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path, path, block,
                                                                          fix_below):
     # Mirrors: every path going on past the block reads y, however deep (each branch of a
     # nested if, a line past a nested guard, every case, the `match`'s or `switch`'s own
     # value, a `try:` body and its handler, a loop's `else:` no `break` skips, the condition
-    # of a conditional expression, a first operand, a comprehension's iterable): each copy
-    # is its own step, both kept, the fix moves quietly, either copy above.
+    # of a conditional expression or both its arms, a first operand, a comprehension's
+    # iterable, every case of a C `switch` with a `default:`, falling through or not): each
+    # copy is its own step, both kept, the fix moves quietly, either copy above. (Both arms
+    # and a `switch`'s cases were read as reading y on some paths only: a stop whose first
+    # way on took upstream's step out.)
     statement = step_of(path)
     stack = leaves_between(tmp_path, path, block, statement, fix_below=fix_below)
     made = moved_quietly(stack, path)
@@ -1138,8 +1167,8 @@ def test_a_short_statement_past_a_switch_reading_it_says_a_switch(tmp_path, bloc
     # A C `switch` between whose cases read y, with no `default:` (where n is neither case
     # nothing reads y), stops, and the stop called it "a loop between the copies", its ways
     # on speaking of "the loop". Now it says a switch, keep yours first, either copy above.
-    # (With a `default:` reading y too it still stops: a false stop listed in
-    # docs/guarantees.md, not pinned here.)
+    # (With a `default:` reading y too it moves: test_a_short_statement_past_a_read_on_every_
+    # path_at_any_depth_moves.)
     stack = leaves_between(tmp_path, "pkg/k.cu", block, b"y += 1;", fix_below=fix_below)
     err = stops_again(stack)
     assert f"its own way; {READ_IN_A_SWITCH}: keep yours and take upstream's copy out" in err, err
@@ -1188,7 +1217,9 @@ READ_IN_FORMS_ON_SOME_PATHS = [
     ("pkg/a.py", b"    d = clip(b) if n else \\\n        clip(y)\n"),
     ("pkg/k.cu", b"    int d;\n    if (n) d = y;\n    else if (a) d = 2;\n    else d = clip(y);\n"),
     ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(y);\n"),
-    ("pkg/a.py", b"    d = {'b': clip(y) if n else b}\n")]
+    ("pkg/a.py", b"    d = {'b': clip(y) if n else b}\n"),
+    ("pkg/a.py", b"    d = {\n        k: clip(y)\n        for k in a\n    }\n"),
+    ("pkg/a.py", b"    d = {'b': b}\n    if n: d = {'y': y}\n")]
 READ_IN_FORMS_ON_SOME_PATHS_IDS = [
     "comprehension-over-lines", "try-on-its-header-line", "several-on-a-branch-line",
     "chained-comparison", "c-if-else-on-one-line", "c-braced-on-one-line",
@@ -1196,7 +1227,8 @@ READ_IN_FORMS_ON_SOME_PATHS_IDS = [
     "c-brace-init-in-a-block", "c-range-for", "c-structured-binding", "c-conditional-over-lines",
     "header-over-lines", "c-header-over-lines", "c-if-else-braced-on-one-line",
     "c-several-in-braces", "c-unbraced-loop", "conditional-over-a-backslash",
-    "c-else-if-chain-on-header-lines", "c-conditional-its-colon-first", "dict-reading-it-in-an-arm"]
+    "c-else-if-chain-on-header-lines", "c-conditional-its-colon-first", "dict-reading-it-in-an-arm",
+    "dict-comprehension-over-lines", "one-line-if-setting-a-dict"]
 
 
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
@@ -1210,7 +1242,8 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     # braces, a C++ lambda's capture, a name a block declares anew by braces, a range-for
     # or a structured binding; a conditional expression going on past a backslash, a C
     # else-if chain on its header lines, a C conditional expression whose `:` opens the
-    # next line, a dict reading y in an arm. Each merged both in, exit 0, y stepped twice
+    # next line, a dict reading y in an arm, a dict comprehension whose `}` closes on a line
+    # of its own, a one-line `if` setting a dict. Each merged both in, exit 0, y stepped twice
     # on the paths not reading it. Now it stops as upstream having the lines, keep yours
     # first, either copy above.
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
@@ -1225,9 +1258,10 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     ("pkg/a.py", b"    d = {\n        'b': b,\n    }\n"),
     ("pkg/a.py", b"    d = {k: b for k in a}\n"),
     ("pkg/k.cu", b"    int d;\n    if (n) d = 1;\n    else if (a) d = 2;\n    else d = 3;\n"),
-    ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(a);\n")],
+    ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(a);\n"),
+    ("pkg/a.py", b"    log(f\"{b}: y\")\n")],
     ids=["dict", "set", "dict-over-lines", "dict-comprehension", "c-else-if-chain",
-         "c-conditional-its-colon-first"])
+         "c-conditional-its-colon-first", "an-f-string-not-reading-it"])
 def test_a_short_statement_past_a_literal_or_a_chain_not_naming_it_stops(tmp_path, path, block,
                                                                          fix_below):
     # A Python dict or set literal between the copies (its braces were read as a block's),
