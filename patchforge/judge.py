@@ -6508,44 +6508,59 @@ def _net_names(path: str, part: bytes) -> frozenset[bytes]:
 
 
 # What a file of kept loose texts (_keep_loose) starts with; the version says its layout
-# (3: synced before it is named, no CRC-32).
-_KEPT_LOOSE = b"patchforge loose code 3"
+# (4: synced before it is named, with its CRC-32 and the boot that wrote it).
+_KEPT_LOOSE = b"patchforge loose code 4"
 _KEPT_ENTRY = on_first_use(rb"([0-9]+) ([^\n]+)\n")
 
 
 def _keep_loose(texts: dict[str, bytes]) -> list[bytes] | None:
     """The loose texts of a commit's every new file (path -> text) as one file, as the parts
-    to write one after the other: a line of `_KEPT_LOOSE` and the length of the rest, then
-    per file `<length> <path>` on a line and the text; None when a path holds a line end (no
-    such file is kept). Written synced (keep_text's `synced`): a file under its name is the
-    bytes written, which no crash after can damage, so no checksum is kept or checked (the
-    CRC-32 of a release's 18.7 MB, taken when the file was not synced, cost every command
-    reading it back 8 ms of CPU). Not compressed: zlib's inflating of a release's 18.7 MB
-    cost a rebase 70 ms, reading them 7. The texts are parts as they are, never joined: a
-    release's file joined, then copied again behind its first line, was two copies of 18.7
-    MB (about 45 ms of CPU, most of it fresh pages)."""
+    to write one after the other: a line of `_KEPT_LOOSE`, the CRC-32 and the length of the
+    rest and the boot it is written in (store.kept.boot_id; none where the system says
+    none), then per file `<length> <path>` on a line and the text; None when a path holds a
+    line end (no such file is kept). Written synced (keep_text's `synced`). Not compressed:
+    zlib's inflating of a release's 18.7 MB cost a rebase 70 ms, reading them 7. The texts
+    are parts as they are, never joined: a release's file joined, then copied again behind
+    its first line, was two copies of 18.7 MB (about 45 ms of CPU, most of it fresh pages)."""
+    import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
+
     names = {path: path.encode("utf-8", "surrogateescape") for path in texts}
     if any(b"\n" in name for name in names.values()):
         return None
     body: list[bytes] = []
-    size = 0
+    crc = size = 0
     for path, text in texts.items():
         for part in (b"%d %s\n" % (len(text), names[path]), text):
             body.append(part)
+            crc = zlib.crc32(part, crc)
             size += len(part)
-    return [b"%s %d\n" % (_KEPT_LOOSE, size), *body]
+    return [b"%s %08x %d %s\n" % (_KEPT_LOOSE, crc, size, boot_id() or b"-"), *body]
 
 
 def _kept_loose(data: bytes | mmap.mmap | None) -> dict[str, bytes | _KeptText]:
     """The texts of a file _keep_loose made, by path; none at all unless `data` (its bytes, or
-    the file mapped: store.kept_text) is such a file whole: of this layout (an earlier one,
-    not synced when written, is made again), its length the one its first line says, and
-    its entries (`<length> <path>` lines) ending where it ends."""
+    the file mapped: store.kept_text) is such a file whole: of this layout (an earlier one is
+    made again), its length the one its first line says, its entries (`<length> <path>`
+    lines) ending where it ends, and its CRC-32 the one its first line says unless it was
+    written in this boot (synced before it was named, and no crash since: store.kept.boot_id;
+    the check of a release's 18.7 MB cost every command reading it 8 ms of CPU). A file of
+    another boot (a cache copied, restored, moved, then a crash) is checked."""
+    import zlib  # here: only a release's loose texts are kept
+
+    from patchforge.store.kept import boot_id
+
     if data is None or data[:len(_KEPT_LOOSE) + 1] != _KEPT_LOOSE + b" ":
         return {}
     at = data.find(b"\n") + 1  # the body's start (its bytes are not copied)
-    if at == 0 or data[len(_KEPT_LOOSE) + 1:at - 1] != b"%d" % (len(data) - at):
+    fields = data[len(_KEPT_LOOSE) + 1:at - 1].split(b" ")
+    if at == 0 or len(fields) != 3 or fields[1] != b"%d" % (len(data) - at):
         return {}
+    if boot_id() is None or fields[2] != boot_id():
+        with memoryview(data) as view:
+            if fields[0] != b"%08x" % zlib.crc32(view[at:]):
+                return {}
     spans: list[tuple[str, int, int]] = []
     while at < len(data):
         entry = _KEPT_ENTRY.match(data, at)

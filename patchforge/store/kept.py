@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -50,6 +51,27 @@ def answer_name(kind: str, args: Iterable[str], inputs: Iterable[bytes] = ()) ->
         digest.update(b"\0%d\0" % len(data))
         digest.update(data)
     return f"git-{kind}-{digest.hexdigest()[:40]}"
+
+
+# Where Linux says which boot this is: a random UUID made at each boot.
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+_boot_id: list[bytes | None] = []  # read once per process
+
+
+def boot_id() -> bytes | None:
+    """This boot's id (BOOT_ID_FILE's), None where the system says none. A kept file written
+    synced (keep's `synced`) and read in the boot that wrote it is the bytes written: on the
+    disk before it was named, and no crash since (a crash is a reboot). One read in another
+    boot may have been copied (a cache restored, `cp -a`) and damaged by a crash since: its
+    format's checksum is checked."""
+    if not _boot_id:
+        try:
+            with open(BOOT_ID_FILE, "rb") as f:
+                found = f.read(64).strip()
+        except OSError:
+            found = b""
+        _boot_id.append(found if re.fullmatch(rb"[0-9a-f-]{36}", found) else None)
+    return _boot_id[0]
 
 
 def answer_parts(parts: list[bytes]) -> list[bytes]:
