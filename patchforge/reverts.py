@@ -5678,20 +5678,28 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     superseded fix only: the commits since its landing that say they revert something and
     change its files, or that change each of its files (`history`, one walk for all the kept
     fixes; else a `git log` of its files), and the states of those that may undo it
-    (_may_undo); its own `git log` only when one of them is a revert of it."""
+    (_may_undo); for a fix of several files, the states at the commits that change some of
+    them only (other work may take it out a file at a time); its own `git log` only when one
+    of them is a revert of it or took it out."""
     if landing is None:
         return None  # (no landing recorded: nothing to name a revert of)
     paths = _paths(fix)
     named = _LandingNames(store, fix, landing, base, cache)
     said = history.reverts_after(landing, fix) if history is not None else None
-    if said is not None:
+    if said is not None and history is not None:
         # Each commit that may be a revert of it told on its own, as the walk below tells it,
         # which takes the first one (newest first) that is: with none of them a revert of
         # it, nothing to say, without a walk of its own.
         # (The trees first: the files of the landing read only for a fix that has one.)
+        # (A commit that changes some of the fix's files only is no revert of it by hand,
+        # but as other work it may take out the part in those files, the rest taken out
+        # by another such commit: each asked as a taker only.)
         maybe = [(sha, parents, message) for sha, parents, message in said
                  if _may_undo(sha, parents, message, named) or
-                 _taken_as_work(store, fix, sha, parents, cache)]
+                 _taken_as_work(store, fix, sha, parents, cache)] + \
+            [(sha, parents, message) for sha, parents, message
+             in history.parts_taken_after(landing, fix)
+             if _taken_as_work(store, fix, sha, parents, cache)]
         if not maybe or _fix_state(store, fix, landing, cache) == "gone":
             return None
         if not any(_revert_of(store, fix, sha, parents, message, named, cache) or
@@ -5971,6 +5979,20 @@ class _History:
         return [(sha, parents, message) for sha, parents, message, files in self.reverts
                 if (_names_any(files, wanted) if _SAYS_REVERT.search(message)
                     else all(files.intersection(aliases) for aliases in fix.aliases.values()))
+                and sha != landing and landing not in self._descendants(sha)]
+
+    def parts_taken_after(self, landing: str, fix: _Fix) -> list[tuple[str, list[str], bytes]]:
+        """(commit, parents, message) of each commit with one parent after `landing` up to
+        the revision, its message saying no revert, that changes some of the fix's files but
+        not each of them: where other work may have taken a fix of several files out a file
+        at a time (_taken_as_work), which reverts_after leaves out. Asked after it (the walk
+        read, the landing in it)."""
+        if len(fix.aliases) < 2 or self.bottom is None:
+            return []
+        return [(sha, parents, message) for sha, parents, message, files in self.reverts
+                if not _SAYS_REVERT.search(message)
+                and any(files.intersection(aliases) for aliases in fix.aliases.values())
+                and not all(files.intersection(aliases) for aliases in fix.aliases.values())
                 and sha != landing and landing not in self._descendants(sha)]
 
     def descends(self, later: str, sha: str) -> bool:

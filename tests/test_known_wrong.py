@@ -428,7 +428,6 @@ def test_a_revert_of_one_hunk_while_the_other_stays_is_said_after_an_edit(tmp_pa
     assert doc["reverted"] or doc["gone_upstream"], "the guard is in no overlay and not upstream"
 
 
-@known_wrong("a kept fix of two files that other work takes out in two commits")
 def test_a_two_file_fix_taken_out_file_by_file_then_its_old_lines_edited_is_said(tmp_path):
     from helpers.project import add_patch_file, diff_of
     from test_reverts import BASE as LINES
@@ -497,5 +496,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 4
+    assert len(marks) == 3
     assert [m for m in marks if f"- {m}" not in entries] == []

@@ -177,3 +177,86 @@ def test_a_fix_taken_out_then_landed_again_elsewhere_in_the_file_is_superseded(t
     git(stack.up, "tag", "v4")
     assert _silent(stack, "v4")["gone_upstream"] == []
 
+
+OTHER = BASE.replace(b"module", b"other module")
+SEVEN = (b"line 7 of the other module under test\n", b"seven = compute_it_too()\n")
+
+
+def _two_files_landed(tmp_path):
+    """A fix of two files (pkg/a.py line 5, pkg/b.py line 7) landed at v2 and kept under
+    upstreamed/ by the rebase onto v2: (stack, landing)."""
+    from helpers.project import add_patch_file, diff_of
+
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": OTHER})
+    diff = (diff_of(stack.root.parent / "d1", "pkg/a.py", BASE, FIXED)
+            + diff_of(stack.root.parent / "d2", "pkg/b.py", OTHER, OTHER.replace(*SEVEN)))
+    add_patch_file(stack.root, "up", "fa.patch",
+                   (f"Description: fix fa\nAuthor: T <t@e.com>\nUpstream-Status: Pending\n"
+                    f"Upstream: up\nBase: {stack.base}\n\nWhy.\n---\n").encode() + diff)
+    landing = stack.commit({"pkg/a.py": FIXED, "pkg/b.py": OTHER.replace(*SEVEN)},
+                           "Compute it properly (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    assert stack.series("up") == []
+    return stack, landing
+
+
+def _two_files_taken_out_file_by_file(tmp_path):
+    """The two-file fix landed, then taken out by other work a file at a time: v3 puts
+    a.py's old line back (rewording line 20), v4 b.py's. (stack, landing, the two takers,
+    a.py at v4)."""
+    stack, landing = _two_files_landed(tmp_path)
+    worked = BASE.replace(*TWENTY)
+    first = stack.commit({"pkg/a.py": worked}, "Other work in a", tag="v3")
+    second = stack.commit({"pkg/b.py": OTHER}, "Other work in b", tag="v4")
+    return stack, landing, (first, second), worked
+
+
+def test_a_two_file_fix_taken_out_file_by_file_then_its_old_lines_edited_is_said(tmp_path):
+    """Each commit took out the part in one file; then upstream rewords both old lines. Each
+    commit that took a part out was asked only where it changed every file of the fix, so
+    neither was found: read alone, the rewording made the fix "superseded", `status` exited 0
+    and `rebase --to` said "nothing to do", the fix in no overlay and not upstream. The commit
+    that took the last part out is named, as at the revision before the rewording."""
+    stack, landing, (first, second), worked = _two_files_taken_out_file_by_file(tmp_path)
+    (said,) = stack.json("status", "--against", "v3", expect=1)["gone_upstream"]
+    assert said["by"] == first and "taken back in part: pkg/a.py hunk 1" in said["detail"]
+    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
+    assert said["by"] == second, said
+    tidy = stack.commit({"pkg/a.py": worked.replace(*TIDIED),
+                         "pkg/b.py": OTHER.replace(b"line 7 of", b"line seven of")}, "Tidy",
+                        tag="v5")
+    document = stack.json("status", "--against", "v5", expect=1)
+    (said,) = document["gone_upstream"]
+    assert document["reverted"] == [], document
+    assert (said["kind"], said["by"], said["landed_in"]) == ("removed", second, landing), said
+    assert said["detail"] == (
+        f"commit {second[:12]} took its change out as part of other work (no revert of the "
+        f"landing); taken out, then changed: {tidy[:12]} changed that code since, and "
+        "neither the fix's change nor the code it replaced is there as it was"), said
+    _, out, err = stack.cli("rebase", "--to", "v5", expect=1)
+    assert "taken out upstream (needs attention)" in out + err and second[:12] in out + err, \
+        out + err
+    _, out, err = stack.cli("status", expect=1)
+    assert "`patchforge bring-back up/fa.patch`" in out + err, out + err
+
+
+def test_a_two_file_fix_taken_out_file_by_file_then_landed_again_is_superseded(tmp_path):
+    """Taken out a file at a time, then landed again in upstream's own form in both files:
+    upstream has the fix, nothing said."""
+    stack, _, _, worked = _two_files_taken_out_file_by_file(tmp_path)
+    stack.commit({"pkg/a.py": worked.replace(OLD_FIVE,
+                                             b"five = compute_it_properly(strict=True)\n"),
+                  "pkg/b.py": OTHER.replace(SEVEN[0], b"seven = compute_it_too(strict=True)\n")},
+                 "Compute them strictly", tag="v5")
+    assert _silent(stack, "v5")["gone_upstream"] == []
+
+
+def test_a_two_file_fix_one_file_rewritten_the_other_edited_elsewhere_is_superseded(tmp_path):
+    """Nothing taken out: upstream writes a.py's line its own way, then other work edits
+    b.py elsewhere (a commit changing one file of the fix that takes no part of it out)."""
+    stack, _ = _two_files_landed(tmp_path)
+    stack.commit({"pkg/a.py": FIXED.replace(b"compute_it_properly()",
+                                            b"compute_it_properly(strict=True)")}, "Strictly")
+    stack.commit({"pkg/b.py": OTHER.replace(*SEVEN).replace(b"line 20 of", b"line twenty of")},
+                 "Other work in b", tag="v5")
+    assert _silent(stack, "v5")["gone_upstream"] == []
