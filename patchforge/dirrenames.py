@@ -17,8 +17,8 @@ or copy's destination):
 - a directory counts as renamed only when upstream removed it (the base has it, the target
   does not) and where the fix is replayed it is gone too (an earlier fix of the series made
   again there keeps it: nothing is renamed then);
-- each of upstream's file renames out of it votes for the directory it went to, and for each
-  removed parent whose trailing path parts match (`a/b/c/x.py -> d/b/c/x.py` votes `a/b/c ->
+- each of upstream's file renames out of it or out of a directory under it votes for the
+  directory it went to, and for each removed parent whose trailing path parts match (`a/b/c/x.py -> d/b/c/x.py` votes `a/b/c ->
   d/b/c` and `a/b -> d/b`, not `a -> d`); the directory with the most votes wins, and a tie
   is git's "CONFLICT (directory rename split)": a stop with no place suggested;
 - the path's nearest such directory decides (`lib/ops/sub/new.py` -> `lib/kernels/sub/new.py`).
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 TREE_MODE = "040000"
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 @dataclass(frozen=True)
@@ -92,15 +93,23 @@ def directory_moves(store, base: str, target: str, made: list[str],
     if not removed:
         return {}
     # Every file upstream had under them (the outermost removed directories hold the rest):
-    # the sources of the renames that vote, all gone from the target with their directory.
+    # the sources of the renames that vote, all gone from the target with their directory,
+    # as is every directory under them. Empty files are none: merge-ort never pairs them (an
+    # empty __init__.py would "move" to any package's).
     outer = [d for d in sorted(removed) if not any(d.startswith(o + "/") for o in removed)]
-    sources = sorted({path for d in outer for path in store.list_paths(base, d)})
+    listed = sorted({path for d in outer for path in store.list_paths(base, d)})
+    sources = [path for path, entry in store.entries(base, listed).items()
+               if entry is not None and entry[1] != EMPTY_BLOB]
+
+    def gone(directory: str) -> bool:
+        return any(directory == d or directory.startswith(d + "/") for d in outer)
+
     votes: dict[str, Counter] = {}
     for old, new in store.renames(base, target, sources).items():
         old_parts, new_parts = old.split("/")[:-1], new.split("/")[:-1]
         while old_parts:
             old_dir = "/".join(old_parts)
-            if old_dir not in removed:
+            if not gone(old_dir):
                 break
             votes.setdefault(old_dir, Counter())["/".join(new_parts)] += 1
             # A parent votes too while the parts taken off both sides are the same name.

@@ -213,3 +213,39 @@ def test_a_rename_into_a_directory_upstream_moved_stops_and_stays_a_rename(tmp_p
     text = (directory / "ren.patch").read_text()
     assert "rename from lib/other/q.py\nrename to lib/kernels/q.py\n" in text, text
     assert "+q3 = 33" in text, text
+
+
+def _only_adding(tmp_path: Path, files: dict[str, bytes], moved: dict[str, str],
+                 deleted: list[str]) -> tuple[Path, str]:
+    """A project whose one fix adds lib/ops/helper.py, over an upstream of `files`; the target:
+    `moved` renamed and `deleted` removed."""
+    upstream = Upstream(tmp_path / "upstream", files)
+    root = make_project(tmp_path / "project")
+    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
+    directory = root / "series" / "up"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "addnew.patch").write_bytes(dep3_patch(make_file_diff(None, HELPER, None,
+                                                                       HELPER_TEXT)))
+    (directory / "series").write_text("addnew.patch\n")
+    return root, upstream.commit(dict.fromkeys(deleted), "move", renames=moved)
+
+
+def test_renames_out_of_a_subdirectory_vote_for_the_directory_above(tmp_path):
+    """lib/ops holds only impl/ (and a README upstream deletes): impl moved to
+    lib/kernels/impl votes lib/ops -> lib/kernels too, as git counts it (it stopped nowhere:
+    `applies`, exit 0). And three files of impl/ to lib/other/impl outvote x.py to
+    lib/kernels: lib/other/helper.py is suggested, as git suggests it."""
+    impl = {f"lib/ops/impl/{name}.py": _module(name) for name in "abc"}
+    root, target = _only_adding(tmp_path / "only", {**impl, "lib/ops/README": b"ops\n"},
+                                {path: path.replace("lib/ops/", "lib/kernels/") for path in impl},
+                                ["lib/ops/README"])
+    code, found = _status(root, target)
+    assert code == 1 and any("moved to lib/kernels/helper.py" in line
+                             for line in found["addnew.patch"]["evidence"]), found
+
+    moved = {path: path.replace("lib/ops/", "lib/other/") for path in impl}
+    moved[X] = "lib/kernels/x.py"
+    root, target = _only_adding(tmp_path / "most", {**impl, X: FILES[X]}, moved, [])
+    code, found = _status(root, target)
+    assert code == 1 and any("moved to lib/other/helper.py" in line
+                             for line in found["addnew.patch"]["evidence"]), found
