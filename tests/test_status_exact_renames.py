@@ -74,3 +74,33 @@ def test_a_deleted_series_file_follows_a_near_copy_moved_with_a_change(tmp_path)
     rebase = run_subprocess(root, "rebase", "--to", f"up={target}")
     assert rebase.returncode == 0, rebase.stderr.decode(errors="replace")
     assert f"+++ b/{NEW}".encode() in (root / "series" / "up" / "fix.patch").read_bytes()
+
+
+def test_an_empty_series_file_upstream_deleted_is_not_followed_to_another_empty_file(tmp_path):
+    """Upstream removes a package (its empty `__init__.py` with it) and adds another, whose
+    `__init__.py` is empty too: identical contents, which git's diff pairs as an exact rename
+    by default. merge-ort never pairs an empty file, so `git rebase` stops modify/delete on a
+    fix to the removed `__init__.py`. Before: "was renamed upstream to pkg/quant/__init__.py",
+    and `rebase --to` exit 0 carrying the fix into the other package; now gone upstream and
+    the rebase stops, as `git rebase` does."""
+    gone, other = "pkg/ops/__init__.py", "pkg/quant/__init__.py"
+    upstream = Upstream(tmp_path / "upstream", {"pkg/__init__.py": b"", gone: b"",
+                                                "pkg/ops/fused.py": _impl()})
+    root = make_project(tmp_path / "project")
+    add_git_upstream(tmp_path / "project", "up", upstream.path, upstream.base, install_root=None)
+    directory = root / "series" / "up"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "fix.patch").write_bytes(dep3_patch(make_file_diff(
+        gone, gone, b"", b'import os\nos.environ.setdefault("OPS_FUSED_BACKEND", "triton")\n')))
+    (directory / "series").write_text("fix.patch\n")
+    target = upstream.commit({gone: None, "pkg/ops/fused.py": None, other: b"",
+                              "pkg/quant/fp8.py": _impl(3)}, "ops removed; quant added")
+    found = _state(root, target)
+    assert found["state"] != "applies", found
+    assert any("deleted, not renamed" in line for line in found["evidence"]), found
+    assert not any(other in line for line in found["evidence"]), found
+    rebase = run_subprocess(root, "rebase", "--to", f"up={target}")
+    said = rebase.stdout.decode(errors="replace") + rebase.stderr.decode(errors="replace")
+    assert rebase.returncode == 3, said
+    assert "CONFLICT (modify/delete)" in said and other not in said, said
+    assert f"+++ b/{gone}".encode() in (root / "series" / "up" / "fix.patch").read_bytes()

@@ -2062,7 +2062,11 @@ class UpstreamStore:
         name digests too."""
         key = (old, new, tuple(gone))
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
-            args = ("diff-tree", "-r", "-z", "-M", "-l0", "--name-status", "--diff-filter=R")
+            # --no-rename-empty: merge-ort never pairs an empty file (every empty file is
+            # identical to every other: an empty `__init__.py` upstream removed is not the new
+            # one of another package), where diff-tree's default would.
+            args = ("diff-tree", "-r", "-z", "-M", "-l0", "--no-rename-empty", "--name-status",
+                    "--diff-filter=R")
             name = None
             if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
                 # ("exact sources": the other deleted files an added file is identical to
