@@ -5215,18 +5215,24 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     `name` in `lines` (the file at `path`): its lines joined while a round or square bracket
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
     C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
-    line as function_named_at reads it; lines of no code left out. Braces join nothing (a C
-    block is many statements); a C++ attribute is left out (_unattributed)."""
+    line as function_named_at reads it; lines of no code left out, and those inside a C block
+    comment or a Python string over lines (_past_open_text: a guard's copy there is no code).
+    Braces join nothing (a C block is many statements); a C++ attribute is left out
+    (_unattributed)."""
     from patchforge.apply.hunks import _language
 
     c_family = _language(path) == "c"
     statements: list[tuple[int, int, list[bytes]]] = []
     tokens: list[bytes] = []
     indent = depth = spanned = start = 0
+    open_text: bytes | None = None
     for j, line in enumerate(lines.lines):
         if not line.strip() or lines.function_at(path, j) != name:
             continue
-        found = _code_tokens(line, literals=True)
+        code = line
+        if open_text is not None or b"/*" in line or b'""' in line or b"'''" in line:
+            code, open_text = _past_open_text(line, open_text, c_family)
+        found = _code_tokens(code, literals=True)
         if c_family:
             found = _unattributed(found)
         if not found and not tokens:
@@ -5245,6 +5251,42 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     if tokens:
         statements.append((start, indent, tokens))
     return statements
+
+
+# What opens a text a line may leave open (_past_open_text): a Python string's triple
+# quotes, a C block comment's `/*`; another string, and a line comment, which end on the line.
+_OPENS_TEXT = on_first_use(rb"""(\"\"\"|'''|/\*)|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(#|//)""")
+
+
+def _past_open_text(line: bytes, open_text: bytes | None, c_family: bool
+                    ) -> tuple[bytes, bytes | None]:
+    """The code of `line` outside a text opened on an earlier line and still open
+    (`open_text`: what closes it, `*/` or the quotes), and what closes a text it leaves open
+    (None where none): a C block comment over lines (`/*` + `if (!x) return 0;` + `*/`), a
+    Python string over lines (a docstring, `src = \"\"\"` ...); such a string reads as
+    `""` where it opens, a comment as nothing."""
+    code = b""
+    at = 0
+    if open_text is not None:
+        end = line.find(open_text)
+        if end < 0:
+            return b"", open_text
+        at = end + len(open_text)
+    scan = at
+    while True:
+        found = _OPENS_TEXT.search(line, scan)
+        if found is None or found.group(2) is not None:
+            return code + line[at:], None
+        opener = found.group(1)
+        if opener is None or (opener == b"/*") != c_family:
+            scan = found.end()  # (a string closed on the line, or no opener in this language)
+            continue
+        closer = b"*/" if opener == b"/*" else opener
+        end = line.find(closer, found.end())
+        if end < 0:
+            return code + line[at:found.start()] + (b'""' if closer != b"*/" else b""), closer
+        code += line[at:found.start()] + (b'""' if closer != b"*/" else b" ")
+        at = scan = end + len(closer)
 
 
 # A C preprocessor conditional's line (_c_compiled): its word, and the code after it.
