@@ -2909,6 +2909,13 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
                         "commit is recorded to tell what took it out")
     paths = sorted({p for aliases in fix.aliases.values() for p in aliases})
     log = store.path_log(landing, commit, paths)[:MAX_COMMITS]
+
+    def tidied(rev: str) -> bool:
+        # (Neither the fix's change nor its old code at `rev`, and its place nearer the old
+        # code than the fix: a tidy of the old code, which has none of the change.)
+        return _fix_state(store, fix, rev, cache) == "other" and \
+            _old_code_edited(fix, store.read_blobs(rev, paths))
+
     takers = []
     back = []  # commits at which the change is not gone
     for sha, parents, message in log:
@@ -2921,10 +2928,16 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
             back.append(sha)
         # A commit after which less of the change is there than before it took some out: a
         # part taken back by one commit and the rest by a later one, both (the later one is
-        # asked first); never one that put a part back after a revert (a re-land in part).
+        # asked first); never one that put a part back after a revert (a re-land in part),
+        # nor one that undid a tidy of the old code (it took nothing out: the commit that
+        # did is earlier).
         elif len(parents) == 1 and \
-                _TAKEN.get(state, 2) < _TAKEN.get(_fix_state(store, fix, parents[0], cache), 2):
+                _TAKEN.get(state, 2) < _TAKEN.get(_fix_state(store, fix, parents[0], cache), 2) \
+                and not tidied(parents[0]):
             takers.append((sha, message))
+    # (A tidy of the old code is no re-landing: it neither hides the take-out before it nor
+    # is what a later revert of it reverts.)
+    back = [sha for sha in back if not tidied(sha)]
     # A taker followed by a commit that has the change again (a re-land, a revert of the
     # revert) is not what took it out of this revision.
     takers = [(sha, message) for sha, message in takers
@@ -6091,6 +6104,19 @@ def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
         # tells no re-landing all the same.)
         nearer_fix = nearer_fix or (to_fix > to_old and not imports)
     return nearer_fix
+
+
+def _old_code_edited(fix: _Fix, contents: dict) -> bool:
+    """Whether the fix's place in `contents` (a revision's files by path) holds its old code
+    edited rather than the fix in any form: each hunk's place found (_nearness), and each
+    nearer its `-` run than its `+` run (a hunk of import lines only aside: a revert may
+    keep an import). A hunk whose place is not found, or one nearer the fix, tells no tidy."""
+    hunks = sum(len(fp.hunks) for fp in fix.files
+                if not (fp.is_new or fp.is_delete or fp.binary is not None))
+    found = list(_nearness(fix, contents, None))
+    return bool(found) and len(found) == hunks and \
+        all(to_old > to_fix or imports for to_fix, to_old, imports in found) and \
+        not all(imports for _, _, imports in found)
 
 
 def _nearness(fix: _Fix, contents: dict, only: frozenset | None
