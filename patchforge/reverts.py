@@ -4356,7 +4356,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                 end = at + 1
                 while end < len(statements) and statements[end][0] > indent:
                     end += 1
-                exits = tokens[0] != b"while" and _exit_word(statements, at) in _EXITS
+                exits = tokens[0] != b"while" and _exit_word(statements, at) in _EXITS or \
+                    tokens[0] == b"if" and not inline and _work_in_else(statements, at, end)
                 # (Nothing after an if whose body ends in an exit and holds most of the
                 # function's work: where its condition fails the function ends there, an
                 # implicit `return None`, skipping that work: `if x is not None:` around all
@@ -4780,6 +4781,23 @@ def _joined(conditions: list[list[bytes]]) -> list[bytes]:
     for condition in conditions:
         joined += ([b"and"] if joined else []) + [b"("] + condition + [b")"]
     return joined
+
+
+def _work_in_else(statements: list[tuple[int, list[bytes]]], at: int, end: int) -> bool:
+    """Whether the Python `if` at `at` (its body ending before `end`) is a short branch (at
+    most _GUARD_BODY statements, none opening a block) whose `else:` holds the function's work
+    (more statements than it), past which the function only leaves (_rest_exits): where its
+    condition holds the work is skipped, as a guard's exit skips it (`if x is None:` + `v =
+    0` / `else:` + the work / `return v`)."""
+    indent = statements[at][0]
+    if end >= len(statements) or statements[end] != (indent, [b"else", b":"]):
+        return False
+    stop = end + 1
+    while stop < len(statements) and statements[stop][0] > indent:
+        stop += 1
+    body = statements[at + 1:end]
+    return 0 < len(body) <= _GUARD_BODY and stop - end - 1 > len(body) and \
+        not any(more[-1] == b":" for _, more in body) and _rest_exits(statements[stop:])
 
 
 def _rest_exits(rest: list[tuple[int, list[bytes]]]) -> bool:

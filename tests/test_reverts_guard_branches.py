@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from test_reverts_guard_forms import HEAD, TWO, _c_fn, _c_module
-from test_reverts_guard_rewritten import (GUARD, REWRITTEN, _fn, _held_until_dropped, _landed,
-                                          _module, _said_by)
+from test_reverts_guard_rewritten import (GUARD, REWRITTEN, TAIL, _fn, _held_until_dropped,
+                                          _landed, _module, _said_by)
 
 PREP = b"    if x is not None:\n        x = x.float()\n"
 ELSE_KEPT = {
@@ -174,5 +174,42 @@ def test_a_guard_dropped_beside_an_if_at_the_functions_end_past_the_work_is_said
     stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
     ending = _fn(b"a2", head=REWRITTEN).replace(b"    return v7\n", END_OTHER[other])
     took = stack.commit({"pkg/a.py": _module(ending)}, "rework a2")
+    said = _said_by(stack, took)
+    assert "`if x is None:`" in said["detail"], said
+
+
+# A guard written again as an if/else whose `else:` holds the function's work, the `if`
+# setting the value returned past it: where x is None the work is skipped, as the guard
+# skipped it. Kept, quiet until a commit drops the if; the same if/else with another
+# condition, or a step past it before the return, or an `if` body longer than a guard's,
+# keeps nothing.
+def _else_work(condition: bytes = b"x is None", short: bytes = b"        v7 = 0\n",
+               past: bytes = b"") -> bytes:
+    work = b"".join(b"    " + line for line in (REWRITTEN + TAIL).splitlines(keepends=True)
+                    if not line.strip().startswith(b"return"))
+    return (b"def a2(x):\n    if %s:\n" % condition + short + b"    else:\n" + work + past +
+            b"    return v7\n")
+
+
+def test_a_guard_kept_as_an_if_whose_else_holds_the_work_is_quiet_until_a_commit_drops_it(
+        tmp_path):
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_else_work()), _module(_fn(b"a2", head=REWRITTEN)),
+                        ("rework a2", "a2: x is never None"))
+
+
+ELSE_WORK_OTHER = {
+    "another condition": _else_work(b"FAST"),
+    "a step past the if/else": _else_work(past=b"    log(v7)\n"),
+    "an if body of other work": _else_work(
+        short=b"        v7 = fallback()\n        v7 = v7 + 1\n        v7 = v7 * 2\n"
+              b"        v7 = v7 - 3\n"),
+}
+
+
+@pytest.mark.parametrize("other", list(ELSE_WORK_OTHER))
+def test_a_guard_dropped_beside_an_if_else_of_the_work_not_holding_it_is_said(tmp_path, other):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    took = stack.commit({"pkg/a.py": _module(ELSE_WORK_OTHER[other])}, "rework a2")
     said = _said_by(stack, took)
     assert "`if x is None:`" in said["detail"], said
