@@ -723,7 +723,7 @@ def _file_state(fp: FilePatch, content: bytes | None, own_place=None, *,
         if own_place is not None and _may_be_elsewhere(fp, content):
             return own_place(fp, content, False)
         return "present"
-    if _applies(content, fp, reverse=False):
+    if _applies(content, fp, reverse=False) and not _added_code_edited(fp, content):
         return "gone"
     return _lines_state(fp, content) if by_lines else "other"
 
@@ -1043,7 +1043,10 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
         # (Unless the fix's added lines are there, joined into one line of the place: read
         # as a neighbour line edited beside the old code, a guard upstream wrote again as
         # `if x is None or x.numel() == 0: return 0` was said taken out.)
-        return "other" if _joined_in_place(lines, hunk, back[0]) else "gone"
+        # (Nor where its own place has every line it adds, upstream's among them: an edit
+        # inside the code it added, whose last lines end as its neighbours above do.)
+        return "other" if _joined_in_place(lines, hunk, back[0]) or \
+            _edited_within(lines, hunk, back[0]) else "gone"
     if _back_exactly(lines, hunk, own):
         # Context every function shares (blank lines, a first body line) holds at several
         # places, so _held cannot tell the fix's; but its whole pre-image is at one place.
@@ -1054,6 +1057,58 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
             return _PLACE_ASKED
         return "other" if _lines_elsewhere(hunk, lines) else "gone"
     return "other"
+
+
+def _added_code_edited(fp: FilePatch, content: bytes) -> bool:
+    """Whether a hunk of `fp` that only adds lines has them in `content` edited inside, its
+    old neighbours meeting after them (_edited_within): the whole diff applies forward there,
+    and the file reads as its old code back, with the fix's code still in it."""
+    if all(not _only_adds(hunk) for hunk in fp.hunks):
+        return False
+    lines = _Lines(content)
+    return any(_edited_within(lines, hunk) for hunk in fp.hunks)
+
+
+def _edited_within(lines: _Lines, hunk, at: int | None = None) -> bool:
+    """Whether a hunk that only adds lines, two or more, its old neighbours meeting at line
+    `at` (its pre-image's place, _held_best's; found here where not given), meets there right
+    after the code it added edited inside: above `at`, its first added line to its last,
+    every line it adds in order between them among other lines (no more of those than it
+    adds), and above those most of its neighbours above. So upstream put lines inside the
+    code the fix added (AITER `0476e29c33` put an `end_sync` line in the kernel
+    `4450ede0e1`'s fourth hunk adds), which takes none of it out: where that code ends as the
+    code above it does, its old neighbours meet again after it, which read as the old code
+    back. (Lines put beside the added code, or some of its lines rewritten, are not read
+    here: the place above may then be other code holding those lines.)"""
+    if not _only_adds(hunk):
+        return False
+    old, new = hunk.old_lines(), hunk.new_lines()
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    run = new[lead:len(new) - trail]
+    if len(run) < 2 or not lead or len(old) != lead + trail:
+        return False
+    before = old[:lead]
+    if at is None:
+        place = _held_best(lines, before, [], old[lead:])
+        if place is None:
+            return False
+        at = place[0]
+    text = lines.lines
+    need = max(1, (lead + 1) // 2)
+    if at < 1 or text[at - 1] != run[-1]:
+        return False
+    for top in range(max(lead, at - 2 * len(run)), at - len(run)):
+        if text[top] == run[0] and \
+                sum(1 for j in range(1, lead + 1) if text[top - j] == before[-j]) >= need and \
+                _in_order(run, text[top:at]):
+            return True
+    return False
+
+
+def _in_order(run: list[bytes], among: list[bytes]) -> bool:
+    """Whether every line of `run` is in `among`, in the same order (others between)."""
+    lines = iter(among)
+    return all(any(line == there for there in lines) for line in run)
 
 
 def _words_of_new_lines(hunk) -> list[set[bytes]]:
