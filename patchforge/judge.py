@@ -2177,11 +2177,12 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
 
 def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: bytes,
                             names: set[bytes], braced: bool) -> bool:
-    """Whether line `k` (0-based) of `lines` is in the one branch of an `if` at `indent` (with
-    its `else`) that goes on, every other branch ending in a leave (`if n:` + `return c` /
-    `else:` + ... + `y += 1`; `if (ok) { ... y += 1; } else { return; }`; a `try:` body
-    whose handlers all leave, `except OSError:` + `return b`): upstream's copy
-    there runs on every path that goes on past the `if`, as one past it does. The lines
+    """Whether line `k` (0-based) of `lines` is in a branch of an `if` at `indent` (with its
+    `else`) that goes on (`if n:` + `return c` / `else:` + ... + `y += 1`; `if (ok) { ...
+    y += 1; } else { return; }`; `if n:` + ... + `y += 1` / `else:` + `d = c`; a `try:`
+    body, `except OSError:` + `return b`): upstream's copy there runs on the paths through
+    that branch, the same step as the fix's on them (on every path going on past the `if`
+    where every other branch leaves, as one past it does). The lines
     `between` the fix's copy and the `if` and the branch's own lines above `k` are steps
     (_steps_between); no line of the `if` but those after `k` in its branch names one of
     `names` (`else: return y` hands on the fix's step: each its own)."""
@@ -2229,16 +2230,12 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
     guarded = all(head == own or body and _bodies_leaving_the_function(
         lines, range(head, body[-1] + 1), indent) for head, body in branches)
     for head, body in branches:
-        told = ([] if guarded else [head]) + \
-            (body if head != own else [at for at in body if at < k])
-        if head != own and body and \
-                _bodies_leaving_the_function(lines, range(head, body[-1] + 1), indent):
-            # (Another branch that leaves the function, `else: return y`: no path through
-            # upstream's copy runs its body.)
-            told = [] if guarded else [head]
+        # (Another branch's body, `else: return y` or `else: d = y`, runs on no path through
+        # the copy in line `k`'s branch; a condition tried on the way to it may tell them
+        # apart.)
+        told = ([] if guarded else [head]) + ([at for at in body if at < k] if head == own
+                                              else [])
         if any(names & set(_NAME.findall(code(at))) for at in told):
-            return False
-        if head != own and (not body or _ENDS_PATH.match(code(body[-1])) is None):
             return False
     deeper = lines[k][:len(lines[k]) - len(lines[k].lstrip(b" \t"))]
     return _steps_between(lines, range(own + 1, k), deeper, names, braced) is not None
@@ -2291,7 +2288,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         """Whether line `at` (its code `text`) names what the statement names on every path
         going on: each copy its own step."""
         nonlocal read_apart
-        named = (names | shadows) & set(_NAME.findall(text))
+        # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing.)
+        named = (names | shadows) & set(_NAME.findall(_C_UNEVALUATED.sub(b"", text) if braced
+                                                      else text))
         if not named or at in off_path or (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
                 and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
@@ -2368,6 +2367,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             if not braced and not deeper:
                 depth = 0
             text, at_loop = body, head in (b"for", b"while")
+            nested = _one_line_block(text, braced)
+            if nested is not None:  # (`else while (a--) d += y;`: a block on the part's line)
+                text, at_loop = nested[1], at_loop or nested[0] in (b"for", b"while")
         else:
             at_loop = False
         whole = _whole_block_on_its_line(text, braced)
@@ -2429,8 +2431,15 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             if _STEP_BOUNDARY.match(text):
                 return None
             continue
-        if braced and depth and re.fullmatch(rb"(?:case\b.*|default\s*):", text):
-            continue  # (a `switch`'s label: its cases are its blocks' branches)
+        label = braced and depth and re.match(rb"(?:case\b(?:[^:]|::)*|default\s*):(?!:)", text)
+        if label:
+            # (A `switch`'s label: its cases are its blocks' branches; one with statements
+            # on its line, `case 1: d = y; break;`, or a brace, `case 1: {`, a step whose
+            # reads _PathReads tells, on some paths at most.)
+            depth += text.count(b"{") - text.count(b"}")
+            if depth <= 0:
+                return None
+            continue
         if braced and _C_BLOCK_OPENS.fullmatch(text) and \
                 (deeper or bool(depth) == text.startswith(b"}")):
             depth += text.count(b"{") - text.count(b"}")
@@ -2445,10 +2454,14 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             if not deeper:
                 depth = 0
         # (Python's braces are a dict's or a set's, `d = {'b': b}`, closed by now: a step.)
-        if text.endswith((b":", b"\\", b",", b"(", b"[")) or _STEP_BOUNDARY.match(text) or \
+        if text.endswith((b":", b"\\", b",", b"(", b"[")) or _STEP_BOUNDARY.match(text) and \
+                not (braced and re.match(rb"(?:switch|try)\b.*\}$", text)) or \
                 braced and re.search(rb"[{}]", text) and not (
-                    text.endswith(b";") and text.count(b"{") == text.count(b"}")):
-            return None  # (but a C statement with braces, `int y{clip(b)};`, a lambda's)
+                    text.endswith((b";", b"}")) and text.count(b"{") == text.count(b"}")):
+            # (But a C statement with braces, `int y{clip(b)};`, a lambda's; a whole block
+            # on its line, `switch (a) { case 1: d = y; break; }`, `try { ... } catch (...)
+            # {}`: a step, its reads on some paths at most, _PathReads.)
+            return None
     if braced and depth:
         return None
     return _READ_ON_SOME_PATHS if read_apart and paths == _EVERY_PATH else paths
@@ -2527,6 +2540,7 @@ def _goes_on_past(text: bytes, braced: bool, below: bytes = b"") -> bool:
                     text) is not None:
         return False
     return re.search(rb"[-?=+*/%&|^<>,!~]$", text) is not None or \
+        re.search(rb"\?[^;]*(?<!:):$", text) is not None or \
         not text.endswith((b";", b"{", b"}", b":")) and _C_GOES_ON_BELOW.match(below) is not None
 
 
@@ -2885,6 +2899,8 @@ class _PathReads:
                     ways = _then(ways, {_READS})
                 return {_MISSES if way == _JUMPS else way for way in ways}
             if re.match(rb"switch\s*\(", first):
+                if re.fullmatch(rb"switch\s*\([^{}]*\)\s*\{?", first) is None:
+                    return unknown  # (its cases on its line, `switch (a) { case 1: ... }`)
                 return {_READS} if self.told(first) else self.switch(statement, unknown)
             if first == b"{" and len(parts) == 1:
                 return self.sequence(body)
@@ -2895,14 +2911,24 @@ class _PathReads:
                 return self.tried(parts)
             if re.match(rb"match\b.*:$", first) and len(parts) == 1:
                 return self.matched(first, body)
-        if len(parts) > 1 or first.endswith(b"{" if self.braced else b":"):
-            return unknown
+        if len(parts) > 1 or first.endswith(b"{" if self.braced else b":") or \
+                self.braced and re.search(rb"\{[^{}]*;", first):
+            return unknown  # (C's `try { d = y; } catch (...) {}` on one line, too)
         # (A statement over several lines, its lines set deeper: one line.)
         return self.line(b" ".join([first] + [self.code(at) for at in body]))
 
     def body(self, part: tuple[bytes, bytes, list[int]]) -> set[str]:
         _, inline, body = part
-        return self.line(inline) if inline else self.sequence(body)
+        if not inline:
+            return self.sequence(body)
+        nested = _one_line_block(inline, self.braced)
+        if nested is not None:
+            # (A block on the part's line, `else while (a--) d += y;`: its body runs on some
+            # paths at most, its header on every path through it.)
+            if self.told(inline[:len(inline) - len(nested[1])]):
+                return {_READS}
+            return self.line(nested[1]) | {_MISSES}
+        return self.line(inline)
 
     def branches(self, parts: list[tuple[bytes, bytes, list[int]]],
                  conditions: list[bytes] | None = None, otherwise: bool | None = None
@@ -3159,6 +3185,12 @@ def _group_end(text: bytes, k: int) -> int:
     return len(text)
 
 
+# A C operand not evaluated: `sizeof(y)`, `decltype(y)`.
+_C_UNEVALUATED = on_first_use(rb"\b(?:sizeof|decltype|alignof|typeid)\s*\([^()]*\)")
+# A C name that is no member's nor a namespace's (`y`, not `s.y`, `p->y`, `ns::y`).
+_C_OWN_NAME = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)[A-Za-z_]\w*")
+
+
 def _read_in_both_arms(text: bytes, braced: bool) -> set[bytes]:
     """The names both arms of a conditional expression in `text` (code, strings and comments
     taken out) read, `clip(y) if n else y`, `n ? clip(y) : y`: read on every path through it,
@@ -3176,8 +3208,11 @@ def _read_in_both_arms(text: bytes, braced: bool) -> set[bytes]:
                     colon = k
                     break
             arms = [] if colon is None else [text[start + 1:colon], text[colon + 1:end]]
-            if arms and not any(re.search(rb"\?|&&|\|\||\[[^\]]*\]\s*\(", arm) for arm in arms):
-                found |= set(_NAME.findall(arms[0])) & set(_NAME.findall(arms[1]))
+            # (A member or a namespace's name, `s.y`, `p->y`, `ns::y`, is another's; an
+            # unevaluated operand, `sizeof(y)`, reads nothing.)
+            if arms and not any(re.search(rb"\?|&&|\|\||\[[^\]]*\]\s*\(|\b(?:sizeof|decltype"
+                                          rb"|alignof|typeid)\b", arm) for arm in arms):
+                found |= set(_C_OWN_NAME.findall(arms[0])) & set(_C_OWN_NAME.findall(arms[1]))
         return found
     try:
         tree = ast.parse(text)
@@ -3553,7 +3588,8 @@ _PY_BLOCK_OPENS = on_first_use(rb"(?:if|for|while|with|match|async\s+for|async\s
                                rb"|try\s*:")
 _PY_BLOCK_GOES_ON = on_first_use(rb"(?:elif\b.*|else\s*|except\b.*|finally\s*|case\b.*):")
 _C_BLOCK_OPENS = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?(?:if|for|while)\s*\(.*\)\s*\{"
-                              rb"|else\s*\{)|\}|switch\s*\(.*\)\s*\{")
+                              rb"|else\s*\{|try\s*\{|catch\s*\(.*\)\s*\{)|\}"
+                              rb"|switch\s*\(.*\)\s*\{")
 # The first words of a line that leaves a block or the function: a copy past it may not run.
 _LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|co_return"
                              rb"|co_yield)\b")
@@ -4420,9 +4456,9 @@ def _upstreams_past_a_leaving_block(path: str, current: bytes, result: bytes, ru
     """Whether upstream's nearest copy of `run` (a short statement) in `result` is below the
     fix's, at its indentation, with steps between (_steps_between, whatever they name) of
     which a block leaves (`if a:` + `return b`, `if (n) { return; }`, a `continue` in an `if`
-    of the copies' loop body), or inside a `try:` body whose handlers all leave
-    (_in_the_branch_going_on): the paths that leave run the fix's copy alone. Asked only of
-    a doubling found."""
+    of the copies' loop body), or inside a branch of an if/else or a `try:` body
+    (_in_the_branch_going_on): the paths that leave, or go through another branch, run the
+    fix's copy alone. Asked only of a doubling found."""
     _, own, theirs = _copies_of(path, current, result, run, upstreams)
     if own is None or theirs is None or theirs < own:
         return False

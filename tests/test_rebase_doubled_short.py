@@ -1135,13 +1135,15 @@ def test_a_short_statement_past_a_read_on_some_paths_at_any_depth_keeps_yours_fi
     ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n        case 1:\n            d = clip(y);\n"
                  b"            break;\n        default:\n            d = y;\n    }\n"),
     ("pkg/k.cu", b"    int d = b;\n    switch (n) {\n    case 1:\n    case 2:\n        d = y;\n"
-                 b"        break;\n    default:\n        d = clip(y);\n    }\n")],
+                 b"        break;\n    default:\n        d = clip(y);\n    }\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    if (n) d = y;\n    else for (int k = 0; k < y; ++k) d += 1;\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(y) :\n            n > 1 ? y : clip(y);\n")],
     ids=["nested-every-branch", "nested-guard-then-line", "c-nested-then-line",
          "match-every-case", "match-on-it", "c-switch-on-it", "try-and-handler", "for-else",
          "condition-of-an-expression", "first-operand", "comprehension-over-it",
          "c-condition-of-an-expression", "both-arms", "c-both-arms", "c-both-arms-colon-first",
          "both-arms-over-a-backslash", "c-switch-every-case-and-default",
-         "c-switch-falling-through"])
+         "c-switch-falling-through", "c-else-for-over-it", "c-every-arm-its-line-ending-in-a-colon"])
 def test_a_short_statement_past_a_read_on_every_path_at_any_depth_moves(tmp_path, path, block,
                                                                          fix_below):
     # Mirrors: every path going on past the block reads y, however deep (each branch of a
@@ -1219,7 +1221,19 @@ READ_IN_FORMS_ON_SOME_PATHS = [
     ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(y);\n"),
     ("pkg/a.py", b"    d = {'b': clip(y) if n else b}\n"),
     ("pkg/a.py", b"    d = {\n        k: clip(y)\n        for k in a\n    }\n"),
-    ("pkg/a.py", b"    d = {'b': b}\n    if n: d = {'y': y}\n")]
+    ("pkg/a.py", b"    d = {'b': b}\n    if n: d = {'y': y}\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    switch (n) { case 1: d = y; break; }\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    switch (n) {\n    case 1: d = y; break;\n    default: break;\n"
+                 b"    }\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    try {\n        d = load(a);\n        d += y;\n"
+                 b"    } catch (...) {\n    }\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    try {\n        d = load(a);\n    } catch (...) {\n"
+                 b"        d = y;\n    }\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    try { d = load(a); d += y; } catch (...) {}\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(y) : p->y;\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    if (n) d = y;\n    else while (a--) d += y;\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    if (n) d = y;\n    else for (int k = 0; k < a; ++k) d += y;\n"),
+    ("pkg/k.cu", b"    int d = n ? clip(b) :\n            n > 1 ? clip(b) : clip(y);\n")]
 READ_IN_FORMS_ON_SOME_PATHS_IDS = [
     "comprehension-over-lines", "try-on-its-header-line", "several-on-a-branch-line",
     "chained-comparison", "c-if-else-on-one-line", "c-braced-on-one-line",
@@ -1228,7 +1242,10 @@ READ_IN_FORMS_ON_SOME_PATHS_IDS = [
     "header-over-lines", "c-header-over-lines", "c-if-else-braced-on-one-line",
     "c-several-in-braces", "c-unbraced-loop", "conditional-over-a-backslash",
     "c-else-if-chain-on-header-lines", "c-conditional-its-colon-first", "dict-reading-it-in-an-arm",
-    "dict-comprehension-over-lines", "one-line-if-setting-a-dict"]
+    "dict-comprehension-over-lines", "one-line-if-setting-a-dict", "c-switch-on-one-line",
+    "c-case-on-its-label-line", "c-try-reading-it", "c-catch-reading-it", "c-try-on-one-line",
+    "c-an-arm-reading-a-member", "c-else-while-on-its-line", "c-else-for-on-its-line",
+    "c-conditional-its-line-ending-in-a-colon"]
 
 
 @pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
@@ -1243,9 +1260,12 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     # or a structured binding; a conditional expression going on past a backslash, a C
     # else-if chain on its header lines, a C conditional expression whose `:` opens the
     # next line, a dict reading y in an arm, a dict comprehension whose `}` closes on a line
-    # of its own, a one-line `if` setting a dict. Each merged both in, exit 0, y stepped twice
-    # on the paths not reading it. Now it stops as upstream having the lines, keep yours
-    # first, either copy above.
+    # of its own, a one-line `if` setting a dict; a C `switch` with a case on its label's
+    # line or on its own, a C++ `try`/`catch` (y unread where `load` throws, or read only
+    # there); a C arm reading a member named y (`p->y`), not y; a C loop on its `else`'s
+    # line, a C conditional whose line ends in its `:`. Each merged both in, exit 0, y
+    # stepped twice on the paths not reading it. Now it stops as upstream having the
+    # lines, keep yours first, either copy above.
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
     err = stops_again(stack)
     assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
@@ -1259,9 +1279,10 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     ("pkg/a.py", b"    d = {k: b for k in a}\n"),
     ("pkg/k.cu", b"    int d;\n    if (n) d = 1;\n    else if (a) d = 2;\n    else d = 3;\n"),
     ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(a);\n"),
-    ("pkg/a.py", b"    log(f\"{b}: y\")\n")],
+    ("pkg/a.py", b"    log(f\"{b}: y\")\n"),
+    ("pkg/k.cu", b"    decltype(y) d = 0;\n")],
     ids=["dict", "set", "dict-over-lines", "dict-comprehension", "c-else-if-chain",
-         "c-conditional-its-colon-first", "an-f-string-not-reading-it"])
+         "c-conditional-its-colon-first", "an-f-string-not-reading-it", "c-decltype"])
 def test_a_short_statement_past_a_literal_or_a_chain_not_naming_it_stops(tmp_path, path, block,
                                                                          fix_below):
     # A Python dict or set literal between the copies (its braces were read as a block's),
@@ -1865,15 +1886,12 @@ def test_a_short_statement_upstream_added_in_the_branch_a_condition_reading_it_g
     stops_keeping_yours_first(stack)
 
 
-@pytest.mark.parametrize("path, block, theirs_block", [
+BRANCHES_GOING_ON = [
     ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n",
      b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n"),
     ("pkg/a.py", b"    if n:\n        return c\n    elif c:\n        d = c\n    else:\n"
                  b"        d = clip(c)\n",
      b"    if n:\n        return c\n    elif c:\n        d = c\n    else:\n        y += 1\n"
-     b"        d = clip(c)\n"),
-    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        y = c\n        d = clip(c)\n",
-     b"    if n:\n        return c\n    else:\n        y = c\n        y += 1\n"
      b"        d = clip(c)\n"),
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
                  b"        d = 0;\n    }\n",
@@ -1881,19 +1899,48 @@ def test_a_short_statement_upstream_added_in_the_branch_a_condition_reading_it_g
      b"        d = 0;\n    }\n"),
     ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        d = c\n",
      b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        d = c\n"),
+    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = y\n",
+     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = y\n")]
+BRANCHES_GOING_ON_IDS = ["no-branch-leaving", "an-elif-going-on", "c-no-branch-leaving",
+                         "a-handler-going-on", "the-other-reading-it"]
+
+
+@pytest.mark.parametrize("path, block, theirs_block", BRANCHES_GOING_ON,
+                         ids=BRANCHES_GOING_ON_IDS)
+def test_a_short_statement_upstream_added_in_one_of_the_branches_going_on_keeps_yours_first(
+        tmp_path, path, block, theirs_block):
+    # Upstream steps y inside one branch of an if/else, another going on too (or a `try:`
+    # body whose handler goes on): on the paths through upstream's branch y got 1 twice,
+    # exit 0 (the copies, on other paths at the branch, were read as two steps). Whether
+    # they are, nothing tells: it stops, keep yours first (the paths through the other
+    # branches run the fix's copy alone), keep both a way on.
+    stops_keeping_yours_first(branch_of_an_if(tmp_path, path, block, theirs_block))
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [BRANCHES_GOING_ON[0],
+                                                       BRANCHES_GOING_ON[2]],
+                         ids=["no-branch-leaving", "c-no-branch-leaving"])
+def test_the_fixs_short_statement_in_one_of_the_branches_going_on_advises_deleting_it(
+        tmp_path, path, block, theirs_block):
+    # Mirror: the fix's copy in the branch, upstream's above the if: it stops, delete your
+    # copy first (upstream's runs on every path through the fix's).
+    stops_deleting_yours_first(branch_of_an_if(tmp_path, path, block, theirs_block,
+                                               fix_in_branch=True))
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        return c\n    else:\n        y = c\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    else:\n        y = c\n        y += 1\n"
+     b"        d = clip(c)\n"),
     ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(y)\n",
      b"    if y > n:\n        return c\n    else:\n        d = clip(y)\n        y += 1\n"),
     ("pkg/a.py", b"    if y > n:\n        d = clip(c)\n    else:\n        d = c\n",
      b"    if y > n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n")],
-    ids=["no-branch-leaving", "an-elif-going-on", "set-anew-in-the-branch",
-         "c-no-branch-leaving", "a-handler-going-on", "read-in-the-branch-before-it",
+    ids=["set-anew-in-the-branch", "read-in-the-branch-before-it",
          "a-condition-reading-it-no-branch-leaving"])
-def test_a_short_statement_in_a_branch_not_the_only_one_going_on_moves(tmp_path, path, block,
-                                                                       theirs_block):
-    # Mirrors: another branch goes on past the if too (a handler too: y stepped only on the
-    # paths through upstream's branch: each its own step), or the branch before the copy
-    # sets y anew, or reads y above upstream's copy (or its condition does, the other branch
-    # going on too): both kept, the fix moves quietly.
+def test_a_short_statement_in_a_branch_told_apart_moves(tmp_path, path, block, theirs_block):
+    # Mirrors: the branch before the copy sets y anew, or reads y above upstream's copy (or
+    # its condition does, the other branch going on too): both kept, the fix moves quietly.
     stack = branch_of_an_if(tmp_path, path, block, theirs_block)
     made = moved_quietly(stack, path)
     statement = step_of(path)
@@ -1924,20 +1971,12 @@ def test_the_fixs_short_statement_in_the_branch_going_on_advises_deleting_it(
 
 
 @pytest.mark.parametrize("path, block, theirs_block", [
-    ("pkg/a.py", b"    if n:\n        d = clip(c)\n    else:\n        d = c\n",
-     b"    if n:\n        d = clip(c)\n        y += 1\n    else:\n        d = c\n"),
     ("pkg/a.py", b"    if n:\n        return c\n    else:\n        d = clip(y)\n",
-     b"    if n:\n        return c\n    else:\n        d = clip(y)\n        y += 1\n"),
-    ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(b);\n    } else {\n"
-                 b"        d = 0;\n    }\n",
-     b"    int d = b;\n    if (n) {\n        d = clip(b);\n        y += 1;\n    } else {\n"
-     b"        d = 0;\n    }\n")],
-    ids=["no-branch-leaving", "read-in-the-branch-before-it", "c-no-branch-leaving"])
-def test_the_fixs_short_statement_in_a_branch_not_the_only_one_going_on_moves(
-        tmp_path, path, block, theirs_block):
-    # Mirrors: another branch goes on past the if too (the fix steps y on its branch's
-    # paths only, upstream on all: each its own step), or the branch reads y above the
-    # fix's copy: both kept, the fix moves quietly.
+     b"    if n:\n        return c\n    else:\n        d = clip(y)\n        y += 1\n")],
+    ids=["read-in-the-branch-before-it"])
+def test_the_fixs_short_statement_in_a_branch_told_apart_moves(tmp_path, path, block,
+                                                               theirs_block):
+    # Mirror: the branch reads y above the fix's copy: both kept, the fix moves quietly.
     stack = branch_of_an_if(tmp_path, path, block, theirs_block, fix_in_branch=True)
     made = moved_quietly(stack, path)
     assert made.count(b" " + step_of(path) + b"\n") == 2, made.decode()
