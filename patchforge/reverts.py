@@ -4841,18 +4841,23 @@ def _joined(conditions: list[list[bytes]]) -> list[bytes]:
 def _work_in_else(statements: list[tuple[int, list[bytes]]], at: int, end: int) -> bool:
     """Whether the Python `if` at `at` (its body ending before `end`) is a short branch (at
     most _GUARD_BODY statements, none opening a block) whose `else:` holds the function's work
-    (more statements than it), past which the function only leaves (_rest_exits): where its
-    condition holds the work is skipped, as a guard's exit skips it (`if x is None:` + `v =
-    0` / `else:` + the work / `return v`)."""
-    indent = statements[at][0]
+    (more statements than it), past which the function only leaves (_rest_exits), and which
+    reads nothing its condition tests, nor does what leaves past it: where its condition holds
+    the work is skipped, as a guard's exit skips it (`if x is None:` + `v = 0` / `else:` + the
+    work / `return v`). (`v = compute(x)` in the branch, or `return v + x` past it, works
+    with x where x is None.)"""
+    indent, tokens = statements[at]
     if end >= len(statements) or statements[end] != (indent, [b"else", b":"]):
         return False
     stop = end + 1
     while stop < len(statements) and statements[stop][0] > indent:
         stop += 1
-    body = statements[at + 1:end]
+    body, rest = statements[at + 1:end], statements[stop:]
+    tested = {token for token in tokens[1:_top_level(tokens, 1, {b":"})]
+              if _WORD.fullmatch(token) and token not in _CHECK_SYNTAX}
     return 0 < len(body) <= _GUARD_BODY and stop - end - 1 > len(body) and \
-        not any(more[-1] == b":" for _, more in body) and _rest_exits(statements[stop:])
+        not any(more[-1] == b":" for _, more in body) and _rest_exits(rest) and \
+        not any(token in tested for _, more in body + rest for token in more)
 
 
 def _rest_exits(rest: list[tuple[int, list[bytes]]]) -> bool:

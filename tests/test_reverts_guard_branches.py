@@ -204,6 +204,10 @@ ELSE_WORK_OTHER = {
     "an if body of other work": _else_work(
         short=b"        v7 = fallback()\n        v7 = v7 + 1\n        v7 = v7 * 2\n"
               b"        v7 = v7 - 3\n"),
+    "an if body working with x": _else_work(short=b"        v7 = compute(x)\n"),
+    "an if body reading x after its value": _else_work(
+        short=b"        v7 = 0\n        w = x + 1\n"),
+    "a return past it reading x": _else_work().replace(b"    return v7\n", b"    return v7 + x\n"),
 }
 
 
