@@ -531,11 +531,46 @@ def _followed_beside_a_namesake(tmp_path) -> dict:
     return json.loads(proc.stdout)["patches"][0]
 
 
-@known_wrong("a series file upstream deleted whose base name another file upstream deleted has")
 def test_a_file_is_followed_where_git_rebase_follows_it_beside_a_deleted_namesake(tmp_path):
     found = _followed_beside_a_namesake(tmp_path)
     assert [f["target_path"] for f in found["files"]] == ["d/y.py"], \
         "git rebase: the fix lands in d/y.py"
+
+
+@known_wrong("a file of a directory upstream renamed whose base name an added file elsewhere has")
+def test_a_file_is_followed_into_its_renamed_directory_beside_an_added_namesake(tmp_path):
+    """ops/ renamed kernels/ (a.py, b.py, c.py moved unchanged), ops/x.py reworked there (one
+    line in twelve), and tests/x.py added, ops/x.py with one line edited: `git rebase`
+    carries a fix to ops/x.py into kernels/x.py (merge-ort's base-name pass guesses the
+    directory's new place where the name is not unique); git's diff pairs the nearest."""
+    import json
+
+    from helpers.cli import run_subprocess
+    from helpers.project import add_git_upstream, make_project
+    from helpers.upstream import Upstream, dep3_patch
+    from patchforge.store.diff import make_file_diff
+
+    text = b"".join(b"def fn_%d(value):\n    return value * %d + 17\n\n" % (i, i)
+                    for i in range(40))
+    lines = text.splitlines(keepends=True)
+    reworked = b"".join(line[:-1] + b"  # reworked\n" if i % 12 == 1 else line
+                        for i, line in enumerate(lines))
+    copy = text.replace(b"def fn_1(value):\n", b"def fn_1(value): # test copy\n")
+    others = {f"ops/{n}.py": b"".join(b"def %s_%d():\n    return %d\n\n" % (n.encode(), i, i)
+                                      for i in range(30)) for n in "abc"}
+    upstream = Upstream(tmp_path / "upstream", {"ops/x.py": text, **others})
+    root = make_project(tmp_path / "project")
+    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
+    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
+    (root / "series" / "up" / "fix.patch").write_bytes(dep3_patch(make_file_diff(
+        "ops/x.py", "ops/x.py", text, text.replace(b"value * 30 + 17", b"value * 30 + 18"))))
+    (root / "series" / "up" / "series").write_text("fix.patch\n")
+    target = upstream.commit({"ops/x.py": None, "kernels/x.py": reworked, "tests/x.py": copy},
+                             "ops -> kernels", renames={p: "kernels/" + p[4:] for p in others})
+    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json")
+    found = json.loads(proc.stdout)["patches"][0]
+    assert [f["target_path"] for f in found["files"]] == ["kernels/x.py"], \
+        "git rebase: the fix lands in kernels/x.py"
 
 
 def test_each_mark_names_an_entry_the_docs_still_list():

@@ -47,8 +47,8 @@ from patchforge.store.giturl import (check_git_url, is_local_git_url, local_path
                                      partial_local_repository, redact, shallow_local_repository)
 from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as keep_file
 from patchforge.store.kept import bound as bound_kept
-from patchforge.store.objects import (EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree, object_id,
-                                      tree_bytes, write_loose)
+from patchforge.store.objects import (EMPTY_BLOB, EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree,
+                                      object_id, tree_bytes, write_loose)
 from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import (LOCAL_UPLOAD_PACK, check_store_config, remotes_gone,
                                           store_remotes, without_remotes)
@@ -2070,8 +2070,9 @@ class UpstreamStore:
             name = None
             if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
                 # ("exact sources": the other deleted files an added file is identical to
-                # are weighed too, _pairing_of.)
-                name = answer_name("renames", (*args, "exact sources", old, new),
+                # are weighed too; "namesakes": those of a gone file's base name stand in,
+                # _pairing_of.)
+                name = answer_name("renames", (*args, "exact sources", "namesakes", old, new),
                                    ["\0".join(gone).encode("utf-8", "surrogateescape")])
                 out = answer_of(self.kept_text(name))
             if name is None or out is None:
@@ -2096,8 +2097,13 @@ class UpstreamStore:
         files git weighs are then `gone` and the exact renames. merge-ort pairs exact renames
         among all deleted files first, then only the relevant ones inexactly: a file upstream
         moved unchanged keeps its new name, which a gone series file near it must not take.
-        The trees made for it go to a temporary object directory beside the store's: the
-        store keeps none of them."""
+        Upstream's other deleted files of a `gone` file's base name stay as stand-ins (a
+        symbolic link each, which git never pairs but by an identical one): merge-ort pairs a
+        relevant file by its base name first only where no other deleted file has that name,
+        and weighs it against every added file otherwise; left out, they made the name
+        unique, and git's diff paired the file by name where `git rebase` follows it to a
+        nearer file of another name. The trees made for it go to a temporary object directory
+        beside the store's: the store keeps none of them."""
         keep = {check_path(path) for path in gone}
         with self._lock:
             old_tree, new_tree = self.tree_id(old), self.tree_id(new)
@@ -2105,14 +2111,17 @@ class UpstreamStore:
             added: set[str] = set()
             self._deleted_and_added(old_tree, new_tree, b"", deleted, added)
             keep |= {path for path, oid in deleted.items() if oid in added}
+            stand_ins = _namesake_stand_ins(keep, deleted, added)
             made: dict[str, bytes] = {}
-            narrowed = self._without_deletions(old_tree, new_tree, keep, b"", made) \
-                or EMPTY_TREE
+            narrowed = self._without_deletions(old_tree, new_tree, keep | set(stand_ins), b"",
+                                               made, stand_ins) or EMPTY_TREE
         objects = tempfiles.make_temp_dir("patchforge-renames-")
         try:
             (Path(objects) / "objects").mkdir()
             for data in made.values():
                 write_loose(Path(objects), b"tree", data)
+            for data in set(stand_ins.values()):
+                write_loose(Path(objects), b"blob", data[1])
             # (An alternate of the store's, read only: a file git fetches into a partial store
             # to weigh it goes to the store, and stays.)
             env = dict(self._only_owner_fetches([new, old]))
@@ -2147,11 +2156,12 @@ class UpstreamStore:
                 added.add(oid)
 
     def _without_deletions(self, old: str, new: str | None, keep: set[bytes], prefix: bytes,
-                           made: dict[str, bytes]) -> str | None:
+                           made: dict[str, bytes],
+                           stand_ins: dict[bytes, tuple[str, bytes]] | None = None) -> str | None:
         """The tree `old` (at `prefix`) without the files the tree `new` (None: no such
-        directory there) lacks, but for those in `keep` (raw paths); None when nothing is
-        left. Only the directories that differ are read; each tree written is put in `made`
-        (id -> raw tree)."""
+        directory there) lacks, but for those in `keep` (raw paths), each of `stand_ins` there
+        as its (mode, contents) instead; None when nothing is left. Only the directories that
+        differ are read; each tree written is put in `made` (id -> raw tree)."""
         if old == new:
             return old
         before = self._read_tree(old)
@@ -2164,9 +2174,11 @@ class UpstreamStore:
                 inner = there[1] if there is not None and there[0] == TREE_MODE else None
                 if inner is None and not any(k.startswith(path + b"/") for k in keep):
                     continue  # a directory gone whole, none of its files asked
-                kept = self._without_deletions(oid, inner, keep, path + b"/", made)
+                kept = self._without_deletions(oid, inner, keep, path + b"/", made, stand_ins)
                 if kept is not None:
                     entries[name] = (mode, kept)
+            elif stand_ins and path in stand_ins and (there is None or there[0] == TREE_MODE):
+                entries[name] = (stand_ins[path][0], object_id(b"blob", stand_ins[path][1]))
             elif (there is not None and there[0] != TREE_MODE) or path in keep:
                 entries[name] = (mode, oid)
         if entries == before:
@@ -2772,3 +2784,27 @@ class UpstreamStore:
                 self._run(*work, "checkout-index", "-f", "-z", "--stdin", env=env,
                           input=b"".join(os.fsencode(p) + b"\0" for p in paths),
                           what="writing files")
+
+
+_SYMLINK_MODE = "120000"
+
+
+def _namesake_stand_ins(keep: set[bytes], deleted: dict[bytes, str],
+                        added: set[str]) -> dict[bytes, tuple[str, bytes]]:
+    """For the rename pairing (UpstreamStore._pairing_of): the deleted files (raw path ->
+    blob id in `deleted`) not in `keep` whose base name a file of `keep` has, each as a
+    stand-in (mode, contents): a symbolic link, which git's inexact pairing scores 0 against
+    anything (`estimate_similarity` weighs regular files only), to a target no added blob
+    (`added`) has, so no exact rename either. git's base-name pass counts it as merge-ort
+    counts the deleted file: the name is no longer unique. An empty file is none: merge-ort
+    weighs no empty file at all (--no-rename-empty)."""
+    names = {path.rsplit(b"/", 1)[-1] for path in keep}
+    found = {}
+    for path, oid in deleted.items():
+        if path in keep or path.rsplit(b"/", 1)[-1] not in names or oid == EMPTY_BLOB:
+            continue
+        data = b"patchforge: a deleted file of this base name, never paired: " + path
+        while object_id(b"blob", data) in added:  # (not to be met; never an exact rename)
+            data += b"."
+        found[path] = (_SYMLINK_MODE, data)
+    return found
