@@ -5803,7 +5803,8 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
     that no later commit put back (no commit after it has the change), and what is at the
     fix's place now is the old code changed rather than the fix in another form
     (_relanded); a `removed` one, the same way, for a commit that took the change out as
-    other work (_taken_as_work), the newest of them named. Else None: superseded, as before.
+    other work (_taken_as_work), the newest of them named, unless an older revert of the
+    landing is said so (it is named). Else None: superseded, as before.
 
     Upstream reverted the landing, then edited the same lines again: by the files alone that
     was "superseded", and the revert said at the revision in between went silent at the next
@@ -5848,12 +5849,10 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
         return None
     if _fix_state(store, fix, landing, cache) == "gone":
         return None  # its pre-image was there at the landing: landed in another form
-    for k, (sha, parents, message) in enumerate(log):  # newest first: the last taker
-        how = _revert_of(store, fix, sha, parents, message, named, cache)
-        # (No revert of it: a commit that took the change out as part of other work, said
-        # so at the revision after it, is said so still after an edit of the old code.)
-        if not how and not _taken_as_work(store, fix, sha, parents, cache):
-            continue
+
+    def said_by(k: int, sha: str, parents: list[str], how: str | None) -> LandingGone | None:
+        """What is said of the commit log[k] that took the change out (`how` it reverted
+        the landing, or None: as other work), or None: superseded."""
         # (Read from the shared walk's parents when it told this fix's commits: a git
         # process per commit was most of the cost of a revert found.)
         since = [later for later, _, _ in log[:k]
@@ -5907,7 +5906,29 @@ def _reverted_then_changed(store: UpstreamStore, fix: _Fix, commit: str, landing
                                f"changed: {changed}")
         return LandingGone(fix.upstream, fix.name, fix.path, "reverted", landing, sha,
                            f"{how}{in_part}; reverted, then changed: {changed}")
-    return None
+
+    work: LandingGone | None = None  # (the newest commit that took it out as other work)
+    for k, (sha, parents, message) in enumerate(log):  # newest first: the last taker
+        how = _revert_of(store, fix, sha, parents, message, named, cache)
+        if work is not None:
+            # An older revert of the landing is named over a later commit that took the
+            # change out as other work, unless a commit between put the fix back as it was:
+            # what that commit took out was upstream's change nearer the fix than the old
+            # code (_relanded), which the files cannot tell from a temporary change of the
+            # same line (AITER `30f3975714`, reverted by `ae821833f8`, then its runner line
+            # changed to another like it and back twice: the last change back was named).
+            if how:
+                return said_by(k, sha, parents, how) or work
+            continue
+        # (No revert of it: a commit that took the change out as part of other work, said
+        # so at the revision after it, is said so still after an edit of the old code.)
+        if not how and not _taken_as_work(store, fix, sha, parents, cache):
+            continue
+        found = said_by(k, sha, parents, how)
+        if found is None or how:
+            return found
+        work = found
+    return work
 
 
 def _taken_as_work(store: UpstreamStore, fix: _Fix, sha: str, parents: list[str],

@@ -260,3 +260,43 @@ def test_a_two_file_fix_one_file_rewritten_the_other_edited_elsewhere_is_superse
     stack.commit({"pkg/b.py": OTHER.replace(*SEVEN).replace(b"line 20 of", b"line twenty of")},
                  "Other work in b", tag="v5")
     assert _silent(stack, "v5")["gone_upstream"] == []
+
+
+ROUGH = b"five = compute_it_roughly()\n"
+
+
+@pytest.mark.parametrize("out", ["a revert", "other work", "a revert put back"])
+def test_a_revert_of_the_landing_is_named_over_a_later_undoing_of_a_change_near_the_fix(
+        tmp_path, out):
+    """Reverted, then the old line changed for a while to one nearer the fix than the old
+    code (read as a re-landing: AITER `30f3975714`, reverted by `ae821833f8`, its runner line
+    then set to another runner like the fix's and back), that undone by other work, then the
+    old line tidied: the revert of the landing is named ("reverted, then changed"), not the
+    commit that undid the temporary change (it was said "taken out ... as part of other
+    work"). The mirrors: taken out by other work, no revert of the landing to name, the
+    newest commit that took it out is named, as before; a revert put back as it was (a revert
+    of the revert) before the temporary change is no revert of it any more."""
+    stack, landing = _landed(tmp_path)
+    if out == "a revert":
+        first, at = _revert(stack, landing), BASE
+    else:
+        if out == "a revert put back":
+            _revert(stack, _revert(stack, landing))
+        at = BASE.replace(*TWENTY)
+        first = stack.commit({"pkg/a.py": at}, "Rework the module's lines")
+    stack.commit({"pkg/a.py": at.replace(OLD_FIVE, ROUGH)}, "Compute it roughly for now")
+    undone = stack.commit({"pkg/a.py": at}, "Line five back for now")
+    tidy = stack.commit({"pkg/a.py": at.replace(*TIDIED)}, "Tidy line five", tag="v4")
+    document = stack.json("status", "--against", "v4", expect=1)
+    said = document["reverted"] + document["gone_upstream"]
+    changed = f"{tidy[:12]} changed that code since, and neither the fix's change nor the " \
+        "code it replaced is there as it was"
+    if out == "a revert":
+        assert [(g["kind"], g["by"]) for g in said] == [("reverted", first)], said
+        assert said[0]["detail"] == \
+            f"its message reverts {landing[:12]}; reverted, then changed: {changed}", said
+    else:
+        assert [(g["kind"], g["by"]) for g in said] == [("removed", undone)], said
+        assert said[0]["detail"] == (
+            f"commit {undone[:12]} took its change out as part of other work (no revert of "
+            f"the landing); taken out, then changed: {changed}"), said
