@@ -4528,6 +4528,8 @@ def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool
         if deeper >= indent:
             continue
         indent = deeper
+        if opener[:2] in ([b"async", b"for"], [b"async", b"with"]):
+            opener = opener[1:]  # (read as the loop or the `with` it is)
         first = opener[0]
         if first in (b"def", b"async", b"class", b"@"):
             if deeper <= top:

@@ -249,3 +249,26 @@ def test_a_guard_dropped_beside_a_copy_some_path_goes_past_is_said(tmp_path, sha
     stack = _landed(tmp_path, base, fixed, path)
     took = stack.commit({path: reworked(LEAVING_LESS[shape][1])}, "rework")
     _said_by(stack, took)
+
+
+# In an `async def`: a copy inside `async for` leaves only where the loop has an item (read
+# as the function's own header, it kept the guard: quiet, exit 0); one inside `async with`
+# keeps it, as in a `with`.
+def _async_fn(top: bytes = b"", head: bytes = HEAD) -> bytes:
+    return _fn(b"a2", top, head).replace(b"def a2(x):", b"async def a2(x):")
+
+
+def test_a_guard_dropped_beside_its_copy_in_an_async_for_is_said(tmp_path):
+    stack = _landed(tmp_path, _module(_async_fn()), _module(_async_fn(GUARD)))
+    took = stack.commit({"pkg/a.py": _module(_async_fn(b"    async for y in ys:\n" + GUARD_IN,
+                                                       HEAD.replace(b"2", b"3")))}, "rework a2")
+    _said_by(stack, took)
+
+
+def test_a_guard_kept_by_its_copy_in_an_async_with_is_quiet_until_dropped(tmp_path):
+    head = HEAD.replace(b"2", b"3")
+    _held_until_dropped(tmp_path, _module(_async_fn()), _module(_async_fn(GUARD)),
+                        _module(_async_fn(b"    async with lock:\n" + GUARD_IN + b"        log(0)\n",
+                                          head)),
+                        _module(_async_fn(b"    async with lock:\n        log(0)\n", head)),
+                        ("rework a2", "a2: x is never None"))
