@@ -359,6 +359,29 @@ def test_a_guard_dropped_beside_its_copy_below_the_work_is_said(tmp_path):
     assert said(stack), "x[0] is read before any check: the guard is in no overlay"
 
 
+@known_wrong("a kept C guard upstream dropped beside a copy leaving by `goto`")
+def test_a_cpp_guard_dropped_beside_a_goto_copy_skipping_less_than_the_work_is_said(tmp_path):
+    from test_reverts_guard_forms import _c_fn, _c_module
+    from test_reverts_guard_rewritten import _landed
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(b"  if (!x) return 0;\n")),
+                    "csrc/k.cu")
+    head = b"  if (!x) goto skip;\n  log(1);\nskip:\n  int a = 3;\n  int b = a - x[0];\n"
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "rework k2")
+    assert said(stack), "the goto skips log(1) only: x[0] is read where x is null"
+
+
+@known_wrong("a `raise` copy in a `try:` whose classes the module binds to its own")
+def test_a_raise_guard_dropped_beside_a_copy_whose_class_the_module_rebinds_is_said(tmp_path):
+    from test_reverts_guard_rewritten import HEAD, _fn, _landed, _module
+    guard = b"    if x is None:\n        raise ValueError('x')\n"
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", guard)))
+    copy = b"    try:\n        if x is None:\n            raise ValueError('x')\n" \
+        b"    except KeyError:\n        x = DEFAULT\n"
+    stack.commit({"pkg/a.py": b"from pkg.errors import ValueError\n" +
+                  _module(_fn(b"a2", copy, HEAD.replace(b"2", b"3")))}, "rework a2")
+    assert said(stack), "the module's ValueError may be a KeyError: the work runs on None"
+
+
 LEAVING_A_BLOCK = {
     "a raise its except catches": (
         b"    if x is None:\n        raise ValueError('x')\n",
@@ -582,5 +605,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 5
+    assert len(marks) == 7
     assert [m for m in marks if f"- {m}" not in entries] == []
