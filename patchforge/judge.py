@@ -1326,6 +1326,17 @@ class SeriesJudge:
             located[held] = said
         return located
 
+    def _rename_delete(self, said: str, moved: str) -> str:
+        """The stop's words for a file the patch deletes that upstream moved (`said`: as git
+        says it, "CONFLICT (rename/delete): F renamed to G in X, but deleted in Y"), with the
+        ways on where a worktree holds the stop: as it is the deletion stays, put back the
+        file does."""
+        if not self.stop_files:
+            return said
+        return (f"{said} (a stop's worktree holds the deletion: its resolution as it is deletes "
+                f"{_said([moved])}; to keep upstream's file, `git checkout -- {_said([moved])}` "
+                "in the worktree first)")
+
     def _modify_delete(self, name: str, paths: list[str]) -> str:
         """The stop's words for files the patch deletes and the target changed, as git says
         it ("CONFLICT (modify/delete): F deleted in X and modified in Y")."""
@@ -1394,6 +1405,7 @@ class SeriesJudge:
         conflicts: list[str] = []
         bases: dict[str, bytes] = {}
         deleted_here: list[str] = []  # deleted by the patch, changed on the target
+        renamed_away: dict[str, str] = {}  # deleted by the patch, moved upstream: git's words
         added_too: dict[str, str] = {}  # a path the patch makes -> what fills it there
         binary_stops: list[str] = []
         unmergeable: list[str] = []  # text patches on files git takes for binary
@@ -1433,6 +1445,19 @@ class SeriesJudge:
                 else fp_target.old_path
             current = None if fp.is_new else self.read_current(moved)
             base = self.old_file(source)
+            if fp.is_delete and moved != source and current is not None:
+                # Upstream moved the file the patch deletes: git's rename/delete, a stop, never
+                # the deletion followed to the new place unsaid (upstream's code that uses it
+                # there would break). The stop's worktree holds the deletion (`--continue`
+                # keeps it); the target's file is its base, to be put back.
+                before[moved], after[moved] = current, None
+                modes[moved] = self.modes_of(fp, moved)
+                conflicts.append(moved)
+                renamed_away[moved] = (f"CONFLICT (rename/delete): {_said([source])} renamed "
+                                       f"to {_said([moved])} upstream in {self.target.label}, "
+                                       f"but deleted in {name}")
+                evidence.append(renamed_away[moved])
+                continue
             before[path_after] = self.read_current(path_after)
             if fp_target.old_path and fp_target.old_path != path_after:
                 sources[path_after] = (fp_target.old_path, current)
@@ -1546,6 +1571,21 @@ class SeriesJudge:
                     after[path_after] = merge_file(*key, self.labels, diff3=True)[1]
                     bases[path_after] = key[0]
         located = self._relocated(name, patch, before, after, modes, sources, copies)
+        for fp, fv in zip(patch.file_patches, verdict.files):
+            if fp.is_rename and not fp.is_copy and fv.target_path not in (None, fp.old_path) \
+                    and fp.new_path != fv.target_path and fp.new_path not in located:
+                # Upstream moved the file the patch renames, elsewhere: git's rename/rename, a
+                # stop, never upstream's file at its new place taken away unsaid.
+                said = (f"CONFLICT (rename/rename): {_said([fp.old_path])} renamed to "
+                        f"{_said([fv.target_path])} upstream in {self.target.label} and to "
+                        f"{_said([fp.new_path])} in {name}")
+                evidence.append(said)
+                if self.stop_files:
+                    said += (f" (a stop's worktree holds the rename from {_said([fv.target_path])}"
+                             f": its resolution as it is takes {_said([fv.target_path])} away; "
+                             f"to keep upstream's file as well, `git checkout -- "
+                             f"{_said([fv.target_path])}` in the worktree first)")
+                located[fp.new_path] = said
         conflicts.extend(path for path in located if path not in conflicts)
         evidence.extend(said for said in located.values() if said not in evidence)
         new_modes = {path: mode for path, (_, mode) in modes.items()
@@ -1566,9 +1606,10 @@ class SeriesJudge:
         if conflicts:
             others = [path for path in conflicts
                       if path not in deleted_here and path not in added_too
-                      and path not in located]
+                      and path not in located and path not in renamed_away]
             message = "; ".join(
                 ([self._modify_delete(name, deleted_here)] if deleted_here else [])
+                + [self._rename_delete(said, path) for path, said in renamed_away.items()]
                 + list(added_too.values()) + list(located.values())
                 + ([f"conflict in {_said(others)}"] if others else []))
             return Judgement(name, "stop", "conflict", verdict, stop_kind="conflict",

@@ -509,13 +509,11 @@ def _moved_upstream_then(tmp_path, renamed_to: str | None) -> dict:
     return json.loads(proc.stdout)["patches"][0]
 
 
-@known_wrong("a fix that renames or deletes a file upstream moved elsewhere")
 def test_a_fix_renaming_a_file_upstream_moved_elsewhere_stops(tmp_path):
     found = _moved_upstream_then(tmp_path, "pkg/x2.py")
     assert found["rebase"] == "stop", "git rebase: CONFLICT (rename/rename)"
 
 
-@known_wrong("a fix that renames or deletes a file upstream moved elsewhere")
 def test_a_fix_deleting_a_file_upstream_moved_elsewhere_stops(tmp_path):
     found = _moved_upstream_then(tmp_path, None)
     assert found["rebase"] == "stop", "git rebase: CONFLICT (rename/delete)"
@@ -605,5 +603,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 7
+    assert len(marks) == 5
     assert [m for m in marks if f"- {m}" not in entries] == []
