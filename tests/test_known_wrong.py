@@ -13,6 +13,7 @@ from helpers.cli import run_cli
 from helpers.project import OneUpstreamStack
 from test_kept_renamed_before_landing import BASE, GUARD as ASSERT_GUARD, _landed_after_a_rename
 from test_rebase_doubled import stack_with_file
+from test_reverts import BASE as BASE_LINES
 from test_reverts_function_gone import A, _fn, _landed, _module
 
 GUARD = b"    if x is None:\n        return 0\n"
@@ -594,6 +595,18 @@ def test_a_file_is_followed_into_its_renamed_directory_beside_an_added_namesake(
         "git rebase: the fix lands in kernels/x.py"
 
 
+@known_wrong("a kept fix of two files whose part in one file upstream wrote its own way")
+def test_a_two_file_fix_one_part_rewritten_the_other_taken_out_is_said(tmp_path):
+    from test_reverts_taken_then_changed import OTHER, _two_files_landed
+
+    stack, _ = _two_files_landed(tmp_path)
+    stack.commit({"pkg/a.py": BASE_LINES.replace(
+        b"line 5 of the module under test\n", b"five = compute_it_properly(strict=True)\n")},
+        "Strictly")
+    took = stack.commit({"pkg/b.py": OTHER}, "Other work in b", tag="v4")
+    assert [s["by"] for s in said(stack)] == [took], "b.py's part is in no overlay and not upstream"
+
+
 def test_each_mark_names_an_entry_the_docs_still_list():
     """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
     from pathlib import Path
@@ -603,5 +616,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 5
+    assert len(marks) == 6
     assert [m for m in marks if f"- {m}" not in entries] == []
