@@ -62,7 +62,8 @@ class DirectoryMove:
             f"{source} {'copied' if copy else 'renamed'} to {path}"
         if suggested is not None:
             return (f"CONFLICT (file location): {made} in {name} inside a directory that "
-                    f"was renamed upstream in {label} ({self.old_dir} -> {self.new_dirs[0]}), "
+                    f"was renamed upstream in {label} ({self.old_dir} -> "
+                    f"{self.new_dirs[0] or 'the top level'}), "
                     f"suggesting it should perhaps be moved to {suggested}")
         dirs = " and ".join(self.new_dirs)
         return (f"CONFLICT (directory rename split): {made} in {name} inside "

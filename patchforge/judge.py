@@ -1271,7 +1271,7 @@ class SeriesJudge:
         return _with_history_word(judgement, verdict, final)
 
     def _relocated(self, name: str, patch, before: dict, after: dict, modes: dict,
-                   sources: dict, copies: set) -> dict[str, str]:
+                   sources: dict, copies: set, moved_made: set) -> dict[str, str]:
         """The paths `patch` makes (a new file, a rename's or copy's destination) inside a
         directory upstream moved (dirrenames.directory_moves: merge-ort's directory-rename
         rule), each with the stop's words, as `git rebase` stops: "CONFLICT (file location)".
@@ -1281,7 +1281,10 @@ class SeriesJudge:
         moved there; `before` says the target has no file there), as git's worktree has it,
         so that `--continue` makes it there, and the words say how to make it elsewhere; a
         split (no majority) or a path the target fills leaves it where the patch makes it.
-        Keyed by the path the stop's worktree holds it at."""
+        A new file upstream made at the suggested path with the same bytes landed there: it
+        drops out of the patch (`after`, `before`, `modes`), no stop. Keyed by the path the
+        stop's worktree holds it at; `moved_made` gets every path made inside a moved
+        directory."""
         if self.target.base_commit == self.target.commit:
             return {}
         made = {fp.new_path: fp for fp in patch.file_patches
@@ -1300,6 +1303,15 @@ class SeriesJudge:
                 continue
             said = move.said(path, name, self.target.label, fp.old_path, fp.is_copy)
             suggested = move.suggested(path)
+            moved_made.add(path)
+            if suggested is not None and fp.is_new and after.get(path) is not None and \
+                    self.read_current(suggested) == after[path]:
+                # Upstream made this very file where git suggests it: the creation landed
+                # there and drops out of the patch, as one at the patch's own path does.
+                after.pop(path)
+                before.pop(path, None)
+                modes.pop(path, None)
+                continue
             if suggested is not None and (self.read_current(suggested) is not None
                                           or suggested in after
                                           or self._filled(suggested, None, "add/add")):
@@ -1570,10 +1582,16 @@ class SeriesJudge:
                     # the default merges).
                     after[path_after] = merge_file(*key, self.labels, diff3=True)[1]
                     bases[path_after] = key[0]
-        located = self._relocated(name, patch, before, after, modes, sources, copies)
+        moved_made: set[str] = set()
+        located = self._relocated(name, patch, before, after, modes, sources, copies,
+                                  moved_made)
         for fp, fv in zip(patch.file_patches, verdict.files):
+            # (A destination inside a moved directory is the file-location stop's; a source
+            # an earlier patch made was moved by that patch's stop, not by upstream.)
             if fp.is_rename and not fp.is_copy and fv.target_path not in (None, fp.old_path) \
-                    and fp.new_path != fv.target_path and fp.new_path not in located:
+                    and fp.new_path != fv.target_path and fp.new_path not in moved_made \
+                    and self.store.entries(self.target.base_commit,
+                                           [fp.old_path])[fp.old_path] is not None:
                 # Upstream moved the file the patch renames, elsewhere: git's rename/rename, a
                 # stop, never upstream's file at its new place taken away unsaid.
                 said = (f"CONFLICT (rename/rename): {_said([fp.old_path])} renamed to "

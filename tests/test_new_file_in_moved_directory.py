@@ -36,10 +36,10 @@ def _said(proc) -> str:
 
 
 def _setup(tmp_path: Path, moved: dict[str, str], *, more: bool = False,
-           made: str = HELPER) -> tuple[Path, str]:
+           made: str = HELPER, also: dict[str, bytes] | None = None) -> tuple[Path, str]:
     """The project with addnew.patch (and, with `more`, more.patch changing the new file)
     pinned at the upstream's first commit; the target: the files of `moved` renamed. `made`:
-    the path of the file addnew.patch makes."""
+    the path of the file addnew.patch makes; `also`: files the target writes besides."""
     upstream = Upstream(tmp_path / "upstream", {**FILES, "lib/ops/__init__.py": b""})
     root = make_project(tmp_path / "project")
     add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
@@ -57,7 +57,7 @@ def _setup(tmp_path: Path, moved: dict[str, str], *, more: bool = False,
             HELPER, HELPER, HELPER_TEXT, HELPER_TEXT.replace(b"1", b"2")), extra=base))
         listed += "more.patch\n"
     (directory / "series").write_text(listed)
-    target = upstream.commit({}, "move", renames=moved)
+    target = upstream.commit(also or {}, "move", renames=moved)
     return root, target
 
 
@@ -249,3 +249,36 @@ def test_renames_out_of_a_subdirectory_vote_for_the_directory_above(tmp_path):
     code, found = _status(root, target)
     assert code == 1 and any("moved to lib/other/helper.py" in line
                              for line in found["addnew.patch"]["evidence"]), found
+
+
+def test_a_new_file_upstream_made_where_git_suggests_landed_there(tmp_path):
+    """Upstream moved lib/ops and made lib/kernels/helper.py itself, the fix's bytes, and x.py's
+    change too: the fix landed whole, dropped as landed (it was "taken", the file held at the
+    dead path lib/ops/helper.py, and `--continue` kept a landed fix making a stray file)."""
+    fixed = b"from .helper import helper\n" + FILES[X].replace(b"return v + 3\n",
+                                                              b"return v + helper()\n")
+    root, target = _setup(tmp_path, _everything_to("lib/kernels"),
+                          also={"lib/kernels/helper.py": HELPER_TEXT, "lib/kernels/x.py": fixed})
+    code, found = _status(root, target)
+    assert found["addnew.patch"]["rebase"] == "drop", found
+    run_subprocess(root, "rebase", "--to", f"up={target}", expect=0)
+    assert (root / "series" / "up" / "upstreamed" / "addnew.patch").exists()
+
+
+def test_a_later_fix_renaming_the_made_file_is_no_rename_rename(tmp_path):
+    """more.patch renames lib/ops/helper.py, which addnew.patch makes: after the first stop put
+    it in lib/kernels, the second stops on its destination's location alone, never told that
+    upstream renamed a file upstream never had."""
+    root, target = _setup(tmp_path, _everything_to("lib/kernels"))
+    directory = root / "series" / "up"
+    (directory / "more.patch").write_bytes(dep3_patch(make_file_diff(
+        HELPER, "lib/ops/helpers.py", HELPER_TEXT, HELPER_TEXT.replace(b"1", b"2"))))
+    (directory / "series").write_text("addnew.patch\nmore.patch\n")
+    assert run_subprocess(root, "rebase", "--to", f"up={target}").returncode == 3
+    second = run_subprocess(root, "rebase", "--continue")
+    said = _said(second)
+    assert second.returncode == 3 and "CONFLICT (file location)" in said, said
+    assert "rename/rename" not in said, said
+    run_subprocess(root, "rebase", "--continue", expect=0)
+    text = (directory / "more.patch").read_text()
+    assert "rename from lib/kernels/helper.py\nrename to lib/kernels/helpers.py\n" in text, text
