@@ -2347,9 +2347,10 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         """Whether line `at` (its code `text`) names what the statement names on every path
         going on: each copy its own step."""
         nonlocal read_apart
-        # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing.)
-        named = (names | shadows) & set(_NAME.findall(_C_UNEVALUATED.sub(b"", text) if braced
-                                                      else text))
+        # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing; nor does a
+        # Python keyword, `clip(a, y=2)`, nor another's attribute, `a.y`, read y.)
+        named = (names | shadows) & set(_NAME.findall(
+            _C_UNEVALUATED.sub(b"", text) if braced else _PY_NOT_READING.sub(b"", text)))
         if not named or at in off_path or (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
                 and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
@@ -3244,6 +3245,9 @@ def _group_end(text: bytes, k: int) -> int:
     return len(text)
 
 
+# What in a Python line names no variable: a keyword argument's name, `clip(a, y=2)`; an
+# attribute's, `a.y`.
+_PY_NOT_READING = on_first_use(rb"(?<=[(,])\s*[A-Za-z_]\w*\s*=(?!=)|\.\s*[A-Za-z_]\w*")
 # A C operand not evaluated: `sizeof(y)`, `decltype(y)`.
 _C_UNEVALUATED = on_first_use(rb"\b(?:sizeof|decltype|alignof|typeid)\s*\([^()]*\)")
 # A C name that is no member's nor a namespace's (`y`, not `s.y`, `p->y`, `ns::y`).

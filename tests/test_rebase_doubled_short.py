@@ -956,9 +956,11 @@ def test_the_fixs_short_statement_past_a_guard_reading_it_advises_deleting_it(tm
                  b"        d = y;\n    }\n"),
     ("pkg/k.cu", b"    int d = b;\n    if (n) {\n        d = clip(y++);\n    }\n"),
     ("pkg/a.py", b"    log(f\"{y}\")\n"),
-    ("pkg/a.py", b"    log(f'n={n!r}, y={y:>4}')\n")],
+    ("pkg/a.py", b"    log(f'n={n!r}, y={y:>4}')\n"),
+    ("pkg/a.py", b"    d = clip(a, y=y)\n")],
     ids=["a-line", "if-else-both", "a-condition-going-on", "with", "c-a-condition-going-on",
-         "c-if-else-both", "c-stepping-it-in-the-if", "an-f-string", "an-f-string-formatted"])
+         "c-if-else-both", "c-stepping-it-in-the-if", "an-f-string", "an-f-string-formatted",
+         "a-keyword-given-it"])
 def test_a_short_statement_past_a_line_reading_it_on_every_path_moves(tmp_path, path, block):
     # Mirrors: y is read between the copies on every path (a line, both branches of an
     # if/else, a `with` body, the condition of an `if` whose body goes on, a field of an
@@ -1280,17 +1282,21 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     ("pkg/k.cu", b"    int d;\n    if (n) d = 1;\n    else if (a) d = 2;\n    else d = 3;\n"),
     ("pkg/k.cu", b"    int d = n ? clip(b)\n            : clip(a);\n"),
     ("pkg/a.py", b"    log(f\"{b}: y\")\n"),
-    ("pkg/k.cu", b"    decltype(y) d = 0;\n")],
+    ("pkg/k.cu", b"    decltype(y) d = 0;\n"),
+    ("pkg/a.py", b"    d = a.y\n"),
+    ("pkg/a.py", b"    d = clip(a, y=2)\n")],
     ids=["dict", "set", "dict-over-lines", "dict-comprehension", "c-else-if-chain",
-         "c-conditional-its-colon-first", "an-f-string-not-reading-it", "c-decltype"])
+         "c-conditional-its-colon-first", "an-f-string-not-reading-it", "c-decltype",
+         "another-s-attribute-y", "a-keyword-y"])
 def test_a_short_statement_past_a_literal_or_a_chain_not_naming_it_stops(tmp_path, path, block,
                                                                          fix_below):
     # A Python dict or set literal between the copies (its braces were read as a block's),
     # a C else-if chain with its branches on their header lines (its `else` was read as
     # ending the steps), a C conditional expression whose `:` opens the next line (read as
-    # a body under a header), none naming y: the steps between were not read, and y got 1
-    # twice, exit 0. Now they read as steps: it stops as upstream having the lines, either
-    # copy above.
+    # a body under a header), none naming y (`decltype(y)` unevaluated, `a.y` another's
+    # attribute, `y=2` a keyword, read as naming it): the steps between were not read, or
+    # read as telling the copies apart, and y got 1 twice, exit 0. Now they read as steps:
+    # it stops as upstream having the lines, either copy above.
     stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
 
 
