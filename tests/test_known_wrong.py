@@ -274,8 +274,9 @@ def test_a_short_statement_upstream_added_past_literals_or_chains_not_read_is_no
     ("k.py", b"    def d():\n        return clip(y)\n"),
     ("k.py", b"    d = \"\"\"\n    clip(y)\n    \"\"\"\n"),
     ("k.cu", b"    /*\n    d = clip(y);\n    */\n"),
-    ("k.cu", b"#if 0\n    d = clip(y);\n#endif\n")],
-    ids=["a-nested-def", "a-string-over-lines", "a-c-comment-over-lines", "c-if-0"])
+    ("k.cu", b"#if 0\n    d = clip(y);\n#endif\n"),
+    ("k.cu", b"#ifdef DEBUG\n    d = clip(y);\n#endif\n")],
+    ids=["a-nested-def", "a-string-over-lines", "a-c-comment-over-lines", "c-if-0", "c-ifdef"])
 @known_wrong("a short statement the fix adds (`y += 1` under `y = x + 1`) where upstream added")
 def test_a_short_statement_upstream_added_past_lines_naming_it_unread_is_not_doubled(
         tmp_path, path, between):
@@ -300,6 +301,15 @@ def test_a_short_statement_the_fix_added_inside_a_block_on_its_line_is_not_doubl
     stack = branch_of_an_if(tmp_path, "pkg/k.cu", block,
                             block.replace(b"clip(b); }", b"clip(b); y += 1; }"), fix_in_branch=True)
     assert not doubled_after_rebase(stack, "pkg/k.cu", b"y += 1;")
+
+
+@known_wrong("a short statement the fix adds in the last branch of an `if`/`elif` with no `else`")
+def test_a_short_statement_the_fix_added_in_an_elif_with_no_else_is_not_doubled(tmp_path):
+    from test_rebase_doubled_short import branch_of_an_if
+    block = b"    if n:\n        return c\n    elif c:\n        d = clip(c)\n"
+    stack = branch_of_an_if(tmp_path, "pkg/a.py", block,
+                            block + b"        y += 1\n", fix_in_branch=True)
+    assert not doubled_after_rebase(stack, "pkg/a.py", b"y += 1\n")
 
 
 def test_an_item_upstream_added_beside_another_on_its_line_stops(tmp_path):
@@ -660,5 +670,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 9
+    assert len(marks) == 10
     assert [m for m in marks if f"- {m}" not in entries] == []
