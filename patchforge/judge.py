@@ -627,7 +627,8 @@ class SeriesJudge:
     def _made_and_moved(self, path: str) -> str | None:
         """Where an earlier patch of the series made `path` (the base has no such file) inside
         a directory upstream moved, and its stop (_relocated) put the file where git suggests:
-        that path, where the walk has it and the target does not. A later patch's change to
+        that path, where the walk has it and the target does not (or has it as that patch
+        made it: the creation landed there). A later patch's change to
         the file follows it there, as `git rebase` follows it (a rename from the old commit
         to the new one); elsewhere None."""
         base, target = self.target.base_commit, self.target.commit
@@ -638,8 +639,12 @@ class SeriesJudge:
         move = directory_moves(self.store, base, target, [path],
                                self._gone_where_replayed).get(path)
         moved = move.suggested(path) if move is not None else None
-        if moved is None or self.read_current(moved) is None or \
-                self.store.entries(target, [moved])[moved] is not None:
+        if moved is None or self.read_current(moved) is None:
+            return None
+        if self.store.entries(target, [moved])[moved] is not None and \
+                self.read_current(moved) != self.old_file(path):
+            # Upstream's own file there; unless it is the file as the earlier patch made it:
+            # that creation landed there (_relocated dropped it), and the change follows.
             return None
         return moved
 
@@ -1305,7 +1310,8 @@ class SeriesJudge:
             suggested = move.suggested(path)
             moved_made.add(path)
             if suggested is not None and fp.is_new and after.get(path) is not None and \
-                    self.read_current(suggested) == after[path]:
+                    self.read_current(suggested) == after[path] and \
+                    self.read_mode(suggested) == modes.get(path, (None, "100644"))[1]:
                 # Upstream made this very file where git suggests it: the creation landed
                 # there and drops out of the patch, as one at the patch's own path does.
                 after.pop(path)

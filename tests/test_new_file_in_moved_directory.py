@@ -282,3 +282,32 @@ def test_a_later_fix_renaming_the_made_file_is_no_rename_rename(tmp_path):
     run_subprocess(root, "rebase", "--continue", expect=0)
     text = (directory / "more.patch").read_text()
     assert "rename from lib/kernels/helper.py\nrename to lib/kernels/helpers.py\n" in text, text
+
+
+def test_an_executable_made_where_upstream_made_it_not_executable_is_no_landing(tmp_path):
+    """The fix makes lib/ops/run.sh executable; upstream made lib/kernels/run.sh with the same
+    bytes, not executable: no landing (it was dropped as landed, the exec bit lost, exit 0)."""
+    upstream = Upstream(tmp_path / "upstream", FILES)
+    root = make_project(tmp_path / "project")
+    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
+    directory = root / "series" / "up"
+    directory.mkdir(parents=True, exist_ok=True)
+    script = b"#!/bin/sh\necho hi\n"
+    (directory / "run.patch").write_bytes(dep3_patch(make_file_diff(
+        None, "lib/ops/run.sh", None, script, new_mode="100755")))
+    (directory / "series").write_text("run.patch\n")
+    target = upstream.commit({"lib/kernels/run.sh": script}, "move",
+                             renames={path: path.replace("lib/ops/", "lib/kernels/")
+                                      for path in FILES})
+    code, found = _status(root, target)
+    assert found["run.patch"]["rebase"] == "stop", found
+
+
+def test_a_later_fix_of_a_made_file_that_landed_where_git_suggests_follows_it(tmp_path):
+    """addnew.patch's helper.py landed at lib/kernels/helper.py (upstream made it, the same
+    bytes); more.patch's change to it follows it there (it stopped, "not in the base either",
+    with advice that dropped the change)."""
+    root, target = _setup(tmp_path, _everything_to("lib/kernels"), more=True,
+                          also={"lib/kernels/helper.py": HELPER_TEXT})
+    code, found = _status(root, target)
+    assert found["more.patch"]["state"] == "applies", found
