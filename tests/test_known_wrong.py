@@ -275,8 +275,11 @@ def test_a_short_statement_upstream_added_past_literals_or_chains_not_read_is_no
     ("k.py", b"    d = \"\"\"\n    clip(y)\n    \"\"\"\n"),
     ("k.cu", b"    /*\n    d = clip(y);\n    */\n"),
     ("k.cu", b"#if 0\n    d = clip(y);\n#endif\n"),
-    ("k.cu", b"#ifdef DEBUG\n    d = clip(y);\n#endif\n")],
-    ids=["a-nested-def", "a-string-over-lines", "a-c-comment-over-lines", "c-if-0", "c-ifdef"])
+    ("k.cu", b"#ifdef DEBUG\n    d = clip(y);\n#endif\n"),
+    ("k.py", b"    d = clip(a,\n             y=2)\n"),
+    ("k.py", b"    assert y > 0\n")],
+    ids=["a-nested-def", "a-string-over-lines", "a-c-comment-over-lines", "c-if-0", "c-ifdef",
+         "a-keyword-on-a-continuation-line", "an-assert-under-python-O"])
 @known_wrong("a short statement the fix adds (`y += 1` under `y = x + 1`) where upstream added")
 def test_a_short_statement_upstream_added_past_lines_naming_it_unread_is_not_doubled(
         tmp_path, path, between):
