@@ -2120,8 +2120,8 @@ class UpstreamStore:
             (Path(objects) / "objects").mkdir()
             for data in made.values():
                 write_loose(Path(objects), b"tree", data)
-            for data in set(stand_ins.values()):
-                write_loose(Path(objects), b"blob", data[1])
+            for _mode, blob in set(stand_ins.values()):
+                write_loose(Path(objects), b"blob", blob)
             # (An alternate of the store's, read only: a file git fetches into a partial store
             # to weigh it goes to the store, and stays.)
             env = dict(self._only_owner_fetches([new, old]))
