@@ -592,32 +592,17 @@ def test_a_file_is_followed_into_its_renamed_directory_beside_an_added_namesake(
     line in twelve), and tests/x.py added, ops/x.py with one line edited: `git rebase`
     carries a fix to ops/x.py into kernels/x.py (merge-ort's base-name pass guesses the
     directory's new place where the name is not unique); git's diff pairs the nearest."""
-    import json
+    from test_status_exact_renames import FUNCTIONS, where_a_fix_follows
 
-    from helpers.cli import run_subprocess
-    from helpers.project import add_git_upstream, make_project
-    from helpers.upstream import Upstream, dep3_patch
-    from patchforge.store.diff import make_file_diff
-
-    text = b"".join(b"def fn_%d(value):\n    return value * %d + 17\n\n" % (i, i)
-                    for i in range(40))
-    lines = text.splitlines(keepends=True)
+    lines = FUNCTIONS.splitlines(keepends=True)
     reworked = b"".join(line[:-1] + b"  # reworked\n" if i % 12 == 1 else line
                         for i, line in enumerate(lines))
-    copy = text.replace(b"def fn_1(value):\n", b"def fn_1(value): # test copy\n")
+    copy = FUNCTIONS.replace(b"def fn_1(value):\n", b"def fn_1(value): # test copy\n")
     others = {f"ops/{n}.py": b"".join(b"def %s_%d():\n    return %d\n\n" % (n.encode(), i, i)
                                       for i in range(30)) for n in "abc"}
-    upstream = Upstream(tmp_path / "upstream", {"ops/x.py": text, **others})
-    root = make_project(tmp_path / "project")
-    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
-    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
-    (root / "series" / "up" / "fix.patch").write_bytes(dep3_patch(make_file_diff(
-        "ops/x.py", "ops/x.py", text, text.replace(b"value * 30 + 17", b"value * 30 + 18"))))
-    (root / "series" / "up" / "series").write_text("fix.patch\n")
-    target = upstream.commit({"ops/x.py": None, "kernels/x.py": reworked, "tests/x.py": copy},
-                             "ops -> kernels", renames={p: "kernels/" + p[4:] for p in others})
-    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json")
-    found = json.loads(proc.stdout)["patches"][0]
+    found = where_a_fix_follows(tmp_path, "ops/x.py", others,
+                                {"ops/x.py": None, "kernels/x.py": reworked, "tests/x.py": copy},
+                                renames={p: "kernels/" + p[4:] for p in others})
     assert [f["target_path"] for f in found["files"]] == ["kernels/x.py"], \
         "git rebase: the fix lands in kernels/x.py"
 
@@ -628,28 +613,12 @@ def test_a_file_split_into_two_copies_equally_near_it_is_not_followed_into_one(t
     line changed alike (the same score for both): a fix to ops/x.py is carried into one copy,
     `applies`, exit 0, and the other arch never gets it (`git rebase` picks the other copy,
     as silently). The right answer names both copies and stops."""
-    import json
+    from test_status_exact_renames import FUNCTIONS, where_a_fix_follows
 
-    from helpers.cli import run_subprocess
-    from helpers.project import add_git_upstream, make_project
-    from helpers.upstream import Upstream, dep3_patch
-    from patchforge.store.diff import make_file_diff
-
-    text = b"".join(b"def fn_%d(value):\n    return value * %d + 17\n\n" % (i, i)
-                    for i in range(40))
-    upstream = Upstream(tmp_path / "upstream", {"ops/x.py": text, "keep.py": b"k = 1\n"})
-    root = make_project(tmp_path / "project")
-    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
-    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
-    (root / "series" / "up" / "fix.patch").write_bytes(dep3_patch(make_file_diff(
-        "ops/x.py", "ops/x.py", text, text.replace(b"value * 30 + 17", b"value * 30 + 18"))))
-    (root / "series" / "up" / "series").write_text("fix.patch\n")
-    target = upstream.commit({"ops/x.py": None,
-                              "ops/gfx942/x.py": text.replace(b"value * 5 + 17", b"value * 5 + 42"),
-                              "ops/gfx950/x.py": text.replace(b"value * 5 + 17", b"value * 5 + 43")},
-                             "one copy per arch")
-    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json")
-    found = json.loads(proc.stdout)["patches"][0]
+    found = where_a_fix_follows(tmp_path, "ops/x.py", {"keep.py": b"k = 1\n"}, {
+        "ops/x.py": None,
+        "ops/gfx942/x.py": FUNCTIONS.replace(b"value * 5 + 17", b"value * 5 + 42"),
+        "ops/gfx950/x.py": FUNCTIONS.replace(b"value * 5 + 17", b"value * 5 + 43")})
     assert found["rebase"] == "stop", "one arch's copy would go without the fix"
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from helpers.cli import run_subprocess
-from helpers.project import add_git_upstream, make_project
+from helpers.project import OneUpstreamStack, add_git_upstream, make_project
 from helpers.upstream import Upstream, dep3_patch
 from patchforge.store.diff import make_file_diff
 
@@ -106,30 +106,36 @@ def test_an_empty_series_file_upstream_deleted_is_not_followed_to_another_empty_
     assert f"+++ b/{gone}".encode() in (root / "series" / "up" / "fix.patch").read_bytes()
 
 
+FUNCTIONS = b"".join(b"def fn_%d(value):\n    return value * %d + 17\n\n" % (i, i)
+                    for i in range(40))
+
+
+def where_a_fix_follows(tmp_path: Path, path: str, others: dict[str, bytes],
+                        target: dict[str, bytes | None],
+                        renames: dict[str, str] | None = None) -> dict:
+    """`status --against` v2 of a fix to `path` (FUNCTIONS, its `fn_30` changed) on an upstream
+    of it and `others`, v2 committing `target` (and `renames`): the fix's --json entry."""
+    stack = OneUpstreamStack(tmp_path, {path: FUNCTIONS, **others})
+    stack.add_fix("fix", path, FUNCTIONS,
+                  FUNCTIONS.replace(b"value * 30 + 17", b"value * 30 + 18"))
+    stack.upstream.commit(target, "v2", renames, tag="v2")
+    _, out, _ = stack.cli("status", "--against", "up=v2", "--json", expect=None)
+    [found] = json.loads(out)["patches"]
+    return found
+
+
 def _followed_beside_a_namesake(tmp_path) -> dict:
     """`status --against` of a fix to a/x.py, where upstream deleted a/x.py and an unrelated
     z/x.py, added b/x.py (a/x.py with one line in twenty edited) and d/y.py (a/x.py with one
     line edited): `git rebase` carries the fix to d/y.py (its exhaustive pairing, x.py being
     no unique name among the deleted files)."""
-    text = b"".join(b"def fn_%d(value):\n    return value * %d + 17\n\n" % (i, i)
-                    for i in range(40))
-    lines = text.splitlines(keepends=True)
+    lines = FUNCTIONS.splitlines(keepends=True)
     near = b"".join(line[:-1] + b"  # changed in b\n" if i % 20 == 1 else line
                     for i, line in enumerate(lines))
-    nearer = text.replace(b"def fn_1(value):\n", b"def fn_1(value): # tiny\n")
+    nearer = FUNCTIONS.replace(b"def fn_1(value):\n", b"def fn_1(value): # tiny\n")
     other = b"".join(b'CONST_%d = "%d"\n' % (i, i * i) for i in range(120))
-    upstream = Upstream(tmp_path / "upstream", {"a/x.py": text, "z/x.py": other,
-                                                "keep.py": b"k = 1\n"})
-    root = make_project(tmp_path / "project")
-    add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
-    (root / "series" / "up").mkdir(parents=True, exist_ok=True)
-    (root / "series" / "up" / "fix.patch").write_bytes(dep3_patch(make_file_diff(
-        "a/x.py", "a/x.py", text, text.replace(b"value * 30 + 17", b"value * 30 + 18"))))
-    (root / "series" / "up" / "series").write_text("fix.patch\n")
-    target = upstream.commit({"a/x.py": None, "z/x.py": None, "b/x.py": near,
-                              "d/y.py": nearer}, "v2")
-    proc = run_subprocess(root, "status", "--against", f"up={target}", "--json")
-    return json.loads(proc.stdout)["patches"][0]
+    return where_a_fix_follows(tmp_path, "a/x.py", {"z/x.py": other, "keep.py": b"k = 1\n"},
+                               {"a/x.py": None, "z/x.py": None, "b/x.py": near, "d/y.py": nearer})
 
 
 def test_a_file_is_followed_where_git_rebase_follows_it_beside_a_deleted_namesake(tmp_path):
