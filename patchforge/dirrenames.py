@@ -33,8 +33,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
+from .store.objects import EMPTY_BLOB
+
 TREE_MODE = "040000"
-EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 @dataclass(frozen=True)
