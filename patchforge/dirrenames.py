@@ -18,9 +18,10 @@ or copy's destination):
   does not) and where the fix is replayed it is gone too (an earlier fix of the series made
   again there keeps it: nothing is renamed then);
 - each of upstream's file renames out of it or out of a directory under it votes for the
-  directory it went to, and for each removed parent whose trailing path parts match (`a/b/c/x.py -> d/b/c/x.py` votes `a/b/c ->
-  d/b/c` and `a/b -> d/b`, not `a -> d`); the directory with the most votes wins, and a tie
-  is git's "CONFLICT (directory rename split)": a stop with no place suggested;
+  directory it went to, and for each removed parent whose trailing path parts match
+  (`a/b/c/x.py -> d/b/c/x.py` votes `a/b/c -> d/b/c` and `a/b -> d/b`, not `a -> d`); the
+  directory with the most votes wins, and a tie is git's "CONFLICT (directory rename split)":
+  a stop with no place suggested;
 - the path's nearest such directory decides (`lib/ops/sub/new.py` -> `lib/kernels/sub/new.py`).
 One difference, on the safe side: git looks at a removed directory's parents only where the
 fix adds a file directly in the parent, so a file in a subdirectory the fix makes

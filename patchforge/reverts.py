@@ -4354,25 +4354,24 @@ def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, byt
 def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
               compiled: list[list[list[bytes]]] | None = None) -> set[frozenset[_Literal]]:
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
-    work, each a set of tests that together make one leave (_ways): an `if` whose body ends
-    in an exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one
-    where the conditions above it fail (C's `else` of a lone `if` alike); an `if` or `while` around
-    the rest of the function's work (nothing but an exit, or an `else:` of one, after it:
-    _rest_exits; or nothing after it, its body ending in an exit and holding most of the
-    function's statements) where its condition does not; an `assert`, or a call named as a check
-    (`TORCH_CHECK(x != nullptr, ...)`) where its condition does not. An `if` around other
-    work the function goes on past (`if x is not None: x = x.float()`, then the work) skips
-    nothing of it: no leave. In Python each is read with the ifs it sits in (_branch_of: an
-    exit under `if STRICT:` leaves only where STRICT holds too), one inside an `except` or a
-    nested function not at all, a `raise` inside a `try:` its `except` may catch (or a `with
-    contextlib.suppress(...)`) only there (_branch_of); in C with the blocks it sits in alike
-    (_c_frames, _c_held: a loop, another if, a lambda's body whose `return` leaves the lambda
-    only) and the preprocessor conditionals it is compiled under (`compiled`, _c_compiled:
-    one under `#ifdef CHECKS` only in a build with CHECKS). A value chosen by a condition (`y if x is None
-    else x`, a comprehension's `if`) or joined by `or` (`x = x or default`) is no check. A
-    Python name a condition tests, assigned once in the function before it (_carried), reads
-    as what it was assigned: `missing = x is None` then `if missing: return 0` leaves where x
-    is None."""
+    work, each a set of tests that together make one leave (_ways): an `if` whose body ends in an
+    exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one where the
+    conditions above it fail (C's `else` of a lone `if` alike); an `if` or `while` around the rest
+    of the function's work (nothing but an exit, or an `else:` of one, after it: _rest_exits; or
+    nothing after it, its body ending in an exit and holding most of the function's statements)
+    where its condition does not; an `assert`, or a call named as a check (`TORCH_CHECK(x !=
+    nullptr, ...)`) where its condition does not. An `if` around other work the function goes on
+    past (`if x is not None: x = x.float()`, then the work) skips nothing of it: no leave. In Python
+    each is read with the ifs it sits in (_branch_of: an exit under `if STRICT:` leaves only where
+    STRICT holds too), one inside an `except` or a nested function not at all, a `raise` inside a
+    `try:` its `except` may catch (or a `with contextlib.suppress(...)`) only there (_branch_of); in
+    C with the blocks it sits in alike (_c_frames, _c_held: a loop, another if, a lambda's body
+    whose `return` leaves the lambda only) and the preprocessor conditionals it is compiled under
+    (`compiled`, _c_compiled: one under `#ifdef CHECKS` only in a build with CHECKS). A value chosen
+    by a condition (`y if x is None else x`, a comprehension's `if`) or joined by `or` (`x = x or
+    default`) is no check. A Python name a condition tests, assigned once in the function before it
+    (_carried), reads as what it was assigned: `missing = x is None` then `if missing: return 0`
+    leaves where x is None."""
     # Each condition, whether its body ends in an exit, whether the rest of the function after
     # it is only an exit (its converse then leaves too: `if x is not None:` around the work,
     # ending in the function's `return`, skips that work where x is None, as the guard does),

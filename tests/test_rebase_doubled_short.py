@@ -1255,19 +1255,18 @@ READ_IN_FORMS_ON_SOME_PATHS_IDS = [
                          ids=READ_IN_FORMS_ON_SOME_PATHS_IDS)
 def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_first(
         tmp_path, path, block, fix_below):
-    # y read between the copies on some paths only, in a form the reader did not read: a
-    # statement over several lines (a comprehension's own y), a `try:` whose body is on its
-    # header's line, several statements on a branch's line, the last operand of a chained comparison, C's branches on their header's line or with no
-    # braces, a C++ lambda's capture, a name a block declares anew by braces, a range-for
-    # or a structured binding; a conditional expression going on past a backslash, a C
-    # else-if chain on its header lines, a C conditional expression whose `:` opens the
-    # next line, a dict reading y in an arm, a dict comprehension whose `}` closes on a line
-    # of its own, a one-line `if` setting a dict; a C `switch` with a case on its label's
-    # line or on its own, a C++ `try`/`catch` (y unread where `load` throws, or read only
-    # there); a C arm reading a member named y (`p->y`), not y; a C loop on its `else`'s
-    # line, a C conditional whose line ends in its `:`. Each merged both in, exit 0, y
-    # stepped twice on the paths not reading it. Now it stops as upstream having the
-    # lines, keep yours first, either copy above.
+    # y read between the copies on some paths only, in a form the reader did not read: a statement
+    # over several lines (a comprehension's own y), a `try:` whose body is on its header's line,
+    # several statements on a branch's line, the last operand of a chained comparison, C's branches
+    # on their header's line or with no braces, a C++ lambda's capture, a name a block declares anew
+    # by braces, a range-for or a structured binding; a conditional expression going on past a
+    # backslash, a C else-if chain on its header lines, a C conditional expression whose `:` opens
+    # the next line, a dict reading y in an arm, a dict comprehension whose `}` closes on a line of
+    # its own, a one-line `if` setting a dict; a C `switch` with a case on its label's line or on
+    # its own, a C++ `try`/`catch` (y unread where `load` throws, or read only there); a C arm
+    # reading a member named y (`p->y`), not y; a C loop on its `else`'s line, a C conditional whose
+    # line ends in its `:`. Each merged both in, exit 0, y stepped twice on the paths not reading
+    # it. Now it stops as upstream having the lines, keep yours first, either copy above.
     stack = leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below)
     err = stops_again(stack)
     assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
