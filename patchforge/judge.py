@@ -1318,6 +1318,26 @@ class SeriesJudge:
                 before.pop(path, None)
                 modes.pop(path, None)
                 continue
+            if suggested is not None and fp.is_new and after.get(path) is not None and \
+                    suggested not in after and self.read_current(suggested) == after[path]:
+                # Upstream made this very file there, in another mode (not executable where
+                # the fix's is): the bytes landed, the mode is what is left of the fix, as
+                # `git rebase`'s add/add at the suggested path says. The stop's worktree holds
+                # upstream's file there in the fix's mode: `--continue` as it is keeps the
+                # mode change alone, no copy at the path upstream no longer has.
+                theirs = self.read_mode(suggested) or "100644"
+                ours = modes.get(path, (None, "100644"))[1]
+                said += (f"; {_said([suggested])} is in {self.target.label} too, the same bytes "
+                         f"in mode {theirs}: what is left of the fix there is its mode, {ours}")
+                if self.stop_files:
+                    before[suggested] = after[suggested] = after.pop(path)
+                    before.pop(path, None)
+                    modes.pop(path, None)
+                    modes[suggested] = (theirs, ours)
+                    said += (f" (a stop's worktree holds {_said([suggested])} in mode {ours}: "
+                             "its resolution as it is makes the mode change alone)")
+                located[suggested if self.stop_files else path] = said
+                continue
             if suggested is not None and (self.read_current(suggested) is not None
                                           or suggested in after
                                           or self._filled(suggested, None, "add/add")):

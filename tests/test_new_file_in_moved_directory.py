@@ -13,6 +13,7 @@ majority: git's "directory rename split", a stop with nothing suggested)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from helpers.cli import run_subprocess
@@ -284,23 +285,72 @@ def test_a_later_fix_renaming_the_made_file_is_no_rename_rename(tmp_path):
     assert "rename from lib/kernels/helper.py\nrename to lib/kernels/helpers.py\n" in text, text
 
 
-def test_an_executable_made_where_upstream_made_it_not_executable_is_no_landing(tmp_path):
-    """The fix makes lib/ops/run.sh executable; upstream made lib/kernels/run.sh with the same
-    bytes, not executable: no landing (it was dropped as landed, the exec bit lost, exit 0)."""
+def _executable_made_where_upstream_made_it(tmp_path: Path) -> tuple[Path, str]:
+    """The fix makes lib/ops/run.sh executable; upstream moved lib/ops to lib/kernels and made
+    lib/kernels/run.sh with the same bytes, not executable."""
     upstream = Upstream(tmp_path / "upstream", FILES)
     root = make_project(tmp_path / "project")
     add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
     directory = root / "series" / "up"
     directory.mkdir(parents=True, exist_ok=True)
-    script = b"#!/bin/sh\necho hi\n"
     (directory / "run.patch").write_bytes(dep3_patch(make_file_diff(
-        None, "lib/ops/run.sh", None, script, new_mode="100755")))
+        None, "lib/ops/run.sh", None, SCRIPT, new_mode="100755"),
+        extra=f"Base: {upstream.base}\n"))
     (directory / "series").write_text("run.patch\n")
-    target = upstream.commit({"lib/kernels/run.sh": script}, "move",
+    target = upstream.commit({"lib/kernels/run.sh": SCRIPT}, "move",
                              renames={path: path.replace("lib/ops/", "lib/kernels/")
                                       for path in FILES})
+    return root, target
+
+
+SCRIPT = b"#!/bin/sh\necho hi\n"
+SAME_BYTES = "lib/kernels/run.sh is in {target} too, the same bytes in mode 100644: what is " \
+    "left of the fix there is its mode, 100755"
+
+
+def test_an_executable_made_where_upstream_made_it_not_executable_is_no_landing(tmp_path):
+    """No landing (it was dropped as landed, the exec bit lost, exit 0): a stop, as `git
+    rebase` stops (add/add at lib/kernels/run.sh, the modes differing), saying that only the
+    mode is left of the fix; status, the dry run and `pr --onto` say it alike."""
+    root, target = _executable_made_where_upstream_made_it(tmp_path)
     code, found = _status(root, target)
-    assert found["run.patch"]["rebase"] == "stop", found
+    assert code == 1 and found["run.patch"]["rebase"] == "stop", found
+    assert any(SAME_BYTES.format(target=target) in line
+               for line in found["run.patch"]["evidence"]), found
+    dry = run_subprocess(root, "rebase", "--to", f"up={target}", "--dry-run")
+    assert dry.returncode == 1 and SAME_BYTES.format(target=target) in _said(dry), _said(dry)
+    draft = run_subprocess(root, "pr", "run", "--onto", target, "--json")
+    assert draft.returncode != 0 and json.loads(draft.stdout)["state"] == "conflict", \
+        _said(draft)
+
+
+def test_an_executable_made_where_upstream_made_it_not_executable_keeps_the_mode_there(
+        tmp_path):
+    """The stop's worktree holds upstream's lib/kernels/run.sh in the fix's mode, and
+    `--continue` as it is keeps the mode change alone there (it held lib/ops/run.sh, the
+    stop said the new path taken, and `--continue` made an executable copy in the directory
+    the target no longer has); `bring-back` after `--skip` holds it alike."""
+    root, target = _executable_made_where_upstream_made_it(tmp_path)
+    stop = run_subprocess(root, "rebase", "--to", f"up={target}")
+    assert stop.returncode == 3 and SAME_BYTES.format(target=target) in _said(stop), _said(stop)
+    work = root / ".patchforge/work/up"
+    assert not (work / "lib/ops").exists()
+    assert os.access(work / "lib/kernels/run.sh", os.X_OK)
+    assert (work / "lib/kernels/run.sh").read_bytes() == SCRIPT
+    run_subprocess(root, "rebase", "--continue", expect=0)
+    text = (root / "series" / "up" / "run.patch").read_text()
+    assert "diff --git a/lib/kernels/run.sh b/lib/kernels/run.sh\nold mode 100644\n" \
+        "new mode 100755\n" in text and "lib/ops" not in text, text
+    code, found = _status(root, target)
+    assert code == 0 and found["run.patch"]["state"] == "applies", found
+
+    root, target = _executable_made_where_upstream_made_it(tmp_path / "brought back")
+    assert run_subprocess(root, "rebase", "--to", f"up={target}").returncode == 3
+    run_subprocess(root, "rebase", "--skip", expect=1)
+    back = run_subprocess(root, "bring-back", "run")
+    assert back.returncode == 3 and SAME_BYTES.format(target=target) in _said(back), \
+        _said(back)
+    assert os.access(root / ".patchforge/work/up/lib/kernels/run.sh", os.X_OK)
 
 
 def test_a_later_fix_of_a_made_file_that_landed_where_git_suggests_follows_it(tmp_path):
