@@ -1148,7 +1148,48 @@ class SeriesJudge:
                     self.current_modes.pop(change.old_path, None)
                 if change.new_path is not None:
                     self.current_modes[change.new_path] = change.new_mode
+        elif self.past_keeps_stops and judgement.outcome == "stop":
+            self._made_past_a_stop(patch)
         return judgement
+
+    def _made_past_a_stop(self, patch) -> None:
+        """The files a stopped patch makes (a new file, a rename's or copy's destination) put
+        where the later patches of a walk that goes on past its stops (status, a dry run) meet
+        them. Once the stop is resolved `--continue` makes them, and a later fix of such a file
+        moves onto it as after a clean move; without them that fix read its file as never
+        there ("obsolete ... nor made by an earlier patch"), advising to drop a live fix.
+
+        A new file is as the patch makes it (the old series through it: `judge` has passed
+        it); a rename's or copy's destination is its source as the walk has it (the stop's
+        other changes do not go past, as they do not for the files it edits). Inside a
+        directory upstream moved, the file is where git suggests, as a stop's worktree holds it
+        (_relocated), and a later patch's change follows it there (_made_and_moved); a path the
+        walk has a file at keeps that file (upstream's own: the stop's add/add). The rebase's
+        own walk never comes here: its stop's base is the series before the patch."""
+        made = {fp.new_path: fp for fp in patch.file_patches
+                if fp.new_path is not None and fp.new_path != fp.old_path}
+        if not made:
+            return
+        moves = {}
+        if self.target.base_commit != self.target.commit:
+            from patchforge.dirrenames import directory_moves
+
+            moves = directory_moves(self.store, self.target.base_commit, self.target.commit,
+                                    list(made), self._gone_where_replayed)
+        for path, fp in made.items():
+            content = self.old_file(path) if fp.is_new else self.read_current(fp.old_path)
+            if content is None:
+                continue
+            move = moves.get(path)
+            suggested = move.suggested(path) if move is not None else None
+            held = suggested if suggested is not None and self.read_current(suggested) is None \
+                else path
+            if self.read_current(held) is not None:
+                continue
+            self.current[held] = content
+            mode = self.old_mode(path)
+            if mode is not None:
+                self.current_modes[held] = mode
 
     def goes_past(self, judgement: Judgement) -> bool:
         """Whether the patches after this one meet its result: it applies, or (`past_keeps_stops`)
