@@ -203,3 +203,22 @@ def test_a_later_fix_of_the_file_a_stopped_fix_renames_to_moves_onto_it(tmp_path
     assert stack.series("up") == ["make.patch", "later.patch"]
     moved = stack.patch("up", "later")  # (no overlays: they cannot delete pkg/b.py)
     assert b"+++ b/pkg/c.py" in moved and b"+    return x + 2" in moved, moved
+
+
+def test_pr_of_a_later_fix_of_a_made_file_names_the_fix_that_makes_it(tmp_path):
+    """`pr later --onto` carries later.patch alone: its file is make.patch's, which the base
+    does not have. It was "obsolete ... nor made by an earlier patch", with the way on "resolve
+    it there (`patchforge edit later`)"; now it is made on make.patch, sent first. The mirror:
+    onto a base where make.patch landed, later.patch is ready."""
+    stack = _stack(tmp_path)
+    stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
+    for onto in ("v1", "v2"):
+        draft = stack.json("pr", "later", "--onto", onto, expect=1)
+        assert draft["state"] == "conflict" and draft["commit"] is None, draft
+        assert [(m["path"], m["patch"]) for m in draft["made_on"]] == \
+            [("pkg/new.py", "make.patch")], draft
+        assert "nor made by an earlier patch" not in json.dumps(draft), draft
+        rc, out, err = stack.cli("pr", "later", "--onto", onto, expect=1)
+        assert "send make.patch first (`patchforge pr make`)" in err, err
+    stack.commit({"pkg/a.py": MINE, "pkg/new.py": NEW}, "make (#1)", tag="v3")
+    assert stack.json("pr", "later", "--onto", "v3")["state"] == "ready"

@@ -278,7 +278,7 @@ def made_on_earlier(store: UpstreamStore, upstream: str, name: str, patch: Patch
     if head != pin_commit:
         onto_pin = carry_onto(store, upstream, name, patch, pin_commit=pin_commit,
                               head=pin_commit, label="the pin", base_files=dict(state.current))
-        if onto_pin.state != "conflict":
+        if onto_pin.state not in ("conflict", "obsolete"):
             return []
         files = onto_pin.files or files
     from patchforge.apply.undone import Undone, _opcodes, said, who_changed
@@ -288,6 +288,12 @@ def made_on_earlier(store: UpstreamStore, upstream: str, name: str, patch: Patch
         makers = state.touched_by.get(path, [])
         made = state.current.get(path)
         upstream_file = state.base.get(path)
+        # A file the pin does not have that an earlier patch made (a new file, a rename's or
+        # copy's destination: the fix is "obsolete" there, its file nowhere): each of its
+        # lines is that patch's, the first that touched it unless a later one's diff adds it.
+        maker = makers[0] if upstream_file is None and path in state.base and makers else ""
+        if maker:
+            upstream_file = b""
         if not makers or made is None or upstream_file is None:
             continue
         made_lines = made.splitlines(keepends=True)
@@ -311,7 +317,7 @@ def made_on_earlier(store: UpstreamStore, upstream: str, name: str, patch: Patch
                     else:
                         continue
                     who = who_changed(path, Undone(at + 1, tuple(up_lines[i1:i2]),
-                                                   tuple(made_lines[j1:j2])), earlier, "")
+                                                   tuple(made_lines[j1:j2])), earlier, maker)
                     item = MadeOn(path, at + 1, text.strip(), who or None, taken_out)
                     if item not in found:
                         found.append(item)
@@ -397,11 +403,20 @@ def draft_pr(project: Project, store: UpstreamStore, name: str, *, onto: str | N
                          series=series)
     draft = Draft(upstream, file_name, carried.state, target, carried.how, carried.detail,
                   carried.evidence, carried.files, landed_in=carried.landed_in)
-    if carried.state == "conflict":
+    if carried.state in ("conflict", "obsolete"):
         draft.made_on = made_on_earlier(
             store, upstream, file_name, patch, pin_commit=pin.commit, head=target.commit,
             state=state, files=carried.files,
             read_patch=lambda n: project.read_patch(upstream, n))
+        made = {item.path for item in draft.made_on}
+        if carried.state == "obsolete" and made and made >= set(carried.files):
+            # Its files are not gone: earlier patches of the series make them, which the base
+            # does not have (it was said "not in the base either (nor made by an earlier
+            # patch)"). A conflict with them, sent first, as for lines they made.
+            draft.state = "conflict"
+            draft.detail = (f"{', '.join(sorted(made))} made by an earlier patch of the "
+                            f"series, which {target.ref} does not have")
+            draft.evidence = [draft.detail]
     if carried.state != "ready":
         return draft
     template = find_template(lambda path: _tree_file(store, target.commit, path),
