@@ -151,6 +151,9 @@ class Judgement:
     # indices of those changes}. A rebase keeps them under upstreamed/ (the moved patch, a
     # 3-way merge's, no longer holds them); status says the fix landed in part.
     parts: dict = field(default_factory=dict)
+    # stop, in a walk that goes on past its stops: the files the patch makes, as the later
+    # patches meet them (SeriesJudge._made_past_a_stop), path -> content
+    made: dict = field(default_factory=dict)
 
     @property
     def rebase_action(self) -> str:
@@ -1149,10 +1152,10 @@ class SeriesJudge:
                 if change.new_path is not None:
                     self.current_modes[change.new_path] = change.new_mode
         elif self.past_keeps_stops and judgement.outcome == "stop":
-            self._made_past_a_stop(patch)
+            judgement.made = self._made_past_a_stop(patch)
         return judgement
 
-    def _made_past_a_stop(self, patch) -> None:
+    def _made_past_a_stop(self, patch) -> dict[str, bytes]:
         """The files a stopped patch makes (a new file, a rename's or copy's destination) put
         where the later patches of a walk that goes on past its stops (status, a dry run) meet
         them. Once the stop is resolved `--continue` makes them, and a later fix of such a file
@@ -1165,11 +1168,13 @@ class SeriesJudge:
         directory upstream moved, the file is where git suggests, as a stop's worktree holds it
         (_relocated), and a later patch's change follows it there (_made_and_moved); a path the
         walk has a file at keeps that file (upstream's own: the stop's add/add). The rebase's
-        own walk never comes here: its stop's base is the series before the patch."""
+        own walk never comes here: its stop's base is the series before the patch. The files
+        put, by the paths they are put at."""
         made = {fp.new_path: fp for fp in patch.file_patches
                 if fp.new_path is not None and fp.new_path != fp.old_path}
+        put: dict[str, bytes] = {}
         if not made:
-            return
+            return put
         moves = {}
         if self.target.base_commit != self.target.commit:
             from patchforge.dirrenames import directory_moves
@@ -1186,10 +1191,11 @@ class SeriesJudge:
                 else path
             if self.read_current(held) is not None:
                 continue
-            self.current[held] = content
+            self.current[held] = put[held] = content
             mode = self.old_mode(path)
             if mode is not None:
                 self.current_modes[held] = mode
+        return put
 
     def goes_past(self, judgement: Judgement) -> bool:
         """Whether the patches after this one meet its result: it applies, or (`past_keeps_stops`)
@@ -5941,8 +5947,14 @@ def carry_to_chains(patches, own, position, judges, judgement: Judgement,
     were made). A patch that moves but does not go into a chain is (path, the message naming
     that chain and the patches there it meets), and is carried nowhere; a stop or a landing is
     carried nowhere either (the chains go on without it, as its own does), but for one stopped
-    only by its Keeps: lines, whose result its own chain goes on with (`SeriesJudge.goes_past`)."""
+    only by its Keeps: lines, whose result its own chain goes on with (`SeriesJudge.goes_past`),
+    and for the files a stopped patch makes (`Judgement.made`), which its own chain's later
+    patches meet: those are carried where they go (a chain with a file of its own there keeps
+    it; the stop is said already)."""
     carry_old(patches, own, position, judges, old_before)
+    if judgement.made:
+        carry_moved(patches, own, position, judges, dict.fromkeys(judgement.made),
+                    judgement.made)
     if not judges[own[position]][0].goes_past(judgement):
         return None
     return carry_moved(patches, own, position, judges, judgement.before, judgement.after)

@@ -222,3 +222,26 @@ def test_pr_of_a_later_fix_of_a_made_file_names_the_fix_that_makes_it(tmp_path):
         assert "send make.patch first (`patchforge pr make`)" in err, err
     stack.commit({"pkg/a.py": MINE, "pkg/new.py": NEW}, "make (#1)", tag="v3")
     assert stack.json("pr", "later", "--onto", "v3")["state"] == "ready"
+
+
+def test_a_later_fix_for_one_profile_of_a_file_a_stopped_fix_makes_moves_onto_it(tmp_path):
+    """With profiles, later.patch (gfx950 only) is judged on gfx950's chain, which holds
+    make.patch (every profile) carried from its own: the file make.patch makes is carried
+    there past its stop too, as the rebase moves later.patch once the stop is resolved."""
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": A, "pkg/b.py": b"b = 1\n"},
+                             profiles={"gfx942": "MI300", "gfx950": "MI355"})
+    stack.add_patch("up", "make", {"pkg/a.py": MINE, "pkg/new.py": NEW})
+    stack.add_fix("later", "pkg/new.py", NEW, LATER, fields="Profiles: gfx950\n")
+    stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
+    status, dry = _judged(stack, "up=v2")
+    assert status["later.patch"]["rebase"] == "move" and dry["later.patch"]["action"] == "clean"
+    _never_obsolete(status, dry)
+    stack.cli("rebase", "--to", "v2", expect=3)
+    (stack.root / ".patchforge" / "work" / "up" / "pkg/a.py").write_bytes(MINE)
+    done = stack.rebase_json("--continue")
+    assert [p["action"] for p in done["patches"]][-1] == "clean", done
+    assert stack.series("up") == ["make.patch", "later.patch"]
+    stack.cli("overlays")
+    overlays = stack.root / "overlays"
+    assert (overlays / "gfx942/up/pkg/new.py").read_bytes() == NEW
+    assert (overlays / "gfx950/up/pkg/new.py").read_bytes() == LATER

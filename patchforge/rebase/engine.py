@@ -981,6 +981,14 @@ class Rebase:
                 # hold it. It is a stop already: a place it does not go into is not said again.
                 carry_moved(patches, own, position, judges,
                             self._before(judge, before, stop.contents), dict(stop.contents))
+            elif stop is not None and judge.past_keeps_stops:
+                # A dry run gives the patches after any other stop the files it makes
+                # (SeriesJudge._made_past_a_stop: the only files its own chain takes of it),
+                # and so do the other chains that hold it, where they go.
+                made = {path: content for path, content in judge.current.items()
+                        if content is not None and before.get(path) is None}
+                if made:
+                    carry_moved(patches, own, position, judges, dict.fromkeys(made), made)
             # The old series of the other chains takes it as the old pin's overlays did: the
             # base of their 3-way merges.
             carry_old(patches, own, position, judges, old_before)
