@@ -3545,15 +3545,18 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
             if landed is None:
                 landed = store.read_blobs(landing, _paths(fix))
             there = _content_of(fix, k, landed)
+            allowed = None
             if there is not None:
                 read = _landed_branch if language == "python" else _c_landed_branch
                 checks = read(checks, _Lines(there), fp.path, own.name, hunk)
+                allowed = _read_above_the_guard(_Lines(there), fp.path, own.name, checks,
+                                                language)
             dropped = [(line, check) for line, check in checks
-                       if not _function_checks(lines, fp.path, own.name, check)]
+                       if not _function_checks(lines, fp.path, own.name, check, allowed)]
             if not dropped:
                 continue
             lost = [check for _, check in dropped]
-            taker = _check_taker(store, fix, k, own, lost, landing, commit)
+            taker = _check_taker(store, fix, k, own, lost, landing, commit, allowed)
             if taker is None or _check_moved_to_caller(store, fix, k, own, lost, taker):
                 continue
             sha, _ = taker
@@ -3565,6 +3568,28 @@ def _guard_dropped(store: UpstreamStore, fix: _Fix, commit: str, landing: str
                          f"{fp.path}, the function the fix changes, which it kept: no condition "
                          f"of it tests {said} as the guard did any more")
     return None
+
+
+def _read_above_the_guard(lines: _Lines, path: str, name: bytes,
+                          checks: list[tuple[bytes, _Check]], language: str
+                          ) -> frozenset[tuple[bytes, ...]]:
+    """The statements of the function `name` as the landing left it (`lines`) that read the
+    values the guards (`checks`) check above the last of them (_Work.statements_read): work
+    the fix's guard did not guard, so a copy of it below them still guards what the guard
+    did. Every statement reading them where no guard's `if` line is found."""
+    statements, _ = _statements_built(lines, path, name, language)
+    values = frozenset().union(*(_values_of(check) for _, check in checks))
+    work = _Work(statements, language, values, frozenset())
+    if language == "python":
+        places = [k for k, (_, held) in enumerate(statements)
+                  for line, _ in checks if held == _code_tokens(line, literals=True)]
+        end = len(statements)
+    else:
+        firsts = [_unattributed(_code_tokens(line, literals=True)) for line, _ in checks]
+        places = [k for k in range(len(work.tokens)) for first in firsts
+                  if work.tokens[k:k + len(first)] == first]
+        end = len(work.tokens)
+    return frozenset(work.statements_read(max(places, default=end)))
 
 
 def _landed_branch(checks: list[tuple[bytes, _Check]], lines: _Lines, path: str, name: bytes,
@@ -3860,7 +3885,8 @@ def _c_guards(code: list[bytes]) -> list[tuple[bytes, _Check]]:
     return guards
 
 
-def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bool:
+def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check,
+                     allowed: frozenset[tuple[bytes, ...]] | None = None) -> bool:
     """Whether the function `name` in `lines` (the file at `path`) still makes the guard's
     check (`check`): read as what ends the function early or skips its work (_exits_of), it
     leaves where the guard did. `if x is None: return 0` is kept by that check written again
@@ -3881,7 +3907,10 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     function any more (`inp is None` for `x is None`, the parameter renamed): read as
     dropped, the guard upstream kept under a new name was said taken out. A name the file
     binds once to a literal, at the module's top level or in the function, reads as its
-    value too (_constants: `GELU = "gelu"` + `if act == GELU:` keeps `if act == 'gelu':`)."""
+    value too (_constants: `GELU = "gelu"` + `if act == GELU:` keeps `if act == 'gelu':`).
+    With `allowed` (the statements reading the guard's values that it had above it at the
+    landing, _Work), a check keeps it only above the function's other reads of them: one
+    below the work, or jumping to a label above it, guards none of it."""
     from patchforge.apply.hunks import _language
 
     language = _language(path) or "c"
@@ -3890,14 +3919,34 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check) -> bo
     gone = {word for word in check[0] if word not in named}
     if _delegated(statements, check):
         return True
-    exits = _exits_of(statements, language, compiled)
+    placed = _placed_exits(statements, language, compiled)
     steady = _steady_tests(statements)
     constants = _constants(lines, statements, language)
     if constants:
         # (Read as written and with each constant's value in its place: `if act == GELU:`
         # keeps both `if act == GELU:` and, where GELU is "gelu", `if act == 'gelu':`.)
-        exits |= _exits_of(_with_values(statements, constants), language)
-    return _holds_guard(exits, check, language, gone, steady)
+        placed += _placed_exits(_with_values(statements, constants), language)
+    if not _holds_guard(set().union(*(ways for _, _, ways in placed)), check, language, gone,
+                        steady):
+        return False
+    work = _Work(statements, language, _values_of(check), allowed, compiled) \
+        if allowed is not None else None
+    if work is None:
+        return True
+    # (And each read of the guard's values kept from running where the guard leaves, by the
+    # checks above it: a copy below the work, or in a branch the work is not in, keeps
+    # nothing of it. Reads kept by the same checks are read once.)
+    read: set[tuple[frozenset[frozenset[_Literal]], tuple[bytes, ...]]] = set()
+    for at in work.reads:
+        exits, held = work.guarding(placed, at)
+        # (Where the read runs only under conditions of its own, the guard need leave only
+        # there: `if n > 0:` + a copy + the read keeps the guard for that read.)
+        outer = tuple(_joined(([list(check[2])] if check[2] else []) + (held or [])))
+        if (frozenset(exits), outer) not in read:
+            read.add((frozenset(exits), outer))
+            if not _holds_guard(exits, check[:2] + (outer,), language, gone, steady):
+                return False
+    return True
 
 
 # The words binding the name after them (_constants): a name they bind is no constant.
@@ -4129,6 +4178,8 @@ def _guard_kept(exits: set[frozenset[_Literal]], condition: tuple[bytes, ...],
     for way in ways:
         for more in around:
             held = way | more
+            if any((form, not sense) in held for form, sense in held):
+                continue  # (where the guard leaves, the conditions it sits in fail)
             any_loop = any(_is_loop(literal) and literal[0][1] == (_ANY_LOOP,)
                            for literal in more)
             # (Each exit testing something of the guard's own, with what it tests beyond the
@@ -4351,8 +4402,205 @@ def _given(have: tuple, want: tuple, words: frozenset[bytes]) -> dict[bytes, byt
     return None
 
 
+# The Python statements whose names are read as a test, not as work done on a value (_Work).
+_TESTS_ONLY = {b"if", b"elif", b"else", b"while", b"assert", b"try", b"except", b"finally",
+               b"def", b"async", b"class", b"@", b"pass"}
+# The C statements _Work reads as no work of their own: their headers are tests, their bodies
+# statements of their own.
+_C_NOT_WORK = {b"if", b"while", b"for", b"switch", b"do", b"else", b"try", b"catch", b"case",
+               b"default", b"{", b"}"}
+
+
+class _Work:
+    """Where a function's statements (_statements_of) do work on the values a kept guard
+    checks (`x` of `if x is None:`, of `if (!x)`, of `x.numel() == 0`): read them other than
+    in a test (an `if`'s or a loop's condition, an assert, a call named as a check) or in
+    one of the statements `allowed` (those the guard had above it as the landing left it),
+    nor in one giving a name of another that a test reads (`missing = x is None` + `if
+    missing:`, `parsed = parse(opts)` + `if parsed.skip:`: what is tested, not the work).
+    A check of the guard's in another form guards the work only above it: one below a
+    statement that may run first (`b = a - x[0]` then `if (!x) return 0;`) keeps nothing,
+    nor does a C `goto` whose label a read of the value comes after (`if (!x) goto skip;` +
+    `skip:` + the work). Positions are statement indices in Python, code token indices (the
+    statements' tokens joined, as _c_frames reads them) in C."""
+
+    def __init__(self, statements: list[tuple[int, list[bytes]]], language: str,
+                 values: frozenset[bytes], allowed: frozenset[tuple[bytes, ...]],
+                 compiled: list[list[list[bytes]]] | None = None):
+        self.statements = statements
+        self.language = language
+        self.python = language == "python"
+        self.reads: list[int] = []
+        if self.python:
+            tested = {token for _, tokens in statements if tokens[0] in _TESTS_ONLY
+                      for token in tokens} | \
+                {token for _, tokens in statements for _, argument in _checked_calls(tokens)
+                 for token in argument}
+            for at, (_, tokens) in enumerate(statements):
+                if tokens[0] not in _TESTS_ONLY and not _checked_calls(tokens) and \
+                        tuple(tokens) not in allowed and _reads_value(tokens, values) and \
+                        _given_name(tokens) not in tested - values:
+                    self.reads.append(at)
+            return
+        self.tokens = [token for _, more in statements for token in more]
+        self.built = _c_built(statements, compiled)
+        tested = {token for k, word in enumerate(self.tokens[:-1])
+                  if word in (b"if", b"while") and self.tokens[k + 1] == b"("
+                  for token in self.tokens[k + 2:_closing(self.tokens, k + 1) or k]}
+        self.frames = _c_frames(self.tokens)
+        # (Each if's body's start, to the start of its `else`: a read in one branch does not
+        # run before a check in the other.)
+        self.other: dict[int, int] = {}
+        for at, (_, other) in self.frames.items():
+            opened = next((k for k in range(at, len(self.tokens)) if self.tokens[k] == b"("),
+                          None)
+            close = _closing(self.tokens, opened) if opened is not None else None
+            if other is not None and self.tokens[at] == b"if" and close is not None:
+                self.other[close + 1] = other
+        for at in sorted(self.frames):
+            if self.tokens[at] in _C_NOT_WORK or (self.tokens[at + 1:at + 2] == [b"("] and
+                                                  _CHECK_CALL.search(self.tokens[at])):
+                continue
+            end = next((k for k in range(at, len(self.tokens))
+                        if self.tokens[k] in (b";", b"{", b"}")), len(self.tokens))
+            statement = tuple(self.tokens[at:end + 1])
+            if statement not in allowed and _reads_value(list(statement), values) and \
+                    _given_name(list(statement)) not in tested - values:
+                self.reads.append(at)
+
+    def statements_read(self, before: int) -> set[tuple[bytes, ...]]:
+        """The statements that read the values above position `before`, as `allowed`
+        takes them."""
+        if self.python:
+            return {tuple(self.statements[at][1]) for at in self.reads if at < before}
+        found = set()
+        for at in self.reads:
+            if at < before:
+                end = next((k for k in range(at, len(self.tokens))
+                            if self.tokens[k] in (b";", b"{", b"}")), len(self.tokens))
+                found.add(tuple(self.tokens[at:end + 1]))
+        return found
+
+    def guarding(self, placed: list[_Placed], read: int
+                 ) -> tuple[set[frozenset[_Literal]], list[list[bytes]] | None]:
+        """The ways of leaving (_placed_exits) of the checks that run on a path to the read at
+        position `read` (_reaches: above it, not in another branch of an if it sits in, nor
+        in a branch ending in a `return` it is past; a C `goto` only to a label past it), and
+        the conditions that hold where it runs (those of the blocks it sits in: _branch_of,
+        _c_held), which a guard need not leave beyond; None where those are not known."""
+        found: set[frozenset[_Literal]] = set()
+        for at, label, ways in placed:
+            if at < read and self._reaches(at, read) and (label is None or label > read):
+                found |= ways
+        if self.python:
+            return found, _branch_of(self.statements, read)
+        return found, _c_held(self.frames[read][0], None, self.tokens, read) + \
+            self.built(read)
+
+    def _reaches(self, read: int, at: int) -> bool:
+        """Whether the statement at position `read` runs on a path to position `at`: not in
+        a branch of an if whose other branch holds `at`, nor in one ending in a `return` or
+        `raise` that `at` is past."""
+        if not self.python:
+            outer = {frame[2]: frame for frame in self.frames.get(at, ((), None))[0]}
+            for kind, _, start in self.frames[read][0]:
+                if start in outer:
+                    continue
+                if kind == b"if" and self.other.get(start) in outer:
+                    return False
+                if kind in (b"if", b"else") and _c_body(self.tokens, start, _C_LEAVES)[0]:
+                    return False
+            return True
+        around = set(self._headers(at)) | {at}
+        for header in self._headers(read):
+            if header in around:
+                continue
+            indent, tokens = self.statements[header]
+            if tokens[0] in (b"if", b"elif", b"else", b"except") and \
+                    _exit_word(self.statements, header) in _LEAVES:
+                return False
+            chain = {b"if": (b"elif", b"else"), b"elif": (b"elif", b"else"),
+                     b"except": (b"except", b"else")}.get(tokens[0], ())
+            end = header + 1
+            while chain and end < len(self.statements):
+                while end < len(self.statements) and self.statements[end][0] > indent:
+                    end += 1
+                if end >= len(self.statements) or self.statements[end][0] != indent or \
+                        self.statements[end][1][0] not in chain:
+                    break
+                if end in around:
+                    return False
+                end += 1
+        return True
+
+    def _headers(self, at: int) -> list[int]:
+        """The Python statements heading the blocks the one at `at` sits in, innermost
+        first."""
+        found = []
+        indent = self.statements[at][0]
+        for k in range(at - 1, -1, -1):
+            if self.statements[k][0] < indent:
+                found.append(k)
+                indent = self.statements[k][0]
+        return found
+
+
+def _c_label(tokens: list[bytes], at: int) -> int:
+    """Where the label stands that the C `goto` ending the statement or block at `tokens[at]`
+    (an if's body) jumps to: the index of the label's name; -1 where the function has none."""
+    close = _closing(tokens, at) if tokens[at:at + 1] == [b"{"] else \
+        next((k for k in range(at, len(tokens)) if tokens[k] == b";"), None)
+    body = tokens[at:close] if close is not None else tokens[at:]
+    jump = max((k for k, token in enumerate(body[:-1]) if token == b"goto"), default=None)
+    if jump is None:
+        return -1
+    label = body[jump + 1]
+    return next((k for k in range(len(tokens) - 1) if tokens[k] == label and
+                 tokens[k + 1] == b":" and (k == 0 or tokens[k - 1] in (b";", b"{", b"}"))), -1)
+
+
+def _given_name(tokens: list[bytes]) -> bytes | None:
+    """The name a statement assigns (`missing` of `missing = x is None`, of C's `bool
+    missing = !x;`), None where it assigns no one name (a call, `+=`, `a[0] = ...`)."""
+    equal = _top_level(tokens, 0, {b"="})
+    if equal == len(tokens) or equal == 0 or not _WORD.fullmatch(tokens[equal - 1]) or \
+            tokens[equal + 1:equal + 2] == [b"="]:
+        return None
+    before = tokens[:equal - 1]
+    if any(not _WORD.fullmatch(token) and token not in (b"*", b"&", b"::", b"<", b">")
+           for token in before):
+        return None
+    return tokens[equal - 1]
+
+
+def _reads_value(tokens: list[bytes], values: frozenset[bytes]) -> bool:
+    """Whether code tokens name one of `values` as a value (not an attribute's name)."""
+    return any(token in values and (k == 0 or tokens[k - 1] not in (b".", b"->", b"::"))
+               for k, token in enumerate(tokens))
+
+
+def _values_of(check: _Check) -> frozenset[bytes]:
+    """The values a guard's condition reads (`x` of `x.numel() == 0`), attributes aside."""
+    words, condition, _ = check
+    return frozenset(token for k, token in enumerate(condition) if token in words and
+                     (k == 0 or condition[k - 1] not in (b".", b"->", b"::")))
+
+
 def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
               compiled: list[list[list[bytes]]] | None = None) -> set[frozenset[_Literal]]:
+    """The ways the checks of a function leave it or skip its work, wherever they stand
+    (_placed_exits)."""
+    return set().union(*(ways for _, _, ways in _placed_exits(statements, language, compiled)))
+
+
+# A check's ways of leaving (_placed_exits) and where it stands: its statement's position
+# (_Work's), and for a C `goto` the position of its label (-1 where none is found; None for
+# any other exit): what the jump skips ends there.
+_Placed = tuple[int, int | None, set[frozenset[_Literal]]]
+
+
+def _placed_exits(statements: list[tuple[int, list[bytes]]], language: str,
+                  compiled: list[list[list[bytes]]] | None = None) -> list[_Placed]:
     """The ways the checks of a function's `statements` (_statements_of) leave it or skip its
     work, each a set of tests that together make one leave (_ways): an `if` whose body ends in an
     exit (`return`, `raise`, ...) where its condition holds, an `else:` ending in one where the
@@ -4371,13 +4619,16 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
     by a condition (`y if x is None else x`, a comprehension's `if`) or joined by `or` (`x = x or
     default`) is no check. A Python name a condition tests, assigned once in the function before it
     (_carried), reads as what it was assigned: `missing = x is None` then `if missing: return 0`
-    leaves where x is None."""
+    leaves where x is None. Each check's ways are given with where it stands (_Placed): a
+    kept guard's copy guards only the work below it (_Work)."""
     # Each condition, whether its body ends in an exit, whether the rest of the function after
     # it is only an exit (its converse then leaves too: `if x is not None:` around the work,
     # ending in the function's `return`, skips that work where x is None, as the guard does),
     # and in Python the conditions of the ifs it sits in and the names assigned before it.
     found: list[tuple[list[bytes], bool, bool, list[tuple]]] = []
     carried: list[dict[bytes, tuple]] = []
+    # (Where each of `found` stands, and a C `goto`'s label.)
+    places: list[tuple[int, int | None]] = []
     if language == "python":
         assigned = _carried(statements, language)
         for at, (indent, tokens) in enumerate(statements):
@@ -4404,6 +4655,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                 if earlier and _exit_word(statements, at) in _EXITS:
                     found.append((_joined(earlier), True, False, within))
                     carried.append(known)
+                    places.append((at, None))
             elif tokens[0] in (b"if", b"elif", b"while"):
                 colon = _top_level(tokens, 1, {b":"})
                 inline = tokens[colon + 1:]
@@ -4423,14 +4675,17 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                                        for _, more in statements[:at]) and not inline)
                 found.append((tokens[1:colon], exits, rest, within))
                 carried.append(known)
+                places.append((at, None))
                 if inline:
                     continue
             elif tokens[0] == b"assert":
                 found.append((tokens[1:_top_level(tokens, 1, {b","})], False, True, within))
                 carried.append(known)
+                places.append((at, None))
             for argument in _checked_arguments(tokens):
                 found.append((argument, False, True, within))
                 carried.append(known)
+                places.append((at, None))
     else:
         tokens = [token for _, more in statements for token in more]
         frames = _c_frames(tokens)
@@ -4442,6 +4697,8 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
             if close is None:
                 continue
             exits, end = _c_body(tokens, close + 1)
+            label = _c_label(tokens, close + 1) if exits and \
+                _c_exit_word(tokens, close + 1) == b"goto" else None
             # (Read with the blocks it sits in: a `return` in a loop leaves only where the
             # loop runs, in an `if (strict) {` only where strict holds, in a lambda's body
             # the lambda only.)
@@ -4453,6 +4710,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                 continue
             found.append((tokens[k + 2:close], token == b"if" and exits,
                           _c_rest_exits(tokens[end:]), within))
+            places.append((k, label))
             # (An `else` ending in an exit leaves where the if's condition fails: `if (x) {
             # log(1); } else { return 0; }` leaves where x is null, read with the blocks
             # the if sits in (_c_frames: the `else` of `if (x) if (fast) log(1); else` is
@@ -4468,6 +4726,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                 if len(within) == len(branch):
                     found.append(([b"!", b"("] + tokens[k + 2:close] + [b")"], True, False,
                                   within))
+                    places.append((k, None))
         # (A check call, `TORCH_CHECK(x != nullptr, ...)`, read with the blocks the statement
         # it is in sits in, as a `throw`: in a loop it checks only where the loop runs.)
         starts = sorted(frames)
@@ -4479,11 +4738,14 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
                       if tree is not None]
             if len(within) == len(branch):
                 found.append((argument, False, True, within))
-    ways: set[frozenset[_Literal]] = set()
+                places.append((starts[start] if start >= 0 else k, None))
+    placed: list[_Placed] = []
     for k, (condition, exits, converse, within) in enumerate(found):
         tree = _boolean(condition, language) if condition else None
         if tree is None:
             continue
+        ways: set[frozenset[_Literal]] = set()
+        placed.append(places[k] + (ways,))
         # (Read as it is too: a guard of the fix testing the name itself, `if done:`, is
         # kept by its own if.)
         trees = [tree]
@@ -4495,7 +4757,7 @@ def _exits_of(statements: list[tuple[int, list[bytes]]], language: str,
             if converse:
                 negated = _negated(tree)
                 ways.update(_ways(("and", within + [negated]) if within else negated) or [])
-    return ways
+    return placed
 
 
 def _branch_of(statements: list[tuple[int, list[bytes]]], at: int, to_loop: bool = False,
@@ -5294,6 +5556,10 @@ def _bare(tokens: list[bytes]) -> list[bytes]:
 _STATEMENT_LINES = 12
 
 
+# A C label on a line of its own (`out:`; not `default:`, a case's).
+_C_LABEL = re.compile(rb"(?!default\s*:)[A-Za-z_]\w*\s*:\s*$")
+
+
 def _statements_of(lines: _Lines, path: str, name: bytes) -> list[tuple[int, list[bytes]]]:
     """The indent of its first line and the code tokens of each statement of the function
     `name` in `lines` (_statement_lines, the line each starts at left out)."""
@@ -5310,7 +5576,8 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     line as function_named_at reads it; lines of no code left out, and those inside a C block
     comment or a Python string over lines (_past_open_text: a guard's copy there is no code).
     Braces join nothing (a C block is many statements); a C++ attribute is left out
-    (_unattributed)."""
+    (_unattributed). A C label at column 0 between two lines of the function (`out:`, which
+    function_named_at reads as no function's) is the function's: where a `goto` jumps."""
     from patchforge.apply.hunks import _language
 
     c_family = _language(path) == "c"
@@ -5319,7 +5586,9 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     indent = depth = spanned = start = 0
     open_text: bytes | None = None
     for j, line in enumerate(lines.lines):
-        if not line.strip() or lines.function_at(path, j) != name:
+        if not line.strip() or lines.function_at(path, j) != name and not (
+                c_family and _C_LABEL.match(line) and 0 < j < len(lines.lines) - 1 and
+                lines.function_at(path, j - 1) == name == lines.function_at(path, j + 1)):
             continue
         code = line
         if open_text is not None or b"/*" in line or b'""' in line or b"'''" in line:
@@ -5469,20 +5738,23 @@ def _c_built(statements: list[tuple[int, list[bytes]]],
 
 
 def _check_held_at(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
-                   lost: list[_Check], rev: str) -> bool | None:
-    """Whether the fix's function `own` at `rev` tests each of `lost` (_function_checks); None
-    where the file or the function is not there."""
+                   lost: list[_Check], rev: str,
+                   allowed: frozenset[tuple[bytes, ...]] | None = None) -> bool | None:
+    """Whether the fix's function `own` at `rev` tests each of `lost` (_function_checks, above
+    its work but for `allowed`); None where the file or the function is not there."""
     content = _content_of(fix, k, store.read_blobs(rev, _paths(fix)))
     if content is None or own.name is None:
         return None
     lines = _Lines(content)
     if not own.defined(lines):
         return None
-    return all(_function_checks(lines, fix.files[k].path, own.name, check) for check in lost)
+    return all(_function_checks(lines, fix.files[k].path, own.name, check, allowed)
+               for check in lost)
 
 
 def _check_taker(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
-                 lost: list[_Check], landing: str, commit: str
+                 lost: list[_Check], landing: str, commit: str,
+                 allowed: frozenset[tuple[bytes, ...]] | None = None
                  ) -> tuple[str, str] | None:
     """(the commit, its parent): the latest commit after `landing` up to `commit` changing
     the fix's files after which the fix's function `own` lacks a check of `lost` and before
@@ -5491,7 +5763,7 @@ def _check_taker(store: UpstreamStore, fix: _Fix, k: int, own: _OwnFunction,
 
     def at(rev: str) -> bool | None:
         if rev not in held:
-            held[rev] = _check_held_at(store, fix, k, own, lost, rev)
+            held[rev] = _check_held_at(store, fix, k, own, lost, rev, allowed)
         return held[rev]
 
     if at(landing) is not True:

@@ -403,7 +403,6 @@ def test_a_cpp_guard_the_fix_put_under_an_ifdef_dropped_beside_a_copy_under_anot
     assert said(stack), "built with CHECKS and without DEBUG the guard is in no overlay"
 
 
-@known_wrong("a kept guard upstream dropped beside a copy of it below the work")
 def test_a_guard_dropped_beside_its_copy_below_the_work_is_said(tmp_path):
     from test_reverts_guard_forms import _c_fn, _c_module
     from test_reverts_guard_rewritten import _landed
@@ -414,7 +413,6 @@ def test_a_guard_dropped_beside_its_copy_below_the_work_is_said(tmp_path):
     assert said(stack), "x[0] is read before any check: the guard is in no overlay"
 
 
-@known_wrong("a kept C guard upstream dropped beside a copy leaving by `goto`")
 def test_a_cpp_guard_dropped_beside_a_goto_copy_skipping_less_than_the_work_is_said(tmp_path):
     from test_reverts_guard_forms import _c_fn, _c_module
     from test_reverts_guard_rewritten import _landed
@@ -643,5 +641,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 12
+    assert len(marks) == 10
     assert [m for m in marks if f"- {m}" not in entries] == []

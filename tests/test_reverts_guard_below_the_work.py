@@ -1,0 +1,104 @@
+"""A kept guard upstream dropped beside a copy of it that guards none of the work: the copy
+below a line reading the guard's value (`int b = a - x[0];` then `if (!x) return 0;`), or
+leaving by `goto` to a label a read of it comes after (`if (!x) goto skip;` + `log(1);` +
+`skip:` + the work). A check anywhere in the function was read as keeping the guard, quiet
+(exit 0), the work reading x where it is null; such a copy is no copy now: "removed", exit 1
+(tests/test_known_wrong.py holds the first two shapes). Upstream's ordinary copies stay quiet
+until a commit drops them: above the work, in each branch of an if/else whose other branch
+reads the value first, a `goto` past every read, a copy below the lines the fix's own guard
+had above it, a name carrying the test assigned above it. Real git history, through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from test_reverts_guard_forms import _c_fn, _c_module
+from test_reverts_guard_rewritten import (GUARD, HEAD, REWRITTEN, _fn, _held_until_dropped,
+                                          _landed, _module)
+
+C_GUARD = b"  if (!x) return 0;\n"
+C_WORK = b"  int a = 3;\n  int b = a - x[0];\n"
+
+
+def _said(stack) -> list:
+    doc = stack.json("status", "--against", f"up={stack.upstream.head()}", expect=None)
+    return doc["reverted"] + doc["gone_upstream"]
+
+
+BELOW = {
+    "python": (b"    a = 3\n    b = a - x\n    if x is None:\n        return 0\n"),
+    "python under a branch read first": (
+        b"    if n > 0:\n        b = x + 1\n    if x is None:\n        return 0\n"
+        b"    b = x - 1\n"),
+    "python past a branch reading it that returns": (
+        b"    if n > 0:\n        return x + 1\n    if x is None:\n        return 0\n"
+        b"    b = x - 1\n"),
+}
+
+
+@pytest.mark.parametrize("shape", list(BELOW))
+def test_a_guard_dropped_beside_a_copy_below_a_read_of_its_value_is_said(tmp_path, shape):
+    stack = _landed(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", head=BELOW[shape] + b"    c = b * 4\n"))},
+                 "rework a2")
+    assert _said(stack), "x is read before any check: the guard is in no overlay"
+
+
+def test_a_cpp_goto_copy_to_a_label_the_work_comes_after_is_said(tmp_path):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
+    head = b"  if (!x) goto done;\n  log(1);\ndone:\n  log(2);\n" + C_WORK
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "rework k2")
+    assert _said(stack), "the goto skips the logs only: x[0] is read where x is null"
+
+
+QUIET_PYTHON = {
+    "above the work": GUARD + REWRITTEN,
+    "in both branches, the other reading x first": (
+        b"    if n > 0:\n        if x is None:\n            return 0\n        a = x + 1\n"
+        b"    else:\n        if x is None:\n            return 0\n        a = x - 1\n"
+        b"    b = a - x\n    c = b * 4\n"),
+    "a name carrying the test above it": (
+        b"    missing = x is None\n    if missing:\n        return 0\n" + REWRITTEN),
+}
+
+
+@pytest.mark.parametrize("shape", list(QUIET_PYTHON))
+def test_a_copy_above_every_read_is_quiet_until_a_commit_drops_it(tmp_path, shape):
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", GUARD)),
+                        _module(_fn(b"a2", head=QUIET_PYTHON[shape])),
+                        _module(_fn(b"a2", head=REWRITTEN)), ("rework a2", "a2: never None"))
+
+
+QUIET_C = {
+    "a goto past every read": (
+        b"  if (!x) goto out;\n" + C_WORK + b"  return b;\nout:\n  return 0;\n"),
+    "in both branches, the other reading x first": (
+        b"  int b = 0;\n  if (n) {\n    if (!x) return 0;\n    b = x[0];\n  } else {\n"
+        b"    if (!x) return 0;\n    b = x[1];\n  }\n" + C_WORK),
+}
+
+
+@pytest.mark.parametrize("shape", list(QUIET_C))
+def test_a_cpp_copy_above_every_read_is_quiet_until_a_commit_drops_it(tmp_path, shape):
+    body = QUIET_C[shape]
+    _held_until_dropped(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)),
+                        _c_module(_c_fn(head=body)), _c_module(_c_fn(head=C_WORK)),
+                        ("rework k2", "k2: never null"), "csrc/k.cu")
+
+
+def test_a_copy_below_the_reads_the_fix_put_its_guard_under_is_quiet_until_dropped(tmp_path):
+    """The fix's guard sat under `x = x.contiguous()`: a copy there guards what it did."""
+    first = b"    x = x.contiguous()\n"
+    guard = b"    if x.numel() == 0:\n        return 0\n"
+    _held_until_dropped(tmp_path, _module(_fn(b"a2", first)), _module(_fn(b"a2", first + guard)),
+                        _module(_fn(b"a2", first + guard, REWRITTEN)),
+                        _module(_fn(b"a2", first, REWRITTEN)), ("rework a2", "a2: never empty"))
+
+
+def test_the_work_above_the_landed_guard_rewritten_makes_the_copy_below_it_said(tmp_path):
+    """What the fix's guard had above it, rewritten upstream, reads as work the copy is below."""
+    first = b"    x = x.contiguous()\n"
+    guard = b"    if x.numel() == 0:\n        return 0\n"
+    stack = _landed(tmp_path, _module(_fn(b"a2", first)), _module(_fn(b"a2", first + guard)))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    y = x[0]\n" + first + guard,
+                                          HEAD.replace(b"2", b"3")))}, "rework a2")
+    assert _said(stack), "x[0] is read on an empty x before the check"
