@@ -245,3 +245,30 @@ def test_a_later_fix_for_one_profile_of_a_file_a_stopped_fix_makes_moves_onto_it
     overlays = stack.root / "overlays"
     assert (overlays / "gfx942/up/pkg/new.py").read_bytes() == NEW
     assert (overlays / "gfx950/up/pkg/new.py").read_bytes() == LATER
+
+
+def test_after_the_fix_that_makes_the_file_is_skipped_the_ways_on_keep_both(tmp_path):
+    """At make.patch's stop the user runs `--skip`: later.patch then stops on a file nowhere.
+    Its words were "not in the base either (nor made by an earlier patch)", the ways on
+    `patchforge rm PATH` or `--skip`; now they name make.patch, set aside, and the order that
+    keeps both, which `bring-back` says too when later.patch is brought back first. Followed,
+    the series ends with both fixes."""
+    stack = _stack(tmp_path)
+    stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
+    stack.cli("rebase", "--to", "v2", expect=3)
+    rc, out, err = stack.cli("rebase", "--skip", expect=3)
+    assert "pkg/new.py made by make.patch, which this rebase set aside in skipped/" in err, err
+    assert "`patchforge bring-back make` then `patchforge bring-back later`" in err, err
+    assert "nor made by an earlier patch" not in err, err
+    stack.cli("rebase", "--skip", expect=1)
+    rc, out, err = stack.cli("bring-back", "later", expect=3)
+    assert "pkg/new.py made by make.patch, in skipped/ too: `patchforge bring-back --abort`, " \
+        "then `patchforge bring-back make` first" in err, err
+    stack.cli("bring-back", "--abort")
+    stack.cli("bring-back", "make", expect=3)
+    (stack.root / ".patchforge" / "work" / "up" / "pkg/a.py").write_bytes(MINE)
+    stack.cli("bring-back", "--continue")
+    stack.cli("bring-back", "later")
+    assert stack.series("up") == ["make.patch", "later.patch"]
+    stack.cli("overlays")
+    assert (stack.root / "overlays" / "up" / "pkg/new.py").read_bytes() == LATER

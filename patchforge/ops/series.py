@@ -2836,6 +2836,8 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
                                   "patchforge bring-back --continue",
                                   "`patchforge bring-back --abort` (the fix stays in skipped/)",
                                   "with no change left, `--continue` is refused")
+    if judgement.stop_kind == "obsolete":
+        ways += _made_in_skipped(project, upstream, fix.name, judgement.files)
     raise ConflictStop(
         f"{upstream}/{fix.name} does not move onto {pin.label} cleanly: {judgement.message}"
         f"{ways}; "
@@ -2846,6 +2848,35 @@ def bring_back(project: Project, store: UpstreamStore, name: str, *,
              + (f"; {counted(len(stray[1]), 'file')} written there after the last edit ended "
                 f"{'is' if len(stray[1]) == 1 else 'are'} kept "
                 f"in {stray[0].relative_to(project.root)}" if stray else ""))
+
+
+def _made_in_skipped(project: Project, upstream: str, name: str, files: list[str]) -> str:
+    """The words for a fix brought back onto files the pin does not have (`files`: "not in
+    the base either (nor made by an earlier patch)") that another fix in skipped/ makes (a
+    new file, a rename's or copy's destination): that fix goes back first, then this one.
+    "" when none makes them."""
+    from patchforge.state import skipped_fixes
+
+    makers = []
+    for other in skipped_fixes(project):
+        if other.upstream != upstream or other.name == name:
+            continue
+        try:
+            patch = parse_patch_file(other.path.read_bytes(), str(other.path))
+        except (OSError, PatchforgeError):
+            continue  # said by `lint` and `status`; no way on to name from it
+        made = [fp.new_path for fp in patch.file_patches
+                if fp.new_path in files and fp.new_path != fp.old_path]
+        if made:
+            makers.append((other.name, made))
+    if not makers:
+        return ""
+    said = "; ".join(f"{', '.join(made)} made by {maker}, in skipped/ too"
+                     for maker, made in makers)
+    first = " then ".join(f"`patchforge bring-back {project.skipped_word(upstream, maker)}`"
+                          for maker, _ in makers)
+    return (f" ({said}: `patchforge bring-back --abort`, then {first} first, then this one "
+            "again)")
 
 
 def _recorded_landing(project: Project, fix, patch) -> str | None:

@@ -1158,9 +1158,10 @@ class Rebase:
             kind = judgement.stop_kind or "conflict"
             message = judgement.message
             if kind == "obsolete":
-                message += (": re-create the fix in the worktree (`patchforge add PATH`), "
-                            "drop the patch's change to the file and keep the rest "
-                            "(`patchforge rm PATH`), or --skip it")
+                message = self._made_by_set_aside(upstream, name, judgement.files) or (
+                    message + ": re-create the fix in the worktree (`patchforge add PATH`), "
+                    "drop the patch's change to the file and keep the rest "
+                    "(`patchforge rm PATH`), or --skip it")
             elif judgement.deleted_here:
                 from patchforge.worktree import modify_delete_ways
 
@@ -1928,6 +1929,28 @@ class Rebase:
                     raise CorruptJournal(
                         f"{temporary}: the new {rel} that the rebase journal names is gone, "
                         f"and {rel} is as it was") from None
+
+    def _made_by_set_aside(self, upstream: str, name: str, files: list[str]) -> str:
+        """The stop's words for a fix whose files the target does not have (`files`) where an
+        earlier fix of this run makes them that the run set aside (a stop `--skip`ped): the
+        files are not gone ("not in the base either (nor made by an earlier patch)", its ways
+        on dropping the change), that fix is in skipped/, and the way that keeps both is to
+        set this one aside too and bring them back in order. "" when no such fix makes them."""
+        makers: list[tuple[str, list[str]]] = []
+        for result in self._run_record.upstreams[upstream].results:
+            if result.destination != "skipped":
+                continue
+            made = [fp.new_path for fp in self._old_patch(upstream, result.name).file_patches
+                    if fp.new_path in files and fp.new_path != fp.old_path]
+            if made:
+                makers.append((result.name, made))
+        if not makers:
+            return ""
+        said = "; ".join(f"{', '.join(made)} made by {maker}" for maker, made in makers)
+        back = " then ".join(f"`patchforge bring-back {self.project.patch_word(upstream, n)}`"
+                             for n in [*(maker for maker, _ in makers), name])
+        return (f"{said}, which this rebase set aside in skipped/: to keep both, --skip this "
+                f"one too, then {back}")
 
     def _old_patch(self, upstream: str, name: str):
         """A patch of the series being moved, read once: its file does not change before the
