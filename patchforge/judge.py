@@ -627,6 +627,17 @@ class SeriesJudge:
                                        [path]).get(path)
         return found if found is not None else self._made_and_moved(path)
 
+    def split_copies(self, path: str) -> list[str]:
+        """The other files upstream made of `path` as near it as the one find_rename follows
+        it to (store.rename_splits, asked with the files find_rename asks with): upstream
+        split the file into copies alike, and the fix would reach one of them."""
+        if self.target.base_commit == self.target.commit:
+            return []
+        asked = sorted(self.renames[0]) if self.renames is not None and \
+            path in self.renames[0] else [path]
+        return self.store.rename_splits(self.target.base_commit, self.target.commit,
+                                        asked).get(path, [])
+
     def _made_and_moved(self, path: str) -> str | None:
         """Where an earlier patch of the series made `path` (the base has no such file) inside
         a directory upstream moved, and its stop (_relocated) put the file where git suggests:
@@ -1411,6 +1422,20 @@ class SeriesJudge:
             located[held] = said
         return located
 
+    def _split(self, name: str, path: str, moved: str, others: list[str]) -> str:
+        """The stop's words for a file the patch changes that upstream split into copies alike
+        (`moved`, which git's pairing follows it to, and `others`, as near): `git rebase`
+        carries the change into one of them, as silently as the others go without it."""
+        said = (f"CONFLICT (rename split): {_said([path])} was split upstream in "
+                f"{self.target.label} into {_said([moved, *others])}, each as near it: "
+                f"{name}'s change follows {_said([moved])}, as git's rename pairing gives it "
+                f"the file, and {_said(others)} would get none of it")
+        if self.stop_files:
+            said += (f" (a stop's worktree holds the change in {_said([moved])}: `patchforge "
+                     f"add {_said(others)}` and make it there too, or take it out of "
+                     f"{_said([moved])} if it belongs elsewhere, then `--continue`)")
+        return said
+
     def _rename_delete(self, said: str, moved: str) -> str:
         """The stop's words for a file the patch deletes that upstream moved (`said`: as git
         says it, "CONFLICT (rename/delete): F renamed to G in X, but deleted in Y"), with the
@@ -1677,6 +1702,15 @@ class SeriesJudge:
                              f"to keep upstream's file as well, `git checkout -- "
                              f"{_said([fv.target_path])}` in the worktree first)")
                 located[fp.new_path] = said
+            elif fp.old_path == fp.new_path and fv.target_path not in (None, fp.old_path) and \
+                    fv.target_path in after:
+                others = [path for path in self.split_copies(fp.old_path)
+                          if path != fv.target_path]
+                if others:
+                    # (first: status's table shows a patch's first line of evidence)
+                    located[fv.target_path] = self._split(name, fp.old_path, fv.target_path,
+                                                          others)
+                    evidence.insert(0, located[fv.target_path])
         conflicts.extend(path for path in located if path not in conflicts)
         evidence.extend(said for said in located.values() if said not in evidence)
         new_modes = {path: mode for path, (_, mode) in modes.items()

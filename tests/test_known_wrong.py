@@ -584,7 +584,6 @@ def test_a_fix_deleting_a_file_upstream_moved_elsewhere_stops(tmp_path):
     assert found["rebase"] == "stop", "git rebase: CONFLICT (rename/delete)"
 
 
-@known_wrong("a file of a directory upstream renamed whose base name an added file elsewhere has")
 def test_a_file_is_followed_into_its_renamed_directory_beside_an_added_namesake(tmp_path):
     """ops/ renamed kernels/ (a.py, b.py, c.py moved unchanged), ops/x.py reworked there (one
     line in twelve), and tests/x.py added, ops/x.py with one line edited: `git rebase`
@@ -605,7 +604,6 @@ def test_a_file_is_followed_into_its_renamed_directory_beside_an_added_namesake(
         "git rebase: the fix lands in kernels/x.py"
 
 
-@known_wrong("a file upstream split into two copies equally near it")
 def test_a_file_split_into_two_copies_equally_near_it_is_not_followed_into_one(tmp_path):
     """ops/x.py split into ops/gfx942/x.py and ops/gfx950/x.py, each with one token of one
     line changed alike (the same score for both): a fix to ops/x.py is carried into one copy,
@@ -641,5 +639,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 10
+    assert len(marks) == 8
     assert [m for m in marks if f"- {m}" not in entries] == []

@@ -142,3 +142,63 @@ def test_a_file_is_followed_where_git_rebase_follows_it_beside_a_deleted_namesak
     found = _followed_beside_a_namesake(tmp_path)
     assert [f["target_path"] for f in found["files"]] == ["d/y.py"], \
         "git rebase: the fix lands in d/y.py"
+
+
+OTHERS = {f"ops/{n}.py": b"".join(b"def %s_%d():\n    return %d\n\n" % (n.encode(), i, i)
+                                  for i in range(30)) for n in "abc"}
+TEST_COPY = FUNCTIONS.replace(b"def fn_1(value):\n", b"def fn_1(value): # test copy\n")
+
+
+def _reworked(every: int) -> bytes:
+    """FUNCTIONS with one line in `every` changed."""
+    return b"".join(line[:-1] + b"  # reworked\n" if i % every == 1 else line
+                    for i, line in enumerate(FUNCTIONS.splitlines(keepends=True)))
+
+
+def _beside_a_namesake(tmp_path: Path, reworked: bytes, also: dict[str, bytes] | None = None
+                       ) -> tuple[OneUpstreamStack, dict]:
+    """A fix of ops/x.py; upstream's v2 moves ops/a.py, b.py, c.py unchanged to kernels/,
+    makes kernels/x.py (`reworked`) and tests/x.py (ops/x.py with one line edited), deletes
+    ops/x.py: the stack and status's --json entry of the fix."""
+    stack = OneUpstreamStack(tmp_path, {"ops/x.py": FUNCTIONS, **OTHERS, **(also or {})})
+    stack.add_fix("fix", "ops/x.py", FUNCTIONS,
+                  FUNCTIONS.replace(b"value * 30 + 17", b"value * 30 + 18"))
+    stack.upstream.commit({"ops/x.py": None, "kernels/x.py": reworked, "tests/x.py": TEST_COPY},
+                          "v2", {p: "kernels/" + p[4:] for p in OTHERS}, tag="v2")
+    _, out, _ = stack.cli("status", "--against", "up=v2", "--json", expect=None)
+    [found] = json.loads(out)["patches"]
+    return stack, found
+
+
+def _rebased_into(stack: OneUpstreamStack) -> list[str]:
+    stack.cli("rebase", "--to", "up=v2")
+    text = (stack.root / "series" / "up" / "fix.patch").read_text()
+    return [line[6:] for line in text.splitlines() if line.startswith("+++ b/")]
+
+
+def test_a_file_of_a_renamed_directory_follows_the_directory_beside_an_added_namesake(
+        tmp_path):
+    """merge-ort's base-name pass: x.py is no unique name among the added files, so `git
+    rebase` guesses where ops/ went (kernels/, where its files moved unchanged) and weighs
+    kernels/x.py (one line in twelve changed, nearer than 75%): the fix goes there. It
+    followed tests/x.py, nearer by git's diff, `applies`, the rebase clean, exit 0."""
+    stack, found = _beside_a_namesake(tmp_path, _reworked(12))
+    assert found["state"] == "applies" and \
+        [f["target_path"] for f in found["files"]] == ["kernels/x.py"], found
+    assert _rebased_into(stack) == ["kernels/x.py"]
+
+
+def test_a_directory_upstream_did_not_remove_gives_no_guess(tmp_path):
+    """The mirror: ops/stay.py stays, so ops/ is no renamed directory and `git rebase` pairs
+    by nearness alone: tests/x.py."""
+    stack, found = _beside_a_namesake(tmp_path, _reworked(12), {"ops/stay.py": b"s = 1\n"})
+    assert [f["target_path"] for f in found["files"]] == ["tests/x.py"], found
+    assert _rebased_into(stack) == ["tests/x.py"]
+
+
+def test_a_guessed_file_too_far_from_the_file_gives_way_to_the_nearest(tmp_path):
+    """The mirror: kernels/x.py with one line in three changed is farther than the base-name
+    pass takes (75%), so `git rebase` pairs by nearness: tests/x.py."""
+    stack, found = _beside_a_namesake(tmp_path, _reworked(3))
+    assert [f["target_path"] for f in found["files"]] == ["tests/x.py"], found
+    assert _rebased_into(stack) == ["tests/x.py"]

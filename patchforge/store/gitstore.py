@@ -49,6 +49,7 @@ from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as 
 from patchforge.store.kept import bound as bound_kept
 from patchforge.store.objects import (EMPTY_BLOB, EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree,
                                       object_id, tree_bytes, write_loose)
+from patchforge.store.mergeort import exact_renames, guessed_by_directory
 from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import (LOCAL_UPLOAD_PACK, check_store_config, remotes_gone,
                                           store_remotes, without_remotes)
@@ -387,6 +388,8 @@ class UpstreamStore:
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._renames: dict[tuple[str, str, tuple[str, ...]], dict[str, str]] = {}
         # (old, new, the files asked) -> src -> dst
+        self._rename_splits: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
+        # (old, new, the files asked) -> src -> the other added files as near it as its dst
         self._present: set[str] = set()  # blob ids known to be in the store (not promised)
         self._held: set[str] = set()  # ids _known_absent found in the store
         # (the configuration file's inode, size, mtime) -> whether it names a promisor remote
@@ -2040,14 +2043,32 @@ class UpstreamStore:
 
     def renames(self, old: str, new: str, paths: list[str]) -> dict[str, str]:
         """For those of `paths` that `new` renamed: path in old -> path in new."""
-        # Cheap first: only paths that are gone in `new` can have been renamed (read from the
-        # trees the store already parses, no git process).
-        before, after = self.entries(old, paths), self.entries(new, paths)
-        gone = sorted({p for p in paths if before[p] is not None and after[p] is None})
+        gone = self._gone(old, new, paths)
         if not gone:
             return {}
         found = self._rename_map(old, new, gone)
         return {p: found[p] for p in gone if p in found}
+
+    def rename_splits(self, old: str, new: str, paths: list[str]) -> dict[str, list[str]]:
+        """For those of `paths` that `new` renamed (renames(), asked with the same `paths`)
+        where other files `new` adds are as near as the one it names: path in old -> those
+        other files. Upstream split the file into copies alike (ops/x.py made ops/gfx942/x.py
+        and ops/gfx950/x.py, each with one token changed alike): git's pairing gives it to
+        one, as `git rebase` does, and a fix following it there never reaches the others. A
+        tie of merge-ort's directory guess (mergeort.guessed_by_directory) names the files
+        either guess would pair, where they differ."""
+        gone = self._gone(old, new, paths)
+        if not gone:
+            return {}
+        self._rename_map(old, new, gone)
+        splits = self._rename_splits[(old, new, tuple(gone))]
+        return {p: splits[p] for p in gone if p in splits}
+
+    def _gone(self, old: str, new: str, paths: list[str]) -> list[str]:
+        """Those of `paths` that `old` has and `new` lacks, sorted: only they can have been
+        renamed (read from the trees the store already parses, no git process)."""
+        before, after = self.entries(old, paths), self.entries(new, paths)
+        return sorted({p for p in paths if before[p] is not None and after[p] is None})
 
     def _rename_map(self, old: str, new: str, gone: list[str]) -> dict[str, str]:
         """Where git's rename detection (-M) pairs the files `gone` (in `old`, not in `new`)
@@ -2055,11 +2076,13 @@ class UpstreamStore:
         weighed against every file `new` adds, exhaustively. The whole tree's pairing would
         be under git's rename limit (diff.renameLimit, 1000: over 1000 x 1000 deleted x added
         files git pairs only identical files) and would let another deleted file, of no
-        interest here, take a moved file's new place. One diff-tree per question, kept for the
-        command (a series asks once for all of its files, its judge once per file outside
-        them), and in the cache for the next one, as _answer_of_two_commits keeps its
-        answers: this one is a function of the two commit ids and the files asked, which its
-        name digests too."""
+        interest here, take a moved file's new place. One diff-tree per question (and one
+        per file merge-ort's directory guess weighs, and one for the splits where any file
+        is paired: _pairing_of), kept for the command (a series asks once for all of its
+        files, its judge once per file outside them), and in the cache for the next one, as
+        _answer_of_two_commits keeps its answers: this one is a function of the two commit
+        ids and the files asked, which its name digests too. The splits (rename_splits) are
+        kept beside it."""
         key = (old, new, tuple(gone))
         if key not in self._renames or not (_HEX40.fullmatch(old) and _HEX40.fullmatch(new)):
             # --no-rename-empty: merge-ort never pairs an empty file (every empty file is
@@ -2070,9 +2093,10 @@ class UpstreamStore:
             name = None
             if _HEX40.fullmatch(old) and _HEX40.fullmatch(new):
                 # ("exact sources": the other deleted files an added file is identical to
-                # are weighed too; "namesakes": those of a gone file's base name stand in,
-                # _pairing_of.)
-                name = answer_name("renames", (*args, "exact sources", "namesakes", old, new),
+                # are weighed too; "namesakes": those of a gone file's base name stand in;
+                # "directory guesses", "splits": _pairing_of.)
+                name = answer_name("renames", (*args, "exact sources", "namesakes",
+                                               "directory guesses", "splits", old, new),
                                    ["\0".join(gone).encode("utf-8", "surrogateescape")])
                 out = answer_of(self.kept_text(name))
             if name is None or out is None:
@@ -2081,14 +2105,21 @@ class UpstreamStore:
                     self.keep_text(name, answer_parts([out]))
             fields = out.split(b"\0")
             found: dict[str, str] = {}
+            splits: dict[str, list[str]] = {}
             i = 0
             while i < len(fields) and fields[i]:
-                if fields[i].startswith(b"R") and i + 2 < len(fields):
-                    found[decode_path(fields[i + 1])] = decode_path(fields[i + 2])
+                if fields[i][:1] in (b"R", b"S") and i + 2 < len(fields):
+                    source, there = decode_path(fields[i + 1]), decode_path(fields[i + 2])
+                    if fields[i].startswith(b"R"):
+                        found[source] = there
+                    else:
+                        splits.setdefault(source, []).append(there)
                     i += 3
                 else:
                     i += 2
             self._renames[key] = found
+            self._rename_splits[key] = {source: others for source, others in splits.items()
+                                        if source in found}
         return self._renames[key]
 
     def _pairing_of(self, old: str, new: str, gone: list[str], args: tuple[str, ...]) -> bytes:
@@ -2102,39 +2133,140 @@ class UpstreamStore:
         relevant file by its base name first only where no other deleted file has that name,
         and weighs it against every added file otherwise; left out, they made the name
         unique, and git's diff paired the file by name where `git rebase` follows it to a
-        nearer file of another name. The trees made for it go to a temporary object directory
-        beside the store's: the store keeps none of them."""
+        nearer file of another name.
+
+        Before that, merge-ort's base-name pass by the directory guess, which git's diff does
+        not take (mergeort.guessed_by_directory): a file it pairs so (one git diff-tree of the
+        two files alone weighs it) is no source of the pairing, nor its new file a
+        destination, and is said as a rename of its own (`R<score>`). After it, the splits:
+        the pairing asked again without the files it paired the `gone` files with, and a
+        `gone` file paired as near again is said split (`S<score>`, the other file), as is
+        one whose directory guess ties between files (each of them). The trees made for it
+        go to a temporary object directory beside the store's: the store keeps none of
+        them."""
         keep = {check_path(path) for path in gone}
+        made: dict[str, bytes] = {}  # the trees made: id -> raw tree
+        stand_in_blobs: set[bytes] = set()
+
+        def write(kind: bytes, data: bytes) -> str:
+            oid = object_id(kind, data)
+            made[oid] = data
+            return oid
+
         with self._lock:
             old_tree, new_tree = self.tree_id(old), self.tree_id(new)
             deleted: dict[bytes, str] = {}
-            added: set[str] = set()
+            added: dict[bytes, str] = {}
             self._deleted_and_added(old_tree, new_tree, b"", deleted, added)
-            keep |= {path for path, oid in deleted.items() if oid in added}
-            stand_ins = _namesake_stand_ins(keep, deleted, added)
-            made: dict[str, bytes] = {}
-            narrowed = self._without_deletions(old_tree, new_tree, keep | set(stand_ins), b"",
+            blobs = set(added.values())
+            exact_sources = {path for path, oid in deleted.items() if oid in blobs}
+            guessed = guessed_by_directory(
+                sorted(keep), deleted, added, exact_renames(deleted, added),
+                lambda directory: not self._has_directory(new_tree, directory))
+            weighed = {(path, into): (
+                edit_tree(EMPTY_TREE, {path: ("100644", deleted[path])}, self._read_tree, write),
+                edit_tree(EMPTY_TREE, {into: ("100644", added[into])}, self._read_tree, write))
+                for path, (found, _) in guessed.items() for into in found}
+
+            def narrowed_of(asked: set[bytes]) -> str:
+                stand_ins = _namesake_stand_ins(asked, deleted, blobs)
+                stand_in_blobs.update(blob for _mode, blob in stand_ins.values())
+                return self._without_deletions(old_tree, new_tree, asked | set(stand_ins), b"",
                                                made, stand_ins) or EMPTY_TREE
+
         objects = tempfiles.make_temp_dir("patchforge-renames-")
         try:
             (Path(objects) / "objects").mkdir()
-            for data in made.values():
-                write_loose(Path(objects), b"tree", data)
-            for _mode, blob in set(stand_ins.values()):
-                write_loose(Path(objects), b"blob", blob)
             # (An alternate of the store's, read only: a file git fetches into a partial store
             # to weigh it goes to the store, and stays.)
             env = dict(self._only_owner_fetches([new, old]))
             env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(Path(objects) / "objects")
-            return self._run(*args, narrowed, new, what="finding renames", env=env).stdout
+
+            written: set[str] = set()
+
+            def pairing(old_side: str, new_side: str, *options: str) -> bytes:
+                for oid, data in made.items():
+                    if oid not in written:
+                        written.add(write_loose(Path(objects), b"tree", data))
+                for blob in stand_in_blobs:
+                    if object_id(b"blob", blob) not in written:
+                        written.add(write_loose(Path(objects), b"blob", blob))
+                return self._run(*args, *options, old_side, new_side, what="finding renames",
+                                 env=env).stdout
+
+            records: list[bytes] = []
+            paired: dict[bytes, tuple[bytes, bytes]] = {}  # gone file -> (score, its file)
+            splits: dict[bytes, set[bytes]] = {}
+            for path, (found, tied) in guessed.items():
+                near = []
+                for into in found:
+                    # (merge-ort's pass asks 50% + half the rest at git's default 50%)
+                    said = _pairs(pairing(*weighed[(path, into)], "-M75%"))
+                    if (path, into) in said:
+                        near.append((into, said[(path, into)]))
+                taken = {there for _, there in paired.values()}
+                if tied:
+                    splits[path] = {into for into, _ in near}
+                elif near and near[0][0] not in taken:
+                    paired[path] = (near[0][1], near[0][0])
+            for path, (score, into) in paired.items():
+                records.append(b"R%s\0%s\0%s\0" % (score, path, into))
+            with self._lock:
+                asked = (keep - set(paired)) | exact_sources
+                rest = edit_tree(new_tree, {into: None for _, into in paired.values()},
+                                 self._read_tree, write) if paired else new_tree
+                narrowed = narrowed_of(asked)
+            out = pairing(narrowed, rest)
+            for (path, into), score in _pairs(out).items():
+                if path in keep:
+                    paired[path] = (score, into)
+            if paired:
+                with self._lock:
+                    unpaired = edit_tree(new_tree, {into: None for _, into in paired.values()},
+                                         self._read_tree, write)
+                    narrowed = narrowed_of(keep | exact_sources)
+                for (path, into), score in _pairs(pairing(narrowed, unpaired)).items():
+                    if path in paired and paired[path][0] == score and path == \
+                            self._nearest_of(old_tree, deleted, added, into, pairing, write):
+                        splits.setdefault(path, set()).add(into)
+            for path, others in sorted(splits.items()):
+                if path in paired:
+                    for into in sorted(others - {paired[path][1]}):
+                        records.append(b"S%s\0%s\0%s\0" % (paired[path][0], path, into))
+            return out + b"".join(records)
         finally:
             tempfiles.remove_tree(objects, ignore_errors=True)
 
+    def _nearest_of(self, old_tree: str, deleted: dict[bytes, str], added: dict[bytes, str],
+                    path: bytes, pairing: Callable[..., bytes],
+                    write: Callable[[bytes, bytes], str]) -> bytes | None:
+        """The deleted file git's pairing gives the added file `path`, weighing `path` alone
+        against every one of `deleted` (None: none). A file as near a gone series file, by
+        git's score in whole percents, as the one the series file is renamed to is a copy
+        of it only where it is the file nearest that copy: ops/gfx942/x.py and
+        ops/gfx950/x.py, a token apart, moved to kernels/ with the same line edited, leave
+        kernels/gfx950/x.py as near ops/gfx942/x.py in whole percents as
+        kernels/gfx942/x.py is, but it is ops/gfx950/x.py's new place (nearer it, as git
+        weighs it)."""
+        with self._lock:
+            alone = edit_tree(old_tree, {**dict.fromkeys(deleted), path: ("100644", added[path])},
+                              self._read_tree, write)
+        return next((source for source, _ in _pairs(pairing(old_tree, alone))), None)
+
+    def _has_directory(self, tree: str, directory: bytes) -> bool:
+        """Whether the tree `tree` has a directory at the raw path `directory`."""
+        for name in directory.split(b"/"):
+            entry = self._read_tree(tree).get(name)
+            if entry is None or entry[0] != TREE_MODE:
+                return False
+            tree = entry[1]
+        return True
+
     def _deleted_and_added(self, old: str | None, new: str | None, prefix: bytes,
-                           deleted: dict[bytes, str], added: set[str]) -> None:
+                           deleted: dict[bytes, str], added: dict[bytes, str]) -> None:
         """The files (not submodules) the tree `old` has and `new` lacks into `deleted` (raw
-        path -> blob id), the blob ids of those `new` has and `old` lacks into `added`; None:
-        no such directory on that side. Only the directories that differ are read (the
+        path -> blob id), those `new` has and `old` lacks into `added` (alike); None: no such
+        directory on that side. Only the directories that differ are read (the
         store's parsed trees, no git process)."""
         if old == new:
             return
@@ -2153,7 +2285,7 @@ class UpstreamStore:
                 if there is None or there[0] != TREE_MODE:
                     self._deleted_and_added(None, oid, prefix + name + b"/", deleted, added)
             elif mode != _GITLINK_MODE and (there is None or there[0] == TREE_MODE):
-                added.add(oid)
+                added[prefix + name] = oid
 
     def _without_deletions(self, old: str, new: str | None, keep: set[bytes], prefix: bytes,
                            made: dict[str, bytes],
@@ -2787,6 +2919,18 @@ class UpstreamStore:
 
 
 _SYMLINK_MODE = "120000"
+
+
+def _pairs(out: bytes) -> dict[tuple[bytes, bytes], bytes]:
+    """git diff-tree's renames (`-z --name-status --diff-filter=R`, `out`): (raw source, raw
+    destination) -> the score as git says it (`098`)."""
+    fields = out.split(b"\0")
+    found = {}
+    for i in range(0, len(fields) - 2, 3):
+        if not fields[i].startswith(b"R"):
+            break
+        found[(fields[i + 1], fields[i + 2])] = fields[i][1:]
+    return found
 
 
 def _namesake_stand_ins(keep: set[bytes], deleted: dict[bytes, str],
