@@ -1369,9 +1369,12 @@ class SeriesJudge:
             moved_made.add(path)
             if suggested is not None and fp.is_new and after.get(path) is not None and \
                     self.read_current(suggested) == after[path] and \
-                    self.read_mode(suggested) == modes.get(path, (None, "100644"))[1]:
+                    modes.get(path, (None, "100644"))[1] in (self.read_mode(suggested),
+                                                              "100644"):
                 # Upstream made this very file where git suggests it: the creation landed
-                # there and drops out of the patch, as one at the patch's own path does.
+                # there and drops out of the patch, as one at the patch's own path does (a
+                # new file's 100644 is no mode the fix gives: upstream's executable stays so,
+                # as _modes_not_landed reads a landing at the patch's own path).
                 after.pop(path)
                 before.pop(path, None)
                 modes.pop(path, None)

@@ -285,18 +285,23 @@ def test_a_later_fix_renaming_the_made_file_is_no_rename_rename(tmp_path):
     assert "rename from lib/kernels/helper.py\nrename to lib/kernels/helpers.py\n" in text, text
 
 
-def _executable_made_where_upstream_made_it(tmp_path: Path) -> tuple[Path, str]:
-    """The fix makes lib/ops/run.sh executable; upstream moved lib/ops to lib/kernels and made
-    lib/kernels/run.sh with the same bytes, not executable."""
+def _executable_made_where_upstream_made_it(tmp_path: Path, ours: str = "100755",
+                                            theirs: int = 0o644) -> tuple[Path, str]:
+    """The fix makes lib/ops/run.sh executable (in mode `ours`); upstream moved lib/ops to
+    lib/kernels and made lib/kernels/run.sh with the same bytes, not executable (`theirs`)."""
     upstream = Upstream(tmp_path / "upstream", FILES)
     root = make_project(tmp_path / "project")
     add_git_upstream(root, "up", upstream.path, upstream.base, install_root=None)
     directory = root / "series" / "up"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "run.patch").write_bytes(dep3_patch(make_file_diff(
-        None, "lib/ops/run.sh", None, SCRIPT, new_mode="100755"),
+        None, "lib/ops/run.sh", None, SCRIPT, new_mode=ours),
         extra=f"Base: {upstream.base}\n"))
     (directory / "series").write_text("run.patch\n")
+    made = upstream.path / "lib/kernels/run.sh"
+    made.parent.mkdir(parents=True)
+    made.write_bytes(SCRIPT)
+    made.chmod(theirs)  # (the commit writes the bytes again, keeping the mode)
     target = upstream.commit({"lib/kernels/run.sh": SCRIPT}, "move",
                              renames={path: path.replace("lib/ops/", "lib/kernels/")
                                       for path in FILES})
@@ -351,6 +356,18 @@ def test_an_executable_made_where_upstream_made_it_not_executable_keeps_the_mode
     assert back.returncode == 3 and SAME_BYTES.format(target=target) in _said(back), \
         _said(back)
     assert os.access(root / ".patchforge/work/up/lib/kernels/run.sh", os.X_OK)
+
+
+def test_a_plain_file_made_where_upstream_made_it_executable_landed_there(tmp_path):
+    """The converse: the fix makes lib/ops/run.sh plain (100644, no mode a new file is given
+    by choice), upstream made lib/kernels/run.sh with the same bytes, executable: landed, as at
+    the fix's own path (it was a stop whose `--continue` as it is made upstream's script not
+    executable)."""
+    root, target = _executable_made_where_upstream_made_it(tmp_path, "100644", 0o755)
+    code, found = _status(root, target)
+    assert found["run.patch"]["rebase"] == "drop", found
+    run_subprocess(root, "rebase", "--to", f"up={target}", expect=0)
+    assert (root / "series" / "up" / "upstreamed" / "run.patch").exists()
 
 
 def test_a_later_fix_of_a_made_file_that_landed_where_git_suggests_follows_it(tmp_path):
