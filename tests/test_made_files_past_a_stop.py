@@ -148,7 +148,7 @@ def test_a_later_fix_of_a_file_a_fix_makes_beside_a_gone_file(tmp_path):
 
 
 @pytest.mark.parametrize("later_kind", ["edit", "rename", "delete"])
-@pytest.mark.parametrize("stop_kind", ["conflict", "moved"])
+@pytest.mark.parametrize("stop_kind", ["conflict", "moved", "gone"])
 def test_what_the_judging_says_of_a_later_fix_is_what_the_rebase_does(tmp_path, stop_kind,
                                                                        later_kind):
     """Each stop kind by each kind of later change of the made file: status and the dry run
@@ -165,6 +165,8 @@ def test_what_the_judging_says_of_a_later_fix_is_what_the_rebase_does(tmp_path, 
                           b"100%\nrename from pkg/new.py\nrename to pkg/newer.py\n")
     if stop_kind == "conflict":
         stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
+    elif stop_kind == "gone":
+        stack.commit({"pkg/a.py": None}, "drop a", tag="v2")
     else:
         _everything_moved(stack)
     status, dry = _judged(stack, "up=v2")
@@ -174,6 +176,8 @@ def test_what_the_judging_says_of_a_later_fix_is_what_the_rebase_does(tmp_path, 
     work = stack.root / ".patchforge" / "work" / "up"
     if stop_kind == "conflict":
         (work / "pkg/a.py").write_bytes(MINE)
+    elif stop_kind == "gone":
+        stack.cli("rm", "pkg/a.py")
     rc, out, err = stack.cli("rebase", "--continue", "--json", expect=None)
     if said == "conflict":
         assert rc == 3, out + err
