@@ -35,7 +35,8 @@ every nightly's `status` red. So the verdict comes from the files of the revisio
   too (the fix is whole nowhere, so in no overlay), said with those places;
 - neither: upstream changed the code otherwise since (rewrote it, landed it again in another
   form, moved it): superseded, nothing to say. Unless a hunk has its old code back exactly
-  (_back_exactly): taken back in part whatever became of the others (a hunk that only adds
+  (_back_exactly): taken back in part whatever became of the others, in its file or in
+  another file of the fix (a hunk that only adds
   lines, some of them elsewhere in the file, only where the commit that took it out reverts
   the landing: _not_taken_back). Unless the history since the landing has a
   revert of it that nothing since put back, and the fix's place holds the old code changed
@@ -1587,6 +1588,8 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
     Unless the history does not show the move (`fix.unmoved`, _doubtful_moves): gone. The
     hunks counted moved are noted by `rev` (`fix.moved`) for _judge to ask the history."""
     found: list[tuple[FilePatch, int | None, str]] = []
+    neither: list[FilePatch] = []  # files with a hunk upstream changed otherwise
+    back: list[tuple[int, bytes | None, int]] = []  # (file, content, hunk) found gone
     for k, (fp, content, state, path) in enumerate(files):
         if state == "present" or state == _GONE_AT_COPY or (
                 state == "gone" and (fp.binary is not None or fp.is_new or fp.is_delete)):
@@ -1614,7 +1617,8 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
                 # function also has, taken back beside a synchronize still upstream.)
                 fix.unplaced.setdefault(rev, set()).update((k, n) for n in unplaced)
             if hunks is None:
-                return None
+                neither.append(fp)
+                continue
             if weak and rev is not None:
                 fix.weak.setdefault(rev, set()).update((k, n) for n in weak)
         gone = [n for n, state in hunks if state == "gone"]
@@ -1625,7 +1629,36 @@ def _hunk_verdicts(store: UpstreamStore, fix: _Fix, files: list[tuple], rev: str
         if moved and rev is not None:
             fix.moved.setdefault(rev, set()).update((k, n) for n in moved)
         found += [(fp, n, "moved" if n in moved else state) for n, state in hunks]
+        back += [(k, content, n) for n, state in hunks if state == "gone" and n not in moved]
+    if neither:
+        # A file upstream changed otherwise: the fix is superseded, unless another file's hunk
+        # has its old code back exactly, as for two hunks of one file (_hunk_states): that part
+        # was taken back whatever became of the other file, and is in no overlay and not
+        # upstream (said taken back in part, _combined). One that only adds lines, some of
+        # them elsewhere in its file, is back only where the history shows a revert (weak).
+        exact = [(k, n) for k, content, n in back
+                 if _back_exactly_beside_other(store, fix, k, content, n)]
+        if not exact:
+            return None
+        if rev is not None:
+            # (Not one whose place the history tells: _placed_by_history judges it.)
+            asked = set(fix.placed) | fix.unplaced.get(rev, set())
+            fix.weak.setdefault(rev, set()).update(
+                (k, n) for k, n in exact if (k, n) not in asked and
+                _only_adds(fix.files[k].hunks[n - 1]) and
+                _lines_elsewhere(fix.files[k].hunks[n - 1], _Lines(files[k][1] or b"")))
+        found += [(fp, None, "other") for fp in neither]
     return found
+
+
+def _back_exactly_beside_other(store: UpstreamStore, fix: _Fix, k: int, content: bytes | None,
+                               n: int) -> bool:
+    """Whether hunk `n` of the fix's file change `k`, found gone in `content`, has its old code
+    back exactly (_back_exactly) and was not refused as taken back (`fix.not_back`)."""
+    if content is None or (k, n) in fix.not_back:
+        return False
+    return _back_exactly(_Lines(content), fix.files[k].hunks[n - 1],
+                         _OwnFunction(store, fix, k, n))
 
 
 def _hunk_states(fp: FilePatch, content: bytes | None, weak: list[int] | None = None,

@@ -618,7 +618,6 @@ def test_a_file_split_into_two_copies_equally_near_it_is_not_followed_into_one(t
     assert found["rebase"] == "stop", "one arch's copy would go without the fix"
 
 
-@known_wrong("a kept fix of two files whose part in one file upstream wrote its own way")
 def test_a_two_file_fix_one_part_rewritten_the_other_taken_out_is_said(tmp_path):
     from test_reverts_taken_then_changed import OTHER, _two_files_landed
 
@@ -639,5 +638,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 8
+    assert len(marks) == 7
     assert [m for m in marks if f"- {m}" not in entries] == []

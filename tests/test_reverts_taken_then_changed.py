@@ -262,6 +262,63 @@ def test_a_two_file_fix_one_file_rewritten_the_other_edited_elsewhere_is_superse
     assert _silent(stack, "v5")["gone_upstream"] == []
 
 
+STRICT = BASE.replace(OLD_FIVE, b"five = compute_it_properly(strict=True)\n")
+
+
+def test_a_two_file_fix_one_file_rewritten_the_other_taken_out_is_said_and_brought_back(
+        tmp_path):
+    """Upstream writes a.py's line its own way, then other work puts b.py's old line back: the
+    file written otherwise made the whole fix "superseded" (one file of it neither there nor
+    gone), `status` exited 0 and `rebase --to` said nothing, b.py's part in no overlay and not
+    upstream. Said taken back in part, as for two hunks of one file, and `bring-back` puts
+    b.py's part back (a.py's stop resolved to upstream's line)."""
+    stack, landing = _two_files_landed(tmp_path)
+    stack.commit({"pkg/a.py": STRICT}, "Strictly")
+    took = stack.commit({"pkg/b.py": OTHER}, "Other work in b", tag="v4")
+    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
+    assert (said["kind"], said["by"], said["landed_in"]) == ("removed", took, landing), said
+    assert said["detail"].endswith(
+        "taken back in part: pkg/b.py hunk 1, the rest of its change changed upstream since "
+        "(pkg/a.py)"), said
+    _, out, err = stack.cli("rebase", "--to", "v4", expect=1)
+    assert "taken out upstream (needs attention)" in out + err and took[:12] in out + err, \
+        out + err
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=3)
+    assert "conflict in pkg/a.py" in err, err
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(STRICT)
+    stack.cli("bring-back", "--continue")
+    assert stack.series("up") == ["fa.patch"]
+    moved = stack.patch("up", "fa")
+    assert b"\n+seven = compute_it_too()" in moved and b"compute_it_properly" not in moved, \
+        moved.decode()
+    stack.cli("overlays")
+    assert (stack.root / "overlays/up/pkg/b.py").read_bytes() == OTHER.replace(*SEVEN)
+    for command in (("check",), ("status",)):
+        stack.cli(*command)
+
+
+def test_a_two_file_fix_one_file_rewritten_the_other_moved_in_its_file_is_superseded(tmp_path):
+    """The mirror: upstream writes a.py's line its own way and moves b.py's line lower (its old
+    line back at its place, the fix's line still in the file): nothing taken out, nothing
+    said."""
+    stack, _ = _two_files_landed(tmp_path)
+    stack.commit({"pkg/a.py": STRICT}, "Strictly")
+    lower = OTHER.replace(b"line 20 of the other module under test\n",
+                          b"line 20 of the other module under test\n" + SEVEN[1])
+    stack.commit({"pkg/b.py": lower}, "Compute seven later", tag="v4")
+    assert _silent(stack, "v4")["gone_upstream"] == []
+
+
+def test_a_two_file_fix_both_files_rewritten_is_superseded(tmp_path):
+    """The mirror: upstream writes both files' lines its own way (neither file's old code
+    back): superseded, nothing said."""
+    stack, _ = _two_files_landed(tmp_path)
+    stack.commit({"pkg/a.py": STRICT}, "Strictly")
+    stack.commit({"pkg/b.py": OTHER.replace(SEVEN[0], b"seven = compute_it_too(strict=True)\n")},
+                 "Strictly too", tag="v4")
+    assert _silent(stack, "v4")["gone_upstream"] == []
+
+
 ROUGH = b"five = compute_it_roughly()\n"
 
 
