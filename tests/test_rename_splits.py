@@ -78,6 +78,20 @@ def test_bring_back_stops_on_the_split_alike(tmp_path):
     assert _said_split(out + err), out + err
 
 
+def test_a_file_split_in_three_names_every_copy(tmp_path):
+    """ops/x.py made three copies alike (gfx942, gfx950, gfx1250): the stop names all three,
+    never two, so that the third is not left without the fix after the stop's way on."""
+    stack = OneUpstreamStack(tmp_path, {"ops/x.py": FUNCTIONS, "keep.py": b"k = 1\n"})
+    stack.add_fix("fix", "ops/x.py", FUNCTIONS, FIXED)
+    third = "ops/gfx1250/x.py"
+    stack.upstream.commit({"ops/x.py": None, **{
+        path: FUNCTIONS.replace(b"value * 5 + 17", b"value * 5 + %d" % k)
+        for path, k in ((GFX942, 42), (GFX950, 43), (third, 44))}}, "split x", tag="v2")
+    code, out, _ = stack.cli("status", "--against", "up=v2", "--json", expect=1)
+    [found] = json.loads(out)["patches"]
+    assert _said_split(found["evidence"][0]) and third in found["evidence"][0], found
+
+
 def test_a_file_split_into_identical_copies_stops_too(tmp_path):
     """Both copies the file as it was (exact renames, one taken): a stop, as for copies alike."""
     stack = _split(tmp_path, FUNCTIONS, FUNCTIONS)

@@ -2096,7 +2096,7 @@ class UpstreamStore:
                 # are weighed too; "namesakes": those of a gone file's base name stand in;
                 # "directory guesses", "splits": _pairing_of.)
                 name = answer_name("renames", (*args, "exact sources", "namesakes",
-                                               "directory guesses", "splits", old, new),
+                                               "directory guesses", f"splits in {_SPLIT_ROUNDS} rounds", old, new),
                                    ["\0".join(gone).encode("utf-8", "surrogateescape")])
                 out = answer_of(self.kept_text(name))
             if name is None or out is None:
@@ -2140,8 +2140,10 @@ class UpstreamStore:
         two files alone weighs it) is no source of the pairing, nor its new file a
         destination, and is said as a rename of its own (`R<score>`). After it, the splits:
         the pairing asked again without the files it paired the `gone` files with, and a
-        `gone` file paired as near again is said split (`S<score>`, the other file), as is
-        one whose directory guess ties between files (each of them). The trees made for it
+        `gone` file paired as near again (and nearest that file of all the deleted files,
+        _nearest_of) is said split (`S<score>`, the other file), asked again without those
+        too until no other is as near; as is one whose directory guess ties between files
+        (each of them). The trees made for it
         go to a temporary object directory beside the store's: the store keeps none of
         them."""
         keep = {check_path(path) for path in gone}
@@ -2220,15 +2222,24 @@ class UpstreamStore:
             for (path, into), score in _pairs(out).items():
                 if path in keep:
                     paired[path] = (score, into)
+            # (each round without the copies found: a file split in three or more has them all
+            # named, up to as many rounds)
+            left_out = {into for _, into in paired.values()}
             if paired:
                 with self._lock:
-                    unpaired = edit_tree(new_tree, {into: None for _, into in paired.values()},
-                                         self._read_tree, write)
                     narrowed = narrowed_of(keep | exact_sources)
+            for _ in range(_SPLIT_ROUNDS if paired else 0):
+                with self._lock:
+                    unpaired = edit_tree(new_tree, dict.fromkeys(left_out), self._read_tree, write)
+                copies = set()
                 for (path, into), score in _pairs(pairing(narrowed, unpaired)).items():
                     if path in paired and paired[path][0] == score and path == \
                             self._nearest_of(old_tree, deleted, added, into, pairing, write):
                         splits.setdefault(path, set()).add(into)
+                        copies.add(into)
+                if not copies:
+                    break
+                left_out |= copies
             for path, others in sorted(splits.items()):
                 if path in paired:
                     for into in sorted(others - {paired[path][1]}):
@@ -2919,6 +2930,7 @@ class UpstreamStore:
 
 
 _SYMLINK_MODE = "120000"
+_SPLIT_ROUNDS = 8  # the copies of a split file named at most, past the one it is paired with
 
 
 def _pairs(out: bytes) -> dict[tuple[bytes, bytes], bytes]:
