@@ -8,8 +8,8 @@ it. So did patchforge: `applies`, the rebase `clean`, exit 0. Now `status --agai
 dry run, `rebase --to`, `pr --onto` and `bring-back` stop alike ("CONFLICT (rename split)");
 the stop's worktree holds the change in the copy git's pairing names, and `patchforge add` of
 the other copy, the change made there too, then `--continue` carries it into both. The
-mirrors: a copy nearer than the other, or another deleted file's new place as near, is a rename
-as before, clean."""
+mirrors: a copy nearer than the other, another deleted file's new place as near, or a file
+paired by its name beside a copy as near, is a rename as before, clean."""
 from __future__ import annotations
 
 import json
@@ -139,3 +139,27 @@ def test_a_near_copy_moved_beside_the_file_is_no_split(tmp_path):
     stack.cli("rebase", "--to", "up=v2")
     text = (stack.root / "series" / "up" / "fix.patch").read_text()
     assert "+++ b/kernels/gfx942/x.py" in text and "gfx950" not in text, text
+
+
+def test_a_file_moved_by_its_name_beside_a_near_copy_is_no_split(tmp_path):
+    """The mirror: ops/ moved to lib/kernels/ (its other files unchanged), ops/x.py there with
+    two tokens edited, and upstream adds ops/x_ref.py, a near copy of the old x.py, as near in
+    git's whole percents. x.py is a name unique among the deleted and the added files: git's
+    base-name pass takes lib/kernels/x.py by the name before weighing any other, and `git
+    rebase` moves the fix there, clean; so does patchforge (it stopped, a split)."""
+    others = {f"ops/{n}.py": b"".join(b"def %s_%d():\n    return %d\n\n" % (n.encode(), i, i)
+                                      for i in range(30)) for n in "dfg"}
+    stack = OneUpstreamStack(tmp_path, {"ops/x.py": FUNCTIONS, **others})
+    stack.add_fix("fix", "ops/x.py", FUNCTIONS, FIXED)
+    moved = FUNCTIONS.replace(b"value * 5 + 17", b"value * 5 + 42").replace(
+        b"value * 7 + 17", b"value * 7 + 42")
+    copy = FUNCTIONS.replace(b"value * 9 + 17", b"value * 9 + 42").replace(
+        b"value * 11 + 17", b"value * 11 + 42")
+    stack.upstream.commit({"ops/x.py": None, "lib/kernels/x.py": moved, "ops/x_ref.py": copy},
+                          "move ops", {p: "lib/kernels/" + p[4:] for p in others}, tag="v2")
+    code, out, _ = stack.cli("status", "--against", "up=v2", "--json")
+    [found] = json.loads(out)["patches"]
+    assert [f["target_path"] for f in found["files"]] == ["lib/kernels/x.py"], found
+    stack.cli("rebase", "--to", "up=v2")
+    text = (stack.root / "series" / "up" / "fix.patch").read_text()
+    assert "+++ b/lib/kernels/x.py" in text and "x_ref" not in text, text

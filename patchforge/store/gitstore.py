@@ -49,7 +49,7 @@ from patchforge.store.kept import answer_name, answer_of, answer_parts, keep as 
 from patchforge.store.kept import bound as bound_kept
 from patchforge.store.objects import (EMPTY_BLOB, EMPTY_TREE, TREE_MODE, commit_bytes, edit_tree,
                                       object_id, tree_bytes, write_loose)
-from patchforge.store.mergeort import exact_renames, guessed_by_directory
+from patchforge.store.mergeort import exact_renames, guessed_by_directory, unique_names
 from patchforge.store.rangediff import RangeDiffImport
 from patchforge.store.storeconfig import (LOCAL_UPLOAD_PACK, check_store_config, remotes_gone,
                                           store_remotes, without_remotes)
@@ -2096,7 +2096,8 @@ class UpstreamStore:
                 # are weighed too; "namesakes": those of a gone file's base name stand in;
                 # "directory guesses", "splits": _pairing_of.)
                 name = answer_name("renames", (*args, "exact sources", "namesakes",
-                                               "directory guesses", f"splits in {_SPLIT_ROUNDS} rounds", old, new),
+                                               "directory guesses", "splits by nearness",
+                                               f"{_SPLIT_ROUNDS} rounds", old, new),
                                    ["\0".join(gone).encode("utf-8", "surrogateescape")])
                 out = answer_of(self.kept_text(name))
             if name is None or out is None:
@@ -2143,9 +2144,12 @@ class UpstreamStore:
         `gone` file paired as near again (and nearest that file of all the deleted files,
         _nearest_of) is said split (`S<score>`, the other file), asked again without those
         too until no other is as near; as is one whose directory guess ties between files
-        (each of them). The trees made for it
-        go to a temporary object directory beside the store's: the store keeps none of
-        them."""
+        (each of them). A file paired by its name (the directory guess, or a name unique among
+        the deleted and the added files, mergeort.unique_names) is no split: git's pass takes
+        the file of its name before weighing any other, by rule, whatever else is as near
+        (ops/x.py moved to lib/kernels/x.py beside a near copy added as ops/x_ref.py). The
+        trees made for it go to a temporary object directory beside the store's: the store
+        keeps none of them."""
         keep = {check_path(path) for path in gone}
         made: dict[str, bytes] = {}  # the trees made: id -> raw tree
         stand_in_blobs: set[bytes] = set()
@@ -2162,9 +2166,11 @@ class UpstreamStore:
             self._deleted_and_added(old_tree, new_tree, b"", deleted, added)
             blobs = set(added.values())
             exact_sources = {path for path, oid in deleted.items() if oid in blobs}
+            exact = exact_renames(deleted, added)
             guessed = guessed_by_directory(
-                sorted(keep), deleted, added, exact_renames(deleted, added),
+                sorted(keep), deleted, added, exact,
                 lambda directory: not self._has_directory(new_tree, directory))
+            by_name = unique_names(sorted(keep), deleted, added, exact)
             weighed = {(path, into): (
                 edit_tree(EMPTY_TREE, {path: ("100644", deleted[path])}, self._read_tree, write),
                 edit_tree(EMPTY_TREE, {into: ("100644", added[into])}, self._read_tree, write))
@@ -2202,8 +2208,7 @@ class UpstreamStore:
             for path, (found, tied) in guessed.items():
                 near = []
                 for into in found:
-                    # (merge-ort's pass asks 50% + half the rest at git's default 50%)
-                    said = _pairs(pairing(*weighed[(path, into)], "-M75%"))
+                    said = _pairs(pairing(*weighed[(path, into)], f"-M{_BASENAME_SCORE}%"))
                     if (path, into) in said:
                         near.append((into, said[(path, into)]))
                 taken = {there for _, there in paired.values()}
@@ -2213,6 +2218,7 @@ class UpstreamStore:
                     paired[path] = (near[0][1], near[0][0])
             for path, (score, into) in paired.items():
                 records.append(b"R%s\0%s\0%s\0" % (score, path, into))
+            by_rule = set(paired)  # paired by the name, no nearness weighed against others
             with self._lock:
                 asked = (keep - set(paired)) | exact_sources
                 rest = edit_tree(new_tree, {into: None for _, into in paired.values()},
@@ -2222,6 +2228,8 @@ class UpstreamStore:
             for (path, into), score in _pairs(out).items():
                 if path in keep:
                     paired[path] = (score, into)
+                    if by_name.get(path) == into and int(score) >= _BASENAME_SCORE:
+                        by_rule.add(path)
             # (each round without the copies found: a file split in three or more has them all
             # named, up to as many rounds)
             left_out = {into for _, into in paired.values()}
@@ -2233,8 +2241,9 @@ class UpstreamStore:
                     unpaired = edit_tree(new_tree, dict.fromkeys(left_out), self._read_tree, write)
                 copies = set()
                 for (path, into), score in _pairs(pairing(narrowed, unpaired)).items():
-                    if path in paired and paired[path][0] == score and path == \
-                            self._nearest_of(old_tree, deleted, added, into, pairing, write):
+                    if path in paired and path not in by_rule and paired[path][0] == score \
+                            and path == self._nearest_of(old_tree, deleted, added, into,
+                                                         pairing, write):
                         splits.setdefault(path, set()).add(into)
                         copies.add(into)
                 if not copies:
@@ -2931,6 +2940,9 @@ class UpstreamStore:
 
 _SYMLINK_MODE = "120000"
 _SPLIT_ROUNDS = 8  # the copies of a split file named at most, past the one it is paired with
+# How near the base-name pass asks a file of the same name to be: git's default 50%, plus half
+# the rest (diffcore-rename.c, min_basename_score).
+_BASENAME_SCORE = 75
 
 
 def _pairs(out: bytes) -> dict[tuple[bytes, bytes], bytes]:

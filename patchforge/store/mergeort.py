@@ -61,6 +61,35 @@ def directory_guesses(directory: bytes, exact: dict[bytes, bytes]) -> list[bytes
     return sorted(new for new, count in counts.items() if count == most)
 
 
+def _names_left(deleted: dict[bytes, str], added: dict[bytes, str], exact: dict[bytes, bytes]
+                ) -> tuple[Counter[bytes], dict[bytes, set[bytes]]]:
+    """The base names of the files the base-name pass weighs (neither empty nor paired
+    exactly): how many deleted files have each, and the added files of each."""
+    taken = set(exact.values())
+    sources = Counter(_base_name(path) for path, blob in deleted.items()
+                      if path not in exact and blob != EMPTY_BLOB)
+    dests: dict[bytes, set[bytes]] = {}
+    for path, blob in added.items():
+        if path not in taken and blob != EMPTY_BLOB:
+            dests.setdefault(_base_name(path), set()).add(path)
+    return sources, dests
+
+
+def unique_names(relevant: list[bytes], deleted: dict[bytes, str], added: dict[bytes, str],
+                 exact: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """The files of `relevant` whose base name is unique among the deleted files and among the
+    added ones the base-name pass weighs: path -> the added file of its name, which git (its
+    diff and merge-ort alike) pairs it with by the name, when at least as near as the pass
+    asks, before weighing any other."""
+    sources, dests = _names_left(deleted, added, exact)
+    found = {}
+    for path in relevant:
+        name = _base_name(path)
+        if path not in exact and sources[name] == 1 and len(dests.get(name, ())) == 1:
+            [found[path]] = dests[name]
+    return found
+
+
 def guessed_by_directory(relevant: list[bytes], deleted: dict[bytes, str],
                          added: dict[bytes, str], exact: dict[bytes, bytes],
                          removed: Callable[[bytes], bool]
@@ -73,13 +102,7 @@ def guessed_by_directory(relevant: list[bytes], deleted: dict[bytes, str],
     to the exhaustive pairing). `removed(directory)`: whether upstream removed the directory.
     A base name unique among the deleted files and among the added ones is git's diff's own
     pass, not here."""
-    taken = set(exact.values())
-    sources = Counter(_base_name(path) for path, blob in deleted.items()
-                      if path not in exact and blob != EMPTY_BLOB)
-    dests: dict[bytes, set[bytes]] = {}
-    for path, blob in added.items():
-        if path not in taken and blob != EMPTY_BLOB:
-            dests.setdefault(_base_name(path), set()).add(path)
+    sources, dests = _names_left(deleted, added, exact)
     found: dict[bytes, tuple[list[bytes], bool]] = {}
     for path in sorted(relevant):
         name = _base_name(path)
