@@ -1872,10 +1872,6 @@ def _taken_back_in_part(store: UpstreamStore, fix: _Fix, rev: str) -> str:
     if moved:
         said += f" ({', '.join(moved)} moved elsewhere in the file upstream: a bring-back " \
             "keeps it under upstreamed/ as landed)"
-    files = [fp.path for fp, n, found in every if found == "other" and n is None]
-    if files:
-        said += f" ({', '.join(files)}: upstream's own form of that part, a bring-back keeps " \
-            "it under upstreamed/ as landed)"
     if imports:
         said += f" ({', '.join(imports)}: its imports upstream has in another form, the " \
             "same names bound to the same modules: a bring-back keeps it under upstreamed/ " \
@@ -1929,11 +1925,6 @@ def moved_in_part(project: Project, store: UpstreamStore, upstream: str, name: s
     for fp, n, found in verdicts:
         if found in ("moved", _IMPORTS_HELD) and n is not None:
             moved.setdefault(fp.path, []).append(n - 1)
-        elif found == "other" and n is None:
-            # A file upstream changed otherwise beside another file's old code back
-            # (_hunk_verdicts): upstream's own form of that part, kept as landed. Put back,
-            # its 3-way merge may go clean beside upstream's own form and double it.
-            moved.setdefault(fp.path, []).extend(range(len(fp.hunks)))
     return moved, fix.landing, doubtful
 
 

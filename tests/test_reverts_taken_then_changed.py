@@ -271,8 +271,7 @@ def test_a_two_file_fix_one_file_rewritten_the_other_taken_out_is_said_and_broug
     file written otherwise made the whole fix "superseded" (one file of it neither there nor
     gone), `status` exited 0 and `rebase --to` said nothing, b.py's part in no overlay and not
     upstream. Said taken back in part, as for two hunks of one file, and `bring-back` puts
-    b.py's part back, a.py's kept under upstreamed/ as landed (upstream's own form of it: put
-    back, a 3-way merge clean beside upstream's own line would double it)."""
+    b.py's part back (a.py's stop resolved to upstream's line)."""
     stack, landing = _two_files_landed(tmp_path)
     stack.commit({"pkg/a.py": STRICT}, "Strictly")
     took = stack.commit({"pkg/b.py": OTHER}, "Other work in b", tag="v4")
@@ -280,52 +279,22 @@ def test_a_two_file_fix_one_file_rewritten_the_other_taken_out_is_said_and_broug
     assert (said["kind"], said["by"], said["landed_in"]) == ("removed", took, landing), said
     assert said["detail"].endswith(
         "taken back in part: pkg/b.py hunk 1, the rest of its change changed upstream since "
-        "(pkg/a.py) (pkg/a.py: upstream's own form of that part, a bring-back keeps it under "
-        "upstreamed/ as landed)"), said
+        "(pkg/a.py)"), said
     _, out, err = stack.cli("rebase", "--to", "v4", expect=1)
     assert "taken out upstream (needs attention)" in out + err and took[:12] in out + err, \
         out + err
-    stack.cli("bring-back", "up/fa.patch")
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=3)
+    assert "conflict in pkg/a.py" in err, err
+    (stack.root / ".patchforge/work/up/pkg/a.py").write_bytes(STRICT)
+    stack.cli("bring-back", "--continue")
     assert stack.series("up") == ["fa.patch"]
-    moved, kept = stack.patch("up", "fa"), stack.patch("up", "fa", "upstreamed")
+    moved = stack.patch("up", "fa")
     assert b"\n+seven = compute_it_too()" in moved and b"compute_it_properly" not in moved, \
         moved.decode()
-    assert b"\n+five = compute_it_properly()" in kept and b"seven" not in kept, kept.decode()
     stack.cli("overlays")
     assert (stack.root / "overlays/up/pkg/b.py").read_bytes() == OTHER.replace(*SEVEN)
-    assert not (stack.root / "overlays/up/pkg/a.py").exists()
     for command in (("check",), ("status",)):
         stack.cli(*command)
-
-
-def test_a_two_file_fix_one_file_written_its_own_way_at_its_place_is_not_doubled_back(
-        tmp_path):
-    """Upstream writes b.py's line its own way at the fix's place where a 3-way merge of the
-    fix is clean beside it (`seven = compute_it_too()` after line 7 made `seven =
-    compute_it_too(1)`), then other work puts a.py's old line back: the bring-back puts a.py's
-    part back and keeps b.py's as landed, never both lines in b.py."""
-    from helpers.project import add_patch_file, diff_of
-
-    after = OTHER.replace(b"line 7 of the other module under test\n",
-                          b"line 7 of the other module under test\nseven = compute_it_too()\n")
-    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": OTHER})
-    diff = (diff_of(stack.root.parent / "d1", "pkg/a.py", BASE, FIXED)
-            + diff_of(stack.root.parent / "d2", "pkg/b.py", OTHER, after))
-    add_patch_file(stack.root, "up", "fa.patch",
-                   (f"Description: fix fa\nAuthor: T <t@e.com>\nUpstream-Status: Pending\n"
-                    f"Upstream: up\nBase: {stack.base}\n\nWhy.\n---\n").encode() + diff)
-    stack.commit({"pkg/a.py": FIXED, "pkg/b.py": after}, "Compute it properly (#11)", tag="v2")
-    stack.cli("rebase", "--to", "v2")
-    own = after.replace(b"seven = compute_it_too()\n", b"seven = compute_it_too(1)\n")
-    stack.commit({"pkg/b.py": own}, "Compute seven its own way")
-    stack.commit({"pkg/a.py": BASE}, "Other work in a", tag="v4")
-    (said,) = stack.json("status", "--against", "v4", expect=1)["gone_upstream"]
-    assert "taken back in part: pkg/a.py hunk 1" in said["detail"], said
-    stack.cli("rebase", "--to", "v4", expect=1)
-    stack.cli("bring-back", "up/fa.patch")
-    stack.cli("overlays")
-    assert (stack.root / "overlays/up/pkg/a.py").read_bytes() == FIXED
-    assert not (stack.root / "overlays/up/pkg/b.py").exists()
 
 
 def test_a_two_file_fix_one_file_rewritten_the_other_moved_in_its_file_is_superseded(tmp_path):
