@@ -24,10 +24,11 @@ from patchforge.apply.hunks import (FileApplication, PatchApplications, another_
                                     _language, defined_names, file_changes, function_named_at,
                                     mapped_places, placed_at, sampled_blocks, same_ends,
                                     repeated_places, unproven)
-from patchforge.apply.neartext import (NEAR_LINES, SHORT_NEAR_LINES, STRING_OR_COMMENT,
-                                       NearText, block_runs, doubled_near, in_place_runs,
-                                       is_guard, is_in_place, line_spans, near_lines, near_runs,
-                                       near_windows, replacing_runs, short_runs, telling_runs)
+from patchforge.apply.neartext import (ALWAYS_BUILT, C_DIRECTIVE, NEAR_LINES, NEVER_BUILT,
+                                       SHORT_NEAR_LINES, STRING_OR_COMMENT, NearText, block_runs,
+                                       doubled_near, in_place_runs, is_guard, is_in_place,
+                                       line_spans, near_lines, near_runs, near_windows,
+                                       past_open_text, replacing_runs, short_runs, telling_runs)
 from patchforge.apply.series import git_mode
 from patchforge.apply.valueforms import BlockReading, read_block
 from patchforge.background import Background
@@ -2433,6 +2434,10 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     round; a `yield`, in a block or not, past which the generator goes on only where its
     caller resumes it): the copy past it runs on only some of the paths through the other.
     None where they are no such steps."""
+    # (What does not run where it stands, a string or a comment over lines, a nested `def`,
+    # a part of an `#if` no build compiles, taken out; the parts some builds compile only,
+    # `#ifdef DEBUG`, read as reading on some paths at most.)
+    lines, unbuilt = _as_run(lines, between, braced)
     # (C: a name a block between declares anew is another variable there, renamed so: no
     # line of it sets the copies' own, and one naming it reads the copies' own on some paths
     # at most, as the lines of a block only some paths run.)
@@ -2453,14 +2458,19 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     # (C: under a header with no braces, `if (n)` + `d = y;`, its body's lines set deeper.)
     unbraced = False
 
-    def tells_apart(at: int, text: bytes, one_line: tuple[bytes, bytes] | None) -> bool:
-        """Whether line `at` (its code `text`) names what the statement names on every path
-        going on: each copy its own step."""
+    def tells_apart(at: int, text: bytes, one_line: tuple[bytes, bytes] | None,
+                    above: bytes = b"") -> bool:
+        """Whether line `at` (its code `text`; `above`, the statement's lines above it where
+        it goes on from them) names what the statement names on every path going on: each
+        copy its own step."""
         nonlocal read_apart
         # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing; nor does a
-        # Python keyword, `clip(a, y=2)`, nor another's attribute, `a.y`, read y.)
-        named = (names | shadows) & set(_NAME.findall(
-            _C_UNEVALUATED.sub(b"", text) if braced else _PY_NOT_READING.sub(b"", text)))
+        # Python keyword, `clip(a, y=2)`, nor another's attribute, `a.y`, read y: read with
+        # the lines above, `clip(a,` + `y=2)`, and the newlines kept to tell this line's.)
+        read = _C_UNEVALUATED.sub(b"", text) if braced else _PY_NOT_READING.sub(
+            lambda found: b"\n" * found[0].count(b"\n"), above + b"\n" + text
+        ).rpartition(b"\n")[2]
+        named = (names | shadows) & set(_NAME.findall(read))
         if not named or at in off_path or (
                 one_line is not None and _LEAVES_FUNCTION.match(one_line[1]) is not None
                 and not names & set(_NAME.findall(text[:len(text) - len(one_line[1])]))) \
@@ -2477,8 +2487,11 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         # are the same step twice (_if_reading_on_some_paths; the stop keeps yours first).
         # Nor a line a `goto` to a label between skips (`if (n) goto tail;` + `d =
         # clip(y);` + `tail:`): on the paths through the `goto` too. Nor a line of a form
-        # not read here (_unread_form): it may read them on some paths only.
-        if at not in read_some and at not in skipped and not _unread_form(text, braced):
+        # not read here (_unread_form): it may read them on some paths only. Nor a line
+        # some builds leave out: under `#ifdef DEBUG`, or an assertion's (`assert y > 0`,
+        # gone under `python -O`; C's `assert(y > 0);` under NDEBUG).
+        if at not in read_some and at not in skipped and at not in unbuilt and \
+                _ASSERTION.match(above or text) is None and not _unread_form(text, braced):
             return True
         read_apart = True
         return False
@@ -2492,9 +2505,9 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
             continue
         if going_on is not None:
             # (A line going on with the statement above, at any indentation.)
-            if tells_apart(at, text, None):
-                return None
             so_far, first_deeper, still_open = going_on
+            if tells_apart(at, text, None, so_far):
+                return None
             still_open += _brackets_opened(text, braced)
             text = so_far + b" " + text
             if still_open > 0 or _goes_on_past(text, braced, _code_below(lines, between, at)):
@@ -2565,9 +2578,10 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
                     return None
             unbraced = True
             continue
-        if not braced and not deeper and re.match(rb"assert\b", text):
+        if _ASSERTION.match(text) and (not braced or text.endswith(b";")):
             # (An `assert` raises where it fails: the copy past it runs on some paths.)
-            depth = 0
+            if not braced and not deeper:
+                depth = 0
             paths = _SOME_PATHS
             continue
         if not braced and re.fullmatch(rb"try\s*:\s*\S.*", text):
@@ -3523,6 +3537,142 @@ _C_ASSIGNED = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)([A-Za-z_]\w*)\s*"
                            rb"(?:<<|>>|[-+*/%&|^])?=(?!=)")
 
 
+def _as_run(lines: list[bytes], between: range, braced: bool) -> tuple[list[bytes], set[int]]:
+    """`lines` (one for one) with what the lines `between` (0-based) hold that does not run
+    where it stands taken out, and the lines between whose code some builds leave out: a
+    string or a C comment over lines reads as `""` or nothing (past_open_text; `d = \"\"\"` +
+    `clip(y)` + `\"\"\"` reads no y); a Python `def` nested between, its decorators and its
+    body, as a step setting its name (`d = None`: the body runs where `d` is called, if
+    anywhere, not there); a C preprocessor conditional opened and closed between, its
+    directives as nothing, a part no build compiles (`#if 0`) as nothing, and the lines of a
+    part some builds compile (`#ifdef DEBUG`) among the lines returned: a line there naming
+    y reads it in those builds only. What the lines hold is not sure to run, then: by the
+    rule that what is not read counts against the quiet answer, it reads nothing on the
+    paths between the copies."""
+    out = lines
+
+    def put(at: int, text: bytes) -> None:
+        nonlocal out
+        if out is lines:
+            out = list(lines)
+        out[at] = text
+
+    open_text: bytes | None = None
+    for at in between:
+        line = lines[at]
+        if open_text is not None or b"/*" in line or b'"""' in line or b"'''" in line:
+            code, open_text = past_open_text(line, open_text, braced)
+            if code != line:
+                put(at, code)
+    if not braced:
+        return _nested_defs_as_steps(out, between), set()
+    return _preprocessed(out, between)
+
+
+def _lines_going_on(lines: list[bytes], between: range) -> set[int]:
+    """The Python lines `between` (0-based lines of `lines`) that go on with a statement
+    begun on a line above, inside its brackets or past a backslash (`d = clip(a,` +
+    `y=2)`): none starts a statement."""
+    going_on: set[int] = set()
+    opened, backslash = 0, False
+    for at in between:
+        code = STRING_OR_COMMENT.sub(b"", lines[at]).strip()
+        if not code:
+            continue
+        if opened > 0 or backslash:
+            going_on.add(at)
+        opened = max(0, opened + _brackets_opened(code, False))
+        backslash = code.endswith(b"\\")
+    return going_on
+
+
+def _nested_defs_as_steps(lines: list[bytes], between: range) -> list[bytes]:
+    """`lines` (one for one) with each Python `def` whose lines are all `between` (0-based),
+    its decorators above it and its body, read as a step setting its name at its header's
+    indentation (`d = None`), its other lines blank: defining a function runs none of its
+    body. (Its decorators and its parameters' defaults run there, and may read a name: read
+    as reading nothing, the safe side for a doubling.)"""
+    out = lines
+    at = between.start
+    while at < between.stop:
+        text = STRING_OR_COMMENT.sub(b"", lines[at]).strip()
+        found = re.match(rb"(?:async\s+)?def\s+([A-Za-z_]\w*)", text)
+        if found is None:
+            at += 1
+            continue
+        level = _indent(lines[at])
+        last = at
+        opened = _brackets_opened(text, False)
+        while opened > 0 and last + 1 < between.stop:  # (a header over lines)
+            last += 1
+            opened += _brackets_opened(STRING_OR_COMMENT.sub(b"", lines[last]), False)
+        for k in range(last + 1, between.stop):
+            code = STRING_OR_COMMENT.sub(b"", lines[k])
+            if code.strip():
+                if _indent(lines[k]) <= level:
+                    break
+                last = k
+        else:
+            if between.stop < len(lines) and _indent(lines[between.stop]) > level:
+                return out  # (the body goes on past the lines between)
+        first = at
+        while first - 1 >= between.start and _indent(lines[first - 1]) == level and \
+                lines[first - 1].lstrip().startswith(b"@"):
+            first -= 1
+        if out is lines:
+            out = list(lines)
+        for k in range(first, last + 1):
+            out[k] = b""
+        out[at] = lines[at][:len(lines[at]) - len(lines[at].lstrip())] + found[1] + b" = None"
+        at = last + 1
+    return out
+
+
+def _preprocessed(lines: list[bytes], between: range) -> tuple[list[bytes], set[int]]:
+    """`lines` (one for one) with each C preprocessor conditional opened and closed
+    `between` (0-based lines) read as the builds compile it: its directives blank, a part no
+    build compiles (`#if 0`, the `#else` of `#if 1`) blank, a part every build compiles (`#if
+    1`, the `#else` of `#if 0`) as it is; and the lines of the parts some builds compile only
+    (`#ifdef DEBUG` + `d = clip(y);`), which are returned. A conditional not closed between
+    stays, its directives too."""
+    out = lines
+    unsure: set[int] = set()
+    # (Each conditional open: its directives' lines, and whether each part above is built
+    # always, never or in some builds: True, False, None.)
+    opened: list[tuple[list[int], list[bool | None]]] = []
+    for at in between:
+        directive = C_DIRECTIVE.match(lines[at])
+        if directive is None:
+            continue
+        word = directive[1]
+        test = STRING_OR_COMMENT.sub(b"", directive[2]).strip()
+        if word in (b"if", b"ifdef", b"ifndef"):
+            opened.append(([at], [True if word == b"if" and test in ALWAYS_BUILT else
+                                  False if word == b"if" and test in NEVER_BUILT else None]))
+            continue
+        if not opened:
+            continue
+        ats, built = opened[-1]
+        ats.append(at)
+        if word != b"endif":
+            # (A part past one built always is built never; an `#else` past parts built
+            # never, always.)
+            built.append(False if True in built else
+                         True if word == b"else" and all(b is False for b in built) else None)
+            continue
+        opened.pop()
+        if out is lines:
+            out = list(lines)
+        for part, (head, end) in enumerate(zip(ats, ats[1:])):
+            out[head] = b""
+            if built[part] is False:
+                out[head + 1:end] = [b""] * (end - head - 1)
+            elif built[part] is None:
+                unsure.update(range(head + 1, end))
+        out[ats[-1]] = b""
+    return out, unsure
+    
+
 def _unshadowed(lines: list[bytes], between: range, indent: bytes, names: set[bytes],
                 braced: bool) -> list[bytes]:
     """`lines` (one for one) with each of `names` a C declaration `between` (0-based lines)
@@ -3766,6 +3916,11 @@ _C_BLOCK_OPENS = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?(?:if|for|while)\s*\(.
 # The first words of a line that leaves a block or the function: a copy past it may not run.
 _LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|co_return"
                              rb"|co_yield)\b")
+
+
+# An assertion's line, Python's `assert y > 0` or C's `assert(y > 0);`: gone in some builds
+# (`python -O`, NDEBUG), raising or aborting where it fails in the others.
+_ASSERTION = on_first_use(rb"assert\b")
 
 
 # The first words of a line that opens, closes or leaves a block, or is no plain step: a copy
@@ -4024,11 +4179,19 @@ def _reads_what_is_set_between(path: str, current: bytes, result: bytes, run: by
     first = lines[low - 1]
     off = _bodies_leaving_the_function(lines, range(low - 1 + len(written), high - 1),
                                        first[:_indent(first)])
+    braced = _language(path) == "c"
+    apart = range(low - 1 + len(written), high - 1)
+    # (What does not run where it stands sets nothing there: a string or a comment over
+    # lines, a nested `def`'s body, a part of an `#if` no build compiles; nor in every build a
+    # part some compile, `#ifdef DEBUG` + `y = 0;`, nor does a Python keyword argument on a
+    # call's line going on, `d = clip(a,` + `y=2)`.)
+    lines, unbuilt = _as_run(lines, apart, braced)
     # (A C declaration in a block between, `int y = clip(b);`, sets another variable.)
-    lines = _unshadowed(lines, range(low - 1 + len(written), high - 1),
-                        first[:len(first) - len(first.lstrip(b" \t"))], read,
-                        _language(path) == "c")
-    between = [lines[at] for at in range(low - 1 + len(written), high - 1) if at not in off]
+    lines = _unshadowed(lines, apart, first[:len(first) - len(first.lstrip(b" \t"))], read,
+                        braced)
+    going_on = set() if braced else _lines_going_on(lines, apart)
+    between = [lines[at] for at in apart if at not in off and at not in unbuilt
+               and at not in going_on]
     # (A step adding to what the run adds to, `y += k` between two `y += 1`, sets y anew,
     # but the two add alike in either order: no other state, the same sum.)
     adds = re.fullmatch(rb"([A-Za-z_]\w*)\s*[-+]=(?!=)(.*?);?", code[0].strip()) \

@@ -125,7 +125,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
-from patchforge.apply.neartext import STRING_OR_COMMENT, NearFlat, NearText, near_flat, near_runs
+from patchforge.apply.neartext import (ALWAYS_BUILT, C_DIRECTIVE, NEVER_BUILT, STRING_OR_COMMENT,
+                                       NearFlat, NearText, near_flat, near_runs, past_open_text)
 from patchforge.errors import PatchforgeError
 from patchforge.model.record import field, record, replace
 from patchforge.patterns import on_first_use
@@ -5607,7 +5608,7 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     stays open (a condition wrapped over lines, `if (\n    x is None\n    or y is None\n):`,
     C's `if (!x ||\n    !y)`) or a line ends in a backslash (its backslash left out), each
     line as function_named_at reads it; lines of no code left out, and those inside a C block
-    comment or a Python string over lines (_past_open_text: a guard's copy there is no code).
+    comment or a Python string over lines (past_open_text: a guard's copy there is no code).
     Braces join nothing (a C block is many statements); a C++ attribute is left out
     (_unattributed). A C label at column 0 between two lines of the function (`out:`, which
     function_named_at reads as no function's) is the function's: where a `goto` jumps."""
@@ -5625,7 +5626,7 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
             continue
         code = line
         if open_text is not None or b"/*" in line or b'""' in line or b"'''" in line:
-            code, open_text = _past_open_text(line, open_text, c_family)
+            code, open_text = past_open_text(line, open_text, c_family)
         found = _code_tokens(code, literals=True)
         if c_family:
             found = _unattributed(found)
@@ -5645,49 +5646,6 @@ def _statement_lines(lines: _Lines, path: str, name: bytes
     if tokens:
         statements.append((start, indent, tokens))
     return statements
-
-
-# What opens a text a line may leave open (_past_open_text): a Python string's triple
-# quotes, a C block comment's `/*`; another string, and a line comment, which end on the line.
-_OPENS_TEXT = on_first_use(rb"""(\"\"\"|'''|/\*)|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(#|//)""")
-
-
-def _past_open_text(line: bytes, open_text: bytes | None, c_family: bool
-                    ) -> tuple[bytes, bytes | None]:
-    """The code of `line` outside a text opened on an earlier line and still open
-    (`open_text`: what closes it, `*/` or the quotes), and what closes a text it leaves open
-    (None where none): a C block comment over lines (`/*` + `if (!x) return 0;` + `*/`), a
-    Python string over lines (a docstring, `src = \"\"\"` ...); such a string reads as
-    `""` where it opens, a comment as nothing."""
-    code = b""
-    at = 0
-    if open_text is not None:
-        end = line.find(open_text)
-        if end < 0:
-            return b"", open_text
-        at = end + len(open_text)
-    scan = at
-    while True:
-        found = _OPENS_TEXT.search(line, scan)
-        if found is None or found.group(2) is not None:
-            return code + line[at:], None
-        opener = found.group(1)
-        if opener is None or (opener == b"/*") != c_family:
-            scan = found.end()  # (a string closed on the line, or no opener in this language)
-            continue
-        closer = b"*/" if opener == b"/*" else opener
-        end = line.find(closer, found.end())
-        if end < 0:
-            return code + line[at:found.start()] + (b'""' if closer != b"*/" else b""), closer
-        code += line[at:found.start()] + (b'""' if closer != b"*/" else b" ")
-        at = scan = end + len(closer)
-
-
-# A C preprocessor conditional's line (_c_compiled): its word, and the code after it.
-_DIRECTIVE = on_first_use(rb"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-# The `#if` conditions compiled in every build, and in none (_c_compiled).
-_ALWAYS_BUILT = {b"1", b"true"}
-_NEVER_BUILT = {b"0", b"false"}
 
 
 def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
@@ -5722,7 +5680,7 @@ def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
                          ([now] if now is not None else [])]
             at += 1
             continue
-        directive = _DIRECTIVE.match(lines.lines[j])
+        directive = C_DIRECTIVE.match(lines.lines[j])
         if directive is None or lines.function_at(path, j) != name:
             continue
         word, rest = directive.group(1), _code_tokens(directive.group(2))
@@ -5734,7 +5692,7 @@ def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
         if word in (b"ifndef", b"elifndef"):
             test = [b"!"] + test
         if word in (b"if", b"ifdef", b"ifndef"):
-            opened.append(([], None if b" ".join(rest) in _ALWAYS_BUILT else test))
+            opened.append(([], None if b" ".join(rest) in ALWAYS_BUILT else test))
         elif not opened:
             continue
         elif word == b"endif":
@@ -5743,7 +5701,7 @@ def _c_compiled(lines: _Lines, path: str, name: bytes, starts: list[int]
             # (A branch built in no build holds nowhere: the branches past it are not read
             # as its converse.)
             passed, now = opened[-1]
-            if now is None or now[-1][5:-1] not in _NEVER_BUILT:
+            if now is None or now[-1][5:-1] not in NEVER_BUILT:
                 passed = passed + [now if now is not None else [b"<#if 1>"]]
             opened[-1] = (passed, None if word == b"else" else test)
     return found

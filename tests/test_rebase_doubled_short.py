@@ -1317,7 +1317,6 @@ def test_a_short_statement_past_an_assert_reading_it_in_its_message_stops(tmp_pa
     ("pkg/a.py", b"    d = clip(y)\n    e = scale(b,\n              lo=0)\n"),
     ("pkg/a.py", b"    d = clip(y)\n    try: e = clip(b)\n    except ValueError:\n        e = 0\n"),
     ("pkg/a.py", b"    d = c; e = clip(y)\n"),
-    ("pkg/a.py", b"    assert y > 0, n\n"),
     ("pkg/a.py", b"    d = y < c < n\n"),
     ("pkg/k.cu", b"    int d = clip(y,\n                 0);\n"),
     ("pkg/k.cu", b"    int d;\n    if (n) d = y; else d = clip(y);\n"),
@@ -1332,17 +1331,84 @@ def test_a_short_statement_past_an_assert_reading_it_in_its_message_stops(tmp_pa
     ("pkg/k.cu", b"    int d;\n    if (n) d = y;\n    else if (a) d = y + 1;\n    else d = clip(y);\n"),
     ("pkg/k.cu", b"    int d = y ? clip(b)\n            : a;\n")],
     ids=["over-lines-first", "over-lines-last", "dict-over-lines", "read-before-over-lines",
-         "read-before-a-try-on-its-line", "several-on-a-line", "assert-condition",
-         "chained-comparison-first", "c-over-lines", "c-if-else-on-one-line-both",
+         "read-before-a-try-on-its-line", "several-on-a-line", "chained-comparison-first", "c-over-lines", "c-if-else-on-one-line-both",
          "c-unbraced-both", "c-brace-init", "c-several-on-a-line", "header-over-lines",
          "c-if-else-braced-on-one-line", "dict", "set", "condition-over-a-backslash",
          "c-else-if-chain-every-branch", "c-condition-its-colon-below"])
 def test_a_short_statement_past_a_form_reading_it_on_every_path_moves(tmp_path, path, block):
     # Mirrors: every path going on reads y in those forms (a statement over lines, the
-    # condition of an `assert`, the first operand of a chained comparison, each branch, a
+    # first operand of a chained comparison, each branch, a
     # brace-init reading it, a dict or set literal, the condition of a conditional
     # expression going on below), or before them: each copy its own step, the fix moves
     # quietly, both kept.
+    statement = step_of(path)
+    made = moved_quietly(leaves_between(tmp_path, path, block, statement), path)
+    assert made.count(b"    " + statement + b"\n") == 2, made.decode()
+
+
+@pytest.mark.parametrize("fix_below", [False, True], ids=["fix-above", "fix-below"])
+@pytest.mark.parametrize("path, block", [
+    ("pkg/a.py", b"    def d():\n        return clip(y)\n"),
+    ("pkg/a.py", b"    @cached\n    def d(a,\n          b):\n        y = a\n        return y\n"),
+    ("pkg/a.py", b"    d = \"\"\"\n    clip(y)\n    \"\"\"\n"),
+    ("pkg/a.py", b"    d = \"\"\"\n    y = 2\n    \"\"\"\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    /*\n    d = clip(y);\n    */\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#if 0\n    y = clip(b);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#if 1\n    d = b;\n#else\n    d = clip(y);\n#endif\n"),
+    ("pkg/a.py", b"    d = clip(a,\n             y=2)\n")],
+    ids=["a-nested-def", "a-nested-def-setting-its-own", "a-string-over-lines",
+         "a-string-setting-it", "a-c-comment-over-lines", "c-if-0-setting-it",
+         "c-else-of-if-1", "a-keyword-on-a-continuation-line"])
+def test_a_short_statement_past_lines_naming_it_that_do_not_run_stops(tmp_path, path, block,
+                                                                      fix_below):
+    # Lines naming y between the copies that do not run where they stand: a nested `def`'s
+    # body (run where the function is called, if ever; its own y another variable), a string
+    # or a C comment over lines, a part of an `#if` no build compiles, a keyword argument on
+    # a call's line going on (`y=2` names a parameter): each was read as reading or setting
+    # y on every path, the rebase merged both in, exit 0, and y got 1 twice. Now they read
+    # as steps naming nothing of y's: it stops, either copy above.
+    stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = clip(y);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    y = clip(b);\n#endif\n"),
+    ("pkg/a.py", b"    assert y > 0\n"),
+    ("pkg/a.py", b"    assert (y >\n            0)\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    assert(y > 0);\n")],
+    ids=["c-ifdef", "c-ifdef-setting-it", "assert", "assert-over-lines", "c-assert"])
+def test_a_short_statement_past_lines_naming_it_in_some_builds_stops_keeping_yours_first(
+        tmp_path, path, block):
+    # Lines reading or setting y between the copies that some builds leave out: a part of
+    # an `#ifdef`, an assertion (gone under `python -O`, or NDEBUG in C): each was read as
+    # naming y on every path, the rebase merged both in, exit 0, and in those builds y got 1
+    # twice. Now it stops, keep yours first where upstream's copy is past them (an assertion
+    # leaves where it fails; a build compiling the part reads y there).
+    stack = leaves_between(tmp_path, path, block, step_of(path))
+    err = stops_again(stack)
+    assert "its own way; " in err and ": keep yours and take upstream's copy out" in err, err
+
+
+@pytest.mark.parametrize("path, block", [
+    ("pkg/k.cu", b"    int d = 0;\n#if 1\n    d = clip(y);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#if 0\n    d = b;\n#else\n    d = clip(y);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = b;\n#endif\n    d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#if 1\n    y = clip(b);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n    /*\n    a note\n    */ d = clip(y);\n"),
+    ("pkg/a.py", b"    def e():\n        return 0\n    d = clip(y)\n"),
+    ("pkg/a.py", b"    d = \"\"\"\n    a note\n    \"\"\" + str(y)\n"),
+    ("pkg/a.py", b"    d = clip(a,\n             y=2, lo=y)\n"),
+    ("pkg/a.py", b"    d = clip(a,\n             y=y)\n"),
+    ("pkg/a.py", b"    assert n > 0\n    d = clip(y)\n")],
+    ids=["c-if-1", "c-else-of-if-0", "c-read-past-an-ifdef", "c-if-1-setting-it",
+         "c-read-closing-a-comment", "read-past-a-nested-def", "read-closing-a-string",
+         "a-keyword-and-a-read-going-on", "a-keyword-given-it", "read-past-an-assert"])
+def test_a_short_statement_past_lines_naming_it_that_run_in_every_build_moves(tmp_path, path,
+                                                                               block):
+    # Mirrors: where every build runs the line reading or setting y (`#if 1`, the `#else` of
+    # `#if 0`, code past a conditional, a comment or a string closed on its line, a nested
+    # `def`, an assertion; a keyword's value going on), each copy is its own step: the fix
+    # moves quietly, both kept.
     statement = step_of(path)
     made = moved_quietly(leaves_between(tmp_path, path, block, statement), path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()

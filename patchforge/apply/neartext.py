@@ -415,6 +415,49 @@ def _new_parts(lines: list[bytes], old: list[bytes]) -> list[list[bytes]]:
 STRING_OR_COMMENT = on_first_use(rb'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|#.*|//.*')
 
 
+# What opens a text a line may leave open (past_open_text): a Python string's triple
+# quotes, a C block comment's `/*`; another string, and a line comment, which end on the line.
+_OPENS_TEXT = on_first_use(rb"""(\"\"\"|'''|/\*)|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(#|//)""")
+
+
+def past_open_text(line: bytes, open_text: bytes | None, c_family: bool
+                   ) -> tuple[bytes, bytes | None]:
+    """The code of `line` outside a text opened on an earlier line and still open
+    (`open_text`: what closes it, `*/` or the quotes), and what closes a text it leaves open
+    (None where none): a C block comment over lines (`/*` + `if (!x) return 0;` + `*/`), a
+    Python string over lines (a docstring, `src = \"\"\"` ...); such a string reads as
+    `""` where it opens, a comment as nothing."""
+    code = b""
+    at = 0
+    if open_text is not None:
+        end = line.find(open_text)
+        if end < 0:
+            return b"", open_text
+        at = end + len(open_text)
+    scan = at
+    while True:
+        found = _OPENS_TEXT.search(line, scan)
+        if found is None or found.group(2) is not None:
+            return code + line[at:], None
+        opener = found.group(1)
+        if opener is None or (opener == b"/*") != c_family:
+            scan = found.end()  # (a string closed on the line, or no opener in this language)
+            continue
+        closer = b"*/" if opener == b"/*" else opener
+        end = line.find(closer, found.end())
+        if end < 0:
+            return code + line[at:found.start()] + (b'""' if closer != b"*/" else b""), closer
+        code += line[at:found.start()] + (b'""' if closer != b"*/" else b" ")
+        at = scan = end + len(closer)
+
+
+# A C preprocessor conditional's line: its word, and the code after it.
+C_DIRECTIVE = on_first_use(rb"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+# The `#if` conditions compiled in every build, and in none.
+ALWAYS_BUILT = {b"1", b"true"}
+NEVER_BUILT = {b"0", b"false"}
+
+
 def _bracket_depth(line: bytes) -> int:
     """How many round and square brackets `line` opens and leaves open (negative: closes more
     than it opens). Not braces: `if (...) {` opens a block, not a call going on."""
