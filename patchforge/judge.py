@@ -3558,7 +3558,9 @@ def _as_run(lines: list[bytes], between: range, braced: bool) -> tuple[list[byte
         out[at] = text
 
     open_text: bytes | None = None
-    for at in between:
+    # (An f-string over lines reads its fields, `f\"\"\"` + `{clip(y)}`: read as it is.)
+    formatted = not braced and any(_PY_F_STRING_OVER_LINES.search(lines[at]) for at in between)
+    for at in ([] if formatted else between):
         line = lines[at]
         if open_text is not None or b"/*" in line or b'"""' in line or b"'''" in line:
             code, open_text = past_open_text(line, open_text, braced)
@@ -3590,8 +3592,9 @@ def _nested_defs_as_steps(lines: list[bytes], between: range) -> list[bytes]:
     """`lines` (one for one) with each Python `def` whose lines are all `between` (0-based),
     its decorators above it and its body, read as a step setting its name at its header's
     indentation (`d = None`), its other lines blank: defining a function runs none of its
-    body. (Its decorators and its parameters' defaults run there, and may read a name: read
-    as reading nothing, the safe side for a doubling.)"""
+    body. Not one with a parameter's default or a decorator's argument, which run at the
+    `def` and may read a name (`def d(k=y):`), nor one called by a line between below it
+    (`e = d()` runs its body there): read as they are."""
     out = lines
     at = between.start
     while at < between.stop:
@@ -3619,6 +3622,16 @@ def _nested_defs_as_steps(lines: list[bytes], between: range) -> list[bytes]:
         while first - 1 >= between.start and _indent(lines[first - 1]) == level and \
                 lines[first - 1].lstrip().startswith(b"@"):
             first -= 1
+        header = b" ".join(STRING_OR_COMMENT.sub(b"", lines[k]) for k in range(first, last + 1)
+                           if _indent(lines[k]) == level or k == at)
+        called = re.compile(rb"(?<![\w.])" + re.escape(found[1]) + rb"\s*\(")
+        if b"=" in header.split(b")")[0] or b"(" in b"".join(lines[first:at]) or any(
+                called.search(STRING_OR_COMMENT.sub(b"", lines[k]))
+                for k in range(last + 1, between.stop)):
+            # (A default or a decorator's argument runs at the `def` and may read a name;
+            # a call of the function between runs its body: read as it is.)
+            at = last + 1
+            continue
         if out is lines:
             out = list(lines)
         for k in range(first, last + 1):
@@ -3630,7 +3643,8 @@ def _nested_defs_as_steps(lines: list[bytes], between: range) -> list[bytes]:
 
 def _preprocessed(lines: list[bytes], between: range) -> tuple[list[bytes], set[int]]:
     """`lines` (one for one) with each C preprocessor conditional opened and closed
-    `between` (0-based lines) read as the builds compile it: its directives blank, a part no
+    `between` (0-based lines) read as the builds compile it (and a `#pragma` line as no
+    line): its directives blank, a part no
     build compiles (`#if 0`, the `#else` of `#if 1`) blank, a part every build compiles (`#if
     1`, the `#else` of `#if 0`) as it is; and the lines of the parts some builds compile only
     (`#ifdef DEBUG` + `d = clip(y);`), which are returned. A conditional not closed between
@@ -3643,6 +3657,11 @@ def _preprocessed(lines: list[bytes], between: range) -> tuple[list[bytes], set[
     for at in between:
         directive = C_DIRECTIVE.match(lines[at])
         if directive is None:
+            if re.match(rb"\s*#\s*pragma\b", lines[at]):
+                # (`#pragma unroll` above a loop: a hint to the compiler, no step.)
+                if out is lines:
+                    out = list(lines)
+                out[at] = b""
             continue
         word = directive[1]
         test = STRING_OR_COMMENT.sub(b"", directive[2]).strip()
@@ -3916,6 +3935,10 @@ _C_BLOCK_OPENS = on_first_use(rb"(?:\}\s*)?(?:(?:else\s+)?(?:if|for|while)\s*\(.
 # The first words of a line that leaves a block or the function: a copy past it may not run.
 _LEAVES_BLOCK = on_first_use(rb"(?:return|break|continue|raise|throw|goto|yield|co_return"
                              rb"|co_yield)\b")
+
+
+# A Python f-string opening a string over lines (`f"""`, `rf\'\'\'`): its fields are code.
+_PY_F_STRING_OVER_LINES = on_first_use(rb"(?<![\w])(?:[rRbB]?[fF]|[fF][rRbB])(?:\"\"\"|\'\'\')")
 
 
 # An assertion's line, Python's `assert y > 0` or C's `assert(y > 0);`: gone in some builds

@@ -1355,18 +1355,22 @@ def test_a_short_statement_past_a_form_reading_it_on_every_path_moves(tmp_path, 
     ("pkg/k.cu", b"    int d = 0;\n    /*\n    d = clip(y);\n    */\n"),
     ("pkg/k.cu", b"    int d = 0;\n#if 0\n    y = clip(b);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n#if 1\n    d = b;\n#else\n    d = clip(y);\n#endif\n"),
-    ("pkg/a.py", b"    d = clip(a,\n             y=2)\n")],
+    ("pkg/a.py", b"    d = clip(a,\n             y=2)\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#pragma unroll\n    for (int k = 0; k < 4; ++k) {\n"
+                 b"        d += clip(b);\n    }\n")],
     ids=["a-nested-def", "a-nested-def-setting-its-own", "a-string-over-lines",
          "a-string-setting-it", "a-c-comment-over-lines", "c-if-0-setting-it",
-         "c-else-of-if-1", "a-keyword-on-a-continuation-line"])
+         "c-else-of-if-1", "a-keyword-on-a-continuation-line", "c-pragma-above-a-loop"])
 def test_a_short_statement_past_lines_naming_it_that_do_not_run_stops(tmp_path, path, block,
                                                                       fix_below):
     # Lines naming y between the copies that do not run where they stand: a nested `def`'s
     # body (run where the function is called, if ever; its own y another variable), a string
     # or a C comment over lines, a part of an `#if` no build compiles, a keyword argument on
-    # a call's line going on (`y=2` names a parameter): each was read as reading or setting
-    # y on every path, the rebase merged both in, exit 0, and y got 1 twice. Now they read
-    # as steps naming nothing of y's: it stops, either copy above.
+    # a call's line going on (`y=2` names a parameter); or a `#pragma` line (`#pragma
+    # unroll` above a loop not naming y, read as no step to read past): each was read as
+    # reading or setting y on every path, or ending the steps, the rebase merged both in,
+    # exit 0, and y got 1 twice. Now they read as steps naming nothing of y's: it stops,
+    # either copy above.
     stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
 
 
@@ -1399,16 +1403,21 @@ def test_a_short_statement_past_lines_naming_it_in_some_builds_stops_keeping_you
     ("pkg/a.py", b"    d = \"\"\"\n    a note\n    \"\"\" + str(y)\n"),
     ("pkg/a.py", b"    d = clip(a,\n             y=2, lo=y)\n"),
     ("pkg/a.py", b"    d = clip(a,\n             y=y)\n"),
-    ("pkg/a.py", b"    assert n > 0\n    d = clip(y)\n")],
+    ("pkg/a.py", b"    assert n > 0\n    d = clip(y)\n"),
+    ("pkg/a.py", b"    def e():\n        return clip(y)\n    d = e()\n"),
+    ("pkg/a.py", b"    def e(k=y):\n        return k\n"),
+    ("pkg/a.py", b"    d = f\"\"\"\n    {clip(y)}\n    \"\"\"\n")],
     ids=["c-if-1", "c-else-of-if-0", "c-read-past-an-ifdef", "c-if-1-setting-it",
          "c-read-closing-a-comment", "read-past-a-nested-def", "read-closing-a-string",
-         "a-keyword-and-a-read-going-on", "a-keyword-given-it", "read-past-an-assert"])
+         "a-keyword-and-a-read-going-on", "a-keyword-given-it", "read-past-an-assert",
+         "a-nested-def-called-between", "a-default-reading-it", "an-f-string-over-lines"])
 def test_a_short_statement_past_lines_naming_it_that_run_in_every_build_moves(tmp_path, path,
                                                                                block):
     # Mirrors: where every build runs the line reading or setting y (`#if 1`, the `#else` of
     # `#if 0`, code past a conditional, a comment or a string closed on its line, a nested
-    # `def`, an assertion; a keyword's value going on), each copy is its own step: the fix
-    # moves quietly, both kept.
+    # `def`, an assertion; a keyword's value going on; a nested `def` called between or
+    # reading y in a default, an f-string's fields over lines), each copy is its own step:
+    # the fix moves quietly, both kept.
     statement = step_of(path)
     made = moved_quietly(leaves_between(tmp_path, path, block, statement), path)
     assert made.count(b"    " + statement + b"\n") == 2, made.decode()
