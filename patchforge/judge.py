@@ -1431,9 +1431,9 @@ class SeriesJudge:
         (`moved`, which git's pairing follows it to, and `others`, as near): `git rebase`
         carries the change into one of them, as silently as the others go without it."""
         said = (f"CONFLICT (rename split): {_said([path])} was split upstream in "
-                f"{self.target.label} into {_said([moved, *others])}, each as near it: "
-                f"{name}'s change follows {_said([moved])}, as git's rename pairing gives it "
-                f"the file, and {_said(others)} would get none of it")
+                f"{self.target.label} into {_said([moved, *others])}, each a file git's rename "
+                f"pairing may follow it to: {name}'s change follows {_said([moved])}, and "
+                f"{_said(others)} would get none of it")
         if self.stop_files:
             said += (f" (a stop's worktree holds the change in {_said([moved])}: `patchforge "
                      f"add {_said(others)}` and make it there too, or take it out of "

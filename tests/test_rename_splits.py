@@ -163,3 +163,26 @@ def test_a_file_moved_by_its_name_beside_a_near_copy_is_no_split(tmp_path):
     stack.cli("rebase", "--to", "up=v2")
     text = (stack.root / "series" / "up" / "fix.patch").read_text()
     assert "+++ b/lib/kernels/x.py" in text and "x_ref" not in text, text
+
+
+def test_a_tie_of_the_directory_guess_stops_as_a_split(tmp_path):
+    """ops/ removed, two of its files moved unchanged to kernels/, two to other/: merge-ort's
+    guess of where ops/ went is a tie, which git settles by its hash map's order, and
+    kernels/x.py and other/x.py are both near enough for its base-name pass: a stop naming
+    both, never one taken as git's."""
+    others = {f"ops/{n}.py": b"".join(b"def %s_%d():\n    return %d\n\n" % (n.encode(), i, i)
+                                      for i in range(30)) for n in "abcd"}
+    stack = OneUpstreamStack(tmp_path, {"ops/x.py": FUNCTIONS, **others})
+    stack.add_fix("fix", "ops/x.py", FUNCTIONS, FIXED)
+    far = b"".join(line[:-1] + b"  # far\n" if i % 9 == 1 else line
+                   for i, line in enumerate(FUNCTIONS.splitlines(keepends=True)))
+    stack.upstream.commit(
+        {"ops/x.py": None, "kernels/x.py": FUNCTIONS.replace(b"value * 5 + 17", b"value * 5 + 4"),
+         "other/x.py": far}, "v2",
+        {"ops/a.py": "kernels/a.py", "ops/b.py": "kernels/b.py", "ops/c.py": "other/c.py",
+         "ops/d.py": "other/d.py"}, tag="v2")
+    code, out, _ = stack.cli("status", "--against", "up=v2", "--json", expect=1)
+    [found] = json.loads(out)["patches"]
+    said = found["evidence"][0]
+    assert said.startswith("CONFLICT (rename split): ops/x.py was split upstream in v2 into ") \
+        and "kernels/x.py" in said and "other/x.py" in said, found
