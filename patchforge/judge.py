@@ -2332,7 +2332,7 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
         return len(upper) < len(indent) and indent.startswith(upper) and any(
             _in_the_branch_going_on(lines[:start] + [indent + written.lstrip(b" \t")]
                                     + lines[end:], start, range(k + 1, start), upper, names,
-                                    braced)
+                                    braced, any_branch=True)
             for start, end, _ in places if k < start)
     if lines[k][len(indent):len(indent) + 1] in (b" ", b"\t"):
         return any(_in_the_branch_going_on(lines, k, range(end, k), indent, names, braced)
@@ -2346,7 +2346,7 @@ def _the_same_step_apart(path: str, lines: list[bytes], k: int,
 
 
 def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: bytes,
-                            names: set[bytes], braced: bool) -> bool:
+                            names: set[bytes], braced: bool, any_branch: bool = False) -> bool:
     """Whether line `k` (0-based) of `lines` is in a branch of an `if` at `indent` (with its
     `else`) that goes on (`if n:` + `return c` / `else:` + ... + `y += 1`; `if (ok) { ...
     y += 1; } else { return; }`; `if n:` + ... + `y += 1` / `else:` + `d = c`; a `try:`
@@ -2355,7 +2355,8 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
     where every other branch leaves, as one past it does). The lines
     `between` the fix's copy and the `if` and the branch's own lines above `k` are steps
     (_steps_between); no line of the `if` but those after `k` in its branch names one of
-    `names` (`else: return y` hands on the fix's step: each its own)."""
+    `names` (`else: return y` hands on the fix's step: each its own). Where `any_branch`
+    (the other copy above the `if`), an `if`/`elif` with no `else` too."""
     def code(at: int) -> bytes:
         return STRING_OR_COMMENT.sub(b"", lines[at]).strip()
 
@@ -2389,7 +2390,9 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
             branches[-1][1].append(at)
     else:
         return False
-    if len(branches) < 2 or not tried and \
+    # (Where `any_branch`, the other copy is above the `if` and runs on every path through
+    # line `k`'s branch, whichever: an `if`/`elif` with no `else` holds it too.)
+    if len(branches) < 2 or not tried and not any_branch and \
             re.match(rb"(?:\}\s*)?else\b", code(branches[-1][0])) is None:
         return False
     own = next((head for head, body in branches if k in body), None)

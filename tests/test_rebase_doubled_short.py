@@ -2037,15 +2037,19 @@ def test_a_short_statement_in_a_branch_told_apart_moves(tmp_path, path, block, t
      b"    int d = b;\n    if (n) {\n        return b;\n    } else {\n        y += 1;\n"
      b"        d = clip(b);\n    }\n"),
     ("pkg/a.py", b"    try:\n        d = clip(c)\n    except OSError:\n        return c\n",
-     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return c\n")],
+     b"    try:\n        d = clip(c)\n        y += 1\n    except OSError:\n        return c\n"),
+    ("pkg/a.py", b"    if n:\n        return c\n    elif c:\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    elif c:\n        d = clip(c)\n        y += 1\n")],
     ids=["else-after-a-return", "if-before-an-else-returning", "c-else-after-a-return",
-         "try-whose-handler-returns"])
+         "try-whose-handler-returns", "elif-with-no-else"])
 def test_the_fixs_short_statement_in_the_branch_going_on_advises_deleting_it(
         tmp_path, path, block, theirs_block):
     # Mirror of upstream's copy in the branch going on: the fix steps y inside the one
     # branch of an if/else that goes on, upstream above the if. Upstream's runs on every
     # path through the fix's, and there y got 1 twice, exit 0 (the fix's copy, deeper than
-    # upstream's, was read as another step). Now it stops, delete your copy first.
+    # upstream's, was read as another step; in the last branch of an `if`/`elif` with no
+    # `else`, whose paths run upstream's copy too, alike). Now it stops, delete your copy
+    # first.
     stops_deleting_yours_first(branch_of_an_if(tmp_path, path, block, theirs_block,
                                                 fix_in_branch=True))
 
