@@ -1415,11 +1415,12 @@ def _held_best(lines: _Lines, before: list[bytes], run: list[bytes], after: list
     and first body lines every block has, however many); none or several such: cannot be
     told."""
     held = _held_all(lines, before, run, after, own)
+    if len(held) > 1 and own is not None and own.defined(lines):
+        held = [place for place in held if lines.in_function(own, place[0], own.changed)]
     if len(held) > 1:
-        if own is not None and own.defined(lines):
-            held = [place for place in held if lines.in_function(own, place[0], own.changed)]
-        else:
-            held = [place for place in held if place[2]]
+        # (Several in the function too, a long one with look-alike branches: the one place
+        # holding a context line the file has there only, as where it is not known.)
+        held = [place for place in held if place[2]]
     return held[0] if len(held) == 1 else None
 
 
@@ -3037,6 +3038,13 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
         # them within the function left the place the fix had them empty.
         first = [(sha, message) for sha, _, message in log if sha in fix.taken_by.values()]
         takers = first + [taker for taker in takers if taker not in first]
+    if _fix_state(store, fix, commit, cache) == "part":
+        # A commit that took a hunk gone here out of its place while the whole fix was
+        # neither there nor gone after it (another hunk changed upstream before) is a taker
+        # too, in the history's order: the walk above cannot see it.
+        extra = _hunks_takers(store, fix, commit, landing, log, cache)
+        takers = [(sha, message) for sha, _, message in log
+                  if any(sha == taker for taker, _ in takers + extra)]
     if not takers:
         return gone("unexplained", None, "no commit after its landing was found that took its "
                     "change out")
@@ -3053,6 +3061,27 @@ def _judge(store: UpstreamStore, fix: _Fix, commit: str, recorded: dict,
     assert removed is not None
     return gone("removed", removed, f"commit {removed[:12]} took its change out as part of "
                 "other work (no revert of the landing)")
+
+
+def _hunks_takers(store: UpstreamStore, fix: _Fix, commit: str, landing: str, log: list,
+                  cache: dict) -> list[tuple[str, bytes]]:
+    """(commit, message), newest first, of the commits that took out of its place a hunk
+    found gone at `commit` (_HunkTakers.taker: after it the hunk's old code is at its place
+    by its neighbours, before it its change was there) while leaving the whole fix neither
+    there nor gone: a revert that took one hunk out and wrote a line of its own beside it,
+    another hunk taken out and changed before, left the whole fix "other", and no commit
+    after which less of the whole change is there named it (AITER `517a3af5ec`, reverting
+    `11dfa25a40`: the fix was said "unexplained" at the head, its revert unnamed)."""
+    if commit not in fix.gone_hunks:
+        _fix_state(store, fix, commit, {})  # (a state cached by another judging: noted again)
+    hunks = sorted((k, n) for k, n in fix.gone_hunks.get(commit, ()) if n is not None)
+    if not hunks:
+        return []
+    takers = _HunkTakers(store, fix, commit, landing)
+    found = {taken[0] for taken in (takers.taker(k, fix.files[k].hunks[n - 1])
+                                    for k, n in hunks) if taken is not None}
+    return [(sha, message) for sha, _, message in log
+            if sha in found and _fix_state(store, fix, sha, cache) == "other"]
 
 
 def _reverts_relanding(store: UpstreamStore, fix: _Fix, taker: str, message: bytes,

@@ -404,3 +404,28 @@ def test_a_revert_of_the_landing_is_named_over_a_later_undoing_of_a_change_near_
         assert said[0]["detail"] == (
             f"commit {undone[:12]} took its change out as part of other work (no revert of "
             f"the landing); taken out, then changed: {changed}"), said
+
+
+def test_a_revert_that_edited_a_neighbour_of_the_hunk_it_took_out_is_named_once_undone(
+        tmp_path):
+    """A fix of two lines (5 and 25) landed; other work put line 25's old code back; then a
+    revert of the landing put line 5's back, editing line 8 (a neighbour of that hunk) and
+    line 25's old code; a later commit undid the edit of line 8. Line 5's hunk is taken back
+    (its old code back exactly), line 25's changed since. The revert took line 5 out, but the
+    fix was neither there nor gone after it (line 5's old code not back exactly beside line
+    25 changed), so no commit leaving less of the whole change named it: the commit undoing
+    the edit of line 8 was said to take the change out as other work (AITER `11dfa25a40` at
+    the head: "unexplained", its revert `517a3af5ec` unnamed). The revert is named."""
+    twenty_five = b"line 25 of the module under test\n"
+    stack, landing = _landed(tmp_path, FIXED.replace(twenty_five, b"twenty_five = also_fixed()\n"))
+    stack.commit({"pkg/a.py": FIXED}, "Other work on line 25")
+    tidied = BASE.replace(twenty_five, b"line 25 of the module, tidied\n")
+    eight = b"line 8 of the module under test\n"
+    revert = stack.commit({"pkg/a.py": tidied.replace(eight, eight[:-1] + b"  # and more\n")},
+                          'Revert "Compute it properly (#11)"\n\n'
+                          f"This reverts commit {landing}.")
+    stack.commit({"pkg/a.py": tidied}, "Line 8 as it was", tag="v4")
+    (said,) = stack.json("status", "--against", "v4", expect=1)["reverted"]
+    assert (said["by"], said["landed_in"]) == (revert, landing), said
+    assert "taken back in part: pkg/a.py hunk 1, the rest of its change changed upstream " \
+        "since (pkg/a.py hunk 2)" in said["detail"], said
