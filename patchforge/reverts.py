@@ -1048,7 +1048,8 @@ def _hunk_state(lines: _Lines, hunk, *, ask: bool = False,
         # (Nor where its own place has every line it adds, upstream's among them: an edit
         # inside the code it added, whose last lines end as its neighbours above do.)
         return "other" if _joined_in_place(lines, hunk, back[0]) or \
-            _edited_within(lines, hunk, back[0]) else "gone"
+            _edited_within(lines, hunk, back[0]) or \
+            _edited_beside(lines, hunk, back[0], own) else "gone"
     if _back_exactly(lines, hunk, own):
         # Context every function shares (blank lines, a first body line) holds at several
         # places, so _held cannot tell the fix's; but its whole pre-image is at one place.
@@ -1081,7 +1082,8 @@ def _edited_within(lines: _Lines, hunk, at: int | None = None) -> bool:
     `4450ede0e1`'s fourth hunk adds), which takes none of it out: where that code ends as the
     code above it does, its old neighbours meet again after it, which read as the old code
     back. (Lines put beside the added code, or some of its lines rewritten, are not read
-    here: the place above may then be other code holding those lines.)"""
+    here: the place above may then be other code holding those lines; _edited_beside reads
+    them against the base file.)"""
     if not _only_adds(hunk):
         return False
     old, new = hunk.old_lines(), hunk.new_lines()
@@ -1105,6 +1107,46 @@ def _edited_within(lines: _Lines, hunk, at: int | None = None) -> bool:
                 _in_order(run, text[top:at]):
             return True
     return False
+
+
+def _edited_beside(lines: _Lines, hunk, at: int, own: _OwnFunction | None) -> bool:
+    """Whether a hunk that only adds lines, two or more, its old neighbours meeting at line
+    `at` right after a line like its last added one, has above `at` the code it added with
+    some of its lines rewritten or lines put beside it (AITER `a4cad90d03` rewrote `512` in
+    the kernels `4450ede0e1`'s fourth hunk adds and put a `#define` above them; `52e7477989`
+    put two more kernels below them), not the code that was above its place in the fix's
+    base file (`own`'s): the lines above `at`, twice as many as the hunk adds, are nearer
+    the base file's lines above the place with the hunk's lines added (as the landing left
+    them) than without them (as a take-back leaves them), by the lines of each kept in order,
+    and most of the hunk's lines (four in five) are among them. Where the added code was
+    taken out, the lines above `at` are the base file's again, every one, though a kernel
+    the fix added as a variant of the one above it shares most of its lines with it."""
+    from difflib import SequenceMatcher
+
+    if own is None or not _only_adds(hunk):
+        return False
+    old, new = hunk.old_lines(), hunk.new_lines()
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    run = new[lead:len(new) - trail]
+    text = lines.lines
+    if len(run) < 2 or not lead or len(old) != lead + trail or at < 1 or \
+            text[at - 1] != run[-1]:
+        return False
+    store, fix, k = own._base
+    base = _base_lines(store, fix, k)
+    place = hunk.old_start - 1 + lead  # (where the lines were added, in the base file)
+    if base is None or base.lines[max(0, place - lead):place] != old[:lead]:
+        return False
+    width = 2 * len(run) + lead
+    above = text[max(0, at - width):at]
+
+    def kept(of: list[bytes]) -> int:
+        return sum(size for _, _, size in
+                   SequenceMatcher(None, of, above, autojunk=False).get_matching_blocks())
+
+    before = base.lines[:place]
+    return kept(run) * 5 >= len(run) * 4 and \
+        kept((before + run)[-width:]) > kept(before[-width:])
 
 
 def _in_order(run: list[bytes], among: list[bytes]) -> bool:

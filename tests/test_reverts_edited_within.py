@@ -74,3 +74,52 @@ def test_the_added_code_taken_out_is_said(tmp_path, shape, edited_first):
     assert [(g["kind"], g["by"]) for g in said] == [("removed", took)], said
     if shape != "alone":
         assert "taken back in part: pkg/m.py hunk 2" in said[0]["detail"], said
+
+
+REWRITTEN = (b"    c = b * 5\n", b"    c = b * FIVE\n")
+BESIDE_ABOVE = (b"def middle", b"FIVE = 5\n\n\ndef middle")
+BESIDE_BELOW = (b"def last", b"def after_middle(x):\n    return x\n\n\ndef last")
+
+
+def test_lines_upstream_rewrote_in_the_code_a_fix_added_or_put_beside_it_are_no_take_back(
+        tmp_path):
+    """Upstream rewrote a line of the added function and put a line above it (AITER
+    `a4cad90d03` rewrote `512` in the kernels `4450ede0e1` added and put a `#define` above
+    them), then a function below it (`52e7477989`): the hunk's old neighbours meet after the
+    added code, read as its old code back, "taken back in part" (exit 1), nothing taken out.
+    The code above them is the fix's, as the landing left it, more than the base file's:
+    quiet."""
+    stack, fixed = _landed(tmp_path, "beside another hunk")
+    edited = fixed.replace(*REWRITTEN).replace(*BESIDE_ABOVE)
+    stack.commit({"pkg/m.py": edited}, "middle: name the five", tag="v3")
+    assert _said(stack, "v3", 0) == []
+    stack.commit({"pkg/m.py": edited.replace(*BESIDE_BELOW)}, "Add after_middle", tag="v4")
+    assert _said(stack, "v4", 0) == []
+    _, out, err = stack.cli("rebase", "--to", "v4")
+    assert "needs attention" not in out + err, out + err
+
+
+TWICE = b"def first_twice(x):\n    y = x + 1\n    y = y * 2\n    return y\n\n\n"
+
+
+@pytest.mark.parametrize("variant", [False, True])
+def test_the_added_code_rewritten_then_taken_out_is_said(tmp_path, variant):
+    """The mirrors: the added function, a line of it rewritten and a line put above it, then
+    taken out, is said, naming that commit; so where the added function is a variant of the
+    one above it (`first_twice` below `first`, most of its lines the same), a line put above
+    it: the code above the place is the base file's again."""
+    added, line, named, above = (TWICE, b"", b"",
+                                 (b"def first_twice", b"TWO = 2\n\n\ndef first_twice")) \
+        if variant else (ADDED, *REWRITTEN, BESIDE_ABOVE)
+    adds = BASE.replace(b"def last", added + b"def last").replace(*DOC)
+    stack = OneUpstreamStack(tmp_path, {"pkg/m.py": BASE})
+    stack.add_fix("fa", "pkg/m.py", BASE, adds)
+    stack.commit({"pkg/m.py": adds}, "Add it (#7)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    rewritten = (adds.replace(line, named) if line else adds).replace(*above)
+    stack.commit({"pkg/m.py": rewritten}, "Name the number")
+    took = stack.commit({"pkg/m.py": rewritten.replace(
+        added.replace(line, named) if line else added, b"")},
+                        "Drop it", tag="v3")
+    said = _said(stack, "v3", 1)
+    assert [(g["kind"], g["by"]) for g in said] == [("removed", took)], said
