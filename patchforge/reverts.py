@@ -2183,6 +2183,10 @@ _RUN_UNNAMED = frozenset((b"__new__", b"__init__", b"__post_init__", b"__enter__
 _RUN_BY_USE = frozenset((b"__enter__", b"__exit__", b"__aenter__", b"__aexit__", b"__call__"))
 
 
+# _landed_again's place of a hunk no function holds in a file of a language known here.
+_TOP_LEVEL = b"the file's top level"
+
+
 def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTakers,
                   taker: tuple[str, str, bytes] | None, now: bytes | None,
                   line: int | None) -> tuple[str | None, bytes, bool] | None:
@@ -2198,10 +2202,13 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
     landing hold the landed fix's own copy: none is told to have put it there); the
     function's name; whether it is new since the base),
     None for a copy elsewhere, or where the function is not known here (no base file, a file
-    of no language known here, the top level). A bring-back stops on such a copy (the judge's
-    nearby doubling check, reverts.near_doubled) instead of putting the fix back beside it."""
+    of no language known here: a common line of a workflow, `continue-on-error: true` in
+    another step, is no re-land). A hunk at the top level of a file of a language known here
+    is made again by a copy no function holds (`_TOP_LEVEL`): it was said "possibly doubled"
+    and put back beside it. A bring-back stops on such a copy (the judge's nearby doubling
+    check, reverts.near_doubled) instead of putting the fix back beside it."""
     from patchforge.apply.diffparse import line_content, line_kind
-    from patchforge.apply.hunks import function_named_at, lines_of, signature_at
+    from patchforge.apply.hunks import _language, function_named_at, lines_of, signature_at
 
     fp = fix.files[k]
     old = _base_file(store, fix, fp)
@@ -2213,7 +2220,8 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
                    None) or next((line_content(body) for body in hunk.lines
                                   if line_kind(body) == b"-"), b"")
     at = hunk.old_start - 1 + lead if hunk.old_count else hunk.old_start
-    own = function_named_at(fp.path, lines_of(old), at, changed)
+    own = function_named_at(fp.path, lines_of(old), at, changed) or \
+        (_TOP_LEVEL if _language(fp.path) is not None else None)
     if not own:
         return None
     # A C++ overload of the fix's function shares its name: told apart by its definition.
@@ -2221,8 +2229,12 @@ def _landed_again(store: UpstreamStore, fix: _Fix, k: int, hunk, takers: _HunkTa
 
     def again(content: bytes, where: int) -> tuple[bytes, bool] | None:
         """The function holding line `where` (from 1) of `content`, and whether it is new
-        since the base (its own name nowhere in the base file), where it is either."""
+        since the base (its own name nowhere in the base file), where it is either. For a
+        hunk at the top level of a file of a language known here, the top level: a copy
+        there that no function holds is the fix made again as well."""
         function = function_named_at(fp.path, lines_of(content), where - 1)
+        if own == _TOP_LEVEL:
+            return None if function else (own, False)
         if not function:
             return None
         # The definition tells only overloads apart: a fix's function whose parameters

@@ -718,3 +718,55 @@ def test_a_second_copy_in_another_function_after_the_revert_is_no_re_land(tmp_pa
     stack.cli("overlays")
     overlay = (stack.root / "overlays/up/pkg/a.py").read_bytes()
     assert overlay == fixed.replace(b"    z = y * 3\n" + SYNC, b"    z = y * 3\n" + SYNC + SYNC)
+
+
+TF32 = b"torch.backends.cuda.matmul.allow_tf32 = False\n"
+MODULE = b"import torch\n\n\n" + LONG_ALPHA + BETA + PAD
+
+
+def test_a_top_level_line_landed_again_after_a_revert_is_not_put_back_beside_it(tmp_path):
+    """The fix's line at the module's top level lands (#11), is reverted, then upstream puts
+    the same line at the top level further down (#12).
+    No function holds either copy, so the copy was not read as the fix made again: said
+    "possibly doubled", and the bring-back put the line back beside upstream's, exit 0, the
+    setting made twice. A copy no function holds, put there after the revert, is the fix
+    landed again: said so, and the bring-back stops on it. (Not in a file of no language
+    known here: a common line of a workflow in another step is other code.)"""
+    path, base = "pkg/a.py", MODULE
+    fixed = base.replace(b"import torch\n", b"import torch\n" + TF32)
+    again = base + TF32
+    stack = OneUpstreamStack(tmp_path, {path: base})
+    stack.add_fix("fa", path, base, fixed)
+    landing = stack.commit({path: fixed}, "No TF32 (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    back = stack.commit({path: base}, f'Revert "No TF32 (#11)"\n\nThis reverts commit {landing}.')
+    relanded = stack.commit({path: again}, "No TF32, at the end (#12)", tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert said["by"] == back, said
+    line = again.count(b"\n")
+    assert f"{relanded[:12]} put them in the file's top level again since: landed again its " \
+        f"own way, it seems: a bring-back stops on it (look at {path} line {line})" in \
+        said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    _, _, err = stack.cli("bring-back", "up/fa.patch", expect=2)
+    assert f"{path} hunk 1 (upstream has its lines at {path} line {line})" in err, err
+    assert stack.series("up") == [] and (stack.root / "series/up/skipped/fa.patch").is_file()
+
+
+def test_a_top_level_line_the_file_had_elsewhere_before_the_landing_is_put_back(tmp_path):
+    """The mirror: the module had the line at the end before the fix put it at the top; the
+    landing is reverted: the copy at the end is upstream's other code, no re-land, and the
+    bring-back puts the fix back."""
+    base = MODULE + TF32
+    fixed = base.replace(b"import torch\n", b"import torch\n" + TF32)
+    stack = OneUpstreamStack(tmp_path, {"pkg/a.py": base})
+    stack.add_fix("fa", "pkg/a.py", base, fixed)
+    landing = stack.commit({"pkg/a.py": fixed}, "No TF32 (#11)", tag="v2")
+    stack.cli("rebase", "--to", "v2")
+    stack.commit({"pkg/a.py": base}, f'Revert "No TF32 (#11)"\n\nThis reverts commit {landing}.',
+                 tag="v3")
+    (said,) = stack.json("status", "--against", "v3", expect=1)["reverted"]
+    assert "landed again" not in said["detail"], said
+    stack.cli("rebase", "--to", "v3", expect=1)
+    stack.cli("bring-back", "up/fa.patch")
+    assert stack.series("up") == ["fa.patch"]
