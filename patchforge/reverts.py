@@ -5179,14 +5179,22 @@ def _earlier_branches(statements: list[tuple[int, list[bytes]]], at: int
     held the function left at once, so the `elif` or `else:` runs only where it did not
     anyway (`if x is None: return 0` + `elif y is None: return 0` leaves where y is None, as
     a second `if` would). A branch doing other work first (`if FAST:` + `v = fast(x)` +
-    `return v`) counts: the `elif x is None:` past it is no guard where FAST holds. None
-    where the branch above is no `if` (a loop's or a `try`'s `else:`)."""
+    `return v`) counts: the `elif x is None:` past it is no guard where FAST holds. A loop's
+    `else:` runs wherever the loop ends, so holds nothing, where no `break` stands in the loop's
+    body (one in a loop nested in it too, read so for want of telling them apart); with one the
+    `else:` may not run: None, as for a `try`'s `else:` or any other branch above that is no
+    `if`."""
     indent = statements[at][0]
     held: list[list[bytes]] = []
     for up in range(at - 1, -1, -1):
         deeper, tokens = statements[up]
         if deeper > indent:
             continue
+        if deeper == indent and not held and \
+                (tokens[1:2] if tokens[0] == b"async" else tokens[:1]) in ([b"for"], [b"while"]):
+            body = statements[up + 1:at]
+            return None if any(b"break" in inner for _, inner in body) or \
+                b"break" in tokens[_top_level(tokens, 1, {b":"}) + 1:] else []
         if deeper < indent or tokens[0] not in (b"if", b"elif"):
             return None
         if not _bare_exit(statements, up):

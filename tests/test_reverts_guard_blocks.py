@@ -158,7 +158,8 @@ def test_a_raise_guard_the_fix_put_in_a_try_is_kept_by_its_copy_there_until_drop
 # A copy that leaves the function wherever the guard did though it sits in a block: a raise
 # no `except` of its `try:` catches (another class, by the standard exception hierarchy), or
 # whose handler re-raises or returns, or under `contextlib.suppress` of another class; the
-# guard copied into both branches of an if/else (each path through one copy). Each was read
+# guard copied into both branches of an if/else (each path through one copy); a copy in a loop's
+# `else:` with no `break` in the loop (it runs wherever the loop ends). Each was read
 # as leaving less than the function, and the guard kept that way said taken out (exit 1,
 # advising `bring-back`, which would put it back beside upstream's own).
 GUARD = b"    if x is None:\n        return 0\n"
@@ -184,13 +185,18 @@ LEAVING_AS_THE_GUARD = {
     "in each branch of an if/elif/else": (
         GUARD, b"    if n > 0:\n" + GUARD_IN + b"    elif n < 0:\n" + GUARD_IN +
         b"    else:\n" + GUARD_IN),
+    "in a for loop's else, no break in the loop": (
+        GUARD, b"    for k in ks:\n        log(k)\n    else:\n" + GUARD_IN),
+    "in a while loop's else, no break in the loop": (
+        GUARD, b"    while n > 0:\n        n = n - 1\n    else:\n" + GUARD_IN),
     "C: in both branches of an if/else": (
         C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else {\n    if (!x) return 0;\n  }\n"),
     "C: in each branch of an else if chain": (
         C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else if (n < 0) {\n"
         b"    if (!x) return 0;\n  } else {\n    if (!x) return 0;\n  }\n"),
 }
-# The same blocks where a path goes on to the work with x None: said, as before.
+# The same blocks where a path goes on to the work with x None (a `break` skips a loop's
+# `else:`; one in a nested loop is read so too): said, as before.
 LEAVING_LESS = {
     "a raise in a try catching its base class": (
         RAISE, b"    try:\n" + RAISE_IN + b"    except Exception:\n        x = DEFAULT\n"),
@@ -217,6 +223,12 @@ LEAVING_LESS = {
         GUARD, b"    if n > 0:\n" + GUARD_IN + b"    n = n - 2\n    if n <= 0:\n" + GUARD_IN),
     "in both branches of an if/else on a call": (
         GUARD, b"    if use_fast():\n" + GUARD_IN + b"    else:\n" + GUARD_IN),
+    "in a for loop's else, a break in the loop": (
+        GUARD, b"    for k in ks:\n        if k:\n            break\n    else:\n" + GUARD_IN),
+    "in a for loop's else, a break in a loop nested in it": (
+        GUARD, b"    for k in ks:\n        for j in k:\n            break\n    else:\n" + GUARD_IN),
+    "in a try's else": (
+        GUARD, b"    try:\n        prep()\n    except OSError:\n        pass\n    else:\n" + GUARD_IN),
     "C: in one branch of an if/else": (
         C_GUARD, b"  if (n > 0) {\n    if (!x) return 0;\n  } else {\n    log(1);\n  }\n"),
 }
