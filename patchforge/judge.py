@@ -2467,10 +2467,11 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
         it goes on from them) names what the statement names on every path going on: each
         copy its own step."""
         nonlocal read_apart
-        # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing; nor does a
-        # Python keyword, `clip(a, y=2)`, nor another's attribute, `a.y`, read y: read with
+        # (C's unevaluated operand, `decltype(y)`, `sizeof(y)`, reads nothing, nor does its
+        # member, `cfg.y`, `p->y`; nor does a Python keyword, `clip(a, y=2)`, nor another's attribute, `a.y`, read y: read with
         # the lines above, `clip(a,` + `y=2)`, and the newlines kept to tell this line's.)
-        read = _C_UNEVALUATED.sub(b"", text) if braced else _PY_NOT_READING.sub(
+        read = _C_NOT_READING.sub(b"", _C_UNEVALUATED.sub(b"", text)) if braced else \
+            _PY_NOT_READING.sub(
             lambda found: b"\n" * found[0].count(b"\n"), above + b"\n" + text
         ).rpartition(b"\n")[2]
         named = (names | shadows) & set(_NAME.findall(read))
@@ -3376,6 +3377,8 @@ def _group_end(text: bytes, k: int) -> int:
 # attribute's, `a.y`.
 _PY_NOT_READING = on_first_use(rb"(?<=[(,])\s*[A-Za-z_]\w*\s*=(?!=)|\.\s*[A-Za-z_]\w*")
 # A C operand not evaluated: `sizeof(y)`, `decltype(y)`.
+# What in a C line names no variable: a member, `cfg.y`, `p->y` (a field named y, not y).
+_C_NOT_READING = on_first_use(rb"(?:\.|->)\s*[A-Za-z_]\w*")
 _C_UNEVALUATED = on_first_use(rb"\b(?:sizeof|decltype|alignof|typeid)\s*\([^()]*\)")
 # A C name that is no member's nor a namespace's (`y`, not `s.y`, `p->y`, `ns::y`).
 _C_OWN_NAME = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)[A-Za-z_]\w*")

@@ -1283,19 +1283,22 @@ def test_a_short_statement_past_a_form_reading_it_on_some_paths_keeps_yours_firs
     ("pkg/a.py", b"    log(f\"{b}: y\")\n"),
     ("pkg/k.cu", b"    decltype(y) d = 0;\n"),
     ("pkg/a.py", b"    d = a.y\n"),
-    ("pkg/a.py", b"    d = clip(a, y=2)\n")],
+    ("pkg/a.py", b"    d = clip(a, y=2)\n"),
+    ("pkg/k.cu", b"    int d = cfg.y;\n"),
+    ("pkg/k.cu", b"    int d = cfg->y;\n")],
     ids=["dict", "set", "dict-over-lines", "dict-comprehension", "c-else-if-chain",
          "c-conditional-its-colon-first", "an-f-string-not-reading-it", "c-decltype",
-         "another-s-attribute-y", "a-keyword-y"])
+         "another-s-attribute-y", "a-keyword-y", "c-a-member-y", "c-a-member-y-through-a-pointer"])
 def test_a_short_statement_past_a_literal_or_a_chain_not_naming_it_stops(tmp_path, path, block,
                                                                          fix_below):
     # A Python dict or set literal between the copies (its braces were read as a block's),
     # a C else-if chain with its branches on their header lines (its `else` was read as
     # ending the steps), a C conditional expression whose `:` opens the next line (read as
     # a body under a header), none naming y (`decltype(y)` unevaluated, `a.y` another's
-    # attribute, `y=2` a keyword, read as naming it): the steps between were not read, or
-    # read as telling the copies apart, and y got 1 twice, exit 0. Now they read as steps:
-    # it stops as upstream having the lines, either copy above.
+    # attribute, C's `cfg.y` or `p->y` a member, `y=2` a keyword, read as naming it): the
+    # steps between were not read, or read as telling the copies apart, and y got 1 twice,
+    # exit 0. Now they read as steps: it stops as upstream having the lines, either copy
+    # above.
     stops(leaves_between(tmp_path, path, block, step_of(path), fix_below=fix_below))
 
 
