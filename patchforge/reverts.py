@@ -3696,7 +3696,8 @@ def _read_above_the_guard(lines: _Lines, path: str, name: bytes,
     did. Every statement reading them where no guard's `if` line is found."""
     statements, _ = _statements_built(lines, path, name, language)
     values = frozenset().union(*(_values_of(check) for _, check in checks))
-    work = _Work(statements, language, values, frozenset())
+    work = _Work(statements, language, values, frozenset(),
+                 condition=checks[0][1][1] if checks else ())
     if language == "python":
         places = [k for k, (_, held) in enumerate(statements)
                   for line, _ in checks if held == _code_tokens(line, literals=True)]
@@ -4032,6 +4033,14 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check,
 
     language = _language(path) or "c"
     statements, compiled = _statements_built(lines, path, name, language)
+    own = _rebound_exceptions(lines, statements) if language == "python" else set()
+    if own:
+        # (A builtin exception's name the module binds to its own class reads as a class
+        # not known: `raise ValueError('x')` in a `try:` whose `except KeyError:` may be it.)
+        statements = [(indent, [b"<own " + token + b">" if token in own and
+                                (k == 0 or tokens[k - 1] != b".") else token
+                                for k, token in enumerate(tokens)])
+                      for indent, tokens in statements]
     named = {token for _, tokens in statements for token in tokens}
     gone = {word for word in check[0] if word not in named}
     if _delegated(statements, check):
@@ -4046,7 +4055,7 @@ def _function_checks(lines: _Lines, path: str, name: bytes, check: _Check,
     if not _holds_guard(set().union(*(ways for _, _, ways in placed)), check, language, gone,
                         steady):
         return False
-    work = _Work(statements, language, _values_of(check), allowed, compiled) \
+    work = _Work(statements, language, _values_of(check), allowed, compiled, check[1]) \
         if allowed is not None else None
     if work is None:
         return True
@@ -4543,11 +4552,18 @@ class _Work:
 
     def __init__(self, statements: list[tuple[int, list[bytes]]], language: str,
                  values: frozenset[bytes], allowed: frozenset[tuple[bytes, ...]],
-                 compiled: list[list[list[bytes]]] | None = None):
+                 compiled: list[list[list[bytes]]] | None = None,
+                 condition: tuple[bytes, ...] = ()):
         self.statements = statements
         self.language = language
         self.python = language == "python"
         self.reads: list[int] = []
+        # (Where the guard tests the value itself, `x is None`, `!x`, a test reading through
+        # it, `if x.numel() == 0:` above `if x is None:`, fails where the guard leaves: work.
+        # Where it tests what the value holds, `x.numel() == 0`, a step keeping the value or
+        # reading its layout, type or device, `x = x.contiguous()`, `orig_shape = x.shape`,
+        # does not: no work.)
+        nulls = not _test_reads(list(condition), values)
         if self.python:
             tested = {token for _, tokens in statements if tokens[0] in _TESTS_ONLY
                       for token in tokens} | \
@@ -4555,8 +4571,14 @@ class _Work:
                  for token in argument}
             for at, (_, tokens) in enumerate(statements):
                 if tokens[0] not in _TESTS_ONLY and not _checked_calls(tokens) and \
-                        tuple(tokens) not in allowed and _reads_value(tokens, values) and \
-                        _given_name(tokens) not in tested - values:
+                        tuple(tokens) not in allowed and _reads_value(tokens, values, nulls) \
+                        and _given_name(tokens) not in tested - values:
+                    self.reads.append(at)
+                elif nulls and tokens[0] in (b"if", b"elif", b"while", b"assert") and \
+                        _test_reads(tokens[1:], values):
+                    self.reads.append(at)
+                elif nulls and any(_test_reads(argument, values)
+                                   for _, argument in _checked_calls(tokens)):
                     self.reads.append(at)
             return
         self.tokens = [token for _, more in statements for token in more]
@@ -4575,13 +4597,25 @@ class _Work:
             if other is not None and self.tokens[at] == b"if" and close is not None:
                 self.other[close + 1] = other
         for at in sorted(self.frames):
-            if self.tokens[at] in _C_NOT_WORK or (self.tokens[at + 1:at + 2] == [b"("] and
-                                                  _CHECK_CALL.search(self.tokens[at])):
+            # (Not run where it stands: a lambda's body, a block never built, `#if 0`.)
+            if any(kind == b"block" and b"]" in header for kind, header, _ in
+                   self.frames[at][0]) or any(condition in ([b"0"], [b"false"]) or (
+                       len(condition) == 1 and condition[0][5:-1] in _NEVER_BUILT)
+                       for condition in self.built(at)):
+                continue
+            opened = self.tokens[at + 1:at + 2] == [b"("]
+            test = opened and (self.tokens[at] in (b"if", b"while") or
+                               _CHECK_CALL.search(self.tokens[at]) is not None)
+            if test and nulls:
+                inside = self.tokens[at + 2:_closing(self.tokens, at + 1) or at + 2]
+                if _test_reads(inside[:_top_level(inside, 0, {b","})], values):
+                    self.reads.append(at)
+            if test or self.tokens[at] in _C_NOT_WORK:
                 continue
             end = next((k for k in range(at, len(self.tokens))
                         if self.tokens[k] in (b";", b"{", b"}")), len(self.tokens))
             statement = tuple(self.tokens[at:end + 1])
-            if statement not in allowed and _reads_value(list(statement), values) and \
+            if statement not in allowed and _reads_value(list(statement), values, nulls) and \
                     _given_name(list(statement)) not in tested - values:
                 self.reads.append(at)
 
@@ -4690,10 +4724,62 @@ def _given_name(tokens: list[bytes]) -> bytes | None:
     return tokens[equal - 1]
 
 
-def _reads_value(tokens: list[bytes], values: frozenset[bytes]) -> bool:
-    """Whether code tokens name one of `values` as a value (not an attribute's name)."""
-    return any(token in values and (k == 0 or tokens[k - 1] not in (b".", b"->", b"::"))
-               for k, token in enumerate(tokens))
+def _reads_value(tokens: list[bytes], values: frozenset[bytes], nulls: bool = True) -> bool:
+    """Whether a statement's code tokens read one of `values` (not an attribute's name, a
+    keyword argument's, `configure(x=1)`, nor under `sizeof`), or an f-string's field does
+    (`f'{x[0]}'`); not a conditional expression testing it (`0 if x is None else
+    x.numel()`). Where the guard lets through no None (`nulls` False: `x.numel() == 0`),
+    a step keeping the value or a read of its layout, type or device (`x.contiguous()`,
+    `x.shape`, _SAME_VALUE, _CHANGED_BY) reads nothing it could fail on."""
+    from patchforge.judge import _CHANGED_BY, _SAME_VALUE
+
+    if b"if" in tokens and b"else" in tokens and any(
+            tokens[k:k + 3] in ([value, b"is", b"None"], [value, b"is", b"not"])
+            for value in values for k in range(len(tokens))):
+        return False
+    for k, token in enumerate(tokens):
+        if token[:1] in (b'"', b"'") and k and tokens[k - 1] == b"f" and any(
+                re.search(rb"\{[^}]*\b" + re.escape(value) + rb"\b", token)
+                for value in values):
+            return True
+        if token not in values or (k and tokens[k - 1] in (b".", b"->", b"::")):
+            continue
+        if tokens[k + 1:k + 2] == [b"="]:
+            continue  # (a keyword argument, or the name assigned)
+        if tokens[max(k - 2, 0):k] == [b"sizeof", b"("] or tokens[k - 1:k] == [b"sizeof"]:
+            continue
+        if not nulls and tokens[k + 1:k + 2] == [b"."] and \
+                tokens[k + 2:k + 3] and (tokens[k + 2] in _SAME_VALUE or
+                                         tokens[k + 2] in _CHANGED_BY):
+            continue
+        return True
+    return False
+
+
+def _test_reads(condition: list[bytes], values: frozenset[bytes]) -> bool:
+    """Whether a test's code tokens read one of `values` through it (an attribute, an
+    item, a call on it, `len(x)`, C's `*x`), where the test does not also test the value
+    itself first (`x is None or x.numel() == 0` reads nothing where x is None)."""
+    if any(condition[k:k + 2] in ([value, b"is"], [value, b"=="], [value, b"!="])
+           or condition[k - 1:k + 1] in ([b"!", value], [b"not", value])
+           for value in values for k in range(len(condition))):
+        return False
+    for k, token in enumerate(condition):
+        if token not in values or (k and condition[k - 1] in (b".", b"->", b"::")):
+            continue
+        after = condition[k + 1:k + 2]
+        if after in ([b"."], [b"["], [b"->"], [b"("]) or (
+                k and condition[k - 1] == b"*" and
+                (k == 1 or not (_WORD.fullmatch(condition[k - 2]) or
+                                condition[k - 2] in (b")", b"]")))) or (
+                k > 1 and condition[k - 1] in (b"(", b",") and
+                condition[k - 2] not in (b"isinstance", b"hasattr", b"type", b"id",
+                                         b"callable", b"sizeof", b"is_tensor") and
+                (condition[k - 1] == b"," or (
+                    _WORD.fullmatch(condition[k - 2]) is not None and
+                    not keyword.iskeyword(condition[k - 2].decode("ascii", "replace"))))):
+            return True
+    return False
 
 
 def _values_of(check: _Check) -> frozenset[bytes]:
@@ -4971,6 +5057,44 @@ def _exception_class(statement: list[bytes]) -> type | None:
     if len(statement) < 2 or not (len(statement) == 2 or statement[2] in (b"(", b"from")):
         return None
     return _builtin_exception([statement[1]])
+
+
+def _rebound_exceptions(lines: _Lines, statements: list[tuple[int, list[bytes]]]
+                        ) -> set[bytes]:
+    """The names of builtin exception classes the function's `statements` name that its
+    Python module binds to something of its own (`from pkg.errors import ValueError`,
+    `import errors as KeyError`, `ValueError = ShapeError`, `class ValueError(...)`; every one of them past a `from ... import *`): what they name
+    there is not known, so a `raise` of one or an `except` naming one reads as a class of
+    the project's own (_builtin_exception). An assignment or definition counts at the
+    module's top level only (a class body's `KeyError = ValueError` is the class's)."""
+    named = {token for _, tokens in statements for token in tokens
+             if _builtin_exception([token]) is not None}
+    if not named:
+        return set()
+    found: set[bytes] = set()
+    importing = False  # (inside `from x import (` ... `)`)
+    for line in lines.lines:
+        tokens = _code_tokens(line)
+        if not tokens:
+            continue
+        if tokens[:1] == [b"from"] and tokens[-2:] == [b"import", b"*"]:
+            return named
+        binds = importing or b"import" in tokens
+        if b"import" in tokens and tokens[-1:] == [b"("]:
+            importing = True
+        elif importing and b")" in tokens:
+            importing = False
+        equal = _top_level(tokens, 0, {b"="})
+        top = not line[:1].isspace()  # (the module's own names; a class body binds its own)
+        for k, token in enumerate(tokens):
+            if token not in named or (k and tokens[k - 1] == b"."):
+                continue
+            if (binds and tokens[k + 1:k + 2] != [b"as"] and
+                    (k == 0 or tokens[k - 1] in (b"import", b",", b"as", b"("))) or \
+                    (top and k and tokens[k - 1] in (b"class", b"def", b"for", b"global")) or \
+                    (top and k < equal < len(tokens) and tokens[0] not in (b"if", b"while")):
+                found.add(token)
+    return found
 
 
 def _builtin_exception(tokens: list[bytes]) -> type | None:

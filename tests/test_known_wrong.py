@@ -421,7 +421,15 @@ def test_a_cpp_guard_dropped_beside_a_goto_copy_skipping_less_than_the_work_is_s
     assert said(stack), "the goto skips log(1) only: x[0] is read where x is null"
 
 
-@known_wrong("a `raise` copy in a `try:` whose classes the module binds to its own")
+@known_wrong("a read of a kept guard's value put above the guard")
+def test_a_read_put_above_the_kept_guard_is_said(tmp_path):
+    from test_reverts_guard_rewritten import _fn, _landed, _module
+    stack = _landed(tmp_path, _module(_fn(b"a2", b"    w = 1\n")),
+                    _module(_fn(b"a2", b"    w = 1\n" + GUARD)))
+    stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    w = x[0]\n" + GUARD))}, "read x first")
+    assert said(stack), "x[0] is read where x is None: the guard guards none of it"
+
+
 def test_a_raise_guard_dropped_beside_a_copy_whose_class_the_module_rebinds_is_said(tmp_path):
     from test_reverts_guard_rewritten import HEAD, _fn, _landed, _module
     guard = b"    if x is None:\n        raise ValueError('x')\n"

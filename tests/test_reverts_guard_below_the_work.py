@@ -6,7 +6,12 @@ leaving by `goto` to a label a read of it comes after (`if (!x) goto skip;` + `l
 (tests/test_known_wrong.py holds the first two shapes). Upstream's ordinary copies stay quiet
 until a commit drops them: above the work, in each branch of an if/else whose other branch
 reads the value first, a `goto` past every read, a copy below the lines the fix's own guard
-had above it, a name carrying the test assigned above it. Real git history, through the CLI."""
+had above it, a name carrying the test assigned above it, names of the value that read
+nothing (a keyword argument, `sizeof`, a lambda's body, `#if 0`, a conditional expression
+testing it first), and for a guard on what the value holds (`x.numel() == 0`) steps keeping
+it (`x = x.contiguous()`, `x.shape`); a test reading through the value (`if x.numel() ==
+0:`, `TORCH_CHECK(x[0] > 0, ...)`) above a copy of `if x is None:` is work. Real git history,
+through the CLI."""
 from __future__ import annotations
 
 import pytest
@@ -29,6 +34,10 @@ BELOW = {
     "python under a branch read first": (
         b"    if n > 0:\n        b = x + 1\n    if x is None:\n        return 0\n"
         b"    b = x - 1\n"),
+    "python below a test reading through it": (
+        b"    if x.numel() == 0:\n        return 1\n    if x is None:\n        return 0\n"),
+    "python below an f-string reading it": (
+        b"    log(f'{x[0]}')\n    if x is None:\n        return 0\n"),
     "python past a branch reading it that returns": (
         b"    if n > 0:\n        return x + 1\n    if x is None:\n        return 0\n"
         b"    b = x - 1\n"),
@@ -50,12 +59,23 @@ def test_a_cpp_goto_copy_to_a_label_the_work_comes_after_is_said(tmp_path):
     assert _said(stack), "the goto skips the logs only: x[0] is read where x is null"
 
 
+def test_a_cpp_copy_below_a_check_reading_through_the_value_is_said(tmp_path):
+    stack = _landed(tmp_path, _c_module(_c_fn()), _c_module(_c_fn(C_GUARD)), "csrc/k.cu")
+    head = b"  TORCH_CHECK(x[0] > 0, \"x\");\n" + C_GUARD + C_WORK
+    stack.commit({"csrc/k.cu": _c_module(_c_fn(head=head))}, "rework k2")
+    assert _said(stack), "x[0] is read where x is null"
+
+
 QUIET_PYTHON = {
     "above the work": GUARD + REWRITTEN,
     "in both branches, the other reading x first": (
         b"    if n > 0:\n        if x is None:\n            return 0\n        a = x + 1\n"
         b"    else:\n        if x is None:\n            return 0\n        a = x - 1\n"
         b"    b = a - x\n    c = b * 4\n"),
+    "a keyword argument of its name above it": (
+        b"    configure(x=1)\n" + GUARD + REWRITTEN),
+    "a conditional expression testing it above it": (
+        b"    n = 0 if x is None else len(x)\n" + GUARD + REWRITTEN),
     "a name carrying the test above it": (
         b"    missing = x is None\n    if missing:\n        return 0\n" + REWRITTEN),
 }
@@ -74,6 +94,10 @@ QUIET_C = {
     "in both branches, the other reading x first": (
         b"  int b = 0;\n  if (n) {\n    if (!x) return 0;\n    b = x[0];\n  } else {\n"
         b"    if (!x) return 0;\n    b = x[1];\n  }\n" + C_WORK),
+    "below a sizeof": b"  int s = sizeof(x);\n" + C_GUARD + C_WORK,
+    "below a lambda's body": (
+        b"  auto f = [&]() {\n    return x[0];\n  };\n" + C_GUARD + C_WORK),
+    "below an #if 0": b"#if 0\n  int q = x[0];\n#endif\n" + C_GUARD + C_WORK,
 }
 
 
@@ -92,6 +116,17 @@ def test_a_copy_below_the_reads_the_fix_put_its_guard_under_is_quiet_until_dropp
     _held_until_dropped(tmp_path, _module(_fn(b"a2", first)), _module(_fn(b"a2", first + guard)),
                         _module(_fn(b"a2", first + guard, REWRITTEN)),
                         _module(_fn(b"a2", first, REWRITTEN)), ("rework a2", "a2: never empty"))
+
+
+@pytest.mark.parametrize("above", [b"    x = x.contiguous()\n", b"    shape = x.shape\n"],
+                         ids=["a layout step", "a read of its shape"])
+def test_a_size_guard_copy_below_steps_keeping_the_value_is_quiet_until_dropped(tmp_path,
+                                                                               above):
+    """A guard on what x holds lets x through: a step keeping it is no work."""
+    guard = b"    if x.numel() == 0:\n        return 0\n"
+    _held_until_dropped(tmp_path, _module(_fn(b"a2")), _module(_fn(b"a2", guard)),
+                        _module(_fn(b"a2", above + guard, REWRITTEN)),
+                        _module(_fn(b"a2", above, REWRITTEN)), ("rework a2", "a2: never empty"))
 
 
 def test_the_work_above_the_landed_guard_rewritten_makes_the_copy_below_it_said(tmp_path):
