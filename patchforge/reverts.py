@@ -4600,7 +4600,7 @@ class _Work:
             # (Not run where it stands: a lambda's body, a block never built, `#if 0`.)
             if any(kind == b"block" and b"]" in header for kind, header, _ in
                    self.frames[at][0]) or any(condition in ([b"0"], [b"false"]) or (
-                       len(condition) == 1 and condition[0][5:-1] in _NEVER_BUILT)
+                       len(condition) == 1 and condition[0][5:-1] in NEVER_BUILT)
                        for condition in self.built(at)):
                 continue
             opened = self.tokens[at + 1:at + 2] == [b"("]
