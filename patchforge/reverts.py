@@ -6670,17 +6670,13 @@ def _relanded(fix: _Fix, contents: dict, only: frozenset | None = None) -> bool:
     another form rather than the old code changed: each hunk's lines between its context
     (found as _held finds a place) compared with the fix's `+` run and with its `-` run; a
     hunk nearer its `+` run and none nearer its `-` run. A hunk whose place is not found
-    tells nothing, and no hunk telling is no re-landing: the revert stands (one found only
-    by part of its context, _place_of, tells only where nearer the fix). With `only`
+    tells nothing, and no hunk telling is no re-landing: the revert stands. With `only`
     (file change index, hunk number from 1), the hunks a revert in part took out alone tell
     (_taken_in_part): the others stayed as landed, or as upstream changed them before it."""
     nearer_fix = False
-    for to_fix, to_old, imports, loose in _nearness(fix, contents, only):
-        if to_old > to_fix and not loose:
+    for to_fix, to_old, imports in _nearness(fix, contents, only):
+        if to_old > to_fix:
             return False  # (one hunk nearer the old code: no re-landing, whatever follows)
-        # (A hunk whose place holds only part of its context, a neighbour reworded, tells a
-        # re-landing where nearer the fix; nearer the old code it tells nothing, as a place
-        # not found: what is there may be other code that only borders the fix's place.)
         # (An import the fix added, still there, tells no re-landing: a revert may keep it,
         # for other code or as upstream's formatter rewrote it. Nearer the old code, it
         # tells no re-landing all the same.)
@@ -6695,20 +6691,17 @@ def _old_code_edited(fix: _Fix, contents: dict) -> bool:
     keep an import). A hunk whose place is not found, or one nearer the fix, tells no tidy."""
     hunks = sum(len(fp.hunks) for fp in fix.files
                 if not (fp.is_new or fp.is_delete or fp.binary is not None))
-    # (A place found only by part of its context, _place_of, is no place found here.)
-    found = [(to_fix, to_old, imports) for to_fix, to_old, imports, loose
-             in _nearness(fix, contents, None) if not loose]
+    found = list(_nearness(fix, contents, None))
     return bool(found) and len(found) == hunks and \
         all(to_old > to_fix or imports for to_fix, to_old, imports in found) and \
         not all(imports for _, _, imports in found)
 
 
 def _nearness(fix: _Fix, contents: dict, only: frozenset | None
-              ) -> Iterator[tuple[float, float, bool, bool]]:
+              ) -> Iterator[tuple[float, float, bool]]:
     """For each hunk of the fix (of `only`) whose place is found in `contents` (its lines
     between its context, as _held finds a place): how near what is there is to the fix's `+`
-    run and to its `-` run, whether the hunk changes import lines only, and whether its place
-    was found only by part of its context (_place_of)."""
+    run and to its `-` run, and whether the hunk changes import lines only."""
     for k, fp in enumerate(fix.files):
         content = _content_of(fix, k, contents)
         if content is None or fp.is_new or fp.is_delete or fp.binary is not None:
@@ -6717,32 +6710,16 @@ def _nearness(fix: _Fix, contents: dict, only: frozenset | None
         for n, hunk in enumerate(fp.hunks, 1):
             if only is not None and (k, n) not in only:
                 continue
-            found = _place_of(lines, hunk)
-            if found is None:
+            old, new = hunk.old_lines(), hunk.new_lines()
+            lead, trail = hunk.leading_context, hunk.trailing_context
+            run = _between(lines, old[:lead], old[len(old) - trail:],
+                           max(len(old), len(new)) - lead - trail)
+            if run is None:
                 continue
-            here, to_new, to_old, loose = found
-            yield (_similarity(here, to_new), _similarity(here, to_old), _imports_only(fp, hunk),
-                   loose)
-
-
-def _place_of(lines: _Lines, hunk) -> tuple[bytes, bytes, bytes, bool] | None:
-    """What is at a hunk's place (_between its context), the hunk's `+` run, its `-` run and
-    whether some of its context was left out to find it, or None where no place is one. Where the whole context holds at no place, the context
-    lines nearest the change are left out of it a few at a time (fewest first, at least one
-    kept on each side) and counted into the runs instead: a commit that wrote the fix again
-    and reworded a line beside it (a re-landing in upstream's own form) leaves the rest of
-    the context whole, and what is there is compared with the fix and the old code each
-    with that line as the hunk had it."""
-    old, new = hunk.old_lines(), hunk.new_lines()
-    lead, trail = hunk.leading_context, hunk.trailing_context
-    size = max(len(old), len(new)) - lead - trail
-    for above, below in sorted(itertools.product(range(lead), range(trail)), key=sum):
-        run = _between(lines, old[:lead - above], old[len(old) - trail + below:],
-                       size + above + below)
-        if run is not None:
-            return (b"".join(run), b"".join(new[lead - above:len(new) - trail + below]),
-                    b"".join(old[lead - above:len(old) - trail + below]), above + below > 0)
-    return None
+            here = b"".join(run)
+            yield (_similarity(here, b"".join(new[lead:len(new) - trail])),
+                   _similarity(here, b"".join(old[lead:len(old) - trail])),
+                   _imports_only(fp, hunk))
 
 
 def _put_back(store: UpstreamStore, fix: _Fix, contents: dict, taken: frozenset

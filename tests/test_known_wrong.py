@@ -668,6 +668,25 @@ def test_a_file_split_into_a_copy_of_its_name_and_another_is_not_followed_into_o
     assert found["rebase"] == "stop", "the gfx950 copy would go without the fix"
 
 
+@known_wrong("a reverted kept fix whose line upstream later sets to a third value")
+def test_a_reverted_fix_whose_line_upstream_sets_to_a_third_value_is_said(tmp_path):
+    """The fix makes `TIMEOUT = 30` read `TIMEOUT = 300`; it lands, a `git revert` takes it out,
+    then upstream sets `TIMEOUT = 3000`: a line nearer the fix's text than the old one reads as
+    the fix landed again, `status` exits 0, while 300 is in no overlay and not upstream."""
+    base = (b"import os\n\n# seconds to wait for the server\nTIMEOUT = 30\nRETRIES = 3\n\n\n"
+            b"def get(key):\n    return os.environ.get(key)\n")
+    fixed = base.replace(b"TIMEOUT = 30\n", b"TIMEOUT = 300\n")
+    stack = OneUpstreamStack(tmp_path, {"pkg/cfg.py": base})
+    stack.add_fix("fix-timeout", "pkg/cfg.py", base, fixed)
+    landing = stack.commit({"pkg/cfg.py": fixed}, "Wait longer (#11)", tag="v2")
+    stack.dropped_as_landed("up=v2")
+    stack.commit({"pkg/cfg.py": base}, 'Revert "Wait longer (#11)"\n\n'
+                 f"This reverts commit {landing}.", tag="v3")
+    stack.commit({"pkg/cfg.py": base.replace(b"TIMEOUT = 30\n", b"TIMEOUT = 3000\n")},
+                 "cfg: wait for slow servers", tag="v4")
+    assert said(stack), "TIMEOUT = 300 is in no overlay and not upstream"
+
+
 def test_each_mark_names_an_entry_the_docs_still_list():
     """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
     from pathlib import Path
@@ -677,5 +696,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 7
+    assert len(marks) == 8
     assert [m for m in marks if f"- {m}" not in entries] == []

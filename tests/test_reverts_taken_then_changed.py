@@ -12,7 +12,7 @@ import pytest
 
 from helpers.git import git
 from helpers.project import OneUpstreamStack
-from test_reverts import BASE, FIXED, GUARDED, _landed, _revert, _silent
+from test_reverts import BASE, FIXED, _landed, _revert, _silent
 
 # Other work in the same file: line 20 reworded as the fix's line goes back to its old code.
 TWENTY = (b"line 20 of the module under test\n", b"line twenty of the module under test\n")
@@ -176,53 +176,6 @@ def test_a_fix_taken_out_then_landed_again_elsewhere_in_the_file_is_superseded(t
         stack.commit({"pkg/a.py": content}, "Rework line five")
     git(stack.up, "tag", "v4")
     assert _silent(stack, "v4")["gone_upstream"] == []
-
-
-TEN = b"line 10 of the module under test\n"
-
-
-@pytest.mark.parametrize("how", ["other-work", "revert"])
-def test_a_guard_taken_out_then_written_again_under_a_reworded_line_is_superseded(tmp_path, how):
-    """The guard (after line 10) landed, taken out (other work, or a revert), then written
-    again in upstream's own form (`raise TypeError`) by a commit that also rewords line 10,
-    the line above it: the fix's place was found only by its whole context, so nothing told a
-    re-landing and it was said "taken out, then changed" (exit 1), the advised bring-back a
-    second check beside upstream's. Upstream has the fix: nothing said."""
-    stack, landing = _landed(tmp_path, GUARDED)
-    if how == "revert":
-        at = BASE
-        taker = _revert(stack, landing, tag="v3")
-    else:
-        at = BASE.replace(*TWENTY)
-        taker = stack.commit({"pkg/a.py": at}, "Rework the module's lines", tag="v3")
-    (said,) = (lambda d: d["reverted"] + d["gone_upstream"])(
-        stack.json("status", "--against", "v3", expect=1))
-    assert said["by"] == taker, said
-    stack.commit({"pkg/a.py": at.replace(TEN, b"line ten of the module under test\n"
-                                         b"if value is None:\n"
-                                         b"    raise TypeError('a value is needed')\n")},
-                 "Check the value (#20)", tag="v4")
-    assert _silent(stack, "v4")["gone_upstream"] == []
-
-
-@pytest.mark.parametrize("how", ["other-work", "revert"])
-def test_a_guard_taken_out_then_its_neighbour_reworded_beside_other_code_is_still_said(
-        tmp_path, how):
-    """The mirror: after the take-out, line 10 reworded and a line of other work put where the
-    guard was: the old code changed, not the fix again; the commit that took it out is said
-    still."""
-    stack, landing = _landed(tmp_path, GUARDED)
-    if how == "revert":
-        at, kind = BASE, "reverted"
-        taker = _revert(stack, landing)
-    else:
-        at, kind = BASE.replace(*TWENTY), "removed"
-        taker = stack.commit({"pkg/a.py": at}, "Rework the module's lines")
-    stack.commit({"pkg/a.py": at.replace(TEN, b"line ten of the module under test\n"
-                                         b"print(value)\n")}, "Show the value", tag="v4")
-    document = stack.json("status", "--against", "v4", expect=1)
-    assert [(g["kind"], g["by"]) for g in document["reverted"] + document["gone_upstream"]] \
-        == [(kind, taker)], document
 
 
 OTHER = BASE.replace(b"module", b"other module")
