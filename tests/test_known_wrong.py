@@ -687,6 +687,50 @@ def test_a_reverted_fix_whose_line_upstream_sets_to_a_third_value_is_said(tmp_pa
     assert said(stack), "TIMEOUT = 300 is in no overlay and not upstream"
 
 
+def _c_copies_around(block: bytes, before: bytes = b"    int e = scale(a);\n"
+                     ) -> tuple[bytes, bytes, bytes]:
+    """A HIP function reading y below `block`: the base, the fix's `y += 1;` under y's
+    setting, upstream's above `before` (a line below `block`)."""
+    base = (b"#include <hip/hip_runtime.h>\n\n"
+            b"__device__ int run(int* out, int x, int n, const int* c) {\n"
+            b"    int y = x + 1;\n    int a = prep(x);\n" + block +
+            b"    int e = scale(a);\n    out[0] = y * 2 + e;\n    return 0;\n}\n\n"
+            b"int version() { return 1; }\n")
+    fix = base.replace(b"    int y = x + 1;\n", b"    int y = x + 1;\n    y += 1;\n")
+    return base, fix, base.replace(before, b"    y += 1;\n" + before)
+
+
+@known_wrong("a short statement the fix adds at the end of a block that always runs")
+@pytest.mark.parametrize("header", [b"    if b:\n", b"    with LOCK:\n"], ids=["if", "with"])
+def test_a_short_statement_the_fix_added_at_the_end_of_a_block_is_not_doubled(tmp_path, header):
+    base = (b'"""Kernels."""\n\n\ndef run(x, n, c):\n    y = x + 1\n    a = prep(x)\n'
+            b"    b = load(a)\n" + header + b"        d = clip(b)\n    e = scale(a)\n"
+            b"    z = y * 2\n    return z, e\n\n\ndef other(y):\n    return y\n")
+    fix = base.replace(b"        d = clip(b)\n", b"        d = clip(b)\n        y += 1\n")
+    upstream = base.replace(b"    y = x + 1\n", b"    y = x + 1\n    y += 1\n")
+    stack = stack_with_file(tmp_path, "pkg/a.py", base, fix, upstream)
+    assert not doubled_after_rebase(stack, "pkg/a.py", b"y += 1\n")
+
+
+@known_wrong("a short statement the fix adds where upstream added the same past a C `switch`")
+def test_a_short_statement_past_a_switch_of_braced_cases_with_no_default_is_not_doubled(
+        tmp_path):
+    cases = b"".join(b"    case %d: {\n        d = clip%d(y);\n        break;\n    }\n" % (k, k)
+                     for k in (1, 2))
+    base, fix, upstream = _c_copies_around(b"    int d = 0;\n    switch (n) {\n" + cases
+                                           + b"    }\n", before=b"    out[0] = y * 2 + e;\n")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", base, fix, upstream)
+    assert not doubled_after_rebase(stack, "pkg/k.cu", b"y += 1;")
+
+
+@known_wrong("a short statement the fix adds where upstream added the same past a C++ lambda")
+def test_a_short_statement_past_a_lambda_over_lines_is_not_doubled(tmp_path):
+    base, fix, upstream = _c_copies_around(b"    auto f = [&]() {\n        return clip(y);\n"
+                                           b"    };\n")
+    stack = stack_with_file(tmp_path, "pkg/k.cu", base, fix, upstream)
+    assert not doubled_after_rebase(stack, "pkg/k.cu", b"y += 1;")
+
+
 def test_each_mark_names_an_entry_the_docs_still_list():
     """An entry taken out of docs/guarantees.md takes its test's mark with it, and back."""
     from pathlib import Path
@@ -696,5 +740,5 @@ def test_each_mark_names_an_entry_the_docs_still_list():
     entries = " ".join(section.split())
     marks = [line.split('known_wrong("')[1].split('")')[0]
              for line in here.read_text().splitlines() if line.startswith('@known_wrong("')]
-    assert len(marks) == 8
+    assert len(marks) == 11
     assert [m for m in marks if f"- {m}" not in entries] == []
