@@ -4564,14 +4564,22 @@ class _Work:
         # reading its layout, type or device, `x = x.contiguous()`, `orig_shape = x.shape`,
         # does not: no work.)
         nulls = not _test_reads(list(condition), values)
+        # (Where it orders an index or a count, `i >= n`, `n <= 0`, arithmetic on them,
+        # `const int row = i / cols;`, touches no memory: the name it gives is read as the
+        # values are from there on, and only a subscript, a dereference or a call is work.)
+        counts = set(values) if _orders(list(condition)) else None
         if self.python:
             tested = {token for _, tokens in statements if tokens[0] in _TESTS_ONLY
                       for token in tokens} | \
                 {token for _, tokens in statements for _, argument in _checked_calls(tokens)
                  for token in argument}
             for at, (_, tokens) in enumerate(statements):
+                if counts is not None and tokens[0] not in _TESTS_ONLY and \
+                        _counted(tokens, counts):
+                    continue
                 if tokens[0] not in _TESTS_ONLY and not _checked_calls(tokens) and \
-                        tuple(tokens) not in allowed and _reads_value(tokens, values, nulls) \
+                        tuple(tokens) not in allowed and \
+                        _reads_value(tokens, frozenset(counts or values), nulls) \
                         and _given_name(tokens) not in tested - values:
                     self.reads.append(at)
                 elif nulls and tokens[0] in (b"if", b"elif", b"while", b"assert") and \
@@ -4615,7 +4623,11 @@ class _Work:
             end = next((k for k in range(at, len(self.tokens))
                         if self.tokens[k] in (b";", b"{", b"}")), len(self.tokens))
             statement = tuple(self.tokens[at:end + 1])
-            if statement not in allowed and _reads_value(list(statement), values, nulls) and \
+            if counts is not None and _counted(list(statement), counts):
+                continue
+            if statement not in allowed and (
+                    _reads_value(list(statement), frozenset(counts or values), nulls) or
+                    counts is not None and _dereferences(list(statement), counts)) and \
                     _given_name(list(statement)) not in tested - values:
                 self.reads.append(at)
 
@@ -4754,6 +4766,73 @@ def _reads_value(tokens: list[bytes], values: frozenset[bytes], nulls: bool = Tr
             continue
         return True
     return False
+
+
+def _orders(condition: list[bytes]) -> bool:
+    """Whether a guard's condition (code tokens) only orders names or numbers, an index
+    against a bound or a count against one (`i >= n`, `n <= 0`, `i < 0 || i >= n`): what
+    it tests are integers (or pointers compared), which arithmetic reads without touching
+    memory. Not `==`/`!=` (`p == 0` tests a pointer for null)."""
+    parts: list[list[bytes]] = [[]]
+    for token in condition:
+        if token in (b"||", b"&&", b"or", b"and"):
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return all(len(part) == 3 and part[1] in (b"<", b"<=", b">", b">=") and
+               all(_WORD.fullmatch(side) or side.isdigit() for side in part[::2]) and
+               not any(side in _CHECK_SYNTAX for side in part[::2]) for part in parts)
+
+
+# (Around an index or count read in arithmetic, `row = i / cols`, `p = in + i`: what may
+# stand before it and after it; a divisor, a shift's count, an operand of `<`, `>` (the
+# tokens of `<<`) and anything else is counted as work.)
+_ARITHMETIC_BEFORE = {b"=", b"+", b"-", b"*", b"(", b"?", b":"}
+_ARITHMETIC_AFTER = {b";", b"+", b"-", b"*", b"/", b"//", b"%", b")", b"?", b":"}
+
+
+def _counted(tokens: list[bytes], counts: set[bytes]) -> bool:
+    """Whether a statement reading the `counts` (an index or count a guard orders, _orders)
+    only computes a name from them (`const int row = i / cols;`, `float* p = in + i;`,
+    `rows = n * 2`), with no subscript (`in[i]`), dereference or call taking them: it touches
+    no memory through them. The name it gives is added to `counts`, so that a later
+    subscript, dereference or call of it (`out[row] = 0;`, `*p`) is work."""
+    name = _given_name(tokens)
+    equal = _top_level(tokens, 0, {b"="})
+    if name is None or not any(token in counts for token in tokens[equal + 1:]):
+        return False
+    opened: list[bool] = []  # (each open bracket: whether it is a subscript, call or `*(`)
+    for k in range(equal + 1, len(tokens)):
+        token, before = tokens[k], tokens[k - 1]
+        binary = before in (b")", b"]") or _WORD.fullmatch(before) is not None or \
+            before.isdigit()
+        if token in (b"[", b"{"):
+            opened.append(True)
+        elif token == b"(":
+            opened.append(binary or (before == b"*" and not (
+                _WORD.fullmatch(tokens[k - 2]) or tokens[k - 2] in (b")", b"]"))) or
+                before in (b">", b"&"))
+        elif token in (b"]", b")", b"}") and opened:
+            opened.pop()
+        elif token in counts:
+            after = tokens[k + 1] if k + 1 < len(tokens) else b";"
+            unary = before == b"*" and not (_WORD.fullmatch(tokens[k - 2]) or
+                                            tokens[k - 2].isdigit() or
+                                            tokens[k - 2] in (b")", b"]"))
+            if any(opened) or unary or before not in _ARITHMETIC_BEFORE or \
+                    after not in _ARITHMETIC_AFTER:
+                return False
+    counts.add(name)
+    return True
+
+
+def _dereferences(tokens: list[bytes], names: set[bytes]) -> bool:
+    """Whether C code tokens dereference one of `names` with a unary `*` (`*p = 0.f;`,
+    which _reads_value reads as assigning p)."""
+    return any(token in names and k and tokens[k - 1] == b"*" and
+               (k == 1 or not (_WORD.fullmatch(tokens[k - 2]) or tokens[k - 2].isdigit() or
+                               tokens[k - 2] in (b")", b"]")))
+               for k, token in enumerate(tokens))
 
 
 def _test_reads(condition: list[bytes], values: frozenset[bytes]) -> bool:

@@ -10,8 +10,10 @@ had above it, a name carrying the test assigned above it, names of the value tha
 nothing (a keyword argument, `sizeof`, a lambda's body, `#if 0`, a conditional expression
 testing it first), and for a guard on what the value holds (`x.numel() == 0`) steps keeping
 it (`x = x.contiguous()`, `x.shape`); a test reading through the value (`if x.numel() ==
-0:`, `TORCH_CHECK(x[0] > 0, ...)`) above a copy of `if x is None:` is work. Real git history,
-through the CLI."""
+0:`, `TORCH_CHECK(x[0] > 0, ...)`) above a copy of `if x is None:` is work. For a kernel's
+bounds guard (`if (i >= n) return;`) arithmetic on the index above the copy (`const int row =
+i / cols;`) is no work; a load, a store through a name computed from it, a dereference, a call
+taking it or a division by the bound is. Real git history, through the CLI."""
 from __future__ import annotations
 
 import pytest
@@ -137,3 +139,38 @@ def test_the_work_above_the_landed_guard_rewritten_makes_the_copy_below_it_said(
     stack.commit({"pkg/a.py": _module(_fn(b"a2", b"    y = x[0]\n" + first + guard,
                                           HEAD.replace(b"2", b"3")))}, "rework a2")
     assert _said(stack), "x[0] is read on an empty x before the check"
+
+
+def _kernel(head: bytes) -> bytes:
+    """A HIP module whose kernel k2 opens with `head` (under its index) above its work."""
+    return (b"#include <hip/hip_runtime.h>\n\n__global__ void k0(float* out, const float* in, "
+            b"int n) {\n  out[0] = in[0];\n}\n\n__global__ void k2(float* out, const float* in, "
+            b"int n, int cols) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n" +
+            head + b"  out[i] = in[i] * 2;\n  out[i + n] = 0.f;\n}\n")
+
+
+BOUNDS = b"  if (i >= n) return;\n"
+
+
+def test_a_bounds_guard_copy_below_arithmetic_on_the_index_is_quiet_until_dropped(tmp_path):
+    """`const int row = i / cols;` above upstream's `if (i >= n) return;` touches no memory:
+    the copy guards every load and store the fix's guard did."""
+    row = b"  const int row = i / cols;\n"
+    _held_until_dropped(tmp_path, _kernel(b""), _kernel(BOUNDS), _kernel(row + BOUNDS),
+                        _kernel(row), ("rework k2", "k2: no bounds check"), "csrc/k.cu")
+
+
+KERNEL_WORK_ABOVE = {
+    "a load": b"  float v = in[i];\n",
+    "a store through a name computed from it": b"  const int row = i / cols;\n  out[row] = 0.f;\n",
+    "a pointer computed from it, dereferenced": b"  float* p = out + i;\n  *p = 0.f;\n",
+    "a call taking it": b"  clear(out, i);\n",
+    "a division by the bound": b"  const int per = cols / n;\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(KERNEL_WORK_ABOVE))
+def test_a_bounds_guard_copy_below_memory_work_on_the_index_is_said(tmp_path, shape):
+    stack = _landed(tmp_path, _kernel(b""), _kernel(BOUNDS), "csrc/k.cu")
+    stack.commit({"csrc/k.cu": _kernel(KERNEL_WORK_ABOVE[shape] + BOUNDS)}, "rework k2")
+    assert _said(stack), "memory is touched through the index before the check"
