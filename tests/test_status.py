@@ -473,10 +473,14 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
     # search asks about.
     assert [" log --raw " in argv for argv in asked].count(True) == 1, "\n".join(asked)
     assert len(asked) >= 2, "\n".join(asked)
+    # One kept answer per question: a pairing's answer may take several diff-tree processes
+    # (the pairing again without the files it paired, to tell a split; a pair the directory
+    # guess weighs), all kept in it.
     made = sorted(p for p in (cache_dir() / "kept").glob("git-*")
                   if p.name.split("-")[1] in ("range", "renames"))
-    assert sorted(p.name.split("-")[1] for p in made) == \
-        ["range"] + ["renames"] * (len(asked) - 1), made
+    kinds = [p.name.split("-")[1] for p in made]
+    assert kinds.count("range") == 1 and 1 <= kinds.count("renames") < len(asked), made
+    first_asked = sorted(asked)
     wholes = [p.read_bytes() for p in made]
     again, asked = status()
     assert (again, asked) == (first, [])
@@ -485,12 +489,12 @@ def test_a_second_status_of_the_same_target_reads_the_walk_and_renames_back(stac
         for path, whole in zip(made, wholes):
             path.write_bytes(damaged(whole))
         again, asked = status()
-        assert again == first and len(asked) == len(made), asked
+        assert again == first and sorted(asked) == first_asked, asked
         assert [p.read_bytes() for p in made] == wholes
     for path in made:
         path.unlink()
     again, asked = status()
-    assert again == first and len(asked) == len(made), asked
+    assert again == first and sorted(asked) == first_asked, asked
     assert [p.read_bytes() for p in made] == wholes
 
 
