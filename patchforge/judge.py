@@ -2406,8 +2406,11 @@ def _in_the_branch_going_on(lines: list[bytes], k: int, between: range, indent: 
         # (Another branch's body, `else: return y` or `else: d = y`, runs on no path through
         # the copy in line `k`'s branch; a condition tried on the way to it may tell them
         # apart.)
-        told = ([] if guarded else [head]) + ([at for at in body if at < k] if head == own
-                                              else [])
+        # (Where `any_branch`, the other copy above the `if`, the conditions tried up to line
+        # `k`'s branch, `elif y > c:`, are read between the copies on every path through it,
+        # guard or not: each copy its own.)
+        told = ([] if guarded and not (any_branch and head <= own) else [head]) + (
+            [at for at in body if at < k] if head == own else [])
         if any(names & set(_NAME.findall(code(at))) for at in told):
             return False
     deeper = lines[k][:len(lines[k]) - len(lines[k].lstrip(b" \t"))]
@@ -2440,7 +2443,7 @@ def _steps_between(lines: list[bytes], between: range, indent: bytes, names: set
     # (What does not run where it stands, a string or a comment over lines, a nested `def`,
     # a part of an `#if` no build compiles, taken out; the parts some builds compile only,
     # `#ifdef DEBUG`, read as reading on some paths at most.)
-    lines, unbuilt = _as_run(lines, between, braced)
+    lines, unbuilt = _as_run(lines, between, braced, names)
     # (C: a name a block between declares anew is another variable there, renamed so: no
     # line of it sets the copies' own, and one naming it reads the copies' own on some paths
     # at most, as the lines of a block only some paths run.)
@@ -3543,7 +3546,8 @@ _C_ASSIGNED = on_first_use(rb"(?<![\w.])(?<!->)(?<!::)([A-Za-z_]\w*)\s*"
                            rb"(?:<<|>>|[-+*/%&|^])?=(?!=)")
 
 
-def _as_run(lines: list[bytes], between: range, braced: bool) -> tuple[list[bytes], set[int]]:
+def _as_run(lines: list[bytes], between: range, braced: bool,
+            names: frozenset[bytes] | set[bytes] = frozenset()) -> tuple[list[bytes], set[int]]:
     """`lines` (one for one) with what the lines `between` (0-based) hold that does not run
     where it stands taken out, and the lines between whose code some builds leave out: a
     string or a C comment over lines reads as `""` or nothing (past_open_text; `d = \"\"\"` +
@@ -3552,9 +3556,10 @@ def _as_run(lines: list[bytes], between: range, braced: bool) -> tuple[list[byte
     anywhere, not there); a C preprocessor conditional opened and closed between, its
     directives as nothing, a part no build compiles (`#if 0`) as nothing, and the lines of a
     part some builds compile (`#ifdef DEBUG`) among the lines returned: a line there naming
-    y reads it in those builds only. What the lines hold is not sure to run, then: by the
-    rule that what is not read counts against the quiet answer, it reads nothing on the
-    paths between the copies."""
+    y reads it in those builds only (but where every build compiles a part of plain steps
+    naming one of `names`, _read_in_every_build). What the lines hold is not sure to run,
+    then: by the rule that what is not read counts against the quiet answer, it reads
+    nothing on the paths between the copies."""
     out = lines
 
     def put(at: int, text: bytes) -> None:
@@ -3574,7 +3579,7 @@ def _as_run(lines: list[bytes], between: range, braced: bool) -> tuple[list[byte
                 put(at, code)
     if not braced:
         return _nested_defs_as_steps(out, between), set()
-    return _preprocessed(out, between)
+    return _preprocessed(out, between, names)
 
 
 def _lines_going_on(lines: list[bytes], between: range) -> set[int]:
@@ -3647,14 +3652,17 @@ def _nested_defs_as_steps(lines: list[bytes], between: range) -> list[bytes]:
     return out
 
 
-def _preprocessed(lines: list[bytes], between: range) -> tuple[list[bytes], set[int]]:
+def _preprocessed(lines: list[bytes], between: range,
+                  names: frozenset[bytes] | set[bytes] = frozenset()) -> tuple[list[bytes], set[int]]:
     """`lines` (one for one) with each C preprocessor conditional opened and closed
     `between` (0-based lines) read as the builds compile it (and a `#pragma` line as no
     line): its directives blank, a part no
     build compiles (`#if 0`, the `#else` of `#if 1`) blank, a part every build compiles (`#if
     1`, the `#else` of `#if 0`) as it is; and the lines of the parts some builds compile only
-    (`#ifdef DEBUG` + `d = clip(y);`), which are returned. A conditional not closed between
-    stays, its directives too."""
+    (`#ifdef DEBUG` + `d = clip(y);`), which are returned, but where every build compiles
+    one of its parts and each is plain steps naming one of `names` (_read_in_every_build:
+    `#ifdef DEBUG` / `d = clip(y);` / `#else` / `d = y;` / `#endif` reads y in every build,
+    read as it is). A conditional not closed between stays, its directives too."""
     out = lines
     unsure: set[int] = set()
     # (Each conditional open: its directives' lines, and whether each part above is built
@@ -3688,14 +3696,39 @@ def _preprocessed(lines: list[bytes], between: range) -> tuple[list[bytes], set[
         opened.pop()
         if out is lines:
             out = list(lines)
+        every_build = _read_in_every_build(lines, ats, built, names)
         for part, (head, end) in enumerate(zip(ats, ats[1:])):
             out[head] = b""
             if built[part] is False:
                 out[head + 1:end] = [b""] * (end - head - 1)
-            elif built[part] is None:
+            elif built[part] is None and not every_build:
                 unsure.update(range(head + 1, end))
         out[ats[-1]] = b""
     return out, unsure
+
+
+def _read_in_every_build(lines: list[bytes], ats: list[int], built: list[bool | None],
+                         names: frozenset[bytes] | set[bytes]) -> bool:
+    """Whether the C preprocessor conditional whose directives are the lines `ats` (0-based,
+    `#endif` last; `built` whether each part is built always, never or in some builds) reads
+    one of `names` in every build on every path: its last part an `#else` (some part is
+    compiled in any build), and each part built in some plain steps (a line ending in `;`,
+    no block, no jump, no directive nested), one naming one of `names`."""
+    last = C_DIRECTIVE.match(lines[ats[-2]])
+    if not names or last is None or last[1] != b"else":
+        return False
+    for part, (head, end) in enumerate(zip(ats, ats[1:])):
+        if built[part] is False:
+            continue
+        code = [STRING_OR_COMMENT.sub(b"", lines[at]).strip() for at in range(head + 1, end)]
+        code = [text for text in code if text]
+        if any(C_DIRECTIVE.match(lines[at]) for at in range(head + 1, end)) or not all(
+                text.endswith(b";") and not re.search(rb"[{}]", text) and re.match(
+                    rb"(?:if|for|while|do|switch|return|break|continue|goto|case|default)\b",
+                    text) is None for text in code) or \
+                not any(names & set(_NAME.findall(text)) for text in code):
+            return False
+    return True
     
 
 def _unshadowed(lines: list[bytes], between: range, indent: bytes, names: set[bytes],

@@ -1380,10 +1380,14 @@ def test_a_short_statement_past_lines_naming_it_that_do_not_run_stops(tmp_path, 
 @pytest.mark.parametrize("path, block", [
     ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = clip(y);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    y = clip(b);\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = clip(y);\n#else\n    d = b;\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    if (n) d = clip(y);\n#else\n"
+     b"    d = y;\n#endif\n"),
     ("pkg/a.py", b"    assert y > 0\n"),
     ("pkg/a.py", b"    assert (y >\n            0)\n"),
     ("pkg/k.cu", b"    int d = 0;\n    assert(y > 0);\n")],
-    ids=["c-ifdef", "c-ifdef-setting-it", "assert", "assert-over-lines", "c-assert"])
+    ids=["c-ifdef", "c-ifdef-setting-it", "c-ifdef-else-not-reading-it",
+         "c-ifdef-else-reading-it-in-an-if", "assert", "assert-over-lines", "c-assert"])
 def test_a_short_statement_past_lines_naming_it_in_some_builds_stops_keeping_yours_first(
         tmp_path, path, block):
     # Lines reading or setting y between the copies that some builds leave out: a part of
@@ -1400,6 +1404,9 @@ def test_a_short_statement_past_lines_naming_it_in_some_builds_stops_keeping_you
     ("pkg/k.cu", b"    int d = 0;\n#if 1\n    d = clip(y);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n#if 0\n    d = b;\n#else\n    d = clip(y);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = b;\n#endif\n    d = clip(y);\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#ifdef DEBUG\n    d = clip(y);\n#else\n    d = y;\n#endif\n"),
+    ("pkg/k.cu", b"    int d = 0;\n#if A\n    d = clip(y);\n#elif B\n    d = y;\n#else\n"
+     b"    d = clip2(y);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n#if 1\n    y = clip(b);\n#endif\n"),
     ("pkg/k.cu", b"    int d = 0;\n    /*\n    a note\n    */ d = clip(y);\n"),
     ("pkg/a.py", b"    def e():\n        return 0\n    d = clip(y)\n"),
@@ -1410,7 +1417,8 @@ def test_a_short_statement_past_lines_naming_it_in_some_builds_stops_keeping_you
     ("pkg/a.py", b"    def e():\n        return clip(y)\n    d = e()\n"),
     ("pkg/a.py", b"    def e(k=y):\n        return k\n"),
     ("pkg/a.py", b"    d = f\"\"\"\n    {clip(y)}\n    \"\"\"\n")],
-    ids=["c-if-1", "c-else-of-if-0", "c-read-past-an-ifdef", "c-if-1-setting-it",
+    ids=["c-if-1", "c-else-of-if-0", "c-read-past-an-ifdef", "c-ifdef-else-each-reading-it",
+         "c-if-elif-else-each-reading-it", "c-if-1-setting-it",
          "c-read-closing-a-comment", "read-past-a-nested-def", "read-closing-a-string",
          "a-keyword-and-a-read-going-on", "a-keyword-given-it", "read-past-an-assert",
          "a-nested-def-called-between", "a-default-reading-it", "an-f-string-over-lines"])
@@ -2055,6 +2063,37 @@ def test_the_fixs_short_statement_in_the_branch_going_on_advises_deleting_it(
     # first.
     stops_deleting_yours_first(branch_of_an_if(tmp_path, path, block, theirs_block,
                                                 fix_in_branch=True))
+
+
+@pytest.mark.parametrize("path, block, theirs_block", [
+    ("pkg/a.py", b"    if n:\n        return c\n    elif y > c:\n        d = clip(c)\n",
+     b"    if n:\n        return c\n    elif y > c:\n        d = clip(c)\n        y += 1\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    elif c:\n        d = clip(c)\n",
+     b"    if y > n:\n        return c\n    elif c:\n        d = clip(c)\n        y += 1\n"),
+    ("pkg/a.py", b"    if y > n:\n        return c\n    else:\n        d = clip(c)\n",
+     b"    if y > n:\n        return c\n    else:\n        d = clip(c)\n        y += 1\n"),
+    ("pkg/k.cu", b"    if (n) {\n        return b;\n    } else if (y > b) {\n"
+     b"        int d = clip(b);\n    }\n",
+     b"    if (n) {\n        return b;\n    } else if (y > b) {\n        int d = clip(b);\n"
+     b"        y += 1;\n    }\n"),
+    ("pkg/k.cu", b"    if (y > b) {\n        return b;\n    } else {\n        int d = clip(b);\n    }\n",
+     b"    if (y > b) {\n        return b;\n    } else {\n        int d = clip(b);\n"
+     b"        y += 1;\n    }\n")],
+    ids=["its-elif-reading-it", "the-if-before-reading-it", "the-if-before-its-else-reading-it",
+         "c-its-else-if-reading-it", "c-the-if-before-its-else-reading-it"])
+def test_the_fixs_short_statement_in_a_branch_a_condition_reading_it_goes_on_to_moves(
+        tmp_path, path, block, theirs_block):
+    # The fix steps y in a branch going on of an if/elif (with an else or none), upstream
+    # above the if, and a condition tried on the way to the fix's branch reads y (`elif y >
+    # c:`, `if y > n:` + `return c` / `else:`; C's `} else if (y > b) {`): it read
+    # as upstream's copy running on every path through the fix's, the rebase stopped, delete
+    # your copy first (which drops the fix's step). The condition reads y between the copies
+    # on every path through the fix's: each its own, the fix moves quietly, both kept. (The
+    # mirror with a condition not reading it stops:
+    # ::test_the_fixs_short_statement_in_the_branch_going_on_advises_deleting_it.)
+    made = moved_quietly(branch_of_an_if(tmp_path, path, block, theirs_block,
+                                         fix_in_branch=True), path)
+    assert made.count(b" " + step_of(path) + b"\n") == 2, made.decode()
 
 
 @pytest.mark.parametrize("path, block, theirs_block", [
