@@ -67,6 +67,20 @@ def _never_obsolete(status: dict, dry: dict) -> None:
         assert "nor made by an earlier patch" not in text and "obsolete" not in text, said
 
 
+def _said_to_move_then_moved(stack: OneUpstreamStack) -> None:
+    """Status and the dry run at v2 say later.patch moves (never obsolete); the rebase stops on
+    make.patch, the user resolves it with the fix's pkg/a.py (MINE), and `--continue` moves
+    later.patch clean, both fixes in the series."""
+    status, dry = _judged(stack, "up=v2")
+    assert status["later.patch"]["rebase"] == "move" and dry["later.patch"]["action"] == "clean"
+    _never_obsolete(status, dry)
+    stack.cli("rebase", "--to", "v2", expect=3)
+    (stack.root / ".patchforge" / "work" / "up" / "pkg/a.py").write_bytes(MINE)
+    done = stack.rebase_json("--continue")
+    assert [p["action"] for p in done["patches"]][-1] == "clean", done
+    assert stack.series("up") == ["make.patch", "later.patch"]
+
+
 def test_a_later_fix_of_the_file_a_stopped_fix_makes_moves_onto_it(tmp_path):
     """The sequence a user meets: status and the dry run say later.patch moves (they said it
     obsolete, `patchforge rm` or `--skip` its way on), the rebase stops on make.patch, status
@@ -197,14 +211,7 @@ def test_a_later_fix_of_the_file_a_stopped_fix_renames_to_moves_onto_it(tmp_path
     stack.add_fix("later", "pkg/c.py", NEW, LATER)
     assert b"rename to pkg/c.py" in stack.patch("up", "make")
     stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
-    status, dry = _judged(stack, "up=v2")
-    assert status["later.patch"]["rebase"] == "move" and dry["later.patch"]["action"] == "clean"
-    _never_obsolete(status, dry)
-    stack.cli("rebase", "--to", "v2", expect=3)
-    (stack.root / ".patchforge" / "work" / "up" / "pkg/a.py").write_bytes(MINE)
-    done = stack.rebase_json("--continue")
-    assert [p["action"] for p in done["patches"]][-1] == "clean", done
-    assert stack.series("up") == ["make.patch", "later.patch"]
+    _said_to_move_then_moved(stack)
     moved = stack.patch("up", "later")  # (no overlays: they cannot delete pkg/b.py)
     assert b"+++ b/pkg/c.py" in moved and b"+    return x + 2" in moved, moved
 
@@ -237,14 +244,7 @@ def test_a_later_fix_for_one_profile_of_a_file_a_stopped_fix_makes_moves_onto_it
     stack.add_patch("up", "make", {"pkg/a.py": MINE, "pkg/new.py": NEW})
     stack.add_fix("later", "pkg/new.py", NEW, LATER, fields="Profiles: gfx950\n")
     stack.commit({"pkg/a.py": THEIRS}, "line5 theirs", tag="v2")
-    status, dry = _judged(stack, "up=v2")
-    assert status["later.patch"]["rebase"] == "move" and dry["later.patch"]["action"] == "clean"
-    _never_obsolete(status, dry)
-    stack.cli("rebase", "--to", "v2", expect=3)
-    (stack.root / ".patchforge" / "work" / "up" / "pkg/a.py").write_bytes(MINE)
-    done = stack.rebase_json("--continue")
-    assert [p["action"] for p in done["patches"]][-1] == "clean", done
-    assert stack.series("up") == ["make.patch", "later.patch"]
+    _said_to_move_then_moved(stack)
     stack.cli("overlays")
     overlays = stack.root / "overlays"
     assert (overlays / "gfx942/up/pkg/new.py").read_bytes() == NEW
